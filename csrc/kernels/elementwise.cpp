@@ -1,0 +1,346 @@
+// Element-wise kernels over whole batches: cast, binary arithmetic with numpy-style
+// broadcasting per sample, and unary math. Inputs arrive already promoted to the compute type
+// (the Python side applies DALI's promotion rules); outputs are the compute type or bool.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "engine/convert.h"
+#include "engine/module.h"
+
+namespace penstock {
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;  // elements per task
+
+// ---- cast -------------------------------------------------------------------------------
+
+template <typename Out, typename In>
+void cast_range(const In* src, Out* dst, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) dst[i] = convert_sat<Out>(src[i]);
+}
+
+void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code) {
+  if (src.size() != dst.size()) throw std::invalid_argument("cast: buffer sizes differ");
+  const void* s = src.data();
+  void* d = dst.mutable_data();
+  int64_t n = src.size();
+  py::gil_scoped_release nogil;
+  auto half = static_cast<int>(DType::FLOAT16);
+  if (src_code == half && dst_code == half) {
+    std::memcpy(d, s, n * 2);
+  } else if (src_code == half) {
+    PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
+      pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
+        auto* in = static_cast<const uint16_t*>(s);
+        auto* out = static_cast<Out*>(d);
+        for (int64_t i = b; i < e; ++i) out[i] = convert_sat<Out>(half_to_float(in[i]));
+      });
+    });
+  } else if (dst_code == half) {
+    PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
+      pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
+        auto* in = static_cast<const In*>(s);
+        auto* out = static_cast<uint16_t*>(d);
+        for (int64_t i = b; i < e; ++i) out[i] = float_to_half(static_cast<float>(in[i]));
+      });
+    });
+  } else {
+    PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
+      PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
+        pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
+          cast_range<Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
+        });
+      });
+    });
+  }
+}
+
+// ---- binary -----------------------------------------------------------------------------
+
+enum BinaryOp {
+  kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow, kMin, kMax,
+  kEq, kNe, kLt, kLe, kGt, kGe, kBitAnd, kBitOr, kBitXor, kShl, kShr, kAtan2, kFPow,
+};
+
+template <typename T>
+inline T int_pow(T base, T exp) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
+  }
+  using U = std::make_unsigned_t<T>;
+  U result = 1, b = static_cast<U>(base);
+  for (auto e = exp; e > 0; e >>= 1) {  // wraps like the other integer ops
+    if (e & 1) result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<T>(result);
+}
+
+template <int OP, typename T>
+inline auto apply_binary(T a, T b) {
+  if constexpr (OP == kEq) return a == b;
+  else if constexpr (OP == kNe) return a != b;
+  else if constexpr (OP == kLt) return a < b;
+  else if constexpr (OP == kLe) return a <= b;
+  else if constexpr (OP == kGt) return a > b;
+  else if constexpr (OP == kGe) return a >= b;
+  else if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (OP == kBitAnd || OP == kMul || OP == kMin) return bool(a && b);
+    else if constexpr (OP == kBitOr || OP == kAdd || OP == kMax) return bool(a || b);
+    else if constexpr (OP == kBitXor || OP == kSub) return bool(a != b);
+    else return bool(a);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (OP == kAdd) return T(a + b);
+    else if constexpr (OP == kSub) return T(a - b);
+    else if constexpr (OP == kMul) return T(a * b);
+    else if constexpr (OP == kDiv || OP == kFloorDiv) return T(a / b);
+    else if constexpr (OP == kMod) return T(std::fmod(a, b));
+    else if constexpr (OP == kPow || OP == kFPow) return T(std::pow(a, b));
+    else if constexpr (OP == kMin) return std::min(a, b);
+    else if constexpr (OP == kMax) return std::max(a, b);
+    else if constexpr (OP == kAtan2) return T(std::atan2(a, b));
+    else return T(0);  // bitwise ops are rejected for floats on the Python side
+  } else {
+    using U = std::make_unsigned_t<T>;
+    // Integer arithmetic wraps (done in the unsigned type to stay defined).
+    if constexpr (OP == kAdd) return T(U(a) + U(b));
+    else if constexpr (OP == kSub) return T(U(a) - U(b));
+    else if constexpr (OP == kMul) return T(U(a) * U(b));
+    else if constexpr (OP == kDiv || OP == kFloorDiv || OP == kMod) {
+      if (b == 0) return T(0);  // defined result instead of a trap
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return OP == kMod ? T(0) : T(U(0) - U(a));
+      }
+      return OP == kMod ? T(a % b) : T(a / b);  // C: truncation, dividend's sign
+    } else if constexpr (OP == kPow) return int_pow<T>(a, b);
+    else if constexpr (OP == kMin) return std::min(a, b);
+    else if constexpr (OP == kMax) return std::max(a, b);
+    else if constexpr (OP == kBitAnd) return T(a & b);
+    else if constexpr (OP == kBitOr) return T(a | b);
+    else if constexpr (OP == kBitXor) return T(a ^ b);
+    else if constexpr (OP == kShl) {
+      auto s = static_cast<int64_t>(b);
+      return (s < 0 || s >= int64_t(sizeof(T) * 8)) ? T(0) : T(U(a) << s);
+    } else if constexpr (OP == kShr) {
+      auto s = static_cast<int64_t>(b);
+      if (s < 0 || s >= int64_t(sizeof(T) * 8)) return (std::is_signed_v<T> && a < 0) ? T(-1) : T(0);
+      return T(a >> s);
+    } else return T(0);
+  }
+}
+
+// Per-sample broadcasting plan: dims collapsed where possible, then rows of the last dim.
+struct Plan {
+  int nd = 0;
+  int64_t shape[8];
+  int64_t stride_a[8], stride_b[8];
+};
+
+void make_plan(const int64_t* out_shape, int64_t nd, const int64_t* a_shape, int64_t a_nd,
+               const int64_t* b_shape, int64_t b_nd, Plan& p) {
+  if (nd > 8) throw std::invalid_argument("element-wise ops support at most 8 dimensions");
+  int64_t sa[8], sb[8], full_a = 1, full_b = 1;
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    int64_t da = d - (nd - a_nd), db = d - (nd - b_nd);
+    int64_t ea = da >= 0 ? a_shape[da] : 1, eb = db >= 0 ? b_shape[db] : 1;
+    sa[d] = (ea == 1 && out_shape[d] != 1) ? 0 : full_a;
+    sb[d] = (eb == 1 && out_shape[d] != 1) ? 0 : full_b;
+    full_a *= ea;
+    full_b *= eb;
+  }
+  // collapse: merge dim d into d+1 when both operands are contiguous across the pair
+  p.nd = 0;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (out_shape[d] == 1) continue;
+    if (p.nd > 0) {
+      int k = p.nd - 1;
+      bool ca = sa[d] == p.stride_a[k] * p.shape[k] || (sa[d] == 0 && p.stride_a[k] == 0);
+      bool cb = sb[d] == p.stride_b[k] * p.shape[k] || (sb[d] == 0 && p.stride_b[k] == 0);
+      if (ca && cb) {  // previous dim k is outer: becomes merged with d
+        p.shape[k] *= out_shape[d];
+        p.stride_a[k] = sa[d];
+        p.stride_b[k] = sb[d];
+        continue;
+      }
+    }
+    p.shape[p.nd] = out_shape[d];
+    p.stride_a[p.nd] = sa[d];
+    p.stride_b[p.nd] = sb[d];
+    ++p.nd;
+  }
+  if (p.nd == 0) {
+    p.nd = 1;
+    p.shape[0] = 1;
+    p.stride_a[0] = p.stride_b[0] = 0;
+  }
+}
+
+template <int OP, typename T, typename Out>
+void binary_rows(const Plan& p, const T* a, const T* b, Out* out, int64_t row_begin, int64_t row_end) {
+  int last = p.nd - 1;
+  int64_t inner = p.shape[last], sa = p.stride_a[last], sb = p.stride_b[last];
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    int64_t off_a = 0, off_b = 0, rem = r;
+    for (int d = last - 1; d >= 0; --d) {
+      int64_t idx = rem % p.shape[d];
+      rem /= p.shape[d];
+      off_a += idx * p.stride_a[d];
+      off_b += idx * p.stride_b[d];
+    }
+    const T* pa = a + off_a;
+    const T* pb = b + off_b;
+    Out* po = out + r * inner;
+    if (sa == 1 && sb == 1) {
+      for (int64_t i = 0; i < inner; ++i) po[i] = apply_binary<OP, T>(pa[i], pb[i]);
+    } else if (sa == 1 && sb == 0) {
+      T vb = *pb;
+      for (int64_t i = 0; i < inner; ++i) po[i] = apply_binary<OP, T>(pa[i], vb);
+    } else if (sa == 0 && sb == 1) {
+      T va = *pa;
+      for (int64_t i = 0; i < inner; ++i) po[i] = apply_binary<OP, T>(va, pb[i]);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) po[i] = apply_binary<OP, T>(pa[i * sa], pb[i * sb]);
+    }
+  }
+}
+
+template <int OP, typename T, typename Out>
+void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, const BatchView& out) {
+  int64_t n = out.num_samples;
+  std::vector<Plan> plans(n);
+  std::vector<int64_t> rows(n), first_task(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
+    make_plan(out.shape(i), out.ndim, a.shape(ia), a.ndim, b.shape(ib), b.ndim, plans[i]);
+    const Plan& p = plans[i];
+    rows[i] = 1;
+    for (int d = 0; d < p.nd - 1; ++d) rows[i] *= p.shape[d];
+    int64_t vol = rows[i] * p.shape[p.nd - 1];
+    if (out.volume(i) == 0) rows[i] = 0;
+    int64_t tasks = rows[i] == 0 ? 0 : std::max<int64_t>(1, std::min<int64_t>(rows[i], vol / kGrain));
+    first_task[i + 1] = first_task[i] + tasks;
+  }
+  pool.parallel_for(first_task[n], [&](int64_t t) {
+    int64_t i = std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin() - 1;
+    int64_t tasks = first_task[i + 1] - first_task[i], k = t - first_task[i];
+    int64_t rb = rows[i] * k / tasks, re = rows[i] * (k + 1) / tasks;
+    int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
+    binary_rows<OP, T, Out>(plans[i], a.sample<T>(ia), b.sample<T>(ib), out.sample<Out>(i), rb, re);
+  });
+}
+
+template <typename T>
+void binary_typed(ThreadPool& pool, int op, const BatchView& a, const BatchView& b, const BatchView& out) {
+#define PENSTOCK_BIN(OPC) case OPC: return binary_batch<OPC, T, T>(pool, a, b, out);
+#define PENSTOCK_CMP(OPC) case OPC: return binary_batch<OPC, T, bool>(pool, a, b, out);
+  switch (op) {
+    PENSTOCK_BIN(kAdd) PENSTOCK_BIN(kSub) PENSTOCK_BIN(kMul) PENSTOCK_BIN(kDiv)
+    PENSTOCK_BIN(kFloorDiv) PENSTOCK_BIN(kMod) PENSTOCK_BIN(kPow) PENSTOCK_BIN(kMin)
+    PENSTOCK_BIN(kMax) PENSTOCK_BIN(kBitAnd) PENSTOCK_BIN(kBitOr) PENSTOCK_BIN(kBitXor)
+    PENSTOCK_BIN(kShl) PENSTOCK_BIN(kShr) PENSTOCK_BIN(kAtan2) PENSTOCK_BIN(kFPow)
+    PENSTOCK_CMP(kEq) PENSTOCK_CMP(kNe) PENSTOCK_CMP(kLt) PENSTOCK_CMP(kLe)
+    PENSTOCK_CMP(kGt) PENSTOCK_CMP(kGe)
+    default: throw std::invalid_argument("unknown binary op " + std::to_string(op));
+  }
+#undef PENSTOCK_BIN
+#undef PENSTOCK_CMP
+}
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+
+void binary(ThreadPool& pool, int op, int code,
+            py::array a, I64Array a_shapes, I64Array a_offsets,
+            py::array b, I64Array b_shapes, I64Array b_offsets,
+            py::array out, I64Array out_shapes, I64Array out_offsets) {
+  if (code == static_cast<int>(DType::FLOAT16))
+    throw std::invalid_argument("arithmetic on FLOAT16 is not supported on the CPU");
+  BatchView va = make_batch_view(a, a_shapes, a_offsets, false);
+  BatchView vb = make_batch_view(b, b_shapes, b_offsets, false);
+  BatchView vo = make_batch_view(out, out_shapes, out_offsets, true);
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_NUMERIC(code, T, binary_typed<T>(pool, op, va, vb, vo));
+}
+
+// ---- unary ------------------------------------------------------------------------------
+
+enum UnaryOp {
+  kNeg, kAbs, kSqrt, kRsqrt, kCbrt, kExp, kLog, kLog2, kLog10, kFloor, kCeil,
+  kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh,
+  kBitNot, kLogicalNot,
+};
+
+template <typename T>
+inline T apply_unary(int op, T x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return op == kLogicalNot || op == kBitNot ? !x : x;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case kNeg: return -x;
+      case kAbs: return std::fabs(x);
+      case kSqrt: return std::sqrt(x);
+      case kRsqrt: return T(1) / std::sqrt(x);
+      case kCbrt: return std::cbrt(x);
+      case kExp: return std::exp(x);
+      case kLog: return std::log(x);
+      case kLog2: return std::log2(x);
+      case kLog10: return std::log10(x);
+      case kFloor: return std::floor(x);
+      case kCeil: return std::ceil(x);
+      case kSin: return std::sin(x);
+      case kCos: return std::cos(x);
+      case kTan: return std::tan(x);
+      case kAsin: return std::asin(x);
+      case kAcos: return std::acos(x);
+      case kAtan: return std::atan(x);
+      case kSinh: return std::sinh(x);
+      case kCosh: return std::cosh(x);
+      case kTanh: return std::tanh(x);
+      case kAsinh: return std::asinh(x);
+      case kAcosh: return std::acosh(x);
+      case kAtanh: return std::atanh(x);
+      default: throw std::invalid_argument("unary op not defined for floats");
+    }
+  } else {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case kNeg: return T(U(0) - U(x));
+      case kAbs: if constexpr (std::is_signed_v<T>) return x < 0 ? T(U(0) - U(x)) : x; else return x;
+      case kBitNot: return T(~x);
+      case kLogicalNot: return T(x == 0);
+      case kFloor: case kCeil: return x;
+      default: throw std::invalid_argument("unary op not defined for integers");
+    }
+  }
+}
+
+void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
+  if (src.size() != dst.size()) throw std::invalid_argument("unary: buffer sizes differ");
+  if (code == static_cast<int>(DType::FLOAT16))
+    throw std::invalid_argument("arithmetic on FLOAT16 is not supported on the CPU");
+  const void* s = src.data();
+  void* d = dst.mutable_data();
+  int64_t n = src.size();
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_NUMERIC(code, T, {
+    apply_unary<T>(op, T(0));  // validates op for this type before the parallel loop
+    pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
+      auto* in = static_cast<const T*>(s);
+      auto* out = static_cast<T*>(d);
+      for (int64_t i = b; i < e; ++i) out[i] = apply_unary<T>(op, in[i]);
+    });
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(elementwise) {
+  using namespace penstock;
+  m.def("cast", &cast, "Convert a buffer element by element (rounding, saturating)",
+        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("dst"), py::arg("dst_type"));
+  m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting");
+  m.def("unary", &unary, "Unary element-wise op");
+}

@@ -1,0 +1,107 @@
+// Data movement over whole batches: packed copy, per-sample transpose, and concatenation of
+// several batches along one axis (cat; stack is cat over an inserted unit axis).
+#include <algorithm>
+#include <cstring>
+
+#include "engine/module.h"
+
+namespace penstock {
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+constexpr int64_t kCopyGrain = 1 << 18;  // bytes per task
+
+void copy(ThreadPool& pool, py::array src, py::array dst) {
+  if (src.nbytes() != dst.nbytes()) throw std::invalid_argument("copy: buffer sizes differ");
+  auto* s = static_cast<const char*>(src.data());
+  auto* d = static_cast<char*>(dst.mutable_data());
+  int64_t n = src.nbytes();
+  py::gil_scoped_release nogil;
+  pool.parallel_range(n, kCopyGrain, [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, e - b); });
+}
+
+template <int64_t ES>
+void transpose_sample(const char* src, char* dst, const int64_t* in_shape, int64_t nd,
+                      const int64_t* perm) {
+  int64_t in_stride[8], out_shape[8], src_stride[8];
+  in_stride[nd - 1] = 1;
+  for (int64_t d = nd - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * in_shape[d + 1];
+  int64_t vol = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    out_shape[d] = in_shape[perm[d]];
+    src_stride[d] = in_stride[perm[d]];
+    vol *= out_shape[d];
+  }
+  if (vol == 0) return;
+  int64_t idx[8] = {0};
+  int64_t inner = out_shape[nd - 1], inner_stride = src_stride[nd - 1];
+  for (int64_t o = 0; o < vol; o += inner) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < nd - 1; ++d) off += idx[d] * src_stride[d];
+    const char* s = src + off * ES;
+    char* dd = dst + o * ES;
+    for (int64_t i = 0; i < inner; ++i) std::memcpy(dd + i * ES, s + i * inner_stride * ES, ES);
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < out_shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void transpose(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
+               std::vector<int64_t> perm, py::array dst, I64Array dst_shapes, I64Array dst_offsets) {
+  BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
+  int64_t nd = in.ndim;
+  if (int64_t(perm.size()) != nd || nd > 8 || nd < 1) throw std::invalid_argument("transpose: bad permutation");
+  int64_t es = in.elem_size;
+  py::gil_scoped_release nogil;
+  pool.parallel_for(in.num_samples, [&](int64_t i) {
+    auto* s = static_cast<const char*>(in.data) + in.offsets[i] * es;
+    auto* d = static_cast<char*>(out.data) + out.offsets[i] * es;
+    switch (es) {
+      case 1: transpose_sample<1>(s, d, in.shape(i), nd, perm.data()); break;
+      case 2: transpose_sample<2>(s, d, in.shape(i), nd, perm.data()); break;
+      case 4: transpose_sample<4>(s, d, in.shape(i), nd, perm.data()); break;
+      case 8: transpose_sample<8>(s, d, in.shape(i), nd, perm.data()); break;
+      default: throw std::invalid_argument("transpose: unsupported element size");
+    }
+  });
+}
+
+// inputs: list of (data, shapes, offsets) with equal ndim; axis < ndim.
+void concat(ThreadPool& pool, std::vector<py::array> datas, std::vector<I64Array> shapes,
+            std::vector<I64Array> offsets, int64_t axis, py::array dst, I64Array dst_shapes,
+            I64Array dst_offsets) {
+  size_t k = datas.size();
+  std::vector<BatchView> ins;
+  for (size_t j = 0; j < k; ++j) ins.push_back(make_batch_view(datas[j], shapes[j], offsets[j], false));
+  BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
+  int64_t es = out.elem_size;
+  py::gil_scoped_release nogil;
+  pool.parallel_for(out.num_samples, [&](int64_t i) {
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= out.shape(i)[d];
+    char* d = static_cast<char*>(out.data) + out.offsets[i] * es;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t j = 0; j < k; ++j) {
+        const BatchView& in = ins[j];
+        int64_t block = 1;
+        for (int64_t dd = axis; dd < in.ndim; ++dd) block *= in.shape(i)[dd];
+        const char* s = static_cast<const char*>(in.data) + (in.offsets[i] + o * block) * es;
+        std::memcpy(d, s, block * es);
+        d += block * es;
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(layout) {
+  using namespace penstock;
+  m.def("copy", &copy, "Parallel copy of a whole buffer", py::arg("pool"), py::arg("src"), py::arg("dst"));
+  m.def("transpose", &transpose, "Permute the dimensions of every sample");
+  m.def("concat", &concat, "Concatenate samples of several batches along an axis");
+}
