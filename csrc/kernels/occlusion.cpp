@@ -1,0 +1,144 @@
+// Occlusion augmentations: erase (fill axis-aligned boxes) and grid_mask (zero a rotated grid
+// of squares, https://arxiv.org/abs/2001.04086).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/convert.h"
+#include "engine/module.h"
+#include "kernels/image_dispatch.h"
+
+namespace penstock {
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+using F32Array = py::array_t<float, py::array::c_style>;
+constexpr int kMaxDims = 8;
+
+// Fills box [lo, hi) of a sample with the fill value of each element's channel (fill[c] where
+// c is the index along the last axis when there is more than one fill value).
+template <typename T>
+void fill_box(T* data, const int64_t* shape, int nd, const int64_t* lo, const int64_t* hi,
+              const T* fill, int64_t nfill) {
+  int64_t stride[kMaxDims], idx[kMaxDims];
+  stride[nd - 1] = 1;
+  for (int d = nd - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  for (int d = 0; d < nd; ++d) {
+    if (lo[d] >= hi[d]) return;
+    idx[d] = lo[d];
+  }
+  const int last = nd - 1;
+  while (true) {
+    int64_t base = 0;
+    for (int d = 0; d < last; ++d) base += idx[d] * stride[d];
+    T* row = data + base;
+    for (int64_t j = lo[last]; j < hi[last]; ++j) row[j] = fill[nfill > 1 ? j % nfill : 0];
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < hi[d]) break;
+      idx[d] = lo[d];
+    }
+    if (d < 0) return;
+  }
+}
+
+// boxes: [R, 2 * ndim] int64 (start..., end...), clipped here to each sample;
+// box_offsets: [N + 1] (sample i owns boxes box_offsets[i] .. box_offsets[i+1]);
+// fill: 1 value, or one per channel (channels = last axis).
+void erase(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int dtype,
+           py::array dst, I64Array dst_offsets, I64Array boxes, I64Array box_offsets,
+           F32Array fill) {
+  BatchView in = make_batch_view(src, shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
+  int64_t n = in.num_samples;
+  int nd = int(in.ndim);
+  if (nd < 1 || nd > kMaxDims) throw std::invalid_argument("erase: samples must have 1-8 dimensions");
+  if (boxes.ndim() != 2 || boxes.shape(1) != 2 * nd)
+    throw std::invalid_argument("erase: boxes must be [R, 2 * ndim]");
+  if (box_offsets.ndim() != 1 || box_offsets.shape(0) != n + 1)
+    throw std::invalid_argument("erase: box_offsets must be [N + 1]");
+  const int64_t* bo = box_offsets.data();
+  for (int64_t i = 0; i < n; ++i)
+    if (bo[i] < 0 || bo[i] > bo[i + 1] || bo[i + 1] > boxes.shape(0))
+      throw std::invalid_argument("erase: box_offsets out of range");
+  int64_t nfill = fill.size();
+  if (nfill < 1) throw std::invalid_argument("erase: fill value is empty");
+  for (int64_t i = 0; i < n; ++i)
+    if (nfill > 1 && in.shape(i)[nd - 1] != nfill)
+      throw SampleError(i, "erase: " + std::to_string(nfill) + " fill values given for " +
+                               std::to_string(in.shape(i)[nd - 1]) + " channels");
+  const int64_t* bx = boxes.data();
+  const float* fl = fill.data();
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_IMAGE(dtype, T, {
+    std::vector<T> fillv(nfill);
+    for (int64_t c = 0; c < nfill; ++c) fillv[c] = convert_sat<T>(fl[c]);
+    pool.parallel_for(n, [&](int64_t i) {
+      const int64_t* shape = in.shape(i);
+      T* d = out.sample<T>(i);
+      if (d != in.sample<T>(i)) std::memcpy(d, in.sample<T>(i), in.volume(i) * sizeof(T));
+      for (int64_t b = bo[i]; b < bo[i + 1]; ++b) {
+        int64_t lo[kMaxDims], hi[kMaxDims];
+        for (int k = 0; k < nd; ++k) {
+          lo[k] = std::clamp<int64_t>(bx[b * 2 * nd + k], 0, shape[k]);
+          hi[k] = std::clamp<int64_t>(bx[b * 2 * nd + nd + k], 0, shape[k]);
+        }
+        fill_box(d, shape, nd, lo, hi, fillv.data(), nfill);
+      }
+    });
+  });
+}
+
+// Samples (H, W, C); params [N, 5] = tile, ratio, angle (radians), shift_x, shift_y.
+// Pixel (x, y) in grid units: u = (x cos a - y sin a - shift_x) / tile,
+// v = (x sin a + y cos a - shift_y) / tile; it is zeroed when frac(u) < ratio and
+// frac(v) < ratio.
+void grid_mask(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int dtype,
+               py::array dst, I64Array dst_offsets, F32Array params) {
+  BatchView in = make_batch_view(src, shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
+  int64_t n = in.num_samples;
+  if (in.ndim != 3) throw std::invalid_argument("grid_mask: samples must be (H, W, C)");
+  if (params.ndim() != 2 || params.shape(0) != n || params.shape(1) != 5)
+    throw std::invalid_argument("grid_mask: params must be [N, 5]");
+  const float* p = params.data();
+  for (int64_t i = 0; i < n; ++i)
+    if (!(p[i * 5] > 0.f)) throw SampleError(i, "grid_mask: tile must be positive");
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_IMAGE(dtype, T, {
+    pool.parallel_for(n, [&](int64_t i) {
+      const int64_t *shape = in.shape(i), H = shape[0], W = shape[1], C = shape[2];
+      const float* q = p + i * 5;
+      const float tile = q[0], ratio = q[1];
+      const float ca = std::cos(q[2]) / tile, sa = std::sin(q[2]) / tile;
+      const float sx = q[3] / tile, sy = q[4] / tile;
+      const T* s = in.sample<T>(i);
+      T* d = out.sample<T>(i);
+      for (int64_t y = 0; y < H; ++y) {
+        const float uy = -sx - float(y) * sa, vy = -sy + float(y) * ca;
+        for (int64_t x = 0; x < W; ++x, s += C, d += C) {
+          const float u = uy + float(x) * ca, v = vy + float(x) * sa;
+          const bool keep = (u - std::floor(u) >= ratio) || (v - std::floor(v) >= ratio);
+          for (int64_t c = 0; c < C; ++c) d[c] = keep ? s[c] : T(0);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(occlusion) {
+  using namespace penstock;
+  m.def("erase", &erase,
+        "Copy samples and fill boxes [start, end) (clipped) with one value or one per channel",
+        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"),
+        py::arg("dtype"), py::arg("dst"), py::arg("dst_offsets"), py::arg("boxes"),
+        py::arg("box_offsets"), py::arg("fill"));
+  m.def("grid_mask", &grid_mask,
+        "Zero a rotated, shifted grid of squares in (H, W, C) samples; params [N, 5] = tile, "
+        "ratio, angle (rad), shift_x, shift_y",
+        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"),
+        py::arg("dtype"), py::arg("dst"), py::arg("dst_offsets"), py::arg("params"));
+}

@@ -1,0 +1,118 @@
+// 2-D affine warp. For output pixel (x, y) the source point is M * [x + 0.5, y + 0.5, 1] in
+// continuous coordinates (pixel i covers [i, i + 1)); M maps output to input. NN takes the
+// pixel containing that point; LINEAR blends the 4 pixels around it (centres at i + 0.5).
+// Taps outside the image take `fill` when given, else the nearest edge pixel (clamp).
+#include <cmath>
+#include <optional>
+
+#include "engine/convert.h"
+#include "engine/module.h"
+#include "kernels/image_dispatch.h"
+
+namespace penstock {
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+using F32Array = py::array_t<float, py::array::c_style>;
+
+enum Interp { kNearest = 0, kLinear = 1 };
+
+// Keeps a coordinate in [lo, hi] (NaN -> lo) so the float -> int conversion is defined; every
+// point beyond the image edge by more than one pixel samples like the edge +-1.
+inline float bound(float v, float lo, float hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
+
+template <typename T, int INTERP>
+void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t Wo, int64_t C,
+                const float* m, const std::optional<float>& fill) {
+  const T fillv = convert_sat<T>(fill.value_or(0.f));
+  const bool clamp = !fill.has_value();
+  auto tap = [&](int64_t yy, int64_t xx) -> const T* {  // nullptr = fill
+    if (yy < 0 || yy >= H || xx < 0 || xx >= W) {
+      if (!clamp) return nullptr;
+      yy = yy < 0 ? 0 : (yy >= H ? H - 1 : yy);
+      xx = xx < 0 ? 0 : (xx >= W ? W - 1 : xx);
+    }
+    return in + (yy * W + xx) * C;
+  };
+  const float fw = float(W), fh = float(H);
+  for (int64_t y = 0; y < Ho; ++y) {
+    const float cy = float(y) + 0.5f;
+    const float bx = m[1] * cy + m[2], by = m[4] * cy + m[5];
+    T* o = out + y * Wo * C;
+    for (int64_t x = 0; x < Wo; ++x, o += C) {
+      const float cx = float(x) + 0.5f;
+      float sx = m[0] * cx + bx, sy = m[3] * cx + by;
+      if (W == 0 || H == 0) {
+        for (int64_t c = 0; c < C; ++c) o[c] = fillv;
+        continue;
+      }
+      if constexpr (INTERP == kNearest) {
+        sx = bound(sx, -1.f, fw), sy = bound(sy, -1.f, fh);
+        const T* p = tap(int64_t(std::floor(sy)), int64_t(std::floor(sx)));
+        for (int64_t c = 0; c < C; ++c) o[c] = p ? p[c] : fillv;
+      } else {
+        sx = bound(sx - 0.5f, -2.f, fw + 1.f), sy = bound(sy - 0.5f, -2.f, fh + 1.f);
+        const float x0f = std::floor(sx), y0f = std::floor(sy);
+        const float fx = sx - x0f, fy = sy - y0f;
+        const int64_t x0 = int64_t(x0f), y0 = int64_t(y0f);
+        const T *p00 = tap(y0, x0), *p01 = tap(y0, x0 + 1), *p10 = tap(y0 + 1, x0),
+                *p11 = tap(y0 + 1, x0 + 1);
+        for (int64_t c = 0; c < C; ++c) {
+          float v00 = p00 ? float(p00[c]) : float(fillv), v01 = p01 ? float(p01[c]) : float(fillv);
+          float v10 = p10 ? float(p10[c]) : float(fillv), v11 = p11 ? float(p11[c]) : float(fillv);
+          float top = v00 + fx * (v01 - v00), bottom = v10 + fx * (v11 - v10);
+          o[c] = convert_sat<T>(top + fy * (bottom - top));
+        }
+      }
+    }
+  }
+}
+
+// Samples are (frames, H, W, C); every frame of a sample uses that sample's 2x3 matrix.
+void warp_affine(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
+                 py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dtype,
+                 F32Array matrices, int interp, std::optional<float> fill) {
+  BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
+  int64_t n = in.num_samples;
+  if (in.ndim != 4 || out.ndim != 4 || out.num_samples != n)
+    throw std::invalid_argument("warp_affine: samples must be (frames, H, W, C) in and out");
+  if (matrices.ndim() != 3 || matrices.shape(0) != n || matrices.shape(1) != 2 || matrices.shape(2) != 3)
+    throw std::invalid_argument("warp_affine: matrices must be [N, 2, 3]");
+  if (interp != kNearest && interp != kLinear)
+    throw std::invalid_argument("warp_affine: only nearest-neighbour and linear interpolation are supported");
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t *si = in.shape(i), *so = out.shape(i);
+    if (si[0] != so[0] || si[3] != so[3])
+      throw SampleError(i, "warp_affine: output frames/channels differ from the input's");
+  }
+  const float* mats = matrices.data();
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_IMAGE(dtype, T, {
+    pool.parallel_for(n, [&](int64_t i) {
+      const int64_t *si = in.shape(i), *so = out.shape(i);
+      const int64_t F = si[0], H = si[1], W = si[2], C = si[3], Ho = so[1], Wo = so[2];
+      for (int64_t f = 0; f < F; ++f) {
+        const T* s = in.sample<T>(i) + f * H * W * C;
+        T* d = out.sample<T>(i) + f * Ho * Wo * C;
+        if (interp == kNearest)
+          warp_frame<T, kNearest>(s, H, W, d, Ho, Wo, C, mats + i * 6, fill);
+        else
+          warp_frame<T, kLinear>(s, H, W, d, Ho, Wo, C, mats + i * 6, fill);
+      }
+    });
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(warp) {
+  using namespace penstock;
+  m.def("warp_affine", &warp_affine,
+        "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres "
+        "to input coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",
+        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"),
+        py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dtype"),
+        py::arg("matrices"), py::arg("interp"), py::arg("fill") = py::none());
+}
