@@ -1,9 +1,9 @@
 // Per-pixel affine colour transform: out[o] = sum_c M[o][c] * in[c] + M[o][Cin], one matrix per
 // sample. Brightness/contrast, hsv, hue, saturation, color_twist and colour-space conversion
-// all reduce to this; Python builds the matrices. Math in float, output through convert_sat.
+// all reduce to this; Python builds the matrices. Math in float, output rounded/saturated (pixel_cast).
 #include "engine/convert.h"
 #include "engine/module.h"
-#include "kernels/image_dispatch.h"
+#include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
@@ -20,7 +20,7 @@ void transform_pixels(const In* in, Out* out, int64_t pixels, const float* m, in
       const float* row = m + o * (ci + 1);
       float acc = row[ci];
       for (int c = 0; c < ci; ++c) acc += row[c] * static_cast<float>(in[c]);
-      out[o] = convert_sat<Out>(acc);
+      out[o] = pixel_cast<Out>(acc);
     }
   }
 }

@@ -7,7 +7,7 @@
 
 #include "engine/convert.h"
 #include "engine/module.h"
-#include "kernels/image_dispatch.h"
+#include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
@@ -77,7 +77,7 @@ void blur_sample(const In* in, Out* out, const int64_t* shape, int k, const floa
                   gaussian_window(windows[ax], sigmas[ax]), line);
     a.swap(b);
   }
-  for (int64_t i = 0; i < vol; ++i) out[i] = convert_sat<Out>(a[i]);
+  for (int64_t i = 0; i < vol; ++i) out[i] = pixel_cast<Out>(a[i]);
 }
 
 // shapes: [N, k + 2] = (frames, spatial..., channels); sigmas float [N, k]; windows int [N, k]

@@ -6,7 +6,7 @@
 
 #include "engine/convert.h"
 #include "engine/module.h"
-#include "kernels/image_dispatch.h"
+#include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
@@ -89,6 +89,9 @@ void erase(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
   });
 }
 
+// Fractional part; floats beyond 2^23 are whole numbers.
+inline float grid_frac(float v) { return std::fabs(v) < 8388608.f ? v - float(floor_int(v)) : 0.f; }
+
 // Samples (H, W, C); params [N, 5] = tile, ratio, angle (radians), shift_x, shift_y.
 // Pixel (x, y) in grid units: u = (x cos a - y sin a - shift_x) / tile,
 // v = (x sin a + y cos a - shift_y) / tile; it is zeroed when frac(u) < ratio and
@@ -118,7 +121,7 @@ void grid_mask(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_of
         const float uy = -sx - float(y) * sa, vy = -sy + float(y) * ca;
         for (int64_t x = 0; x < W; ++x, s += C, d += C) {
           const float u = uy + float(x) * ca, v = vy + float(x) * sa;
-          const bool keep = (u - std::floor(u) >= ratio) || (v - std::floor(v) >= ratio);
+          const bool keep = grid_frac(u) >= ratio || grid_frac(v) >= ratio;
           for (int64_t c = 0; c < C; ++c) d[c] = keep ? s[c] : T(0);
         }
       }

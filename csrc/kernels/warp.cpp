@@ -4,10 +4,11 @@
 // Taps outside the image take `fill` when given, else the nearest edge pixel (clamp).
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "engine/convert.h"
 #include "engine/module.h"
-#include "kernels/image_dispatch.h"
+#include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
@@ -21,17 +22,17 @@ enum Interp { kNearest = 0, kLinear = 1 };
 // point beyond the image edge by more than one pixel samples like the edge +-1.
 inline float bound(float v, float lo, float hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
 
-template <typename T, int INTERP>
-void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t Wo, int64_t C,
+template <typename T, int INTERP, int CC>
+void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t Wo, int64_t c_rt,
                 const float* m, const std::optional<float>& fill) {
-  const T fillv = convert_sat<T>(fill.value_or(0.f));
-  const bool clamp = !fill.has_value();
-  auto tap = [&](int64_t yy, int64_t xx) -> const T* {  // nullptr = fill
-    if (yy < 0 || yy >= H || xx < 0 || xx >= W) {
-      if (!clamp) return nullptr;
-      yy = yy < 0 ? 0 : (yy >= H ? H - 1 : yy);
-      xx = xx < 0 ? 0 : (xx >= W ? W - 1 : xx);
-    }
+  const int64_t C = CC ? CC : c_rt;
+  const std::vector<T> fill_pixel(C, convert_sat<T>(fill.value_or(0.f)));
+  const bool clamp = !fill.has_value() && H > 0 && W > 0;
+  auto tap = [&](int64_t yy, int64_t xx) -> const T* {
+    if (yy >= 0 && yy < H && xx >= 0 && xx < W) return in + (yy * W + xx) * C;
+    if (!clamp) return fill_pixel.data();
+    yy = yy < 0 ? 0 : (yy >= H ? H - 1 : yy);
+    xx = xx < 0 ? 0 : (xx >= W ? W - 1 : xx);
     return in + (yy * W + xx) * C;
   };
   const float fw = float(W), fh = float(H);
@@ -41,31 +42,38 @@ void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t W
     T* o = out + y * Wo * C;
     for (int64_t x = 0; x < Wo; ++x, o += C) {
       const float cx = float(x) + 0.5f;
-      float sx = m[0] * cx + bx, sy = m[3] * cx + by;
-      if (W == 0 || H == 0) {
-        for (int64_t c = 0; c < C; ++c) o[c] = fillv;
-        continue;
-      }
+      const float sx = m[0] * cx + bx, sy = m[3] * cx + by;
       if constexpr (INTERP == kNearest) {
-        sx = bound(sx, -1.f, fw), sy = bound(sy, -1.f, fh);
-        const T* p = tap(int64_t(std::floor(sy)), int64_t(std::floor(sx)));
-        for (int64_t c = 0; c < C; ++c) o[c] = p ? p[c] : fillv;
+        const T* p = tap(floor_int(bound(sy, -1.f, fh)), floor_int(bound(sx, -1.f, fw)));
+        for (int64_t c = 0; c < C; ++c) o[c] = p[c];
       } else {
-        sx = bound(sx - 0.5f, -2.f, fw + 1.f), sy = bound(sy - 0.5f, -2.f, fh + 1.f);
-        const float x0f = std::floor(sx), y0f = std::floor(sy);
-        const float fx = sx - x0f, fy = sy - y0f;
-        const int64_t x0 = int64_t(x0f), y0 = int64_t(y0f);
-        const T *p00 = tap(y0, x0), *p01 = tap(y0, x0 + 1), *p10 = tap(y0 + 1, x0),
-                *p11 = tap(y0 + 1, x0 + 1);
-        for (int64_t c = 0; c < C; ++c) {
-          float v00 = p00 ? float(p00[c]) : float(fillv), v01 = p01 ? float(p01[c]) : float(fillv);
-          float v10 = p10 ? float(p10[c]) : float(fillv), v11 = p11 ? float(p11[c]) : float(fillv);
-          float top = v00 + fx * (v01 - v00), bottom = v10 + fx * (v11 - v10);
-          o[c] = convert_sat<T>(top + fy * (bottom - top));
+        const float ux = bound(sx - 0.5f, -2.f, fw + 1.f), uy = bound(sy - 0.5f, -2.f, fh + 1.f);
+        const int64_t x0 = floor_int(ux), y0 = floor_int(uy);
+        const float fx = ux - float(x0), fy = uy - float(y0);
+        const T *p00, *p01, *p10, *p11;
+        if (x0 >= 0 && y0 >= 0 && x0 + 1 < W && y0 + 1 < H) {  // common case: all 4 inside
+          p00 = in + (y0 * W + x0) * C;
+          p01 = p00 + C;
+          p10 = p00 + W * C;
+          p11 = p10 + C;
+        } else {
+          p00 = tap(y0, x0), p01 = tap(y0, x0 + 1), p10 = tap(y0 + 1, x0), p11 = tap(y0 + 1, x0 + 1);
         }
+        const float w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy, w11 = fx * fy;
+        for (int64_t c = 0; c < C; ++c)
+          o[c] = pixel_cast<T>(w00 * float(p00[c]) + w01 * float(p01[c]) + w10 * float(p10[c]) +
+                               w11 * float(p11[c]));
       }
     }
   }
+}
+
+template <typename T, int INTERP>
+void warp_frame_channels(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t Wo,
+                         int64_t C, const float* m, const std::optional<float>& fill) {
+  if (C == 3) warp_frame<T, INTERP, 3>(in, H, W, out, Ho, Wo, C, m, fill);
+  else if (C == 1) warp_frame<T, INTERP, 1>(in, H, W, out, Ho, Wo, C, m, fill);
+  else warp_frame<T, INTERP, 0>(in, H, W, out, Ho, Wo, C, m, fill);
 }
 
 // Samples are (frames, H, W, C); every frame of a sample uses that sample's 2x3 matrix.
@@ -96,9 +104,9 @@ void warp_affine(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array 
         const T* s = in.sample<T>(i) + f * H * W * C;
         T* d = out.sample<T>(i) + f * Ho * Wo * C;
         if (interp == kNearest)
-          warp_frame<T, kNearest>(s, H, W, d, Ho, Wo, C, mats + i * 6, fill);
+          warp_frame_channels<T, kNearest>(s, H, W, d, Ho, Wo, C, mats + i * 6, fill);
         else
-          warp_frame<T, kLinear>(s, H, W, d, Ho, Wo, C, mats + i * 6, fill);
+          warp_frame_channels<T, kLinear>(s, H, W, d, Ho, Wo, C, mats + i * 6, fill);
       }
     });
   });
