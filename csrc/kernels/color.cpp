@@ -1,6 +1,9 @@
 // Per-pixel affine colour transform: out[o] = sum_c M[o][c] * in[c] + M[o][Cin], one matrix per
 // sample. Brightness/contrast, hsv, hue, saturation, color_twist and colour-space conversion
 // all reduce to this; Python builds the matrices. Math in float, output rounded/saturated (pixel_cast).
+#include <algorithm>
+#include <vector>
+
 #include "engine/convert.h"
 #include "engine/module.h"
 #include "kernels/image_types.h"
@@ -12,16 +15,24 @@ using I64Array = py::array_t<int64_t, py::array::c_style>;
 using F32Array = py::array_t<float, py::array::c_style>;
 
 // CI/CO > 0 fix the channel counts at compile time (the common 3 -> 3 case); 0 = runtime.
+// Pixels go in blocks: float results first, then one vectorized rounding pass per block.
 template <int CI, int CO, typename In, typename Out>
 void transform_pixels(const In* in, Out* out, int64_t pixels, const float* m, int ci_rt, int co_rt) {
   const int ci = CI ? CI : ci_rt, co = CO ? CO : co_rt;
-  for (int64_t p = 0; p < pixels; ++p, in += ci, out += co) {
-    for (int o = 0; o < co; ++o) {
-      const float* row = m + o * (ci + 1);
-      float acc = row[ci];
-      for (int c = 0; c < ci; ++c) acc += row[c] * static_cast<float>(in[c]);
-      out[o] = pixel_cast<Out>(acc);
+  constexpr int64_t kBlock = 256;
+  std::vector<float> acc(kBlock * co);
+  for (int64_t p0 = 0; p0 < pixels; p0 += kBlock) {
+    const int64_t np = std::min(kBlock, pixels - p0);
+    const In* s = in + p0 * ci;
+    for (int64_t p = 0; p < np; ++p, s += ci) {
+      for (int o = 0; o < co; ++o) {
+        const float* row = m + o * (ci + 1);
+        float a = row[ci];
+        for (int c = 0; c < ci; ++c) a += row[c] * static_cast<float>(s[c]);
+        acc[p * co + o] = a;
+      }
     }
+    pixel_cast_row(acc.data(), out + p0 * co, np * co);
   }
 }
 

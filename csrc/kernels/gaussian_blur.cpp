@@ -35,29 +35,51 @@ inline int64_t reflect101(int64_t i, int64_t n) {
   return i < n ? i : period - i;
 }
 
-inline void axpy(float* dst, const float* src, float w, int64_t len) {
-  for (int64_t i = 0; i < len; ++i) dst[i] += w * src[i];
+// dst = w_center * c + sum_k w[k] * (lo_k + hi_k): the window is symmetric, so each pair of
+// taps at distance k costs one multiply.
+struct SymmetricTaps {
+  const float* center;
+  std::vector<const float*> lo, hi;  // tap at -k and +k, k = 1..r
+};
+
+PENSTOCK_HOT_LOOP
+void weighted_sum(float* dst, const SymmetricTaps& taps, const float* w, int64_t r, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) dst[i] = w[r] * taps.center[i];
+  for (int64_t k = 1; k <= r; ++k) {
+    const float *a = taps.lo[k - 1], *b = taps.hi[k - 1], wk = w[r + k];
+    for (int64_t i = 0; i < len; ++i) dst[i] += wk * (a[i] + b[i]);
+  }
 }
 
 // One pass along an axis of extent n: the data is [outer, n, inner].
 void convolve_axis(const float* src, float* dst, int64_t outer, int64_t n, int64_t inner,
                    const std::vector<float>& w, std::vector<float>& line) {
   int64_t r = int64_t(w.size()) / 2;
+  SymmetricTaps taps{nullptr, std::vector<const float*>(r), std::vector<const float*>(r)};
   for (int64_t o = 0; o < outer; ++o) {
     const float* s = src + o * n * inner;
     float* d = dst + o * n * inner;
-    std::fill(d, d + n * inner, 0.f);
-    if (inner >= 16) {  // long rows: accumulate whole rows, no copy
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t t = 0; t < int64_t(w.size()); ++t)
-          axpy(d + j * inner, s + reflect101(j + t - r, n) * inner, w[t], inner);
+    if (inner >= 16) {  // long rows: combine whole rows in place, no copy
+      for (int64_t j = 0; j < n; ++j) {
+        taps.center = s + j * inner;
+        for (int64_t k = 1; k <= r; ++k) {
+          taps.lo[k - 1] = s + reflect101(j - k, n) * inner;
+          taps.hi[k - 1] = s + reflect101(j + k, n) * inner;
+        }
+        weighted_sum(d + j * inner, taps, w.data(), r, inner);
+      }
     } else {  // short rows (innermost axis): pad the line, then shifted whole-line sums
       line.resize((n + 2 * r) * inner);
       for (int64_t j = -r; j < n + r; ++j)
         std::copy(s + reflect101(j, n) * inner, s + reflect101(j, n) * inner + inner,
                   line.data() + (j + r) * inner);
-      for (int64_t t = 0; t < int64_t(w.size()); ++t)
-        axpy(d, line.data() + t * inner, w[t], n * inner);
+      const float* mid = line.data() + r * inner;
+      taps.center = mid;
+      for (int64_t k = 1; k <= r; ++k) {
+        taps.lo[k - 1] = mid - k * inner;
+        taps.hi[k - 1] = mid + k * inner;
+      }
+      weighted_sum(d, taps, w.data(), r, n * inner);
     }
   }
 }
@@ -77,7 +99,7 @@ void blur_sample(const In* in, Out* out, const int64_t* shape, int k, const floa
                   gaussian_window(windows[ax], sigmas[ax]), line);
     a.swap(b);
   }
-  for (int64_t i = 0; i < vol; ++i) out[i] = pixel_cast<Out>(a[i]);
+  pixel_cast_row(a.data(), out, vol);
 }
 
 // shapes: [N, k + 2] = (frames, spatial..., channels); sigmas float [N, k]; windows int [N, k]

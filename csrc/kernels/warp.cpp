@@ -36,11 +36,13 @@ void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t W
     return in + (yy * W + xx) * C;
   };
   const float fw = float(W), fh = float(H);
+  std::vector<float> row(INTERP == kLinear ? Wo * C : 0);  // linear: float row, rounded at once
   for (int64_t y = 0; y < Ho; ++y) {
     const float cy = float(y) + 0.5f;
     const float bx = m[1] * cy + m[2], by = m[4] * cy + m[5];
     T* o = out + y * Wo * C;
-    for (int64_t x = 0; x < Wo; ++x, o += C) {
+    float* r = row.data();
+    for (int64_t x = 0; x < Wo; ++x, o += C, r += C) {
       const float cx = float(x) + 0.5f;
       const float sx = m[0] * cx + bx, sy = m[3] * cx + by;
       if constexpr (INTERP == kNearest) {
@@ -61,10 +63,10 @@ void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t W
         }
         const float w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy, w11 = fx * fy;
         for (int64_t c = 0; c < C; ++c)
-          o[c] = pixel_cast<T>(w00 * float(p00[c]) + w01 * float(p01[c]) + w10 * float(p10[c]) +
-                               w11 * float(p11[c]));
+          r[c] = w00 * float(p00[c]) + w01 * float(p01[c]) + w10 * float(p10[c]) + w11 * float(p11[c]);
       }
     }
+    if constexpr (INTERP == kLinear) pixel_cast_row(row.data(), out + y * Wo * C, Wo * C);
   }
 }
 
