@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 
-def photo_like(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+def photo_like(rng: np.random.Generator, height: int, width: int, noise_sigma: float = 6.0) -> np.ndarray:
     """Smooth gradients, a few shapes and sensor-like noise: compresses like a photograph."""
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
     img = np.empty((height, width, 3), np.float32)
@@ -18,12 +18,12 @@ def photo_like(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
         cy, cx, r = rng.integers(0, height), rng.integers(0, width), rng.integers(10, max(11, height // 4))
         mask = (y - cy) ** 2 + (x - cx) ** 2 < r * r
         img[mask] = rng.uniform(0, 255, 3)
-    img += rng.normal(0, 6, img.shape)
+    img += rng.normal(0, noise_sigma, img.shape)
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
 def make_dataset(root: str, classes: int = 4, per_class: int = 16, size: tuple[int, int] = (375, 500),
-                 quality: int = 90, seed: int = 0) -> str:
+                 quality: int = 90, seed: int = 0, noise_sigma: float = 6.0) -> str:
     from PIL import Image
     rng = np.random.default_rng(seed)
     for c in range(classes):
@@ -32,7 +32,7 @@ def make_dataset(root: str, classes: int = 4, per_class: int = 16, size: tuple[i
         for i in range(per_class):
             path = os.path.join(d, f"img_{i:05d}.jpg")
             if not os.path.exists(path):
-                Image.fromarray(photo_like(rng, *size)).save(path, quality=quality)
+                Image.fromarray(photo_like(rng, *size, noise_sigma)).save(path, quality=quality)
     return root
 
 
