@@ -1,0 +1,32 @@
+"""Layout helpers shared by the image operators: where the spatial dims, frames and channels are."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+SPATIAL = "DHW"
+
+
+def split_layout(label: str, layout: str, ndim: int) -> tuple[int, int]:
+    """(first spatial dim, number of spatial dims) of a layout made of leading non-spatial dims
+    (F, C ...), a run of spatial dims (D, H, W) and at most a trailing C. Without a layout,
+    HW / HWC / DHWC are assumed from the number of dimensions."""
+    if not layout:
+        layout = {2: "HW", 3: "HWC", 4: "DHWC"}.get(ndim, "")
+    if len(layout) != ndim or not re.fullmatch(r"[^DHW]*[DHW]+C?", layout):
+        raise ValueError(f"{label}: cannot find the spatial dimensions in layout '{layout}' "
+                         f"of {ndim}-D input")
+    start = re.search(r"[DHW]", layout).start()
+    count = len(re.search(r"[DHW]+", layout).group())
+    return start, count
+
+
+def as_outer_spatial_channels(shapes: np.ndarray, start: int, count: int) -> np.ndarray:
+    """[N, count + 2] shapes (outer, spatial..., channels): leading dims are merged into the
+    outer extent, a trailing channel dim (or 1) is the last."""
+    n, nd = shapes.shape
+    outer = shapes[:, :start].prod(axis=1) if start else np.ones(n, np.int64)
+    chans = shapes[:, start + count:].prod(axis=1) if start + count < nd else np.ones(n, np.int64)
+    return np.ascontiguousarray(np.column_stack([outer, shapes[:, start:start + count], chans]),
+                                dtype=np.int64)

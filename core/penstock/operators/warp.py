@@ -1,0 +1,151 @@
+"""``warp_affine`` and ``rotate``: 2-D affine resampling of HWC / FHWC images.
+
+The kernel's matrix maps output to input: the output pixel (x, y) samples the input at
+``M @ [x + 0.5, y + 0.5, 1]`` (pixel centres at +0.5). ``inverse_map=False`` means the given
+matrix maps input to output, so it is inverted here. Areas outside the input take
+``fill_value``, or repeat the edge pixels when no fill value is given.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import DALIInterpType
+from ._batch import contiguous, empty_batch
+from ._image_layout import as_outer_spatial_channels, split_layout
+
+_INTERP_CODES = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1}
+
+_WARP_ARGS = [
+    Arg("size", ArgType.FLOAT_LIST, optional=True, tensor=True,
+        doc="output size (H, W), rounded to integers; default: the input size"),
+    Arg("fill_value", ArgType.FLOAT, optional=True,
+        doc="value for areas outside the input; default: repeat the border"),
+    Arg("interp_type", ArgType.INTERP_TYPE, DALIInterpType.INTERP_LINEAR,
+        doc="INTERP_NN or INTERP_LINEAR"),
+]
+
+
+def _interp_code(op: Operator) -> int:
+    interp = op.args["interp_type"]
+    if interp not in _INTERP_CODES:
+        raise ValueError(f"{op.label}: interp_type {interp} is not supported (INTERP_NN, INTERP_LINEAR)")
+    return _INTERP_CODES[interp]
+
+
+def _frames_hw(op: Operator, src) -> tuple[int, np.ndarray]:
+    start, k = split_layout(op.label, src._layout, src.ndim())
+    if k != 2:
+        raise ValueError(f"{op.label}: only 2-D images (HWC, FHWC) are supported, got layout '{src._layout}'")
+    return start, as_outer_spatial_channels(src._shapes, start, 2)
+
+
+def _requested_size(ws, default_hw: np.ndarray) -> np.ndarray:
+    """[N, 2] output (H, W): the ``size`` argument when given (0 entries = unset), else the default."""
+    if not ws.has_arg("size"):
+        return default_hw
+    if "size" not in ws.arg_inputs and len(ws.op.args["size"]) == 0:
+        return default_hw
+    size = np.floor(ws.per_sample("size", np.float64, 2) + 0.5).astype(np.int64)
+    if (size < 0).any():
+        raise ValueError(f"{ws.op.label}: output size must not be negative")
+    return size
+
+
+def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: np.ndarray,
+               matrices: np.ndarray):
+    """Runs the kernel on (frames, H, W, C) views; the output keeps the input's layout."""
+    out_k = kshapes.copy()
+    out_k[:, 1:3] = out_hw
+    shapes = src._shapes.copy()
+    shapes[:, start:start + 2] = out_hw
+    out = empty_batch(shapes, src._buf.dtype, src._layout, src._source_info)
+    fill = op.args["fill_value"]
+    _engine.warp_affine(ws.pool, src._buf, kshapes, src._offsets, out._buf, out_k, out._offsets,
+                        int(src.dtype), np.ascontiguousarray(matrices, np.float32), _interp_code(op),
+                        None if fill is None else float(fill))
+    return [out]
+
+
+@register(OpSchema(
+    "WarpAffine", "Applies an affine transform to 2-D images; the matrix maps output to input "
+    "coordinates unless inverse_map=False.",
+    args=[Arg("matrix", ArgType.FLOAT_LIST, optional=True, tensor=True,
+              doc="2x3 matrix, row-major (or the second input)"),
+          Arg("inverse_map", ArgType.BOOL, True, doc="the matrix maps output to input coordinates"),
+          *_WARP_ARGS],
+    min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")))
+class WarpAffineCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        start, kshapes = _frames_hw(self, src)
+        n = ws.batch_size
+        if len(ws.inputs) > 1:
+            mtx = contiguous(ws.inputs[1])
+            if not (mtx._volumes() == 6).all():
+                raise ValueError(f"{self.label}: the matrix input must hold 2x3 values per sample")
+            m = np.asarray(mtx._buf[:6 * n], np.float64).reshape(n, 2, 3)
+        elif ws.has_arg("matrix"):
+            m = ws.per_sample("matrix", np.float64, 6).reshape(n, 2, 3)
+        else:
+            raise ValueError(f"{self.label}: the transform must be given as 'matrix' or a second input")
+        if not self.args["inverse_map"]:
+            full = np.concatenate([m, np.tile([[[0.0, 0.0, 1.0]]], (n, 1, 1))], axis=1)
+            if (np.abs(np.linalg.det(full)) < 1e-12).any():
+                raise ValueError(f"{self.label}: the forward matrix is not invertible")
+            m = np.linalg.inv(full)[:, :2, :]
+        out_hw = _requested_size(ws, kshapes[:, 1:3])
+        return warp_batch(self, ws, src, start, kshapes, out_hw, m)
+
+
+def rotated_size(h: int, w: int, angle_rad: float) -> tuple[int, int]:
+    """Bounding box of the rotated image (a 1e-2 tolerance before ceil), each extent then bumped
+    by one where needed to keep the parity of the input extent it mostly comes from (so the
+    centre stays on the pixel grid)."""
+    c, s = abs(math.cos(angle_rad)), abs(math.sin(angle_rad))
+    eps = 1e-2
+    w_out = math.ceil(c * w + s * h - eps)
+    h_out = math.ceil(c * h + s * w - eps)
+    w_par, h_par = (w % 2, h % 2) if s <= c else (h % 2, w % 2)
+    return h_out + (h_out % 2 != h_par), w_out + (w_out % 2 != w_par)
+
+
+def rotation_matrices(angles_deg: np.ndarray, in_hw: np.ndarray, out_hw: np.ndarray) -> np.ndarray:
+    """[N, 2, 3] output -> input maps for a counter-clockwise (as displayed, y down) rotation
+    about the image centres."""
+    a = np.deg2rad(angles_deg)
+    cos, sin = np.cos(a), np.sin(a)
+    rot = np.stack([np.stack([cos, -sin], -1), np.stack([sin, cos], -1)], -2)  # [N, 2, 2]
+    in_c = in_hw[:, ::-1] * 0.5   # (x, y) centres
+    out_c = out_hw[:, ::-1] * 0.5
+    t = in_c - np.einsum("nij,nj->ni", rot, out_c)
+    return np.concatenate([rot, t[:, :, None]], axis=2)
+
+
+@register(OpSchema(
+    "Rotate", "Rotates 2-D images counter-clockwise by `angle` degrees about their centre.",
+    args=[Arg("angle", ArgType.FLOAT, tensor=True, doc="degrees, counter-clockwise"),
+          Arg("axis", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="3-D only (not supported)"),
+          Arg("keep_size", ArgType.BOOL, False, doc="keep the input size instead of fitting the rotated image"),
+          *_WARP_ARGS],
+    devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")))
+class RotateCPU(Operator):
+    def run(self, ws):
+        if ws.has_arg("axis"):
+            raise ValueError(f"{self.label}: 'axis' applies to 3-D rotation, which is not supported")
+        src = contiguous(ws.inputs[0])
+        start, kshapes = _frames_hw(self, src)
+        angles = ws.per_sample("angle", np.float64)
+        in_hw = kshapes[:, 1:3]
+        if self.args["keep_size"]:
+            out_hw = in_hw.copy()
+        else:
+            fitted = np.array([rotated_size(int(h), int(w), math.radians(a))
+                               for (h, w), a in zip(in_hw, angles)], np.int64).reshape(-1, 2)
+            out_hw = _requested_size(ws, fitted)
+        return warp_batch(self, ws, src, start, kshapes, out_hw,
+                          rotation_matrices(angles, in_hw.astype(np.float64), out_hw.astype(np.float64)))
