@@ -1,0 +1,102 @@
+"""Occlusion augmentations: ``erase`` (fill boxes) and ``grid_mask`` (zero a rotated grid of
+squares, https://arxiv.org/abs/2001.04086)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ._batch import contiguous, empty_batch
+
+ERASE = OpSchema(
+    "Erase", "Fills regions (boxes given by anchor and shape along `axes`) with `fill_value`.",
+    args=[Arg("anchor", ArgType.FLOAT_LIST, (), tensor=True,
+              doc="region starts (or centres), flattened: one value per axis per region"),
+          Arg("shape", ArgType.FLOAT_LIST, (), tensor=True, doc="region extents, flattened like anchor"),
+          Arg("axes", ArgType.INT_LIST, optional=True, doc="dimension indices the regions span"),
+          Arg("axis_names", ArgType.LAYOUT, "HW", doc="layout letters the regions span (used when no axes)"),
+          Arg("fill_value", ArgType.FLOAT_LIST, (0.0,), doc="one value, or one per channel"),
+          Arg("normalized_anchor", ArgType.BOOL, False, doc="anchor is relative to the extent"),
+          Arg("normalized_shape", ArgType.BOOL, False, doc="shape is relative to the extent"),
+          Arg("normalized", ArgType.BOOL, False, doc="both anchor and shape are relative"),
+          Arg("centered_anchor", ArgType.BOOL, False, doc="anchor is the region's centre")],
+    devices=("cpu", "gpu"))
+
+
+def _flat_per_sample(ws, name: str) -> list[np.ndarray]:
+    if name in ws.arg_inputs:
+        tl = contiguous(ws.arg_inputs[name])
+        return [np.asarray(tl._sample_array(i), np.float64).reshape(-1) for i in range(len(tl))]
+    return [np.asarray(ws.op.args[name], np.float64)] * ws.batch_size
+
+
+@register(ERASE)
+class EraseCPU(Operator):
+    def _axes(self, src) -> list[int]:
+        if self.args["axes"] is not None:
+            axes = list(self.args["axes"])
+        else:
+            layout = src._layout
+            missing = [a for a in self.args["axis_names"] if a not in layout]
+            if not layout or missing:
+                raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' not found in "
+                                 f"layout '{layout}'")
+            axes = [layout.index(a) for a in self.args["axis_names"]]
+        if any(not 0 <= a < src.ndim() for a in axes):
+            raise ValueError(f"{self.label}: axes {axes} out of range for {src.ndim()}-D input")
+        return axes
+
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        axes = self._axes(src)
+        k, nd = len(axes), src.ndim()
+        norm_anchor = self.args["normalized"] or self.args["normalized_anchor"]
+        norm_shape = self.args["normalized"] or self.args["normalized_shape"]
+        anchors, shapes = _flat_per_sample(ws, "anchor"), _flat_per_sample(ws, "shape")
+        boxes, counts = [], []
+        for i, (anchor, shape) in enumerate(zip(anchors, shapes)):
+            if len(shape) % k or (len(anchor) and len(anchor) != len(shape)):
+                raise ValueError(f"{self.label}: sample {i}: anchor ({len(anchor)} values) and shape "
+                                 f"({len(shape)} values) must hold {k} values per region")
+            extent = src._shapes[i, axes].astype(np.float64)
+            shape = shape.reshape(-1, k) * (extent if norm_shape else 1)
+            anchor = (anchor.reshape(-1, k) if len(anchor) else np.zeros_like(shape)) * (extent if norm_anchor else 1)
+            if self.args["centered_anchor"]:
+                anchor = anchor - shape / 2
+            lo = np.zeros((len(shape), nd), np.int64)
+            hi = np.tile(src._shapes[i], (len(shape), 1))
+            lo[:, axes] = np.floor(anchor + 0.5)
+            hi[:, axes] = np.floor(anchor + shape + 0.5)
+            boxes.append(np.concatenate([lo, hi], axis=1))
+            counts.append(len(shape))
+        box_arr = np.ascontiguousarray(np.concatenate(boxes) if boxes else np.zeros((0, 2 * nd)), np.int64)
+        box_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        out = empty_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
+        _engine.erase(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._offsets,
+                      box_arr, box_offsets, np.asarray(self.args["fill_value"], np.float32))
+        return [out]
+
+
+@register(OpSchema(
+    "GridMask", "Zeroes squares of a grid (period `tile`, square side ratio*tile) rotated by `angle` "
+    "radians and shifted by (shift_x, shift_y).",
+    args=[Arg("tile", ArgType.INT, 100, tensor=True, doc="grid period, pixels"),
+          Arg("ratio", ArgType.FLOAT, 0.5, tensor=True, doc="black square side / tile"),
+          Arg("angle", ArgType.FLOAT, 0.0, tensor=True, doc="grid rotation, radians"),
+          Arg("shift_x", ArgType.FLOAT, 0.0, tensor=True, doc="grid shift along x, after rotation"),
+          Arg("shift_y", ArgType.FLOAT, 0.0, tensor=True, doc="grid shift along y, after rotation")],
+    devices=("cpu", "gpu"), input_layouts=("HWC",)))
+class GridMaskCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        if src.ndim() != 3 or (src._layout and src._layout != "HWC"):
+            raise ValueError(f"{self.label}: expected HWC images, got layout '{src._layout}'")
+        params = np.stack([ws.per_sample(name, np.float32) for name in
+                           ("tile", "ratio", "angle", "shift_x", "shift_y")], axis=1)
+        if (params[:, 0] <= 0).any():
+            raise ValueError(f"{self.label}: tile must be positive")
+        out = empty_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
+        _engine.grid_mask(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf,
+                          out._offsets, np.ascontiguousarray(params))
+        return [out]
