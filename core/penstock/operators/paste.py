@@ -1,0 +1,50 @@
+"""``paste``: places each image on a larger canvas filled with a colour."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ._batch import contiguous, empty_batch
+
+
+@register(OpSchema(
+    "Paste", "Puts each HWC image on a canvas `ratio` times larger (at least `min_canvas_size`), "
+    "at (paste_x, paste_y) of the free space, the rest filled with `fill_value`.",
+    args=[Arg("ratio", ArgType.FLOAT, tensor=True, doc="canvas size / image size (>= 1)"),
+          Arg("paste_x", ArgType.FLOAT, 0.5, tensor=True, doc="horizontal position in [0, 1]"),
+          Arg("paste_y", ArgType.FLOAT, 0.5, tensor=True, doc="vertical position in [0, 1]"),
+          Arg("fill_value", ArgType.INT_LIST, doc="canvas colour, one value per channel"),
+          Arg("n_channels", ArgType.INT, 3, doc="number of channels"),
+          Arg("min_canvas_size", ArgType.FLOAT, 0.0, tensor=True, doc="minimum canvas side")],
+    devices=("cpu", "gpu"), input_layouts=("HWC",)))
+class PasteCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        c = self.args["n_channels"]
+        fill = np.asarray(self.args["fill_value"])
+        if src.ndim() != 3 or (len(src) and (src._shapes[:, 2] != c).any()):
+            raise ValueError(f"{self.label}: expected HWC images with n_channels={c} channels")
+        if len(fill) != c:
+            raise ValueError(f"{self.label}: fill_value needs {c} values, got {len(fill)}")
+        ratio = ws.per_sample("ratio", np.float64)
+        if (ratio < 1).any():
+            raise ValueError(f"{self.label}: ratio must be >= 1")
+        px, py = ws.per_sample("paste_x", np.float64), ws.per_sample("paste_y", np.float64)
+        if ((px < 0) | (px > 1) | (py < 0) | (py > 1)).any():
+            raise ValueError(f"{self.label}: paste_x and paste_y must be in [0, 1]")
+        min_side = ws.per_sample("min_canvas_size", np.float64)
+        hw = src._shapes[:, :2]
+        # canvas and offsets are truncated to integers
+        canvas = np.maximum((hw * ratio[:, None]).astype(np.int64), min_side.astype(np.int64)[:, None])
+        y0 = (py * (canvas[:, 0] - hw[:, 0])).astype(np.int64)
+        x0 = (px * (canvas[:, 1] - hw[:, 1])).astype(np.int64)
+        out = empty_batch(np.column_stack([canvas, np.full(len(src), c)]), src._buf.dtype,
+                          src._layout, src._source_info)
+        fill = fill.astype(src._buf.dtype)
+        for i in range(len(src)):  # two block copies per sample
+            dst = out._sample_array(i)
+            dst[...] = fill
+            h, w = hw[i]
+            dst[y0[i]:y0[i] + h, x0[i]:x0[i] + w] = src._sample_array(i)
+        return [out]
