@@ -74,9 +74,10 @@ class _BrightnessContrastBase(Operator):
         out_type = self.args["dtype"] if self.args.get("dtype") is not None else src.dtype
         n = ws.batch_size
         ones, zeros = np.ones(n), np.zeros(n)
-        b = ws.per_sample("brightness", np.float64) if "brightness" in self.args else ones
-        shift = ws.per_sample("brightness_shift", np.float64) if "brightness_shift" in self.args else zeros
-        c = ws.per_sample("contrast", np.float64) if "contrast" in self.args else ones
+        declared = self.schema.arguments  # brightness / contrast declare only their own args
+        b = ws.per_sample("brightness", np.float64) if "brightness" in declared else ones
+        shift = ws.per_sample("brightness_shift", np.float64) if "brightness_shift" in declared else zeros
+        c = ws.per_sample("contrast", np.float64) if "contrast" in declared else ones
         if ws.has_arg("contrast_center"):
             center = ws.per_sample("contrast_center", np.float64)
         else:
@@ -155,7 +156,7 @@ class _ColorTwistBase(Operator):
         n = ws.batch_size
 
         def arg(name, default):
-            return ws.per_sample(name, np.float64) if name in self.args else np.full(n, default)
+            return ws.per_sample(name, np.float64) if name in self.schema.arguments else np.full(n, default)
 
         hue, sat, val = arg("hue", 0.0), arg("saturation", 1.0), arg("value", 1.0)
         b, c = arg("brightness", 1.0), arg("contrast", 1.0)
