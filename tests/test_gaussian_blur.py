@@ -1,0 +1,48 @@
+"""gaussian_blur in pipelines against the numpy separable reference."""
+import numpy as np
+import pytest
+from pipeline_run import run_once
+from test_filter_kernel import reference
+
+from penstock import fn, types
+
+
+def images(seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, s).astype(np.uint8) for s in [(16, 21, 3), (9, 30, 3), (5, 5, 3)]]
+
+
+def test_sigma_only_gives_7_tap_window_for_sigma_1():
+    imgs = images(0)
+    outs = run_once(lambda x: fn.gaussian_blur(x, sigma=1.0), imgs)[0]
+    for img, out in zip(imgs, outs):
+        ref = reference(img[None], [1.0, 1.0], [7, 7], np.uint8)[0]
+        assert np.abs(out.astype(int) - ref).max() <= 1 and np.mean(out == ref) > 0.99
+        # a 5-tap window would differ
+        other = reference(img[None], [1.0, 1.0], [5, 5], np.uint8)[0]
+        assert np.mean(out == other) < np.mean(out == ref)
+
+
+def test_window_only_derives_sigma_and_per_axis_values():
+    imgs = images(1)
+    outs = run_once(lambda x: (fn.gaussian_blur(x, window_size=5, dtype=types.FLOAT),
+                               fn.gaussian_blur(x, sigma=[2.0, 0.5], window_size=[9, 3], dtype=types.FLOAT)), imgs)
+    sigma5 = (2 - 1) * 0.3 + 0.8
+    for img, a, b in zip(imgs, *outs):
+        np.testing.assert_allclose(a, reference(img[None], [sigma5] * 2, [5, 5], np.float32)[0], atol=1e-3)
+        np.testing.assert_allclose(b, reference(img[None], [2.0, 0.5], [9, 3], np.float32)[0], atol=1e-3)
+
+
+def test_per_sample_sigma_and_sequence_layout():
+    rng = np.random.default_rng(2)
+    seqs = [rng.uniform(0, 1, (3, 8, 10, 1)).astype(np.float32) for _ in range(2)]
+    sig = [np.float32(0.7), np.float32(1.6)]
+    outs = run_once(lambda x, s: fn.gaussian_blur(x, sigma=s), seqs, sig, layout="FHWC")[0]
+    for seq, s, out in zip(seqs, sig, outs):
+        w = 2 * int(np.ceil(3 * s)) + 1
+        np.testing.assert_allclose(out, reference(seq, [s, s], [w, w], np.float32), atol=1e-5)
+
+
+def test_missing_sigma_and_window_is_an_error():
+    with pytest.raises(Exception, match="sigma or window_size"):
+        run_once(lambda x: fn.gaussian_blur(x), images(3))
