@@ -1,0 +1,21 @@
+"""paste in pipelines against a numpy canvas."""
+import numpy as np
+from pipeline_run import run_once
+
+from penstock import fn
+
+
+def test_paste_canvas_position_and_fill():
+    rng = np.random.default_rng(0)
+    imgs = [rng.integers(0, 256, s).astype(np.uint8) for s in [(4, 6, 3), (5, 3, 3)]]
+    ratios = [np.float32(2.0), np.float32(1.5)]
+    outs = run_once(lambda x, r: fn.paste(x, ratio=r, paste_x=0.25, paste_y=1.0, fill_value=[1, 2, 3],
+                                          min_canvas_size=7), imgs, ratios)[0]
+    for img, r, out in zip(imgs, ratios, outs):
+        h, w = img.shape[:2]
+        ch, cw = max(int(h * float(r)), 7), max(int(w * float(r)), 7)
+        y0, x0 = int(1.0 * (ch - h)), int(0.25 * (cw - w))
+        ref = np.empty((ch, cw, 3), np.uint8)
+        ref[...] = [1, 2, 3]
+        ref[y0:y0 + h, x0:x0 + w] = img
+        np.testing.assert_array_equal(out, ref)
