@@ -11,6 +11,10 @@ if _CORE not in sys.path:
 from penstock import fn, pipeline_def  # noqa: E402
 
 
+def _const(d):
+    return lambda: d
+
+
 def run_graph(graph, inputs, batch_size=None, **pipe_kwargs):
     """Builds a pipeline whose external sources return ``inputs`` (one list of per-sample arrays
     per external source) and runs it once; returns the outputs as lists of numpy arrays."""
@@ -18,7 +22,7 @@ def run_graph(graph, inputs, batch_size=None, **pipe_kwargs):
 
     @pipeline_def(batch_size=bs, num_threads=2, device_id=None, **pipe_kwargs)
     def pipe():
-        srcs = [fn.external_source(source=lambda d=d: d, batch=True) for d in inputs]
+        srcs = [fn.external_source(source=_const(d), batch=True) for d in inputs]
         return graph(*srcs)
 
     p = pipe()

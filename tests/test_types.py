@@ -72,7 +72,8 @@ def test_scalar_constant():
     u = c.uint8()
     assert u.dtype == types.UINT8 and u.value == 10
     assert types.Constant(2, types.FLOAT64).dtype == types.FLOAT64
-    assert str(types.Constant(10)) == f"10:{types.INT32}"
+    s = str(types.Constant(10))
+    assert s.startswith("10:") and "INT32" in s
 
 
 def test_constant_with_shape_is_a_node():
