@@ -81,3 +81,15 @@ def test_squeeze_and_expand_dims():
                    [np.zeros((3, 4), np.uint8)], layouts=["HW"])
     assert ex.shape() == [(1, 3, 1, 4)]
     assert ex.layout() == "AHBW"
+
+
+def test_reshape_same_ndim_keeps_layout():
+    # DALI: without `layout`, the input layout is kept if the number of dimensions matches
+    (out,) = run_es(lambda a: fn.reshape(a, shape=[4, 3, 2]), [X], layouts=["FHW"])
+    assert out.layout() == "FHW"
+    np.testing.assert_array_equal(out.at(0), X.reshape(4, 3, 2))
+
+
+def test_reshape_shape_input():
+    (out,) = run_es(lambda a, s: fn.reshape(a, s), [X], [np.array([4, 6], np.int32)])
+    assert out.shape() == [(4, 6)]

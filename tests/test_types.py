@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from penstock import types
+from penstock import fn, types
 
 
 def test_datatype_values():
@@ -93,3 +93,48 @@ def test_constant_with_shape_is_a_node():
     np.testing.assert_array_equal(c.at(1), [[1, 2], [3, 4]])
     np.testing.assert_array_equal(f.at(0), np.float32([1.0, 2.5]))
     assert len(c) == 2
+
+
+def _const_out(make):
+    from penstock import pipeline_def
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        return make()
+
+    return p().run()[0]
+
+
+def test_constant_explicit_dtype():
+    for dt in (types.UINT8, types.INT16, types.FLOAT64, types.INT64):
+        out = _const_out(lambda: types.Constant([1, 2], dtype=dt))
+        assert out.dtype == dt
+        np.testing.assert_array_equal(out.at(0), [1, 2])
+
+
+def test_constant_conversions():
+    assert _const_out(lambda: types.Constant([True, False])).dtype == types.BOOL
+    assert _const_out(lambda: types.Constant([])).dtype == types.FLOAT
+    assert _const_out(lambda: types.Constant(np.array([1, 2], np.uint64))).dtype == types.UINT32
+    assert _const_out(lambda: types.Constant(np.array([1.5], np.float64))).dtype == types.FLOAT
+    assert _const_out(lambda: types.Constant(np.array([1, 2], np.int16))).dtype == types.INT16
+    with pytest.raises(Exception):
+        _const_out(lambda: types.Constant(np.array([2 ** 40], np.int64)))
+    out = _const_out(lambda: types.Constant(np.array([2 ** 40], np.int64), dtype=types.INT64))
+    assert out.at(0).tolist() == [2 ** 40]
+
+
+def test_constant_scalar_with_shape_fills():
+    out = _const_out(lambda: types.Constant(7, shape=[2, 3]))
+    assert out.shape() == [(2, 3), (2, 3)]
+    np.testing.assert_array_equal(out.at(1), np.full((2, 3), 7))
+    out = _const_out(lambda: types.Constant(1.5, layout="X", shape=[2]))
+    assert out.layout() == "X" and out.dtype == types.FLOAT
+
+
+def test_fn_constant():
+    out = _const_out(lambda: fn.constant(idata=[1, 2, 3, 4], shape=[2, 2], dtype=types.UINT8))
+    assert out.dtype == types.UINT8
+    np.testing.assert_array_equal(out.at(0), [[1, 2], [3, 4]])
+    out = _const_out(lambda: fn.constant(fdata=[0.5], shape=[3]))
+    assert out.dtype == types.FLOAT and out.at(0).tolist() == [0.5, 0.5, 0.5]
