@@ -417,3 +417,38 @@ def test_ops_external_source_arg_twice_rejected():
     es = ops.ExternalSource(layout="HW")
     with pytest.raises(ValueError):
         _pipe(lambda: es(layout="HW"))
+
+
+@pytest.mark.parametrize("cycle, expected", [
+    (None, [0, 1, 2, "S", "S", "S"]),
+    (True, [0, 1, 2, 0, 1, 2]),
+    ("raise", [0, 1, 2, "S", 0, 1]),
+])
+def test_list_source_cycle(cycle, expected):
+    pipe = _pipe(lambda: fn.external_source(source=_batches(3), cycle=cycle))
+    assert _sequence(pipe, 6) == expected
+
+
+def test_per_sample_num_outputs():
+    def src(si):
+        return np.array([si.idx_in_batch], np.int32), np.array([si.idx_in_batch * 2.0], np.float32)
+
+    pipe = _pipe(lambda: tuple(fn.external_source(source=src, num_outputs=2, batch=False)), batch_size=3)
+    a, b = pipe.run()
+    assert _vals(a) == [[0], [1], [2]] and _vals(b) == [[0.0], [2.0], [4.0]]
+
+
+def test_per_sample_epochs_with_prefetch():
+    def src(si):
+        if si.idx_in_epoch >= 4:
+            raise StopIteration
+        return np.array([si.idx_in_epoch, si.epoch_idx], np.int32)
+
+    pipe = _pipe(lambda: fn.external_source(source=src, batch=False), batch_size=2)
+    for epoch in range(3):
+        got = []
+        with pytest.raises(StopIteration):
+            while True:
+                got.append(_vals(pipe.run()[0]))
+        assert got == [[[0, epoch], [1, epoch]], [[2, epoch], [3, epoch]]]
+        pipe.reset()

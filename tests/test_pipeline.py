@@ -496,3 +496,47 @@ def test_build_idempotent():
     p.build()
     p.build()
     assert p.run()[0].at(0).tolist() == [0, 0]
+
+
+def test_reset_mid_epoch_is_noop():
+    p = simple_pipe()
+    p.run()
+    p.reset()
+    assert p.run()[0].at(0).tolist() == [2, 0]  # iteration 1 (times 2), not a restart
+
+
+def test_reader_continues_across_reset(tmp_path):
+    files = []
+    for i in range(5):
+        (tmp_path / f"{i}.bin").write_bytes(b"x")
+        files.append(str(tmp_path / f"{i}.bin"))
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        _, label = fn.readers.file(files=files)
+        return label, fn.external_source(source=_limited(2))
+
+    pipe = p()
+    seq = []
+    for _ in range(6):
+        try:
+            seq.append(pipe.run()[0].as_array().ravel().tolist())
+        except StopIteration:
+            seq.append("S")
+            pipe.reset()
+    # readers never rewind: the stream goes on where it stopped (api.md §4.3)
+    assert seq == [[0, 1], [2, 3], "S", [4, 0], [1, 2], "S"]
+
+
+def test_outputs_without_schedule_raises_stop_iteration():
+    p = simple_pipe()
+    with pytest.raises(StopIteration):
+        p.outputs()
+
+
+def test_input_feed_count():
+    p = pipeline_def(batch_size=1, num_threads=1, device_id=None, prefetch_queue_depth=2)(
+        lambda: fn.external_source(name="x"))()
+    assert p.input_feed_count("x") == 2
+    p.feed_input("x", [np.zeros(1)])
+    assert p.input_feed_count("x") == 1
