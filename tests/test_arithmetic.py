@@ -307,3 +307,23 @@ def test_variable_shapes_in_batch():
     out = _run(lambda x: x * 3 + 1, a)[0]
     for i in range(3):
         np.testing.assert_array_equal(out.at(i), a[i] * 3 + 1)
+
+
+def test_unsigned_compare_with_negative_literal():
+    out = _run(lambda x: (x > -1, x == 255), _arr([0, 255], np.uint8))
+    assert out[0].at(0).tolist() == [True, True]
+    assert out[1].at(0).tolist() == [False, True]
+
+
+def test_mixed_sign_values():
+    out = _run(lambda a, b: (a - b, a * b), _arr([0, 4000000000], np.uint32), _arr([1, -1], np.int32))
+    assert out[0].dtype == T.INT64
+    assert out[0].at(0).tolist() == [-1, 4000000001]
+    assert out[1].at(0).tolist() == [0, -4000000000]
+
+
+def test_chained_expression_matches_numpy():
+    a = np.array([1.5, -2.0, 3.25], np.float32)
+    b = np.array([0.5, 4.0, -1.0], np.float32)
+    out = _run(lambda x, y: (x * y - x / y) ** 2 + dmath.abs(x - 1), [a], [b])[0]
+    np.testing.assert_allclose(out.at(0), (a * b - a / b) ** 2 + np.abs(a - 1), rtol=1e-6)

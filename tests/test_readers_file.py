@@ -323,3 +323,58 @@ def test_reader_independent_of_threads_and_prefetch(tmp_path):
         if ref is None:
             ref = got
         assert got == ref
+
+
+def _tree(tmp_path):
+    root = tmp_path / "tree"
+    for cls, names in {"a": ["x.jpg", "y.txt", "Z.JPG"], "b": ["w.png"]}.items():
+        (root / cls).mkdir(parents=True)
+        for nm in names:
+            (root / cls / nm).write_bytes(nm.encode())
+    return root
+
+
+def _read_all(bs, **kw):
+    @pipeline_def(batch_size=bs, num_threads=1, device_id=None)
+    def p():
+        return tuple(fn.readers.file(name="R", **kw))
+
+    pipe = p()
+    data, label = pipe.run()
+    return ([(bytes(data.at(i)).decode(), int(label.at(i)[0])) for i in range(bs)],
+            pipe.reader_meta("R")["epoch_size"])
+
+
+def test_file_root_default_filters_case_insensitive(tmp_path):
+    root = _tree(tmp_path)
+    got, n = _read_all(3, file_root=str(root))
+    assert n == 3  # y.txt is not matched by the default (image/audio) filters
+    assert sorted(got) == [("Z.JPG", 0), ("w.png", 1), ("x.jpg", 0)]
+    got, n = _read_all(2, file_root=str(root), case_sensitive_filter=True)
+    assert n == 2 and sorted(got) == [("w.png", 1), ("x.jpg", 0)]
+
+
+def test_file_root_custom_filters(tmp_path):
+    root = _tree(tmp_path)
+    got, n = _read_all(1, file_root=str(root), file_filters=["*.txt"])
+    assert n == 1 and got == [("y.txt", 0)]
+    got, n = _read_all(2, file_root=str(root), dir_filters=["b"])
+    assert n == 1 and got == [("w.png", 0), ("w.png", 0)]
+
+
+def test_files_relative_to_file_root(tmp_path):
+    root = _tree(tmp_path)
+    got, n = _read_all(2, file_root=str(root), files=["a/x.jpg", "b/w.png"])
+    assert got == [("x.jpg", 0), ("w.png", 1)]
+
+
+def test_missing_file_errors_at_run(tmp_path):
+    with pytest.raises(Exception, match="nope"):
+        _read_all(1, files=[str(tmp_path / "nope")])
+
+
+def test_lazy_init(tmp_path):
+    files = _files(tmp_path, 3)
+    got, pipe = _labels_stream(files, 2, 2, lazy_init=True)
+    assert got == [[0, 1], [2, 0]]
+    assert pipe.reader_meta("R")["epoch_size"] == 3
