@@ -540,3 +540,65 @@ def test_input_feed_count():
     assert p.input_feed_count("x") == 2
     p.feed_input("x", [np.zeros(1)])
     assert p.input_feed_count("x") == 1
+
+
+def _push_pipe(**kw):
+    return pipeline_def(batch_size=1, num_threads=1, device_id=None, **kw)(
+        lambda: fn.external_source(name="x"))()
+
+
+def test_run_inputs_with_separated_queues():
+    p = _push_pipe(prefetch_queue_depth={"cpu_size": 1, "gpu_size": 1})
+    assert p.run(x=[np.array([3.0])])[0].at(0).tolist() == [3.0]
+    p = _push_pipe(prefetch_queue_depth={"cpu_size": 2, "gpu_size": 1})
+    with pytest.raises(RuntimeError):
+        p.run(x=[np.zeros(1)])
+
+
+def test_separated_queues_reject_exec_dynamic():
+    with pytest.raises(ValueError):
+        Pipeline(batch_size=1, prefetch_queue_depth={"cpu_size": 2, "gpu_size": 1}, exec_dynamic=True)
+
+
+def test_current_is_thread_local_and_nests():
+    a, b = _push_pipe(), _push_pipe()
+    seen = []
+    with a:
+        t = threading.Thread(target=lambda: seen.append(Pipeline.current()))
+        t.start()
+        t.join()
+        with b:
+            assert Pipeline.current() is b
+        assert Pipeline.current() is a
+    assert seen == [None]
+
+
+def test_seeds_follow_creation_order():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=5)
+    def p1():
+        return fn.random.uniform(shape=[4])
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=5)
+    def p2():
+        return fn.random.uniform(shape=[4]), fn.random.normal(shape=[2])
+
+    np.testing.assert_array_equal(p1().run()[0].as_array(), p2().run()[0].as_array())
+
+
+def test_reader_shuffle_follows_pipeline_seed(tmp_path):
+    files = []
+    for i in range(12):
+        (tmp_path / f"{i}.bin").write_bytes(b"x")
+        files.append(str(tmp_path / f"{i}.bin"))
+
+    def labels(seed):
+        @pipeline_def(batch_size=6, num_threads=1, device_id=None, seed=seed)
+        def p():
+            _, label = fn.readers.file(files=files, random_shuffle=True, initial_fill=6)
+            return label
+
+        pipe = p()
+        return [pipe.run()[0].as_array().ravel().tolist() for _ in range(3)]
+
+    assert labels(1) == labels(1)
+    assert labels(1) != labels(2)
