@@ -452,3 +452,23 @@ def test_per_sample_epochs_with_prefetch():
                 got.append(_vals(pipe.run()[0]))
         assert got == [[[0, epoch], [1, epoch]], [[2, epoch], [3, epoch]]]
         pipe.reset()
+
+
+def test_per_sample_iterable():
+    data = [np.array([i], np.int32) for i in range(5)]
+    pipe = _pipe(lambda: fn.external_source(source=data, batch=False), batch_size=2)
+    assert _vals(pipe.run()[0]) == [[0], [1]]
+    assert _vals(pipe.run()[0]) == [[2], [3]]
+    # sample 4's batch is incomplete: discarded, end of data
+    with pytest.raises(StopIteration):
+        pipe.run()
+
+
+def test_per_sample_generator_function_cycle():
+    def gen():
+        for i in range(3):
+            yield np.array([i], np.int32)
+
+    pipe = _pipe(lambda: fn.external_source(source=gen, batch=False, cycle=True), batch_size=2)
+    got = [_vals(pipe.run()[0]) for _ in range(3)]
+    assert got == [[[0], [1]], [[2], [0]], [[1], [2]]]
