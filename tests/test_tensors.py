@@ -123,3 +123,56 @@ def test_set_layout():
     assert tl.layout() == ""
     tl.set_layout("HW")
     assert tl.layout() == "HW"
+
+
+def test_tensor_from_dlpack_capsule():
+    a = np.arange(6, dtype=np.int16).reshape(2, 3)
+    t = TensorCPU(a.__dlpack__(), layout="HW")
+    assert t.shape() == [2, 3] and t.dtype == types.INT16 and t.layout() == "HW"
+    np.testing.assert_array_equal(np.array(t), a)
+
+
+def test_tensor_from_dlpack_object():
+    a = np.arange(4, dtype=np.float64)
+
+    class Wrapper:
+        def __dlpack__(self, *args, **kwargs):
+            return a.__dlpack__(*args, **kwargs)
+
+        def __dlpack_device__(self):
+            return a.__dlpack_device__()
+
+    t = TensorCPU(Wrapper())
+    np.testing.assert_array_equal(np.array(t), a)
+
+
+def test_squeeze_variants():
+    t = TensorCPU(np.zeros((1, 3), np.float32))
+    assert t.squeeze(0) is True and t.shape() == [3]
+    t = TensorCPU(np.zeros((2, 3), np.float32))
+    assert t.squeeze() is False and t.shape() == [2, 3]
+
+
+def test_copy_to_external():
+    a = np.arange(12, dtype=np.int32).reshape(2, 2, 3)
+    tl = TensorListCPU(a)
+    out = np.zeros_like(a)
+    tl.copy_to_external(out.ctypes.data)
+    np.testing.assert_array_equal(out, a)
+    one = np.zeros((2, 3), np.int32)
+    tl[1].copy_to_external(one.ctypes.data)
+    np.testing.assert_array_equal(one, a[1])
+
+
+def test_tensorlist_from_tensors_and_noncontiguous():
+    tl = TensorListCPU([TensorCPU(np.zeros(2, np.uint8)), TensorCPU(np.ones(2, np.uint8))])
+    assert tl.shape() == [(2,), (2,)] and tl.at(1).tolist() == [1, 1]
+    src = np.arange(12).reshape(3, 4)[:, ::2]
+    np.testing.assert_array_equal(TensorListCPU(src).as_array(), src)
+    f = np.asfortranarray(np.arange(6, dtype=np.int32).reshape(2, 3))
+    assert TensorListCPU(f).at(1).tolist() == [3, 4, 5]
+
+
+def test_from_dlpack_list():
+    tl = TensorListCPU.from_dlpack_list([np.arange(3), np.arange(2)])
+    assert tl.shape() == [(3,), (2,)]
