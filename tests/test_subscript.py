@@ -109,3 +109,31 @@ def test_per_sample_shapes():
     (out,) = run_es(lambda a: a[-1, 1:], xs)
     np.testing.assert_array_equal(out.at(0), xs[0][-1, 1:])
     np.testing.assert_array_equal(out.at(1), xs[1][-1, 1:])
+
+
+_INDEXES = [
+    (0,), (-1,), (slice(None), 0), (slice(1, None), -2), (slice(None, None, 2),),
+    (slice(None), slice(None), slice(1, 4, 2)), (1, slice(None), 2), (slice(-2, None), slice(None, -1)),
+    (None, 1), (slice(None), None, 0), (2, None), (slice(0, 3, 2), None, slice(None), None),
+    (-3, -4, -5), (slice(None, None, -1),), (slice(None), slice(3, 0, -1)),
+]
+
+
+@pytest.mark.parametrize("index", _INDEXES, ids=[str(i) for i in range(len(_INDEXES))])
+def test_matches_numpy(index):
+    out = _sub(lambda a: a[index])
+    np.testing.assert_array_equal(out.at(0), X[index])
+    assert out.shape() == [X[index].shape]
+
+
+def test_datanode_index_layout():
+    xs = [X]
+    (out,) = run_es(lambda a, i: a[i], xs, [np.array(1, np.int32)], layouts=["HWC", None])
+    assert out.layout() == "WC"
+    np.testing.assert_array_equal(out.at(0), X[1])
+
+
+def test_datanode_step_and_mixed():
+    xs = [np.arange(12, dtype=np.int32).reshape(3, 4)]
+    (out,) = run_es(lambda a, s, i: a[i, ::s], xs, [np.array(2, np.int32)], [np.array(-1, np.int32)])
+    np.testing.assert_array_equal(out.at(0), xs[0][-1, ::2])
