@@ -472,3 +472,30 @@ def test_per_sample_generator_function_cycle():
     pipe = _pipe(lambda: fn.external_source(source=gen, batch=False, cycle=True), batch_size=2)
     got = [_vals(pipe.run()[0]) for _ in range(3)]
     assert got == [[[0], [1]], [[2], [0]], [[1], [2]]]
+
+
+def test_no_prefetch_when_not_pipelined():
+    calls = []
+
+    def src(i):
+        calls.append(i)
+        return [np.array([i], np.int32)] * 2
+
+    pipe = _pipe(lambda: fn.external_source(source=src), exec_pipelined=False, prefetch_queue_depth=3)
+    pipe.run()
+    assert calls == [0]
+    pipe.run()
+    assert calls == [0, 1]
+
+
+def test_prefetch_with_separated_queues_uses_max():
+    calls = []
+
+    def src(i):
+        calls.append(i)
+        return [np.array([i], np.int32)] * 2
+
+    pipe = _pipe(lambda: fn.external_source(source=src),
+                 prefetch_queue_depth={"cpu_size": 3, "gpu_size": 2})
+    pipe.run()
+    assert calls == [0, 1, 2]
