@@ -602,3 +602,27 @@ def test_reader_shuffle_follows_pipeline_seed(tmp_path):
 
     assert labels(1) == labels(1)
     assert labels(1) != labels(2)
+
+
+@pytest.mark.parametrize("exec_async", [True, False])
+def test_pipeline_without_outputs_runs(exec_async):
+    p = pipeline_def(batch_size=2, num_threads=1, device_id=None, exec_async=exec_async)(lambda: None)()
+    assert p.run() == ()
+    assert p.run() == ()
+
+
+def test_feed_input_forms():
+    from penstock.tensors import TensorCPU, TensorListCPU
+
+    def fed(data, layout=None):
+        p = pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=1)(
+            lambda: fn.external_source(name="x"))()
+        p.feed_input("x", data, layout=layout)
+        return p.run()[0]
+
+    out = fed([TensorCPU(np.zeros(2, np.float32)), TensorCPU(np.ones(2, np.float32))])
+    assert out.shape() == [(2,), (2,)] and out.at(1).tolist() == [1.0, 1.0]
+    out = fed(TensorListCPU(np.arange(4, dtype=np.int32).reshape(2, 2), layout="X"))
+    assert out.layout() == "X" and out.at(1).tolist() == [2, 3]
+    out = fed(np.zeros((2, 2, 3), np.uint8), layout="HW")
+    assert out.layout() == "HW" and out.shape() == [(2, 3), (2, 3)]

@@ -132,7 +132,7 @@ class Executor:
     def submit(self, it: Iteration) -> None:
         if self._closed:
             raise RuntimeError("the pipeline's executor has been shut down")
-        if not self.exec_async:
+        if not self.exec_async or not self._queues:  # no queues: a graph without operators
             run_iteration_inline(self, it)
         else:
             self._queues[0].put(it)
