@@ -327,3 +327,22 @@ def test_chained_expression_matches_numpy():
     b = np.array([0.5, 4.0, -1.0], np.float32)
     out = _run(lambda x, y: (x * y - x / y) ** 2 + dmath.abs(x - 1), [a], [b])[0]
     np.testing.assert_allclose(out.at(0), (a * b - a / b) ** 2 + np.abs(a - 1), rtol=1e-6)
+
+
+def test_float16_arithmetic_rejected_on_cpu():
+    with pytest.raises(Exception):
+        _run(lambda x: x + x, _arr([1.0], np.float16))
+
+
+def test_python_float_is_float32():
+    out = _run(lambda x: x + 0.1, _arr([1], np.int32))[0]
+    assert out.dtype == T.FLOAT
+    assert out.at(0)[0] == np.float32(1) + np.float32(0.1)
+
+
+def test_clamp_with_datanode_bounds():
+    x = np.array([-5.0, 0.5, 9.0], np.float32)
+    lo = np.array([0.0, 0.0, 0.0], np.float32)
+    hi = np.array([1.0, 1.0, 2.0], np.float32)
+    out = _run(lambda a, l, h: dmath.clamp(a, l, h), [x], [lo], [hi])[0]
+    np.testing.assert_allclose(out.at(0), np.clip(x, lo, hi))

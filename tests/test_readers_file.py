@@ -148,7 +148,10 @@ def test_reader_meta_and_epoch_size(tmp_path):
     ma = pipe.reader_meta("A")
     assert ma == {"epoch_size": 10, "epoch_size_padded": 12, "number_of_shards": 3, "shard_id": 1,
                   "pad_last_batch": 1, "stick_to_shard": 0}
+    assert type(ma["pad_last_batch"]) is int and type(ma["stick_to_shard"]) is int
     assert pipe.reader_meta("B")["epoch_size_padded"] == 10
+    with pytest.raises(RuntimeError):
+        pipe.reader_meta("nope")
     assert pipe.epoch_size("A") == 12
     assert pipe.epoch_size() == {"A": 12, "B": 10}
     assert set(pipe.reader_meta()) == {"A", "B"}
