@@ -101,3 +101,36 @@ def test_executor_statistics_after_run():
     pipe.run()
     stats = pipe.executor_statistics()
     assert isinstance(stats, dict)
+
+
+def _define(graph):
+    """Runs ``graph(x)`` at graph-definition time only (nothing is built, so no GPU is needed)."""
+    pipe = penstock.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = fn.external_source(source=lambda: [X])
+        return graph(x)
+
+
+def test_fn_default_device_follows_positional_inputs():
+    assert _define(lambda x: x.gpu().device) == "gpu"
+    assert _define(lambda x: fn.cast(x.gpu(), dtype=types.INT8).device) == "gpu"
+    assert _define(lambda x: (x + x.gpu()).device) == "gpu"
+    assert _define(lambda x: fn.cat(x, x.gpu()).device) == "gpu"
+    assert _define(lambda x: fn.cast(x, dtype=types.INT8).device) == "cpu"
+    assert _define(lambda x: x.gpu().cpu().device) == "cpu"
+
+
+def test_argument_inputs_do_not_set_device():
+    assert _define(lambda x: fn.random.normal(x, mean=fn.random.uniform()).device) == "cpu"
+
+
+def test_multiple_input_sets_device():
+    devs = _define(lambda x: [n.device for n in fn.cast([x, x.gpu()], dtype=types.INT8)])
+    assert devs == ["gpu", "gpu"]
+
+
+def test_ops_default_cpu_and_gpu_argument_input_rejected():
+    with pytest.raises(ValueError):
+        _define(lambda x: ops.Cast(dtype=types.INT8)(x.gpu()))
+    with pytest.raises(ValueError):
+        _define(lambda x: fn.random.normal(shape=[2], mean=x.gpu()))
