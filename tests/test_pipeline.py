@@ -626,3 +626,13 @@ def test_feed_input_forms():
     assert out.layout() == "X" and out.at(1).tolist() == [2, 3]
     out = fed(np.zeros((2, 2, 3), np.uint8), layout="HW")
     assert out.layout() == "HW" and out.shape() == [(2, 3), (2, 3)]
+
+
+def test_output_layout_check():
+    def make(**kw):
+        return pipeline_def(batch_size=1, num_threads=1, device_id=None, **kw)(
+            lambda: fn.external_source(source=lambda: [np.zeros((2, 2), np.uint8)], layout="HW"))()
+
+    make(output_layout="HW").run()
+    with pytest.raises(RuntimeError):
+        make(output_layout="WH").run()

@@ -176,3 +176,9 @@ def test_tensorlist_from_tensors_and_noncontiguous():
 def test_from_dlpack_list():
     tl = TensorListCPU.from_dlpack_list([np.arange(3), np.arange(2)])
     assert tl.shape() == [(3,), (2,)]
+
+
+def test_repr_exact():
+    tl = TensorListCPU(np.zeros((2, 2, 3), np.uint8), layout="HW")
+    assert repr(tl) == ('TensorListCPU(\n    dtype=DALIDataType.UINT8,\n    layout="HW",\n'
+                        '    device="cpu",\n    num_samples=2,\n    shape=[(2, 3), (2, 3)])')
