@@ -328,7 +328,6 @@ def test_enable_api_check_false():
 
 
 def test_stop_iteration_then_reset():
-    p = simple_pipe(prefetch_queue_depth=2)
     p2 = pipeline_def(batch_size=2, num_threads=1, device_id=None)(
         lambda: fn.external_source(source=_limited(3)))()
     for epoch in range(2):
@@ -340,7 +339,6 @@ def test_stop_iteration_then_reset():
         with pytest.raises(StopIteration):
             p2.run()
         p2.reset()
-    del p
 
 
 def test_empty():
@@ -636,3 +634,10 @@ def test_output_layout_check():
     make(output_layout="HW").run()
     with pytest.raises(RuntimeError):
         make(output_layout="WH").run()
+
+
+def test_deprecated_stream_args_warn():
+    with pytest.warns(DeprecationWarning):
+        Pipeline(batch_size=1, max_streams=2)
+    with pytest.warns(DeprecationWarning):
+        Pipeline(batch_size=1, default_cuda_stream_priority=1)

@@ -83,14 +83,9 @@ def test_coin_flip_defaults_and_bool():
     assert out.as_array().mean() == pytest.approx(0.5, abs=0.12)
     out = _one(lambda: fn.random.coin_flip(dtype=types.BOOL, shape=[10]))
     assert out.dtype == types.BOOL
-    edge = _one(lambda: (fn.random.coin_flip(probability=0.0, shape=[50]),
-                         fn.random.coin_flip(probability=1.0, shape=[50])))
-    assert edge.as_array().sum() == 0
-
-
-def test_coin_flip_probability_one():
-    outs = _run(lambda: fn.random.coin_flip(probability=1.0, shape=[50]))[0]
-    assert outs[0].as_array().min() == 1
+    zero, one = _run(lambda: (fn.random.coin_flip(probability=0.0, shape=[50]),
+                              fn.random.coin_flip(probability=1.0, shape=[50])))[0]
+    assert zero.as_array().sum() == 0 and one.as_array().min() == 1
 
 
 def test_beta():
