@@ -218,3 +218,17 @@ def test_shape_like_input():
 def test_bad_probability_errors():
     with pytest.raises(Exception):
         _one(lambda: fn.random.coin_flip(probability=1.5))
+
+
+def test_generators_follow_variable_batch_size():
+    def src(i):
+        return [np.array([i], np.int32)] * (i % 3 + 1)
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=1)
+    def p():
+        x = fn.external_source(source=src)
+        return x, fn.random.uniform(), fn.random.coin_flip(), x + fn.random.normal()
+
+    pipe = p()
+    for expected in (1, 2, 3, 1):
+        assert [len(o) for o in pipe.run()] == [expected] * 4

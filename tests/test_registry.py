@@ -55,6 +55,7 @@ def test_legacy_aliases():
     assert ops.CoinFlip is not None
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_fn_and_ops_agree(tmp_path):
     for i in range(3):
         (tmp_path / f"{i}.bin").write_bytes(bytes([i]))
