@@ -74,19 +74,21 @@ class IndexStream:
             else:
                 limit = self.n  # run on through the whole dataset
             take = min(batch - k, limit - self.pos)
-            out[k:k + take] = np.arange(self.pos, self.pos + take)
+            idx = np.arange(self.pos, self.pos + take)
+            # map through this epoch's permutation now: _advance_shard below may draw the next one
+            out[k:k + take] = idx if self._perm is None else self._perm[idx]
             k += take
             self.pos += take
             if self.pos < limit:
                 continue
             if self.pad and k < batch:  # the shard ended mid-batch: repeat its last sample
-                out[k:] = end - 1
+                out[k:] = out[k - 1]
                 k = batch
             if self.pad or self.stick:
                 self._advance_shard()
             else:
                 self.pos = 0
-        return out if self._perm is None else self._perm[out]
+        return out
 
 
 class ShuffleBuffer:
