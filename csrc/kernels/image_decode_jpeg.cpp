@@ -6,6 +6,7 @@
 // guarded(), which throws DecodeError. Frames between setjmp and longjmp hold no C++ objects.
 #include <csetjmp>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -89,6 +90,9 @@ int orientation_of(const jpeg_decompress_struct& c) {
   return 1;
 }
 
+// Output pixels decoded beyond a crop window's right edge (covers 4x horizontal subsampling).
+constexpr int64_t kChromaMargin = 8;
+
 inline uint8_t mul_div255(int a, int b) {
   int t = a * b + 128;
   return uint8_t((t + (t >> 8)) >> 8);
@@ -143,7 +147,11 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
     if (w.y < 0 || w.x < 0 || w.h < 1 || w.w < 1 || w.y + w.h > c.output_height ||
         w.x + w.w > c.output_width)
       throw DecodeError("JPEG region outside the decoded image");
-    JDIMENSION x0 = JDIMENSION(w.x), width = JDIMENSION(w.w);
+    // Decode a few more columns than asked on both sides: fancy upsampling at the edge of a
+    // cropped scanline replicates the edge chroma instead of reading its neighbour.
+    int64_t margin_right = std::min<int64_t>(kChromaMargin, c.output_width - (w.x + w.w));
+    JDIMENSION x0 = JDIMENSION(w.x > 0 ? w.x - 1 : 0);
+    JDIMENSION width = JDIMENSION(w.x + w.w + margin_right - x0);
     if (x0 > 0 || width < c.output_width) jpeg_crop_scanline(&c, &x0, &width);  // widens to iMCUs
     int64_t skip_cols = w.x - int64_t(x0);
     if (w.y > 0 && jpeg_skip_scanlines(&c, JDIMENSION(w.y)) != JDIMENSION(w.y))
