@@ -74,7 +74,7 @@ def test_output_type_and_float_dtype():
     luma = IMG.astype(np.float64) @ [0.299, 0.587, 0.114]
     assert gray[0].shape == (40, 60, 1) and np.abs(gray[0][..., 0] - luma).max() < 1
     assert flt[0].dtype == np.float32
-    np.testing.assert_allclose(flt[0], IMG / np.float32(255), rtol=1e-6)
+    np.testing.assert_array_equal(flt[0], IMG.astype(np.float32) / np.float32(255))
     np.testing.assert_array_equal(any_[0], IMG)
 
 
@@ -129,6 +129,21 @@ def test_image_crop_window_math():
     np.testing.assert_array_equal(outs[2][0], ref(0.25, 0.9, "truncate"))
 
 
+def test_image_crop_per_sample_position():
+    blobs = [encode(photo(40, 60, k), "PNG") for k in range(3)]
+    pos = [np.float32(0.0), np.float32(0.5), np.float32(1.0)]
+    out = run(blobs, lambda e: fn.decoders.image_crop(
+        e, crop=(10, 20), crop_pos_x=fn.external_source(source=lambda: pos, batch=True)))[0]
+    for k, p in enumerate(pos):
+        x0 = int(np.floor(p * 40 + 0.5))
+        np.testing.assert_array_equal(out[k], photo(40, 60, k)[15:25, x0:x0 + 20])
+
+
+def test_unsupported_dtype_is_rejected():
+    with pytest.raises(Exception, match="dtype"):
+        run([encode(IMG, "PNG")], lambda e: fn.decoders.image(e, dtype=types.INT32))
+
+
 def test_image_crop_too_large_raises():
     with pytest.raises(Exception, match="outside"):
         run([encode(IMG, "PNG")], lambda e: fn.decoders.image_crop(e, crop=(41, 10)))
@@ -159,6 +174,13 @@ def test_image_random_crop_is_a_valid_window_and_seeded():
         assert 0.5 <= w / h <= 2.0
         assert find_window(photo(40, 60, k), out) is not None
     assert any(x.shape != y.shape or not np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def test_image_random_crop_on_fallback_formats():
+    blobs = [encode(photo(40, 60, k), "TIFF") for k in range(3)]
+    out = run(blobs, lambda e: fn.decoders.image_random_crop(e, seed=3))[0]
+    for k, crop in enumerate(out):
+        assert find_window(photo(40, 60, k), crop) is not None
 
 
 def test_random_crop_window_special_cases():

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _engine
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
-from ..types import DALIDataType, DALIImageType
+from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
 
@@ -181,55 +181,58 @@ def _channels(output_type: int, stored: int) -> int:
 # ---- the decoders -------------------------------------------------------------------------------
 
 class _DecoderBase(Operator):
-    """Decodes a batch, with an optional per-sample crop window chosen from the display shapes."""
+    """Decodes a batch; the crop variants choose a window per sample from the display shapes."""
+    crops = False  # subclasses that implement windows()
 
     def setup(self) -> None:
         if self.args["dtype"] not in (DALIDataType.UINT8, DALIDataType.FLOAT):
             raise ValueError(f"{self.label}: dtype {self.args['dtype'].name} is not supported "
                              "(UINT8 or FLOAT)")
 
-    def windows(self, ws, shapes: np.ndarray) -> np.ndarray | None:
-        """[N, 4] (y, x, h, w) windows in display coordinates, or None for whole images."""
-        return None
-
-    def _encoded(self, ws):
-        src = contiguous(ws.inputs[0])
-        if src._buf.dtype != np.uint8:
-            raise TypeError(f"{self.label}: encoded images must be uint8 bytes, got {src._buf.dtype}")
-        return src
+    def windows(self, ws, shapes: np.ndarray) -> np.ndarray:
+        """[N, 4] (y, x, h, w) windows in display coordinates, from [N, 3] display shapes."""
+        raise NotImplementedError
 
     def run(self, ws):
-        src = self._encoded(ws)
-        n = len(src)
+        src = _encoded(self, ws)
         output_type = int(self.args["output_type"])
         adjust = self.args["adjust_orientation"]
-        crop = None
-        if type(self).windows is not _DecoderBase.windows:
-            crop = self.windows(ws, display_shapes(self, ws, src, adjust))
+        crop = self.windows(ws, display_shapes(self, ws, src, adjust)) if self.crops else None
         buf, shapes, offsets, fallback = _engine.decode_images(
             ws.pool, src._buf, src._shapes, src._offsets, output_type, adjust, crop, None,
             self.args["use_fast_idct"])
-        samples = None
         if fallback.any():
-            samples = [buf[o:o + s.prod()].reshape(s) for o, s in zip(offsets, shapes)]
-            for i in np.nonzero(fallback)[0]:
-                px = _stored_pixels(_pillow_open(self, _blob(src, i), i, adjust))
-                if crop is not None:
-                    y, x, h, w = crop[i]
-                    if y < 0 or x < 0 or h < 1 or w < 1 or y + h > px.shape[0] or x + w > px.shape[1]:
-                        raise SampleError(int(i), f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside "
-                                                  f"the {px.shape[0]}x{px.shape[1]} image")
-                    px = px[y:y + h, x:x + w]
-                samples[i] = _convert_type(px, output_type)
-            shapes = np.array([s.shape for s in samples], np.int64).reshape(n, 3)
-        if samples is not None:
-            offsets = np.concatenate([[0], np.cumsum(shapes.prod(axis=1))[:-1]]).astype(np.int64)
-            buf = np.empty(int(shapes.prod(axis=1).sum()), np.uint8)
-            for o, s in zip(offsets, samples):
-                buf[o:o + s.size] = s.reshape(-1)
+            buf, shapes, offsets = self._with_fallbacks(src, buf, shapes, offsets, fallback, crop)
         if self.args["dtype"] == DALIDataType.FLOAT:
-            buf = np.multiply(buf, np.float32(1 / 255), dtype=np.float32)
+            buf = np.divide(buf, np.float32(255), dtype=np.float32)
         return [TensorListCPU._from_packed(buf, shapes, offsets, "HWC", None)]
+
+    def _with_fallbacks(self, src, buf, shapes, offsets, fallback, crop):
+        """Decodes the samples the kernel left to Pillow and repacks the batch."""
+        samples = [buf[o:o + s.prod()].reshape(s) for o, s in zip(offsets, shapes)]
+        adjust = self.args["adjust_orientation"]
+        for i in np.nonzero(fallback)[0]:
+            px = _stored_pixels(_pillow_open(self, _blob(src, i), i, adjust))
+            if crop is not None:
+                y, x, h, w = crop[i]
+                if y < 0 or x < 0 or h < 1 or w < 1 or y + h > px.shape[0] or x + w > px.shape[1]:
+                    raise SampleError(int(i), f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside "
+                                              f"the {px.shape[0]}x{px.shape[1]} image")
+                px = px[y:y + h, x:x + w]
+            samples[i] = _convert_type(px, int(self.args["output_type"]))
+        shapes = np.array([s.shape for s in samples], np.int64).reshape(len(samples), 3)
+        offsets = np.concatenate([[0], np.cumsum(shapes.prod(axis=1))[:-1]]).astype(np.int64)
+        buf = np.empty(int(shapes.prod(axis=1).sum()), np.uint8)
+        for o, s in zip(offsets, samples):
+            buf[o:o + s.size] = s.reshape(-1)
+        return buf, shapes, offsets
+
+
+def _encoded(op: Operator, ws):
+    src = contiguous(ws.inputs[0])
+    if src._buf.dtype != np.uint8:
+        raise TypeError(f"{op.label}: encoded images must be uint8 bytes, got {src._buf.dtype}")
+    return src
 
 
 def _blob(src, i: int) -> bytes:
@@ -288,6 +291,8 @@ def random_crop_window(rng: np.random.Generator, h: int, w: int, area: tuple, ra
 
 @register(IMAGE_RANDOM_CROP)
 class ImageDecoderRandomCropCPU(_DecoderBase):
+    crops = True
+
     def setup(self) -> None:
         super().setup()
         area, ratio = self.args["random_area"], self.args["random_aspect_ratio"]
@@ -307,6 +312,8 @@ class ImageDecoderRandomCropCPU(_DecoderBase):
 
 @register(IMAGE_CROP)
 class ImageDecoderCropCPU(_DecoderBase):
+    crops = True
+
     def setup(self) -> None:
         super().setup()
         if self.args["rounding"] not in ("round", "truncate"):
@@ -333,6 +340,8 @@ class ImageDecoderCropCPU(_DecoderBase):
 
 @register(IMAGE_SLICE)
 class ImageDecoderSliceCPU(_DecoderBase):
+    crops = True
+
     def _axes(self) -> list[int]:
         """Which display axis (0 = H, 1 = W) each anchor/shape value refers to."""
         names, axes = self.args["axis_names"], self.args["axes"]
@@ -391,11 +400,8 @@ def _input_values(op: Operator, tl, n: int, k: int, what: str) -> np.ndarray:
 @register(PEEK_IMAGE_SHAPE)
 class PeekImageShapeCPU(Operator):
     def run(self, ws):
-        src = contiguous(ws.inputs[0])
-        if src._buf.dtype != np.uint8:
-            raise TypeError(f"{self.label}: encoded images must be uint8 bytes, got {src._buf.dtype}")
+        src = _encoded(self, ws)
         shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["image_type"]))
-        from ..types import to_numpy_type
         out = empty_batch(np.full((len(src), 1), 3, np.int64), to_numpy_type(self.args["dtype"]))
         out._buf[...] = shapes.reshape(-1)
         return [out]
