@@ -92,10 +92,12 @@ ImageInfo read_png_info(const uint8_t* data, size_t size) {
     info.height = png_get_image_height(r.png, r.info);
     info.width = png_get_image_width(r.png, r.info);
     info.model = model_of(r);
+#ifdef PNG_eXIf_SUPPORTED  // libpng >= 1.6.31
     png_uint_32 exif_size = 0;
     png_bytep exif = nullptr;
     if (png_get_eXIf_1(r.png, r.info, &exif_size, &exif) && exif)
       info.orientation = exif_orientation(exif, exif_size);
+#endif
   });
   return info;
 }
