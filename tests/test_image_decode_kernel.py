@@ -114,6 +114,18 @@ def test_jpeg_roi_equals_crop_of_full(pool, window):
     np.testing.assert_array_equal(decode1(pool, blob, crop=window), full[y:y + h, x:x + w])
 
 
+@pytest.mark.parametrize("variant", [dict(subsampling=0), dict(subsampling=1), dict(progressive=True),
+                                     dict(mode="L"), dict(mode="CMYK")])
+def test_jpeg_roi_other_layouts(pool, variant):
+    kw = dict(variant)
+    blob = encode(photo(123, 157), "JPEG", mode=kw.pop("mode", None), quality=90, **kw)
+    full = decode1(pool, blob)
+    for y, x, h, w in [(17, 33, 50, 61), (0, 150, 123, 7), (100, 0, 23, 157)]:
+        np.testing.assert_array_equal(decode1(pool, blob, crop=(y, x, h, w)), full[y:y + h, x:x + w])
+        scaled = decode1(pool, blob, crop=(y, x, h, w), target=(h // 2, w // 2))
+        assert scaled.shape[0] >= h // 2 and scaled.shape[1] >= w // 2
+
+
 def scale_for(hw, target):
     """Smallest n/8 (n = 1..8) whose ceil(dim * n / 8) still covers the target on both axes."""
     for n in range(1, 9):
@@ -432,6 +444,17 @@ def test_crop_outside_image_raises(pool):
     blob = encode(photo(20, 30), "JPEG")
     for win in [(0, 0, 21, 30), (-1, 0, 5, 5), (0, 25, 5, 6), (0, 0, 0, 5)]:
         assert_sample_error(pool, [blob, blob], 1, "outside", crop=[(0, 0, 20, 30), win])
+
+
+def test_headers_claiming_huge_images_are_rejected(pool):
+    jpeg = bytearray(encode(photo(64, 64), "JPEG", progressive=True, quality=90))
+    sof = jpeg.find(b"\xff\xc2")
+    jpeg[sof + 5:sof + 9] = struct.pack(">HH", 30000, 30000)
+    assert_sample_error(pool, [bytes(jpeg)], 0, "cannot hold")
+    png = bytearray(encode(photo(64, 64), "PNG"))
+    ihdr = bytes(png[12:16]) + struct.pack(">II", 60000, 60000) + bytes(png[24:29])
+    png[8:33] = png_chunk(b"IHDR", ihdr[4:])
+    assert_sample_error(pool, [bytes(png)], 0, "too small")
 
 
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG"])

@@ -43,6 +43,8 @@ void on_message(j_common_ptr cinfo, int level) {
   cinfo->err->num_warnings++;
 }
 
+constexpr long kMaxDecoderMemory = 1L << 31;
+
 // One decompressor; owns everything that has a destructor.
 struct Session {
   jpeg_decompress_struct cinfo;
@@ -70,12 +72,22 @@ void open(Session& s, const uint8_t* data, size_t size, bool save_app1) {
   s.err.pub.emit_message = on_message;
   jpeg_create_decompress(&s.cinfo);
   s.created = true;
+  // Bounds libjpeg's own buffers (a progressive file's whole-image coefficients), so a
+  // corrupt header claiming a huge image fails instead of exhausting memory.
+  s.cinfo.mem->max_memory_to_use = kMaxDecoderMemory;
   jpeg_mem_src(&s.cinfo, data, static_cast<unsigned long>(size));
   if (save_app1) jpeg_save_markers(&s.cinfo, JPEG_APP0 + 1, 0xFFFF);
   jpeg_read_header(&s.cinfo, TRUE);
   if (s.cinfo.data_precision != 8)
     throw DecodeError("JPEG with " + std::to_string(s.cinfo.data_precision) +
                       "-bit samples is not supported (8-bit only)");
+  // Huffman coding spends at least one bit on every 8x8 luma block, so a header that claims
+  // more blocks than the file has bits is corrupt (arithmetic coding has no such bound).
+  uint64_t blocks = uint64_t((s.cinfo.image_width + 7) / 8) * ((s.cinfo.image_height + 7) / 8);
+  if (!s.cinfo.arith_code && blocks > uint64_t(size) * 8)
+    throw DecodeError("invalid JPEG: " + std::to_string(size) + " bytes cannot hold a " +
+                      std::to_string(s.cinfo.image_width) + "x" + std::to_string(s.cinfo.image_height) +
+                      " image (corrupt header or truncated file)");
 }
 
 bool is_cmyk(const jpeg_decompress_struct& c) {

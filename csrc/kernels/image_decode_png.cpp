@@ -63,10 +63,17 @@ void create(Reader& r, const uint8_t* data, size_t size) {
   if (!r.info) throw DecodeError("cannot create a PNG decoder");
 }
 
-// Inside guarded(): reads the chunks up to the image data.
+// Deflate packs at most 1032 bytes into one byte (258-byte matches in two bits).
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// Inside guarded(): reads the chunks up to the image data; rejects a header that claims more
+// pixel data than the file could hold.
 void read_info(Reader& r) {
   png_set_read_fn(r.png, &r, read_fn);
   png_read_info(r.png, r.info);
+  uint64_t raw = uint64_t(png_get_image_height(r.png, r.info)) * (png_get_rowbytes(r.png, r.info) + 1);
+  if (raw > uint64_t(r.size) * kMaxDeflateRatio)
+    png_error(r.png, "file too small for the image size in its header (corrupt header or truncated file)");
 }
 
 bool has_trns(const Reader& r) { return png_get_valid(r.png, r.info, PNG_INFO_tRNS) != 0; }
