@@ -13,6 +13,7 @@
 // then decodes every sample in parallel straight into its place.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -179,9 +180,10 @@ void decode_sample(const Encoded& e, const Plan& p, int output_type, uint8_t* ou
     decode_region(p.format, e.data, e.size, req, out);
     return;
   }
-  std::vector<uint8_t> stored(size_t(req.region.h * req.region.w * model_channels(req.model)));
-  decode_region(p.format, e.data, e.size, req, stored.data());
-  finish_pixels(stored.data(), req.region.h, req.region.w, req.model, o, output_type, out);
+  // uninitialized: the decoder writes every byte
+  std::unique_ptr<uint8_t[]> stored(new uint8_t[size_t(req.region.h * req.region.w * model_channels(req.model))]);
+  decode_region(p.format, e.data, e.size, req, stored.get());
+  finish_pixels(stored.get(), req.region.h, req.region.w, req.model, o, output_type, out);
 }
 
 // Runs fn for sample i, reporting any failure as SampleError(i).

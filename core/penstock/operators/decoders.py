@@ -169,9 +169,10 @@ def _convert_type(px: np.ndarray, output_type: int) -> np.ndarray:
         if px.shape[2] <= 2:
             return np.ascontiguousarray(px[..., :1])
         return ((19595 * r + 38470 * g + 7471 * b + 32768) >> 16).astype(np.uint8)[..., None]
-    f = rgb.astype(np.float32)
-    m = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]], np.float32)
-    return (f @ (m.T / 255) + np.array([16.5, 128.5, 128.5], np.float32)).astype(np.uint8)
+    m = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]]) / 255
+    fixed = lambda v: np.trunc(np.asarray(v) * (1 << 20) + np.where(np.asarray(v) < 0, -0.5, 0.5)).astype(np.int64)
+    acc = rgb.astype(np.int64) @ fixed(m).T + fixed([16.5, 128.5, 128.5])
+    return (acc >> 20).astype(np.uint8)
 
 
 def _channels(output_type: int, stored: int) -> int:
