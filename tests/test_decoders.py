@@ -189,9 +189,13 @@ def test_random_crop_window_special_cases():
     assert random_window_shape(rng, 10, 100, (0.5, 1.0), (0.5, 2.0)) == (10, 20)
     # far too tall: full width, height W / 0.5
     assert random_window_shape(rng, 100, 10, (0.5, 1.0), (0.5, 2.0)) == (20, 10)
-    # every draw rejected (max area 1 but ratio forced away from the image's): clamped fallback
-    y, x, h, w = decoders.random_crop_window(rng, 50, 50, (1.0, 1.0), (2.0, 3.0), 5)
-    assert (h, w) == (25, 50) or (h * w <= 2500 and 2.0 <= w / h)
+    # minimum area needs w/h below the range: full width, height W / min_ratio
+    assert random_window_shape(rng, 50, 50, (1.0, 1.0), (2.0, 3.0)) == (25, 50)
+    # no successful draw: the whole image clamped to the ratio range (50 x int(50 * 1.333)),
+    # scaled by sqrt(max_area * H * W / (h * w)) and truncated
+    s = np.sqrt(0.6 * 5000 / (50 * 66))
+    assert decoders.random_crop_window(rng, 50, 100, (0.5, 0.6), (0.75, 1.333), 0)[2:] == \
+        (int(50 * s), int(66 * s))
     # a window always lies inside the image
     for _ in range(200):
         H, W = rng.integers(1, 300, 2)
