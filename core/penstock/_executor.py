@@ -75,6 +75,7 @@ class Executor:
         for ref in self.output_refs:
             self._last_use[ref] = len(flat)
         self._position = {id(op): pos for pos, op in enumerate(flat)}
+        self._plans: dict[int, tuple] = {}
         self._threads: list[threading.Thread] = []
         self._queues: list[queue.Queue] = []
         self._closed = False
@@ -91,36 +92,46 @@ class Executor:
         Executor._live.add(self)
 
     # -- running
+    def _plan(self, op: Operator) -> tuple:
+        """Per operator, computed once: the value keys it reads and those it is the last to read."""
+        plan = self._plans.get(id(op))
+        if plan is None:
+            node = op.node
+            inputs = [(d.source.id, d.index) for d in node.inputs]
+            arg_inputs = [(k, (d.source.id, d.index)) for k, d in node.arg_inputs.items()]
+            pos = self._position[id(op)]
+            reads = set(inputs) | {key for _, key in arg_inputs}
+            drop = [key for key in reads if self._last_use.get(key, -1) <= pos]
+            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name])
+        return plan
+
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
         for op in ops:
-            node = op.node
-            inputs = [values[(d.source.id, d.index)] for d in node.inputs]
-            arg_inputs = {k: values[(d.source.id, d.index)] for k, d in node.arg_inputs.items()}
+            in_keys, arg_keys, drop, stats = self._plan(op)
+            inputs = [values[key] for key in in_keys]
+            arg_inputs = {k: values[key] for k, key in arg_keys}
             ws = Workspace(inputs, arg_inputs, it.batch_size, it.index, it.epoch, self.pool,
-                           it.fed.get(node.id), op)
+                           it.fed.get(op.node.id), op)
             start = time.perf_counter()
             try:
                 outs = op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                 raise PipelineError(_describe_failure(op, exc, inputs)) from exc
-            stats = self.stats[op.name]
             stats.seconds += time.perf_counter() - start
             stats.runs += 1
             nbytes = 0
+            node_id = op.node.id
             for i, out in enumerate(outs):
-                src = getattr(out, "_source_info", None)
-                if inputs and src is not None and not any(src) and len(out) == len(inputs[0]):
-                    out._source_info = inputs[0]._source_info
-                buf = getattr(out, "_buf", None)
-                nbytes += getattr(buf, "nbytes", 0)
-                values[(node.id, i)] = out
+                if inputs:
+                    src = out._source_info
+                    if src is not inputs[0]._source_info and len(out) == len(inputs[0]) and not any(src):
+                        out._source_info = inputs[0]._source_info
+                nbytes += out._buf.nbytes
+                values[(node_id, i)] = out
             stats.output_bytes = nbytes
-            pos = self._position[id(op)]
-            for d in list(node.inputs) + list(node.arg_inputs.values()):
-                key = (d.source.id, d.index)
-                if self._last_use.get(key, -1) <= pos:
-                    values.pop(key, None)
+            for key in drop:
+                values.pop(key, None)
 
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)

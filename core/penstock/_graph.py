@@ -40,9 +40,9 @@ class OpNode:
         self.resolved_seed: int = args.get("seed", -1) if args.get("seed", -1) is not None else -1
         self.py_object: Any = None  # Python callables etc. that the kernel needs (never serialized)
         from .pipeline._current import current_pipeline
-        self.pipeline = current_pipeline()
-        if self.pipeline is not None:
-            self.pipeline._register_node(self)
+        pipe = current_pipeline()
+        if pipe is not None:  # the pipeline keeps its nodes; a node must not keep its pipeline alive
+            pipe._register_node(self)
 
     def __repr__(self) -> str:
         return f"OpNode({self.schema.fn_name}, name={self.name!r}, device={self.device!r})"

@@ -126,6 +126,11 @@ def unary(op: str, a: Any) -> DataNode:
 
 def _broadcast_shapes(shapes: list[np.ndarray], n: int, what: str) -> np.ndarray:
     """Per-sample numpy broadcasting of operand shapes ([1 or n, nd_k] each) -> [n, nd]."""
+    a, b = shapes
+    if a.shape[0] == n and (b.shape == (1, 0) or (b.shape == a.shape and np.array_equal(a, b))):
+        return a  # the common cases: same shapes, or a scalar constant
+    if b.shape[0] == n and a.shape == (1, 0):
+        return b
     nd = max(s.shape[1] for s in shapes)
     out = np.ones((n, nd), np.int64)
     padded = []
@@ -150,11 +155,18 @@ class ArithmeticCPU(Operator):
         self.op = self.args["op"]
         self.operands = [tuple(o) for o in self.args["operands"]]
         self.label = f"arithmetic '{SYMBOLS.get(self.op, self.op)}' ('{self.name}')"
+        self._types: dict = {}     # operand types -> (compute, output) type
+        self._scalars: dict = {}   # (operand index, compute type) -> one-element batch
 
-    def _operand_batch(self, ws, operand: tuple, compute: T, n: int) -> TensorListCPU:
+    def _operand_batch(self, ws, k: int, compute: T, n: int) -> TensorListCPU:
+        operand = self.operands[k]
         if operand[0] == "scalar":
-            arr = np.array([operand[1]], dtype=to_numpy_type(compute))
-            return TensorListCPU._from_packed(arr, np.zeros((1, 0), np.int64), np.zeros(1, np.int64))
+            key = (k, compute)
+            if key not in self._scalars:
+                arr = np.array([operand[1]], dtype=to_numpy_type(compute))
+                self._scalars[key] = TensorListCPU._from_packed(arr, np.zeros((1, 0), np.int64),
+                                                                np.zeros(1, np.int64))
+            return self._scalars[key]
         tl = ws.inputs[operand[1]]
         if tl.dtype != compute:
             tl = TensorListCPU._from_packed(tl._buf.astype(to_numpy_type(compute)), tl._shapes, tl._offsets)
@@ -167,21 +179,25 @@ class ArithmeticCPU(Operator):
             if len(tl) != n:
                 raise ValueError(f"{self.label}: an operand has {len(tl)} samples, the batch has {n}")
         layouts = [tl._layout for tl in ws.inputs]
+        key = tuple(types)
+        if key not in self._types:
+            self._types[key] = (unary_types(self.op, types[0]) if len(types) == 1
+                                else result_type(self.op, types))
+        compute, out_type = self._types[key]
         if len(self.operands) == 1:
-            compute, out_type = unary_types(self.op, types[0])
-            src = self._operand_batch(ws, self.operands[0], compute, n)
-            out = empty_batch(src._shapes, to_numpy_type(out_type), layouts[0])
+            src = self._operand_batch(ws, 0, compute, n)
+            out = empty_batch(src._shapes, to_numpy_type(out_type), layouts[0], like=src)
             _engine.unary(ws.pool, UNARY_CODES[self.op], int(compute), src._buf, out._buf)
             return [out]
         if len(self.operands) != 2:
             raise ValueError(f"{self.label}: expected 1 or 2 operands, got {len(self.operands)}")
-        compute, out_type = result_type(self.op, types)
-        a, b = (self._operand_batch(ws, o, compute, n) for o in self.operands)
+        a, b = (self._operand_batch(ws, k, compute, n) for k in range(2))
         shapes = _broadcast_shapes([a._shapes, b._shapes], n, self.label)
         out_nd = shapes.shape[1]
         layout = same_layout_or_empty([lay for lay, tl in zip(layouts, ws.inputs)
                                        if tl.ndim() == out_nd and lay])
-        out = empty_batch(shapes, to_numpy_type(out_type), layout)
+        like = a if shapes is a._shapes else (b if shapes is b._shapes else None)
+        out = empty_batch(shapes, to_numpy_type(out_type), layout, like=like)
         _engine.binary(ws.pool, BINARY_CODES[self.op], int(compute),
                        a._buf, a._shapes, a._offsets, b._buf, b._shapes, b._offsets,
                        out._buf, out._shapes, out._offsets)

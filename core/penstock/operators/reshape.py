@@ -40,8 +40,8 @@ def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, bu
     bad = np.nonzero(_volumes(shapes) != in_vol)[0]
     if len(bad):
         i = int(bad[0])
-        raise ValueError(f"{label}: sample {i} of shape {tuple(src._shapes[i])} cannot take shape "
-                         f"{tuple(shapes[i])}: the number of elements differs")
+        raise ValueError(f"{label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])} cannot take shape "
+                         f"{tuple(int(e) for e in shapes[i])}: the number of elements differs")
     offsets = (src._offsets / scale).astype(np.int64)
     return TensorListCPU._from_packed(buf, shapes, offsets, layout, src._source_info)
 
