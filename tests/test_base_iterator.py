@@ -26,7 +26,9 @@ def bounds(n: int, s_count: int, s: int) -> tuple[int, int]:
 
 
 def reader_batches(n, s_count, s, b, pad, stick):
-    """api.md §10: the endless batches of sample indices of shard s."""
+    """api.md §10: the endless batches of sample indices of shard s. Padding as DALI 2.4 does it:
+    the shard is completed to ceil(ceil(N/S)/B)*B samples (for B=1 too), which §10's
+    'completes the batch in which the shard ends' understates."""
     if not pad and not stick:
         pos = bounds(n, s_count, s)[0]
         while True:
@@ -37,13 +39,14 @@ def reader_batches(n, s_count, s, b, pad, stick):
         ring = itertools.cycle(range(lo, hi))
         while True:
             yield [next(ring) for _ in range(b)]
+    # padding: every shard gives as many samples as the largest one, in whole batches
+    padded = math.ceil(math.ceil(n / s_count) / b) * b
     shard = s
     while True:
         lo, hi = bounds(n, s_count, shard)
-        samples = list(range(lo, hi))
-        for k in range(0, len(samples), b):
-            chunk = samples[k:k + b]
-            yield chunk + [hi - 1] * (b - len(chunk))
+        samples = list(range(lo, hi)) + [hi - 1] * (padded - (hi - lo))
+        for k in range(0, padded, b):
+            yield samples[k:k + b]
         shard = shard if stick else (shard + 1) % s_count
 
 
@@ -76,10 +79,9 @@ def model_reader_iterator(n, s_count, shard_ids, b, policy, pad, stick, epochs):
                 row.append(batch)
             batches.append(row)
         result.append((count, batches))
-        if policy == DROP:
-            for p, s in enumerate(shard_ids):
-                if count * b < sizes[cur(s)]:
-                    next(streams[p])  # the incomplete batch is read and discarded
+        if policy == DROP and count * b < size:
+            for stream in streams:
+                next(stream)  # the incomplete batch is read and discarded
         if policy == FILL and not pad:
             consumed = count * b
             while True:

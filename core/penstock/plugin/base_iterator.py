@@ -68,6 +68,7 @@ class _ReaderEpochs:
         return shard_size(self.n, self.num_shards, self.current_shard(start))
 
     def pipeline_shard_sizes(self) -> list[int]:
+        """The size of the shard each of the iterator's pipelines is reading this epoch."""
         return [self.current_size(s) for s in self.start_shards]
 
     def carry_into_next_epoch(self, consumed: int, batch_size: int) -> int:
@@ -288,14 +289,11 @@ class _DaliBaseIterator:
                     p.schedule_run()
 
     def _discard_dropped_batch(self) -> None:
-        """DROP: reads out the incomplete last batch of each pipeline whose epoch (shard) has one."""
-        if self._reader is not None:
-            pending = [self._counter < s for s in self._reader.pipeline_shard_sizes()]
-        else:
-            pending = [self._counter < self._size] * len(self._pipes)
-        for p, has_batch in zip(self._pipes, pending):
-            if has_batch:
-                with p._api_check_disabled():
-                    p.share_outputs()
-                    p.release_outputs()
-                    p.schedule_run()
+        """DROP: reads out the incomplete last batch, if the epoch has one (it is never returned)."""
+        if self._counter >= self._size:
+            return
+        for p in self._pipes:
+            with p._api_check_disabled():
+                p.share_outputs()
+                p.release_outputs()
+                p.schedule_run()
