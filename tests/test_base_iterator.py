@@ -343,3 +343,11 @@ def test_prepare_first_batch_false_reads_nothing_at_construction():
     it = LabelIterator(pipe(), size=3, prepare_first_batch=False)
     assert calls == []
     assert list(it) == [[[0]], [[1]], [[2]]]
+
+
+def test_a_pipeline_driven_by_an_iterator_cannot_also_be_run(dataset):
+    pipe = label_pipe(dataset(4), 0, 1, False, False, batch_size=2)
+    it = LabelIterator(pipe, reader_name="Reader")
+    assert next(it) == [[0, 1]]
+    with pytest.raises(RuntimeError, match="Mixing pipeline API type"):
+        pipe.run()

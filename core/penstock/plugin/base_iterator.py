@@ -13,6 +13,8 @@ import math
 import warnings
 from typing import Any, Sequence
 
+from ..types import PipelineAPIType
+
 _log = logging.getLogger("penstock.plugin")
 
 
@@ -21,6 +23,12 @@ class LastBatchPolicy(enum.IntEnum):
     FILL = 0      # return it full: the extra samples are whatever the reader produces next
     DROP = 1      # do not return it
     PARTIAL = 2   # return only the samples that belong to the epoch
+
+
+def _driven_by_iterator(pipe: Any):
+    """Scope of the scheduled-API calls an iterator makes: the pipeline records the ITERATOR API,
+    so driving it with run() as well raises (api.md §4.1)."""
+    return pipe._check_api(PipelineAPIType.ITERATOR)
 
 
 _AUTO_RESET = {False: False, None: False, "no": False, True: True, "yes": True}
@@ -127,8 +135,7 @@ class _DaliBaseIterator:
         self._ever_consumed = False
         self._first_batch: Any = None
         for p in self._pipes:
-            with p._api_check_disabled():
-                p.build()
+            p.build()
         self._reader: _ReaderEpochs | None = None
         if reader_name is not None:
             self._reader = self._read_reader_meta(reader_name)
@@ -151,8 +158,7 @@ class _DaliBaseIterator:
     def _read_reader_meta(self, name: str) -> _ReaderEpochs:
         metas = []
         for p in self._pipes:
-            with p._api_check_disabled():
-                metas.append(p.reader_meta(name))
+            metas.append(p.reader_meta(name))
         for key in ("epoch_size", "number_of_shards", "pad_last_batch", "stick_to_shard"):
             values = {m[key] for m in metas}
             assert len(values) == 1, f"the pipelines' readers '{name}' disagree on {key}: {sorted(values)}"
@@ -213,7 +219,7 @@ class _DaliBaseIterator:
         """Pipelines start running at the first batch asked for (so nothing is read before)."""
         if not self._scheduled:
             for p in self._pipes:
-                with p._api_check_disabled():
+                with _driven_by_iterator(p):
                     p.schedule_run()
             self._scheduled = True
 
@@ -222,7 +228,7 @@ class _DaliBaseIterator:
         outputs = []
         try:
             for p in self._pipes:
-                with p._api_check_disabled():
+                with _driven_by_iterator(p):
                     outputs.append(p.share_outputs())
         except StopIteration:
             if self._size < 0 and self._auto_reset:
@@ -238,7 +244,7 @@ class _DaliBaseIterator:
 
     def _release_and_schedule(self) -> None:
         for p in self._pipes:
-            with p._api_check_disabled():
+            with _driven_by_iterator(p):
                 p.release_outputs()
                 p.schedule_run()
 
@@ -283,7 +289,7 @@ class _DaliBaseIterator:
         else:
             self._counter = 0
         for p in self._pipes:
-            with p._api_check_disabled():
+            with _driven_by_iterator(p):
                 p.reset()
                 if self._scheduled and p.empty():
                     p.schedule_run()
@@ -293,7 +299,7 @@ class _DaliBaseIterator:
         if self._counter >= self._size:
             return
         for p in self._pipes:
-            with p._api_check_disabled():
+            with _driven_by_iterator(p):
                 p.share_outputs()
                 p.release_outputs()
                 p.schedule_run()
