@@ -130,7 +130,6 @@ class _DaliBaseIterator:
         if self._size < 0 and reader_name is None:
             self._policy = LastBatchPolicy.FILL
             self._last_batch_padded = False
-        self._reader_name = reader_name
         self._counter = 0
         self._ever_consumed = False
         self._first_batch: Any = None
@@ -156,9 +155,7 @@ class _DaliBaseIterator:
 
     # ---- sizes -------------------------------------------------------------------------------
     def _read_reader_meta(self, name: str) -> _ReaderEpochs:
-        metas = []
-        for p in self._pipes:
-            metas.append(p.reader_meta(name))
+        metas = [p.reader_meta(name) for p in self._pipes]
         for key in ("epoch_size", "number_of_shards", "pad_last_batch", "stick_to_shard"):
             values = {m[key] for m in metas}
             assert len(values) == 1, f"the pipelines' readers '{name}' disagree on {key}: {sorted(values)}"
