@@ -68,3 +68,32 @@ def test_sized_epochs_equal_dali(dataset, policy):
             continue
         ours, theirs = both(dataset(n), list(range(pipes)), pipes, b, policy, False, False, size=size)
         assert ours == theirs, (n, size, pipes, b)
+
+
+def source_epochs(plugin, lib, auto_reset, cycle, size, count=3):
+    import numpy as np
+    batches = [np.full((2, 1), i, np.int32) for i in range(3)]
+
+    @lib.pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        return lib.fn.external_source(source=batches, cycle=cycle)
+
+    it = plugin.DALIGenericIterator(pipe(), ["x"], size=size, auto_reset=auto_reset)
+    result = []
+    for _ in range(count):
+        try:
+            result.append([b[0]["x"].reshape(-1).tolist() for b in it])
+        except StopIteration:
+            result.append("StopIteration")
+        if not auto_reset:
+            it.reset()
+    return result
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("auto_reset", [False, True, "yes"])
+@pytest.mark.parametrize("cycle", [None, "raise"])
+@pytest.mark.parametrize("size", [-1, 5])
+def test_external_source_epochs_equal_dali(auto_reset, cycle, size):
+    assert (source_epochs(penstock_pytorch, penstock, auto_reset, cycle, size)
+            == source_epochs(dali_pytorch, dali, auto_reset, cycle, size))
