@@ -61,7 +61,7 @@ def penstock_loader(root: str, batch_size: int, workers: int):
     from penstock import fn, pipeline_def, types
     from penstock.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
 
-    @pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=0)
+    @pipeline_def(batch_size=batch_size, num_threads=max(1, workers), device_id=None, seed=0)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
         images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
