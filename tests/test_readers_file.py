@@ -48,12 +48,14 @@ def model_stream(n, num_shards, shard_id, batch, pad, stick, num_batches):
                 while True:
                     yield from range(start, n)
                     start = 0
+        # With padding every shard gives as many samples as the largest shard in whole batches,
+        # ceil(ceil(N/S)/B)*B, repeating its last sample (checked against DALI 2.4: with B=1 too).
+        padded = -(-(-(-n // num_shards)) // batch) * batch
         s = shard_id
         while True:
             b, e = bounds(s)
             seg = list(range(b, e))
-            while len(seg) % batch:
-                seg.append(e - 1)
+            seg += [e - 1] * (padded - len(seg))
             yield from seg
             if not stick:
                 s = (s + 1) % num_shards
@@ -68,6 +70,8 @@ def test_model_matches_spec_examples():
     assert model_stream(10, 3, 0, 4, True, False, 4) == [[0, 1, 2, 2], [3, 4, 5, 5], [6, 7, 8, 9],
                                                           [0, 1, 2, 2]]
     assert model_stream(10, 3, 0, 2, False, True, 4) == [[0, 1], [2, 0], [1, 2], [0, 1]]
+    # padding fills every shard to the largest shard's length, even with batch 1 (DALI 2.4)
+    assert model_stream(5, 2, 0, 1, True, False, 6) == [[0], [1], [1], [2], [3], [4]]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 10, 11])
