@@ -5,9 +5,6 @@ import re
 
 import numpy as np
 
-SPATIAL = "DHW"
-
-
 def split_layout(label: str, layout: str, ndim: int) -> tuple[int, int]:
     """(first spatial dim, number of spatial dims) of a layout made of leading non-spatial dims
     (F, C ...), a run of spatial dims (D, H, W) and at most a trailing C. Without a layout,

@@ -33,6 +33,8 @@ def _per_axis(ws, name: str, count: int, dtype) -> np.ndarray:
 
 def resolve_windows(label: str, sigma: np.ndarray, window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Fills the missing half of each (sigma, window) pair as DALI does."""
+    if not (np.isfinite(sigma).all() and np.isfinite(window).all()):
+        raise ValueError(f"{label}: sigma and window_size must be finite")
     if ((sigma <= 0) & (window <= 0)).any():
         raise ValueError(f"{label}: either sigma or window_size must be given (and positive)")
     if (sigma < 0).any() or (window < 0).any():
