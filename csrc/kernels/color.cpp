@@ -17,7 +17,7 @@ using F32Array = py::array_t<float, py::array::c_style>;
 // CI/CO > 0 fix the channel counts at compile time (the common 3 -> 3 case); 0 = runtime.
 // Pixels go in blocks: float results first, then one vectorized rounding pass per block.
 template <int CI, int CO, typename In, typename Out>
-void transform_pixels(const In* in, Out* out, int64_t pixels, const float* m, int ci_rt, int co_rt) {
+PENSTOCK_HOT_LOOP void transform_pixels(const In* in, Out* out, int64_t pixels, const float* m, int ci_rt, int co_rt) {
   const int ci = CI ? CI : ci_rt, co = CO ? CO : co_rt;
   constexpr int64_t kBlock = 256;
   std::vector<float> acc(kBlock * co);
