@@ -92,6 +92,21 @@ void erase(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
 // Fractional part; floats beyond 2^23 are whole numbers.
 inline float grid_frac(float v) { return std::fabs(v) < 8388608.f ? v - float(floor_int(v)) : 0.f; }
 
+template <typename T>
+PENSTOCK_HOT_LOOP void mask_sample(const T* s, T* d, int64_t H, int64_t W, int64_t C, const float* q) {
+  const float tile = q[0], ratio = q[1];
+  const float ca = std::cos(q[2]) / tile, sa = std::sin(q[2]) / tile;
+  const float sx = q[3] / tile, sy = q[4] / tile;
+  for (int64_t y = 0; y < H; ++y) {
+    const float uy = -sx - float(y) * sa, vy = -sy + float(y) * ca;
+    for (int64_t x = 0; x < W; ++x, s += C, d += C) {
+      const float u = uy + float(x) * ca, v = vy + float(x) * sa;
+      const bool keep = grid_frac(u) >= ratio || grid_frac(v) >= ratio;
+      for (int64_t c = 0; c < C; ++c) d[c] = keep ? s[c] : T(0);
+    }
+  }
+}
+
 // Samples (H, W, C); params [N, 5] = tile, ratio, angle (radians), shift_x, shift_y.
 // Pixel (x, y) in grid units: u = (x cos a - y sin a - shift_x) / tile,
 // v = (x sin a + y cos a - shift_y) / tile; it is zeroed when frac(u) < ratio and
@@ -110,21 +125,8 @@ void grid_mask(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_of
   py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(dtype, T, {
     pool.parallel_for(n, [&](int64_t i) {
-      const int64_t *shape = in.shape(i), H = shape[0], W = shape[1], C = shape[2];
-      const float* q = p + i * 5;
-      const float tile = q[0], ratio = q[1];
-      const float ca = std::cos(q[2]) / tile, sa = std::sin(q[2]) / tile;
-      const float sx = q[3] / tile, sy = q[4] / tile;
-      const T* s = in.sample<T>(i);
-      T* d = out.sample<T>(i);
-      for (int64_t y = 0; y < H; ++y) {
-        const float uy = -sx - float(y) * sa, vy = -sy + float(y) * ca;
-        for (int64_t x = 0; x < W; ++x, s += C, d += C) {
-          const float u = uy + float(x) * ca, v = vy + float(x) * sa;
-          const bool keep = grid_frac(u) >= ratio || grid_frac(v) >= ratio;
-          for (int64_t c = 0; c < C; ++c) d[c] = keep ? s[c] : T(0);
-        }
-      }
+      const int64_t* shape = in.shape(i);
+      mask_sample(in.sample<T>(i), out.sample<T>(i), shape[0], shape[1], shape[2], p + i * 5);
     });
   });
 }
