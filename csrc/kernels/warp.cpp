@@ -23,8 +23,9 @@ enum Interp { kNearest = 0, kLinear = 1 };
 inline float bound(float v, float lo, float hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
 
 template <typename T, int INTERP, int CC>
-PENSTOCK_HOT_LOOP void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, int64_t Wo, int64_t c_rt,
-                const float* m, const std::optional<float>& fill) {
+PENSTOCK_HOT_LOOP void warp_frame(const T* in, int64_t H, int64_t W, T* out, int64_t Ho,
+                                  int64_t Wo, int64_t c_rt, const float* m,
+                                  const std::optional<float>& fill) {
   const int64_t C = CC ? CC : c_rt;
   const std::vector<T> fill_pixel(C, convert_sat<T>(fill.value_or(0.f)));
   const bool clamp = !fill.has_value() && H > 0 && W > 0;
