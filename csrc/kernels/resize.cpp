@@ -12,8 +12,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "engine/convert.h"
 #include "engine/module.h"
+#include "kernels/fast_convert.h"
 #include "kernels/resize_filters.h"
 
 namespace penstock {
@@ -32,19 +32,6 @@ inline v4f load4(const float* p) {
   return v;
 }
 inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
-
-// Round to nearest (ties away from zero) and saturate, cheap enough to vectorize.
-template <typename Out>
-inline Out round_sat(float v) {
-  if constexpr (std::is_floating_point_v<Out>) {
-    return v;
-  } else {
-    constexpr float lo = float(std::numeric_limits<Out>::min()), hi = float(std::numeric_limits<Out>::max());
-    v = std::min(std::max(v, lo), hi);
-    if constexpr (std::is_signed_v<Out>) return Out(int32_t(v + (v < 0 ? -0.5f : 0.5f)));
-    else return Out(int32_t(v + 0.5f));
-  }
-}
 
 // acc[i] = sum_k w[k] * rows[k][i] for i < n (the rows may be any input type).
 template <typename In>
@@ -82,11 +69,6 @@ void horizontal_row(const float* in, int64_t channels, const AxisFilter& fx, int
       store4(out + x * channels + c0, acc);
     }
   }
-}
-
-template <typename Out>
-void convert_row(const float* in, int64_t n, Out* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = round_sat<Out>(in[i]);
 }
 
 // One 2-D frame [H, W, C] -> [H', W', C].
