@@ -1,1 +1,10 @@
+"""penstock: GPU-accelerated data loading and augmentation with NVIDIA DALI's user API."""
+from . import types
+from .data_node import DataNode, newaxis
+from .pipeline import OperatorConcurrency, Pipeline, StreamPolicy, pipeline_def
+from . import fn, ops, math, tensors, backend  # noqa: E402  (fn/ops need the registry filled)
 
+__version__ = "0.1.0"
+
+__all__ = ["Pipeline", "pipeline_def", "newaxis", "DataNode", "StreamPolicy", "OperatorConcurrency",
+           "fn", "ops", "types", "math", "tensors", "backend", "__version__"]

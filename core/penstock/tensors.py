@@ -182,6 +182,7 @@ class TensorListCPU:
         self._source_info = list(_source_info) if _source_info is not None else infos
 
     def _set(self, buf: np.ndarray, shapes: np.ndarray, offsets: np.ndarray, layout: str) -> None:
+        self._packed = None
         self._buf = buf
         self._shapes = shapes
         self._offsets = offsets
@@ -195,6 +196,7 @@ class TensorListCPU:
         tl = cls.__new__(cls)
         if offsets is None:
             offsets = _packed_offsets(shapes)
+            tl._packed = True
         tl._set(buf, shapes, offsets, layout)
         tl._source_info = list(source_info) if source_info is not None else [""] * len(shapes)
         return tl
@@ -228,6 +230,19 @@ class TensorListCPU:
 
     def _is_packed(self) -> bool:
         return bool(np.array_equal(self._offsets, _packed_offsets(self._shapes)))
+
+    def _is_packed_cached(self) -> bool:
+        """Whether samples lie back to back from offset 0 (cached: batches are not mutated)."""
+        packed = getattr(self, "_packed", None)
+        if packed is None:
+            packed = self._packed = self._is_packed()
+        return packed
+
+    def _volume_total(self) -> int:
+        n = len(self)
+        if n == 0:
+            return 0
+        return int(self._offsets[-1]) + int(np.prod(self._shapes[-1])) if self._shapes.shape[1] else n
 
     def is_dense_tensor(self) -> bool:
         return len(self) == 0 or bool((self._shapes == self._shapes[0]).all())

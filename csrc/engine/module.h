@@ -63,6 +63,8 @@ BatchView make_batch_view(py::array& data, py::array_t<int64_t, py::array::c_sty
 
 }  // namespace penstock
 
+namespace py = pybind11;  // kernel files use py:: in their bindings
+
 #define PENSTOCK_CONCAT_(a, b) a##b
 #define PENSTOCK_CONCAT(a, b) PENSTOCK_CONCAT_(a, b)
 #define PENSTOCK_BINDINGS(name)                                                        \

@@ -84,6 +84,10 @@ void ThreadPool::parallel_range(int64_t total, int64_t grain,
   grain = std::max<int64_t>(1, grain);
   int64_t chunks = std::min<int64_t>((total + grain - 1) / grain, int64_t(num_threads_) * 4);
   chunks = std::max<int64_t>(1, chunks);
+  if (chunks == 1) {  // small work: not worth waking the workers
+    fn(0, total);
+    return;
+  }
   int64_t step = (total + chunks - 1) / chunks;
   parallel_for(chunks, [&](int64_t c) {
     int64_t b = c * step, e = std::min(total, b + step);

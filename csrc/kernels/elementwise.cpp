@@ -207,29 +207,54 @@ void binary_rows(const Plan& p, const T* a, const T* b, Out* out, int64_t row_be
   }
 }
 
+// A unit of work: rows [row_begin, row_end) of one sample. Small samples are grouped so that a
+// task holds about kGrain elements; a batch of tiny samples then runs without waking workers.
+struct RowTask {
+  int64_t sample, row_begin, row_end;
+};
+
 template <int OP, typename T, typename Out>
 void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, const BatchView& out) {
   int64_t n = out.num_samples;
   std::vector<Plan> plans(n);
-  std::vector<int64_t> rows(n), first_task(n + 1, 0);
+  std::vector<RowTask> tasks;
+  std::vector<int64_t> group_begin{0};  // tasks[group_begin[g] .. group_begin[g+1]) form work item g
+  int64_t group_volume = 0;
   for (int64_t i = 0; i < n; ++i) {
     int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
     make_plan(out.shape(i), out.ndim, a.shape(ia), a.ndim, b.shape(ib), b.ndim, plans[i]);
     const Plan& p = plans[i];
-    rows[i] = 1;
-    for (int d = 0; d < p.nd - 1; ++d) rows[i] *= p.shape[d];
-    int64_t vol = rows[i] * p.shape[p.nd - 1];
-    if (out.volume(i) == 0) rows[i] = 0;
-    int64_t tasks = rows[i] == 0 ? 0 : std::max<int64_t>(1, std::min<int64_t>(rows[i], vol / kGrain));
-    first_task[i + 1] = first_task[i] + tasks;
+    int64_t vol = out.volume(i);
+    if (vol == 0) continue;
+    int64_t inner = p.shape[p.nd - 1], rows = vol / inner;
+    int64_t rows_per_task = std::max<int64_t>(1, kGrain / inner);
+    for (int64_t r = 0; r < rows; r += rows_per_task) {
+      int64_t re = std::min(rows, r + rows_per_task);
+      tasks.push_back({i, r, re});
+      group_volume += (re - r) * inner;
+      if (group_volume >= kGrain) {
+        group_begin.push_back(static_cast<int64_t>(tasks.size()));
+        group_volume = 0;
+      }
+    }
   }
-  pool.parallel_for(first_task[n], [&](int64_t t) {
-    int64_t i = std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin() - 1;
-    int64_t tasks = first_task[i + 1] - first_task[i], k = t - first_task[i];
-    int64_t rb = rows[i] * k / tasks, re = rows[i] * (k + 1) / tasks;
-    int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
-    binary_rows<OP, T, Out>(plans[i], a.sample<T>(ia), b.sample<T>(ib), out.sample<Out>(i), rb, re);
-  });
+  if (group_begin.back() != static_cast<int64_t>(tasks.size()))
+    group_begin.push_back(static_cast<int64_t>(tasks.size()));
+  auto run_group = [&](int64_t g) {
+    for (int64_t t = group_begin[g]; t < group_begin[g + 1]; ++t) {
+      const RowTask& task = tasks[t];
+      int64_t i = task.sample;
+      int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
+      binary_rows<OP, T, Out>(plans[i], a.sample<T>(ia), b.sample<T>(ib), out.sample<Out>(i),
+                              task.row_begin, task.row_end);
+    }
+  };
+  int64_t groups = static_cast<int64_t>(group_begin.size()) - 1;
+  if (groups == 1) {
+    run_group(0);
+  } else {
+    pool.parallel_for(groups, run_group);
+  }
 }
 
 template <typename T>

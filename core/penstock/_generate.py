@@ -1,0 +1,124 @@
+"""Builds the ``fn`` and ``ops`` namespaces from the operator registry."""
+from __future__ import annotations
+
+import importlib
+import sys
+import types as _pytypes
+import warnings
+from typing import Any, Callable
+
+from ._graph import make_op
+from ._registry import OpSchema, describe, schemas, split_args
+from .data_node import DataNode
+
+
+def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str | None = None,
+            py_object: Any = None) -> Any:
+    """fn/ops call semantics: lists of inputs replicate the operator (multiple input sets)."""
+    set_sizes = {len(x) for x in inputs if isinstance(x, list)}
+    if set_sizes:
+        if len(set_sizes) > 1:
+            raise ValueError(f"{schema.fn_name}: lists of inputs must all have the same length")
+        n = set_sizes.pop()
+        results = []
+        for k in range(n):
+            one = tuple(x[k] if isinstance(x, list) else x for x in inputs)
+            results.append(call_op(schema, one, kwargs, default_device, py_object))
+        return results
+    outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=py_object)
+    if not outs:
+        return None
+    return outs[0] if len(outs) == 1 else outs
+
+
+def make_fn(schema: OpSchema) -> Callable:
+    if getattr(schema, "fn_impl", None) is not None:
+        return schema.fn_impl
+
+    def op_fn(*inputs: Any, **kwargs: Any) -> Any:
+        return call_op(schema, inputs, kwargs)
+
+    leaf = schema.fn_name.rpartition(".")[2]
+    op_fn.__name__ = op_fn.__qualname__ = leaf
+    op_fn.__doc__ = describe(schema)
+    return op_fn
+
+
+class OpsBase:
+    """Base of the generated ``ops.*`` classes: arguments at construction, inputs at call."""
+    schema: OpSchema
+
+    def __init__(self, *, device: str = "cpu", **kwargs: Any):
+        self._device = device
+        for k, v in kwargs.items():
+            if isinstance(v, DataNode):
+                raise TypeError(f"{self.schema.fn_name}: per-sample argument '{k}' must be given "
+                                "when the operator is called, not when it is constructed")
+        split_args(self.schema, {k: v for k, v in kwargs.items() if k != "name"})  # validate early
+        self._init_kwargs = kwargs
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        both = set(kwargs) & set(self._init_kwargs)
+        if both:
+            raise ValueError(f"{self.schema.fn_name}: argument(s) {sorted(both)} given both at "
+                             "construction and at call")
+        merged = {**self._init_kwargs, **kwargs}
+        return call_op(self.schema, inputs, merged, default_device=self._device)
+
+
+def make_ops_class(schema: OpSchema, name: str | None = None, deprecated_for: str | None = None) -> type:
+    base = getattr(schema, "ops_impl", None) or OpsBase
+    cls_name = name or schema.class_name
+    body: dict[str, Any] = {"schema": schema, "__doc__": describe(schema), "__module__": "penstock.ops"}
+    if deprecated_for:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            warnings.warn(f"ops.{cls_name} is deprecated; use ops.{deprecated_for}", DeprecationWarning, 2)
+            base.__init__(self, *args, **kwargs)
+        body["__init__"] = __init__
+    return type(cls_name, (base,), body)
+
+
+def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
+    mod = root
+    for part in [p for p in path.split(".") if p]:
+        full = f"{mod.__name__}.{part}"
+        if not hasattr(mod, part):
+            sub = _pytypes.ModuleType(full)
+            sys.modules[full] = sub
+            setattr(mod, part, sub)
+        mod = getattr(mod, part)
+    return mod
+
+
+def populate(fn_module: _pytypes.ModuleType, ops_module: _pytypes.ModuleType) -> None:
+    for schema in schemas().values():
+        if schema.internal:
+            continue
+        fn_path, _, leaf = schema.fn_name.rpartition(".")
+        setattr(_submodule(fn_module, fn_path), leaf, make_fn(schema))
+        setattr(_submodule(ops_module, schema.module), schema.class_name, make_ops_class(schema))
+        for legacy in schema.legacy_names:
+            setattr(ops_module, legacy, make_ops_class(schema, legacy, schema.name))
+            setattr(fn_module, _legacy_fn_name(legacy), make_fn(schema))
+
+
+def _legacy_fn_name(legacy: str) -> str:
+    from ._registry import snake_case
+    return snake_case(legacy)
+
+
+_populated = False
+
+
+def ensure_populated() -> None:
+    """Fills ``penstock.fn`` and ``penstock.ops`` once, whichever is imported first."""
+    global _populated
+    if _populated:
+        return
+    _populated = True
+    from . import operators  # noqa: F401  (imports every operator module: fills the registry)
+    populate(importlib.import_module("penstock.fn"), importlib.import_module("penstock.ops"))

@@ -1,0 +1,117 @@
+"""What an operator kernel implements, and the workspace it runs in."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _engine
+from ._registry import OpSchema
+from .tensors import TensorListCPU
+
+
+class SampleError(RuntimeError):
+    """A kernel's complaint about one sample; the executor adds the sample's source (file name)."""
+
+    def __init__(self, sample: int, message: str):
+        super().__init__(message)
+        self.sample = sample
+
+
+@dataclasses.dataclass
+class Workspace:
+    """Everything one operator sees for one iteration."""
+    inputs: list
+    arg_inputs: dict
+    batch_size: int
+    iteration: int        # absolute iteration index of this pipeline
+    epoch: int
+    pool: "_engine.ThreadPool"
+    fed: Any = None       # data fetched by a source operator in the scheduling thread
+    op: "Operator | None" = None
+
+    def per_sample(self, name: str, dtype: Any = np.float32, count: int | None = None) -> np.ndarray:
+        """Argument ``name`` as an array [batch, count] (or [batch] when count is None).
+
+        A per-sample DataNode supplies one value (or ``count`` values) per sample; a constant is
+        broadcast to every sample.
+        """
+        op = self.op
+        label = op.label if op else name
+        if name in self.arg_inputs:
+            tl = self.arg_inputs[name]
+            if len(tl) != self.batch_size:
+                raise RuntimeError(f"{label}: argument input '{name}' has {len(tl)} samples, "
+                                   f"the batch has {self.batch_size}")
+            vols = tl._volumes()
+            want = 1 if count is None else count
+            if not (vols == want).all():
+                bad = int(np.nonzero(vols != want)[0][0])
+                raise RuntimeError(f"{label}: argument input '{name}' must have {want} value(s) per "
+                                   f"sample; sample {bad} has shape {tl.shape()[bad]}")
+            arr = np.asarray(tl._buf[:self.batch_size * want] if tl._is_packed()
+                             else np.concatenate([tl._sample_array(i).reshape(-1) for i in range(len(tl))]),
+                             dtype=dtype)
+            return arr if count is None else arr.reshape(self.batch_size, count)
+        value = op.args[name] if op else None
+        if count is None:
+            return np.full(self.batch_size, value, dtype=dtype)
+        v = np.asarray(value, dtype=dtype).reshape(-1)
+        if v.size == 1:
+            v = np.repeat(v, count)
+        if v.size != count:
+            raise ValueError(f"{label}: argument '{name}' needs {count} values, got {v.size}")
+        return np.broadcast_to(v, (self.batch_size, count)).copy()
+
+    def has_arg(self, name: str) -> bool:
+        return name in self.arg_inputs or (self.op is not None and self.op.args.get(name) is not None)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """This operator's random stream for this iteration (independent of threads and timing)."""
+        return self.op.rng_for(self.iteration)
+
+
+class Operator:
+    """Base class of operator kernels: one instance per graph node, built with the pipeline."""
+    schema: OpSchema
+
+    def __init__(self, node: Any, pipeline: Any):
+        self.node = node
+        self.args: dict = node.args
+        self.name: str = node.name
+        self.label = f"{node.schema.fn_name} ('{node.name}')"
+        self.device: str = node.device
+        self.seed: int = node.resolved_seed
+
+    # -- lifecycle
+    def setup(self) -> None:
+        """Called once at build (readers scan their files here)."""
+
+    def run(self, ws: Workspace) -> Sequence[TensorListCPU]:
+        raise NotImplementedError(f"{self.label} has no run()")
+
+    # -- sources (is_source schemas): called in the scheduling thread before the iteration runs
+    def fetch(self, epoch: int, iteration_in_epoch: int, batch_size: int) -> Any:
+        raise NotImplementedError
+
+    def reset_epoch(self) -> None:
+        """The pipeline moved to the next epoch (sources restart their counters)."""
+
+    # -- randomness
+    def rng_for(self, iteration: int) -> np.random.Generator:
+        key = np.array([self.seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], dtype=np.uint64)
+        counter = np.array([0, 0, 0, iteration], dtype=np.uint64)
+        return np.random.Generator(np.random.Philox(key=key, counter=counter))
+
+    # -- metadata for readers
+    def reader_meta(self) -> dict | None:
+        return None
+
+
+def sample_error_from_engine(exc: BaseException) -> SampleError | None:
+    """Converts the native _engine.SampleError (args: message, index) to SampleError."""
+    if isinstance(exc, _engine.SampleError) and len(exc.args) == 2:
+        return SampleError(int(exc.args[1]), str(exc.args[0]))
+    return None

@@ -1,0 +1,299 @@
+"""The operator registry: every operator is declared once, as a schema.
+
+A schema names the operator, its inputs and outputs, its arguments (type, default, whether a
+per-sample DataNode may be given), the devices it runs on and its flags. ``fn.*``, ``ops.*``,
+the legacy flat aliases, argument checking and the operator docs are all generated from it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .types import DALIDataType, DALIImageType, DALIInterpType, to_dali_type
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+class ArgType(enum.Enum):
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    STR = "str"
+    DTYPE = "DALIDataType"
+    IMAGE_TYPE = "DALIImageType"
+    INTERP_TYPE = "DALIInterpType"
+    LAYOUT = "layout string"
+    INT_LIST = "list of int"
+    FLOAT_LIST = "list of float"
+    STR_LIST = "list of str"
+    BOOL_LIST = "list of bool"
+    ANY = "any"
+    CALLABLE = "callable"
+
+
+@dataclasses.dataclass(frozen=True)
+class Arg:
+    """One argument of an operator."""
+    name: str
+    type: ArgType
+    default: Any = REQUIRED
+    doc: str = ""
+    tensor: bool = False            # may be a per-sample argument input (a DataNode)
+    aliases: tuple[str, ...] = ()   # deprecated spellings, accepted with a warning
+    ignored_aliases: tuple[str, ...] = ()  # deprecated arguments that no longer do anything
+    optional: bool = False          # has no default value, but may be left out (None)
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED and not self.optional
+
+
+COMMON_ARGS = (
+    Arg("name", ArgType.STR, optional=True, doc="instance name (readers: used by reader_name)"),
+    Arg("preserve", ArgType.BOOL, False, "keep the operator even if its outputs are unused"),
+    Arg("bytes_per_sample_hint", ArgType.INT_LIST, (0,), "output size hint (memory preallocation)"),
+    Arg("device", ArgType.STR, optional=True, doc="'cpu', 'gpu' or 'mixed'"),
+)
+SEED_ARG = Arg("seed", ArgType.INT, -1, "random seed; -1 derives one from the pipeline seed")
+
+
+@dataclasses.dataclass
+class OpSchema:
+    """The declaration of one operator."""
+    name: str                         # "Resize", "readers.File" (ops path, dots for submodules)
+    doc: str
+    args: Sequence[Arg] = ()
+    min_inputs: int = 1
+    max_inputs: int | None = None     # None: same as min_inputs; -1: unbounded
+    num_outputs: int | Callable[[dict], int] = 1
+    devices: tuple[str, ...] = ("cpu",)
+    fn_name: str | None = None        # snake_case of the class name unless given
+    legacy_names: tuple[str, ...] = ()  # flat ops aliases: "FileReader" ...
+    is_reader: bool = False
+    is_random: bool = False
+    is_source: bool = False           # produces data from outside the graph (batch size source)
+    no_prune: bool = False
+    internal: bool = False            # not exported to fn/ops (arithmetic, constants ...)
+    input_layouts: tuple[str, ...] = ()  # informative
+
+    def __post_init__(self) -> None:
+        if self.max_inputs is None:
+            self.max_inputs = self.min_inputs
+        all_args = list(self.args) + list(COMMON_ARGS) + ([SEED_ARG] if self.is_random else [])
+        self.arguments: dict[str, Arg] = {}
+        self.alias_of: dict[str, str] = {}
+        self.ignored: set[str] = set()
+        for a in all_args:
+            self.arguments.setdefault(a.name, a)
+            for al in a.aliases:
+                self.alias_of[al] = a.name
+            self.ignored.update(a.ignored_aliases)
+        module, _, cls = self.name.rpartition(".")
+        self.module = module              # "readers"
+        self.class_name = cls             # "File"
+        if self.fn_name is None:
+            self.fn_name = (module + "." if module else "") + snake_case(cls)
+        self.schema_name = self.name.replace(".", "__")  # DALI's schema naming
+
+    def n_outputs(self, args: dict) -> int:
+        return self.num_outputs(args) if callable(self.num_outputs) else self.num_outputs
+
+
+def snake_case(name: str) -> str:
+    special = {"BbFlip": "bb_flip", "MXNetReader": "mxnet_reader", "TFRecord": "tfrecord",
+               "COCO": "coco", "TFRecordReader": "tfrecord_reader", "COCOReader": "coco_reader"}
+    if name in special:
+        return special[name]
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    return s.lower()
+
+
+# ---- registry ----------------------------------------------------------------------------
+
+_SCHEMAS: dict[str, OpSchema] = {}
+_KERNELS: dict[tuple[str, str], type] = {}
+
+
+def register(schema: OpSchema, device: str = "cpu") -> Callable[[type], type]:
+    """Class decorator: declares ``schema`` and registers the class as its kernel on ``device``."""
+    def wrap(cls: type) -> type:
+        if schema.name in _SCHEMAS and _SCHEMAS[schema.name] is not schema:
+            raise RuntimeError(f"operator {schema.name} is declared twice")
+        _SCHEMAS[schema.name] = schema
+        _KERNELS[(schema.name, device)] = cls
+        cls.schema = schema
+        return cls
+    return wrap
+
+
+def register_kernel(schema_name: str, device: str) -> Callable[[type], type]:
+    """Registers another device's kernel for an already declared operator."""
+    def wrap(cls: type) -> type:
+        _KERNELS[(schema_name, device)] = cls
+        cls.schema = _SCHEMAS[schema_name]
+        return cls
+    return wrap
+
+
+def schemas() -> dict[str, OpSchema]:
+    return dict(_SCHEMAS)
+
+
+def get_schema(name: str) -> OpSchema:
+    key = name.replace("__", ".")
+    if key not in _SCHEMAS:
+        raise KeyError(f"no operator named '{name}'")
+    return _SCHEMAS[key]
+
+
+def kernel_for(schema: OpSchema, device: str) -> type:
+    try:
+        return _KERNELS[(schema.name, device)]
+    except KeyError:
+        if device in ("gpu", "mixed") and device in schema.devices:
+            raise RuntimeError(
+                f"{schema.fn_name}: the GPU backend is not available in this build of penstock, "
+                f"so device='{device}' cannot run; use device='cpu'") from None
+        raise RuntimeError(f"{schema.fn_name} has no kernel for device '{device}' "
+                           f"(it runs on: {', '.join(schema.devices)})") from None
+
+
+def registered_ops(device: str) -> list[str]:
+    return sorted(s.schema_name for (n, d), _ in _KERNELS.items() for s in [_SCHEMAS[n]] if d == device)
+
+
+# ---- argument checking -------------------------------------------------------------------
+
+def _is_data_node(v: Any) -> bool:
+    from .data_node import DataNode
+    return isinstance(v, DataNode)
+
+
+def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if kind is bool:
+        if isinstance(value, (bool, np.bool_, int, np.integer)) and value in (0, 1):
+            return bool(value)
+    elif kind is int:
+        if isinstance(value, (bool, np.bool_, int, np.integer)):
+            return int(value)
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            return int(value)
+    elif kind is float:
+        if isinstance(value, (bool, int, float, np.integer, np.floating)):
+            return float(value)
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+    raise TypeError(f"{op}: argument '{arg.name}' expects {arg.type.value}, "
+                    f"got {type(value).__name__} ({value!r})")
+
+
+def convert_arg(arg: Arg, value: Any, op: str) -> Any:
+    """Checks and normalizes a scalar (non-DataNode) argument value."""
+    t = arg.type
+    if t is ArgType.ANY or t is ArgType.CALLABLE:
+        return value
+    if t in (ArgType.INT_LIST, ArgType.FLOAT_LIST, ArgType.STR_LIST, ArgType.BOOL_LIST):
+        kind = {ArgType.INT_LIST: int, ArgType.FLOAT_LIST: float,
+                ArgType.STR_LIST: str, ArgType.BOOL_LIST: bool}[t]
+        if isinstance(value, np.ndarray):
+            value = value.reshape(-1).tolist()
+        if isinstance(value, (list, tuple)):
+            return tuple(_scalar(v, kind, arg, op) for v in value)
+        return (_scalar(value, kind, arg, op),)
+    if t is ArgType.INT:
+        return _scalar(value, int, arg, op)
+    if t is ArgType.FLOAT:
+        return _scalar(value, float, arg, op)
+    if t is ArgType.BOOL:
+        return _scalar(value, bool, arg, op)
+    if t in (ArgType.STR, ArgType.LAYOUT):
+        return "" if value is None else _scalar(str(value) if t is ArgType.LAYOUT else value, str, arg, op)
+    enum_type = {ArgType.DTYPE: DALIDataType, ArgType.IMAGE_TYPE: DALIImageType,
+                 ArgType.INTERP_TYPE: DALIInterpType}[t]
+    try:
+        if t is ArgType.DTYPE and not isinstance(value, (int, enum.Enum)):
+            return to_dali_type(value)
+        if isinstance(value, enum.Enum) and not isinstance(value, enum_type):
+            raise ValueError
+        return enum_type(int(value))
+    except (ValueError, TypeError):
+        raise TypeError(f"{op}: argument '{arg.name}' expects {t.value}, got {value!r}") from None
+
+
+def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> tuple[dict, dict]:
+    """Validates keyword arguments: returns (scalar args, argument inputs (DataNodes))."""
+    import warnings
+    op = op_label or schema.fn_name
+    scalars: dict[str, Any] = {}
+    tensors: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key in schema.ignored:
+            warnings.warn(f"{op}: argument '{key}' is deprecated and has no effect", DeprecationWarning, 3)
+            continue
+        name = key
+        if key in schema.alias_of:
+            name = schema.alias_of[key]
+            warnings.warn(f"{op}: argument '{key}' is deprecated; use '{name}'", DeprecationWarning, 3)
+            if name in kwargs:
+                raise ValueError(f"{op}: both '{key}' and its new name '{name}' were given")
+        arg = schema.arguments.get(name)
+        if arg is None:
+            known = ", ".join(sorted(a for a in schema.arguments))
+            raise TypeError(f"{op}: unknown argument '{key}'. Known arguments: {known}")
+        if value is None:
+            continue  # None means "default"
+        if _is_data_node(value) or (isinstance(value, np.ndarray) and value.ndim > 0 and arg.tensor
+                                    and arg.type not in (ArgType.INT_LIST, ArgType.FLOAT_LIST)):
+            if not arg.tensor:
+                raise TypeError(f"{op}: argument '{name}' does not accept a per-sample DataNode; "
+                                f"it expects a constant {arg.type.value}")
+            tensors[name] = value
+        else:
+            scalars[name] = convert_arg(arg, value, op)
+    return scalars, tensors
+
+
+def resolve_defaults(schema: OpSchema, scalars: dict, tensors: dict, op_label: str) -> dict:
+    """All argument values: given ones plus defaults; raises for missing required ones."""
+    out = {}
+    for name, arg in schema.arguments.items():
+        if name in scalars:
+            out[name] = scalars[name]
+        elif name in tensors:
+            continue
+        elif arg.default is REQUIRED:
+            if not arg.optional:
+                raise TypeError(f"{op_label}: required argument '{name}' ({arg.type.value}) is missing")
+            out[name] = None
+        else:
+            out[name] = arg.default
+    return out
+
+
+def describe(schema: OpSchema) -> str:
+    """Human-readable documentation generated from the schema."""
+    lines = [f"{schema.fn_name} — {schema.doc}", "",
+             f"Devices: {', '.join(schema.devices)}.  Inputs: {schema.min_inputs}"
+             + ("" if schema.max_inputs == schema.min_inputs else
+                f"..{'*' if schema.max_inputs == -1 else schema.max_inputs}")
+             + f".  Outputs: {schema.num_outputs if not callable(schema.num_outputs) else 'variable'}.",
+             "", "Arguments:"]
+    for a in schema.arguments.values():
+        default = "required" if a.required else ("None" if a.default is REQUIRED else repr(a.default))
+        lines.append(f"  {a.name} ({a.type.value}{', per-sample' if a.tensor else ''}) = {default}"
+                     + (f": {a.doc}" if a.doc else ""))
+    return "\n".join(lines)

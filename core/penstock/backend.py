@@ -1,0 +1,27 @@
+"""Backend-level names: tensor classes and registry queries."""
+from ._registry import get_schema as GetSchema
+from ._registry import registered_ops as _registered_ops
+from .tensors import TensorCPU, TensorGPU, TensorListCPU, TensorListGPU
+
+
+def TryGetSchema(name: str):
+    try:
+        return GetSchema(name)
+    except KeyError:
+        return None
+
+
+def RegisteredCPUOps() -> list:
+    return _registered_ops("cpu")
+
+
+def RegisteredGPUOps() -> list:
+    return _registered_ops("gpu")
+
+
+def RegisteredMixedOps() -> list:
+    return _registered_ops("mixed")
+
+
+__all__ = ["TensorCPU", "TensorGPU", "TensorListCPU", "TensorListGPU", "GetSchema", "TryGetSchema",
+           "RegisteredCPUOps", "RegisteredGPUOps", "RegisteredMixedOps"]

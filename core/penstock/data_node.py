@@ -1,0 +1,125 @@
+"""DataNode: a symbolic batch flowing between operators while the graph is defined."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class DataNode:
+    """An output of an operator in a pipeline graph.
+
+    Supports Python arithmetic, comparison and bitwise operators (element-wise, with DALI's type
+    promotion), indexing and slicing per sample, and ``.gpu()``/``.cpu()`` transfers.
+    """
+    __module__ = "penstock.pipeline"
+
+    def __init__(self, name: str, device: str = "cpu", source: Any = None, index: int = 0):
+        self.name = name
+        self.device = device
+        self.source = source
+        self.index = index
+        self.dtype = None
+        self.ndim = None
+        self.layout = None
+
+    def __repr__(self) -> str:
+        src = self.source.name if self.source is not None else ""
+        return f'DataNode(name="{self.name}", device="{self.device}", source="{src}", index="{self.index}")'
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"{self!r} has no truth value while the graph is defined: it is a batch. "
+                        "Data-dependent `if` needs enable_conditionals=True")
+
+    def __iter__(self):
+        raise TypeError(f"{self!r} is not iterable: it stands for a whole batch")
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- transfers and properties
+    def gpu(self) -> "DataNode":
+        if self.device == "gpu":
+            return self
+        from .operators.transfer import to_device
+        return to_device(self, "gpu")
+
+    def cpu(self) -> "DataNode":
+        if self.device == "cpu":
+            return self
+        from .operators.transfer import to_device
+        return to_device(self, "cpu")
+
+    def shape(self, dtype: Any = None, device: str = "cpu") -> "DataNode":
+        from . import fn
+        return fn.shapes(self, dtype=dtype, device=device)
+
+    def property(self, key: str, device: str = "cpu") -> "DataNode":
+        from . import fn
+        return fn.get_property(self, key=key, device=device)
+
+    def source_info(self, device: str = "cpu") -> "DataNode":
+        return self.property("source_info", device)
+
+    # -- indexing
+    def __getitem__(self, index: Any) -> "DataNode":
+        from .operators.subscript import subscript
+        return subscript(self, index)
+
+    # -- arithmetic (see operators/arithmetic.py)
+    def _bin(self, op: str, other: Any, reflected: bool = False) -> "DataNode":
+        from .operators.arithmetic import binary
+        return binary(op, other, self) if reflected else binary(op, self, other)
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("sub", o)
+    def __rsub__(self, o): return self._bin("sub", o, True)
+    def __mul__(self, o): return self._bin("mul", o)
+    def __rmul__(self, o): return self._bin("mul", o, True)
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __floordiv__(self, o): return self._bin("floordiv", o)
+    def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
+    def __mod__(self, o): return self._bin("mod", o)
+    def __rmod__(self, o): return self._bin("mod", o, True)
+    def __pow__(self, o): return self._bin("pow", o)
+    def __rpow__(self, o): return self._bin("pow", o, True)
+    def __eq__(self, o): return self._bin("eq", o)  # type: ignore[override]
+    def __ne__(self, o): return self._bin("ne", o)  # type: ignore[override]
+    def __lt__(self, o): return self._bin("lt", o)
+    def __le__(self, o): return self._bin("le", o)
+    def __gt__(self, o): return self._bin("gt", o)
+    def __ge__(self, o): return self._bin("ge", o)
+    def __and__(self, o): return self._bin("bitand", o)
+    def __rand__(self, o): return self._bin("bitand", o, True)
+    def __or__(self, o): return self._bin("bitor", o)
+    def __ror__(self, o): return self._bin("bitor", o, True)
+    def __xor__(self, o): return self._bin("bitxor", o)
+    def __rxor__(self, o): return self._bin("bitxor", o, True)
+    def __lshift__(self, o): return self._bin("shl", o)
+    def __rlshift__(self, o): return self._bin("shl", o, True)
+    def __rshift__(self, o): return self._bin("shr", o)
+    def __rrshift__(self, o): return self._bin("shr", o, True)
+
+    def __neg__(self):
+        from .operators.arithmetic import unary
+        return unary("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        from .operators.arithmetic import unary
+        return unary("abs", self)
+
+    def __invert__(self):
+        from .operators.arithmetic import unary
+        return unary("bitnot", self)
+
+
+class newaxis:
+    """Inserts a unit dimension when indexing (``node[newaxis]``, ``node[:, newaxis("C")]``)."""
+
+    def __init__(self, name: str | None = None):
+        self.name = name

@@ -1,0 +1,42 @@
+"""Small helpers the operator kernels share: packed batch construction and shape arithmetic."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..tensors import TensorListCPU, _packed_offsets
+
+
+def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None,
+                like: TensorListCPU | None = None) -> TensorListCPU:
+    """A new packed batch with the given per-sample shapes, uninitialized.
+
+    ``like``: a packed batch of the same shapes whose offsets (and size) can be reused.
+    """
+    if like is not None and like._shapes is shapes and len(like._buf) >= 0 and like._is_packed_cached():
+        total = like._volume_total()
+        return TensorListCPU._from_packed(np.empty(total, dtype), shapes, like._offsets, layout, source_info)
+    shapes = np.ascontiguousarray(shapes, dtype=np.int64)
+    offsets = _packed_offsets(shapes)
+    total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+    return TensorListCPU._from_packed(np.empty(total, dtype), shapes, offsets, layout, source_info)
+
+
+def dense_batch(array: np.ndarray, layout: str = "") -> TensorListCPU:
+    """Wraps an array with a leading batch dimension (no copy when contiguous)."""
+    return TensorListCPU(np.ascontiguousarray(array), layout)
+
+
+def contiguous(tl: TensorListCPU) -> TensorListCPU:
+    """The batch itself when packed, else a packed copy."""
+    if tl._is_packed() and tl._buf.flags.c_contiguous:
+        return tl
+    out = empty_batch(tl._shapes, tl._buf.dtype, tl._layout, tl._source_info)
+    for i in range(len(tl)):
+        out._sample_array(i)[...] = tl._sample_array(i)
+    return out
+
+
+def same_layout_or_empty(layouts: list[str]) -> str:
+    return layouts[0] if layouts and all(lay == layouts[0] for lay in layouts) else ""

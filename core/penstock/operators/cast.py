@@ -1,0 +1,35 @@
+"""``cast`` and ``cast_like``: type conversion that rounds half away from zero and saturates."""
+from __future__ import annotations
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import to_numpy_type
+from ._batch import empty_batch
+
+CAST = OpSchema("Cast", "Converts to another type (floats round half away from zero; out-of-range values saturate).",
+                args=[Arg("dtype", ArgType.DTYPE, doc="output type")], devices=("cpu", "gpu"))
+CAST_LIKE = OpSchema("CastLike", "Converts the first input to the type of the second.",
+                     min_inputs=2, devices=("cpu", "gpu"))
+
+
+def cast_batch(ws, src, dtype):
+    out = empty_batch(src._shapes, to_numpy_type(dtype), src._layout, src._source_info)
+    _engine.cast(ws.pool, src._buf, int(src.dtype), out._buf, int(dtype))
+    return out
+
+
+@register(CAST)
+class CastCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        if src.dtype == self.args["dtype"]:
+            return [src]
+        return [cast_batch(ws, src, self.args["dtype"])]
+
+
+@register(CAST_LIKE)
+class CastLikeCPU(Operator):
+    def run(self, ws):
+        src, ref = ws.inputs
+        return [src if src.dtype == ref.dtype else cast_batch(ws, src, ref.dtype)]

@@ -1,0 +1,37 @@
+"""Metadata as data: ``shapes`` (``DataNode.shape()``) and ``get_property`` (``source_info``, ``layout``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..tensors import TensorListCPU
+from ..types import DALIDataType, to_numpy_type
+
+SHAPES = OpSchema("Shapes", "The shape of each sample as a 1-D tensor.",
+                  args=[Arg("dtype", ArgType.DTYPE, DALIDataType.INT64, doc="output type")], devices=("cpu", "gpu"))
+GET_PROPERTY = OpSchema("GetProperty", "A property of each sample ('source_info' or 'layout') as uint8 bytes.",
+                        args=[Arg("key", ArgType.STR, doc="'source_info' or 'layout'")], devices=("cpu", "gpu"))
+
+
+@register(SHAPES)
+class ShapesCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        arr = src._shapes.astype(to_numpy_type(self.args["dtype"]))
+        return [TensorListCPU(arr.reshape(len(src), src.ndim()))]
+
+
+@register(GET_PROPERTY)
+class GetPropertyCPU(Operator):
+    def setup(self) -> None:
+        if self.args["key"] not in ("source_info", "layout"):
+            raise ValueError(f"{self.label}: unknown property '{self.args['key']}' (known: source_info, layout)")
+
+    def run(self, ws):
+        src = ws.inputs[0]
+        if self.args["key"] == "source_info":
+            values = src._source_info
+        else:
+            values = [src._layout] * len(src)
+        return [TensorListCPU([np.frombuffer(v.encode(), np.uint8) for v in values])]

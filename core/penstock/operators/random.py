@@ -1,0 +1,160 @@
+"""Random number generators: ``random.uniform``, ``coin_flip``, ``normal``, ``choice``, ``beta``.
+
+Each operator draws from a counter-based stream keyed on its seed and the iteration index, so
+results do not depend on threads or timing. Draws for the whole batch are made in one call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import DALIDataType as T, _is_float, to_numpy_type
+from ._batch import empty_batch
+
+_SHAPE = Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="shape of each sample (default: scalar)")
+
+
+def _schema(name: str, doc: str, args: list, dtype: T, legacy: tuple = (), min_inputs: int = 0) -> OpSchema:
+    return OpSchema(f"random.{name}", doc,
+                    args=args + [_SHAPE, Arg("dtype", ArgType.DTYPE, dtype, doc="output type")],
+                    min_inputs=min_inputs, max_inputs=1, devices=("cpu", "gpu"), is_random=True,
+                    legacy_names=legacy)
+
+
+def sample_shapes(op: Operator, ws) -> np.ndarray:
+    """[batch, ndim] output shapes: from ``shape`` (constant or per sample) or the shape_like input."""
+    n = ws.batch_size
+    if ws.inputs and op.schema.min_inputs == 0:
+        return ws.inputs[0]._shapes.copy()
+    if "shape" in ws.arg_inputs:
+        tl = ws.arg_inputs["shape"]
+        if not tl.is_dense_tensor() or tl.ndim() > 1:
+            raise ValueError(f"{op.label}: per-sample 'shape' must be a 1-D list of extents of equal length")
+        return tl.as_array().astype(np.int64).reshape(n, -1)
+    shape = op.args.get("shape")
+    shape = () if shape is None else tuple(shape)
+    return np.tile(np.array(shape, np.int64), (n, 1)).reshape(n, len(shape))
+
+
+def _per_element(values: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+    """Repeats a per-sample value over each sample's elements."""
+    vols = shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
+    return np.repeat(values, vols, axis=0)
+
+
+def _volume(shapes: np.ndarray) -> int:
+    return int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+
+
+class _RandomOp(Operator):
+    def _out(self, ws, draws: np.ndarray, shapes: np.ndarray):
+        dtype = self.args["dtype"]
+        out = empty_batch(shapes, to_numpy_type(dtype))
+        if _is_float(dtype):
+            out._buf[...] = draws
+        else:
+            np.copyto(out._buf, np.round(draws) if draws.dtype.kind == "f" else draws, casting="unsafe")
+        return [out]
+
+
+@register(_schema("Uniform", "Uniformly distributed numbers in [range[0], range[1]) or from `values`.",
+                  [Arg("range", ArgType.FLOAT_LIST, (-1.0, 1.0), tensor=True, doc="[lo, hi)"),
+                   Arg("values", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="discrete set to pick from")],
+                  T.FLOAT, legacy=("Uniform",), min_inputs=0))
+class UniformCPU(_RandomOp):
+    def run(self, ws):
+        shapes = sample_shapes(self, ws)
+        rng, total = ws.rng, _volume(shapes)
+        if ws.has_arg("values"):
+            values = np.asarray(self.args["values"], np.float64) if "values" not in ws.arg_inputs else None
+            if values is None:
+                raise NotImplementedError(f"{self.label}: per-sample 'values' are not supported")
+            draws = values[rng.integers(0, len(values), total)]
+        else:
+            lohi = ws.per_sample("range", np.float64, 2)
+            lo, hi = _per_element(lohi[:, 0], shapes), _per_element(lohi[:, 1], shapes)
+            if (hi < lo).any():
+                raise ValueError(f"{self.label}: 'range' must be [lo, hi] with lo <= hi")
+            if _is_float(self.args["dtype"]):
+                draws = lo + (hi - lo) * rng.random(total)
+            else:  # integers in [lo, hi)
+                lo_i, hi_i = np.ceil(lo).astype(np.int64), np.ceil(hi).astype(np.int64)
+                draws = lo_i + np.floor(rng.random(total) * np.maximum(hi_i - lo_i, 1)).astype(np.int64)
+        return self._out(ws, draws, shapes)
+
+
+@register(_schema("CoinFlip", "0/1 with P(1) = probability.",
+                  [Arg("probability", ArgType.FLOAT, 0.5, tensor=True, doc="chance of 1")],
+                  T.INT32, legacy=("CoinFlip",)))
+class CoinFlipCPU(_RandomOp):
+    def run(self, ws):
+        shapes = sample_shapes(self, ws)
+        p = _per_element(ws.per_sample("probability", np.float64), shapes)
+        if ((p < 0) | (p > 1)).any():
+            raise ValueError(f"{self.label}: 'probability' must lie in [0, 1]")
+        return self._out(ws, (ws.rng.random(_volume(shapes)) < p).astype(np.int64), shapes)
+
+
+@register(_schema("Normal", "Normally distributed numbers.",
+                  [Arg("mean", ArgType.FLOAT, 0.0, tensor=True), Arg("stddev", ArgType.FLOAT, 1.0, tensor=True)],
+                  T.FLOAT, legacy=("NormalDistribution",)))
+class NormalCPU(_RandomOp):
+    def run(self, ws):
+        shapes = sample_shapes(self, ws)
+        mean = _per_element(ws.per_sample("mean", np.float64), shapes)
+        std = _per_element(ws.per_sample("stddev", np.float64), shapes)
+        return self._out(ws, mean + std * ws.rng.standard_normal(_volume(shapes)), shapes)
+
+
+@register(_schema("Beta", "Beta-distributed numbers in [0, 1].",
+                  [Arg("alpha", ArgType.FLOAT, 1.0, tensor=True), Arg("beta", ArgType.FLOAT, 1.0, tensor=True)],
+                  T.FLOAT))
+class BetaCPU(_RandomOp):
+    def run(self, ws):
+        shapes = sample_shapes(self, ws)
+        a = _per_element(ws.per_sample("alpha", np.float64), shapes)
+        b = _per_element(ws.per_sample("beta", np.float64), shapes)
+        if (a <= 0).any() or (b <= 0).any():
+            raise ValueError(f"{self.label}: 'alpha' and 'beta' must be positive")
+        return self._out(ws, ws.rng.beta(a, b), shapes)
+
+
+CHOICE = OpSchema(
+    "random.Choice", "Random picks from `a`: an integer n (picks 0..n-1) or a 1-D list of values.",
+    args=[Arg("p", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="probabilities of the elements"), _SHAPE,
+          Arg("dtype", ArgType.DTYPE, optional=True, doc="unused: the output has the type of `a`")],
+    min_inputs=1, max_inputs=1, devices=("cpu",), is_random=True)
+
+
+@register(CHOICE)
+class ChoiceCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        n = ws.batch_size
+        if src.ndim() > 1:
+            raise ValueError(f"{self.label}: input must be a scalar or a 1-D list of values")
+        shapes = sample_shapes(self, ws)
+        vols = shapes.prod(axis=1) if shapes.shape[1] else np.ones(n, np.int64)
+        scalar = src.ndim() == 0
+        counts = (src._buf[src._offsets].astype(np.int64) if scalar else src._shapes[:, 0]).astype(np.int64)
+        if (counts <= 0).any():
+            raise ValueError(f"{self.label}: nothing to choose from (empty input or n <= 0)")
+        u = ws.rng.random(int(vols.sum()))
+        if ws.has_arg("p"):
+            probs = ws.per_sample("p", np.float64, int(counts.max())) if "p" in ws.arg_inputs else \
+                np.tile(np.asarray(self.args["p"], np.float64), (n, 1))
+            if probs.shape[1] != counts.max() or (counts != probs.shape[1]).any():
+                raise ValueError(f"{self.label}: 'p' must have one probability per element")
+            if not np.allclose(probs.sum(axis=1), 1.0, atol=1e-6):
+                raise ValueError(f"{self.label}: probabilities 'p' must sum to 1")
+            cdf = np.cumsum(probs, axis=1)
+            rows = np.repeat(np.arange(n), vols)
+            idx = (u[:, None] >= cdf[rows]).sum(axis=1)
+            idx = np.minimum(idx, counts[rows] - 1)
+        else:
+            idx = np.floor(u * np.repeat(counts, vols)).astype(np.int64)
+        values = idx if scalar else src._buf[np.repeat(src._offsets, vols) + idx]
+        out = empty_batch(shapes, src._buf.dtype if not scalar else src._buf.dtype)
+        out._buf[...] = values
+        return [out]

@@ -1,0 +1,102 @@
+"""``readers.file``: (encoded bytes, label) pairs from a directory tree, a file list or explicit files."""
+from __future__ import annotations
+
+import fnmatch
+import os
+
+import numpy as np
+
+from .. import _engine
+from .._registry import Arg, ArgType, OpSchema, register
+from ..tensors import TensorListCPU
+from ._reader import READER_ARGS, Reader
+
+DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
+                   "*.pbm", "*.jp2", "*.webp", "*.flac", "*.ogg", "*.wav")
+
+FILE_READER = OpSchema(
+    "readers.File", "Reads files as raw bytes with integer labels.",
+    args=[Arg("file_root", ArgType.STR, optional=True, doc="directory; each sub-directory is a class"),
+          Arg("file_list", ArgType.STR, optional=True, doc="text file of 'path label' lines"),
+          Arg("files", ArgType.STR_LIST, optional=True, doc="explicit list of paths"),
+          Arg("labels", ArgType.INT_LIST, optional=True, doc="labels of `files` (default: 0..N-1)"),
+          Arg("file_filters", ArgType.STR_LIST, DEFAULT_FILTERS, doc="glob patterns of files to take"),
+          Arg("dir_filters", ArgType.STR_LIST, optional=True, doc="glob patterns of class directories"),
+          Arg("case_sensitive_filter", ArgType.BOOL, False, doc="match filters case-sensitively"),
+          *READER_ARGS],
+    min_inputs=0, num_outputs=2, is_reader=True, is_random=True, legacy_names=("FileReader",))
+
+
+def _matches(name: str, patterns, case_sensitive: bool) -> bool:
+    if case_sensitive:
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    low = name.lower()
+    return any(fnmatch.fnmatchcase(low, p.lower()) for p in patterns)
+
+
+@register(FILE_READER)
+class FileReaderCPU(Reader):
+    def scan(self) -> int:
+        a = self.args
+        root, file_list, files = a["file_root"], a["file_list"], a["files"]
+        given = [x is not None for x in (file_list, files)]
+        if sum(given) > 1:
+            raise ValueError(f"{self.label}: give only one of 'file_list' and 'files'")
+        if file_list is not None:
+            base = root if root is not None else os.path.dirname(os.path.abspath(file_list))
+            paths, labels = [], []
+            try:
+                with open(file_list) as f:
+                    for line_no, line in enumerate(f, 1):
+                        parts = line.rsplit(None, 1)
+                        if not parts:
+                            continue
+                        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+                            raise ValueError(f"{self.label}: line {line_no} of '{file_list}' is not "
+                                             f"'path label': {line.strip()!r}")
+                        paths.append(os.path.join(base, parts[0]))
+                        labels.append(int(parts[1]))
+            except OSError as e:
+                raise RuntimeError(f"{self.label}: cannot read file_list '{file_list}': {e}") from None
+        elif files is not None:
+            paths = [os.path.join(root, p) if root is not None else p for p in files]
+            labels = list(a["labels"]) if a["labels"] is not None else list(range(len(paths)))
+            if len(labels) != len(paths):
+                raise ValueError(f"{self.label}: 'labels' has {len(labels)} entries, 'files' has {len(paths)}")
+        elif root is not None:
+            paths, labels = self._walk(root)
+        else:
+            raise ValueError(f"{self.label}: one of 'file_root', 'file_list' or 'files' is required")
+        if not paths:
+            raise RuntimeError(f"{self.label}: No files found (file_root={root!r}, file_list={file_list!r})")
+        self.paths = paths
+        self.labels = np.asarray(labels, np.int32)
+        return len(paths)
+
+    def _walk(self, root: str) -> tuple[list[str], list[int]]:
+        a = self.args
+        if not os.path.isdir(root):
+            raise RuntimeError(f"{self.label}: file_root '{root}' is not a directory")
+        classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+        if a["dir_filters"]:
+            classes = [d for d in classes if _matches(d, a["dir_filters"], a["case_sensitive_filter"])]
+        paths, labels = [], []
+        for label, cls in enumerate(classes):
+            found = []
+            for dirpath, dirnames, filenames in os.walk(os.path.join(root, cls), followlinks=True):
+                dirnames.sort()
+                found += [os.path.join(dirpath, f) for f in filenames
+                          if _matches(f, a["file_filters"], a["case_sensitive_filter"])]
+            found.sort()
+            paths += found
+            labels += [label] * len(found)
+        return paths, labels
+
+    def load(self, ws, indices: np.ndarray):
+        paths = [self.paths[i] for i in indices]
+        buf, sizes = _engine.read_files(ws.pool, paths)
+        shapes = sizes.reshape(-1, 1)
+        data = TensorListCPU._from_packed(buf, shapes, source_info=paths)
+        labels = TensorListCPU._from_packed(self.labels[indices].copy(), np.ones((len(indices), 1), np.int64),
+                                            source_info=paths)
+        return [data, labels]

@@ -1,0 +1,161 @@
+"""Shape-only operators that never move data: ``reshape``, ``reinterpret``, ``squeeze``,
+``expand_dims``. Outputs share the input's buffer."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..tensors import TensorListCPU
+from ..types import to_numpy_type
+
+_RESHAPE_ARGS = [
+    Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="new shape; one -1 is inferred, 0 copies the input extent"),
+    Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="new shape relative to the input's"),
+    Arg("src_dims", ArgType.INT_LIST, optional=True, doc="input dims to keep, in order (-1 inserts a unit dim)"),
+    Arg("layout", ArgType.LAYOUT, optional=True, doc="layout of the output"),
+]
+RESHAPE = OpSchema("Reshape", "Gives each sample a new shape of the same volume (no copy).",
+                   args=_RESHAPE_ARGS, min_inputs=1, max_inputs=2, devices=("cpu", "gpu"))
+REINTERPRET = OpSchema("Reinterpret", "Reshape that may also reinterpret the bytes as another type.",
+                       args=_RESHAPE_ARGS + [Arg("dtype", ArgType.DTYPE, optional=True, doc="new element type")],
+                       min_inputs=1, max_inputs=2, devices=("cpu", "gpu"))
+SQUEEZE = OpSchema("Squeeze", "Removes unit dimensions.",
+                   args=[Arg("axes", ArgType.INT_LIST, optional=True), Arg("axis_names", ArgType.LAYOUT, optional=True)],
+                   devices=("cpu", "gpu"))
+EXPAND_DIMS = OpSchema("ExpandDims", "Inserts unit dimensions at the given output positions.",
+                       args=[Arg("axes", ArgType.INT_LIST, doc="positions in the output"),
+                             Arg("new_axis_names", ArgType.LAYOUT, "", doc="layout letters of the new axes")],
+                       devices=("cpu", "gpu"))
+
+
+def _volumes(shapes: np.ndarray) -> np.ndarray:
+    return shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
+
+
+def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, buf=None) -> TensorListCPU:
+    buf = src._buf if buf is None else buf
+    scale = buf.dtype.itemsize / src._buf.dtype.itemsize
+    in_vol = _volumes(src._shapes) / scale
+    bad = np.nonzero(_volumes(shapes) != in_vol)[0]
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(f"{label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])} cannot take shape "
+                         f"{tuple(int(e) for e in shapes[i])}: the number of elements differs")
+    offsets = (src._offsets / scale).astype(np.int64)
+    return TensorListCPU._from_packed(buf, shapes, offsets, layout, src._source_info)
+
+
+class _ReshapeBase(Operator):
+    def _target_shapes(self, ws, src: TensorListCPU) -> np.ndarray:
+        n, a = len(src), self.args
+        if len(ws.inputs) > 1:
+            tl = ws.inputs[1]
+            return tl.as_array().astype(np.int64).reshape(n, -1)
+        if "shape" in ws.arg_inputs or a["shape"] is not None:
+            shape = ws.arg_inputs["shape"].as_array().astype(np.int64).reshape(n, -1) if "shape" in ws.arg_inputs \
+                else np.tile(np.array(a["shape"], np.int64), (n, 1))
+            shape = shape.copy()
+            zero = shape == 0
+            if zero.any():
+                if shape.shape[1] > src.ndim():
+                    raise ValueError(f"{self.label}: 0 (copy the input extent) needs a matching input dimension")
+                shape[zero] = src._shapes[:, :shape.shape[1]][zero]
+            wild = shape == -1
+            if (wild.sum(axis=1) > 1).any():
+                raise ValueError(f"{self.label}: at most one -1 is allowed in 'shape'")
+            if wild.any():
+                known = np.where(wild, 1, shape).prod(axis=1)
+                rows = wild.any(axis=1)
+                vol = _volumes(src._shapes)
+                if (vol[rows] % np.maximum(known[rows], 1)).any():
+                    raise ValueError(f"{self.label}: the input volume is not divisible by the known extents of 'shape'")
+                shape[wild] = (vol // np.maximum(known, 1))[rows]
+            return shape
+        if "rel_shape" in ws.arg_inputs or a["rel_shape"] is not None:
+            rel = ws.arg_inputs["rel_shape"].as_array().astype(np.float64).reshape(n, -1) if "rel_shape" in ws.arg_inputs \
+                else np.tile(np.array(a["rel_shape"], np.float64), (n, 1))
+            if rel.shape[1] > src.ndim():
+                raise ValueError(f"{self.label}: rel_shape has more entries than the input has dimensions")
+            return np.round(src._shapes[:, :rel.shape[1]] * rel).astype(np.int64)
+        if a["src_dims"] is not None:
+            dims = list(a["src_dims"])
+            cols = [src._shapes[:, d] if d >= 0 else np.ones(n, np.int64) for d in dims]
+            return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+        return src._shapes.copy()
+
+    def _layout(self, src: TensorListCPU, shapes: np.ndarray) -> str:
+        a = self.args
+        if a["layout"] is not None:
+            return a["layout"]
+        if a["src_dims"] is not None and src._layout:
+            return "".join(src._layout[d] if d >= 0 else "" for d in a["src_dims"]) if -1 not in a["src_dims"] else ""
+        same = shapes.shape[1] == src.ndim() and np.array_equal(shapes, src._shapes)
+        return src._layout if same else ""
+
+
+@register(RESHAPE)
+class ReshapeCPU(_ReshapeBase):
+    def run(self, ws):
+        src = ws.inputs[0]
+        shapes = self._target_shapes(ws, src)
+        return [reshaped(src, shapes, self._layout(src, shapes), self.label)]
+
+
+@register(REINTERPRET)
+class ReinterpretCPU(_ReshapeBase):
+    def run(self, ws):
+        src = ws.inputs[0]
+        buf = src._buf
+        shapes = self._target_shapes(ws, src)
+        if self.args["dtype"] is not None:
+            new = np.dtype(to_numpy_type(self.args["dtype"]))
+            if src._buf.nbytes % new.itemsize:
+                raise ValueError(f"{self.label}: the data size is not a multiple of {new.name}'s size")
+            buf = src._buf.view(new)
+            if np.array_equal(shapes, src._shapes) and new.itemsize != src._buf.dtype.itemsize and shapes.shape[1]:
+                shapes = shapes.copy()
+                shapes[:, -1] = shapes[:, -1] * src._buf.dtype.itemsize // new.itemsize
+        return [reshaped(src, shapes, self._layout(src, shapes), self.label, buf)]
+
+
+@register(SQUEEZE)
+class SqueezeCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        axes = self.args["axes"]
+        if self.args["axis_names"]:
+            axes = [src._layout.index(c) for c in self.args["axis_names"]]
+        if axes is None:
+            raise ValueError(f"{self.label}: give 'axes' or 'axis_names'")
+        axes = sorted(d % src.ndim() for d in axes)
+        if len(src) and (src._shapes[:, axes] != 1).any():
+            raise ValueError(f"{self.label}: only dimensions of extent 1 can be squeezed (axes {axes})")
+        keep = [d for d in range(src.ndim()) if d not in axes]
+        layout = "".join(src._layout[d] for d in keep) if src._layout else ""
+        return [reshaped(src, src._shapes[:, keep], layout, self.label)]
+
+
+@register(EXPAND_DIMS)
+class ExpandDimsCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        axes = sorted(self.args["axes"])
+        names = self.args["new_axis_names"]
+        nd = src.ndim() + len(axes)
+        if names and len(names) != len(axes):
+            raise ValueError(f"{self.label}: new_axis_names needs one letter per axis")
+        cols, layout, k = [], [], 0
+        for d in range(nd):
+            if d in axes:
+                cols.append(np.ones(len(src), np.int64))
+                layout.append(names[axes.index(d)] if names else "")
+            else:
+                if k >= src.ndim():
+                    raise ValueError(f"{self.label}: axes {axes} do not fit {src.ndim()}-D input")
+                cols.append(src._shapes[:, k])
+                layout.append(src._layout[k] if src._layout else "")
+                k += 1
+        lay = "".join(layout) if (src._layout or names) and all(layout) else ""
+        shapes = np.stack(cols, axis=1) if cols else np.zeros((len(src), 0), np.int64)
+        return [reshaped(src, shapes, lay, self.label)]

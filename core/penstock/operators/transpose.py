@@ -1,0 +1,37 @@
+"""``transpose``: permutes the dimensions of every sample (one native call per batch)."""
+from __future__ import annotations
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ._batch import empty_batch
+
+TRANSPOSE = OpSchema(
+    "Transpose", "Permutes the dimensions of each sample.",
+    args=[Arg("perm", ArgType.INT_LIST, optional=True, doc="output dim d = input dim perm[d]; default: reversed"),
+          Arg("transpose_layout", ArgType.BOOL, True, doc="permute the layout too"),
+          Arg("output_layout", ArgType.LAYOUT, optional=True, doc="explicit output layout")],
+    devices=("cpu", "gpu"))
+
+
+@register(TRANSPOSE)
+class TransposeCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        nd = src.ndim()
+        perm = list(self.args["perm"]) if self.args["perm"] is not None else list(range(nd))[::-1]
+        if sorted(perm) != list(range(nd)):
+            raise ValueError(f"{self.label}: perm {perm} is not a permutation of {nd} dimensions")
+        if self.args["output_layout"]:
+            layout = self.args["output_layout"]
+        elif self.args["transpose_layout"] and src._layout:
+            layout = "".join(src._layout[p] for p in perm)
+        else:
+            layout = ""
+        out = empty_batch(src._shapes[:, perm], src._buf.dtype, layout, src._source_info)
+        if nd:
+            _engine.transpose(ws.pool, src._buf, src._shapes, src._offsets, perm,
+                              out._buf, out._shapes, out._offsets)
+        else:
+            out._buf[...] = src._buf[src._offsets]
+        return [out]

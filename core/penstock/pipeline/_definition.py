@@ -1,0 +1,72 @@
+"""``@pipeline_def``: turns a graph function into a pipeline factory."""
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from typing import Any, Callable
+
+from ..data_node import DataNode
+from ._pipeline import Pipeline
+
+_CTOR_PARAMS = set(inspect.signature(Pipeline.__init__).parameters) - {"self"}
+
+
+def _outputs_tuple(result: Any) -> tuple:
+    if result is None:
+        return ()
+    if isinstance(result, tuple):
+        return result
+    return (result,)
+
+
+def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = False, **pipeline_kwargs: Any):
+    """Decorator: calling the decorated function builds a new Pipeline from its body.
+
+    Keyword arguments of the call that name ``Pipeline`` constructor parameters go to the
+    constructor (overriding the decorator's), the rest to the function.
+    """
+    debug = pipeline_kwargs.pop("debug", False)
+
+    def decorate(func: Callable) -> Callable:
+        params = inspect.signature(func).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            raise TypeError(f"@pipeline_def: '{func.__name__}' takes **kwargs, which is not allowed: "
+                            "its keyword arguments could not be told apart from the pipeline's")
+        shadowed = _CTOR_PARAMS & set(params)
+        for name in shadowed:
+            warnings.warn(f"@pipeline_def: parameter '{name}' of '{func.__name__}' has the name of a "
+                          "Pipeline argument; it is passed to the function", stacklevel=3)
+
+        @functools.wraps(func)
+        def create_pipeline(*args: Any, **kwargs: Any) -> Pipeline:
+            ctor = dict(pipeline_kwargs)
+            conditionals = kwargs.pop("enable_conditionals", enable_conditionals)
+            is_debug = kwargs.pop("debug", debug)
+            for key in list(kwargs):
+                if key in _CTOR_PARAMS and key not in params:
+                    ctor[key] = kwargs.pop(key)
+            if conditionals:
+                raise NotImplementedError("penstock does not support enable_conditionals yet")
+            if is_debug:
+                raise NotImplementedError("penstock does not support debug mode (debug=True) yet")
+            pipe = Pipeline(**ctor)
+            with pipe:
+                result = func(*args, **kwargs)
+            outputs = _outputs_tuple(result)
+            if isinstance(result, list):
+                raise TypeError(f"'{func.__name__}' returned a list; return a DataNode or a tuple of "
+                                "them (a list would be one nested output)")
+            pipe.set_outputs(*outputs)
+            return pipe
+
+        create_pipeline._is_pipeline_def = True
+        return create_pipeline
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def do_not_convert(func: Callable) -> Callable:
+    """Marks a function to be left alone by conditional-statement conversion."""
+    func._penstock_do_not_convert = True
+    return func

@@ -1,0 +1,566 @@
+"""The Pipeline: graph definition, build, and the run APIs."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import _engine
+from .._executor import Executor, Iteration
+from .._graph import OpNode, collect
+from .._registry import kernel_for
+from ..data_node import DataNode
+from ..tensors import TensorListCPU, TensorListGPU
+from ..types import DALIDataType, PipelineAPIType
+from . import _current
+
+
+class StreamPolicy:
+    SINGLE = 0
+    PER_BACKEND = 1
+    PER_OPERATOR = 2
+
+
+class OperatorConcurrency:
+    NONE = 0
+    BACKEND = 1
+    FULL = 2
+
+
+def _normalize_1x(value: Any, name: str) -> Any:
+    """DALI 1.x used -1 for 'not set'; accept it (with a warning for seeds)."""
+    if value is not None and not isinstance(value, bool) and isinstance(value, int) and value < 0:
+        if name == "seed":
+            warnings.warn("a negative seed is deprecated; use None for a random seed", DeprecationWarning, 3)
+        return None
+    return value
+
+
+class Pipeline:
+    """A graph of operators that produces batches, run asynchronously by the native engine."""
+
+    def __init__(self, batch_size: int | None = None, num_threads: int | None = None,
+                 device_id: int | None = None, seed: int | None = None, exec_pipelined: bool = True,
+                 prefetch_queue_depth: int | dict = 2, exec_async: bool = True, bytes_per_sample: int = 0,
+                 set_affinity: bool = False, max_streams: int | None = None,
+                 default_cuda_stream_priority: int | None = None, *, enable_memory_stats: bool = False,
+                 enable_checkpointing: bool = False, checkpoint: Any = None, py_num_workers: int = 1,
+                 py_start_method: str = "fork", py_callback_pickler: Any = None,
+                 output_dtype: Any = None, output_ndim: Any = None, output_layout: Any = None,
+                 exec_dynamic: bool | None = None, experimental_exec_dynamic: bool | None = None,
+                 stream_policy: Any = None, concurrency: Any = None):
+        self._max_batch_size = _normalize_1x(batch_size, "batch_size")
+        self._num_threads = _normalize_1x(num_threads, "num_threads")
+        self._device_id = None if device_id is None or device_id == -99999 else _normalize_1x(device_id, "device_id")
+        self._seed = _normalize_1x(seed, "seed")
+        self._effective_seed = (self._seed if self._seed is not None
+                                else int.from_bytes(os.urandom(8), "little") >> 1)
+        self._exec_pipelined = bool(exec_pipelined)
+        self._exec_async = bool(exec_async)
+        if isinstance(prefetch_queue_depth, dict):
+            if set(prefetch_queue_depth) != {"cpu_size", "gpu_size"}:
+                raise TypeError("prefetch_queue_depth as a dict needs exactly the keys 'cpu_size' and 'gpu_size'")
+            self._cpu_queue_size = int(prefetch_queue_depth["cpu_size"])
+            self._gpu_queue_size = int(prefetch_queue_depth["gpu_size"])
+            self._exec_separated = True
+        elif isinstance(prefetch_queue_depth, int) and not isinstance(prefetch_queue_depth, bool):
+            self._cpu_queue_size = self._gpu_queue_size = prefetch_queue_depth
+            self._exec_separated = False
+        else:
+            raise TypeError("prefetch_queue_depth must be an int or a dict {'cpu_size': int, 'gpu_size': int}, "
+                            f"got {type(prefetch_queue_depth).__name__}")
+        if min(self._cpu_queue_size, self._gpu_queue_size) < 1:
+            raise ValueError("prefetch_queue_depth must be at least 1")
+        self._prefetch_queue_depth = prefetch_queue_depth
+        if experimental_exec_dynamic is not None:
+            warnings.warn("experimental_exec_dynamic is deprecated; use exec_dynamic", DeprecationWarning, 2)
+            if exec_dynamic is None:
+                exec_dynamic = experimental_exec_dynamic
+        if self._exec_separated and exec_dynamic:
+            raise ValueError("exec_dynamic cannot be used with separated prefetch queues")
+        if exec_dynamic is None:
+            exec_dynamic = self._exec_pipelined and self._exec_async and not self._exec_separated
+        self._exec_dynamic = bool(exec_dynamic)
+        self._bytes_per_sample = bytes_per_sample
+        self._set_affinity = bool(set_affinity)
+        if max_streams is not None and max_streams != -1:
+            warnings.warn("max_streams is deprecated and has no effect", DeprecationWarning, 2)
+        if default_cuda_stream_priority is not None and default_cuda_stream_priority != 0:
+            warnings.warn("default_cuda_stream_priority is deprecated and has no effect", DeprecationWarning, 2)
+        self._enable_memory_stats = bool(enable_memory_stats)
+        if enable_checkpointing or checkpoint is not None:
+            raise NotImplementedError("penstock does not support checkpointing yet "
+                                      "(enable_checkpointing / checkpoint)")
+        if py_start_method not in ("fork", "spawn"):
+            raise ValueError(f"py_start_method must be 'fork' or 'spawn', got {py_start_method!r}")
+        if py_start_method == "fork" and py_callback_pickler is not None:
+            raise ValueError("py_callback_pickler can only be used with py_start_method='spawn'")
+        self._py_num_workers = py_num_workers
+        self._py_start_method = py_start_method
+        self._py_callback_pickler = py_callback_pickler
+        self._output_dtype = self._check_output_spec(output_dtype, "output_dtype")
+        self._output_ndim = self._check_output_spec(output_ndim, "output_ndim")
+        self._output_layout = output_layout
+        self._stream_policy = StreamPolicy.PER_BACKEND if stream_policy is None else stream_policy
+        self._concurrency = OperatorConcurrency.BACKEND if concurrency is None else concurrency
+
+        self._nodes: list[OpNode] = []     # every node created while this pipeline was current
+        self._sinks: list[OpNode] = []
+        self._outputs: list[DataNode] | None = None
+        self._graph_built = False
+        self._built = False
+        self._ops: list = []
+        self._executor: Executor | None = None
+        self._pool = None
+        self._pending: collections.deque[Iteration] = collections.deque()
+        self._first_iter = True
+        self._last_iter = False
+        self._epoch = 0
+        self._iter_in_epoch = 0
+        self._iteration = 0
+        self._api_type: PipelineAPIType | None = None
+        self._api_check = True
+        self._shared_unreleased = False
+        self._deprecated_batch_size_warned = False
+
+    # ---- properties ------------------------------------------------------------------------
+    @staticmethod
+    def _check_output_spec(value: Any, name: str) -> Any:
+        if value is None:
+            return None
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if name == "output_dtype" and v is not None:
+                if not isinstance(v, DALIDataType):
+                    raise TypeError(f"output_dtype entries must be DALIDataType or None, got {v!r}")
+                if v == DALIDataType.NO_TYPE:
+                    raise ValueError("output_dtype cannot be NO_TYPE; use None for 'any type'")
+            if name == "output_ndim" and v is not None and (not isinstance(v, int) or v < 0):
+                raise ValueError(f"output_ndim entries must be non-negative ints or None, got {v!r}")
+        return value
+
+    @property
+    def max_batch_size(self) -> int | None:
+        return self._max_batch_size
+
+    @property
+    def batch_size(self) -> int | None:
+        if not self._deprecated_batch_size_warned:
+            warnings.warn("Pipeline.batch_size is deprecated; use max_batch_size", DeprecationWarning, 2)
+            self._deprecated_batch_size_warned = True
+        return self._max_batch_size
+
+    num_threads = property(lambda self: self._num_threads)
+    device_id = property(lambda self: self._device_id)
+    seed = property(lambda self: self._seed)
+    exec_pipelined = property(lambda self: self._exec_pipelined)
+    exec_async = property(lambda self: self._exec_async)
+    exec_dynamic = property(lambda self: self._exec_dynamic)
+    exec_separated = property(lambda self: self._exec_separated)
+    stream_policy = property(lambda self: self._stream_policy)
+    concurrency = property(lambda self: self._concurrency)
+    set_affinity = property(lambda self: self._set_affinity)
+    max_streams = property(lambda self: -1)
+    default_cuda_stream_priority = property(lambda self: 0)
+    prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
+    cpu_queue_size = property(lambda self: self._cpu_queue_size)
+    gpu_queue_size = property(lambda self: self._gpu_queue_size)
+    enable_memory_stats = property(lambda self: self._enable_memory_stats)
+    py_num_workers = property(lambda self: self._py_num_workers)
+    py_start_method = property(lambda self: self._py_start_method)
+    is_restored_from_checkpoint = property(lambda self: False)
+
+    @property
+    def num_outputs(self) -> int:
+        self.build()
+        return len(self._outputs or [])
+
+    # ---- current pipeline ------------------------------------------------------------------
+    @staticmethod
+    def current() -> "Pipeline | None":
+        return _current.current_pipeline()
+
+    @staticmethod
+    def push_current(pipe: "Pipeline") -> None:
+        _current.push(pipe)
+
+    @staticmethod
+    def pop_current() -> "Pipeline | None":
+        return _current.pop()
+
+    def __enter__(self) -> "Pipeline":
+        _current.push(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _current.pop()
+
+    def _register_node(self, node: OpNode) -> None:
+        self._nodes.append(node)
+
+    # ---- graph definition ------------------------------------------------------------------
+    def define_graph(self) -> Any:
+        """Override in a subclass to return the pipeline's outputs."""
+        raise NotImplementedError("this pipeline has no graph: pass outputs to set_outputs(), "
+                                  "use @pipeline_def, or override define_graph()")
+
+    def set_outputs(self, *outputs: Any) -> None:
+        self._outputs = self._normalize_outputs(outputs)
+        self._graph_built = False
+
+    def add_sink(self, node: DataNode) -> None:
+        self._sinks.append(node.source)
+
+    def _normalize_outputs(self, outputs: Sequence[Any]) -> list[DataNode]:
+        from ..operators.constant import constant_node
+        result = []
+        for i, o in enumerate(outputs):
+            if isinstance(o, DataNode):
+                result.append(o)
+            elif isinstance(o, list) and o and all(isinstance(x, DataNode) for x in o):
+                raise TypeError(f"pipeline output {i} is a list of DataNodes; return a tuple of "
+                                "outputs, not a nested list")
+            elif isinstance(o, (int, float, bool, list, tuple, np.ndarray, np.generic)):
+                with self:
+                    result.append(constant_node(o, device="cpu"))
+            else:
+                raise TypeError(f"pipeline output {i} must be a DataNode, got {type(o).__name__}")
+        return result
+
+    def _define(self) -> None:
+        if self._outputs is not None:
+            return
+        with self:
+            outs = self.define_graph()
+        if outs is None:
+            outs = ()
+        elif isinstance(outs, DataNode):
+            outs = (outs,)
+        elif isinstance(outs, list):
+            outs = tuple(outs)  # define_graph traditionally returns a list
+        self._outputs = self._normalize_outputs(outs)
+
+    # ---- build -----------------------------------------------------------------------------
+    def _uses_gpu(self, nodes: Sequence[OpNode]) -> bool:
+        return any(n.device in ("gpu", "mixed") for n in nodes)
+
+    def build(self) -> None:
+        if self._built:
+            return
+        if self._max_batch_size is None or self._max_batch_size < 1:
+            raise ValueError("the pipeline needs a positive batch_size to build "
+                             f"(got {self._max_batch_size})")
+        if self._num_threads is None or self._num_threads < 1:
+            raise ValueError("the pipeline needs num_threads >= 1 to build; a pipeline without it is "
+                             "only usable for serialization")
+        self._define()
+        preserved = [n for n in self._nodes if n.preserve] + self._sinks
+        nodes = collect(self._outputs, preserved)
+        names = collections.Counter(n.name for n in nodes)
+        dup = [n for n, c in names.items() if c > 1]
+        if dup:
+            raise RuntimeError(f"operator name '{dup[0]}' is used by more than one operator")
+        if self._uses_gpu(nodes):
+            self._require_gpu()
+        random_nodes = sorted((n for n in nodes if n.schema.is_random), key=lambda n: n.id)
+        for k, n in enumerate(random_nodes):
+            explicit = n.args.get("seed", -1)
+            if explicit is not None and explicit >= 0:
+                n.resolved_seed = int(explicit)
+            else:
+                ss = np.random.SeedSequence([self._effective_seed, k])
+                n.resolved_seed = int(ss.generate_state(1, np.uint64)[0] >> 1)
+        self._pool = _engine.ThreadPool(self._num_threads)
+        self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
+        for op in self._ops:
+            op.setup()
+        self._source_ops = [op for op in self._ops if op.schema.is_source]
+        self._readers = {op.name: op for op in self._ops if op.schema.is_reader}
+        stages = [[op for op in self._ops if op.device == dev] for dev in ("cpu", "mixed", "gpu")]
+        if not self._stages_are_ordered(stages):
+            stages = [self._ops]
+        self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
+                                  self._exec_async, self._exec_pipelined)
+        self._built = True
+
+    @staticmethod
+    def _stages_are_ordered(stages: list[list]) -> bool:
+        rank = {}
+        for k, ops in enumerate(stages):
+            for op in ops:
+                rank[op.node.id] = k
+        for k, ops in enumerate(stages):
+            for op in ops:
+                for d in list(op.node.inputs) + list(op.node.arg_inputs.values()):
+                    if rank[d.source.id] > k:
+                        return False
+        return True
+
+    def _require_gpu(self) -> None:
+        from .. import _gpu
+        if not _gpu.available():
+            raise RuntimeError("this pipeline has GPU or mixed operators and requires a CUDA-capable GPU "
+                               "and penstock's GPU backend, neither of which is available here; "
+                               "run its operators with device='cpu'")
+        if self._device_id is None:
+            self._device_id = _gpu.current_device()
+
+    # ---- running ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _check_api(self, kind: PipelineAPIType):
+        if self._api_check:
+            if self._api_type is None:
+                self._api_type = kind
+            elif self._api_type != kind:
+                raise RuntimeError(f"Mixing pipeline API type. Currently used: {self._api_type}, "
+                                   f"but trying to use {kind}")
+        prev, self._api_check = self._api_check, False
+        try:
+            yield
+        finally:
+            self._api_check = prev
+
+    def enable_api_check(self, enable: bool) -> None:
+        self._api_check = bool(enable)
+
+    @contextlib.contextmanager
+    def _api_check_disabled(self):
+        prev, self._api_check = self._api_check, False
+        try:
+            yield
+        finally:
+            self._api_check = prev
+
+    def _iter_setup_defined(self) -> bool:
+        return type(self).iter_setup is not Pipeline.iter_setup
+
+    def iter_setup(self) -> None:
+        """Deprecated hook, called before every iteration (typically to feed_input)."""
+
+    def _schedule_one(self) -> bool:
+        if self._last_iter:
+            return False
+        try:
+            if self._iter_setup_defined():
+                self.iter_setup()
+            fed: dict[int, Any] = {}
+            sizes: dict[str, int] = {}
+            for op in self._source_ops:
+                data = op.fetch(self._epoch, self._iter_in_epoch, self._max_batch_size)
+                fed[op.node.id] = data
+                sizes[op.name] = len(data[0] if isinstance(data, (list, tuple)) else data)
+        except StopIteration:
+            self._last_iter = True
+            return False
+        if len(set(sizes.values())) > 1:
+            raise RuntimeError(f"the sources of this pipeline gave batches of different sizes: {sizes}")
+        batch = next(iter(sizes.values())) if sizes else self._max_batch_size
+        if batch > self._max_batch_size:
+            raise RuntimeError(f"a source gave a batch of {batch} samples, more than the pipeline's "
+                               f"max_batch_size {self._max_batch_size}")
+        it = Iteration(self._iteration, self._epoch, batch, fed)
+        self._iteration += 1
+        self._iter_in_epoch += 1
+        self._executor.submit(it)
+        self._pending.append(it)
+        return True
+
+    def schedule_run(self) -> None:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            self.build()
+            if self._first_iter and self._exec_pipelined:
+                for _ in range(max(self._cpu_queue_size, self._gpu_queue_size)):
+                    if not self._schedule_one():
+                        break
+            else:
+                self._schedule_one()
+            self._first_iter = False
+
+    def _pop_outputs(self) -> tuple:
+        if not self._pending:
+            raise StopIteration
+        it = self._pending.popleft()
+        results = self._executor.wait(it)
+        self._check_outputs(results)
+        return results
+
+    def outputs(self, cuda_stream: Any = None) -> tuple:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            self._check_stream_arg(cuda_stream)
+            return self._pop_outputs()
+
+    def share_outputs(self, cuda_stream: Any = None) -> tuple:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            self._check_stream_arg(cuda_stream)
+            if self._shared_unreleased and not self._exec_dynamic:
+                raise RuntimeError("share_outputs: release_outputs() must be called before the next "
+                                   "share_outputs() (buffers are reused without exec_dynamic)")
+            results = self._pop_outputs()
+            self._shared_unreleased = True
+            return results
+
+    def release_outputs(self) -> None:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            # Output buffers are never recycled while the caller holds them, so releasing only
+            # ends the share_outputs/release_outputs pairing.
+            self._shared_unreleased = False
+
+    def _check_stream_arg(self, cuda_stream: Any) -> None:
+        if cuda_stream is not None and not self._exec_dynamic:
+            raise ValueError("cuda_stream in outputs() requires exec_dynamic=True")
+
+    def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple:
+        with self._check_api(PipelineAPIType.BASIC):
+            self.build()
+            if pipeline_inputs:
+                if self._exec_pipelined and max(self._cpu_queue_size, self._gpu_queue_size) > 1:
+                    raise RuntimeError("run() with pipeline inputs needs prefetch_queue_depth=1 or "
+                                       "exec_pipelined=False, so each input is used by the run that receives it")
+                for name, data in pipeline_inputs.items():
+                    self.feed_input(name, data)
+            self._check_stream_arg(cuda_stream)
+            self.schedule_run()
+            return self._pop_outputs()
+
+    def empty(self) -> bool:
+        return not self._pending
+
+    def reset(self) -> None:
+        if self._last_iter:
+            self._last_iter = False
+            self._first_iter = True
+            self._epoch += 1
+            self._iter_in_epoch = 0
+            for op in self._source_ops if self._built else ():
+                op.reset_epoch()
+
+    def _check_outputs(self, results: Sequence[Any]) -> None:
+        for spec, name, get in ((self._output_dtype, "output_dtype", lambda t: t.dtype),
+                                (self._output_ndim, "output_ndim", lambda t: t.ndim()),
+                                (self._output_layout, "output_layout", lambda t: str(t.layout()))):
+            if spec is None:
+                continue
+            expected = spec if isinstance(spec, (list, tuple)) else [spec] * len(results)
+            if len(expected) != len(results):
+                raise RuntimeError(f"{name} lists {len(expected)} entries but the pipeline has "
+                                   f"{len(results)} outputs")
+            for i, (want, tl) in enumerate(zip(expected, results)):
+                if want is not None and get(tl) != want:
+                    raise RuntimeError(f"output {i}: {name} is {want} but the pipeline produced {get(tl)}")
+
+    # ---- inputs ----------------------------------------------------------------------------
+    def _find_op(self, name: str, what: str) -> Any:
+        self.build()
+        for op in self._ops:
+            if op.name == name:
+                return op
+        raise RuntimeError(f"{what}: the pipeline has no operator named '{name}'")
+
+    def feed_input(self, data_node: Any, data: Any, layout: str | None = None, cuda_stream: Any = None,
+                   use_copy_kernel: bool = False) -> None:
+        name = data_node.source.name if isinstance(data_node, DataNode) else str(data_node)
+        op = self._find_op(name, "feed_input")
+        if not hasattr(op, "feed"):
+            raise RuntimeError(f"feed_input: '{name}' is not an external_source")
+        op.feed(data, layout)
+
+    def input_feed_count(self, input_name: str) -> int:
+        op = self._find_op(input_name, "input_feed_count")
+        return max(0, (max(self._cpu_queue_size, self._gpu_queue_size) if self._first_iter else 1)
+                   - op.queued())
+
+    # ---- readers ---------------------------------------------------------------------------
+    def reader_meta(self, name: str | None = None) -> dict:
+        self.build()
+        if name is None:
+            return {n: op.reader_meta() for n, op in self._readers.items()}
+        if name not in self._readers:
+            raise RuntimeError(f"reader_meta: the pipeline has no reader named '{name}' "
+                               f"(readers: {sorted(self._readers)})")
+        return self._readers[name].reader_meta()
+
+    def epoch_size(self, name: str | None = None) -> Any:
+        if name is None:
+            return {n: m["epoch_size_padded"] for n, m in self.reader_meta().items()}
+        return self.reader_meta(name)["epoch_size_padded"]
+
+    # ---- introspection ---------------------------------------------------------------------
+    def executor_statistics(self) -> dict:
+        """Per operator: runs, total seconds, mean milliseconds and last output bytes."""
+        if self._executor is None:
+            return {}
+        return {name: {"runs": s.runs, "total_seconds": s.seconds,
+                       "mean_ms": 1e3 * s.seconds / s.runs if s.runs else 0.0,
+                       "output_bytes": s.output_bytes}
+                for name, s in self._executor.stats.items()}
+
+    def output_dtype(self) -> list:
+        self.build()
+        return [o.dtype for o in self._outputs]
+
+    def output_ndim(self) -> list:
+        self.build()
+        return [o.ndim for o in self._outputs]
+
+    def external_source_shm_statistics(self) -> dict:
+        return {"capacities": [], "per_sample_capacities": []}
+
+    def start_py_workers(self) -> None:
+        self._define()
+
+    def save_graph_to_dot_file(self, filename: str, *, show_tensors: bool = False, show_ids: Any = None,
+                               use_colors: bool = False) -> None:
+        from ._serialize import to_dot
+        self.build()
+        with open(filename, "w") as f:
+            f.write(to_dot(self, show_tensors, bool(show_ids), use_colors))
+
+    def serialize(self, define_graph: Callable | None = None, filename: str | None = None) -> bytes:
+        from ._serialize import serialize
+        if define_graph is not None:
+            with self:
+                outs = define_graph()
+            self.set_outputs(*(outs if isinstance(outs, (tuple, list)) else (outs,)))
+        self._define()
+        data = serialize(self)
+        if filename is not None:
+            with open(filename, "wb") as f:
+                f.write(data)
+        return data
+
+    @classmethod
+    def deserialize(cls, serialized_pipeline: bytes | None = None, filename: str | None = None,
+                    **kwargs: Any) -> "Pipeline":
+        from ._serialize import deserialize
+        if (serialized_pipeline is None) == (filename is None):
+            raise ValueError("deserialize needs exactly one of serialized_pipeline and filename")
+        if filename is not None:
+            with open(filename, "rb") as f:
+                serialized_pipeline = f.read()
+        pipe = deserialize(serialized_pipeline, cls, kwargs)
+        pipe.build()
+        return pipe
+
+    def deserialize_and_build(self, serialized_pipeline: bytes) -> None:
+        from ._serialize import load_graph_into
+        load_graph_into(self, serialized_pipeline)
+        self.build()
+
+    def checkpoint(self, filename: str | None = None) -> bytes:
+        raise NotImplementedError("penstock does not support checkpointing yet (Pipeline.checkpoint)")
+
+    # ---- lifetime --------------------------------------------------------------------------
+    def _shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    def __del__(self) -> None:
+        try:
+            self._shutdown()
+        except Exception:  # noqa: BLE001 - interpreter teardown
+            pass

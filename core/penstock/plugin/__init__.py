@@ -1,0 +1,1 @@
+"""Framework plugins. Each lives in its own distribution; ``penstock.plugin.<name>`` resolves to it."""
