@@ -43,7 +43,7 @@ def run(samples, anchors, shapes, flips=None, fill=(0,), channel_dim=-1):
     flips = np.zeros((len(samples), nd), np.uint8) if flips is None else np.array(flips, np.uint8)
     _engine.slice(POOL, src, src_shapes, src_offsets, dst, dst_shapes, dst_offsets,
                   np.array(anchors, np.int64).reshape(len(samples), nd), flips,
-                  np.array(fill, samples[0].dtype), channel_dim)
+                  np.tile(np.array(fill, samples[0].dtype), (len(samples), 1)), channel_dim)
     return [dst[o:o + v].reshape(s) for o, v, s in zip(dst_offsets, vols, dst_shapes)]
 
 
@@ -112,6 +112,17 @@ def test_empty_output_and_many_samples():
     outs = run(imgs, anchors, shapes, fill=(1, 2, 3), channel_dim=2)
     for img, a, s, out in zip(imgs, anchors, shapes, outs):
         np.testing.assert_array_equal(out, ref_slice(img, a, s, [0] * 3, (1, 2, 3), 2))
+
+
+def test_per_sample_fill():
+    imgs = [np.zeros((2, 2), np.int16), np.zeros((3, 1), np.int16)]
+    src = np.concatenate([i.ravel() for i in imgs])
+    dst = np.empty(18, np.int16)
+    _engine.slice(POOL, src, np.array([[2, 2], [3, 1]], np.int64), np.array([0, 4], np.int64), dst,
+                  np.array([[3, 3], [3, 3]], np.int64), np.array([0, 9], np.int64), np.zeros((2, 2), np.int64),
+                  np.zeros((2, 2), np.uint8), np.array([[5], [-6]], np.int16), -1)
+    np.testing.assert_array_equal(dst[:9].reshape(3, 3), [[0, 0, 5], [0, 0, 5], [5, 5, 5]])
+    np.testing.assert_array_equal(dst[9:].reshape(3, 3), [[0, -6, -6], [0, -6, -6], [0, -6, -6]])
 
 
 def test_bad_fill_count():

@@ -112,8 +112,8 @@ void slice_sample(const char* src, char* dst, const SliceArgs& a) {
   }
 }
 
-// anchors [N, ndim] (may be negative), flips [N, ndim] (0/1), fill: element bytes of the data
-// type, 1 value or one per output channel (along channel_dim; -1 = no channel dim).
+// anchors [N, ndim] (may be negative), flips [N, ndim] (0/1), fill [N, F] in the data type:
+// per sample 1 value or one per output channel (along channel_dim; -1 = no channel dim).
 void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, py::array dst,
            I64Array dst_shapes, I64Array dst_offsets, I64Array anchors, U8Array flips, py::array fill,
            int64_t channel_dim) {
@@ -126,10 +126,11 @@ void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_of
   if (anchors.ndim() != 2 || anchors.shape(0) != N || anchors.shape(1) != nd || flips.ndim() != 2 ||
       flips.shape(0) != N || flips.shape(1) != nd)
     throw std::invalid_argument("slice: anchors and flips must be [N, ndim]");
-  if (fill.itemsize() != es || fill.size() < 1 || !(fill.flags() & py::array::c_style))
-    throw std::invalid_argument("slice: fill values must be a contiguous array of the data type");
+  if (fill.itemsize() != es || fill.ndim() != 2 || fill.shape(0) != N || fill.shape(1) < 1 ||
+      !(fill.flags() & py::array::c_style))
+    throw std::invalid_argument("slice: fill values must be a contiguous [N, F] array of the data type");
   if (channel_dim >= nd) throw std::invalid_argument("slice: channel_dim out of range");
-  int64_t num_fill = fill.size();
+  int64_t num_fill = fill.shape(1);
   for (int64_t i = 0; i < N; ++i) {
     if (num_fill > 1 && (channel_dim < 0 || out.shape(i)[channel_dim] > num_fill))
       throw SampleError(i, "slice: " + std::to_string(num_fill) +
@@ -140,7 +141,8 @@ void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_of
   const char* fill_p = static_cast<const char*>(fill.data());
   py::gil_scoped_release nogil;
   pool.parallel_for(N, [&](int64_t i) {
-    SliceArgs a{nd, es, in.shape(i), out.shape(i), anc + i * nd, fl + i * nd, fill_p, num_fill, channel_dim};
+    SliceArgs a{nd, es, in.shape(i), out.shape(i), anc + i * nd, fl + i * nd, fill_p + i * num_fill * es,
+                num_fill, channel_dim};
     slice_sample(static_cast<const char*>(in.data) + in.offsets[i] * es,
                  static_cast<char*>(out.data) + out.offsets[i] * es, a);
   });
