@@ -8,6 +8,9 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "engine/convert.h"
 
@@ -61,12 +64,25 @@ inline Out round_sat(float v) {
   }
 }
 
-// Converts a contiguous float run. Narrow integer outputs go through GCC vector extensions
-// (SSE/NEON) four at a time: a scalar clamp loop gets compiled into branches, which
-// mispredict on real pixel data.
+// Converts a contiguous float run. A scalar clamp loop gets compiled into branches, which
+// mispredict on real pixel data, so: uint8 uses SSE2 saturating packs (16 values per step;
+// SSE2 is baseline x86-64), other narrow integers GCC vector extensions (SSE/NEON), 4 per step.
 template <typename Out>
 void convert_row(const float* in, int64_t n, Out* out) {
   int64_t i = 0;
+#ifdef __SSE2__
+  if constexpr (std::is_same_v<Out, uint8_t>) {  // the common case: 16 at a time with saturating packs
+    const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+    auto conv4 = [&](const float* p) {  // max first: it maps NaN to 0
+      return _mm_cvttps_epi32(_mm_add_ps(_mm_min_ps(_mm_max_ps(_mm_loadu_ps(p), zero), top), half));
+    };
+    for (; i + 16 <= n; i += 16) {
+      __m128i lo = _mm_packs_epi32(conv4(in + i), conv4(in + i + 4));
+      __m128i hi = _mm_packs_epi32(conv4(in + i + 8), conv4(in + i + 12));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_packus_epi16(lo, hi));
+    }
+  }
+#endif
   if constexpr (std::is_integral_v<Out> && sizeof(Out) <= 2) {
     typedef float v4f __attribute__((vector_size(16)));
     typedef int32_t v4i __attribute__((vector_size(16)));
@@ -79,7 +95,7 @@ void convert_row(const float* in, int64_t n, Out* out) {
       v = v > vlo ? v : vlo;
       v = v < vhi ? v : vhi;
       v4f r = std::is_signed_v<Out> ? (v < 0 ? v - half : v + half) : v + half;
-      v4i q = __builtin_convertvector(r, v4i);  // truncation: completes round-half-away
+      v4i q = __builtin_convertvector(r, v4i);  // truncation completes the rounding
       for (int k = 0; k < 4; ++k) out[i + k] = Out(q[k]);
     }
   }
