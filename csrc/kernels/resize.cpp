@@ -58,10 +58,12 @@ void weighted_rows(const In* base, int64_t row_stride, int64_t first, int64_t ta
 // Horizontal pass over one float row of pixels with `channels` values each: every pixel (or
 // 4-channel group of it) is one vector. Stores run left to right, so the lanes a vector writes
 // past its pixel are overwritten by the next pixel (the row has kPad floats of slack).
-void horizontal_row(const float* in, int64_t channels, const AxisFilter& fx, int64_t col_offset, float* out) {
+// `w4` holds the weights already broadcast to vectors (saves a shuffle per tap).
+void horizontal_row(const float* in, int64_t channels, const AxisFilter& fx, const v4f* w4, int64_t col_offset,
+                    float* out) {
   int64_t taps = fx.taps;
   for (int64_t x = 0; x < fx.out_size; ++x) {
-    const float* w = &fx.weights[x * taps];
+    const v4f* w = w4 + x * taps;
     for (int64_t c0 = 0; c0 < channels; c0 += 4) {
       const float* p = in + (fx.start[x] - col_offset) * channels + c0;
       v4f acc = load4(p) * w[0];
@@ -86,9 +88,11 @@ void resize_frame(const In* src, int64_t W, int64_t C, Out* dst, const AxisFilte
   row_v.resize(span + kPad);
   row_h.resize(out_row + kPad);
   std::fill(row_v.begin() + span, row_v.end(), 0.0f);
+  std::vector<v4f> w4(fx.weights.size());
+  for (size_t k = 0; k < w4.size(); ++k) w4[k] = v4f{} + fx.weights[k];
   for (int64_t y = 0; y < fy.out_size; ++y) {
     weighted_rows<In>(src + col_lo * C, W * C, fy.start[y], fy.taps, &fy.weights[y * fy.taps], span, row_v.data());
-    horizontal_row(row_v.data(), C, fx, col_lo, row_h.data());
+    horizontal_row(row_v.data(), C, fx, w4.data(), col_lo, row_h.data());
     convert_row<Out>(row_h.data(), out_row, dst + y * out_row);
   }
 }
