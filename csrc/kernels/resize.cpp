@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <type_traits>
 
 #include "engine/module.h"
 #include "kernels/fast_convert.h"

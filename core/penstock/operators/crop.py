@@ -81,7 +81,7 @@ def crop_window_sizes(ws, axes: dict) -> dict:
                for a in present):
             raise ValueError(f"{op.label}: give either 'crop' or 'crop_h'/'crop_w'/'crop_d', not both")
         k = crop.shape[1]
-        if k not in (len(present), 2) or (k == 3 and len(present) < 3):
+        if k not in (len(present), 2):
             raise ValueError(f"{op.label}: 'crop' has {k} values for the {len(present)} spatial dims of the input")
         for a, col in zip(present[-k:], range(k)):
             sizes[a] = crop[:, col]
@@ -149,13 +149,12 @@ def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim
     return out
 
 
-def fill_for(ws, src, layout: str, values) -> tuple[np.ndarray, int]:
+def fill_for(ws, layout: str, values) -> tuple[np.ndarray, int]:
     """Per-channel fill values as [N, F] and the channel dim (-1 if the layout has none)."""
     values = np.asarray(values, np.float64).reshape(-1)
     cdim = layout.find("C")
-    if values.size > 1:
-        if cdim < 0:
-            raise ValueError(f"{ws.op.label}: several fill values need a layout with a channel dim ('C')")
+    if values.size > 1 and cdim < 0:
+        raise ValueError(f"{ws.op.label}: several fill values need a layout with a channel dim ('C')")
     return np.tile(values, (ws.batch_size, 1)), cdim
 
 
@@ -185,7 +184,7 @@ class CropCPU(Operator):
                 ws.has_arg(a) and (a in ws.arg_inputs or self.args[a]) for a in ("crop_h", "crop_w", "crop_d")):
             raise ValueError(f"{self.label}: give the window size with 'crop' or 'crop_h'/'crop_w'")
         anchors, shapes = crop_windows(ws, src, layout)
-        fill, cdim = fill_for(ws, src, layout, self.args["fill_values"])
+        fill, cdim = fill_for(ws, layout, self.args["fill_values"])
         out = slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
         return [with_dtype(ws, out, self.args["dtype"])]
 
@@ -252,7 +251,7 @@ class SliceCPU(Operator):
         if policy == "trim_to_shape":
             lo, hi = np.clip(anchors, 0, src._shapes), np.clip(anchors + shapes, 0, src._shapes)
             anchors, shapes = lo, np.maximum(hi - lo, 0)
-        fill, cdim = fill_for(ws, src, layout, self.args["fill_values"])
+        fill, cdim = fill_for(ws, layout, self.args["fill_values"])
         out = slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
         return [with_dtype(ws, out, self.args["dtype"])]
 
