@@ -82,10 +82,13 @@ class Executor:
         self.exec_async = exec_async
         if exec_async:
             groups = self.stages if exec_pipelined else [[op for s in self.stages for op in s]]
+            self._groups = groups
             self._queues = [queue.Queue() for _ in groups]
-            for k, ops in enumerate(groups):
+            for k in range(len(groups)):
                 nxt = self._queues[k + 1] if k + 1 < len(groups) else None
-                t = threading.Thread(target=_stage_worker, args=(weakref.ref(self), ops, self._queues[k], nxt),
+                # the thread gets the group's index, not its ops: operators reference their graph
+                # nodes and those the pipeline, which would keep a dropped pipeline alive
+                t = threading.Thread(target=_stage_worker, args=(weakref.ref(self), k, self._queues[k], nxt),
                                      name=f"penstock-stage{k}", daemon=True)
                 t.start()
                 self._threads.append(t)
@@ -140,7 +143,7 @@ class Executor:
     def submit(self, it: Iteration) -> None:
         if self._closed:
             raise RuntimeError("the pipeline's executor has been shut down")
-        if not self.exec_async:
+        if not self.exec_async or not self._queues:  # no queues: a graph without operators
             run_iteration_inline(self, it)
         else:
             self._queues[0].put(it)
@@ -182,7 +185,7 @@ def run_iteration_inline(ex: Executor, it: Iteration) -> None:
     it.done.set()
 
 
-def _stage_worker(ex_ref: "weakref.ref[Executor]", ops: list, inbox: queue.Queue, outbox: queue.Queue | None) -> None:
+def _stage_worker(ex_ref: "weakref.ref[Executor]", group: int, inbox: queue.Queue, outbox: queue.Queue | None) -> None:
     # Holds the executor only while working on an iteration, so a dropped pipeline is freed.
     while True:
         it = inbox.get()
@@ -195,7 +198,7 @@ def _stage_worker(ex_ref: "weakref.ref[Executor]", ops: list, inbox: queue.Queue
             return
         if it.error is None:
             try:
-                ex.run_ops(ops, it)
+                ex.run_ops(ex._groups[group], it)
                 if outbox is None:
                     ex.finish(it)
             except BaseException as exc:  # noqa: BLE001

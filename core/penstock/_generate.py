@@ -20,6 +20,11 @@ def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str |
         if len(set_sizes) > 1:
             raise ValueError(f"{schema.fn_name}: lists of inputs must all have the same length")
         n = set_sizes.pop()
+        if default_device is None and kwargs.get("device") is None:
+            # every replica runs on the GPU if any element of any input set is on the GPU
+            flat = [y for x in inputs for y in (x if isinstance(x, list) else [x])]
+            if any(isinstance(y, DataNode) and y.device == "gpu" for y in flat):
+                default_device = "gpu"
         results = []
         for k in range(n):
             one = tuple(x[k] if isinstance(x, list) else x for x in inputs)

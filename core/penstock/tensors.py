@@ -36,7 +36,22 @@ def _as_host_array(obj: Any) -> np.ndarray:
         raise TypeError("expected a host (CPU) array, got a GPU array; use the GPU tensor types")
     if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
         return np.from_dlpack(obj)
+    if type(obj).__name__ == "PyCapsule":  # a bare DLPack capsule (TensorCPU(x.__dlpack__()))
+        return np.from_dlpack(_DLPackCapsule(obj))
     return np.asarray(obj)
+
+
+class _DLPackCapsule:
+    """Presents a bare DLPack capsule through the __dlpack__ protocol numpy expects."""
+
+    def __init__(self, capsule: Any):
+        self._capsule = capsule
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
 
 
 class TensorCPU:

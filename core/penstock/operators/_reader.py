@@ -2,9 +2,10 @@
 
 Shard s of S over N samples is [floor(s*N/S), floor((s+1)*N/S)). Reading is an endless stream
 starting at the shard's first sample: by default it runs on through the whole dataset,
-wrapping at N; ``stick_to_shard`` wraps inside the shard; ``pad_last_batch`` completes the
-batch in which the shard ends by repeating its last sample, and the next batch starts at the
-next shard (or the same one with ``stick_to_shard``). ``random_shuffle`` draws each output
+wrapping at N; ``stick_to_shard`` wraps inside the shard; ``pad_last_batch`` repeats the
+shard's last sample until the shard has given ceil(ceil(N/S)/B)*B samples (every shard as many
+as the largest, in whole batches of B; verified against DALI 2.4), and the next batch starts at
+the next shard (or the same one with ``stick_to_shard``). ``random_shuffle`` draws each output
 from a buffer of ``initial_fill`` samples refilled from that stream; ``shuffle_after_epoch``
 reads a fresh global permutation every epoch.
 """
@@ -40,7 +41,7 @@ class IndexStream:
     """The endless sequence of sample indices one reader shard produces, a batch at a time."""
 
     def __init__(self, n: int, num_shards: int, shard_id: int, pad_last_batch: bool, stick_to_shard: bool,
-                 shuffle_after_epoch: bool, seed: int):
+                 shuffle_after_epoch: bool, seed: int, batch_size: int):
         self.n, self.num_shards = n, num_shards
         self.pad = pad_last_batch
         self.stick = stick_to_shard or shuffle_after_epoch
@@ -48,6 +49,9 @@ class IndexStream:
         self.seed = seed
         self.shard = shard_id
         self.pos = shard_bounds(n, num_shards, shard_id)[0]  # next index (in permuted order)
+        # with padding, every shard gives this many samples: the largest shard in whole batches
+        self.padded_shard = -(-(-(-n // num_shards)) // batch_size) * batch_size
+        self.given = 0  # samples given from the current shard, padding included
         self.epoch = 0
         self._perm = self._permutation(0)
 
@@ -63,30 +67,34 @@ class IndexStream:
             self.epoch += 1
             self._perm = self._permutation(self.epoch)
         self.pos = shard_bounds(self.n, self.num_shards, self.shard)[0]
+        self.given = 0
 
     def next_batch(self, batch: int) -> np.ndarray:
         out = np.empty(batch, np.int64)
         k = 0
         while k < batch:
             begin, end = shard_bounds(self.n, self.num_shards, self.shard)
-            if self.pad or self.stick:
-                limit = end
+            if self.pad and self.pos == end:  # the shard's data is over: repeat its last sample
+                take = min(batch - k, self.padded_shard - self.given)
+                idx = np.full(take, end - 1, np.int64)
             else:
-                limit = self.n  # run on through the whole dataset
-            take = min(batch - k, limit - self.pos)
-            out[k:k + take] = np.arange(self.pos, self.pos + take)
+                limit = end if self.pad or self.stick else self.n  # by default run on through the dataset
+                take = min(batch - k, limit - self.pos)
+                idx = np.arange(self.pos, self.pos + take)
+                self.pos += take
+            # map through this epoch's permutation now: advancing below may draw the next one
+            out[k:k + take] = idx if self._perm is None else self._perm[idx]
             k += take
-            self.pos += take
-            if self.pos < limit:
-                continue
-            if self.pad and k < batch:  # the shard ended mid-batch: repeat its last sample
-                out[k:] = end - 1
-                k = batch
-            if self.pad or self.stick:
-                self._advance_shard()
-            else:
-                self.pos = 0
-        return out if self._perm is None else self._perm[out]
+            self.given += take
+            if self.pad:
+                if self.given == self.padded_shard:
+                    self._advance_shard()
+            elif self.pos == (end if self.stick else self.n):
+                if self.stick:
+                    self._advance_shard()
+                else:
+                    self.pos = 0
+        return out
 
 
 class ShuffleBuffer:
@@ -114,6 +122,10 @@ class ShuffleBuffer:
 class Reader(Operator):
     """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``."""
 
+    def __init__(self, node, pipeline) -> None:
+        super().__init__(node, pipeline)
+        self._batch_size = pipeline.max_batch_size  # readers always give full batches
+
     def setup(self) -> None:
         a = self.args
         if a["num_shards"] < 1 or not 0 <= a["shard_id"] < a["num_shards"]:
@@ -132,7 +144,8 @@ class Reader(Operator):
         if self.size == 0:
             raise RuntimeError(f"{self.label}: no samples found")
         self._stream = IndexStream(self.size, a["num_shards"], a["shard_id"], a["pad_last_batch"],
-                                   a["stick_to_shard"], a["shuffle_after_epoch"], self.seed)
+                                   a["stick_to_shard"], a["shuffle_after_epoch"], self.seed,
+                                   self._batch_size)
         self._shuffle = (ShuffleBuffer(a["initial_fill"], np.random.Generator(np.random.Philox(key=self.seed)))
                          if a["random_shuffle"] else None)
 

@@ -46,7 +46,9 @@ def constant_node(value: Any, dtype: Any = None, shape: Any = None, layout: Any 
     dt = None if dtype is None else to_dali_type(dtype)
     arr = _value_array(value, dt)
     if shape is not None:
-        arr = arr.reshape(tuple(int(s) for s in (shape if isinstance(shape, (list, tuple)) else [shape])))
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (list, tuple)) else [shape]))
+        # a single value fills the whole shape (as the constant operator does)
+        arr = np.full(shape, arr.reshape(-1)[0], arr.dtype) if arr.size == 1 else arr.reshape(shape)
     dt = to_dali_type(arr.dtype)
     is_float = arr.dtype.kind == "f"
     args = {"fdata" if is_float else "idata": arr.reshape(-1).tolist(), "shape": list(arr.shape),
@@ -63,7 +65,9 @@ class ConstantCPU(Operator):
         if (fdata is None) == (idata is None):
             raise ValueError(f"{self.label}: exactly one of 'fdata' and 'idata' must be given")
         data = fdata if fdata is not None else idata
-        dtype = self.args["dtype"] or (DALIDataType.FLOAT if fdata is not None else DALIDataType.INT32)
+        dtype = self.args["dtype"]  # not `or`: UINT8 is 0, so a falsy enum member
+        if dtype is None:
+            dtype = DALIDataType.FLOAT if fdata is not None else DALIDataType.INT32
         shape = self.args["shape"] if self.args["shape"] is not None else (len(data),)
         arr = np.asarray(data, dtype=np.float64 if fdata is not None else np.int64)
         if arr.size == 1 and int(np.prod(shape)) != 1:

@@ -181,14 +181,17 @@ class ExternalSourceCPU(Operator):
 
     def _call(self, epoch: int, iteration: int, batch_size: int) -> Any:
         a = self.args
-        if self._iterator is not None:
-            return self._next_from_iterator()
         if a["batch"]:
+            if self._iterator is not None:
+                return self._next_from_iterator()
             if self._arity == 0:
                 return self.source()
             return self.source(BatchInfo(iteration, epoch) if a["batch_info"] else iteration)
         samples = []
         for j in range(batch_size):
+            if self._iterator is not None:  # per-sample mode: one next() per sample
+                samples.append(self._next_from_iterator())
+                continue
             info = SampleInfo(iteration * batch_size + j, j, iteration, epoch)
             samples.append(self.source(info) if self._arity else self.source())
         if self.k > 1:

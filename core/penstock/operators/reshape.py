@@ -90,8 +90,9 @@ class _ReshapeBase(Operator):
             return a["layout"]
         if a["src_dims"] is not None and src._layout:
             return "".join(src._layout[d] if d >= 0 else "" for d in a["src_dims"]) if -1 not in a["src_dims"] else ""
-        same = shapes.shape[1] == src.ndim() and np.array_equal(shapes, src._shapes)
-        return src._layout if same else ""
+        # DALI: without `layout` the input layout is kept when the number of dimensions matches,
+        # and reset to empty when it does not
+        return src._layout if shapes.shape[1] == src.ndim() else ""
 
 
 @register(RESHAPE)

@@ -103,7 +103,8 @@ class SubscriptCPU(Operator):
             if not per and src.is_dense_tensor() and n:
                 key = self._key(ws, 0, per)
                 return [dense_batch(src.as_array()[(slice(None),) + key], layout)]
-            samples = [np.ascontiguousarray(src._sample_array(i)[self._key(ws, i, per)]) for i in range(n)]
+            # np.array, not np.ascontiguousarray: the latter turns 0-d results into 1-d
+            samples = [np.array(src._sample_array(i)[self._key(ws, i, per)], order="C") for i in range(n)]
         except IndexError as e:
             raise IndexError(f"{self.label}: {e}") from None
         return [TensorListCPU(samples, layout, _source_info=src._source_info)]

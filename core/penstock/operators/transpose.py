@@ -27,7 +27,7 @@ class TransposeCPU(Operator):
         elif self.args["transpose_layout"] and src._layout:
             layout = "".join(src._layout[p] for p in perm)
         else:
-            layout = ""
+            layout = src._layout  # transpose_layout=False copies the input layout unchanged
         out = empty_batch(src._shapes[:, perm], src._buf.dtype, layout, src._source_info)
         if nd:
             _engine.transpose(ws.pool, src._buf, src._shapes, src._offsets, perm,

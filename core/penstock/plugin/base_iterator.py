@@ -1,7 +1,21 @@
-"""The iterator contract shared by the framework plugins (api.md §15)."""
+"""The iterator contract shared by the framework plugins (api.md §15).
+
+``_DaliBaseIterator`` drives one or more pipelines, decides where epochs end (from the reader's
+metadata or a user ``size``) and which samples of the last batch belong to the epoch. A
+framework plugin subclasses it and supplies ``_convert``: turning one pipeline's outputs (a
+tuple of ``TensorList``s) into framework objects, keeping only the first ``count`` samples.
+"""
 from __future__ import annotations
 
 import enum
+import logging
+import math
+import warnings
+from typing import Any, Sequence
+
+from ..types import PipelineAPIType
+
+_log = logging.getLogger("penstock.plugin")
 
 
 class LastBatchPolicy(enum.IntEnum):
@@ -9,3 +23,280 @@ class LastBatchPolicy(enum.IntEnum):
     FILL = 0      # return it full: the extra samples are whatever the reader produces next
     DROP = 1      # do not return it
     PARTIAL = 2   # return only the samples that belong to the epoch
+
+
+def _driven_by_iterator(pipe: Any):
+    """Scope of the scheduled-API calls an iterator makes: the pipeline records the ITERATOR API,
+    so driving it with run() as well raises (api.md §4.1)."""
+    return pipe._check_api(PipelineAPIType.ITERATOR)
+
+
+_AUTO_RESET = {False: False, None: False, "no": False, True: True, "yes": True}
+
+
+def _parse_auto_reset(value: Any) -> bool:
+    if isinstance(value, (bool, str)) or value is None:
+        if value in _AUTO_RESET:
+            return _AUTO_RESET[value]
+    raise ValueError(f"auto_reset must be one of False, None, 'no', True or 'yes', got {value!r}")
+
+
+def shard_size(n: int, num_shards: int, shard: int) -> int:
+    """Samples in shard ``shard`` of ``num_shards`` over ``n`` (the reader's split, api.md §10)."""
+    return ((shard + 1) * n) // num_shards - (shard * n) // num_shards
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+class _ReaderEpochs:
+    """Shard bookkeeping for an iterator that follows a reader (``reader_name``).
+
+    All shards advance in lockstep (every rank runs the same number of batches per epoch), so each
+    iterator tracks every shard of the reader, not only those of its own pipelines: where each
+    shard currently is (they rotate by one per epoch unless the reader sticks to its shard) and,
+    for FILL without padding, how many samples each has already read of its next shard.
+    """
+
+    def __init__(self, meta: dict, shard_ids: Sequence[int]):
+        self.n = meta["epoch_size"]
+        self.num_shards = meta["number_of_shards"]
+        self.padded_size = meta["epoch_size_padded"]
+        self.pad = bool(meta["pad_last_batch"])
+        self.stick = bool(meta["stick_to_shard"])
+        self.start_shards = list(shard_ids)
+        self.epoch = 0                           # epochs the shards have rotated by
+        self.read_ahead = [0] * self.num_shards  # per starting shard
+
+    def current_shard(self, start: int) -> int:
+        return start if self.stick else (start + self.epoch) % self.num_shards
+
+    def current_size(self, start: int) -> int:
+        return shard_size(self.n, self.num_shards, self.current_shard(start))
+
+    def pipeline_shard_sizes(self) -> list[int]:
+        """The size of the shard each of the iterator's pipelines is reading this epoch."""
+        return [self.current_size(s) for s in self.start_shards]
+
+    def carry_into_next_epoch(self, consumed: int, batch_size: int) -> int:
+        """FILL without padding: every shard consumed ``consumed`` samples this epoch; returns the
+        next epoch's size, the longest remainder of a shard rounded up to whole batches. An epoch
+        that every shard already read ahead is skipped."""
+        while True:
+            for s in range(self.num_shards):
+                self.read_ahead[s] += consumed - self.current_size(s)
+            self.epoch += 1
+            remaining = max(self.current_size(s) - self.read_ahead[s] for s in range(self.num_shards))
+            if remaining > 0:
+                return _round_up(remaining, batch_size)
+            consumed = 0
+
+    def rotate(self) -> None:
+        self.epoch += 1
+
+
+class _DaliBaseIterator:
+    """Iterates over the outputs of pipelines in epochs; see api.md §15."""
+
+    def __init__(self, pipelines: Any, size: int = -1, reader_name: str | None = None,
+                 auto_reset: Any = False, fill_last_batch: bool | None = None,
+                 last_batch_padded: bool = False,
+                 last_batch_policy: LastBatchPolicy = LastBatchPolicy.FILL,
+                 prepare_first_batch: bool = True):
+        assert pipelines is not None, "the iterator needs at least one pipeline"
+        self._pipes = list(pipelines) if isinstance(pipelines, (list, tuple)) else [pipelines]
+        assert self._pipes, "the iterator needs at least one pipeline"
+        batch_sizes = {p.max_batch_size for p in self._pipes}
+        assert len(batch_sizes) == 1, f"all pipelines must have the same max_batch_size, got {batch_sizes}"
+        self.batch_size: int = batch_sizes.pop()
+        assert size != 0, "size cannot be 0"
+        assert size > 0 or len(self._pipes) == 1 or reader_name is not None, \
+            "a negative size (read until the pipeline ends) needs a single pipeline or reader_name"
+        assert reader_name is None or size == -1, "reader_name and size cannot be given together"
+        assert reader_name is None or not last_batch_padded, \
+            "reader_name and last_batch_padded cannot be given together (padding comes from the reader)"
+        self._auto_reset = _parse_auto_reset(auto_reset)
+        if fill_last_batch is not None:
+            warnings.warn("fill_last_batch is deprecated; use last_batch_policy", DeprecationWarning, 3)
+            last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else LastBatchPolicy.PARTIAL
+        if not isinstance(last_batch_policy, LastBatchPolicy):
+            raise ValueError(f"last_batch_policy must be a LastBatchPolicy, got {last_batch_policy!r}")
+        if size > 0 and reader_name is None:
+            warnings.warn("size is deprecated; use reader_name so the epoch follows the reader", Warning, 3)
+        self._policy = last_batch_policy
+        self._last_batch_padded = bool(last_batch_padded)
+        self._size = int(size)
+        if self._size < 0 and reader_name is None:
+            self._policy = LastBatchPolicy.FILL
+            self._last_batch_padded = False
+        self._counter = 0
+        self._ever_consumed = False
+        self._first_batch: Any = None
+        for p in self._pipes:
+            p.build()
+        self._reader: _ReaderEpochs | None = None
+        if reader_name is not None:
+            self._reader = self._read_reader_meta(reader_name)
+            self._size = self._initial_reader_size()
+        self._scheduled = False
+        if prepare_first_batch:
+            try:
+                self._first_batch = self._next_batch()
+            except StopIteration:
+                raise RuntimeError("the iterator got no data in the pipeline for its first batch: the "
+                                   "pipeline ended at once, or the last batch policy dropped a batch "
+                                   "larger than the epoch (shard)") from None
+
+    # ---- framework hook ----------------------------------------------------------------------
+    def _convert(self, pipe: Any, outputs: tuple, count: int) -> Any:
+        """One pipeline's outputs as framework objects, keeping the first ``count`` samples."""
+        raise NotImplementedError
+
+    # ---- sizes -------------------------------------------------------------------------------
+    def _read_reader_meta(self, name: str) -> _ReaderEpochs:
+        metas = [p.reader_meta(name) for p in self._pipes]
+        for key in ("epoch_size", "number_of_shards", "pad_last_batch", "stick_to_shard"):
+            values = {m[key] for m in metas}
+            assert len(values) == 1, f"the pipelines' readers '{name}' disagree on {key}: {sorted(values)}"
+        self._last_batch_padded = bool(metas[0]["pad_last_batch"])
+        return _ReaderEpochs(metas[0], [m["shard_id"] for m in metas])
+
+    def _initial_reader_size(self) -> int:
+        r = self._reader
+        if self._policy == LastBatchPolicy.DROP:
+            return r.n // r.num_shards
+        if r.pad:
+            return r.padded_size // r.num_shards
+        return _round_up(-(-r.n // r.num_shards), self.batch_size)
+
+    @property
+    def _step(self) -> int:
+        """Samples the epoch counter advances by per batch."""
+        return self.batch_size if self._reader is not None else self.batch_size * len(self._pipes)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def __len__(self) -> int:
+        if self._policy == LastBatchPolicy.DROP:
+            return self._size // self._step
+        return math.ceil(self._size / self._step)
+
+    def _epoch_ended(self) -> bool:
+        if self._size < 0:
+            return False
+        if self._counter >= self._size:
+            return True
+        return self._policy == LastBatchPolicy.DROP and self._counter + self._step > self._size
+
+    # ---- iteration ---------------------------------------------------------------------------
+    def __iter__(self) -> "_DaliBaseIterator":
+        if self._ever_consumed and self._counter != 0:
+            self.reset()
+        return self
+
+    def __next__(self) -> Any:
+        self._ever_consumed = True
+        if self._first_batch is not None:
+            batch, self._first_batch = self._first_batch, None
+            return batch
+        return self._next_batch()
+
+    def next(self) -> Any:
+        return self.__next__()
+
+    def _end_epoch(self) -> None:
+        if self._auto_reset:
+            self.reset()
+        raise StopIteration
+
+    def _schedule_first_runs(self) -> None:
+        """Pipelines start running at the first batch asked for (so nothing is read before)."""
+        if not self._scheduled:
+            for p in self._pipes:
+                with _driven_by_iterator(p):
+                    p.schedule_run()
+            self._scheduled = True
+
+    def _share_outputs(self) -> list[tuple]:
+        self._schedule_first_runs()
+        outputs = []
+        try:
+            for p in self._pipes:
+                with _driven_by_iterator(p):
+                    outputs.append(p.share_outputs())
+        except StopIteration:
+            if self._size < 0 and self._auto_reset:
+                self.reset()
+            raise
+        if self._size > 0:
+            for out in outputs:
+                for tl in out:
+                    assert len(tl) == self.batch_size, (
+                        f"an iterator with a size or reader_name needs full batches of {self.batch_size} "
+                        f"samples, got {len(tl)}")
+        return outputs
+
+    def _release_and_schedule(self) -> None:
+        for p in self._pipes:
+            with _driven_by_iterator(p):
+                p.release_outputs()
+                p.schedule_run()
+
+    def _next_batch(self) -> list:
+        if self._epoch_ended():
+            self._end_epoch()
+        outputs = self._share_outputs()
+        self._counter += self._step
+        counts = self._valid_counts()
+        converted = [self._convert(p, out, c) for p, out, c in zip(self._pipes, outputs, counts) if c is not None]
+        self._release_and_schedule()
+        return converted
+
+    def _valid_counts(self) -> list[int | None]:
+        """Per pipeline, how many samples of this batch to return (None: leave the pipeline out)."""
+        b, n = self.batch_size, len(self._pipes)
+        if self._policy != LastBatchPolicy.PARTIAL or self._size < 0:
+            return [b] * n
+        if self._reader is not None:
+            return [min(b, max(0, b - (self._counter - s))) for s in self._reader.pipeline_shard_sizes()]
+        if self._counter <= self._size:
+            return [b] * n
+        wanted = b * n - (self._counter - self._size)  # the samples left in the epoch, pipeline by pipeline
+        return [min(b, wanted - i * b) if wanted > i * b else None for i in range(n)]
+
+    # ---- epochs ------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Starts the next epoch; only valid once the current one has ended."""
+        if not (self._size < 0 or self._epoch_ended()):
+            _log.warning("the iterator cannot be reset before the end of its epoch; ignoring reset()")
+            return
+        if self._policy == LastBatchPolicy.DROP:
+            self._discard_dropped_batch()
+        if self._reader is not None:
+            if self._policy == LastBatchPolicy.FILL and not self._reader.pad:
+                self._size = self._reader.carry_into_next_epoch(self._counter, self.batch_size)
+            else:
+                self._reader.rotate()
+            self._counter = 0
+        elif self._policy == LastBatchPolicy.FILL and not self._last_batch_padded and self._size > 0:
+            self._counter %= self._size
+        else:
+            self._counter = 0
+        for p in self._pipes:
+            with _driven_by_iterator(p):
+                p.reset()
+                if self._scheduled and p.empty():
+                    p.schedule_run()
+
+    def _discard_dropped_batch(self) -> None:
+        """DROP: reads out the incomplete last batch, if the epoch has one (it is never returned)."""
+        if self._counter >= self._size:
+            return
+        for p in self._pipes:
+            with _driven_by_iterator(p):
+                p.share_outputs()
+                p.release_outputs()
+                p.schedule_run()

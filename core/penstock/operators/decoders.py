@@ -1,0 +1,408 @@
+"""Image decoders: ``decoders.image``, ``image_random_crop``, ``image_crop``, ``image_slice`` and
+``peek_image_shape``.
+
+JPEG, PNG, BMP and PNM are decoded natively (``_engine.decode_images``: one call per batch,
+region-of-interest decoding for the crop variants). TIFF, WebP, JPEG 2000 and compressed BMP
+are flagged by the kernel and decoded here through Pillow (an optional dependency). Output is
+HWC uint8 (or float ``v / 255``) in the requested ``output_type``, rotated to the EXIF display
+orientation unless ``adjust_orientation=False``; crop windows are in display coordinates.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator, SampleError
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import DALIDataType, DALIImageType, to_numpy_type
+from ..tensors import TensorListCPU
+from ._batch import contiguous, empty_batch
+
+_MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
+
+_DECODER_ARGS = [
+    Arg("output_type", ArgType.IMAGE_TYPE, DALIImageType.RGB,
+        "colour format of the output: RGB, BGR, GRAY (BT.601 luma), YCbCr (BT.601 limited range) "
+        "or ANY_DATA (the channels as stored)"),
+    Arg("dtype", ArgType.DTYPE, DALIDataType.UINT8, "output type: UINT8, or FLOAT (values / 255)"),
+    Arg("adjust_orientation", ArgType.BOOL, True, "rotate/flip to the EXIF display orientation"),
+    Arg("use_fast_idct", ArgType.BOOL, False, "JPEG: faster, less exact integer IDCT"),
+    Arg("jpeg_fancy_upsampling", ArgType.BOOL, False,
+        "make the mixed backend upsample chroma like the CPU one (the CPU always does)"),
+    Arg("hw_decoder_load", ArgType.FLOAT, 0.65, _MIXED_ONLY),
+    Arg("preallocate_width_hint", ArgType.INT, 0, _MIXED_ONLY),
+    Arg("preallocate_height_hint", ArgType.INT, 0, _MIXED_ONLY),
+    Arg("device_memory_padding", ArgType.INT, 16 << 20, _MIXED_ONLY),
+    Arg("host_memory_padding", ArgType.INT, 8 << 20, _MIXED_ONLY),
+    Arg("device_memory_padding_jpeg2k", ArgType.INT, 0, _MIXED_ONLY),
+    Arg("host_memory_padding_jpeg2k", ArgType.INT, 0, _MIXED_ONLY),
+    Arg("cache_size", ArgType.INT, 0, _MIXED_ONLY + " (decoded-image cache)"),
+    Arg("cache_type", ArgType.STR, "", _MIXED_ONLY + " (decoded-image cache)"),
+    Arg("cache_threshold", ArgType.INT, 0, _MIXED_ONLY + " (decoded-image cache)"),
+    Arg("cache_debug", ArgType.BOOL, False, _MIXED_ONLY + " (decoded-image cache)"),
+    Arg("cache_batch_copy", ArgType.BOOL, True, _MIXED_ONLY + " (decoded-image cache)"),
+    Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
+]
+
+_CROP_ARGS = [
+    Arg("crop", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window size (h, w)"),
+    Arg("crop_h", ArgType.FLOAT, 0.0, tensor=True, doc="window height (instead of crop)"),
+    Arg("crop_w", ArgType.FLOAT, 0.0, tensor=True, doc="window width (instead of crop)"),
+    Arg("crop_pos_x", ArgType.FLOAT, 0.5, tensor=True, doc="normalized horizontal anchor"),
+    Arg("crop_pos_y", ArgType.FLOAT, 0.5, tensor=True, doc="normalized vertical anchor"),
+    Arg("rounding", ArgType.STR, "round", "anchor rounding: 'round' (half away from zero) or 'truncate'"),
+]
+
+_RANDOM_CROP_ARGS = [
+    Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0), "range of the window's area fraction"),
+    Arg("random_aspect_ratio", ArgType.FLOAT_LIST, (0.75, 1.333333), "range of the window's w/h"),
+    Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image"),
+]
+
+_SLICE_ARGS = [
+    Arg("start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window start"),
+    Arg("end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window end"),
+    Arg("shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window shape"),
+    Arg("rel_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window start / extent"),
+    Arg("rel_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window end / extent"),
+    Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window shape / extent"),
+    Arg("axes", ArgType.INT_LIST, optional=True, doc="dimension indices of the anchor/shape values "
+                                                     "(default [1, 0]: x, y)"),
+    Arg("axis_names", ArgType.LAYOUT, optional=True, doc="layout names of the anchor/shape values "
+                                                         "(default 'WH'; wins over axes)"),
+    Arg("normalized_anchor", ArgType.BOOL, True, "the anchor input is relative to the extent"),
+    Arg("normalized_shape", ArgType.BOOL, True, "the shape input is relative to the extent"),
+]
+
+IMAGE = OpSchema("decoders.Image", "Decodes images (JPEG, PNG, BMP, PNM, TIFF, WebP, JPEG 2000) to HWC.",
+                 args=_DECODER_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",))
+IMAGE_RANDOM_CROP = OpSchema(
+    "decoders.ImageRandomCrop", "Decodes a random window (area and aspect ratio ranges) of each image.",
+    args=_DECODER_ARGS + _RANDOM_CROP_ARGS, devices=("cpu", "mixed"), is_random=True,
+    legacy_names=("ImageDecoderRandomCrop",))
+IMAGE_CROP = OpSchema("decoders.ImageCrop", "Decodes a fixed-size window of each image.",
+                      args=_DECODER_ARGS + _CROP_ARGS, devices=("cpu", "mixed"),
+                      legacy_names=("ImageDecoderCrop",))
+IMAGE_SLICE = OpSchema(
+    "decoders.ImageSlice", "Decodes a window given by anchor/shape inputs or start/end arguments.",
+    args=_DECODER_ARGS + _SLICE_ARGS, min_inputs=1, max_inputs=3, devices=("cpu", "mixed"),
+    legacy_names=("ImageDecoderSlice",))
+PEEK_IMAGE_SHAPE = OpSchema(
+    "PeekImageShape", "The (H, W, C) shape an image decodes to, from its header only.",
+    args=[Arg("dtype", ArgType.DTYPE, DALIDataType.INT64, "output type"),
+          Arg("adjust_orientation", ArgType.BOOL, True, "report the EXIF display orientation"),
+          Arg("image_type", ArgType.IMAGE_TYPE, DALIImageType.RGB, "colour format that gives C")])
+
+
+# ---- Pillow fallback --------------------------------------------------------------------------
+
+def _pillow():
+    try:
+        from PIL import Image, ImageOps
+    except ImportError:
+        return None
+    return Image, ImageOps
+
+
+_FALLBACK_FORMATS = ((b"II*\0", "TIFF"), (b"MM\0*", "TIFF"), (b"RIFF", "WebP"), (b"BM", "BMP"),
+                     (b"\0\0\0\x0cjP  ", "JPEG 2000"), (b"\xff\x4f\xff\x51", "JPEG 2000"))
+
+
+def _format_name(blob: bytes) -> str:
+    return next((name for magic, name in _FALLBACK_FORMATS if blob.startswith(magic)), "image")
+
+
+def _pillow_open(op: Operator, blob: bytes, i: int, adjust: bool):
+    """The decoded Pillow image of a fallback sample, in display orientation when adjust."""
+    mods = _pillow()
+    if mods is None:
+        raise SampleError(i, f"decoding {_format_name(blob)} images needs Pillow, which is not installed "
+                             "(pip install pillow)")
+    Image, ImageOps = mods
+    try:
+        img = Image.open(io.BytesIO(blob))
+        img.load()
+        return ImageOps.exif_transpose(img) if adjust else img
+    except Exception as exc:  # Pillow raises many types for corrupt files
+        raise SampleError(i, f"invalid {_format_name(blob)} image: {exc}") from None
+
+
+_MODE_CHANNELS = {"I;16": 1, "L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
+
+
+def _stored_mode(img) -> str:
+    """Which of _MODE_CHANNELS a Pillow image decodes to (the kernel's ANY_DATA rules)."""
+    mode = img.mode
+    if mode.startswith("I;16"):
+        return "I;16"
+    if mode in ("1", "L", "I", "F"):
+        return "L"
+    if mode in ("LA", "La"):
+        return "LA"
+    if mode in ("RGBA", "RGBa", "PA") or (mode == "P" and "transparency" in img.info):
+        return "RGBA"
+    return "RGB"
+
+
+def _stored_pixels(img) -> np.ndarray:
+    """HWC uint8 with the stored channels; 16-bit grey keeps its high byte."""
+    mode = _stored_mode(img)
+    if mode == "I;16":
+        return (np.asarray(img, np.uint16) >> 8).astype(np.uint8)[..., None]
+    arr = np.asarray(img.convert(mode))
+    return arr.reshape(arr.shape[0], arr.shape[1], -1)
+
+
+def _convert_type(px: np.ndarray, output_type: int) -> np.ndarray:
+    """The kernel's colour conversions (image_decode_finish.cpp), for Pillow-decoded pixels."""
+    if output_type == DALIImageType.ANY_DATA:
+        return px
+    rgb = px[..., :3] if px.shape[2] >= 3 else np.repeat(px[..., :1], 3, axis=2)
+    if output_type == DALIImageType.RGB:
+        return np.ascontiguousarray(rgb)
+    if output_type == DALIImageType.BGR:
+        return np.ascontiguousarray(rgb[..., ::-1])
+    r, g, b = (rgb[..., k].astype(np.int64) for k in range(3))
+    if output_type == DALIImageType.GRAY:
+        if px.shape[2] <= 2:
+            return np.ascontiguousarray(px[..., :1])
+        return ((19595 * r + 38470 * g + 7471 * b + 32768) >> 16).astype(np.uint8)[..., None]
+    m = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]]) / 255
+    fixed = lambda v: np.trunc(np.asarray(v) * (1 << 20) + np.where(np.asarray(v) < 0, -0.5, 0.5)).astype(np.int64)
+    acc = rgb.astype(np.int64) @ fixed(m).T + fixed([16.5, 128.5, 128.5])
+    return (acc >> 20).astype(np.uint8)
+
+
+def _channels(output_type: int, stored: int) -> int:
+    return stored if output_type == DALIImageType.ANY_DATA else 1 if output_type == DALIImageType.GRAY else 3
+
+
+# ---- the decoders -------------------------------------------------------------------------------
+
+class _DecoderBase(Operator):
+    """Decodes a batch; the crop variants choose a window per sample from the display shapes."""
+    crops = False  # subclasses that implement windows()
+
+    def setup(self) -> None:
+        if self.args["dtype"] not in (DALIDataType.UINT8, DALIDataType.FLOAT):
+            raise ValueError(f"{self.label}: dtype {self.args['dtype'].name} is not supported "
+                             "(UINT8 or FLOAT)")
+
+    def windows(self, ws, shapes: np.ndarray) -> np.ndarray:
+        """[N, 4] (y, x, h, w) windows in display coordinates, from [N, 3] display shapes."""
+        raise NotImplementedError
+
+    def run(self, ws):
+        src = _encoded(self, ws)
+        output_type = int(self.args["output_type"])
+        adjust = self.args["adjust_orientation"]
+        crop = self.windows(ws, display_shapes(self, ws, src, adjust)) if self.crops else None
+        buf, shapes, offsets, fallback = _engine.decode_images(
+            ws.pool, src._buf, src._shapes, src._offsets, output_type, adjust, crop, None,
+            self.args["use_fast_idct"])
+        if fallback.any():
+            buf, shapes, offsets = self._with_fallbacks(src, buf, shapes, offsets, fallback, crop)
+        if self.args["dtype"] == DALIDataType.FLOAT:
+            buf = np.divide(buf, np.float32(255), dtype=np.float32)
+        return [TensorListCPU._from_packed(buf, shapes, offsets, "HWC", None)]
+
+    def _with_fallbacks(self, src, buf, shapes, offsets, fallback, crop):
+        """Decodes the samples the kernel left to Pillow and repacks the batch."""
+        samples = [buf[o:o + s.prod()].reshape(s) for o, s in zip(offsets, shapes)]
+        adjust = self.args["adjust_orientation"]
+        for i in np.nonzero(fallback)[0]:
+            px = _stored_pixels(_pillow_open(self, _blob(src, i), i, adjust))
+            if crop is not None:
+                y, x, h, w = crop[i]
+                if y < 0 or x < 0 or h < 1 or w < 1 or y + h > px.shape[0] or x + w > px.shape[1]:
+                    raise SampleError(int(i), f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside "
+                                              f"the {px.shape[0]}x{px.shape[1]} image")
+                px = px[y:y + h, x:x + w]
+            samples[i] = _convert_type(px, int(self.args["output_type"]))
+        shapes = np.array([s.shape for s in samples], np.int64).reshape(len(samples), 3)
+        offsets = np.concatenate([[0], np.cumsum(shapes.prod(axis=1))[:-1]]).astype(np.int64)
+        buf = np.empty(int(shapes.prod(axis=1).sum()), np.uint8)
+        for o, s in zip(offsets, samples):
+            buf[o:o + s.size] = s.reshape(-1)
+        return buf, shapes, offsets
+
+
+def _encoded(op: Operator, ws):
+    src = contiguous(ws.inputs[0])
+    if src._buf.dtype != np.uint8:
+        raise TypeError(f"{op.label}: encoded images must be uint8 bytes, got {src._buf.dtype}")
+    return src
+
+
+def _blob(src, i: int) -> bytes:
+    return src._sample_array(int(i)).tobytes()
+
+
+def display_shapes(op: Operator, ws, src, adjust: bool, output_type: int = DALIImageType.ANY_DATA) -> np.ndarray:
+    """[N, 3] (H, W, C) as displayed; Pillow supplies the samples the kernel leaves to it."""
+    shapes, fallback = _engine.peek_image_shapes(ws.pool, src._buf, src._shapes, src._offsets,
+                                                 int(output_type), adjust)
+    for i in np.nonzero(fallback)[0]:
+        # the same path as decoding (Pillow's own handling of TIFF orientation included)
+        img = _pillow_open(op, _blob(src, i), i, adjust)
+        shapes[i] = (img.height, img.width, _channels(int(output_type), _MODE_CHANNELS[_stored_mode(img)]))
+    return shapes
+
+
+@register(IMAGE)
+class ImageDecoderCPU(_DecoderBase):
+    pass
+
+
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def random_crop_window(rng: np.random.Generator, h: int, w: int, area: tuple, ratio: tuple,
+                       attempts: int) -> tuple[int, int, int, int]:
+    """The shared random-window algorithm (operators.md §2): (y, x, h, w)."""
+    min_ratio, max_ratio = ratio
+    min_area = area[0] * h * w
+    max_w = max(1, int(h * max_ratio))
+    max_h = max(1, int(w / min_ratio))
+    if h * max_w < min_area:        # too wide for any allowed window: full height
+        ch, cw = h, max_w
+    elif w * max_h < min_area:      # too tall: full width
+        ch, cw = max_h, w
+    else:
+        for _ in range(attempts):
+            s = rng.uniform(area[0], area[1])
+            r = float(np.exp(rng.uniform(np.log(min_ratio), np.log(max_ratio))))
+            cw = max(1, int(np.floor(np.sqrt(s * h * w * r) + 0.5)))
+            ch = max(1, int(np.floor(np.sqrt(s * h * w / r) + 0.5)))
+            if cw <= w and ch <= h and min_ratio <= cw / ch <= max_ratio:
+                break
+        else:  # whole image, clamped to the ratio range, scaled down to the largest area
+            whole = w / h
+            ch, cw = (h, max_w) if whole > max_ratio else (max_h, w) if whole < min_ratio else (h, w)
+            scale = min(1.0, float(np.sqrt(area[1] * h * w / (ch * cw))))
+            ch, cw = max(1, int(ch * scale)), max(1, int(cw * scale))
+    ch, cw = min(ch, h), min(cw, w)
+    y = int(rng.integers(0, h - ch + 1))
+    x = int(rng.integers(0, w - cw + 1))
+    return y, x, ch, cw
+
+
+@register(IMAGE_RANDOM_CROP)
+class ImageDecoderRandomCropCPU(_DecoderBase):
+    crops = True
+
+    def setup(self) -> None:
+        super().setup()
+        area, ratio = self.args["random_area"], self.args["random_aspect_ratio"]
+        if len(area) != 2 or not 0 < area[0] <= area[1]:
+            raise ValueError(f"{self.label}: 'random_area' must be [min, max] with 0 < min <= max")
+        if len(ratio) != 2 or not 0 < ratio[0] <= ratio[1]:
+            raise ValueError(f"{self.label}: 'random_aspect_ratio' must be [min, max] with 0 < min <= max")
+        if self.args["num_attempts"] < 1:
+            raise ValueError(f"{self.label}: 'num_attempts' must be at least 1")
+
+    def windows(self, ws, shapes):
+        rng = ws.rng
+        a, r, k = self.args["random_area"], self.args["random_aspect_ratio"], self.args["num_attempts"]
+        return np.array([random_crop_window(rng, int(s[0]), int(s[1]), a, r, k) for s in shapes],
+                        np.int64).reshape(-1, 4)
+
+
+@register(IMAGE_CROP)
+class ImageDecoderCropCPU(_DecoderBase):
+    crops = True
+
+    def setup(self) -> None:
+        super().setup()
+        if self.args["rounding"] not in ("round", "truncate"):
+            raise ValueError(f"{self.label}: 'rounding' must be 'round' or 'truncate', got {self.args['rounding']!r}")
+        if not self._has_size(self.node.arg_inputs):
+            raise ValueError(f"{self.label}: give the window size as 'crop' or as 'crop_h' and 'crop_w'")
+
+    def _has_size(self, tensors) -> bool:
+        given = lambda name: name in tensors or bool(self.args.get(name))
+        return given("crop") or (given("crop_h") and given("crop_w"))
+
+    def windows(self, ws, shapes):
+        if ws.has_arg("crop"):
+            hw = ws.per_sample("crop", np.float64, 2)
+        else:
+            hw = np.stack([ws.per_sample("crop_h", np.float64), ws.per_sample("crop_w", np.float64)], 1)
+        size = _round_half_away(hw).astype(np.int64)
+        pos = np.stack([ws.per_sample("crop_pos_y", np.float64), ws.per_sample("crop_pos_x", np.float64)], 1)
+        free = shapes[:, :2] - size
+        anchor = pos * free
+        anchor = _round_half_away(anchor) if self.args["rounding"] == "round" else np.trunc(anchor)
+        return np.concatenate([anchor.astype(np.int64), size], 1)
+
+
+@register(IMAGE_SLICE)
+class ImageDecoderSliceCPU(_DecoderBase):
+    crops = True
+
+    def _axes(self) -> list[int]:
+        """Which display axis (0 = H, 1 = W) each anchor/shape value refers to."""
+        names, axes = self.args["axis_names"], self.args["axes"]
+        if names:
+            if any(c not in "HW" for c in names) or len(set(names)) != len(names):
+                raise ValueError(f"{self.label}: axis_names must name H and/or W of the HWC output, got {names!r}")
+            return ["HW".index(c) for c in names]
+        axes = [1, 0] if axes is None else list(axes)
+        if any(a not in (0, 1) for a in axes) or len(set(axes)) != len(axes):
+            raise ValueError(f"{self.label}: axes must be 0 (H) and/or 1 (W), got {axes}")
+        return axes
+
+    def windows(self, ws, shapes):
+        axes = self._axes()
+        n, k = len(shapes), len(axes)
+        extent = shapes[:, axes].astype(np.float64)  # [N, k] in anchor order
+        start, end = np.zeros((n, k)), extent.copy()
+
+        def values(name):
+            return ws.per_sample(name, np.float64, k) if ws.has_arg(name) else None
+
+        if len(ws.inputs) == 3:
+            anchor = _input_values(self, ws.inputs[1], n, k, "anchor")
+            size = _input_values(self, ws.inputs[2], n, k, "shape")
+            lo = anchor * extent if self.args["normalized_anchor"] else anchor
+            hi = lo + (size * extent if self.args["normalized_shape"] else size)
+            start, end = lo, hi
+        elif len(ws.inputs) == 2:
+            raise ValueError(f"{self.label}: give both the anchor and the shape input, or neither")
+        else:
+            for name, scale in (("start", None), ("rel_start", extent)):
+                v = values(name)
+                if v is not None:
+                    start = v * scale if scale is not None else v
+            ends = [("end", None, False), ("rel_end", extent, False), ("shape", None, True), ("rel_shape", extent, True)]
+            for name, scale, relative_to_start in ends:
+                v = values(name)
+                if v is not None:
+                    v = v * scale if scale is not None else v
+                    end = start + v if relative_to_start else v
+        # start and end are rounded separately
+        lo, hi = _round_half_away(start).astype(np.int64), _round_half_away(end).astype(np.int64)
+        win = np.concatenate([np.zeros((n, 2), np.int64), shapes[:, :2].astype(np.int64)], 1)
+        for j, axis in enumerate(axes):
+            win[:, axis] = lo[:, j]
+            win[:, 2 + axis] = hi[:, j] - lo[:, j]
+        return win
+
+
+def _input_values(op: Operator, tl, n: int, k: int, what: str) -> np.ndarray:
+    if len(tl) != n or not (tl._volumes() == k).all():
+        raise ValueError(f"{op.label}: the {what} input must have {k} value(s) per sample")
+    return np.stack([np.asarray(tl._sample_array(i), np.float64).reshape(k) for i in range(n)])
+
+
+@register(PEEK_IMAGE_SHAPE)
+class PeekImageShapeCPU(Operator):
+    def run(self, ws):
+        src = _encoded(self, ws)
+        shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["image_type"]))
+        out = empty_batch(np.full((len(src), 1), 3, np.int64), to_numpy_type(self.args["dtype"]))
+        out._buf[...] = shapes.reshape(-1)
+        return [out]

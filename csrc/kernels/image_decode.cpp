@@ -1,0 +1,312 @@
+// Batch image decoding: format detection, per-sample planning (display-space crop window ->
+// stored region, DCT scale from a size hint, output colour), and the two bindings:
+//
+//   peek_image_shapes(pool, data, shapes, offsets, output_type=ANY_DATA, adjust_orientation=True)
+//       -> (shapes int64 [N, 3] (H, W, C) in display orientation, fallback bool [N])
+//   decode_images(pool, data, shapes, offsets, output_type, adjust_orientation, crop=None,
+//                 target_hw=None, use_fast_idct=False)
+//       -> (out uint8 [total], out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N])
+//
+// `fallback[i]` marks a sample in a format recognised but not decoded natively (TIFF, WebP,
+// JPEG 2000, RLE BMP): its shape row is zeros and it has no bytes in `out`; Python decodes it.
+// decode_images parses every header in parallel, allocates the packed output with the GIL,
+// then decodes every sample in parallel straight into its place.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "engine/module.h"
+#include "kernels/image_decode.h"
+
+namespace penstock {
+namespace image {
+
+Format detect_format(const uint8_t* d, size_t n) {
+  auto starts = [&](const char* magic, size_t len) { return n >= len && !std::memcmp(d, magic, len); };
+  if (starts("\xFF\xD8\xFF", 3)) return Format::Jpeg;
+  if (starts("\x89PNG\r\n\x1A\n", 8)) return Format::Png;
+  if (starts("BM", 2)) return Format::Bmp;
+  if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6' &&
+      (d[2] == ' ' || d[2] == '\t' || d[2] == '\n' || d[2] == '\r' || d[2] == '#'))
+    return Format::Pnm;
+  if (starts("II*\0", 4) || starts("MM\0*", 4)) return Format::Tiff;
+  if (n >= 12 && starts("RIFF", 4) && !std::memcmp(d + 8, "WEBP", 4)) return Format::Webp;
+  if (starts("\0\0\0\x0CjP  \r\n\x87\n", 12) || starts("\xFF\x4F\xFF\x51", 4)) return Format::Jpeg2000;
+  if (starts("GIF87a", 6) || starts("GIF89a", 6)) return Format::Gif;
+  return Format::Unknown;
+}
+
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::Jpeg: return "JPEG";
+    case Format::Png: return "PNG";
+    case Format::Bmp: return "BMP";
+    case Format::Pnm: return "PNM";
+    case Format::Tiff: return "TIFF";
+    case Format::Webp: return "WebP";
+    case Format::Jpeg2000: return "JPEG 2000";
+    case Format::Gif: return "GIF";
+    default: return "unknown";
+  }
+}
+
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+using U8Array = py::array_t<uint8_t, py::array::c_style>;
+using BoolArray = py::array_t<bool, py::array::c_style>;
+
+constexpr int64_t kMaxSampleBytes = int64_t(1) << 32;  // a corrupt header must not ask for more
+
+ImageInfo read_info(Format f, const uint8_t* d, size_t n) {
+  switch (f) {
+    case Format::Jpeg: return read_jpeg_info(d, n);
+    case Format::Png: return read_png_info(d, n);
+    case Format::Bmp: return read_bmp_info(d, n);
+    case Format::Pnm: return read_pnm_info(d, n);
+    case Format::Tiff: case Format::Webp: case Format::Jpeg2000:
+      throw NeedsFallback(format_name(f));
+    case Format::Gif:
+      throw DecodeError("GIF images are not supported");
+    default:
+      throw DecodeError("unsupported image format (not JPEG, PNG, BMP, PNM, TIFF, WebP or JPEG 2000)");
+  }
+}
+
+void decode_region(Format f, const uint8_t* d, size_t n, const DecodeRequest& req, uint8_t* dst) {
+  switch (f) {
+    case Format::Jpeg: return decode_jpeg(d, n, req, dst);
+    case Format::Png: return decode_png(d, n, req, dst);
+    case Format::Bmp: return decode_bmp(d, n, req, dst);
+    case Format::Pnm: return decode_pnm(d, n, req, dst);
+    default: throw DecodeError("no native decoder");
+  }
+}
+
+struct Plan {
+  Format format = Format::Unknown;
+  bool fallback = false;
+  Orientation orientation;
+  DecodeRequest request;
+  int64_t out_h = 0, out_w = 0, out_c = 0;
+};
+
+struct Encoded {
+  const uint8_t* data;
+  size_t size;
+};
+
+Encoded encoded_sample(const BatchView& in, int64_t i) {
+  return {static_cast<const uint8_t*>(in.data) + in.offsets[i], size_t(in.volume(i))};
+}
+
+// Display size of the full image.
+void display_size(const ImageInfo& info, Orientation o, int64_t& h, int64_t& w) {
+  h = o.transpose ? info.width : info.height;
+  w = o.transpose ? info.height : info.width;
+}
+
+// Smallest DCT scale n/8 whose scaled region still covers target (stored orientation).
+int pick_scale(const Window& s, int64_t target_h, int64_t target_w) {
+  for (int n = 1; n < 8; ++n) {
+    int64_t h = (s.y + s.h) * n / 8 + ((s.y + s.h) * n % 8 != 0) - s.y * n / 8;
+    int64_t w = (s.x + s.w) * n / 8 + ((s.x + s.w) * n % 8 != 0) - s.x * n / 8;
+    if (h >= target_h && w >= target_w) return n;
+  }
+  return 8;
+}
+
+// The rows/columns of the n/8-scaled image that cover a window of the full-size image.
+Window scale_window(const Window& s, int n) {
+  auto lo = [n](int64_t v) { return v * n / 8; };
+  auto hi = [n](int64_t v) { return (v * n + 7) / 8; };
+  return {lo(s.y), lo(s.x), hi(s.y + s.h) - lo(s.y), hi(s.x + s.w) - lo(s.x)};
+}
+
+Plan plan_sample(const Encoded& e, int output_type, bool adjust_orientation, const int64_t* crop,
+                 const int64_t* target) {
+  Plan p;
+  if (e.size == 0) throw DecodeError("empty input (0 bytes)");
+  p.format = detect_format(e.data, e.size);
+  ImageInfo info;
+  try {
+    info = read_info(p.format, e.data, e.size);
+  } catch (const NeedsFallback&) {
+    p.fallback = true;
+    return p;
+  }
+  if (info.height < 1 || info.width < 1) throw DecodeError("image has no pixels");
+  p.orientation = orientation_from_exif(adjust_orientation ? info.orientation : 1);
+  int64_t disp_h, disp_w;
+  display_size(info, p.orientation, disp_h, disp_w);
+
+  Window window{0, 0, disp_h, disp_w};
+  if (crop) {
+    window = {crop[0], crop[1], crop[2], crop[3]};
+    if (window.y < 0 || window.x < 0 || window.h < 1 || window.w < 1 || window.y + window.h > disp_h ||
+        window.x + window.w > disp_w)
+      throw DecodeError("crop window (y=" + std::to_string(window.y) + ", x=" + std::to_string(window.x) +
+                        ", h=" + std::to_string(window.h) + ", w=" + std::to_string(window.w) +
+                        ") lies outside the " + std::to_string(disp_h) + "x" + std::to_string(disp_w) +
+                        " image");
+  }
+  Window stored = display_to_stored(window, info.height, info.width, p.orientation);
+
+  DecodeRequest& req = p.request;
+  req.model = info.model;
+  if (p.format == Format::Jpeg) {
+    if (output_type == kBGR && info.model == Model::RGB) req.model = Model::BGR;  // libjpeg swaps
+    if (target && target[0] > 0 && target[1] > 0) {
+      int64_t th = p.orientation.transpose ? target[1] : target[0];
+      int64_t tw = p.orientation.transpose ? target[0] : target[1];
+      req.scale_num = pick_scale(stored, th, tw);
+    }
+  }
+  req.region = scale_window(stored, req.scale_num);
+  p.out_h = p.orientation.transpose ? req.region.w : req.region.h;
+  p.out_w = p.orientation.transpose ? req.region.h : req.region.w;
+  p.out_c = output_channels(output_type, info.model);
+  if (p.out_h * p.out_w * std::max<int64_t>(p.out_c, model_channels(req.model)) > kMaxSampleBytes)
+    throw DecodeError("image too large (" + std::to_string(p.out_h) + "x" + std::to_string(p.out_w) + ")");
+  return p;
+}
+
+void decode_sample(const Encoded& e, const Plan& p, int output_type, uint8_t* out) {
+  const DecodeRequest& req = p.request;
+  Orientation o = p.orientation;
+  if (!o.transpose && !o.flip_rows && !o.flip_cols && model_is_output(req.model, output_type)) {
+    decode_region(p.format, e.data, e.size, req, out);
+    return;
+  }
+  // uninitialized: the decoder writes every byte
+  std::unique_ptr<uint8_t[]> stored(new uint8_t[size_t(req.region.h * req.region.w * model_channels(req.model))]);
+  decode_region(p.format, e.data, e.size, req, stored.get());
+  finish_pixels(stored.get(), req.region.h, req.region.w, req.model, o, output_type, out);
+}
+
+// Runs fn for sample i, reporting any failure as SampleError(i).
+template <typename F>
+void per_sample(int64_t i, F&& fn) {
+  try {
+    fn();
+  } catch (const SampleError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw SampleError(i, "out of memory while decoding the image");
+  } catch (const std::exception& ex) {
+    throw SampleError(i, ex.what());
+  }
+}
+
+void check_output_type(int output_type) {
+  if (output_type < kRGB || output_type > kAnyData)
+    throw std::invalid_argument("output_type must be a DALIImageType code 0..4, got " +
+                                std::to_string(output_type));
+}
+
+const int64_t* optional_rows(const py::object& arr, int64_t n, int64_t cols, const char* name,
+                             I64Array& keep) {
+  if (arr.is_none()) return nullptr;
+  keep = I64Array::ensure(arr);
+  if (!keep || keep.ndim() != 2 || keep.shape(0) != n || keep.shape(1) != cols)
+    throw std::invalid_argument(std::string(name) + " must be an int64 array of shape [N, " +
+                                std::to_string(cols) + "]");
+  return keep.data();
+}
+
+BatchView encoded_batch(py::array& data, I64Array& shapes, I64Array& offsets) {
+  BatchView in = make_batch_view(data, shapes, offsets, false);
+  if (in.elem_size != 1) throw std::invalid_argument("encoded images must be uint8 bytes");
+  return in;
+}
+
+py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
+                            int output_type, bool adjust_orientation) {
+  check_output_type(output_type);
+  BatchView in = encoded_batch(data, shapes, offsets);
+  int64_t n = in.num_samples;
+  I64Array out({n, int64_t(3)});
+  BoolArray fallback(n);
+  int64_t* o = out.mutable_data();
+  bool* fb = fallback.mutable_data();
+  {
+    py::gil_scoped_release nogil;
+    pool.parallel_for(n, [&](int64_t i) {
+      per_sample(i, [&] {
+        Plan p = plan_sample(encoded_sample(in, i), output_type, adjust_orientation, nullptr, nullptr);
+        o[3 * i] = p.out_h, o[3 * i + 1] = p.out_w, o[3 * i + 2] = p.out_c;
+        fb[i] = p.fallback;
+      });
+    });
+  }
+  return py::make_tuple(out, fallback);
+}
+
+py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
+                        int output_type, bool adjust_orientation, py::object crop, py::object target_hw,
+                        bool use_fast_idct) {
+  check_output_type(output_type);
+  BatchView in = encoded_batch(data, shapes, offsets);
+  int64_t n = in.num_samples;
+  I64Array crop_keep, target_keep;
+  const int64_t* crops = optional_rows(crop, n, 4, "crop", crop_keep);
+  const int64_t* targets = optional_rows(target_hw, n, 2, "target_hw", target_keep);
+
+  std::vector<Plan> plans(n);
+  {
+    py::gil_scoped_release nogil;
+    pool.parallel_for(n, [&](int64_t i) {
+      per_sample(i, [&] {
+        plans[i] = plan_sample(encoded_sample(in, i), output_type, adjust_orientation,
+                               crops ? crops + 4 * i : nullptr, targets ? targets + 2 * i : nullptr);
+        plans[i].request.fast_idct = use_fast_idct;
+      });
+    });
+  }
+
+  I64Array out_shapes({n, int64_t(3)});
+  I64Array out_offsets(n);
+  BoolArray fallback(n);
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Plan& p = plans[i];
+    out_shapes.mutable_data()[3 * i] = p.out_h;
+    out_shapes.mutable_data()[3 * i + 1] = p.out_w;
+    out_shapes.mutable_data()[3 * i + 2] = p.out_c;
+    out_offsets.mutable_data()[i] = total;
+    fallback.mutable_data()[i] = p.fallback;
+    total += p.out_h * p.out_w * p.out_c;
+  }
+  U8Array out(total);
+  uint8_t* base = out.mutable_data();
+  const int64_t* offs = out_offsets.data();
+  {
+    py::gil_scoped_release nogil;
+    pool.parallel_for(n, [&](int64_t i) {
+      if (plans[i].fallback) return;
+      per_sample(i, [&] { decode_sample(encoded_sample(in, i), plans[i], output_type, base + offs[i]); });
+    });
+  }
+  return py::make_tuple(out, out_shapes, out_offsets, fallback);
+}
+
+}  // namespace
+}  // namespace image
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(image_decode) {
+  using namespace penstock;
+  using namespace penstock::image;
+  m.def("peek_image_shapes", &peek_image_shapes,
+        "Shapes (H, W, C) of encoded images from their headers, in display orientation, and "
+        "which samples need the Python (Pillow) fallback",
+        py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
+        py::arg("output_type") = int(kAnyData), py::arg("adjust_orientation") = true);
+  m.def("decode_images", &decode_images,
+        "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC",
+        py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
+        py::arg("output_type"), py::arg("adjust_orientation") = true, py::arg("crop") = py::none(),
+        py::arg("target_hw") = py::none(), py::arg("use_fast_idct") = false);
+}

@@ -1,0 +1,190 @@
+// JPEG through libjpeg-turbo: header + EXIF orientation, and region decoding with DCT-domain
+// downscaling (scale_num/8), horizontal cropping at iMCU granularity (jpeg_crop_scanline; the
+// remainder is cut here), skipped rows above the window and an early stop below it.
+//
+// libjpeg reports errors by calling error_exit, which must not return: ours longjmps back to
+// guarded(), which throws DecodeError. Frames between setjmp and longjmp hold no C++ objects.
+#include <csetjmp>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "kernels/image_decode.h"
+
+namespace penstock {
+namespace image {
+namespace {
+
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void on_error(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  cinfo->err->format_message(cinfo, err->message);
+  longjmp(err->jump, 1);
+}
+
+// Warnings (level -1) are not printed. Running out of data is an error: libjpeg would pad a
+// truncated file with grey. Other corrupt-data warnings are tolerated, as PIL and OpenCV do.
+void on_message(j_common_ptr cinfo, int level) {
+  if (level != -1) return;
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
+    auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+    std::snprintf(err->message, sizeof(err->message), "truncated JPEG data");
+    longjmp(err->jump, 1);
+  }
+  cinfo->err->num_warnings++;
+}
+
+constexpr long kMaxDecoderMemory = 1L << 31;
+
+// One decompressor; owns everything that has a destructor.
+struct Session {
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  bool created = false;
+  std::vector<uint8_t> row;
+  ~Session() {
+    if (created) jpeg_destroy_decompress(&cinfo);
+  }
+};
+
+// Runs body (which must keep no C++ objects on its own stack frame) under libjpeg's error
+// handler.
+template <typename F>
+void guarded(Session& s, F&& body) {
+  if (setjmp(s.err.jump)) throw DecodeError(std::string("invalid JPEG: ") + s.err.message);
+  body();
+}
+
+// Inside guarded(): creates the decompressor and reads the header.
+void open(Session& s, const uint8_t* data, size_t size, bool save_app1) {
+  std::memset(&s.cinfo, 0, sizeof(s.cinfo));
+  s.cinfo.err = jpeg_std_error(&s.err.pub);
+  s.err.pub.error_exit = on_error;
+  s.err.pub.emit_message = on_message;
+  jpeg_create_decompress(&s.cinfo);
+  s.created = true;
+  // Bounds libjpeg's own buffers (a progressive file's whole-image coefficients), so a
+  // corrupt header claiming a huge image fails instead of exhausting memory.
+  s.cinfo.mem->max_memory_to_use = kMaxDecoderMemory;
+  jpeg_mem_src(&s.cinfo, data, static_cast<unsigned long>(size));
+  if (save_app1) jpeg_save_markers(&s.cinfo, JPEG_APP0 + 1, 0xFFFF);
+  jpeg_read_header(&s.cinfo, TRUE);
+  if (s.cinfo.data_precision != 8)
+    throw DecodeError("JPEG with " + std::to_string(s.cinfo.data_precision) +
+                      "-bit samples is not supported (8-bit only)");
+  // Huffman coding spends at least one bit on every 8x8 luma block, so a header that claims
+  // more blocks than the file has bits is corrupt (arithmetic coding has no such bound).
+  uint64_t blocks = uint64_t((s.cinfo.image_width + 7) / 8) * ((s.cinfo.image_height + 7) / 8);
+  if (!s.cinfo.arith_code && blocks > uint64_t(size) * 8)
+    throw DecodeError("invalid JPEG: " + std::to_string(size) + " bytes cannot hold a " +
+                      std::to_string(s.cinfo.image_width) + "x" + std::to_string(s.cinfo.image_height) +
+                      " image (corrupt header or truncated file)");
+}
+
+bool is_cmyk(const jpeg_decompress_struct& c) {
+  return c.jpeg_color_space == JCS_CMYK || c.jpeg_color_space == JCS_YCCK;
+}
+
+int orientation_of(const jpeg_decompress_struct& c) {
+  static const uint8_t kExif[6] = {'E', 'x', 'i', 'f', 0, 0};
+  for (jpeg_saved_marker_ptr m = c.marker_list; m; m = m->next)
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 && !std::memcmp(m->data, kExif, 6))
+      return exif_orientation(m->data + 6, m->data_length - 6);
+  return 1;
+}
+
+// Output pixels decoded beyond a crop window's right edge (covers 4x horizontal subsampling).
+constexpr int64_t kChromaMargin = 8;
+
+inline uint8_t mul_div255(int a, int b) {
+  int t = a * b + 128;
+  return uint8_t((t + (t >> 8)) >> 8);
+}
+
+// CMYK (as libjpeg delivers it, also for YCCK) to RGB or BGR. Adobe writers store the
+// channels inverted, which the APP14 marker tells.
+void cmyk_row(const uint8_t* s, int64_t n, bool adobe_inverted, bool bgr, uint8_t* d) {
+  for (int64_t i = 0; i < n; ++i, s += 4, d += 3) {
+    int c = s[0], m = s[1], y = s[2], k = s[3];
+    if (!adobe_inverted) c = 255 - c, m = 255 - m, y = 255 - y, k = 255 - k;
+    uint8_t r = mul_div255(c, k), g = mul_div255(m, k), b = mul_div255(y, k);
+    d[0] = bgr ? b : r, d[1] = g, d[2] = bgr ? r : b;
+  }
+}
+
+}  // namespace
+
+ImageInfo read_jpeg_info(const uint8_t* data, size_t size) {
+  Session s;
+  ImageInfo info;
+  guarded(s, [&] {
+    open(s, data, size, true);
+    info.height = s.cinfo.image_height;
+    info.width = s.cinfo.image_width;
+    info.model = s.cinfo.jpeg_color_space == JCS_GRAYSCALE ? Model::Gray : Model::RGB;
+    info.orientation = orientation_of(s.cinfo);
+  });
+  return info;
+}
+
+void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uint8_t* dst) {
+  Session s;
+  guarded(s, [&] {
+    open(s, data, size, false);
+    jpeg_decompress_struct& c = s.cinfo;
+    bool cmyk = is_cmyk(c);
+    bool bgr = req.model == Model::BGR;
+    if (c.jpeg_color_space == JCS_GRAYSCALE) {
+      if (req.model != Model::Gray) throw DecodeError("grayscale JPEG decoded as colour");
+      c.out_color_space = JCS_GRAYSCALE;
+    } else {
+      c.out_color_space = cmyk ? JCS_CMYK : bgr ? JCS_EXT_BGR : JCS_RGB;
+    }
+    c.scale_num = req.scale_num;
+    c.scale_denom = 8;
+    c.dct_method = req.fast_idct ? JDCT_IFAST : JDCT_ISLOW;
+    c.do_fancy_upsampling = TRUE;
+    jpeg_start_decompress(&c);
+
+    const Window& w = req.region;
+    if (w.y < 0 || w.x < 0 || w.h < 1 || w.w < 1 || w.y + w.h > c.output_height ||
+        w.x + w.w > c.output_width)
+      throw DecodeError("JPEG region outside the decoded image");
+    // Decode a few more columns than asked on both sides: fancy upsampling at the edge of a
+    // cropped scanline replicates the edge chroma instead of reading its neighbour.
+    int64_t margin_right = std::min<int64_t>(kChromaMargin, c.output_width - (w.x + w.w));
+    JDIMENSION x0 = JDIMENSION(w.x > 0 ? w.x - 1 : 0);
+    JDIMENSION width = JDIMENSION(w.x + w.w + margin_right - x0);
+    if (x0 > 0 || width < c.output_width) jpeg_crop_scanline(&c, &x0, &width);  // widens to iMCUs
+    int64_t skip_cols = w.x - int64_t(x0);
+    if (w.y > 0 && jpeg_skip_scanlines(&c, JDIMENSION(w.y)) != JDIMENSION(w.y))
+      throw DecodeError("truncated JPEG data");
+
+    int comps = c.output_components;
+    int out_c = cmyk ? 3 : comps;
+    bool direct = !cmyk && skip_cols == 0 && int64_t(c.output_width) == w.w;
+    if (!direct) s.row.resize(size_t(c.output_width) * comps);
+    for (int64_t r = 0; r < w.h; ++r) {
+      uint8_t* out_row = dst + r * w.w * out_c;
+      JSAMPROW target = direct ? out_row : s.row.data();
+      if (jpeg_read_scanlines(&c, &target, 1) != 1) throw DecodeError("truncated JPEG data");
+      if (direct) continue;
+      const uint8_t* src = s.row.data() + skip_cols * comps;
+      if (cmyk) cmyk_row(src, w.w, c.saw_Adobe_marker, bgr, out_row);
+      else std::memcpy(out_row, src, size_t(w.w) * comps);
+    }
+    jpeg_abort_decompress(&c);  // rows below the window are never decoded
+  });
+}
+
+}  // namespace image
+}  // namespace penstock

@@ -1,0 +1,39 @@
+import os
+import sys
+
+import numpy as np
+import pytest
+
+_CORE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
+if _CORE not in sys.path:
+    sys.path.insert(0, _CORE)
+
+from penstock import fn, pipeline_def  # noqa: E402
+
+
+def _const(d):
+    return lambda: d
+
+
+def run_graph(graph, inputs, batch_size=None, **pipe_kwargs):
+    """Builds a pipeline whose external sources return ``inputs`` (one list of per-sample arrays
+    per external source) and runs it once; returns the outputs as lists of numpy arrays."""
+    bs = batch_size or len(inputs[0])
+
+    @pipeline_def(batch_size=bs, num_threads=2, device_id=None, **pipe_kwargs)
+    def pipe():
+        srcs = [fn.external_source(source=_const(d), batch=True) for d in inputs]
+        return graph(*srcs)
+
+    p = pipe()
+    outs = p.run()
+    return [[out.at(i) for i in range(len(out))] for out in outs], outs
+
+
+@pytest.fixture
+def run1():
+    """run1(graph, *arrays) -> (first output as list of numpy samples, TensorList)"""
+    def _run(graph, *inputs, **kw):
+        vals, outs = run_graph(graph, inputs, **kw)
+        return vals[0], outs[0]
+    return _run

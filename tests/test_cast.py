@@ -1,0 +1,86 @@
+import numpy as np
+import pytest
+
+from penstock import fn, types
+from penstock.types import DALIDataType as T
+
+from _util import run_es
+
+
+def _cast(x, dtype):
+    (out,) = run_es(lambda a: fn.cast(a, dtype=dtype), [x])
+    assert out.dtype == dtype
+    return out.at(0)
+
+
+def test_round_half_away_from_zero():
+    x = np.array([-1.5, -0.5, 0.5, 1.5, 2.5, -2.5, 0.49, -0.51], np.float32)
+    np.testing.assert_array_equal(_cast(x, T.INT32), [-2, -1, 1, 2, 3, -3, 0, -1])
+
+
+def test_float_to_uint8_saturates():
+    x = np.array([300.7, -5.0, 254.5, 127.2, 1e10, -1e10], np.float32)
+    np.testing.assert_array_equal(_cast(x, T.UINT8), [255, 0, 255, 127, 255, 0])
+
+
+def test_int_narrowing_saturates():
+    x = np.array([-300, 100, 300], np.int32)
+    np.testing.assert_array_equal(_cast(x, T.INT8), [-128, 100, 127])
+    np.testing.assert_array_equal(_cast(x, T.UINT8), [0, 100, 255])
+    np.testing.assert_array_equal(_cast(np.array([-1, 70000], np.int32), T.UINT16), [0, 65535])
+
+
+def test_unsigned_to_signed_saturates():
+    x = np.array([0, 200, 4294967295], np.uint32)
+    np.testing.assert_array_equal(_cast(x, T.INT32), [0, 200, 2147483647])
+    np.testing.assert_array_equal(_cast(np.array([255], np.uint8), T.INT8), [127])
+
+
+def test_bool_to_number():
+    x = np.array([True, False, True])
+    np.testing.assert_array_equal(_cast(x, T.FLOAT), [1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(_cast(x, T.INT32), [1, 0, 1])
+
+
+def test_number_to_bool():
+    x = np.array([0, 2, -1], np.int32)
+    np.testing.assert_array_equal(_cast(x, T.BOOL), [False, True, True])
+
+
+def test_int_to_float_exact():
+    x = np.array([-7, 0, 123456], np.int32)
+    np.testing.assert_array_equal(_cast(x, T.FLOAT), x.astype(np.float32))
+    np.testing.assert_array_equal(_cast(x, T.FLOAT64), x.astype(np.float64))
+
+
+def test_float64_to_float32():
+    x = np.array([1.25, -3.5], np.float64)
+    np.testing.assert_array_equal(_cast(x, T.FLOAT), np.float32([1.25, -3.5]))
+
+
+def test_cast_keeps_shape_and_layout():
+    x = np.arange(12, dtype=np.float32).reshape(2, 2, 3) + 0.5
+    (out,) = run_es(lambda a: fn.cast(a, dtype=T.INT16), [x], layouts=["HWC"])
+    assert out.shape() == [(2, 2, 3)]
+    assert out.layout() == "HWC"
+    np.testing.assert_array_equal(out.at(0), np.floor(x + 0.5).astype(np.int16))
+
+
+def test_cast_vs_arithmetic_wrap():
+    x = np.array([250], np.uint8)
+    (w, c) = run_es(lambda a: (a + a, fn.cast(fn.cast(a, dtype=T.INT32) * 2, dtype=T.UINT8)), [x])
+    assert w.at(0).tolist() == [244]
+    assert c.at(0).tolist() == [255]
+
+
+def test_cast_numpy_dtype_argument():
+    (out,) = run_es(lambda a: fn.cast(a, dtype=np.float32), [np.array([1, 2], np.int32)])
+    assert out.dtype == T.FLOAT
+
+
+def test_cast_like():
+    if not hasattr(fn, "cast_like"):
+        pytest.skip("cast_like not implemented")
+    (out,) = run_es(lambda a, b: fn.cast_like(a, b), [np.array([1.6], np.float32)],
+                    [np.array([0], np.int16)])
+    assert out.dtype == T.INT16 and out.at(0).tolist() == [2]
