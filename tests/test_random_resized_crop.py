@@ -1,9 +1,10 @@
-"""fn.random_resized_crop: the window algorithm's invariants and the resize of the window."""
+"""fn.random_resized_crop: invariants of its window algorithm (shared with decoders.image_random_crop)
+and the resize of the window."""
 import numpy as np
 import pytest
 
 from penstock import fn, ops, pipeline_def, types
-from penstock.operators.random_resized_crop import random_crop_window
+from penstock.operators.decoders import random_crop_window
 
 from test_resize_kernel import ref_resize
 
@@ -12,7 +13,7 @@ from test_resize_kernel import ref_resize
 def test_window_invariants(h, w):
     rng = np.random.default_rng(h * 1000 + w)
     for _ in range(300):
-        y, x, ch, cw = random_crop_window(h, w, (0.08, 1.0), (0.75, 4 / 3), 10, rng)
+        y, x, ch, cw = random_crop_window(rng, h, w, (0.08, 1.0), (0.75, 4 / 3), 10)
         assert 1 <= ch <= h and 1 <= cw <= w
         assert 0 <= y <= h - ch and 0 <= x <= w - cw
 
@@ -21,7 +22,7 @@ def test_window_statistics_follow_the_ranges():
     rng = np.random.default_rng(0)
     areas, ratios = [], []
     for _ in range(2000):
-        _, _, ch, cw = random_crop_window(400, 400, (0.2, 0.6), (0.5, 2.0), 10, rng)
+        _, _, ch, cw = random_crop_window(rng, 400, 400, (0.2, 0.6), (0.5, 2.0), 10)
         areas.append(ch * cw / 160000)
         ratios.append(cw / ch)
     assert 0.19 <= min(areas) and max(areas) <= 0.61
@@ -32,7 +33,7 @@ def test_window_statistics_follow_the_ranges():
 def test_fallback_clamps_aspect_and_area():
     rng = np.random.default_rng(1)
     # a 10x1000 strip cannot hold a window with w/h <= 4/3 and area >= 0.9: fallback
-    y, x, ch, cw = random_crop_window(10, 1000, (0.9, 1.0), (0.75, 4 / 3), 3, rng)
+    y, x, ch, cw = random_crop_window(rng, 10, 1000, (0.9, 1.0), (0.75, 4 / 3), 3)
     assert ch == 10 and cw == round(10 * 4 / 3)
 
 

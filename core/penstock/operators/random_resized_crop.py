@@ -1,5 +1,5 @@
 """``random_resized_crop``: a random window (area fraction and aspect ratio drawn per sample, the
-Inception-style algorithm shared with ``decoders.image_random_crop``) resized to ``size``."""
+Inception-style algorithm of ``decoders.image_random_crop``, reused from there) resized to ``size``."""
 from __future__ import annotations
 
 import math
@@ -10,6 +10,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ._batch import contiguous
 from .crop import layout_of
+from .decoders import random_crop_window
 from .resize import FILTER_ARGS, filters, resize_batch, spatial_layout
 
 WINDOW_ARGS = [
@@ -34,35 +35,6 @@ def check_window_args(op) -> tuple[tuple[float, float], tuple[float, float], int
     if attempts < 1:
         raise ValueError(f"{op.label}: num_attempts must be at least 1")
     return area, ratio, attempts
-
-
-def random_crop_window(h: int, w: int, area, ratio, attempts: int, rng: np.random.Generator):
-    """(y, x, ch, cw) of one random window inside an h x w image."""
-    if h <= 0 or w <= 0:
-        return 0, 0, h, w
-    min_r, max_r = ratio
-    log_lo, log_hi = math.log(min_r), math.log(max_r)
-    total = h * w
-    for _ in range(attempts):
-        s = rng.uniform(area[0], area[1])
-        r = math.exp(rng.uniform(log_lo, log_hi))
-        cw = max(1, _round(math.sqrt(s * total * r)))
-        ch = max(1, _round(math.sqrt(s * total / r)))
-        if cw <= w and ch <= h and min_r <= cw / ch <= max_r:
-            break
-    else:  # whole image, aspect clamped to the range, shrunk to at most the maximum area
-        cw, ch = w, h
-        if w / h > max_r:
-            cw = max(1, min(w, _round(h * max_r)))
-        elif w / h < min_r:
-            ch = max(1, min(h, _round(w / min_r)))
-        limit = area[1] * total
-        if cw * ch > limit:
-            f = math.sqrt(limit / (cw * ch))
-            cw, ch = max(1, _round(cw * f)), max(1, _round(ch * f))
-    x = int(rng.integers(0, w - cw + 1))
-    y = int(rng.integers(0, h - ch + 1))
-    return y, x, ch, cw
 
 
 RRC = OpSchema(
@@ -92,7 +64,7 @@ class RandomResizedCropCPU(Operator):
         rois = np.zeros((n, 4))
         for i in range(n):
             h, w = (int(v) for v in src._shapes[i, first:first + 2])
-            y, x, ch, cw = random_crop_window(h, w, *self.window_args, rng)
+            y, x, ch, cw = random_crop_window(rng, h, w, *self.window_args)
             rois[i] = (y, x, y + ch, x + cw)
         minf, magf = filters(ws)
         out_sizes = np.tile(np.array(self.size, np.int64), (n, 1))
