@@ -84,6 +84,13 @@ def test_crop_dtype_sequences_and_legacy_ops():
     np.testing.assert_array_equal(out[0], IMG[3:7, 4:9].astype(np.float16))
 
 
+def test_crop_fill_survives_dtype_conversion():
+    out, _ = run(fn.crop, [IMG], crop=(10, 14), out_of_bounds_policy="pad", fill_values=(0.5,), dtype=types.FLOAT)
+    np.testing.assert_array_equal(out[0], padded_window(IMG.astype(np.float32), (0, -1, 0), (10, 14, 3), (0.5,)))
+    out, _ = run(fn.crop, [IMG], crop=(10, 14), out_of_bounds_policy="pad", fill_values=(7,), dtype=types.FLOAT)
+    np.testing.assert_array_equal(out[0], padded_window(IMG.astype(np.float32), (0, -1, 0), (10, 14, 3), (7,)))
+
+
 def test_crop_volume():
     vol = np.arange(6 * 7 * 8, dtype=np.int16).reshape(6, 7, 8, 1)
     out, _ = run(fn.crop, [vol], layout="DHWC", crop=(2, 3, 4), crop_pos_z=0.0)

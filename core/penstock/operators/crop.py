@@ -158,10 +158,18 @@ def fill_for(ws, layout: str, values) -> tuple[np.ndarray, int]:
     return np.tile(values, (ws.batch_size, 1)), cdim
 
 
-def with_dtype(ws, out, dtype):
-    if dtype is None or int(dtype) == int(out.dtype):
-        return out
-    return cast_batch(ws, out, dtype)
+def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
+    """slice_batch, then conversion to `dtype`. The window is cut in the input type (cheaper:
+    only the window is converted) unless a fill value does not survive that type (e.g. 0.5 for
+    uint8 data with a float output): then the input is converted first."""
+    if dtype is None or int(dtype) == int(src.dtype):
+        return slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
+    in_type = src._buf.dtype
+    exact = in_type.kind == "f" or (np.all(fill == np.round(fill)) and np.iinfo(in_type).min <= fill.min()
+                                     and fill.max() <= np.iinfo(in_type).max)
+    if exact:
+        return cast_batch(ws, slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim), dtype)
+    return slice_batch(ws, cast_batch(ws, src, dtype), anchors, shapes, fill=fill, channel_dim=cdim)
 
 
 # ---- crop ----------------------------------------------------------------------------------
@@ -185,8 +193,7 @@ class CropCPU(Operator):
             raise ValueError(f"{self.label}: give the window size with 'crop' or 'crop_h'/'crop_w'")
         anchors, shapes = crop_windows(ws, src, layout)
         fill, cdim = fill_for(ws, layout, self.args["fill_values"])
-        out = slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
-        return [with_dtype(ws, out, self.args["dtype"])]
+        return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
 
 
 # ---- slice ---------------------------------------------------------------------------------
@@ -252,8 +259,7 @@ class SliceCPU(Operator):
             lo, hi = np.clip(anchors, 0, src._shapes), np.clip(anchors + shapes, 0, src._shapes)
             anchors, shapes = lo, np.maximum(hi - lo, 0)
         fill, cdim = fill_for(ws, layout, self.args["fill_values"])
-        out = slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
-        return [with_dtype(ws, out, self.args["dtype"])]
+        return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
 
     def _window(self, ws, ext, k):
         """(start, end) as float [N, k] in absolute coordinates, before rounding."""
