@@ -9,6 +9,8 @@ exact scale factor by widening the ROI about its centre.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _engine
@@ -202,30 +204,26 @@ class ResizeCPU(Operator):
                 raise ValueError(f"{self.label}: 'max_size' has {cap.size} values for {s} spatial dims")
             cap = np.where(cap > 0, cap, np.inf)
         safe = np.where(ext > 0, ext, 1.0)
-        out = np.empty_like(req)
-        for i in range(n):
-            e, r, given = ext[i], req[i], req[i] > 0
-            uniform = True  # one scale for all axes (aspect kept)
-            if shorter[i] or longer[i]:
-                scale = (shorter[i] / safe[i].min()) if shorter[i] else (longer[i] / safe[i].max())
-                o = e * scale
-            elif not given.any():
-                o = e.copy()
-            elif mode == "stretch" or (mode == "default" and given.all()):
-                o, uniform = np.where(given, r, e), False
-            else:
-                ratios = r[given] / safe[i][given]
-                scale = {"default": float(np.exp(np.log(ratios).mean())) if len(ratios) else 1.0,
-                         "not_larger": ratios.min(), "not_smaller": ratios.max()}[mode]
-                o = e * scale
-                if mode == "default":
-                    o = np.where(given, r, o)
-            if cap is not None:
-                if uniform:
-                    o = o * min(1.0, float(np.min(cap / np.where(o > 0, o, 1.0))))
-                else:
-                    o = np.minimum(o, cap)
-            out[i] = o
+        given = req > 0
+        # per-sample scale for the aspect-keeping rules (ratios of the given axes)
+        ratios = np.where(given, req / safe, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no axis given
+            scale = {"default": np.exp(np.nanmean(np.log(ratios), axis=1)), "stretch": np.ones(n),
+                     "not_larger": np.nanmin(ratios, axis=1), "not_smaller": np.nanmax(ratios, axis=1)}[mode]
+        keep_aspect = ext * scale[:, None]
+        if mode == "default":
+            keep_aspect = np.where(given, req, keep_aspect)
+        exact = (mode == "stretch") | ((mode == "default") & given.all(axis=1))  # per-axis sizes as given
+        out = np.where(exact[:, None], np.where(given, req, ext), keep_aspect)
+        out = np.where(given.any(axis=1)[:, None], out, ext)
+        side = np.where(shorter != 0, shorter / safe.min(axis=1), longer / safe.max(axis=1))
+        by_side = (shorter != 0) | (longer != 0)
+        out = np.where(by_side[:, None], ext * side[:, None], out)
+        if cap is not None:
+            uniform = ~exact | by_side | ~given.any(axis=1)  # one scale for all axes: shrink all together
+            shrink = np.minimum(1.0, np.min(cap / np.where(out > 0, out, 1.0), axis=1))
+            out = np.where(uniform[:, None], out * shrink[:, None], np.minimum(out, cap))
         return out
 
 
