@@ -1,0 +1,391 @@
+"""Window copies: ``crop``, ``slice``, ``pad`` and ``flip`` (one native kernel, `_engine.slice`).
+
+Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window sizes from
+``crop`` / ``crop_h|w|d``, anchors ``round(crop_pos * (extent - size))`` (ties away from zero),
+and the out-of-bounds policies ("error", "pad", "trim_to_shape").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator, SampleError
+from .._registry import Arg, ArgType, OpSchema, register
+from ._batch import contiguous, empty_batch
+from .cast import cast_batch
+
+SPATIAL = "DHW"  # crop / crop_pos order for volumes; images use "HW"
+
+
+def default_layout(ndim: int) -> str:
+    """Layout assumed for a batch without one (DALI treats 3-D images as HWC)."""
+    return {2: "HW", 3: "HWC", 4: "DHWC"}.get(ndim, "")
+
+
+def layout_of(tl) -> str:
+    return tl._layout or default_layout(tl.ndim())
+
+
+def round_half_away(x):
+    x = np.asarray(x, np.float64)
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int64)
+
+
+def per_sample_list(ws, name: str, dtype=np.float64) -> np.ndarray | None:
+    """A list argument as [N, k] (k from the constant or the per-sample tensor); None if unset."""
+    if name in ws.arg_inputs:
+        tl = ws.arg_inputs[name]
+        return ws.per_sample(name, dtype, int(tl._volumes()[0]) if len(tl) else 0)
+    value = ws.op.args.get(name)
+    if value is None:
+        return None
+    v = np.asarray(value, dtype).reshape(-1)
+    return np.broadcast_to(v, (ws.batch_size, v.size)).copy()
+
+
+def per_channel(ws, name: str, channels: int) -> np.ndarray:
+    """A per-channel list argument as [N, channels] float32 (one value broadcasts)."""
+    v = per_sample_list(ws, name, np.float32)
+    if v.shape[1] == 1:
+        return np.repeat(v, channels, axis=1)
+    if v.shape[1] != channels:
+        raise ValueError(f"{ws.op.label}: '{name}' has {v.shape[1]} values; the input has {channels} channels")
+    return v
+
+
+# ---- crop windows ---------------------------------------------------------------------------
+
+CROP_ARGS = [
+    Arg("crop", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window size (h, w) or (d, h, w)"),
+    Arg("crop_h", ArgType.FLOAT, 0.0, tensor=True, doc="window height (0 = not cropped)"),
+    Arg("crop_w", ArgType.FLOAT, 0.0, tensor=True, doc="window width (0 = not cropped)"),
+    Arg("crop_d", ArgType.FLOAT, 0.0, tensor=True, doc="window depth (0 = not cropped)"),
+    Arg("crop_pos_x", ArgType.FLOAT, 0.5, tensor=True, doc="relative horizontal position of the window"),
+    Arg("crop_pos_y", ArgType.FLOAT, 0.5, tensor=True, doc="relative vertical position of the window"),
+    Arg("crop_pos_z", ArgType.FLOAT, 0.5, tensor=True, doc="relative depth position of the window"),
+    Arg("out_of_bounds_policy", ArgType.STR, "error", doc="'error', 'pad' or 'trim_to_shape'"),
+    Arg("fill_values", ArgType.FLOAT_LIST, (0.0,), doc="per-channel values of padded areas"),
+    Arg("rounding", ArgType.STR, "round", doc="anchor rounding: 'round' or 'truncate'"),
+]
+
+
+def crop_window_sizes(ws, axes: dict) -> dict:
+    """{axis letter: [N] float sizes or None} for the spatial axes present."""
+    op = ws.op
+    present = [a for a in SPATIAL if a in axes]
+    sizes = {a: None for a in present}
+    crop = per_sample_list(ws, "crop")
+    separate = {"D": "crop_d", "H": "crop_h", "W": "crop_w"}
+    if crop is not None:
+        if any(ws.has_arg(separate[a]) and (separate[a] in ws.arg_inputs or op.args[separate[a]])
+               for a in present):
+            raise ValueError(f"{op.label}: give either 'crop' or 'crop_h'/'crop_w'/'crop_d', not both")
+        k = crop.shape[1]
+        if k not in (len(present), 2):
+            raise ValueError(f"{op.label}: 'crop' has {k} values for the {len(present)} spatial dims of the input")
+        for a, col in zip(present[-k:], range(k)):
+            sizes[a] = crop[:, col]
+        return sizes
+    for a in present:
+        v = ws.per_sample(separate[a], np.float64)
+        if (v != 0).any():
+            sizes[a] = v
+    return sizes
+
+
+def crop_windows(ws, src, layout: str, allow_trim: bool = True):
+    """Anchors and window shapes [N, ndim] of the crop arguments (non-spatial dims: whole)."""
+    op = ws.op
+    shapes = src._shapes
+    n, nd = shapes.shape
+    axes = {c: i for i, c in enumerate(layout)}
+    anchors = np.zeros((n, nd), np.int64)
+    out = shapes.copy()
+    policy = op.args["out_of_bounds_policy"]
+    if policy not in ("error", "pad", "trim_to_shape"):
+        raise ValueError(f"{op.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape', got '{policy}'")
+    rounding = op.args["rounding"]
+    if rounding not in ("round", "truncate"):
+        raise ValueError(f"{op.label}: rounding must be 'round' or 'truncate', got '{rounding}'")
+    pos_arg = {"D": "crop_pos_z", "H": "crop_pos_y", "W": "crop_pos_x"}
+    for a, size in crop_window_sizes(ws, axes).items():
+        if size is None:
+            continue
+        d = axes[a]
+        if (size < 0).any():
+            raise ValueError(f"{op.label}: crop window sizes must not be negative")
+        size_i = round_half_away(size)
+        pos = ws.per_sample(pos_arg[a], np.float64)
+        raw = pos * (shapes[:, d] - size_i)
+        anchors[:, d] = round_half_away(raw) if rounding == "round" else np.trunc(raw).astype(np.int64)
+        out[:, d] = size_i
+    lo, hi = anchors, anchors + out
+    outside = ((lo < 0) | (hi > shapes)).any(axis=1)
+    if policy == "error" and outside.any():
+        i = int(np.nonzero(outside)[0][0])
+        raise SampleError(i, f"{op.label}: crop window {lo[i].tolist()}..{hi[i].tolist()} lies outside the "
+                             f"input of shape {shapes[i].tolist()} (use out_of_bounds_policy='pad' or 'trim_to_shape')")
+    if policy == "trim_to_shape" and allow_trim:
+        lo, hi = np.clip(lo, 0, shapes), np.clip(hi, 0, shapes)
+        anchors, out = lo, np.maximum(hi - lo, 0)
+    return anchors, out
+
+
+# ---- the kernel call ------------------------------------------------------------------------
+
+def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim: int = -1):
+    """_engine.slice over a packed batch: fill is [N, F] (any numeric), cast to the data type."""
+    n, nd = src._shapes.shape
+    flips = np.zeros((n, nd), np.uint8) if flips is None else np.ascontiguousarray(flips, np.uint8)
+    dtype = src._buf.dtype
+    fill = np.zeros((n, 1)) if fill is None else np.asarray(fill, np.float64).reshape(n, -1)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        fill = np.clip(round_half_away(fill), info.min, info.max)
+    fill = np.ascontiguousarray(fill.astype(dtype))
+    out = empty_batch(np.ascontiguousarray(out_shapes, np.int64), dtype, src._layout, src._source_info)
+    _engine.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
+                  np.ascontiguousarray(anchors, np.int64), flips, fill, channel_dim)
+    return out
+
+
+def fill_for(ws, layout: str, values) -> tuple[np.ndarray, int]:
+    """Per-channel fill values as [N, F] and the channel dim (-1 if the layout has none)."""
+    values = np.asarray(values, np.float64).reshape(-1)
+    cdim = layout.find("C")
+    if values.size > 1 and cdim < 0:
+        raise ValueError(f"{ws.op.label}: several fill values need a layout with a channel dim ('C')")
+    return np.tile(values, (ws.batch_size, 1)), cdim
+
+
+def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
+    """slice_batch, then conversion to `dtype`. The window is cut in the input type (cheaper:
+    only the window is converted) unless a fill value does not survive that type (e.g. 0.5 for
+    uint8 data with a float output): then the input is converted first."""
+    if dtype is None or int(dtype) == int(src.dtype):
+        return slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
+    in_type = src._buf.dtype
+    exact = in_type.kind == "f" or (np.all(fill == np.round(fill)) and np.iinfo(in_type).min <= fill.min()
+                                     and fill.max() <= np.iinfo(in_type).max)
+    if exact:
+        return cast_batch(ws, slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim), dtype)
+    return slice_batch(ws, cast_batch(ws, src, dtype), anchors, shapes, fill=fill, channel_dim=cdim)
+
+
+# ---- crop ----------------------------------------------------------------------------------
+
+CROP = OpSchema(
+    "Crop", "Cuts a window out of each image (or volume / each frame of a sequence).",
+    args=CROP_ARGS + [Arg("dtype", ArgType.DTYPE, optional=True, aliases=("output_dtype",),
+                          ignored_aliases=("image_type",), doc="output type (default: input type)")],
+    devices=("cpu", "gpu"))
+
+
+@register(CROP)
+class CropCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        layout = layout_of(src)
+        if not any(a in layout for a in "HW"):
+            raise ValueError(f"{self.label}: the input layout '{src._layout}' has no spatial dims")
+        if self.args["crop"] is None and "crop" not in ws.arg_inputs and not any(
+                ws.has_arg(a) and (a in ws.arg_inputs or self.args[a]) for a in ("crop_h", "crop_w", "crop_d")):
+            raise ValueError(f"{self.label}: give the window size with 'crop' or 'crop_h'/'crop_w'")
+        anchors, shapes = crop_windows(ws, src, layout)
+        fill, cdim = fill_for(ws, layout, self.args["fill_values"])
+        return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
+
+
+# ---- slice ---------------------------------------------------------------------------------
+
+SLICE = OpSchema(
+    "Slice", "Extracts a window given by anchor/shape inputs (relative by default) or by "
+             "start/end/shape arguments, over the axes named by `axes` / `axis_names`.",
+    args=[Arg("start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window start"),
+          Arg("end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window end"),
+          Arg("shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window shape"),
+          Arg("rel_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window start"),
+          Arg("rel_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window end"),
+          Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window shape"),
+          Arg("axes", ArgType.INT_LIST, (1, 0), doc="dims the anchor/shape values refer to, in order"),
+          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="the same by layout letters (wins over axes)"),
+          Arg("normalized_anchor", ArgType.BOOL, True, doc="anchor input is relative"),
+          Arg("normalized_shape", ArgType.BOOL, True, doc="shape input is relative"),
+          Arg("out_of_bounds_policy", ArgType.STR, "error", doc="'error', 'pad' or 'trim_to_shape'"),
+          Arg("fill_values", ArgType.FLOAT_LIST, (0.0,), doc="per-channel values of padded areas"),
+          Arg("dtype", ArgType.DTYPE, optional=True, aliases=("output_dtype",), ignored_aliases=("image_type",),
+              doc="output type (default: input type)")],
+    min_inputs=1, max_inputs=3, devices=("cpu", "gpu"))
+
+
+def slice_axes(op, layout: str, nd: int) -> list[int]:
+    names = op.args["axis_names"]
+    if names:
+        missing = [c for c in names if c not in layout]
+        if missing:
+            raise ValueError(f"{op.label}: axis_names '{names}' not found in the layout '{layout}'")
+        return [layout.index(c) for c in names]
+    axes = [a + nd if a < 0 else a for a in op.args["axes"]]
+    if any(a < 0 or a >= nd for a in axes):
+        raise ValueError(f"{op.label}: axes {list(op.args['axes'])} out of range for {nd}-D input")
+    return axes
+
+
+@register(SLICE)
+class SliceCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        layout = layout_of(src)
+        n, nd = src._shapes.shape
+        axes = slice_axes(self, layout, nd)
+        ext = src._shapes[:, axes].astype(np.float64)
+        start_f, end_f = self._window(ws, ext, len(axes))
+        start, end = round_half_away(start_f), round_half_away(end_f)
+        if (end < start).any():
+            raise ValueError(f"{self.label}: negative slice shape")
+        anchors = np.zeros((n, nd), np.int64)
+        shapes = src._shapes.copy()
+        anchors[:, axes] = start
+        shapes[:, axes] = end - start
+        policy = self.args["out_of_bounds_policy"]
+        if policy not in ("error", "pad", "trim_to_shape"):
+            raise ValueError(f"{self.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape'")
+        outside = ((anchors < 0) | (anchors + shapes > src._shapes)).any(axis=1)
+        if policy == "error" and outside.any():
+            i = int(np.nonzero(outside)[0][0])
+            raise SampleError(i, f"{self.label}: slice {anchors[i].tolist()} + {shapes[i].tolist()} is outside "
+                                 f"the input of shape {src._shapes[i].tolist()}")
+        if policy == "trim_to_shape":
+            lo, hi = np.clip(anchors, 0, src._shapes), np.clip(anchors + shapes, 0, src._shapes)
+            anchors, shapes = lo, np.maximum(hi - lo, 0)
+        fill, cdim = fill_for(ws, layout, self.args["fill_values"])
+        return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
+
+    def _window(self, ws, ext, k):
+        """(start, end) as float [N, k] in absolute coordinates, before rounding."""
+        def values(v, what):
+            v = np.asarray(v, np.float64).reshape(ws.batch_size, -1)
+            if v.shape[1] == 1 and k > 1:
+                v = np.repeat(v, k, axis=1)
+            if v.shape[1] != k:
+                raise ValueError(f"{self.label}: {what} has {v.shape[1]} values for {k} axes")
+            return v
+        if len(ws.inputs) == 3:
+            a = values(_rows(ws.inputs[1]), "the anchor input")
+            s = values(_rows(ws.inputs[2]), "the shape input")
+            if self.args["normalized_anchor"]:
+                a = a * ext
+            if self.args["normalized_shape"]:
+                s = s * ext
+            return a, a + s
+        if len(ws.inputs) == 2:
+            raise ValueError(f"{self.label}: give both the anchor and the shape inputs")
+        get = {name: per_sample_list(ws, name) for name in ("start", "end", "shape", "rel_start", "rel_end", "rel_shape")}
+        if get["start"] is not None and get["rel_start"] is not None or \
+                sum(get[x] is not None for x in ("end", "shape", "rel_end", "rel_shape")) > 1:
+            raise ValueError(f"{self.label}: give one start (start/rel_start) and one of end/shape/rel_end/rel_shape")
+        start = np.zeros_like(ext)
+        if get["start"] is not None:
+            start = values(get["start"], "start")
+        elif get["rel_start"] is not None:
+            start = values(get["rel_start"], "rel_start") * ext
+        if get["end"] is not None:
+            return start, values(get["end"], "end")
+        if get["rel_end"] is not None:
+            return start, values(get["rel_end"], "rel_end") * ext
+        if get["shape"] is not None:
+            return start, start + values(get["shape"], "shape")
+        if get["rel_shape"] is not None:
+            return start, start + values(get["rel_shape"], "rel_shape") * ext
+        return start, ext.copy()
+
+
+def _rows(tl) -> np.ndarray:
+    return np.stack([np.asarray(tl._sample_array(i), np.float64).reshape(-1) for i in range(len(tl))])
+
+
+# ---- pad -----------------------------------------------------------------------------------
+
+PAD = OpSchema(
+    "Pad", "Pads samples at the end of the chosen axes: to `shape`, or to the batch maximum, "
+           "optionally rounded up to a multiple of `align`.",
+    args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="dims to pad (default: all)"),
+          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="dims to pad, by layout letters"),
+          Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="target extents (-1: batch maximum)"),
+          Arg("align", ArgType.INT_LIST, optional=True, tensor=True, doc="round extents up to a multiple"),
+          Arg("fill_value", ArgType.FLOAT, 0.0, tensor=True, doc="value of the padding")],
+    devices=("cpu", "gpu"))
+
+
+@register(PAD)
+class PadCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        n, nd = src._shapes.shape
+        layout = src._layout
+        if self.args["axis_names"]:
+            if any(c not in layout for c in self.args["axis_names"]):
+                raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' not in layout '{layout}'")
+            axes = [layout.index(c) for c in self.args["axis_names"]]
+        elif self.args["axes"] is not None:
+            axes = [a + nd if a < 0 else a for a in self.args["axes"]]
+            if any(a < 0 or a >= nd for a in axes):
+                raise ValueError(f"{self.label}: axes {list(self.args['axes'])} out of range for {nd}-D input")
+        else:
+            axes = list(range(nd))
+        ext = src._shapes[:, axes]
+        target = np.tile(ext.max(axis=0) if n else np.zeros(len(axes), np.int64), (n, 1))
+        shape = per_sample_list(ws, "shape", np.int64)
+        if shape is not None:
+            shape = _broadcast_cols(self, shape, len(axes), "shape")
+            target = np.where(shape < 0, target, shape)
+        align = per_sample_list(ws, "align", np.int64)
+        if align is not None:
+            align = _broadcast_cols(self, align, len(axes), "align")
+            if (align <= 0).any():
+                raise ValueError(f"{self.label}: 'align' must be positive")
+            target = -(-target // align) * align
+        if (target < ext).any():
+            i = int(np.nonzero((target < ext).any(axis=1))[0][0])
+            raise SampleError(i, f"{self.label}: padded shape {target[i].tolist()} is smaller than the input "
+                                 f"extents {ext[i].tolist()}")
+        shapes = src._shapes.copy()
+        shapes[:, axes] = target
+        fill = ws.per_sample("fill_value", np.float64).reshape(n, 1)
+        return [slice_batch(ws, src, np.zeros((n, nd), np.int64), shapes, fill=fill)]
+
+
+def _broadcast_cols(op, v, k, what):
+    if v.shape[1] == 1:
+        return np.repeat(v, k, axis=1)
+    if v.shape[1] != k:
+        raise ValueError(f"{op.label}: '{what}' has {v.shape[1]} values for {k} axes")
+    return v
+
+
+# ---- flip ----------------------------------------------------------------------------------
+
+FLIP = OpSchema(
+    "Flip", "Mirrors samples horizontally (default), vertically and/or depthwise; flags per sample.",
+    args=[Arg("horizontal", ArgType.INT, 1, tensor=True, doc="flip along W"),
+          Arg("vertical", ArgType.INT, 0, tensor=True, doc="flip along H"),
+          Arg("depthwise", ArgType.INT, 0, tensor=True, doc="flip along D")],
+    devices=("cpu", "gpu"))
+
+
+@register(FLIP)
+class FlipCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        layout = layout_of(src)
+        n, nd = src._shapes.shape
+        flips = np.zeros((n, nd), np.uint8)
+        for letter, arg in (("W", "horizontal"), ("H", "vertical"), ("D", "depthwise")):
+            flags = ws.per_sample(arg, np.int64) != 0
+            if letter in layout:
+                flips[:, layout.index(letter)] = flags
+            elif flags.any() and (arg in ws.arg_inputs or self.args[arg] != FLIP.arguments[arg].default):
+                raise ValueError(f"{self.label}: cannot flip {arg}: the layout '{src._layout}' has no '{letter}'")
+        if not flips.any():
+            return [src]
+        return [slice_batch(ws, src, np.zeros((n, nd), np.int64), src._shapes, flips=flips)]

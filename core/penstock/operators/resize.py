@@ -1,0 +1,233 @@
+"""``resize``: separable resampling of images, sequences and volumes (`_engine.resize`).
+
+Output size rules (per sample, over the ROI extent): explicit sizes (`resize_x/y/z`, `size`;
+0 = unset, negative = flip that axis), `resize_shorter` / `resize_longer` (aspect kept),
+`mode` ("default": unset axes keep the aspect; "stretch": unset axes keep their size;
+"not_larger" / "not_smaller": one scale for all axes so the result fits in / covers the given
+sizes), `max_size` caps; sizes round half up. With `subpixel_scale` a fractional size keeps its
+exact scale factor by widening the ROI about its centre.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import DALIDataType, DALIInterpType, to_numpy_type
+from ._batch import contiguous, empty_batch
+from .crop import default_layout, per_sample_list
+
+RESAMPLE_TYPES = (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.UINT16, DALIDataType.FLOAT)
+
+FILTER_ARGS = [
+    Arg("interp_type", ArgType.INTERP_TYPE, optional=True, tensor=True,
+        doc="filter for both directions (default INTERP_LINEAR)"),
+    Arg("min_filter", ArgType.INTERP_TYPE, optional=True, tensor=True, doc="filter when downscaling"),
+    Arg("mag_filter", ArgType.INTERP_TYPE, optional=True, tensor=True, doc="filter when upscaling"),
+    Arg("antialias", ArgType.BOOL, True, doc="widen the filter by the scale factor when downscaling"),
+    Arg("dtype", ArgType.DTYPE, optional=True, ignored_aliases=("image_type",),
+        doc="output type: UINT8, INT16, UINT16 or FLOAT (default: input)"),
+    Arg("minibatch_size", ArgType.INT, 32, doc="performance hint (no effect on results)"),
+    Arg("temp_buffer_hint", ArgType.INT, 0, doc="performance hint (no effect on results)"),
+]
+
+
+def spatial_layout(op, layout: str, ndim: int) -> tuple[str, int, bool]:
+    """(spatial letters, index of the first spatial dim, whether a channel dim follows them).
+
+    The kernel sees [outer..., spatial..., C]; a layout without trailing C gets a unit channel
+    (so CHW and FCHW resize each channel plane as a frame).
+    """
+    layout = layout or default_layout(ndim)
+    letters = "".join(c for c in layout if c in "DHW")
+    if letters not in ("HW", "DHW"):
+        raise ValueError(f"{op.label}: cannot resize layout '{layout}': it needs H and W (and optionally D), "
+                         "in that order")
+    first = layout.index(letters[0])
+    rest = layout[first + len(letters):]
+    if layout[first:first + len(letters)] != letters or rest not in ("", "C"):
+        raise ValueError(f"{op.label}: cannot resize layout '{layout}': spatial dims must be consecutive and "
+                         "followed only by the channel dim")
+    return letters, first, rest == "C"
+
+
+def filters(ws) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample (min_filter, mag_filter) codes; interp_type fills whichever is not given."""
+    base = ws.per_sample("interp_type", np.int32) if ws.has_arg("interp_type") else \
+        np.full(ws.batch_size, int(DALIInterpType.INTERP_LINEAR), np.int32)
+    minf = ws.per_sample("min_filter", np.int32) if ws.has_arg("min_filter") else base
+    magf = ws.per_sample("mag_filter", np.int32) if ws.has_arg("mag_filter") else base
+    for f in (minf, magf):
+        if ((f < 0) | (f > 5)).any():
+            raise ValueError(f"{ws.op.label}: unknown interpolation type {int(f[(f < 0) | (f > 5)][0])}")
+    return minf, magf
+
+
+def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, minf, magf, antialias: bool,
+                 dtype):
+    """Resamples a packed batch: out_sizes [N, S] (spatial, layout order), rois [N, 2S] (starts, ends)."""
+    op = ws.op
+    letters, first, has_c = spatial_layout(op, layout, src.ndim())
+    s = len(letters)
+    in_type = src.dtype
+    out_type = in_type if dtype is None else dtype
+    for t, what in ((in_type, "input"), (out_type, "output")):
+        if t not in RESAMPLE_TYPES:
+            raise TypeError(f"{op.label}: {what} type {t.name} is not supported "
+                            f"(use {', '.join(x.name for x in RESAMPLE_TYPES)})")
+    n = len(src)
+    out_shapes = src._shapes.copy()
+    out_shapes[:, first:first + s] = out_sizes
+    out = empty_batch(out_shapes, to_numpy_type(out_type), src._layout, src._source_info)
+    in_k, out_k = src._shapes, out._shapes
+    if not has_c:  # unit channel for the kernel; the packed buffers are the same
+        in_k = np.concatenate([in_k, np.ones((n, 1), np.int64)], axis=1)
+        out_k = np.concatenate([out_k, np.ones((n, 1), np.int64)], axis=1)
+    _engine.resize(ws.pool, src._buf, np.ascontiguousarray(in_k), src._offsets, int(in_type),
+                   out._buf, np.ascontiguousarray(out_k), out._offsets, int(out_type), s,
+                   np.ascontiguousarray(rois, np.float64),
+                   np.ascontiguousarray(np.repeat(np.asarray(minf, np.int32).reshape(n, 1), s, axis=1)),
+                   np.ascontiguousarray(np.repeat(np.asarray(magf, np.int32).reshape(n, 1), s, axis=1)),
+                   bool(antialias))
+    return out
+
+
+RESIZE = OpSchema(
+    "Resize", "Resizes images, sequences (per frame) and volumes with separable resampling filters.",
+    args=[Arg("resize_x", ArgType.FLOAT, 0.0, tensor=True, doc="output width (0 = unset, < 0 flips)"),
+          Arg("resize_y", ArgType.FLOAT, 0.0, tensor=True, doc="output height (0 = unset, < 0 flips)"),
+          Arg("resize_z", ArgType.FLOAT, 0.0, tensor=True, doc="output depth (0 = unset, < 0 flips)"),
+          Arg("size", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="output size, spatial dims in layout order"),
+          Arg("resize_shorter", ArgType.FLOAT, 0.0, tensor=True, doc="shorter side, aspect kept"),
+          Arg("resize_longer", ArgType.FLOAT, 0.0, tensor=True, doc="longer side, aspect kept"),
+          Arg("max_size", ArgType.FLOAT_LIST, optional=True, doc="upper limit per dim (or one for all)"),
+          Arg("mode", ArgType.STR, "default", doc="'default', 'stretch', 'not_larger' or 'not_smaller'"),
+          Arg("roi_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="source ROI start (layout order)"),
+          Arg("roi_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="source ROI end (layout order)"),
+          Arg("roi_relative", ArgType.BOOL, False, doc="ROI is relative to the input extent"),
+          Arg("subpixel_scale", ArgType.BOOL, True, doc="keep fractional sizes' exact scale (ROI adjusted)"),
+          Arg("save_attrs", ArgType.BOOL, False, doc="second output: the output size (int32, spatial dims)")]
+    + FILTER_ARGS,
+    num_outputs=lambda args: 2 if args.get("save_attrs") else 1,
+    devices=("cpu", "gpu"))
+
+
+def round_half_up(x):
+    return np.floor(np.asarray(x, np.float64) + 0.5).astype(np.int64)
+
+
+@register(RESIZE)
+class ResizeCPU(Operator):
+    def setup(self):
+        if self.args["mode"] not in ("default", "stretch", "not_larger", "not_smaller"):
+            raise ValueError(f"{self.label}: mode must be 'default', 'stretch', 'not_larger' or 'not_smaller', "
+                             f"got '{self.args['mode']}'")
+
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        layout = src._layout or default_layout(src.ndim())
+        letters, first, _ = spatial_layout(self, layout, src.ndim())
+        extents = src._shapes[:, first:first + len(letters)].astype(np.float64)
+        out_sizes, rois = self.plan(ws, letters, extents)
+        minf, magf = filters(ws)
+        out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
+        if not self.args["save_attrs"]:
+            return [out]
+        return [out, empty_attrs(out_sizes)]
+
+    # -- output size -------------------------------------------------------------------------
+    def plan(self, ws, letters: str, extents: np.ndarray):
+        """Integer output sizes [N, S] and source ROIs [N, 2S] (starts then ends)."""
+        n, s = extents.shape
+        start, end = self.roi(ws, extents)
+        roi_ext = np.abs(end - start)
+        req = self.requested(ws, letters, n)
+        flip = req < 0
+        req = np.abs(req)
+        sizes = self.float_sizes(ws, req, roi_ext)
+        out = np.where(sizes > 0, np.maximum(round_half_up(sizes), 1), 0)
+        if self.args["subpixel_scale"]:  # keep the exact scale: the ROI grows/shrinks about its centre
+            ratio = np.divide(out, sizes, out=np.ones_like(sizes), where=sizes > 0)
+            centre, half = (start + end) / 2, (end - start) / 2 * ratio
+            start, end = centre - half, centre + half
+        start, end = np.where(flip, end, start), np.where(flip, start, end)
+        return out, np.concatenate([start, end], axis=1)
+
+    def roi(self, ws, extents):
+        n, s = extents.shape
+        start, end = np.zeros_like(extents), extents.copy()
+        for name, target in (("roi_start", start), ("roi_end", end)):
+            v = per_sample_list(ws, name)
+            if v is None:
+                continue
+            if v.shape[1] != s:
+                raise ValueError(f"{self.label}: '{name}' needs {s} values (one per spatial dim)")
+            target[...] = v * extents if self.args["roi_relative"] else v
+        return start, end
+
+    def requested(self, ws, letters: str, n: int) -> np.ndarray:
+        """Requested float sizes [N, S] (0 = unset); NaN rows for resize_shorter/longer are handled later."""
+        s = len(letters)
+        size = per_sample_list(ws, "size")
+        per_axis = {"W": "resize_x", "H": "resize_y", "D": "resize_z"}
+        explicit = any(ws.has_arg(a) and (a in ws.arg_inputs or self.args[a]) for a in per_axis.values())
+        if size is not None:
+            if explicit:
+                raise ValueError(f"{self.label}: give either 'size' or 'resize_x'/'resize_y'/'resize_z'")
+            if size.shape[1] == 1:
+                size = np.repeat(size, s, axis=1)
+            if size.shape[1] != s:
+                raise ValueError(f"{self.label}: 'size' has {size.shape[1]} values for {s} spatial dims")
+            return size
+        if "D" not in letters and (self.args["resize_z"] or "resize_z" in ws.arg_inputs):
+            raise ValueError(f"{self.label}: resize_z needs a volume (layout with 'D')")
+        return np.stack([ws.per_sample(per_axis[c], np.float64) for c in letters], axis=1)
+
+    def float_sizes(self, ws, req, ext):
+        n, s = req.shape
+        mode = self.args["mode"]
+        shorter = ws.per_sample("resize_shorter", np.float64)
+        longer = ws.per_sample("resize_longer", np.float64)
+        if ((shorter != 0) | (longer != 0)).any() and (req != 0).any():
+            raise ValueError(f"{self.label}: resize_shorter/resize_longer cannot be combined with explicit sizes")
+        if (shorter != 0).any() and (longer != 0).any():
+            raise ValueError(f"{self.label}: give resize_shorter or resize_longer, not both")
+        max_size = self.args["max_size"]
+        cap = None
+        if max_size is not None:
+            cap = np.asarray(max_size, np.float64)
+            cap = np.repeat(cap, s) if cap.size == 1 else cap
+            if cap.size != s:
+                raise ValueError(f"{self.label}: 'max_size' has {cap.size} values for {s} spatial dims")
+            cap = np.where(cap > 0, cap, np.inf)
+        safe = np.where(ext > 0, ext, 1.0)
+        given = req > 0
+        # per-sample scale for the aspect-keeping rules (ratios of the given axes)
+        ratios = np.where(given, req / safe, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no axis given
+            scale = {"default": np.exp(np.nanmean(np.log(ratios), axis=1)), "stretch": np.ones(n),
+                     "not_larger": np.nanmin(ratios, axis=1), "not_smaller": np.nanmax(ratios, axis=1)}[mode]
+        keep_aspect = ext * scale[:, None]
+        if mode == "default":
+            keep_aspect = np.where(given, req, keep_aspect)
+        exact = (mode == "stretch") | ((mode == "default") & given.all(axis=1))  # per-axis sizes as given
+        out = np.where(exact[:, None], np.where(given, req, ext), keep_aspect)
+        out = np.where(given.any(axis=1)[:, None], out, ext)
+        side = np.where(shorter != 0, shorter / safe.min(axis=1), longer / safe.max(axis=1))
+        by_side = (shorter != 0) | (longer != 0)
+        out = np.where(by_side[:, None], ext * side[:, None], out)
+        if cap is not None:
+            uniform = ~exact | by_side | ~given.any(axis=1)  # one scale for all axes: shrink all together
+            shrink = np.minimum(1.0, np.min(cap / np.where(out > 0, out, 1.0), axis=1))
+            out = np.where(uniform[:, None], out * shrink[:, None], np.minimum(out, cap))
+        return out
+
+
+def empty_attrs(out_sizes: np.ndarray):
+    attrs = empty_batch(np.full((len(out_sizes), 1), out_sizes.shape[1], np.int64), np.int32)
+    attrs._buf[...] = out_sizes.astype(np.int32).reshape(-1)
+    return attrs

@@ -1,0 +1,184 @@
+// Fused crop + horizontal mirror + per-channel normalization + layout change + type conversion,
+// in one pass over the output: out = (in - mean[c]) * (scale / std[c]) + shift.
+// Input samples are channel-last [d0, ..., W, C]; every non-channel dim has a window (anchor from
+// the caller, size from the output shape); window parts outside the input get fill_values[c] (as
+// output values); pad_output appends one channel of zeros. The output puts the channel dim at
+// `channel_out_dim` (0 for CHW from HWC, ndim-1 to stay interleaved).
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/fast_convert.h"
+#include "engine/module.h"
+#include "kernels/window.h"
+
+namespace penstock {
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+using F32Array = py::array_t<float, py::array::c_style>;
+using U8Array = py::array_t<uint8_t, py::array::c_style>;
+constexpr int kMaxDims = 8;
+
+struct CmnSample {
+  int64_t nd;                   // input rank (channel last)
+  const int64_t* in_shape;
+  int64_t win[kMaxDims];        // window size per non-channel dim
+  const int64_t* anchor;        // [nd - 1]
+  bool mirror;
+  const float* mean;
+  const float* inv_std;         // scale / std
+  float shift;
+  const float* fill;            // [C]
+  int64_t out_channels;         // C (+1 with pad_output)
+  int64_t channel_out_dim;
+};
+
+template <typename In, typename Out>
+void cmn_sample(const In* src, Out* dst, const CmnSample& s) {
+  int64_t nd = s.nd, C = s.in_shape[nd - 1], row_dim = nd - 2, W = s.win[row_dim];
+  int64_t vol = 1;
+  for (int64_t d = 0; d < nd - 1; ++d) vol *= s.win[d];
+  if (vol == 0) return;
+  // Output strides (elements) of each non-channel dim and of the channel.
+  int64_t out_shape[kMaxDims] = {}, out_stride_full[kMaxDims] = {};
+  for (int64_t d = 0, k = 0; d < nd; ++d)
+    out_shape[d] = d == s.channel_out_dim ? s.out_channels : s.win[k++];
+  out_stride_full[nd - 1] = 1;
+  for (int64_t d = nd - 2; d >= 0; --d) out_stride_full[d] = out_stride_full[d + 1] * out_shape[d + 1];
+  int64_t c_stride = out_stride_full[s.channel_out_dim], stride[kMaxDims] = {};
+  for (int64_t d = 0, k = 0; d < nd; ++d)
+    if (d != s.channel_out_dim) stride[k++] = out_stride_full[d];
+  int64_t in_stride[kMaxDims] = {};
+  in_stride[nd - 1] = 1;
+  for (int64_t d = nd - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * s.in_shape[d + 1];
+  AxisWindow win[kMaxDims];
+  for (int64_t d = 0; d <= row_dim; ++d)
+    win[d] = axis_window(s.anchor[d], s.win[d], s.in_shape[d], d == row_dim && s.mirror);
+
+  // Each output row is computed in float in output order, then converted by one contiguous
+  // loop per run (vectorizable, no data-dependent branches).
+  const AxisWindow& rw = win[row_dim];
+  bool interleaved = c_stride == 1;
+  int64_t Cout = s.out_channels, bx = interleaved ? Cout : 1, bc = interleaved ? 1 : W;
+  std::vector<float> buf(W * Cout, 0.0f);  // the pad channel stays 0
+  int64_t idx[kMaxDims] = {0}, rows = vol / W;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t o = 0, off = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < row_dim; ++d) {
+      o += idx[d] * stride[d];
+      inside = inside && win[d].inside(idx[d]);
+      off += win[d].source(idx[d]) * in_stride[d];
+    }
+    int64_t lo = inside ? rw.lo : W, hi = inside ? rw.hi : W;
+    const In* row = inside ? src + off + rw.src0 * C : src;
+    int64_t step = rw.step * C;
+    for (int64_t c = 0; c < C; ++c) {
+      float* bcp = buf.data() + c * bc;
+      const In* p = row + c;
+      float m = s.mean[c], k = s.inv_std[c], sh = s.shift, f = s.fill[c];
+      for (int64_t x = 0; x < lo; ++x) bcp[x * bx] = f;
+      for (int64_t x = lo; x < hi; ++x, p += step) bcp[x * bx] = (float(*p) - m) * k + sh;
+      for (int64_t x = hi; x < W; ++x) bcp[x * bx] = f;
+    }
+    if (interleaved) {
+      convert_row<Out>(buf.data(), W * Cout, dst + o);
+    } else {
+      for (int64_t c = 0; c < Cout; ++c) convert_row<Out>(buf.data() + c * W, W, dst + o + c * c_stride);
+    }
+    for (int64_t d = row_dim - 1; d >= 0; --d) {
+      if (++idx[d] < s.win[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+#define PENSTOCK_DISPATCH_CMN_IN(code, T, ...)                                      \
+  switch (static_cast<DType>(code)) {                                               \
+    case DType::UINT8: { using T = uint8_t; __VA_ARGS__; break; }                   \
+    case DType::INT16: { using T = int16_t; __VA_ARGS__; break; }                   \
+    case DType::UINT16: { using T = uint16_t; __VA_ARGS__; break; }                 \
+    case DType::FLOAT: { using T = float; __VA_ARGS__; break; }                     \
+    default: throw std::invalid_argument("crop_mirror_normalize: unsupported input type " + dtype_name(code)); \
+  }
+#define PENSTOCK_DISPATCH_CMN_OUT(code, T, ...)                                     \
+  switch (static_cast<DType>(code)) {                                               \
+    case DType::UINT8: { using T = uint8_t; __VA_ARGS__; break; }                   \
+    case DType::INT8: { using T = int8_t; __VA_ARGS__; break; }                     \
+    case DType::INT16: { using T = int16_t; __VA_ARGS__; break; }                   \
+    case DType::INT32: { using T = int32_t; __VA_ARGS__; break; }                   \
+    case DType::FLOAT16: { using T = float16; __VA_ARGS__; break; }                 \
+    case DType::FLOAT: { using T = float; __VA_ARGS__; break; }                     \
+    default: throw std::invalid_argument("crop_mirror_normalize: unsupported output type " + dtype_name(code)); \
+  }
+
+// anchors [N, ndim-1]; mirror [N]; mean, std [N, C]; fill_values [C].
+void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
+                           int src_type, py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type,
+                           I64Array anchors, U8Array mirror, F32Array mean, F32Array std, float scale,
+                           float shift, F32Array fill_values, int64_t channel_out_dim, bool pad_output) {
+  BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
+  int64_t N = in.num_samples, nd = in.ndim;
+  if (out.num_samples != N || out.ndim != nd) throw std::invalid_argument("crop_mirror_normalize: batch mismatch");
+  if (nd < 2 || nd > kMaxDims) throw std::invalid_argument("crop_mirror_normalize: rank must be 2..8");
+  if (channel_out_dim < 0 || channel_out_dim >= nd) throw std::invalid_argument("crop_mirror_normalize: bad channel_out_dim");
+  if (anchors.ndim() != 2 || anchors.shape(0) != N || anchors.shape(1) != nd - 1 || mirror.ndim() != 1 ||
+      mirror.shape(0) != N || mean.ndim() != 2 || mean.shape(0) != N || std.ndim() != 2 || std.shape(0) != N ||
+      mean.shape(1) != std.shape(1) || fill_values.ndim() != 1)
+    throw std::invalid_argument("crop_mirror_normalize: anchors [N, ndim-1], mirror [N], mean/std [N, C], fill [C]");
+  int64_t pad = pad_output ? 1 : 0;
+  std::vector<CmnSample> samples(N);
+  std::vector<float> inv_std(std.size());
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t* is = in.shape(i);
+    const int64_t* os = out.shape(i);
+    int64_t C = is[nd - 1];
+    if (mean.shape(1) != C || fill_values.shape(0) != C)
+      throw SampleError(i, "crop_mirror_normalize: mean/std/fill_values need one value per channel (" +
+                               std::to_string(C) + ")");
+    if (os[channel_out_dim] != C + pad)
+      throw SampleError(i, "crop_mirror_normalize: output channel count mismatch");
+    CmnSample& s = samples[i];
+    s.nd = nd;
+    s.in_shape = is;
+    for (int64_t d = 0, k = 0; d < nd; ++d)
+      if (d != channel_out_dim) s.win[k++] = os[d];
+    s.anchor = anchors.data() + i * (nd - 1);
+    s.mirror = mirror.data()[i] != 0;
+    s.mean = mean.data() + i * C;
+    for (int64_t c = 0; c < C; ++c) {
+      float sd = std.data()[i * C + c];
+      if (sd == 0) throw SampleError(i, "crop_mirror_normalize: std must not be 0");
+      inv_std[i * C + c] = float(double(scale) / double(sd));
+    }
+    s.inv_std = inv_std.data() + i * C;
+    s.shift = shift;
+    s.fill = fill_values.data();
+    s.out_channels = C + pad;
+    s.channel_out_dim = channel_out_dim;
+  }
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_CMN_IN(src_type, In, {
+    PENSTOCK_DISPATCH_CMN_OUT(dst_type, Out, {
+      if (in.elem_size != int64_t(sizeof(In)) || out.elem_size != int64_t(sizeof(Out)))
+        throw std::invalid_argument("crop_mirror_normalize: buffer element sizes do not match the given types");
+      pool.parallel_for(N, [&](int64_t i) { cmn_sample<In, Out>(in.sample<In>(i), out.sample<Out>(i), samples[i]); });
+    });
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(crop_mirror_normalize) {
+  using namespace penstock;
+  m.def("crop_mirror_normalize", &crop_mirror_normalize,
+        "Fused crop (with fill outside the input), horizontal mirror, (x - mean) / std * scale + shift, "
+        "channel move and type conversion",
+        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("src_type"),
+        py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dst_type"), py::arg("anchors"),
+        py::arg("mirror"), py::arg("mean"), py::arg("std"), py::arg("scale"), py::arg("shift"),
+        py::arg("fill_values"), py::arg("channel_out_dim"), py::arg("pad_output"));
+}

@@ -1,0 +1,205 @@
+// Separable resize of channel-last images (HWC) and volumes (DHWC), with any number of outer
+// (frame) dimensions: [F..., (D,) H, W, C]. Per sample: output size, float source ROI (reversed =
+// flip) and min/mag filters per axis; see resize_filters.h for the sampling convention.
+//
+// A 2-D frame is produced row by row: vertical pass (weighted sum of whole source rows, which
+// vectorizes over W*C) into a float row, horizontal pass over that row taking one pixel as a
+// 4-float vector (so any channel count runs as SIMD), then rounding/saturating into the output.
+// Volumes first resample depth into a float buffer, then run the 2-D path per slice.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/module.h"
+#include "kernels/fast_convert.h"
+#include "kernels/resize_filters.h"
+
+namespace penstock {
+namespace {
+
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+using F64Array = py::array_t<double, py::array::c_style>;
+using I32Array = py::array_t<int32_t, py::array::c_style>;
+
+typedef float v4f __attribute__((vector_size(16)));
+constexpr int64_t kPad = 4;  // floats after each row buffer: the last pixel's vector overreads
+
+inline v4f load4(const float* p) {
+  v4f v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof(v)); }
+
+// acc[i] = sum_k w[k] * rows[k][i] for i < n (the rows may be any input type).
+template <typename In>
+__attribute__((target_clones("avx2", "default")))
+void weighted_rows(const In* base, int64_t row_stride, int64_t first, int64_t taps, const float* w,
+                   int64_t n, float* acc) {
+  const In* r0 = base + first * row_stride;
+  float w0 = w[0];
+  for (int64_t i = 0; i < n; ++i) acc[i] = w0 * float(r0[i]);
+  int64_t k = 1;
+  for (; k + 1 < taps; k += 2) {  // two rows per sweep halves the traffic on acc
+    const In* ra = base + (first + k) * row_stride;
+    const In* rb = ra + row_stride;
+    float wa = w[k], wb = w[k + 1];
+    for (int64_t i = 0; i < n; ++i) acc[i] += wa * float(ra[i]) + wb * float(rb[i]);
+  }
+  if (k < taps) {
+    const In* ra = base + (first + k) * row_stride;
+    float wa = w[k];
+    for (int64_t i = 0; i < n; ++i) acc[i] += wa * float(ra[i]);
+  }
+}
+
+// Horizontal pass over one float row of pixels with `channels` values each: every pixel (or
+// 4-channel group of it) is one vector. Stores run left to right, so the lanes a vector writes
+// past its pixel are overwritten by the next pixel (the row has kPad floats of slack).
+// `w4` holds the weights already broadcast to vectors (saves a shuffle per tap).
+void horizontal_row(const float* in, int64_t channels, const AxisFilter& fx, const v4f* w4, int64_t col_offset,
+                    float* out) {
+  int64_t taps = fx.taps;
+  for (int64_t x = 0; x < fx.out_size; ++x) {
+    const v4f* w = w4 + x * taps;
+    for (int64_t c0 = 0; c0 < channels; c0 += 4) {
+      const float* p = in + (fx.start[x] - col_offset) * channels + c0;
+      v4f acc = load4(p) * w[0];
+      for (int64_t k = 1; k < taps; ++k) acc += load4(p + k * channels) * w[k];
+      store4(out + x * channels + c0, acc);
+    }
+  }
+}
+
+// One 2-D frame [H, W, C] -> [H', W', C].
+template <typename In, typename Out>
+void resize_frame(const In* src, int64_t W, int64_t C, Out* dst, const AxisFilter& fy,
+                  const AxisFilter& fx, std::vector<float>& row_v, std::vector<float>& row_h) {
+  if (fy.out_size == 0 || fx.out_size == 0) return;
+  // Only the columns the horizontal taps read need the vertical pass.
+  int64_t col_lo = W, col_hi = 0;
+  for (int64_t x = 0; x < fx.out_size; ++x) {
+    col_lo = std::min<int64_t>(col_lo, fx.start[x]);
+    col_hi = std::max<int64_t>(col_hi, fx.start[x] + fx.taps);
+  }
+  int64_t span = (col_hi - col_lo) * C, out_row = fx.out_size * C;
+  row_v.resize(span + kPad);
+  row_h.resize(out_row + kPad);
+  std::fill(row_v.begin() + span, row_v.end(), 0.0f);
+  std::vector<v4f> w4(fx.weights.size());
+  for (size_t k = 0; k < w4.size(); ++k) w4[k] = v4f{} + fx.weights[k];
+  for (int64_t y = 0; y < fy.out_size; ++y) {
+    weighted_rows<In>(src + col_lo * C, W * C, fy.start[y], fy.taps, &fy.weights[y * fy.taps], span, row_v.data());
+    horizontal_row(row_v.data(), C, fx, w4.data(), col_lo, row_h.data());
+    convert_row<Out>(row_h.data(), out_row, dst + y * out_row);
+  }
+}
+
+struct SampleGeometry {
+  int64_t outer = 1, channels = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};  // depth, height, width (depth 1 for 2-D)
+};
+
+template <typename In, typename Out>
+void resize_sample(const In* src, Out* dst, const SampleGeometry& g, int spatial, const AxisFilter* f) {
+  // f[0..2] = depth, height, width filters (depth unused for 2-D)
+  std::vector<float> row_v, row_h, volume;
+  int64_t C = g.channels;
+  int64_t in_frame = g.in[0] * g.in[1] * g.in[2] * C, out_frame = g.out[0] * g.out[1] * g.out[2] * C;
+  int64_t in_slice = g.in[1] * g.in[2] * C, out_slice = g.out[1] * g.out[2] * C;
+  for (int64_t o = 0; o < g.outer; ++o) {
+    const In* s = src + o * in_frame;
+    Out* d = dst + o * out_frame;
+    if (spatial == 2) {
+      resize_frame<In, Out>(s, g.in[2], C, d, f[1], f[2], row_v, row_h);
+      continue;
+    }
+    volume.resize(g.out[0] * in_slice);
+    for (int64_t z = 0; z < g.out[0]; ++z)
+      weighted_rows<In>(s, in_slice, f[0].start[z], f[0].taps, &f[0].weights[z * f[0].taps], in_slice,
+                        volume.data() + z * in_slice);
+    for (int64_t z = 0; z < g.out[0]; ++z)
+      resize_frame<float, Out>(volume.data() + z * in_slice, g.in[2], C, d + z * out_slice, f[1], f[2], row_v, row_h);
+  }
+}
+
+#define PENSTOCK_DISPATCH_RESIZE_TYPE(code, T, ...)                                 \
+  switch (static_cast<DType>(code)) {                                               \
+    case DType::UINT8: { using T = uint8_t; __VA_ARGS__; break; }                   \
+    case DType::UINT16: { using T = uint16_t; __VA_ARGS__; break; }                 \
+    case DType::INT16: { using T = int16_t; __VA_ARGS__; break; }                   \
+    case DType::FLOAT: { using T = float; __VA_ARGS__; break; }                     \
+    default: throw std::invalid_argument("resize: unsupported type " + dtype_name(code)); \
+  }
+
+// src/dst: batches of [outer..., spatial..., C]; roi [N, 2*spatial] = starts then ends (outer
+// spatial axis first, in source pixels); min_filter/mag_filter [N, spatial] InterpType codes.
+void resize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, int src_type,
+            py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type, int spatial,
+            F64Array roi, I32Array min_filter, I32Array mag_filter, bool antialias) {
+  BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
+  int64_t N = in.num_samples, nd = in.ndim;
+  if (spatial != 2 && spatial != 3) throw std::invalid_argument("resize: 2 or 3 spatial dimensions");
+  if (nd < spatial + 1 || out.ndim != nd || out.num_samples != N)
+    throw std::invalid_argument("resize: input and output batches must have matching rank and size");
+  if (roi.ndim() != 2 || roi.shape(0) != N || roi.shape(1) != 2 * spatial ||
+      min_filter.ndim() != 2 || min_filter.shape(0) != N || min_filter.shape(1) != spatial ||
+      mag_filter.ndim() != 2 || mag_filter.shape(0) != N || mag_filter.shape(1) != spatial)
+    throw std::invalid_argument("resize: roi must be [N, 2*spatial] and filters [N, spatial]");
+  const double* roi_p = roi.data();
+  const int32_t* minf = min_filter.data();
+  const int32_t* magf = mag_filter.data();
+  std::vector<SampleGeometry> geo(N);
+  int64_t outer_dims = nd - spatial - 1;
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t* is = in.shape(i);
+    const int64_t* os = out.shape(i);
+    SampleGeometry& g = geo[i];
+    for (int64_t d = 0; d < outer_dims; ++d) {
+      if (is[d] != os[d]) throw SampleError(i, "resize: outer (frame) dimensions of the output differ from the input");
+      g.outer *= is[d];
+    }
+    g.channels = is[nd - 1];
+    if (os[nd - 1] != g.channels) throw SampleError(i, "resize: output channel count differs from the input");
+    for (int a = 0; a < spatial; ++a) {
+      g.in[3 - spatial + a] = is[outer_dims + a];
+      g.out[3 - spatial + a] = os[outer_dims + a];
+      if (g.out[3 - spatial + a] > 0 && g.in[3 - spatial + a] == 0)
+        throw SampleError(i, "resize: cannot resize an empty image to a non-empty one");
+    }
+    for (int k = 0; k < 2 * spatial; ++k)
+      if (!std::isfinite(roi_p[i * 2 * spatial + k])) throw SampleError(i, "resize: ROI is not finite");
+  }
+  py::gil_scoped_release nogil;
+  PENSTOCK_DISPATCH_RESIZE_TYPE(src_type, In, {
+    PENSTOCK_DISPATCH_RESIZE_TYPE(dst_type, Out, {
+      if (in.elem_size != int64_t(sizeof(In)) || out.elem_size != int64_t(sizeof(Out)))
+        throw std::invalid_argument("resize: buffer element sizes do not match the given types");
+      pool.parallel_for(N, [&](int64_t i) {
+        const SampleGeometry& g = geo[i];
+        AxisFilter f[3];
+        for (int a = 0; a < spatial; ++a) {
+          int axis = 3 - spatial + a;
+          const double* r = roi_p + i * 2 * spatial;
+          make_axis_filter(f[axis], g.in[axis], g.out[axis], r[a], r[spatial + a], minf[i * spatial + a],
+                           magf[i * spatial + a], antialias);
+        }
+        resize_sample<In, Out>(in.sample<In>(i), out.sample<Out>(i), g, spatial, f);
+      });
+    });
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(resize) {
+  using namespace penstock;
+  m.def("resize", &resize,
+        "Separable resampling of [outer..., (D,) H, W, C] samples to the output batch's sizes",
+        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("src_type"),
+        py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dst_type"),
+        py::arg("spatial_ndim"), py::arg("roi"), py::arg("min_filter"), py::arg("mag_filter"),
+        py::arg("antialias"));
+}

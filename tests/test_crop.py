@@ -1,0 +1,199 @@
+"""fn.crop / fn.slice / fn.pad / fn.flip in pipelines, against numpy slicing and np.pad."""
+import numpy as np
+import pytest
+
+from penstock import fn, ops, pipeline_def, types
+
+
+def constant_source(value):
+    """A batch source (no parameters, so external_source calls it without the iteration)."""
+    return lambda: value
+
+
+def run(op, inputs, layout="HWC", extra_inputs=(), **kw):
+    """Runs `op(x, *extra_inputs, **kw)`; kw values ending in `_src` become per-sample inputs."""
+    arg_sources = {k[:-4]: v for k, v in kw.items() if k.endswith("_src")}
+    kw = {k: v for k, v in kw.items() if not k.endswith("_src")}
+
+    @pipeline_def(batch_size=len(inputs), num_threads=2, device_id=None, seed=7)
+    def pipe():
+        x = fn.external_source(source=lambda: inputs, layout=layout)
+        extra = [fn.external_source(source=constant_source(v)) for v in extra_inputs]
+        args = {k: fn.external_source(source=constant_source(v)) for k, v in arg_sources.items()}
+        return op(x, *extra, **kw, **args)
+
+    p = pipe()
+    p.build()
+    out = p.run()[0]
+    return [np.array(out.at(i)) for i in range(len(inputs))], out
+
+
+def padded_window(img, anchor, shape, fill):
+    """numpy reference: window [anchor, anchor+shape) with outside = fill (per last-dim channel)."""
+    pad = [(max(0, -a), max(0, a + s - e)) for a, s, e in zip(anchor, shape, img.shape)]
+    out = np.stack([np.pad(img[..., c], pad[:-1], constant_values=np.asarray(fill).reshape(-1)[c % np.size(fill)])
+                    for c in range(img.shape[-1])], axis=-1) if img.ndim == 3 else \
+        np.pad(img, pad, constant_values=np.asarray(fill).reshape(-1)[0])
+    start = [a + p[0] for a, p in zip(anchor, pad)]
+    return out[tuple(slice(s, s + n) for s, n in zip(start, shape))]
+
+
+IMG = np.random.default_rng(0).integers(0, 256, (10, 12, 3), dtype=np.uint8)
+
+
+# ---- crop ----------------------------------------------------------------------------------
+
+def test_crop_anchor_rounding_verified():
+    img = np.arange(10, dtype=np.uint8).reshape(1, 10, 1) * np.ones((4, 1, 1), np.uint8)
+    out, _ = run(fn.crop, [img], crop=(4, 3), crop_pos_x=0.5)  # 0.5 * 7 = 3.5 -> 4
+    np.testing.assert_array_equal(out[0][0, :, 0], [4, 5, 6])
+    out, _ = run(fn.crop, [img], crop=(4, 4), crop_pos_x=0.25)  # 0.25 * 6 = 1.5 -> 2
+    np.testing.assert_array_equal(out[0][0, :, 0], [2, 3, 4, 5])
+    out, _ = run(fn.crop, [img], crop=(4, 4), crop_pos_x=0.25, rounding="truncate")
+    np.testing.assert_array_equal(out[0][0, :, 0], [1, 2, 3, 4])
+
+
+def test_crop_pad_policy_and_fill():
+    out, tl = run(fn.crop, [IMG], crop=(12, 14), out_of_bounds_policy="pad", fill_values=(1, 2, 3))
+    np.testing.assert_array_equal(out[0], padded_window(IMG, (-1, -1, 0), (12, 14, 3), (1, 2, 3)))
+    assert tl.layout() == "HWC"
+
+
+def test_crop_error_and_trim_policies():
+    with pytest.raises(Exception, match="outside"):
+        run(fn.crop, [IMG], crop=(12, 4))
+    out, _ = run(fn.crop, [IMG], crop=(12, 4), crop_pos_y=0.0, crop_pos_x=1.0, out_of_bounds_policy="trim_to_shape")
+    np.testing.assert_array_equal(out[0], IMG[:, 8:12])
+
+
+def test_crop_per_sample_positions_and_sizes():
+    rng = np.random.default_rng(1)
+    imgs = [rng.integers(0, 256, (20, 30, 3), dtype=np.uint8), rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)]
+    pos = [np.float32(0.0), np.float32(1.0)]
+    out, _ = run(fn.crop, imgs, crop_h=8, crop_w_src=[np.float32(5), np.float32(7)], crop_pos_x_src=pos)
+    np.testing.assert_array_equal(out[0], imgs[0][6:14, 0:5])
+    np.testing.assert_array_equal(out[1], imgs[1][4:12, 9:16])
+
+
+def test_crop_dtype_sequences_and_legacy_ops():
+    seq = np.random.default_rng(2).integers(0, 256, (3, 8, 9, 3), dtype=np.uint8)
+    out, tl = run(fn.crop, [seq], layout="FHWC", crop=(4, 5), dtype=types.FLOAT)
+    np.testing.assert_array_equal(out[0], seq[:, 2:6, 2:7].astype(np.float32))
+    assert tl.dtype == types.FLOAT
+    out, _ = run(ops.Crop(crop=(4, 5), output_dtype=types.FLOAT16), [IMG])
+    np.testing.assert_array_equal(out[0], IMG[3:7, 4:9].astype(np.float16))
+
+
+def test_crop_fill_survives_dtype_conversion():
+    out, _ = run(fn.crop, [IMG], crop=(10, 14), out_of_bounds_policy="pad", fill_values=(0.5,), dtype=types.FLOAT)
+    np.testing.assert_array_equal(out[0], padded_window(IMG.astype(np.float32), (0, -1, 0), (10, 14, 3), (0.5,)))
+    out, _ = run(fn.crop, [IMG], crop=(10, 14), out_of_bounds_policy="pad", fill_values=(7,), dtype=types.FLOAT)
+    np.testing.assert_array_equal(out[0], padded_window(IMG.astype(np.float32), (0, -1, 0), (10, 14, 3), (7,)))
+
+
+def test_crop_volume():
+    vol = np.arange(6 * 7 * 8, dtype=np.int16).reshape(6, 7, 8, 1)
+    out, _ = run(fn.crop, [vol], layout="DHWC", crop=(2, 3, 4), crop_pos_z=0.0)
+    np.testing.assert_array_equal(out[0], vol[0:2, 2:5, 2:6])
+
+
+# ---- slice ---------------------------------------------------------------------------------
+
+def test_slice_relative_inputs_default_axes():
+    anchor = [np.array([0.25, 0.1], np.float32)]  # axes [1, 0]: x then y
+    shape = [np.array([0.5, 0.5], np.float32)]
+    out, _ = run(fn.slice, [IMG], extra_inputs=(anchor, shape))
+    # x: round(0.25*12)=3 .. round(0.75*12)=9; y: round(0.1*10)=1 .. round(0.6*10)=6
+    np.testing.assert_array_equal(out[0], IMG[1:6, 3:9])
+
+
+def test_slice_absolute_inputs_axis_names_and_pad():
+    anchor = [np.array([-2, 3], np.int32)]
+    shape = [np.array([5, 4], np.int32)]
+    out, _ = run(fn.slice, [IMG], extra_inputs=(anchor, shape), axis_names="HW", normalized_anchor=False,
+                 normalized_shape=False, out_of_bounds_policy="pad", fill_values=(9, 8, 7))
+    np.testing.assert_array_equal(out[0], padded_window(IMG, (-2, 3, 0), (5, 4, 3), (9, 8, 7)))
+
+
+def test_slice_arguments():
+    out, _ = run(fn.slice, [IMG], start=(2, 1), end=(7, 4))  # x 2..7, y 1..4
+    np.testing.assert_array_equal(out[0], IMG[1:4, 2:7])
+    out, _ = run(fn.slice, [IMG], rel_start=(0.5, 0.5), rel_shape=(0.5, 0.5))
+    np.testing.assert_array_equal(out[0], IMG[5:10, 6:12])
+    out, _ = run(fn.slice, [IMG], start=(1,), shape=(2,), axes=(2,))
+    np.testing.assert_array_equal(out[0], IMG[:, :, 1:3])
+    with pytest.raises(Exception, match="outside"):
+        run(fn.slice, [IMG], start=(0, 0), end=(20, 5))
+    out, _ = run(fn.slice, [IMG], start=(0, 0), end=(20, 5), out_of_bounds_policy="trim_to_shape")
+    np.testing.assert_array_equal(out[0], IMG[0:5, :])
+
+
+def test_slice_1d_and_legacy_ops():
+    x = np.arange(10, dtype=np.float32)
+    out, _ = run(fn.slice, [x], layout="", start=(-2,), shape=(5,), axes=(0,), out_of_bounds_policy="pad",
+                 fill_values=(-1,))
+    np.testing.assert_array_equal(out[0], [-1, -1, 0, 1, 2])
+    out, _ = run(ops.Slice(rel_start=(0.2,), rel_end=(0.5,), axes=(0,)), [x], layout="")
+    np.testing.assert_array_equal(out[0], [2, 3, 4])
+
+
+# ---- pad -----------------------------------------------------------------------------------
+
+def test_pad_to_batch_max_and_align_verified():
+    xs = [np.arange(n, dtype=np.float32) + 1 for n in (2, 5, 3)]
+    out, tl = run(fn.pad, xs, layout="", fill_value=-1)
+    for x, o in zip(xs, out):
+        np.testing.assert_array_equal(o, np.pad(x, (0, 5 - len(x)), constant_values=-1))
+    out, _ = run(fn.pad, xs, layout="", align=4)
+    assert all(o.shape == (8,) for o in out)
+    out, _ = run(fn.pad, xs, layout="", shape=(5,))
+    assert all(o.shape == (5,) for o in out)
+
+
+def test_pad_axis_names_and_per_sample_fill():
+    rng = np.random.default_rng(3)
+    imgs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in [(4, 5), (6, 3)]]
+    out, _ = run(fn.pad, imgs, axis_names="W", fill_value_src=[np.float32(7), np.float32(9)])
+    for img, o, f in zip(imgs, out, (7, 9)):
+        np.testing.assert_array_equal(o, np.pad(img, ((0, 0), (0, 5 - img.shape[1]), (0, 0)), constant_values=f))
+    out, _ = run(ops.Pad(axes=(0, 1), shape=(8, -1)), imgs)
+    assert [o.shape for o in out] == [(8, 5, 3), (8, 5, 3)]
+
+
+# ---- flip ----------------------------------------------------------------------------------
+
+def test_flip_default_horizontal_verified():
+    out, _ = run(fn.flip, [IMG])
+    np.testing.assert_array_equal(out[0], IMG[:, ::-1])
+
+
+def test_flip_per_sample_flags_and_layouts():
+    rng = np.random.default_rng(4)
+    imgs = [rng.integers(0, 256, (4, 5, 3), dtype=np.uint8) for _ in range(3)]
+    out, _ = run(fn.flip, imgs, horizontal_src=[np.int32(1), np.int32(0), np.int32(1)], vertical=1)
+    np.testing.assert_array_equal(out[0], imgs[0][::-1, ::-1])
+    np.testing.assert_array_equal(out[1], imgs[1][::-1])
+    np.testing.assert_array_equal(out[2], imgs[2][::-1, ::-1])
+    chw = np.moveaxis(imgs[0], -1, 0).copy()
+    out, _ = run(fn.flip, [chw], layout="CHW")
+    np.testing.assert_array_equal(out[0], chw[:, :, ::-1])
+    vol = rng.integers(0, 256, (3, 4, 5, 1), dtype=np.uint8)
+    out, _ = run(ops.Flip(horizontal=0, depthwise=1), [vol], layout="DHWC")
+    np.testing.assert_array_equal(out[0], vol[::-1])
+
+
+def test_flip_with_coin_flip():
+    imgs = [IMG] * 8
+
+    @pipeline_def(batch_size=8, num_threads=2, device_id=None, seed=3)
+    def pipe():
+        x = fn.external_source(source=lambda: imgs, layout="HWC")
+        c = fn.random.coin_flip()
+        return fn.flip(x, horizontal=c), c
+
+    p = pipe()
+    p.build()
+    out, coins = p.run()
+    for i in range(8):
+        expect = IMG[:, ::-1] if int(np.array(coins.at(i))) else IMG
+        np.testing.assert_array_equal(np.array(out.at(i)), expect)
