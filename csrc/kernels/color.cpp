@@ -1,11 +1,13 @@
 // Per-pixel affine colour transform: out[o] = sum_c M[o][c] * in[c] + M[o][Cin], one matrix per
 // sample. Brightness/contrast, hsv, hue, saturation, color_twist and colour-space conversion
-// all reduce to this; Python builds the matrices. Math in float, output rounded/saturated (pixel_cast).
+// all reduce to this; Python builds the matrices. Math in float; outputs rounded half away
+// from zero and saturated.
 #include <algorithm>
 #include <vector>
 
 #include "engine/convert.h"
 #include "engine/module.h"
+#include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
@@ -32,7 +34,7 @@ PENSTOCK_HOT_LOOP void transform_pixels(const In* in, Out* out, int64_t pixels, 
         acc[p * co + o] = a;
       }
     }
-    pixel_cast_row(acc.data(), out + p0 * co, np * co);
+    convert_row<Out>(acc.data(), np * co, out + p0 * co);
   }
 }
 

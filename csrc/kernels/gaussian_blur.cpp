@@ -7,6 +7,7 @@
 
 #include "engine/convert.h"
 #include "engine/module.h"
+#include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
@@ -99,7 +100,7 @@ void blur_sample(const In* in, Out* out, const int64_t* shape, int k, const floa
                   gaussian_window(windows[ax], sigmas[ax]), line);
     a.swap(b);
   }
-  pixel_cast_row(a.data(), out, vol);
+  convert_row<Out>(a.data(), vol, out);
 }
 
 // shapes: [N, k + 2] = (frames, spatial..., channels); sigmas float [N, k]; windows int [N, k]

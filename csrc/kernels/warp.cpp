@@ -8,6 +8,7 @@
 
 #include "engine/convert.h"
 #include "engine/module.h"
+#include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
@@ -67,7 +68,7 @@ PENSTOCK_HOT_LOOP void warp_frame(const T* in, int64_t H, int64_t W, T* out, int
           r[c] = w00 * float(p00[c]) + w01 * float(p01[c]) + w10 * float(p10[c]) + w11 * float(p11[c]);
       }
     }
-    if constexpr (INTERP == kLinear) pixel_cast_row(row.data(), out + y * Wo * C, Wo * C);
+    if constexpr (INTERP == kLinear) convert_row<T>(row.data(), Wo * C, out + y * Wo * C);
   }
 }
 
