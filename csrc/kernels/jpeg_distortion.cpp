@@ -80,13 +80,14 @@ std::string roundtrip(const uint8_t* in, uint8_t* out, int h, int w, int c, int 
 }
 
 // Samples (frames, H, W, C) uint8 with C = 1 or 3; qualities [N] in 1..100.
-void jpeg_compression_distortion(ThreadPool& pool, py::array_t<uint8_t, py::array::c_style> src,
-                                 I64Array shapes, I64Array src_offsets,
-                                 py::array_t<uint8_t, py::array::c_style> dst, I64Array dst_offsets,
+void jpeg_compression_distortion(ThreadPool& pool, py::array src, I64Array shapes,
+                                 I64Array src_offsets, py::array dst, I64Array dst_offsets,
                                  I64Array qualities) {
-  py::array s = src, d = dst;
-  BatchView in = make_batch_view(s, shapes, src_offsets, false);
-  BatchView out = make_batch_view(d, shapes, dst_offsets, true);
+  // plain py::array: a converting array_t would write the output into a temporary copy
+  if (!src.dtype().is(py::dtype::of<uint8_t>()) || !dst.dtype().is(py::dtype::of<uint8_t>()))
+    throw std::invalid_argument("jpeg_compression_distortion: buffers must be uint8");
+  BatchView in = make_batch_view(src, shapes, src_offsets, false);
+  BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   int64_t n = in.num_samples;
   if (in.ndim != 4) throw std::invalid_argument("jpeg_compression_distortion: samples must be (frames, H, W, C)");
   if (qualities.ndim() != 1 || qualities.shape(0) != n)
