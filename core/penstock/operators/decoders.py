@@ -19,6 +19,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
+from .crop import CROP_ARGS
 
 _MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
 
@@ -46,14 +47,9 @@ _DECODER_ARGS = [
     Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
 ]
 
-_CROP_ARGS = [
-    Arg("crop", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window size (h, w)"),
-    Arg("crop_h", ArgType.FLOAT, 0.0, tensor=True, doc="window height (instead of crop)"),
-    Arg("crop_w", ArgType.FLOAT, 0.0, tensor=True, doc="window width (instead of crop)"),
-    Arg("crop_pos_x", ArgType.FLOAT, 0.5, tensor=True, doc="normalized horizontal anchor"),
-    Arg("crop_pos_y", ArgType.FLOAT, 0.5, tensor=True, doc="normalized vertical anchor"),
-    Arg("rounding", ArgType.STR, "round", "anchor rounding: 'round' (half away from zero) or 'truncate'"),
-]
+# The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
+_CROP_ARGS = [arg for arg in CROP_ARGS
+              if arg.name in ("crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "rounding")]
 
 _RANDOM_CROP_ARGS = [
     Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0), "range of the window's area fraction"),
