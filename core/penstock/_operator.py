@@ -92,6 +92,10 @@ class Operator:
     def run(self, ws: Workspace) -> Sequence[TensorListCPU]:
         raise NotImplementedError(f"{self.label} has no run()")
 
+    def link(self, consumers: list[list["Operator | None"]]) -> None:
+        """Called once at build with, per output, the operators that read it (None for a pipeline
+        output or an argument input), so an operator may specialize for what follows it."""
+
     # -- sources (is_source schemas): called in the scheduling thread before the iteration runs
     def fetch(self, epoch: int, iteration_in_epoch: int, batch_size: int) -> Any:
         raise NotImplementedError

@@ -91,6 +91,9 @@ struct Plan {
   Orientation orientation;
   DecodeRequest request;
   int64_t out_h = 0, out_w = 0, out_c = 0;
+  // Where output pixel (0, 0) starts in display coordinates of the full-size image, and how many
+  // full-size pixels one output pixel spans (8/n after DCT scaling by n/8).
+  double origin_y = 0, origin_x = 0, step = 1;
 };
 
 struct Encoded {
@@ -165,6 +168,16 @@ Plan plan_sample(const Encoded& e, int output_type, bool adjust_orientation, con
     }
   }
   req.region = scale_window(stored, req.scale_num);
+  // The decoded region in full-size stored pixels, mirrored by flips and swapped by transposition.
+  const Orientation& o = p.orientation;
+  double step = 8.0 / req.scale_num;
+  double row0 = req.region.y * step, row1 = (req.region.y + req.region.h) * step;
+  double col0 = req.region.x * step, col1 = (req.region.x + req.region.w) * step;
+  double first_row = o.flip_rows ? double(info.height) - row1 : row0;
+  double first_col = o.flip_cols ? double(info.width) - col1 : col0;
+  p.origin_y = o.transpose ? first_col : first_row;
+  p.origin_x = o.transpose ? first_row : first_col;
+  p.step = step;
   p.out_h = p.orientation.transpose ? req.region.w : req.region.h;
   p.out_w = p.orientation.transpose ? req.region.h : req.region.w;
   p.out_c = output_channels(output_type, info.model);
@@ -246,7 +259,7 @@ py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I
 
 py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
                         int output_type, bool adjust_orientation, py::object crop, py::object target_hw,
-                        bool use_fast_idct) {
+                        bool use_fast_idct, bool return_geometry) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
@@ -289,7 +302,15 @@ py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Ar
       per_sample(i, [&] { decode_sample(encoded_sample(in, i), plans[i], output_type, base + offs[i]); });
     });
   }
-  return py::make_tuple(out, out_shapes, out_offsets, fallback);
+  if (!return_geometry) return py::make_tuple(out, out_shapes, out_offsets, fallback);
+  py::array_t<double> geometry({n, int64_t(3)});
+  for (int64_t i = 0; i < n; ++i) {
+    double* g = geometry.mutable_data() + 3 * i;
+    g[0] = plans[i].origin_y;
+    g[1] = plans[i].origin_x;
+    g[2] = plans[i].step;
+  }
+  return py::make_tuple(out, out_shapes, out_offsets, fallback, geometry);
 }
 
 }  // namespace
@@ -305,8 +326,11 @@ PENSTOCK_BINDINGS(image_decode) {
         py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
         py::arg("output_type") = int(kAnyData), py::arg("adjust_orientation") = true);
   m.def("decode_images", &decode_images,
-        "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC",
+        "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with "
+        "return_geometry also [N, 3] (y0, x0, step): where each output starts in display "
+        "coordinates of the full-size image and how many full-size pixels one output pixel spans",
         py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
         py::arg("output_type"), py::arg("adjust_orientation") = true, py::arg("crop") = py::none(),
-        py::arg("target_hw") = py::none(), py::arg("use_fast_idct") = false);
+        py::arg("target_hw") = py::none(), py::arg("use_fast_idct") = false,
+        py::arg("return_geometry") = false);
 }

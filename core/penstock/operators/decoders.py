@@ -14,11 +14,12 @@ import io
 import numpy as np
 
 from .. import _engine
-from .._operator import Operator, SampleError
+from .._operator import Operator, SampleError, Workspace
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
+from .crop import CROP_ARGS
 
 _MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
 
@@ -46,14 +47,9 @@ _DECODER_ARGS = [
     Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
 ]
 
-_CROP_ARGS = [
-    Arg("crop", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window size (h, w)"),
-    Arg("crop_h", ArgType.FLOAT, 0.0, tensor=True, doc="window height (instead of crop)"),
-    Arg("crop_w", ArgType.FLOAT, 0.0, tensor=True, doc="window width (instead of crop)"),
-    Arg("crop_pos_x", ArgType.FLOAT, 0.5, tensor=True, doc="normalized horizontal anchor"),
-    Arg("crop_pos_y", ArgType.FLOAT, 0.5, tensor=True, doc="normalized vertical anchor"),
-    Arg("rounding", ArgType.STR, "round", "anchor rounding: 'round' (half away from zero) or 'truncate'"),
-]
+# The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
+_CROP_ARGS = [arg for arg in CROP_ARGS
+              if arg.name in ("crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "rounding")]
 
 _RANDOM_CROP_ARGS = [
     Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0), "range of the window's area fraction"),
@@ -194,19 +190,51 @@ class _DecoderBase(Operator):
         """[N, 4] (y, x, h, w) windows in display coordinates, from [N, 3] display shapes."""
         raise NotImplementedError
 
+    def link(self, consumers) -> None:
+        # Pixels bound only for a downscaling resize are decoded smaller in the DCT domain
+        # (JPEG), so no work goes into pixels the resize would average away.
+        from .resize import ResizeCPU
+        users = consumers[0]
+        self._resize = (users[0] if len(users) == 1 and isinstance(users[0], ResizeCPU)
+                        and users[0].takes_prescaled_input() and self.args["dtype"] == DALIDataType.UINT8
+                        else None)
+
+    def _dct_targets(self, ws, regions: np.ndarray) -> np.ndarray:
+        """Per sample the size to decode to: the region shrunk by the smallest of 1/8, 1/4, 1/2
+        (the scales libjpeg-turbo's SIMD IDCT serves) that still covers the resize's output."""
+        plan_ws = Workspace([], {}, ws.batch_size, ws.iteration, ws.epoch, ws.pool, None, self._resize)
+        out_sizes, _ = self._resize.plan(plan_ws, "HW", regions.astype(np.float64))
+        scale = np.ones(len(regions))
+        for s in (0.5, 0.25, 0.125):
+            scale = np.where((np.floor(regions * s) >= out_sizes).all(axis=1), s, scale)
+        return np.ceil(regions * scale[:, None]).astype(np.int64)
+
     def run(self, ws):
         src = _encoded(self, ws)
         output_type = int(self.args["output_type"])
         adjust = self.args["adjust_orientation"]
-        crop = self.windows(ws, display_shapes(self, ws, src, adjust)) if self.crops else None
-        buf, shapes, offsets, fallback = _engine.decode_images(
-            ws.pool, src._buf, src._shapes, src._offsets, output_type, adjust, crop, None,
-            self.args["use_fast_idct"])
+        fused = getattr(self, "_resize", None) is not None
+        shapes = display_shapes(self, ws, src, adjust) if self.crops or fused else None
+        crop = self.windows(ws, shapes) if self.crops else None
+        if fused:
+            regions = crop[:, 2:4] if crop is not None else shapes[:, :2]
+            region_origin = crop[:, :2] if crop is not None else np.zeros_like(regions)
+            target = self._dct_targets(ws, regions)
+        else:
+            target = None
+        decoded = _engine.decode_images(ws.pool, src._buf, src._shapes, src._offsets, output_type, adjust,
+                                        crop, target, self.args["use_fast_idct"], return_geometry=fused)
+        buf, shapes, offsets, fallback = decoded[:4]
         if fallback.any():
             buf, shapes, offsets = self._with_fallbacks(src, buf, shapes, offsets, fallback, crop)
         if self.args["dtype"] == DALIDataType.FLOAT:
             buf = np.divide(buf, np.float32(255), dtype=np.float32)
-        return [TensorListCPU._from_packed(buf, shapes, offsets, "HWC", None)]
+        out = TensorListCPU._from_packed(buf, shapes, offsets, "HWC", None)
+        if fused:
+            geometry = decoded[4]
+            geometry[fallback] = np.column_stack([region_origin[fallback], np.ones(int(fallback.sum()))])
+            out._prescaled = (regions, region_origin, geometry)
+        return [out]
 
     def _with_fallbacks(self, src, buf, shapes, offsets, fallback, crop):
         """Decodes the samples the kernel left to Pillow and repacks the batch."""

@@ -131,12 +131,30 @@ class ResizeCPU(Operator):
         layout = src._layout or default_layout(src.ndim())
         letters, first, _ = spatial_layout(self, layout, src.ndim())
         extents = src._shapes[:, first:first + len(letters)].astype(np.float64)
-        out_sizes, rois = self.plan(ws, letters, extents)
+        prescaled = getattr(src, "_prescaled", None)
+        if prescaled is not None and letters == "HW":
+            # The decoder shrank the image in the DCT domain: plan in the full-size region's
+            # coordinates, then map the source window onto the decoded pixels.
+            regions, region_origin, geometry = prescaled
+            out_sizes, rois = self.plan(ws, letters, regions.astype(np.float64))
+            shift = np.tile(region_origin - geometry[:, :2], 2)
+            rois = (rois + shift) / geometry[:, 2:3]
+        else:
+            out_sizes, rois = self.plan(ws, letters, extents)
         minf, magf = filters(ws)
         out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
         if not self.args["save_attrs"]:
             return [out]
         return [out, empty_attrs(out_sizes)]
+
+    def takes_prescaled_input(self) -> bool:
+        """Whether this resize can take an image the decoder shrank in the DCT domain: one with
+        constant arguments that downscales with antialiasing and a linear/triangular filter."""
+        smooth = (DALIInterpType.INTERP_LINEAR, DALIInterpType.INTERP_TRIANGULAR)
+        a = self.args
+        min_filter = a.get("min_filter") if a.get("min_filter") is not None else a.get("interp_type")
+        return (not self.node.arg_inputs and a["antialias"] and not a["save_attrs"]
+                and (min_filter is None or min_filter in smooth))
 
     # -- output size -------------------------------------------------------------------------
     def plan(self, ws, letters: str, extents: np.ndarray):

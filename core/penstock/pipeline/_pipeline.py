@@ -278,6 +278,7 @@ class Pipeline:
         self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
         for op in self._ops:
             op.setup()
+        self._link_consumers()
         self._source_ops = [op for op in self._ops if op.schema.is_source]
         self._readers = {op.name: op for op in self._ops if op.schema.is_reader}
         stages = [[op for op in self._ops if op.device == dev] for dev in ("cpu", "mixed", "gpu")]
@@ -286,6 +287,18 @@ class Pipeline:
         self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
                                   self._exec_async, self._exec_pipelined)
         self._built = True
+
+    def _link_consumers(self) -> None:
+        consumers = {op.node.id: [[] for _ in op.node.outputs] for op in self._ops}
+        for op in self._ops:
+            for d in op.node.inputs:
+                consumers[d.source.id][d.index].append(op)
+            for d in op.node.arg_inputs.values():
+                consumers[d.source.id][d.index].append(None)
+        for o in self._outputs:
+            consumers[o.source.id][o.index].append(None)
+        for op in self._ops:
+            op.link(consumers[op.node.id])
 
     @staticmethod
     def _stages_are_ordered(stages: list[list]) -> bool:
