@@ -24,14 +24,18 @@ def _image_libraries() -> list[str]:
     return ["jpeg", "png"]
 
 
-sources = sorted(os.path.relpath(p, HERE)
-                 for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.cpp"), recursive=True))
+def _tree(pattern: str) -> list[str]:
+    return sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", pattern), recursive=True))
+
+
+sources = _tree("*.cpp")
 
 ext = Pybind11Extension(
     "penstock._engine",
     sources,
     include_dirs=[os.path.join(HERE, "csrc")],
     libraries=_image_libraries() + ["pthread"],
+    depends=_tree("*.h"),  # a header edit rebuilds the extension
     cxx_std=17,
     extra_compile_args=["-O3", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
 )

@@ -224,3 +224,21 @@ def test_bad_samples_raise():
         run([img], [(2, 2)], rois=[(0, 0, np.nan, 4)])
     with pytest.raises(ValueError):
         run([img], [(2, 2)], min_filter=9)
+
+
+def test_uint8_output_rounds_values_just_below_half_down():
+    """0.49999997 must round to 0 and 0.5 to 1 (half away from zero), in the SIMD and scalar tails."""
+    from penstock import _engine
+    from penstock.types import DALIDataType as T
+    pool = _engine.ThreadPool(1)
+    values = np.array([0.49999997, 0.5, 1.4999999, 1.5, 254.49998, 254.5] * 4, np.float32)  # 24 = 16 + 8
+    src = values.reshape(1, -1, 1)
+    dst = np.empty(values.size, np.uint8)
+    shapes = np.array([[1, values.size, 1]], np.int64)
+    offsets = np.array([0], np.int64)
+    # an identity resize (same size, NN) only converts
+    _engine.resize(pool, src.reshape(-1), shapes, offsets, int(T.FLOAT), dst, shapes, offsets, int(T.UINT8), 2,
+                   np.array([[0, 0, 1, values.size]], np.float64), np.zeros((1, 2), np.int32),
+                   np.zeros((1, 2), np.int32), False)
+    expected = np.sign(values) * np.floor(np.abs(values.astype(np.float64)) + 0.5)
+    np.testing.assert_array_equal(dst, expected.astype(np.uint8))

@@ -16,6 +16,10 @@
 
 namespace penstock {
 
+// Added before truncation to round half away from zero. Adding 0.5f itself would round
+// 0.49999997f up: v + 0.5f is not representable in [0.75, 1) and float addition rounds it to 1.
+constexpr float kJustBelowHalf = 0.49999997f;  // nextafter(0.5f, 0)
+
 // Rounding to nearest even is done by integer addition on the bit pattern instead of a
 // data-dependent comparison of the dropped bits.
 inline uint16_t float_to_half_rne(float f) {
@@ -58,8 +62,8 @@ inline Out round_sat(float v) {
     } else {
       v = v > lo ? v : lo;  // written as selects so they compile to maxss / minss
       v = v < hi ? v : hi;
-      if constexpr (std::is_signed_v<Out>) return Out(int32_t(v + std::copysign(0.5f, v)));
-      else return Out(int32_t(v + 0.5f));
+      if constexpr (std::is_signed_v<Out>) return Out(int32_t(v + std::copysign(kJustBelowHalf, v)));
+      else return Out(int32_t(v + kJustBelowHalf));
     }
   }
 }
@@ -72,7 +76,7 @@ void convert_row(const float* in, int64_t n, Out* out) {
   int64_t i = 0;
 #ifdef __SSE2__
   if constexpr (std::is_same_v<Out, uint8_t>) {  // the common case: 16 at a time with saturating packs
-    const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+    const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f), half = _mm_set1_ps(kJustBelowHalf);
     auto conv4 = [&](const float* p) {  // max first: it maps NaN to 0
       return _mm_cvttps_epi32(_mm_add_ps(_mm_min_ps(_mm_max_ps(_mm_loadu_ps(p), zero), top), half));
     };
@@ -87,7 +91,7 @@ void convert_row(const float* in, int64_t n, Out* out) {
     typedef float v4f __attribute__((vector_size(16)));
     typedef int32_t v4i __attribute__((vector_size(16)));
     constexpr float lo = float(std::numeric_limits<Out>::min()), hi = float(std::numeric_limits<Out>::max());
-    const v4f vlo = {lo, lo, lo, lo}, vhi = {hi, hi, hi, hi}, half = {0.5f, 0.5f, 0.5f, 0.5f};
+    const v4f vlo = {lo, lo, lo, lo}, vhi = {hi, hi, hi, hi}, half = {kJustBelowHalf, kJustBelowHalf, kJustBelowHalf, kJustBelowHalf};
     for (; i + 4 <= n; i += 4) {
       v4f v;
       std::memcpy(&v, in + i, sizeof(v));
