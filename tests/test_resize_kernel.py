@@ -242,3 +242,19 @@ def test_uint8_output_rounds_values_just_below_half_down():
                    np.zeros((1, 2), np.int32), False)
     expected = np.sign(values) * np.floor(np.abs(values.astype(np.float64)) + 0.5)
     np.testing.assert_array_equal(dst, expected.astype(np.uint8))
+
+
+def test_nearest_neighbour_exact_ties_take_the_exact_index():
+    """floor((i + 0.5) * in / out) in exact arithmetic: 7.5 * 120 / 50 = 18, not 17."""
+    from fractions import Fraction
+    from penstock import _engine
+    from penstock.types import DALIDataType as T
+    pool = _engine.ThreadPool(1)
+    src = np.arange(120, dtype=np.float32).reshape(1, 120, 1)
+    dst = np.empty(50, np.float32)
+    _engine.resize(pool, src.reshape(-1), np.array([[1, 120, 1]], np.int64), np.array([0], np.int64), int(T.FLOAT),
+                   dst, np.array([[1, 50, 1]], np.int64), np.array([0], np.int64), int(T.FLOAT), 2,
+                   np.array([[0, 0, 1, 120]], np.float64), np.zeros((1, 2), np.int32), np.zeros((1, 2), np.int32),
+                   False)
+    expected = [int((Fraction(2 * i + 1, 2) * Fraction(120, 50))) for i in range(50)]  # floor of a fraction
+    np.testing.assert_array_equal(dst, expected)

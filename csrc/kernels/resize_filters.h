@@ -80,7 +80,9 @@ inline void make_axis_filter(AxisFilter& f, int64_t in_size, int64_t out_size, d
     f.taps = 1;
     f.weights.assign(out_size, 1.0f);
     for (int64_t j = 0; j < out_size; ++j) {
-      double x = std::floor(roi_start + (j + 0.5) * step);
+      // Exact ties such as 7.5 * (120/50) = 18 come out as 17.999... in floating point; the
+      // epsilon gives them the index exact arithmetic (and DALI) gives.
+      double x = std::floor(roi_start + (j + 0.5) * step + 1e-7);
       f.start[j] = int32_t(std::clamp<double>(x, 0, double(in_size - 1)));
     }
     return;
