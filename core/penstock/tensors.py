@@ -254,10 +254,14 @@ class TensorListCPU:
         return packed
 
     def _volume_total(self) -> int:
+        """Elements from the first sample's start to the last one's end (packed batches)."""
         n = len(self)
         if n == 0:
             return 0
-        return int(self._offsets[-1]) + int(np.prod(self._shapes[-1])) if self._shapes.shape[1] else n
+        last = 1
+        for extent in self._shapes[-1].tolist():
+            last *= extent
+        return int(self._offsets[-1]) + last
 
     def is_dense_tensor(self) -> bool:
         return len(self) == 0 or bool((self._shapes == self._shapes[0]).all())

@@ -15,8 +15,10 @@ def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: A
     ``like``: a packed batch of the same shapes whose offsets (and size) can be reused.
     """
     if like is not None and like._shapes is shapes and len(like._buf) >= 0 and like._is_packed_cached():
-        total = like._volume_total()
-        return TensorListCPU._from_packed(np.empty(total, dtype), shapes, like._offsets, layout, source_info)
+        out = TensorListCPU._from_packed(np.empty(like._volume_total(), dtype), shapes, like._offsets,
+                                         layout, source_info)
+        out._packed = True  # same shapes and offsets as a packed batch
+        return out
     shapes = np.ascontiguousarray(shapes, dtype=np.int64)
     offsets = _packed_offsets(shapes)
     total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
