@@ -61,6 +61,10 @@ struct BatchView {
 BatchView make_batch_view(py::array& data, py::array_t<int64_t, py::array::c_style>& shapes,
                           py::array_t<int64_t, py::array::c_style>& offsets, bool writable);
 
+// An uninitialized uint8 array of `nbytes` from the host buffer pool (engine/buffer_pool.h);
+// kernels that size their outputs themselves allocate them with this. Needs the GIL.
+py::array empty_pooled(size_t nbytes);
+
 }  // namespace penstock
 
 namespace py = pybind11;  // kernel files use py:: in their bindings

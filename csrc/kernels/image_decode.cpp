@@ -292,8 +292,8 @@ py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Ar
     fallback.mutable_data()[i] = p.fallback;
     total += p.out_h * p.out_w * p.out_c;
   }
-  U8Array out(total);
-  uint8_t* base = out.mutable_data();
+  py::array out = empty_pooled(size_t(total));
+  uint8_t* base = static_cast<uint8_t*>(out.mutable_data());
   const int64_t* offs = out_offsets.data();
   {
     py::gil_scoped_release nogil;

@@ -5,7 +5,19 @@ from typing import Any
 
 import numpy as np
 
+from .. import _engine
 from ..tensors import TensorListCPU, _packed_offsets
+
+POOLED_BYTES = 1 << 20  # batches at least this large come from the engine's buffer pool
+
+
+def host_buffer(count: int, dtype: Any) -> np.ndarray:
+    """An uninitialized 1-D array; large ones reuse pooled memory (no fresh page faults)."""
+    dtype = np.dtype(dtype)
+    nbytes = count * dtype.itemsize
+    if nbytes < POOLED_BYTES:
+        return np.empty(count, dtype)
+    return _engine.empty_pooled(nbytes).view(dtype)
 
 
 def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None,
@@ -15,14 +27,14 @@ def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: A
     ``like``: a packed batch of the same shapes whose offsets (and size) can be reused.
     """
     if like is not None and like._shapes is shapes and len(like._buf) >= 0 and like._is_packed_cached():
-        out = TensorListCPU._from_packed(np.empty(like._volume_total(), dtype), shapes, like._offsets,
+        out = TensorListCPU._from_packed(host_buffer(like._volume_total(), dtype), shapes, like._offsets,
                                          layout, source_info)
         out._packed = True  # same shapes and offsets as a packed batch
         return out
     shapes = np.ascontiguousarray(shapes, dtype=np.int64)
     offsets = _packed_offsets(shapes)
     total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
-    return TensorListCPU._from_packed(np.empty(total, dtype), shapes, offsets, layout, source_info)
+    return TensorListCPU._from_packed(host_buffer(total, dtype), shapes, offsets, layout, source_info)
 
 
 def dense_batch(array: np.ndarray, layout: str = "") -> TensorListCPU:
