@@ -38,10 +38,10 @@ def test_small_buffers_bypass_the_pool():
 
 
 def test_pooled_arrays_are_64_byte_aligned_and_sized_in_classes():
+    _engine.pool_clear()
     sizes = [POOLED_BYTES + k * 12345 for k in range(5)]
     arrays = [_engine.empty_pooled(n) for n in sizes]
-    for n, a in zip(sizes, arrays):
-        assert a.nbytes == n and _address(a) % 64 == 0
+    assert all(a.nbytes == n and _address(a) % 64 == 0 for n, a in zip(sizes, arrays))
     del arrays
     gc.collect()
     cached = _engine.pool_cached_bytes()
