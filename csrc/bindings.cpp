@@ -3,8 +3,7 @@
 
 namespace penstock {
 
-BatchView make_batch_view(py::array& data, py::array_t<int64_t, py::array::c_style>& shapes,
-                          py::array_t<int64_t, py::array::c_style>& offsets, bool writable) {
+BatchView make_batch_view(py::array& data, I64Array& shapes, I64Array& offsets, bool writable) {
   if (!(data.flags() & py::array::c_style)) throw std::invalid_argument("batch buffer must be contiguous");
   if (writable && !data.writeable()) throw std::invalid_argument("output buffer is read-only");
   if (shapes.ndim() != 2 || offsets.ndim() != 1 || shapes.shape(0) != offsets.shape(0))

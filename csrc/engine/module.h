@@ -18,6 +18,9 @@ namespace py = pybind11;
 
 using Binder = void (*)(py::module_&);
 
+// Shapes, offsets and other int64 arguments cross as C-contiguous int64 arrays.
+using I64Array = py::array_t<int64_t, py::array::c_style>;
+
 // Thrown by a kernel when one sample is bad (corrupt file, out-of-range argument ...). Reaches
 // Python as penstock._engine.SampleError with args (message, sample_index), so the executor can
 // name the sample's source (file name) in the error it raises.
@@ -58,8 +61,7 @@ struct BatchView {
 
 // Builds a BatchView from (buffer, shapes[N, ndim] int64, offsets[N] int64). The arrays must
 // outlive the view; the GIL may be released while it is used.
-BatchView make_batch_view(py::array& data, py::array_t<int64_t, py::array::c_style>& shapes,
-                          py::array_t<int64_t, py::array::c_style>& offsets, bool writable);
+BatchView make_batch_view(py::array& data, I64Array& shapes, I64Array& offsets, bool writable);
 
 // An uninitialized uint8 array of `nbytes` from the host buffer pool (engine/buffer_pool.h);
 // kernels that size their outputs themselves allocate them with this. Needs the GIL.

@@ -13,7 +13,6 @@
 namespace penstock {
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 using F32Array = py::array_t<float, py::array::c_style>;
 
 // CI/CO > 0 fix the channel counts at compile time (the common 3 -> 3 case); 0 = runtime.

@@ -274,7 +274,6 @@ void binary_typed(ThreadPool& pool, int op, const BatchView& a, const BatchView&
 #undef PENSTOCK_CMP
 }
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 
 void binary(ThreadPool& pool, int op, int code,
             py::array a, I64Array a_shapes, I64Array a_offsets,

@@ -13,7 +13,6 @@
 namespace penstock {
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 using F32Array = py::array_t<float, py::array::c_style>;
 
 constexpr int kMaxSpatial = 3;

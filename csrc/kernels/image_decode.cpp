@@ -54,7 +54,6 @@ const char* format_name(Format f) {
 
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 using U8Array = py::array_t<uint8_t, py::array::c_style>;
 using BoolArray = py::array_t<bool, py::array::c_style>;
 

@@ -12,7 +12,6 @@
 namespace penstock {
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 
 // libjpeg reports errors through error_exit, which must not return: jump back to the caller.
 struct JpegError {

@@ -8,7 +8,6 @@
 namespace penstock {
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 constexpr int64_t kCopyGrain = 1 << 18;  // bytes per task
 
 void copy(ThreadPool& pool, py::array src, py::array dst) {

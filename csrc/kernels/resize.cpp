@@ -17,7 +17,6 @@
 namespace penstock {
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 using F64Array = py::array_t<double, py::array::c_style>;
 using I32Array = py::array_t<int32_t, py::array::c_style>;
 

@@ -11,7 +11,6 @@
 namespace penstock {
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style>;
 using U8Array = py::array_t<uint8_t, py::array::c_style>;
 constexpr int kMaxDims = 8;
 
