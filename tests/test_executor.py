@@ -103,8 +103,17 @@ def test_schedule_api_matches_run(tmp_path):
     assert got == ref
 
 
-def test_interpreter_exit_does_not_hang(tmp_path):
+def _assert_exits_cleanly(script: str) -> None:
+    """Runs ``script`` in a fresh interpreter: it must print 'done' and exit, not hang."""
     core = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
+    env = dict(os.environ, PYTHONPATH=core + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "done" in r.stdout
+
+
+def test_interpreter_exit_does_not_hang(tmp_path):
     script = textwrap.dedent("""
         import numpy as np
         from penstock import fn, pipeline_def
@@ -120,15 +129,10 @@ def test_interpreter_exit_does_not_hang(tmp_path):
         print("done", flush=True)
         # leave the pipelines running, with iterations in flight
     """)
-    env = dict(os.environ, PYTHONPATH=core + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                       timeout=30)
-    assert r.returncode == 0, r.stderr
-    assert "done" in r.stdout
+    _assert_exits_cleanly(script)
 
 
 def test_interpreter_exit_with_unconsumed_prefetch(tmp_path):
-    core = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
     script = textwrap.dedent("""
         import time
         import numpy as np
@@ -146,8 +150,4 @@ def test_interpreter_exit_with_unconsumed_prefetch(tmp_path):
         pipe.run()
         print("done", flush=True)
     """)
-    env = dict(os.environ, PYTHONPATH=core + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                       timeout=30)
-    assert r.returncode == 0, r.stderr
-    assert "done" in r.stdout
+    _assert_exits_cleanly(script)

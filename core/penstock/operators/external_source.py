@@ -72,7 +72,8 @@ def _positional_arity(fn: Any) -> int:
     required = [p for p in kinds if p.default is p.empty]
     if len(required) > 1:
         raise TypeError("external_source: the source callable takes more than one argument")
-    return len([p for p in kinds if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) and 1
+    takes_positional = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in kinds)
+    return 1 if takes_positional else 0
 
 
 def _check_source(source: Any, cycle: Any, batch: bool) -> None:
