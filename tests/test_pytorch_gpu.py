@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from penstock import _gpu, fn, pipeline_def  # noqa: E402
+from penstock import _cuda, fn, pipeline_def  # noqa: E402
 from penstock.plugin.pytorch import DALIGenericIterator, feed_ndarray  # noqa: E402
 
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not (_gpu.available() and torch.cuda.is_available()),
+              pytest.mark.skipif(not (_cuda.available() and torch.cuda.is_available()),
                                  reason="needs penstock's GPU backend and CUDA-enabled torch")]
 
 

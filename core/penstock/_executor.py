@@ -3,6 +3,12 @@
 The scheduling thread fetches source data (external sources, ``iter_setup``) and submits an
 iteration; each stage's worker runs its operators (kernels release the GIL) and hands the
 iteration on. Errors are captured per iteration and raised when that iteration is consumed.
+
+Mixed and GPU operators enqueue their work on the pipeline's CUDA stream and return at once; an
+iteration's GPU outputs carry an event recorded after its last kernel, so consumers wait on the
+GPU, not the host. With GPU stages, two gates bound memory: at most ``cpu_size`` iterations
+finished on the CPU wait for the GPU stages, and at most ``gpu_size`` iterations of GPU outputs
+exist until the user consumes them.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ class PipelineError(RuntimeError):
 
 
 class Iteration:
-    __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done")
+    __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done", "gates")
 
     def __init__(self, index: int, epoch: int, batch_size: int, fed: dict):
         self.index = index
@@ -32,6 +38,7 @@ class Iteration:
         self.results: tuple | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
+        self.gates: list[threading.Semaphore] = []  # queue slots this iteration holds
 
 
 class OpStats:
@@ -61,8 +68,10 @@ class Executor:
     _live: "weakref.WeakSet[Executor]" = weakref.WeakSet()
 
     def __init__(self, stages: Sequence[Sequence[Operator]], output_refs: Sequence[tuple[int, int]],
-                 pool: Any, exec_async: bool, exec_pipelined: bool):
+                 pool: Any, exec_async: bool, exec_pipelined: bool, device: Any = None,
+                 queue_sizes: tuple[int, int] = (1, 1)):
         self.stages = [list(s) for s in stages if s]
+        self.device = device  # the pipeline's DeviceContext, when it has GPU operators
         self.output_refs = list(output_refs)
         self.pool = pool
         self.stats: dict[str, OpStats] = {op.name: OpStats() for s in self.stages for op in s}
@@ -79,10 +88,19 @@ class Executor:
         self._threads: list[threading.Thread] = []
         self._queues: list[queue.Queue] = []
         self._closed = False
+        self._cpu_gate_released_at = -1
         self.exec_async = exec_async
         if exec_async:
             groups = self.stages if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
+            # queue gates (pipelined with GPU stages): slots taken before a group runs
+            self._gates: list[threading.Semaphore | None] = [None] * len(groups)
+            on_gpu = [any(op.device != "cpu" for op in g) for g in groups]
+            if exec_pipelined and any(on_gpu) and not all(on_gpu):
+                first_gpu = on_gpu.index(True)
+                self._gates[0] = threading.Semaphore(queue_sizes[0])
+                self._gates[first_gpu] = threading.Semaphore(queue_sizes[1])
+                self._cpu_gate_released_at = first_gpu
             self._queues = [queue.Queue() for _ in groups]
             for k in range(len(groups)):
                 nxt = self._queues[k + 1] if k + 1 < len(groups) else None
@@ -114,11 +132,16 @@ class Executor:
             in_keys, arg_keys, drop, stats = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
+            on_gpu = op.device != "cpu"
             ws = Workspace(inputs, arg_inputs, it.batch_size, it.index, it.epoch, self.pool,
-                           it.fed.get(op.node.id), op)
+                           it.fed.get(op.node.id), op, self.device if on_gpu else None)
             start = time.perf_counter()
             try:
-                outs = op.run(ws)
+                if on_gpu:
+                    with self.device:
+                        outs = op.run(ws)
+                else:
+                    outs = op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                 raise PipelineError(_describe_failure(op, exc, inputs)) from exc
             stats.seconds += time.perf_counter() - start
@@ -139,6 +162,16 @@ class Executor:
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)
         it.values = {}
+        if self.device is not None:  # the iteration is done on the GPU when this event is
+            event = self.device.record()
+            for out in it.results:
+                if hasattr(out, "_event"):
+                    out._event, out.stream = event, self.device.stream
+
+    def release(self, it: Iteration) -> None:
+        """The user consumed the iteration: its GPU output slot is free."""
+        while it.gates:
+            it.gates.pop().release()
 
     def submit(self, it: Iteration) -> None:
         if self._closed:
@@ -158,6 +191,13 @@ class Executor:
             raise it.error
         assert it.results is not None
         return it.results
+
+    def _take(self, gate: threading.Semaphore) -> bool:
+        """Waits for a queue slot; False when the executor shut down meanwhile."""
+        while not gate.acquire(timeout=0.1):
+            if self._closed:
+                return False
+        return True
 
     def shutdown(self) -> None:
         if self._closed:
@@ -196,6 +236,13 @@ def _stage_worker(ex_ref: "weakref.ref[Executor]", group: int, inbox: queue.Queu
         ex = ex_ref()
         if ex is None:
             return
+        gate = ex._gates[group]
+        if gate is not None:
+            if not ex._take(gate):
+                return
+            if group == getattr(ex, "_cpu_gate_released_at", -1) and it.gates:
+                it.gates.pop().release()  # the iteration leaves the CPU queue
+            it.gates.append(gate)
         if it.error is None:
             try:
                 ex.run_ops(ex._groups[group], it)

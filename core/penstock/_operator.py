@@ -30,6 +30,34 @@ class Workspace:
     pool: "_engine.ThreadPool"
     fed: Any = None       # data fetched by a source operator in the scheduling thread
     op: "Operator | None" = None
+    gpu: Any = None       # the pipeline's DeviceContext, for GPU and mixed operators
+
+    @property
+    def kernels(self) -> Any:
+        """The batch kernels of this operator's device: the native engine on the CPU, the CUDA
+        kernels (same signatures, device buffers) on the GPU."""
+        return _engine if self.gpu is None else self.gpu.kernels
+
+    def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None,
+                  like: Any = None) -> Any:
+        """An uninitialized packed batch on this operator's device."""
+        if self.gpu is None:
+            from .operators._batch import empty_batch
+            return empty_batch(shapes, dtype, layout, source_info, like)
+        return self.gpu.new_batch(shapes, dtype, layout, source_info)
+
+    def device_array(self, host: np.ndarray) -> Any:
+        """A host array as this operator's device sees it (uploaded on the GPU)."""
+        return host if self.gpu is None else self.gpu.upload(host)
+
+    def from_host(self, batch: TensorListCPU) -> Any:
+        """A host batch (small results computed on the host) on this operator's device."""
+        if self.gpu is None:
+            return batch
+        out = self.new_batch(batch._shapes, batch._buf.dtype, batch._layout, batch._source_info)
+        from .operators._batch import contiguous
+        self.gpu.upload(contiguous(batch)._buf[:batch._volume_total()], out._buf)
+        return out
 
     def per_sample(self, name: str, dtype: Any = np.float32, count: int | None = None) -> np.ndarray:
         """Argument ``name`` as an array [batch, count] (or [batch] when count is None).

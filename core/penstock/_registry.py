@@ -125,13 +125,21 @@ _SCHEMAS: dict[str, OpSchema] = {}
 _KERNELS: dict[tuple[str, str], type] = {}
 
 
-def register(schema: OpSchema, device: str = "cpu") -> Callable[[type], type]:
-    """Class decorator: declares ``schema`` and registers the class as its kernel on ``device``."""
+def register(schema: OpSchema, device: str | tuple[str, ...] = "cpu") -> Callable[[type], type]:
+    """Class decorator: declares ``schema`` and registers the class as its kernel on ``device``
+    (one device or several: an operator whose planning is shared by its devices' kernels)."""
+    devices = (device,) if isinstance(device, str) else tuple(device)
+
     def wrap(cls: type) -> type:
         if schema.name in _SCHEMAS and _SCHEMAS[schema.name] is not schema:
             raise RuntimeError(f"operator {schema.name} is declared twice")
+        undeclared = [d for d in devices if d not in schema.devices]
+        if undeclared:
+            raise RuntimeError(f"operator {schema.name}: a kernel for {undeclared} is registered but the "
+                               f"declaration lists only {schema.devices}")
         _SCHEMAS[schema.name] = schema
-        _KERNELS[(schema.name, device)] = cls
+        for d in devices:
+            _KERNELS[(schema.name, d)] = cls
         cls.schema = schema
         return cls
     return wrap
@@ -161,10 +169,6 @@ def kernel_for(schema: OpSchema, device: str) -> type:
     try:
         return _KERNELS[(schema.name, device)]
     except KeyError:
-        if device in ("gpu", "mixed") and device in schema.devices:
-            raise RuntimeError(
-                f"{schema.fn_name}: the GPU backend is not available in this build of penstock, "
-                f"so device='{device}' cannot run; use device='cpu'") from None
         raise RuntimeError(f"{schema.fn_name} has no kernel for device '{device}' "
                            f"(it runs on: {', '.join(schema.devices)})") from None
 

@@ -165,56 +165,35 @@ def _pack(arrays: Sequence[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarr
     return buf, shapes, offsets
 
 
-class TensorListCPU:
-    """A batch of samples on the host (same type and number of dimensions, shapes may differ)."""
+class _Batch:
+    """What host and device batches share: one packed buffer (``_buf``) with per-sample shapes
+    ``_shapes`` [N, ndim] and element offsets ``_offsets`` [N], a layout and source infos."""
 
-    def __init__(self, data: Any = None, layout: str = "", *, _source_info: Sequence[str] | None = None):
-        if data is None:
-            data = []
-        if isinstance(data, TensorListCPU):
-            self._set(data._buf, data._shapes, data._offsets, layout or data._layout)
-            self._source_info = list(data._source_info)
-            return
-        if isinstance(data, (list, tuple)):
-            arrays = [_as_host_array(a) for a in data]
-            infos = [a._source_info if isinstance(a, TensorCPU) else "" for a in data]
-            buf, shapes, offsets = _pack(arrays, "TensorListCPU")
-            if not arrays and layout:
-                shapes = np.zeros((0, len(layout)), np.int64)
-        else:
-            arr = _as_host_array(data)
-            if arr.ndim == 0:
-                raise ValueError("TensorListCPU from a single array needs a leading batch dimension")
-            arr = np.ascontiguousarray(arr)
-            n = arr.shape[0]
-            shapes = np.tile(np.array(arr.shape[1:], np.int64), (n, 1)).reshape(n, arr.ndim - 1)
-            vol = int(np.prod(arr.shape[1:], dtype=np.int64))
-            offsets = np.arange(n, dtype=np.int64) * vol
-            buf = arr.reshape(-1)
-            infos = [""] * n
-        to_dali_type(buf.dtype)
-        self._set(buf, shapes, offsets, _layout_str(layout))
-        self._source_info = list(_source_info) if _source_info is not None else infos
-
-    def _set(self, buf: np.ndarray, shapes: np.ndarray, offsets: np.ndarray, layout: str) -> None:
+    def _set(self, buf: Any, shapes: np.ndarray, offsets: np.ndarray, layout: str) -> None:
         self._packed = None
         self._buf = buf
         self._shapes = shapes
         self._offsets = offsets
         self._layout = _layout_str(layout)
-        _check_layout(self._layout, shapes.shape[1], "TensorListCPU")
+        _check_layout(self._layout, shapes.shape[1], type(self).__name__)
 
     @classmethod
-    def _from_packed(cls, buf: np.ndarray, shapes: np.ndarray, offsets: np.ndarray | None = None,
-                     layout: str = "", source_info: Sequence[str] | None = None) -> "TensorListCPU":
+    def _from_packed(cls, buf: Any, shapes: np.ndarray, offsets: np.ndarray | None = None,
+                     layout: str = "", source_info: Sequence[str] | None = None) -> Any:
         """Wraps an already packed buffer (no copy): the constructor kernels use."""
         tl = cls.__new__(cls)
+        tl._init_device_state()
         if offsets is None:
             offsets = _packed_offsets(shapes)
+            tl._set(buf, shapes, offsets, layout)
             tl._packed = True
-        tl._set(buf, shapes, offsets, layout)
+        else:
+            tl._set(buf, shapes, offsets, layout)
         tl._source_info = list(source_info) if source_info is not None else [""] * len(shapes)
         return tl
+
+    def _init_device_state(self) -> None:
+        """Device batches record their producer's stream here."""
 
     # -- metadata
     def __len__(self) -> int:
@@ -234,7 +213,7 @@ class TensorListCPU:
         return TensorLayout(self._layout)
 
     def set_layout(self, layout: str) -> None:
-        _check_layout(_layout_str(layout), self.ndim(), "TensorListCPU.set_layout")
+        _check_layout(_layout_str(layout), self.ndim(), f"{type(self).__name__}.set_layout")
         self._layout = _layout_str(layout)
 
     def source_info(self, i: int) -> str:
@@ -265,6 +244,52 @@ class TensorListCPU:
 
     def is_dense_tensor(self) -> bool:
         return len(self) == 0 or bool((self._shapes == self._shapes[0]).all())
+
+    def _sample_slice(self, i: int) -> tuple[int, int, tuple[int, ...]]:
+        """(element offset, volume, shape) of sample ``i`` (negative indices count from the end)."""
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample index {i} out of range for a batch of {n}")
+        shape = tuple(int(e) for e in self._shapes[i % n])
+        return int(self._offsets[i % n]), int(np.prod(shape, dtype=np.int64)), shape
+
+    def _dense_shape(self) -> tuple[int, ...]:
+        if not self.is_dense_tensor():
+            raise RuntimeError(f"{type(self).__name__}: the samples of this batch have different shapes "
+                               f"({self.shape()[:4]}...); only uniform batches form one tensor")
+        return (len(self),) + (tuple(int(e) for e in self._shapes[0]) if len(self) else ())
+
+
+class TensorListCPU(_Batch):
+    """A batch of samples on the host (same type and number of dimensions, shapes may differ)."""
+
+    def __init__(self, data: Any = None, layout: str = "", *, _source_info: Sequence[str] | None = None):
+        if data is None:
+            data = []
+        if isinstance(data, TensorListCPU):
+            self._set(data._buf, data._shapes, data._offsets, layout or data._layout)
+            self._source_info = list(data._source_info)
+            return
+        if isinstance(data, (list, tuple)):
+            arrays = [_as_host_array(a) for a in data]
+            infos = [a._source_info if isinstance(a, TensorCPU) else "" for a in data]
+            buf, shapes, offsets = _pack(arrays, "TensorListCPU")
+            if not arrays and layout:
+                shapes = np.zeros((0, len(layout)), np.int64)
+        else:
+            arr = _as_host_array(data)
+            if arr.ndim == 0:
+                raise ValueError("TensorListCPU from a single array needs a leading batch dimension")
+            arr = np.ascontiguousarray(arr)
+            n = arr.shape[0]
+            shapes = np.tile(np.array(arr.shape[1:], np.int64), (n, 1)).reshape(n, arr.ndim - 1)
+            vol = int(np.prod(arr.shape[1:], dtype=np.int64))
+            offsets = np.arange(n, dtype=np.int64) * vol
+            buf = arr.reshape(-1)
+            infos = [""] * n
+        to_dali_type(buf.dtype)
+        self._set(buf, shapes, offsets, _layout_str(layout))
+        self._source_info = list(_source_info) if _source_info is not None else infos
 
     # -- samples
     def _sample_array(self, i: int) -> np.ndarray:
@@ -360,20 +385,98 @@ def _cupy():
     try:
         import cupy
     except ImportError:
-        raise RuntimeError("GPU tensors need CuPy (pip install penstock[gpu]) and a CUDA device") from None
+        from ._cuda import INSTALL_HINT
+        raise RuntimeError(f"GPU tensors need CuPy and a CUDA device: {INSTALL_HINT}") from None
     return cupy
 
 
-class TensorGPU:
+class _StreamOrdered:
+    """GPU data produced on a CUDA stream: ``stream`` is the producer's stream and ``_event`` marks
+    the end of the producing work, so consumers wait on the GPU, never on the host."""
+    stream: Any
+    _event: Any
+
+    def _init_device_state(self) -> None:
+        self.stream = None
+        self._event = None
+
+    def _wait_on_host(self) -> None:
+        if self._event is not None:
+            self._event.synchronize()
+        elif self.stream is not None:
+            self.stream.synchronize()
+
+    def _order_stream_after(self, handle: int) -> None:
+        """Makes the CUDA stream ``handle`` (an int; 1 or 2 = the legacy/per-thread default
+        stream) wait for the producing work."""
+        cp = _cupy()
+        event = self._event
+        if event is None:
+            if self.stream is None:
+                return
+            event = self.stream.record()
+        cp.cuda.runtime.streamWaitEvent(0 if handle == 1 else handle, event.ptr, 0)
+
+    def _export(self, array: Any, stream: Any) -> Any:
+        """A DLPack capsule of ``array`` for a consumer working on ``stream`` (the DLPack protocol:
+        None = the legacy default stream, -1 = no ordering wanted). The consumer's stream waits
+        for the producer; when the consumer frees the data, the producer's stream waits for the
+        consumer's work before the memory can be reused (see _ConsumerGuard)."""
+        if stream is None:
+            stream = 1
+        if stream != -1:
+            self._order_stream_after(int(stream))
+        if self.stream is not None and stream not in (-1, None):
+            array = _ConsumerGuard.view(array, self.stream, int(stream))
+        try:
+            return array.__dlpack__(stream=-1)
+        except TypeError:  # CuPy without the stream argument
+            return array.toDlpack()
+
+
+class _ConsumerGuard:
+    """Owns a device buffer lent to a consumer stream through DLPack. The producer's memory pool
+    hands memory back out to later work on the producer's stream; so when the consumer drops
+    the buffer, the producer's stream is made to wait for everything the consumer queued so far."""
+    __slots__ = ("array", "producer", "consumer")
+
+    def __init__(self, array: Any, producer: Any, consumer: int):
+        self.array, self.producer, self.consumer = array, producer, consumer
+
+    @classmethod
+    def view(cls, array: Any, producer: Any, consumer: int) -> Any:
+        cp = _cupy()
+        guard = cls(array, producer, consumer)
+        mem = cp.cuda.UnownedMemory(array.data.ptr, array.nbytes, guard, array.device.id)
+        return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(mem, 0), strides=array.strides)
+
+    def __del__(self) -> None:
+        try:
+            cp = _cupy()
+            rt = cp.cuda.runtime
+            with cp.cuda.Device(self.array.device.id):
+                event = cp.cuda.Event(disable_timing=True)
+                rt.eventRecord(event.ptr, 0 if self.consumer == 1 else self.consumer)
+                self.producer.wait_event(event)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to order
+            pass
+
+
+class TensorGPU(_StreamOrdered):
     """One sample in GPU memory (a CuPy array underneath)."""
 
     def __init__(self, data: Any, layout: str = "", device_id: int | None = None, stream: Any = None):
         cp = _cupy()
-        self._array = data._array if isinstance(data, TensorGPU) else cp.asarray(data)
+        self._init_device_state()
+        if isinstance(data, TensorGPU):
+            self._array, self.stream, self._event = data._array, data.stream, data._event
+        else:
+            self._array = cp.asarray(data)
+        if stream is not None:
+            self.stream = stream
         self._layout = _layout_str(layout)
         _check_layout(self._layout, self._array.ndim, "TensorGPU")
         self._device_id = self._array.device.id if device_id is None else device_id
-        self.stream = stream
 
     def shape(self) -> list[int]:
         return list(self._array.shape)
@@ -395,96 +498,148 @@ class TensorGPU:
         return int(self._array.data.ptr)
 
     def as_cpu(self) -> TensorCPU:
+        """A host copy, taken once the producing work has finished."""
+        self._wait_on_host()
         return TensorCPU(_cupy().asnumpy(self._array), self._layout)
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        return self._array.__cuda_array_interface__
+        iface = dict(self._array.__cuda_array_interface__)
+        iface["version"] = 3
+        iface["stream"] = int(self.stream.ptr) if self.stream is not None and self.stream.ptr else None
+        if iface["stream"] is None:
+            iface.pop("stream")
+        return iface
 
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._array.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self._export(self._array, stream)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._array.__dlpack_device__()
+        return (2, self._device_id)  # kDLCUDA
+
+    def __repr__(self) -> str:
+        return (f"TensorGPU(\n    dtype={self.dtype},\n    layout=\"{self._layout}\",\n"
+                f"    device=\"gpu\",\n    shape={self.shape()})")
 
 
-class TensorListGPU:
+class TensorListGPU(_StreamOrdered, _Batch):
     """A batch in GPU memory: a packed CuPy buffer with per-sample shapes and offsets."""
 
     def __init__(self, data: Any = None, layout: str = "", device_id: int | None = None, stream: Any = None):
         cp = _cupy()
-        if isinstance(data, TensorListCPU):
-            host = data
+        self._init_device_state()
+        infos = None
+        if data is None:
+            data = []
+        if isinstance(data, TensorListGPU):
+            buf, shapes, offsets = data._buf, data._shapes, data._offsets
+            layout = layout or data._layout
+            self.stream, self._event, infos = data.stream, data._event, data._source_info
+        elif isinstance(data, TensorListCPU):
+            buf, shapes, offsets = cp.asarray(data._buf), data._shapes, data._offsets
+            layout, infos = layout or data._layout, data._source_info
         elif isinstance(data, (list, tuple)):
-            host = None
             arrays = [cp.asarray(a._array if isinstance(a, TensorGPU) else a) for a in data]
-            shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), -1 if arrays else 0)
+            for i, a in enumerate(arrays[1:], 1):
+                if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
+                    raise TypeError(f"TensorListGPU: sample {i} is {a.dtype} with {a.ndim} dims, sample 0 "
+                                    f"{arrays[0].dtype} with {arrays[0].ndim}; a batch needs one type and rank")
+            shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
             buf = cp.concatenate([a.reshape(-1) for a in arrays]) if arrays else cp.zeros((0,), cp.uint8)
-            self._set(buf, shapes, _packed_offsets(shapes), layout, device_id, stream)
-            return
+            offsets = _packed_offsets(shapes)
         else:
             arr = cp.ascontiguousarray(cp.asarray(data))
-            host = None
+            if arr.ndim == 0:
+                raise ValueError("TensorListGPU from a single array needs a leading batch dimension")
             n = arr.shape[0]
             shapes = np.tile(np.array(arr.shape[1:], np.int64), (n, 1)).reshape(n, arr.ndim - 1)
-            self._set(arr.reshape(-1), shapes, _packed_offsets(shapes), layout, device_id, stream)
-            return
-        self._set(cp.asarray(host._buf), host._shapes, host._offsets, layout or host._layout,
-                  device_id, stream)
-
-    def _set(self, buf: Any, shapes: np.ndarray, offsets: np.ndarray, layout: str,
-             device_id: int | None, stream: Any) -> None:
-        self._buf, self._shapes, self._offsets = buf, shapes, offsets
-        self._layout = _layout_str(layout)
-        _check_layout(self._layout, shapes.shape[1], "TensorListGPU")
+            buf, offsets = arr.reshape(-1), _packed_offsets(shapes)
+        to_dali_type(buf.dtype)
+        self._set(buf, shapes, offsets, layout)
+        self._source_info = list(infos) if infos is not None else [""] * len(shapes)
+        if stream is not None:
+            self.stream = stream
         self._device_id = buf.device.id if device_id is None else device_id
-        self.stream = stream
 
-    def __len__(self) -> int:
-        return len(self._shapes)
-
-    def shape(self) -> list[tuple[int, ...]]:
-        return [tuple(int(e) for e in s) for s in self._shapes]
-
-    @property
-    def dtype(self) -> DALIDataType:
-        return to_dali_type(self._buf.dtype)
-
-    def ndim(self) -> int:
-        return int(self._shapes.shape[1])
-
-    def layout(self) -> TensorLayout:
-        return TensorLayout(self._layout)
+    @classmethod
+    def _from_packed(cls, buf: Any, shapes: np.ndarray, offsets: np.ndarray | None = None,
+                     layout: str = "", source_info: Sequence[str] | None = None) -> "TensorListGPU":
+        tl = super()._from_packed(buf, shapes, offsets, layout, source_info)
+        tl._device_id = buf.device.id
+        return tl
 
     def device_id(self) -> int:
         return self._device_id
 
-    def is_dense_tensor(self) -> bool:
-        return len(self) == 0 or bool((self._shapes == self._shapes[0]).all())
+    def _sample_array(self, i: int) -> Any:
+        off, vol, shape = self._sample_slice(i)
+        return self._buf[off:off + vol].reshape(shape)
 
     def __getitem__(self, i: int) -> TensorGPU:
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(f"sample index {i} out of range for a batch of {n}")
-        i %= n
-        off = int(self._offsets[i])
-        shape = tuple(int(e) for e in self._shapes[i])
-        vol = int(np.prod(shape, dtype=np.int64))
-        return TensorGPU(self._buf[off:off + vol].reshape(shape), self._layout, self._device_id, self.stream)
+        t = TensorGPU(self._sample_array(i), self._layout, self._device_id, self.stream)
+        t._event = self._event
+        return t
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def at(self, i: int) -> TensorGPU:
+        return self[i]
+
+    def _dense_array(self) -> Any:
+        shape = self._dense_shape()
+        n = int(np.prod(shape, dtype=np.int64))
+        if len(self) and not self._is_packed_cached():
+            return _cupy().stack([self._sample_array(i) for i in range(len(self))])
+        return self._buf[:n].reshape(shape)
 
     def as_tensor(self) -> TensorGPU:
-        if not self.is_dense_tensor():
-            raise RuntimeError("as_tensor: the samples of this batch have different shapes")
-        shape = (len(self),) + (tuple(int(e) for e in self._shapes[0]) if len(self) else ())
-        n = int(np.prod(shape, dtype=np.int64))
-        return TensorGPU(self._buf[:n].reshape(shape), "", self._device_id, self.stream)
+        t = TensorGPU(self._dense_array(), "", self._device_id, self.stream)
+        t._event = self._event
+        return t
+
+    def as_reshaped_tensor(self, shape: Sequence[int]) -> TensorGPU:
+        t = TensorGPU(self._dense_array().reshape(tuple(shape)), "", self._device_id, self.stream)
+        t._event = self._event
+        return t
 
     def as_cpu(self) -> TensorListCPU:
+        """A host copy, taken once the producing work has finished."""
+        self._wait_on_host()
         host = _cupy().asnumpy(self._buf)
-        return TensorListCPU._from_packed(host, self._shapes.copy(), self._offsets.copy(), self._layout)
+        return TensorListCPU._from_packed(host, self._shapes.copy(), self._offsets.copy(), self._layout,
+                                          self._source_info)
 
     def data_ptr(self) -> int:
         return int(self._buf.data.ptr)
+
+    def copy_to_external(self, ptr: int, cuda_stream: Any = None, non_blocking: bool = False,
+                         use_copy_kernel: bool = False) -> None:
+        """Copies the samples back to back into device memory at ``ptr`` on ``cuda_stream``
+        (ordered after the producer; the host waits unless ``non_blocking``)."""
+        cp = _cupy()
+        src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
+            [self._sample_array(i).reshape(-1) for i in range(len(self))])
+        handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream", cuda_stream)))
+        self._order_stream_after(handle)
+        rt = cp.cuda.runtime
+        rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, 0 if handle == 1 else handle)
+        if not non_blocking:
+            rt.streamSynchronize(0 if handle == 1 else handle)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return self.as_tensor().__cuda_array_interface__
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self._export(self._dense_array(), stream)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self._device_id)
+
+    def reset(self) -> None:
+        self._set(self._buf[:0], np.zeros((0, self.ndim()), np.int64), np.zeros((0,), np.int64), self._layout)
+        self._source_info = []
 
     def __repr__(self) -> str:
         return (f"TensorListGPU(\n    dtype={self.dtype},\n    layout=\"{self._layout}\",\n"

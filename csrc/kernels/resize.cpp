@@ -190,6 +190,53 @@ void resize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_o
   });
 }
 
+// The taps of many axes at once, for kernels that resample elsewhere (the GPU): axis k goes from
+// in_sizes[k] to out_sizes[k] over the source range [roi_start[k], roi_end[k]). Returns per axis
+// the tap count, where its starts and weights begin in the packed arrays, and the lowest first /
+// highest last source index it reads; then the packed starts (int32) and weights (float).
+py::tuple resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, F64Array roi_start,
+                      F64Array roi_end, I32Array min_filter, I32Array mag_filter, bool antialias) {
+  int64_t M = in_sizes.size();
+  if (out_sizes.size() != M || roi_start.size() != M || roi_end.size() != M || min_filter.size() != M ||
+      mag_filter.size() != M)
+    throw std::invalid_argument("resize_taps: all per-axis arrays need the same length");
+  std::vector<AxisFilter> filters(M);
+  const int64_t *in_p = in_sizes.data(), *out_p = out_sizes.data();
+  const double *rs = roi_start.data(), *re = roi_end.data();
+  const int32_t *minf = min_filter.data(), *magf = mag_filter.data();
+  {
+    py::gil_scoped_release nogil;
+    pool.parallel_for(M, [&](int64_t k) {
+      make_axis_filter(filters[k], in_p[k], out_p[k], rs[k], re[k], minf[k], magf[k], antialias);
+    });
+  }
+  I64Array taps(M), start_at(M), weight_at(M), lo(M), hi(M);
+  int64_t n_start = 0, n_weight = 0;
+  for (int64_t k = 0; k < M; ++k) {
+    const AxisFilter& f = filters[k];
+    taps.mutable_data()[k] = f.taps;
+    start_at.mutable_data()[k] = n_start;
+    weight_at.mutable_data()[k] = n_weight;
+    int64_t first = f.in_size, last = 0;
+    for (int64_t j = 0; j < f.out_size; ++j) {
+      first = std::min<int64_t>(first, f.start[j]);
+      last = std::max<int64_t>(last, f.start[j] + f.taps);
+    }
+    lo.mutable_data()[k] = f.out_size ? first : 0;
+    hi.mutable_data()[k] = f.out_size ? last : 0;
+    n_start += int64_t(f.start.size());
+    n_weight += int64_t(f.weights.size());
+  }
+  I32Array starts(std::max<int64_t>(n_start, 1));
+  py::array_t<float> weights(std::max<int64_t>(n_weight, 1));
+  for (int64_t k = 0; k < M; ++k) {
+    const AxisFilter& f = filters[k];
+    std::copy(f.start.begin(), f.start.end(), starts.mutable_data() + start_at.data()[k]);
+    std::copy(f.weights.begin(), f.weights.end(), weights.mutable_data() + weight_at.data()[k]);
+  }
+  return py::make_tuple(taps, start_at, weight_at, lo, hi, starts, weights);
+}
+
 }  // namespace
 }  // namespace penstock
 
@@ -201,4 +248,8 @@ PENSTOCK_BINDINGS(resize) {
         py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dst_type"),
         py::arg("spatial_ndim"), py::arg("roi"), py::arg("min_filter"), py::arg("mag_filter"),
         py::arg("antialias"));
+  m.def("resize_taps", &resize_taps,
+        "Resampling taps of many axes (for kernels that resample elsewhere, such as the GPU)",
+        py::arg("pool"), py::arg("in_sizes"), py::arg("out_sizes"), py::arg("roi_start"), py::arg("roi_end"),
+        py::arg("min_filter"), py::arg("mag_filter"), py::arg("antialias"));
 }

@@ -42,10 +42,12 @@ def dense_batch(array: np.ndarray, layout: str = "") -> TensorListCPU:
     return TensorListCPU(np.ascontiguousarray(array), layout)
 
 
-def contiguous(tl: TensorListCPU) -> TensorListCPU:
-    """The batch itself when packed, else a packed copy."""
+def contiguous(tl: Any) -> Any:
+    """The batch itself when packed, else a packed copy (on the batch's device)."""
     if tl._is_packed() and tl._buf.flags.c_contiguous:
         return tl
+    if not isinstance(tl, TensorListCPU):  # device batches: one concatenation on the device
+        return type(tl)([tl._sample_array(i) for i in range(len(tl))], tl._layout)
     out = empty_batch(tl._shapes, tl._buf.dtype, tl._layout, tl._source_info)
     for i in range(len(tl)):
         out._sample_array(i)[...] = tl._sample_array(i)

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _engine
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
@@ -18,7 +17,7 @@ from ..data_node import DataNode
 from ..tensors import TensorListCPU
 from ..types import (DALIDataType as T, ScalarConstant, _is_float, _is_int, _is_signed,
                      _python_scalar_type, _type_size, to_numpy_type)
-from ._batch import empty_batch, same_layout_or_empty
+from ._batch import same_layout_or_empty
 
 BINARY_CODES = {name: i for i, name in enumerate(
     ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "eq", "ne", "lt", "le",
@@ -149,8 +148,8 @@ def _broadcast_shapes(shapes: list[np.ndarray], n: int, what: str) -> np.ndarray
     return out
 
 
-@register(ARITHMETIC)
-class ArithmeticCPU(Operator):
+@register(ARITHMETIC, device=("cpu", "gpu"))
+class Arithmetic(Operator):
     def setup(self) -> None:
         self.op = self.args["op"]
         self.operands = [tuple(o) for o in self.args["operands"]]
@@ -158,18 +157,18 @@ class ArithmeticCPU(Operator):
         self._types: dict = {}     # operand types -> (compute, output) type
         self._scalars: dict = {}   # (operand index, compute type) -> one-element batch
 
-    def _operand_batch(self, ws, k: int, compute: T, n: int) -> TensorListCPU:
+    def _operand_batch(self, ws, k: int, compute: T, n: int):
         operand = self.operands[k]
         if operand[0] == "scalar":
             key = (k, compute)
             if key not in self._scalars:
                 arr = np.array([operand[1]], dtype=to_numpy_type(compute))
-                self._scalars[key] = TensorListCPU._from_packed(arr, np.zeros((1, 0), np.int64),
-                                                                np.zeros(1, np.int64))
+                self._scalars[key] = ws.from_host(TensorListCPU._from_packed(
+                    arr, np.zeros((1, 0), np.int64), np.zeros(1, np.int64)))
             return self._scalars[key]
         tl = ws.inputs[operand[1]]
         if tl.dtype != compute:
-            tl = TensorListCPU._from_packed(tl._buf.astype(to_numpy_type(compute)), tl._shapes, tl._offsets)
+            tl = type(tl)._from_packed(tl._buf.astype(to_numpy_type(compute)), tl._shapes, tl._offsets)
         return tl
 
     def run(self, ws):
@@ -186,8 +185,8 @@ class ArithmeticCPU(Operator):
         compute, out_type = self._types[key]
         if len(self.operands) == 1:
             src = self._operand_batch(ws, 0, compute, n)
-            out = empty_batch(src._shapes, to_numpy_type(out_type), layouts[0], like=src)
-            _engine.unary(ws.pool, UNARY_CODES[self.op], int(compute), src._buf, out._buf)
+            out = ws.new_batch(src._shapes, to_numpy_type(out_type), layouts[0], like=src)
+            ws.kernels.unary(ws.pool, UNARY_CODES[self.op], int(compute), src._buf, out._buf)
             return [out]
         if len(self.operands) != 2:
             raise ValueError(f"{self.label}: expected 1 or 2 operands, got {len(self.operands)}")
@@ -197,8 +196,8 @@ class ArithmeticCPU(Operator):
         layout = same_layout_or_empty([lay for lay, tl in zip(layouts, ws.inputs)
                                        if tl.ndim() == out_nd and lay])
         like = a if shapes is a._shapes else (b if shapes is b._shapes else None)
-        out = empty_batch(shapes, to_numpy_type(out_type), layout, like=like)
-        _engine.binary(ws.pool, BINARY_CODES[self.op], int(compute),
-                       a._buf, a._shapes, a._offsets, b._buf, b._shapes, b._offsets,
-                       out._buf, out._shapes, out._offsets)
+        out = ws.new_batch(shapes, to_numpy_type(out_type), layout, like=like)
+        ws.kernels.binary(ws.pool, BINARY_CODES[self.op], int(compute),
+                          a._buf, a._shapes, a._offsets, b._buf, b._shapes, b._offsets,
+                          out._buf, out._shapes, out._offsets)
         return [out]

@@ -1,11 +1,9 @@
 """``cast`` and ``cast_like``: type conversion that rounds half away from zero and saturates."""
 from __future__ import annotations
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_numpy_type
-from ._batch import empty_batch
 
 CAST = OpSchema("Cast", "Converts to another type (floats round half away from zero; out-of-range values saturate).",
                 args=[Arg("dtype", ArgType.DTYPE, doc="output type")], devices=("cpu", "gpu"))
@@ -14,13 +12,13 @@ CAST_LIKE = OpSchema("CastLike", "Converts the first input to the type of the se
 
 
 def cast_batch(ws, src, dtype):
-    out = empty_batch(src._shapes, to_numpy_type(dtype), src._layout, src._source_info)
-    _engine.cast(ws.pool, src._buf, int(src.dtype), out._buf, int(dtype))
+    out = ws.new_batch(src._shapes, to_numpy_type(dtype), src._layout, src._source_info)
+    ws.kernels.cast(ws.pool, src._buf, int(src.dtype), out._buf, int(dtype))
     return out
 
 
-@register(CAST)
-class CastCPU(Operator):
+@register(CAST, device=("cpu", "gpu"))
+class Cast(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         if src.dtype == self.args["dtype"]:
@@ -28,8 +26,8 @@ class CastCPU(Operator):
         return [cast_batch(ws, src, self.args["dtype"])]
 
 
-@register(CAST_LIKE)
-class CastLikeCPU(Operator):
+@register(CAST_LIKE, device=("cpu", "gpu"))
+class CastLike(Operator):
     def run(self, ws):
         src, ref = ws.inputs
         return [src if src.dtype == ref.dtype else cast_batch(ws, src, ref.dtype)]

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIImageType, _is_float, to_numpy_type
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 _LAYOUTS = ("HWC", "FHWC", "DHWC")
 
@@ -43,10 +42,10 @@ def apply_color_matrix(op: Operator, ws, matrices: np.ndarray, out_type: DALIDat
     shapes = src._shapes.copy()
     if out_channels is not None:
         shapes[:, -1] = out_channels
-    out = empty_batch(shapes, to_numpy_type(out_type), src._layout, src._source_info)
-    _engine.color_matrix(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype),
-                         out._buf, out._shapes, out._offsets, int(out_type),
-                         np.ascontiguousarray(matrices, dtype=np.float32))
+    out = ws.new_batch(shapes, to_numpy_type(out_type), src._layout, src._source_info)
+    ws.kernels.color_matrix(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype),
+                            out._buf, out._shapes, out._offsets, int(out_type),
+                            np.ascontiguousarray(matrices, dtype=np.float32))
     return [out]
 
 
@@ -99,20 +98,20 @@ _CENTER = Arg("contrast_center", ArgType.FLOAT, optional=True, tensor=True,
 @register(OpSchema("BrightnessContrast", "Adjusts brightness and contrast: out = brightness_shift * "
                    "out_max + brightness * (contrast_center + contrast * (in - contrast_center)).",
                    args=[_BRIGHTNESS, _SHIFT, _CONTRAST, _CENTER, _dtype_arg()],
-                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class BrightnessContrastCPU(_BrightnessContrastBase):
+                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class BrightnessContrast(_BrightnessContrastBase):
     pass
 
 
 @register(OpSchema("Brightness", "Adjusts brightness: out = brightness_shift * out_max + brightness * in.",
-                   args=[_BRIGHTNESS, _SHIFT, _dtype_arg()], devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class BrightnessCPU(_BrightnessContrastBase):
+                   args=[_BRIGHTNESS, _SHIFT, _dtype_arg()], devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class Brightness(_BrightnessContrastBase):
     pass
 
 
 @register(OpSchema("Contrast", "Adjusts contrast: out = contrast_center + contrast * (in - contrast_center).",
-                   args=[_CONTRAST, _CENTER, _dtype_arg()], devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class ContrastCPU(_BrightnessContrastBase):
+                   args=[_CONTRAST, _CENTER, _dtype_arg()], devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class Contrast(_BrightnessContrastBase):
     pass
 
 
@@ -174,27 +173,27 @@ _IMAGE_TYPE = Arg("image_type", ArgType.IMAGE_TYPE, DALIImageType.RGB, doc="colo
                    "images, approximated by a linear transform in RGB space.",
                    args=[_HUE, _SAT, Arg("value", ArgType.FLOAT, 1.0, tensor=True, doc="value multiplier"),
                          _dtype_arg(DALIDataType.UINT8)],
-                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class HsvCPU(_ColorTwistBase):
+                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class Hsv(_ColorTwistBase):
     pass
 
 
 @register(OpSchema("Hue", "Rotates the hue of RGB images (degrees).", args=[_HUE, _IMAGE_TYPE, _dtype_arg()],
-                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class HueCPU(_ColorTwistBase):
+                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class Hue(_ColorTwistBase):
     pass
 
 
 @register(OpSchema("Saturation", "Scales the saturation of RGB images.", args=[_SAT, _IMAGE_TYPE, _dtype_arg()],
-                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class SaturationCPU(_ColorTwistBase):
+                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class Saturation(_ColorTwistBase):
     pass
 
 
 @register(OpSchema("ColorTwist", "Hue, saturation, contrast and brightness in one linear colour transform.",
                    args=[_HUE, _SAT, _CONTRAST, _BRIGHTNESS, _IMAGE_TYPE, _dtype_arg()],
-                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class ColorTwistCPU(_ColorTwistBase):
+                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class ColorTwist(_ColorTwistBase):
     pass
 
 
@@ -245,8 +244,8 @@ _CSC_TYPES = (DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY, DALIImag
                    "and YCbCr (BT.601, limited range).",
                    args=[Arg("image_type", ArgType.IMAGE_TYPE, doc="input colour space"),
                          Arg("output_type", ArgType.IMAGE_TYPE, doc="output colour space")],
-                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS))
-class ColorSpaceConversionCPU(Operator):
+                   devices=("cpu", "gpu"), input_layouts=_LAYOUTS), device=("cpu", "gpu"))
+class ColorSpaceConversion(Operator):
     def run(self, ws):
         src, dst = self.args["image_type"], self.args["output_type"]
         for t in (src, dst):

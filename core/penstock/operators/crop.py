@@ -1,4 +1,4 @@
-"""Window copies: ``crop``, ``slice``, ``pad`` and ``flip`` (one native kernel, `_engine.slice`).
+"""Window copies: ``crop``, ``slice``, ``pad`` and ``flip`` (one slice kernel per device).
 
 Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window sizes from
 ``crop`` / ``crop_h|w|d``, anchors ``round(crop_pos * (extent - size))`` (ties away from zero),
@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 from .cast import cast_batch
 
 SPATIAL = "DHW"  # crop / crop_pos order for volumes; images use "HW"
@@ -134,7 +133,7 @@ def crop_windows(ws, src, layout: str, allow_trim: bool = True):
 # ---- the kernel call ------------------------------------------------------------------------
 
 def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim: int = -1):
-    """_engine.slice over a packed batch: fill is [N, F] (any numeric), cast to the data type."""
+    """The slice kernel over a packed batch: fill is [N, F] (any numeric), cast to the data type."""
     n, nd = src._shapes.shape
     flips = np.zeros((n, nd), np.uint8) if flips is None else np.ascontiguousarray(flips, np.uint8)
     dtype = src._buf.dtype
@@ -143,8 +142,8 @@ def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim
         info = np.iinfo(dtype)
         fill = np.clip(round_half_away(fill), info.min, info.max)
     fill = np.ascontiguousarray(fill.astype(dtype))
-    out = empty_batch(np.ascontiguousarray(out_shapes, np.int64), dtype, src._layout, src._source_info)
-    _engine.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
+    out = ws.new_batch(np.ascontiguousarray(out_shapes, np.int64), dtype, src._layout, src._source_info)
+    ws.kernels.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
                   np.ascontiguousarray(anchors, np.int64), flips, fill, channel_dim)
     return out
 
@@ -181,8 +180,8 @@ CROP = OpSchema(
     devices=("cpu", "gpu"))
 
 
-@register(CROP)
-class CropCPU(Operator):
+@register(CROP, device=("cpu", "gpu"))
+class Crop(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         layout = layout_of(src)
@@ -231,8 +230,8 @@ def slice_axes(op, layout: str, nd: int) -> list[int]:
     return axes
 
 
-@register(SLICE)
-class SliceCPU(Operator):
+@register(SLICE, device=("cpu", "gpu"))
+class Slice(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         layout = layout_of(src)
@@ -317,8 +316,8 @@ PAD = OpSchema(
     devices=("cpu", "gpu"))
 
 
-@register(PAD)
-class PadCPU(Operator):
+@register(PAD, device=("cpu", "gpu"))
+class Pad(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         n, nd = src._shapes.shape
@@ -373,8 +372,8 @@ FLIP = OpSchema(
     devices=("cpu", "gpu"))
 
 
-@register(FLIP)
-class FlipCPU(Operator):
+@register(FLIP, device=("cpu", "gpu"))
+class Flip(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         layout = layout_of(src)

@@ -1,15 +1,14 @@
 """``crop_mirror_normalize``: fused crop + horizontal mirror + ``(x - mean) / std * scale + shift``
 + layout change (CHW by default) + type conversion, in one native pass
-(`_engine.crop_mirror_normalize`)."""
+(the crop_mirror_normalize kernel of each device)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 from .crop import CROP_ARGS, crop_windows, layout_of, per_channel
 
 IN_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)
@@ -52,8 +51,8 @@ def channel_placement(op, in_layout: str, requested: str) -> tuple[int, str]:
                      f"(use '{planar}' or '{interleaved}')")
 
 
-@register(CMN)
-class CropMirrorNormalizeCPU(Operator):
+@register(CMN, device=("cpu", "gpu"))
+class CropMirrorNormalize(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         layout = layout_of(src)
@@ -84,8 +83,8 @@ class CropMirrorNormalizeCPU(Operator):
         if (std == 0).any():
             raise ValueError(f"{self.label}: 'std' must not contain zeros")
         mirror = (ws.per_sample("mirror", np.int64) != 0).astype(np.uint8)
-        out = empty_batch(out_shapes, to_numpy_type(dtype), out_layout, src._source_info)
-        _engine.crop_mirror_normalize(
+        out = ws.new_batch(out_shapes, to_numpy_type(dtype), out_layout, src._source_info)
+        ws.kernels.crop_mirror_normalize(
             ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
             int(dtype), np.ascontiguousarray(anchors[:, :-1]), mirror, np.ascontiguousarray(mean),
             np.ascontiguousarray(std), float(self.args["scale"]), float(self.args["shift"]), fill, cdim, pad)

@@ -193,9 +193,9 @@ class _DecoderBase(Operator):
     def link(self, consumers) -> None:
         # Pixels bound only for a downscaling resize are decoded smaller in the DCT domain
         # (JPEG), so no work goes into pixels the resize would average away.
-        from .resize import ResizeCPU
+        from .resize import Resize
         users = consumers[0]
-        self._resize = (users[0] if len(users) == 1 and isinstance(users[0], ResizeCPU)
+        self._resize = (users[0] if len(users) == 1 and isinstance(users[0], Resize)
                         and users[0].takes_prescaled_input() and self.args["dtype"] == DALIDataType.UINT8
                         else None)
 

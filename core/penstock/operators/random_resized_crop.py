@@ -43,8 +43,8 @@ RRC = OpSchema(
     devices=("cpu", "gpu"), is_random=True)
 
 
-@register(RRC)
-class RandomResizedCropCPU(Operator):
+@register(RRC, device=("cpu", "gpu"))
+class RandomResizedCrop(Operator):
     def setup(self):
         self.window_args = check_window_args(self)
         size = self.args["size"]

@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
@@ -81,12 +80,12 @@ def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, 
     n = len(src)
     out_shapes = src._shapes.copy()
     out_shapes[:, first:first + s] = out_sizes
-    out = empty_batch(out_shapes, to_numpy_type(out_type), src._layout, src._source_info)
+    out = ws.new_batch(out_shapes, to_numpy_type(out_type), src._layout, src._source_info)
     in_k, out_k = src._shapes, out._shapes
     if not has_c:  # unit channel for the kernel; the packed buffers are the same
         in_k = np.concatenate([in_k, np.ones((n, 1), np.int64)], axis=1)
         out_k = np.concatenate([out_k, np.ones((n, 1), np.int64)], axis=1)
-    _engine.resize(ws.pool, src._buf, np.ascontiguousarray(in_k), src._offsets, int(in_type),
+    ws.kernels.resize(ws.pool, src._buf, np.ascontiguousarray(in_k), src._offsets, int(in_type),
                    out._buf, np.ascontiguousarray(out_k), out._offsets, int(out_type), s,
                    np.ascontiguousarray(rois, np.float64),
                    np.ascontiguousarray(np.repeat(np.asarray(minf, np.int32).reshape(n, 1), s, axis=1)),
@@ -119,8 +118,8 @@ def round_half_up(x):
     return np.floor(np.asarray(x, np.float64) + 0.5).astype(np.int64)
 
 
-@register(RESIZE)
-class ResizeCPU(Operator):
+@register(RESIZE, device=("cpu", "gpu"))
+class Resize(Operator):
     def setup(self):
         if self.args["mode"] not in ("default", "stretch", "not_larger", "not_smaller"):
             raise ValueError(f"{self.label}: mode must be 'default', 'stretch', 'not_larger' or 'not_smaller', "
@@ -145,7 +144,7 @@ class ResizeCPU(Operator):
         out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
         if not self.args["save_attrs"]:
             return [out]
-        return [out, empty_attrs(out_sizes)]
+        return [out, ws.from_host(empty_attrs(out_sizes))]
 
     def takes_prescaled_input(self) -> bool:
         """Whether this resize can take an image the decoder shrank in the DCT domain: one with

@@ -1,10 +1,9 @@
 """``transpose``: permutes the dimensions of every sample (one native call per batch)."""
 from __future__ import annotations
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import empty_batch
+from ._batch import contiguous
 
 TRANSPOSE = OpSchema(
     "Transpose", "Permutes the dimensions of each sample.",
@@ -14,8 +13,8 @@ TRANSPOSE = OpSchema(
     devices=("cpu", "gpu"))
 
 
-@register(TRANSPOSE)
-class TransposeCPU(Operator):
+@register(TRANSPOSE, device=("cpu", "gpu"))
+class Transpose(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         nd = src.ndim()
@@ -28,10 +27,10 @@ class TransposeCPU(Operator):
             layout = "".join(src._layout[p] for p in perm)
         else:
             layout = src._layout  # transpose_layout=False copies the input layout unchanged
-        out = empty_batch(src._shapes[:, perm], src._buf.dtype, layout, src._source_info)
+        out = ws.new_batch(src._shapes[:, perm], src._buf.dtype, layout, src._source_info)
         if nd:
-            _engine.transpose(ws.pool, src._buf, src._shapes, src._offsets, perm,
-                              out._buf, out._shapes, out._offsets)
-        else:
-            out._buf[...] = src._buf[src._offsets]
+            ws.kernels.transpose(ws.pool, src._buf, src._shapes, src._offsets, perm,
+                                 out._buf, out._shapes, out._offsets)
+        else:  # scalars: the batch is already in order
+            ws.kernels.copy(ws.pool, contiguous(src)._buf[:len(src)], out._buf)
         return [out]

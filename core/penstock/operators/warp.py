@@ -11,11 +11,10 @@ import math
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIInterpType
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 from ._image_layout import as_outer_spatial_channels, split_layout
 
 _INTERP_CODES = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1}
@@ -63,9 +62,9 @@ def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: n
     out_k[:, 1:3] = out_hw
     shapes = src._shapes.copy()
     shapes[:, start:start + 2] = out_hw
-    out = empty_batch(shapes, src._buf.dtype, src._layout, src._source_info)
+    out = ws.new_batch(shapes, src._buf.dtype, src._layout, src._source_info)
     fill = op.args["fill_value"]
-    _engine.warp_affine(ws.pool, src._buf, kshapes, src._offsets, out._buf, out_k, out._offsets,
+    ws.kernels.warp_affine(ws.pool, src._buf, kshapes, src._offsets, out._buf, out_k, out._offsets,
                         int(src.dtype), np.ascontiguousarray(matrices, np.float32), _interp_code(op),
                         None if fill is None else float(fill))
     return [out]
@@ -78,14 +77,14 @@ def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: n
               doc="2x3 matrix, row-major (or the second input)"),
           Arg("inverse_map", ArgType.BOOL, True, doc="the matrix maps output to input coordinates"),
           *_WARP_ARGS],
-    min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")))
-class WarpAffineCPU(Operator):
+    min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")), device=("cpu", "gpu"))
+class WarpAffine(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         start, kshapes = _frames_hw(self, src)
         n = ws.batch_size
         if len(ws.inputs) > 1:
-            mtx = contiguous(ws.inputs[1])
+            mtx = contiguous(ws.inputs[1].as_cpu())  # the transform is host data on either device
             if not (mtx._volumes() == 6).all():
                 raise ValueError(f"{self.label}: the matrix input must hold 2x3 values per sample")
             m = np.asarray(mtx._buf[:6 * n], np.float64).reshape(n, 2, 3)
@@ -132,8 +131,8 @@ def rotation_matrices(angles_deg: np.ndarray, in_hw: np.ndarray, out_hw: np.ndar
           Arg("axis", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="3-D only (not supported)"),
           Arg("keep_size", ArgType.BOOL, False, doc="keep the input size instead of fitting the rotated image"),
           *_WARP_ARGS],
-    devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")))
-class RotateCPU(Operator):
+    devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")), device=("cpu", "gpu"))
+class Rotate(Operator):
     def run(self, ws):
         if ws.has_arg("axis"):
             raise ValueError(f"{self.label}: 'axis' applies to 3-D rotation, which is not supported")

@@ -115,6 +115,7 @@ class Pipeline:
         self._built = False
         self._ops: list = []
         self._executor: Executor | None = None
+        self._gpu = None  # DeviceContext of GPU pipelines
         self._pool = None
         self._pending: collections.deque[Iteration] = collections.deque()
         self._first_iter = True
@@ -285,7 +286,8 @@ class Pipeline:
         if not self._stages_are_ordered(stages):
             stages = [self._ops]
         self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
-                                  self._exec_async, self._exec_pipelined)
+                                  self._exec_async, self._exec_pipelined, self._gpu,
+                                  (self._cpu_queue_size, self._gpu_queue_size))
         self._built = True
 
     def _link_consumers(self) -> None:
@@ -314,13 +316,14 @@ class Pipeline:
         return True
 
     def _require_gpu(self) -> None:
-        from .. import _gpu
-        if not _gpu.available():
-            raise RuntimeError("this pipeline has GPU or mixed operators and requires a CUDA-capable GPU "
-                               "and penstock's GPU backend, neither of which is available here; "
-                               "run its operators with device='cpu'")
+        from .. import _cuda
+        reason = _cuda.unavailable_reason()
+        if reason is not None:
+            raise RuntimeError(f"this pipeline has GPU or mixed operators, but {reason}; "
+                               "run its operators with device='cpu' to use it without a GPU")
         if self._device_id is None:
-            self._device_id = _gpu.current_device()
+            self._device_id = int(_cuda.require().cuda.runtime.getDevice())
+        self._gpu = _cuda.DeviceContext(self._device_id)
 
     # ---- running ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -397,7 +400,10 @@ class Pipeline:
         if not self._pending:
             raise StopIteration
         it = self._pending.popleft()
-        results = self._executor.wait(it)
+        try:
+            results = self._executor.wait(it)
+        finally:
+            self._executor.release(it)
         self._check_outputs(results)
         return results
 

@@ -1,0 +1,5 @@
+"""penstock's CUDA backend: the device runtime, kernels compiled at run time from ``csrc/cuda``,
+and the batch kernels GPU operators call. Imports CuPy only when a GPU pipeline is built."""
+from ._runtime import INSTALL_HINT, DeviceContext, available, require, unavailable_reason
+
+__all__ = ["INSTALL_HINT", "DeviceContext", "available", "require", "unavailable_reason"]

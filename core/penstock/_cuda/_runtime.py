@@ -1,0 +1,146 @@
+"""Whether CUDA is usable, and the per-pipeline device context: its device, its one CUDA stream,
+and pinned staging memory for host -> device copies."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+INSTALL_HINT = ("install the GPU extra for your CUDA version: pip install 'penstock[cuda13]' "
+                "(CUDA 13) or 'penstock[cuda12]' (CUDA 12)")
+
+
+def _import_cupy() -> Any:
+    import cupy  # noqa: PLC0415 - optional dependency, imported on first GPU use
+    return cupy
+
+
+def unavailable_reason() -> str | None:
+    """None when GPU pipelines can run here, else why not (what to install or what is missing)."""
+    try:
+        cp = _import_cupy()
+    except ImportError:
+        return f"CuPy is not installed: {INSTALL_HINT}"
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device is visible"
+    except Exception as exc:  # noqa: BLE001 - no driver, no device
+        return f"CUDA is not usable ({type(exc).__name__}: {exc})"
+    return None
+
+
+def available() -> bool:
+    return unavailable_reason() is None
+
+
+def require(what: str = "a GPU pipeline") -> Any:
+    """CuPy, or a RuntimeError saying what to install."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(f"{what} needs CUDA, but {reason}")
+    return _import_cupy()
+
+
+class _PinnedBlock:
+    __slots__ = ("mem", "size", "event")
+
+    def __init__(self, cp: Any, size: int):
+        self.mem = cp.cuda.alloc_pinned_memory(size)
+        self.size = size
+        self.event = None
+
+    def array(self, nbytes: int) -> np.ndarray:
+        return np.frombuffer(self.mem, np.uint8, nbytes)
+
+    def free(self) -> bool:
+        return self.event is None or self.event.done
+
+
+class DeviceContext:
+    """One pipeline's GPU: the device, the stream every GPU operator of the pipeline runs on, and
+    pinned staging blocks. A staging block is reused only once the copy that read it has
+    finished on the stream (an event), so the host never waits for the GPU to stage data."""
+
+    def __init__(self, device_id: int):
+        cp = require()
+        self.cp = cp
+        self.device_id = int(device_id)
+        count = cp.cuda.runtime.getDeviceCount()
+        if not 0 <= self.device_id < count:
+            raise RuntimeError(f"device_id {device_id} is out of range: this machine has {count} CUDA device(s)")
+        self.device = cp.cuda.Device(self.device_id)
+        with self.device:
+            self.stream = cp.cuda.Stream(non_blocking=True)
+        self._blocks: list[_PinnedBlock] = []
+        self._lock = threading.Lock()
+        from .kernels import GpuKernels
+        self.kernels = GpuKernels(self)
+
+    def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None) -> Any:
+        """An uninitialized packed batch in device memory, produced on this context's stream."""
+        from ..tensors import TensorListGPU
+        shapes = np.ascontiguousarray(shapes, np.int64)
+        total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+        with self:
+            buf = self.cp.empty(total, np.dtype(dtype))
+        tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
+        tl.stream = self.stream
+        return tl
+
+    def __enter__(self) -> "DeviceContext":
+        self.device.__enter__()
+        self.stream.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stream.__exit__(*exc)
+        self.device.__exit__(*exc)
+
+    # -- host -> device --------------------------------------------------------------------
+    def _staging(self, nbytes: int) -> _PinnedBlock:
+        with self._lock:
+            for blk in self._blocks:
+                if blk.size >= nbytes and blk.free():
+                    blk.event = None
+                    return blk
+            blk = _PinnedBlock(self.cp, max(nbytes, 1 << 16))
+            self._blocks.append(blk)
+            return blk
+
+    def upload(self, host: np.ndarray, out: Any = None) -> Any:
+        """Copies a host array to the device on this context's stream (through pinned staging)."""
+        cp = self.cp
+        host = np.ascontiguousarray(host)
+        if out is None:
+            with self:  # allocations belong to the stream that uses them (CuPy's pool is per stream)
+                out = cp.empty(host.shape, host.dtype)
+        nbytes = host.nbytes
+        if nbytes == 0:
+            return out
+        blk = self._staging(nbytes)
+        blk.array(nbytes)[...] = host.reshape(-1).view(np.uint8)
+        cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.mem.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                                    self.stream.ptr)
+        blk.event = self.stream.record()
+        return out
+
+    def upload_params(self, *arrays: np.ndarray) -> list:
+        """Several small host arrays (per-sample kernel parameters) in one copy; returns device
+        arrays (views of one buffer) in the same order."""
+        cp = self.cp
+        parts, offsets, total = [], [], 0
+        for a in arrays:
+            a = np.ascontiguousarray(a)
+            offsets.append(total)
+            parts.append(a)
+            total += (a.nbytes + 15) & ~15
+        packed = np.zeros(total, np.uint8)
+        for a, off in zip(parts, offsets):
+            packed[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
+        dev = self.upload(packed)
+        return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets)]
+
+    def record(self) -> Any:
+        """An event after everything queued on the stream so far."""
+        return self.stream.record()

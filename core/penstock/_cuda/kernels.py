@@ -1,0 +1,302 @@
+"""GPU batch kernels with the signatures of their CPU siblings in ``penstock._engine``.
+
+An operator's Python code plans a batch (output shapes, windows, per-sample parameters) once for
+both devices and calls ``ws.kernels.<name>(ws.pool, ...)``: on the CPU that is the native engine,
+on the GPU an instance of :class:`GpuKernels`, which takes the same arguments with CuPy buffers
+in place of numpy ones. Each call uploads its per-sample descriptors in one copy and launches
+one grid per batch (resize: one per pass) on the pipeline's stream; nothing waits on the host.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _engine
+from ._compile import kernel
+from ._runtime import DeviceContext
+
+BLOCK = 256
+MAX_DIMS = 8
+
+# DALIDataType code -> type name used in kernel names (csrc/cuda/common.cuh)
+TYPE_NAMES = {0: "u8", 1: "u16", 2: "u32", 3: "u64", 4: "i8", 5: "i16", 6: "i32", 7: "i64",
+              8: "f16", 9: "f32", 10: "f64", 11: "bool"}
+UNIT_NAMES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}  # element-size-generic kernels
+COMPARISONS = range(9, 15)  # kEq .. kGe in the binary op codes
+
+
+def _blocks(work: np.ndarray) -> tuple[np.ndarray, int]:
+    """Block prefix sums (N + 1) for per-sample element counts, and the grid size."""
+    per = (np.asarray(work, np.int64) + BLOCK - 1) // BLOCK
+    start = np.zeros(len(per) + 1, np.int64)
+    np.cumsum(per, out=start[1:])
+    return start, int(start[-1])
+
+
+def _dims(shapes: np.ndarray, what: str) -> int:
+    nd = shapes.shape[1]
+    if nd > MAX_DIMS:
+        raise ValueError(f"{what}: GPU kernels take at most {MAX_DIMS} dimensions, got {nd}")
+    return nd
+
+
+def _padded(a: np.ndarray, width: int = MAX_DIMS, fill: int = 1) -> np.ndarray:
+    out = np.full((a.shape[0], width), fill, np.int64)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def _strides(shapes: np.ndarray) -> np.ndarray:
+    """Row-major element strides of each sample ([N, nd])."""
+    n, nd = shapes.shape
+    strides = np.ones((n, nd), np.int64)
+    if nd > 1:
+        strides[:, :-1] = np.cumprod(shapes[:, :0:-1], axis=1)[:, ::-1]
+    return strides
+
+
+def _volumes(shapes: np.ndarray) -> np.ndarray:
+    return shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
+
+
+class GpuKernels:
+    """The GPU kernels of one pipeline (its device and stream)."""
+
+    def __init__(self, ctx: DeviceContext):
+        self.ctx = ctx
+        self.cp = ctx.cp
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _fn(self, module: str, name: str) -> Any:
+        return kernel(module, name, self.ctx.device_id)
+
+    def _launch_batch(self, module: str, name: str, work: np.ndarray, desc: np.ndarray, args_before: Sequence,
+                      args_after: Sequence, extra_params: Sequence[np.ndarray] = ()) -> list:
+        """Launches ``name(*args_before, desc, block_start, n, *args_after)`` over per-sample
+        ``work`` items; extra host arrays are uploaded with the descriptors and returned."""
+        block_start, grid = _blocks(work)
+        if grid == 0:
+            return []
+        dev = self.ctx.upload_params(np.ascontiguousarray(desc, np.int64), block_start, *extra_params)
+        args = list(args_before) + [dev[0], dev[1], np.int32(len(work))]
+        args += [a(dev[2:]) if callable(a) else a for a in args_after]
+        self._fn(module, name)((grid,), (BLOCK,), tuple(args), stream=self.ctx.stream)
+        return dev[2:]
+
+    def _grid_stride(self, module: str, name: str, n: int, *args: Any) -> None:
+        if n == 0:
+            return
+        grid = int(min((n + BLOCK - 1) // BLOCK, 65535 * 8))
+        self._fn(module, name)((grid,), (BLOCK,), tuple(args) + (np.int64(n),), stream=self.ctx.stream)
+
+    # -- copies ----------------------------------------------------------------------------
+    def copy(self, pool: Any, src: Any, dst: Any) -> None:
+        nbytes = int(src.nbytes)
+        if nbytes != int(dst.nbytes):
+            raise ValueError("copy: buffer sizes differ")
+        if nbytes:
+            rt = self.cp.cuda.runtime
+            rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, self.ctx.stream.ptr)
+
+    def slice(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
+              dst_shapes: np.ndarray, dst_offsets: np.ndarray, anchors: np.ndarray, flips: np.ndarray,
+              fill: np.ndarray, channel_dim: int) -> None:
+        n, nd = src_shapes.shape
+        _dims(src_shapes, "slice")
+        es = src.dtype.itemsize
+        unit = UNIT_NAMES.get(es)
+        if unit is None:
+            raise TypeError(f"slice: no GPU kernel for {es}-byte elements")
+        fill = np.ascontiguousarray(fill)
+        if fill.dtype.itemsize != es or fill.ndim != 2 or fill.shape[0] != n:
+            raise ValueError("slice: fill values must be [N, F] of the data type")
+        desc = np.zeros((n, 28), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = _volumes(dst_shapes)
+        desc[:, 3] = (np.asarray(flips, np.int64) << np.arange(nd)).sum(axis=1) if nd else 0
+        desc[:, 4:12] = _padded(src_shapes)
+        desc[:, 12:20] = _padded(dst_shapes)
+        desc[:, 20:28] = _padded(np.asarray(anchors, np.int64), fill=0)
+        udt = np.dtype(f"u{es}")
+        self._launch_batch("slice", f"slice_{unit}", desc[:, 2], desc, (src.view(udt), dst.view(udt)),
+                           (np.int32(nd), lambda p: p[0], np.int32(fill.shape[1]), np.int32(channel_dim)),
+                           (fill.view(udt),))
+
+    def transpose(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, perm: Sequence[int],
+                  dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray) -> None:
+        n, nd = src_shapes.shape
+        _dims(src_shapes, "transpose")
+        es = src.dtype.itemsize
+        unit = UNIT_NAMES.get(es)
+        if unit is None:
+            raise TypeError(f"transpose: no GPU kernel for {es}-byte elements")
+        perm = list(perm)
+        desc = np.zeros((n, 19), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = _volumes(dst_shapes)
+        desc[:, 3:11] = _padded(src_shapes[:, perm])
+        desc[:, 11:19] = _padded(_strides(src_shapes)[:, perm], fill=0)
+        udt = np.dtype(f"u{es}")
+        self._launch_batch("slice", f"transpose_{unit}", desc[:, 2], desc, (src.view(udt), dst.view(udt)),
+                           (np.int32(nd),))
+
+    # -- element-wise ----------------------------------------------------------------------
+    def cast(self, pool: Any, src: Any, src_code: int, dst: Any, dst_code: int) -> None:
+        if src.size != dst.size:
+            raise ValueError("cast: buffer sizes differ")
+        self._grid_stride("elementwise", f"cast_{TYPE_NAMES[src_code]}_{TYPE_NAMES[dst_code]}", int(src.size),
+                          src, dst)
+
+    def unary(self, pool: Any, op: int, code: int, src: Any, dst: Any) -> None:
+        if code == 8:
+            raise TypeError("arithmetic on FLOAT16 is not supported")
+        self._grid_stride("elementwise", f"unary_{TYPE_NAMES[code]}", int(src.size), np.int32(op), src, dst)
+
+    def binary(self, pool: Any, op: int, code: int, a: Any, a_shapes: np.ndarray, a_offsets: np.ndarray,
+               b: Any, b_shapes: np.ndarray, b_offsets: np.ndarray, out: Any, out_shapes: np.ndarray,
+               out_offsets: np.ndarray) -> None:
+        if code == 8:
+            raise TypeError("arithmetic on FLOAT16 is not supported")
+        n, nd = out_shapes.shape
+        _dims(out_shapes, "arithmetic")
+        desc = np.zeros((n, 28), np.int64)
+        desc[:, 0] = out_offsets
+        desc[:, 1] = _volumes(out_shapes)
+        desc[:, 4:12] = _padded(out_shapes)
+        for k, (shapes, offsets) in enumerate(((a_shapes, a_offsets), (b_shapes, b_offsets))):
+            # right-align the operand's dims with the output's; broadcast dims get stride 0
+            full = np.ones((n, nd), np.int64)
+            if shapes.shape[1]:
+                full[:, nd - shapes.shape[1]:] = np.broadcast_to(shapes, (n, shapes.shape[1]))
+            strides = np.where((full == 1) & (out_shapes != 1), 0, _strides(full))
+            desc[:, 2 + k] = np.broadcast_to(offsets, (n,))
+            desc[:, 12 + 8 * k:12 + 8 * k + nd] = strides
+        kind = "compare" if op in COMPARISONS else "binary"
+        self._launch_batch("elementwise", f"{kind}_{TYPE_NAMES[code]}", desc[:, 1], desc,
+                           (np.int32(op), a, b, out), (np.int32(nd),))
+
+    # -- images ----------------------------------------------------------------------------
+    def crop_mirror_normalize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray,
+                              src_type: int, dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray,
+                              dst_type: int, anchors: np.ndarray, mirror: np.ndarray, mean: np.ndarray,
+                              std: np.ndarray, scale: float, shift: float, fill: np.ndarray, cdim: int,
+                              pad: bool) -> None:
+        n, nd = src_shapes.shape
+        _dims(src_shapes, "crop_mirror_normalize")
+        if n == 0:
+            return
+        c = int(src_shapes[0, -1])
+        std = np.asarray(std, np.float64)
+        if (std == 0).any():
+            raise ValueError("crop_mirror_normalize: std must not be 0")
+        inv_std = (float(scale) / std).astype(np.float32)
+        win = np.delete(dst_shapes, cdim, axis=1)
+        desc = np.zeros((n, 28), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = np.asarray(mirror) != 0
+        desc[:, 3] = _volumes(dst_shapes)
+        desc[:, 4:12] = _padded(src_shapes[:, :-1])
+        desc[:, 12:20] = _padded(np.asarray(anchors, np.int64), fill=0)
+        desc[:, 20:28] = _padded(win)
+        self._launch_batch(
+            "crop_mirror_normalize", f"cmn_{TYPE_NAMES[src_type]}_{TYPE_NAMES[dst_type]}", desc[:, 3], desc,
+            (src, dst), (np.int32(nd), np.int32(c), np.int32(c + int(bool(pad))), np.int32(cdim),
+                         lambda p: p[0], lambda p: p[1], np.float32(shift), lambda p: p[2]),
+            (np.asarray(mean, np.float32), inv_std, np.asarray(fill, np.float32)))
+
+    def color_matrix(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
+                     dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray, dst_type: int,
+                     matrices: np.ndarray) -> None:
+        n = len(src_shapes)
+        matrices = np.ascontiguousarray(matrices, np.float32)
+        co, ci = matrices.shape[1], matrices.shape[2] - 1
+        if n and ((src_shapes[:, -1] != ci).any() or (dst_shapes[:, -1] != co).any()):
+            raise ValueError(f"color_matrix: samples must have {ci} channels in and {co} out")
+        desc = np.zeros((n, 4), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = _volumes(src_shapes) // max(ci, 1)
+        self._launch_batch("color", f"color_matrix_{TYPE_NAMES[src_type]}_{TYPE_NAMES[dst_type]}", desc[:, 2],
+                           desc, (src, dst), (np.int32(ci), np.int32(co), lambda p: p[0]), (matrices,))
+
+    def warp_affine(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
+                    dst_shapes: np.ndarray, dst_offsets: np.ndarray, dtype: int, matrices: np.ndarray,
+                    interp: int, fill: float | None) -> None:
+        n = len(src_shapes)
+        if src_shapes.shape[1] != 4:
+            raise ValueError("warp_affine: samples must be (frames, H, W, C)")
+        if interp not in (0, 1):
+            raise ValueError("warp_affine: only nearest-neighbour and linear interpolation are supported")
+        channels = set(src_shapes[:, 3].tolist())
+        if len(channels) > 1:
+            raise ValueError("warp_affine: all samples need the same number of channels on the GPU")
+        desc = np.zeros((n, 8), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2:4] = src_shapes[:, 1:3]
+        desc[:, 4:6] = dst_shapes[:, 1:3]
+        desc[:, 6] = dst_shapes[:, 0] * dst_shapes[:, 1] * dst_shapes[:, 2]
+        c = channels.pop() if channels else 1
+        self._launch_batch("warp", f"warp_affine_{TYPE_NAMES[dtype]}", desc[:, 6], desc, (src, dst),
+                           (np.int32(c), lambda p: p[0], np.int32(interp), np.int32(fill is not None),
+                            np.float32(fill or 0.0)), (np.ascontiguousarray(matrices, np.float32),))
+
+    def resize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
+               dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray, dst_type: int, spatial: int,
+               roi: np.ndarray, min_filter: np.ndarray, mag_filter: np.ndarray, antialias: bool) -> None:
+        if spatial != 2:
+            raise NotImplementedError("resize: volumes (3 spatial dimensions) are not supported on the GPU; "
+                                      "resize them with device='cpu'")
+        n, nd = src_shapes.shape
+        if n == 0:
+            return
+        # taps per sample and axis (y then x), computed on the host by the CPU kernel's own code
+        in_hw, out_hw = src_shapes[:, -3:-1], dst_shapes[:, -3:-1]
+        taps, start_at, weight_at, lo, hi, starts, weights = _engine.resize_taps(
+            pool, np.ascontiguousarray(in_hw.reshape(-1)), np.ascontiguousarray(out_hw.reshape(-1)),
+            np.ascontiguousarray(roi[:, :2].reshape(-1), np.float64),
+            np.ascontiguousarray(roi[:, 2:].reshape(-1), np.float64),
+            np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2].reshape(-1)),
+            np.ascontiguousarray(np.asarray(mag_filter, np.int32)[:, :2].reshape(-1)), bool(antialias))
+        taps, start_at, weight_at = (a.reshape(n, 2) for a in (taps, start_at, weight_at))
+        lo, hi = lo.reshape(n, 2)[:, 1], hi.reshape(n, 2)[:, 1]
+        frames = _volumes(src_shapes[:, :-3]) if nd > 3 else np.ones(n, np.int64)
+        channels = src_shapes[:, -1]
+        span = np.maximum(hi - lo, 0)
+        # one descriptor per frame; frames of a sample share its taps
+        sample = np.repeat(np.arange(n), frames)
+        frame = np.arange(len(sample)) - np.repeat(np.cumsum(frames) - frames, frames)
+        in_vol = in_hw[:, 0] * in_hw[:, 1] * channels
+        out_vol = out_hw[:, 0] * out_hw[:, 1] * channels
+        tmp_vol = out_hw[:, 0] * span * channels
+        desc = np.zeros((len(sample), 16), np.int64)
+        desc[:, 0] = src_offsets[sample] + frame * in_vol[sample]
+        desc[:, 1] = dst_offsets[sample] + frame * out_vol[sample]
+        tmp_sizes = tmp_vol[sample]
+        desc[1:, 2] = np.cumsum(tmp_sizes)[:-1]
+        desc[:, 3] = in_hw[sample, 1]
+        desc[:, 4] = channels[sample]
+        desc[:, 5] = out_hw[sample, 0]
+        desc[:, 6] = out_hw[sample, 1]
+        desc[:, 7] = lo[sample]
+        desc[:, 8] = span[sample]
+        desc[:, 9], desc[:, 10], desc[:, 11] = taps[sample, 0], start_at[sample, 0], weight_at[sample, 0]
+        desc[:, 12], desc[:, 13], desc[:, 14] = taps[sample, 1], start_at[sample, 1], weight_at[sample, 1]
+        out_sizes = desc[:, 5] * desc[:, 6] * desc[:, 4]
+        v_blocks, grid_v = _blocks(tmp_sizes)
+        h_blocks, grid_h = _blocks(out_sizes)
+        with self.ctx:
+            tmp = self.cp.empty(max(int(tmp_sizes.sum()), 1), np.float32)
+        d_desc, d_vblocks, d_hblocks, d_starts, d_weights = self.ctx.upload_params(desc, v_blocks, h_blocks,
+                                                                                   starts, weights)
+        frames_n, stream = np.int32(len(sample)), self.ctx.stream
+        if grid_v:
+            self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}")(
+                (grid_v,), (BLOCK,), (src, tmp, d_desc, d_vblocks, frames_n, d_starts, d_weights), stream=stream)
+        if grid_h:
+            self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}")(
+                (grid_h,), (BLOCK,), (tmp, dst, d_desc, d_hblocks, frames_n, d_starts, d_weights), stream=stream)

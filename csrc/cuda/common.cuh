@@ -1,0 +1,86 @@
+// Shared by every CUDA kernel file: it is prepended to each file when the file is compiled at run
+// time (NVRTC through CuPy), so it may use no system headers.
+//
+// Batch kernels launch one grid per batch. Work is cut into blocks per sample; `block_start`
+// (N + 1 prefix sums of per-sample block counts, in device memory) maps a block to its sample.
+// Value conversion follows the CPU kernels (engine/convert.h, kernels/fast_convert.h): float ->
+// integer pixels round half away from zero and saturate; float16 rounds to nearest even.
+typedef unsigned char u8;
+typedef signed char i8;
+typedef unsigned short u16;
+typedef short i16;
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+typedef long long i64;
+typedef float f32;
+typedef double f64;
+struct f16 {  // IEEE half, carried as bits
+  u16 bits;
+};
+
+
+__device__ __forceinline__ float half_to_float(f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+  return f;
+}
+__device__ __forceinline__ f16 float_to_half(float f) {
+  f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+  return h;
+}
+
+template <typename T> __device__ __forceinline__ float to_float(T v) { return float(v); }
+template <> __device__ __forceinline__ float to_float<f16>(f16 v) { return half_to_float(v); }
+
+template <typename T> struct Limits;
+template <> struct Limits<u8> { static constexpr float lo = 0.f, hi = 255.f; static constexpr bool is_signed = false; };
+template <> struct Limits<i8> { static constexpr float lo = -128.f, hi = 127.f; static constexpr bool is_signed = true; };
+template <> struct Limits<u16> { static constexpr float lo = 0.f, hi = 65535.f; static constexpr bool is_signed = false; };
+template <> struct Limits<i16> { static constexpr float lo = -32768.f, hi = 32767.f; static constexpr bool is_signed = true; };
+
+// A float result stored as a pixel of type Out (fast_convert.h's round_sat).
+template <typename Out> struct PixelFrom {
+  __device__ static __forceinline__ Out convert(float v) {  // narrow integers
+    const float just_below_half = 0.49999997f;
+    if (Limits<Out>::is_signed) v = v == v ? v : 0.f;
+    v = v > Limits<Out>::lo ? v : Limits<Out>::lo;
+    v = v < Limits<Out>::hi ? v : Limits<Out>::hi;
+    if (Limits<Out>::is_signed) return Out(int(v + copysignf(just_below_half, v)));
+    return Out(int(v + just_below_half));
+  }
+};
+template <> struct PixelFrom<float> {
+  __device__ static __forceinline__ float convert(float v) { return v; }
+};
+template <> struct PixelFrom<f16> {
+  __device__ static __forceinline__ f16 convert(float v) { return float_to_half(v); }
+};
+template <> struct PixelFrom<i32> {
+  __device__ static __forceinline__ i32 convert(float v) {
+    double d = double(v);
+    if (d != d) d = 0;
+    d = d > -2147483648.0 ? d : -2147483648.0;
+    d = d < 2147483647.0 ? d : 2147483647.0;
+    return i32(i64(d + copysign(0.5, d)));
+  }
+};
+template <typename Out> __device__ __forceinline__ Out pixel_from(float v) { return PixelFrom<Out>::convert(v); }
+
+// The sample that block `block` of a batch launch works on.
+__device__ __forceinline__ int find_sample(const i64* block_start, int n, i64 block) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (block_start[mid] <= block) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// Per-axis window arithmetic (kernels/window.h): output x of a window [anchor, anchor + out)
+// reads source anchor + x (or anchor + out - 1 - x when flipped); -1 when outside the source.
+__device__ __forceinline__ i64 window_source(i64 anchor, i64 out, i64 extent, bool flip, i64 x) {
+  i64 s = flip ? anchor + out - 1 - x : anchor + x;
+  return (s >= 0 && s < extent) ? s : -1;
+}
