@@ -108,6 +108,11 @@ class DeviceContext:
             self._blocks.append(blk)
             return blk
 
+    def reserve_staging(self, nbytes: int) -> None:
+        """Pins ``nbytes`` of staging memory ahead of the first copies."""
+        with self._lock:
+            self._blocks.append(_PinnedBlock(self.cp, int(nbytes)))
+
     def upload(self, host: np.ndarray, out: Any = None) -> Any:
         """Copies a host array to the device on this context's stream (through pinned staging)."""
         cp = self.cp

@@ -179,6 +179,24 @@ class GpuKernels:
                            (np.int32(op), a, b, out), (np.int32(nd),))
 
     # -- images ----------------------------------------------------------------------------
+    def gather_images(self, pointers: np.ndarray, pitches: np.ndarray, windows: np.ndarray,
+                      channels: np.ndarray, reverse: np.ndarray, dst: Any, dst_offsets: np.ndarray) -> None:
+        """Copies window (y, x, h, w) of uint8 HWC images at device addresses ``pointers`` (row
+        pitch in bytes, ``channels`` each, channel order reversed where ``reverse``) into the packed
+        batch ``dst`` (uint8, or float32 = v / 255)."""
+        n = len(pointers)
+        desc = np.zeros((n, 10), np.int64)
+        desc[:, 0] = np.asarray(pointers, np.uint64).view(np.int64)
+        desc[:, 1] = pitches
+        desc[:, 2:4] = windows[:, :2]
+        desc[:, 4] = dst_offsets
+        desc[:, 5] = windows[:, 3]
+        desc[:, 6] = windows[:, 2] * windows[:, 3] * channels
+        desc[:, 7] = channels
+        desc[:, 8] = reverse
+        name = "gather_f32" if dst.dtype == np.float32 else "gather_u8"
+        self._launch_batch("decode", name, desc[:, 6], desc, (dst,), ())
+
     def crop_mirror_normalize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray,
                               src_type: int, dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray,
                               dst_type: int, anchors: np.ndarray, mirror: np.ndarray, mean: np.ndarray,

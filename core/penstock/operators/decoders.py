@@ -22,6 +22,7 @@ from ._batch import contiguous, empty_batch
 from .crop import CROP_ARGS
 
 _MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
+_RESERVE = "mixed backend: reserved up front in the memory pool (bytes); no effect on the CPU"
 
 _DECODER_ARGS = [
     Arg("output_type", ArgType.IMAGE_TYPE, DALIImageType.RGB,
@@ -32,14 +33,20 @@ _DECODER_ARGS = [
     Arg("use_fast_idct", ArgType.BOOL, False, "JPEG: faster, less exact integer IDCT"),
     Arg("jpeg_fancy_upsampling", ArgType.BOOL, False,
         "make the mixed backend upsample chroma like the CPU one (the CPU always does)"),
-    Arg("hw_decoder_load", ArgType.FLOAT, 0.65, _MIXED_ONLY),
-    Arg("preallocate_width_hint", ArgType.INT, 0, _MIXED_ONLY),
-    Arg("preallocate_height_hint", ArgType.INT, 0, _MIXED_ONLY),
-    Arg("device_memory_padding", ArgType.INT, 16 << 20, _MIXED_ONLY),
-    Arg("host_memory_padding", ArgType.INT, 8 << 20, _MIXED_ONLY),
-    Arg("device_memory_padding_jpeg2k", ArgType.INT, 0, _MIXED_ONLY),
-    Arg("host_memory_padding_jpeg2k", ArgType.INT, 0, _MIXED_ONLY),
-    Arg("cache_size", ArgType.INT, 0, _MIXED_ONLY + " (decoded-image cache)"),
+    Arg("hw_decoder_load", ArgType.FLOAT, 0.65,
+        "mixed backend: share of each batch's JPEGs for the GPU (hardware JPEG engines); the host "
+        "decodes the rest at the same time. The default adapts to the measured rates of both sides; "
+        "any other value is fixed"),
+    Arg("preallocate_width_hint", ArgType.INT, 0,
+        "mixed backend: expected image width; a batch of such images is reserved in the memory pool"),
+    Arg("preallocate_height_hint", ArgType.INT, 0,
+        "mixed backend: expected image height; a batch of such images is reserved in the memory pool"),
+    Arg("device_memory_padding", ArgType.INT, 16 << 20, "device memory " + _RESERVE),
+    Arg("host_memory_padding", ArgType.INT, 8 << 20, "pinned host memory " + _RESERVE),
+    Arg("device_memory_padding_jpeg2k", ArgType.INT, 0, "device memory " + _RESERVE),
+    Arg("host_memory_padding_jpeg2k", ArgType.INT, 0, "pinned host memory " + _RESERVE),
+    Arg("cache_size", ArgType.INT, 0, "decoded-image cache (MB): not supported on the mixed backend "
+        "(NotImplementedError); no effect on the CPU"),
     Arg("cache_type", ArgType.STR, "", _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_threshold", ArgType.INT, 0, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_debug", ArgType.BOOL, False, _MIXED_ONLY + " (decoded-image cache)"),
@@ -210,6 +217,8 @@ class _DecoderBase(Operator):
         return np.ceil(regions * scale[:, None]).astype(np.int64)
 
     def run(self, ws):
+        if ws.gpu is not None:
+            return [self._run_mixed(ws)]
         src = _encoded(self, ws)
         output_type = int(self.args["output_type"])
         adjust = self.args["adjust_orientation"]
@@ -235,6 +244,15 @@ class _DecoderBase(Operator):
             geometry[fallback] = np.column_stack([region_origin[fallback], np.ones(int(fallback.sum()))])
             out._prescaled = (regions, region_origin, geometry)
         return [out]
+
+    def _run_mixed(self, ws):
+        """device='mixed': host and GPU decoders share the batch (see _mixed_decode)."""
+        if getattr(self, "_mixed", None) is None:
+            from ._mixed_decode import MixedDecoder
+            self._mixed = MixedDecoder(self)
+        src = _encoded(self, ws)
+        shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["output_type"]))
+        return self._mixed.decode(ws, src, shapes, self.windows(ws, shapes) if self.crops else None)
 
     def _with_fallbacks(self, src, buf, shapes, offsets, fallback, crop):
         """Decodes the samples the kernel left to Pillow and repacks the batch."""
@@ -279,8 +297,8 @@ def display_shapes(op: Operator, ws, src, adjust: bool, output_type: int = DALII
     return shapes
 
 
-@register(IMAGE)
-class ImageDecoderCPU(_DecoderBase):
+@register(IMAGE, device=("cpu", "mixed"))
+class ImageDecoder(_DecoderBase):
     pass
 
 
@@ -318,8 +336,8 @@ def random_crop_window(rng: np.random.Generator, h: int, w: int, area: tuple, ra
     return y, x, ch, cw
 
 
-@register(IMAGE_RANDOM_CROP)
-class ImageDecoderRandomCropCPU(_DecoderBase):
+@register(IMAGE_RANDOM_CROP, device=("cpu", "mixed"))
+class ImageDecoderRandomCrop(_DecoderBase):
     crops = True
 
     def setup(self) -> None:
@@ -339,8 +357,8 @@ class ImageDecoderRandomCropCPU(_DecoderBase):
                         np.int64).reshape(-1, 4)
 
 
-@register(IMAGE_CROP)
-class ImageDecoderCropCPU(_DecoderBase):
+@register(IMAGE_CROP, device=("cpu", "mixed"))
+class ImageDecoderCrop(_DecoderBase):
     crops = True
 
     def setup(self) -> None:
@@ -367,8 +385,8 @@ class ImageDecoderCropCPU(_DecoderBase):
         return np.concatenate([anchor.astype(np.int64), size], 1)
 
 
-@register(IMAGE_SLICE)
-class ImageDecoderSliceCPU(_DecoderBase):
+@register(IMAGE_SLICE, device=("cpu", "mixed"))
+class ImageDecoderSlice(_DecoderBase):
     crops = True
 
     def _axes(self) -> list[int]:

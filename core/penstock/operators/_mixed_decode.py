@@ -1,0 +1,197 @@
+"""Mixed (host + GPU) image decoding for the ``device="mixed"`` decoders.
+
+A batch is split: JPEGs up to ``hw_decoder_load`` of them go to nvImageCodec (the GPU's hardware
+JPEG engines, with its CUDA decoder for what they cannot take), everything else to penstock's own
+host decoder (region-of-interest decoding for windows) on the pipeline's threads, both at once.
+The host results are uploaded through pinned staging, and one kernel gathers every sample's window
+(from nvImageCodec's images or from the upload) into the packed output batch. With the default
+``hw_decoder_load`` the split adapts to the measured rates of the two sides, so both finish
+together; any other value is used as given. Without nvImageCodec the host decodes everything.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import _engine
+from ..types import DALIDataType, DALIImageType
+from ..tensors import TensorListCPU
+
+DEFAULT_HW_LOAD = 0.65
+_GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
+_warned = threading.Event()
+
+
+def _nvimgcodec() -> Any:
+    try:
+        from nvidia import nvimgcodec  # noqa: PLC0415 - optional, from the cuda extras
+        return nvimgcodec
+    except ImportError:
+        if not _warned.is_set():
+            _warned.set()
+            from .._cuda import INSTALL_HINT
+            warnings.warn("nvImageCodec is not installed, so mixed decoders decode on the CPU and upload "
+                          f"the images; for GPU decoding {INSTALL_HINT}", RuntimeWarning, 3)
+        return None
+
+
+def _is_jpeg(src: TensorListCPU) -> np.ndarray:
+    sizes = src._volumes()
+    ok = sizes >= 2
+    first = np.where(ok, src._offsets, 0)
+    return ok & (src._buf[first] == 0xFF) & (src._buf[first + 1] == 0xD8)
+
+
+def _subset(src: TensorListCPU, idx: np.ndarray) -> TensorListCPU:
+    """The samples ``idx`` of an encoded batch, viewing the same buffer."""
+    return TensorListCPU._from_packed(src._buf, src._shapes[idx], src._offsets[idx], "",
+                                      [src._source_info[i] for i in idx])
+
+
+class MixedDecoder:
+    """The mixed backend of one decoder operator."""
+
+    def __init__(self, op: Any):
+        if op.args["cache_size"] > 0:
+            raise NotImplementedError(f"{op.label}: cache_size (the decoded-image cache) is not supported on "
+                                      "the mixed backend")
+        self.op = op
+        self.codec = None
+        self.decoder = None
+        self.gpu_share = float(op.args["hw_decoder_load"])
+        self.adaptive = self.gpu_share == DEFAULT_HW_LOAD
+        self._host = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-host-decode")
+        self._in_flight: list[tuple[Any, list]] = []  # (event, nvImageCodec images) until the gather ran
+        self._reserved = False
+
+    def _reserve(self, ws) -> None:
+        """Takes the memory the padding and preallocation arguments ask for into the pools once."""
+        a = self.op.args
+        image = a["preallocate_width_hint"] * a["preallocate_height_hint"] * 3 * ws.batch_size
+        device = a["device_memory_padding"] + a["device_memory_padding_jpeg2k"] + image
+        host = a["host_memory_padding"] + a["host_memory_padding_jpeg2k"]
+        if device > 0:
+            with ws.gpu:
+                ws.gpu.cp.empty(device, np.uint8)  # freed at once: the pool keeps the block
+        if host > 0:
+            ws.gpu.reserve_staging(host)
+
+    def _codec(self, ws) -> Any:
+        if self.decoder is None:
+            self.codec = _nvimgcodec()
+            if self.codec is None:
+                return None
+            nv = self.codec
+            options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
+            backends = [nv.Backend(nv.BackendKind.HW_GPU_ONLY), nv.Backend(nv.BackendKind.GPU_ONLY)]
+            self.decoder = nv.Decoder(device_id=ws.gpu.device_id, max_num_cpu_threads=ws.pool.num_threads,
+                                      backends=backends, options=options)
+        return self.codec
+
+    # -- the two sides ---------------------------------------------------------------------------
+    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None):
+        sub = _subset(src, idx)
+        args = self.op.args
+        buf, shapes, offsets, fallback = _engine.decode_images(
+            ws.pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
+            None if crop is None else np.ascontiguousarray(crop[idx]), None, args["use_fast_idct"])[:4]
+        if fallback.any():
+            buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback,
+                                                           None if crop is None else crop[idx])
+        return buf, shapes, offsets
+
+    def _decode_gpu(self, ws, src: TensorListCPU, idx: np.ndarray) -> list:
+        nv = self.codec
+        params = nv.DecodeParams(apply_exif_orientation=bool(self.op.args["adjust_orientation"]),
+                                 color_spec=nv.ColorSpec.SRGB, allow_any_depth=False)
+        streams = [nv.CodeStream(src._sample_array(int(i))) for i in idx]
+        return list(self.decoder.decode(streams, params=params, cuda_stream=int(ws.gpu.stream.ptr)))
+
+    # -- one batch --------------------------------------------------------------------------------
+    def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
+        args = self.op.args
+        if not self._reserved:
+            self._reserved = True
+            self._reserve(ws)
+        n = len(src)
+        output_type = int(args["output_type"])
+        gpu_ok = _is_jpeg(src) if output_type in _GPU_OUTPUT_TYPES else np.zeros(n, bool)
+        if gpu_ok.any() and self._codec(ws) is None:
+            gpu_ok[:] = False
+        jpegs = np.nonzero(gpu_ok)[0]
+        gpu_idx = jpegs[:int(round(self.gpu_share * len(jpegs)))]
+        host_idx = np.setdiff1d(np.arange(n), gpu_idx)
+
+        started = time.perf_counter()
+        host_job = self._host.submit(self._decode_host, ws, src, host_idx, crop) if len(host_idx) else None
+        images = self._decode_gpu(ws, src, gpu_idx) if len(gpu_idx) else []
+        gpu_seconds = time.perf_counter() - started
+        host = host_job.result() if host_job is not None else None
+        host_seconds = time.perf_counter() - started
+
+        # samples nvImageCodec could not decode (or decoded to another shape) go to the host
+        windows = np.zeros((n, 4), np.int64)
+        windows[:, 2:] = shapes[:, :2] if crop is None else crop[:, 2:]
+        if crop is not None:
+            windows[:, :2] = crop[:, :2]
+        retry = [k for k, img in enumerate(images)
+                 if img is None or tuple(img.shape[:2]) != tuple(shapes[gpu_idx[k], :2])]
+        if retry:
+            redo = gpu_idx[retry]
+            extra = self._decode_host(ws, src, redo, crop)
+            host_idx = np.concatenate([host_idx, redo])
+            host = extra if host is None else _concat_host(host, extra)
+        self._adapt(len(gpu_idx) - len(retry), gpu_seconds, len(host_idx), host_seconds)
+
+        channels = np.full(n, 3, np.int64)
+        pointers = np.zeros(n, np.uint64)
+        pitches = np.zeros(n, np.int64)
+        reverse = np.zeros(n, np.int64)
+        failed = set(retry)
+        for k in (k for k in range(len(images)) if k not in failed):
+            iface = images[k].__cuda_array_interface__
+            i = gpu_idx[k]
+            pointers[i] = iface["data"][0]
+            pitches[i] = iface["strides"][0] if iface.get("strides") else iface["shape"][1] * iface["shape"][2]
+            channels[i] = iface["shape"][2]
+            reverse[i] = output_type == DALIImageType.BGR
+        upload = None
+        if host is not None:
+            buf, hshapes, hoffsets = host
+            upload = ws.gpu.upload(buf)
+            pointers[host_idx] = np.uint64(upload.data.ptr) + hoffsets.astype(np.uint64)
+            pitches[host_idx] = hshapes[:, 1] * hshapes[:, 2]
+            channels[host_idx] = hshapes[:, 2]
+            windows[host_idx] = np.column_stack([np.zeros((len(host_idx), 2), np.int64), hshapes[:, :2]])
+        out_shapes = np.column_stack([windows[:, 2:], channels])
+        dtype = np.float32 if args["dtype"] == DALIDataType.FLOAT else np.uint8
+        out = ws.new_batch(out_shapes, dtype, "HWC", src._source_info)
+        ws.kernels.gather_images(pointers, pitches, windows, channels, reverse, out._buf, out._offsets)
+        self._keep_alive(ws, images, upload)
+        return out
+
+    def _adapt(self, gpu_count: int, gpu_seconds: float, host_count: int, host_seconds: float) -> None:
+        """Moves the GPU's share towards the split at which both sides finish together."""
+        if not self.adaptive or gpu_count == 0 or host_count == 0:
+            return
+        gpu_rate, host_rate = gpu_count / max(gpu_seconds, 1e-6), host_count / max(host_seconds, 1e-6)
+        target = gpu_rate / (gpu_rate + host_rate)
+        self.gpu_share = float(np.clip(0.5 * self.gpu_share + 0.5 * target, 0.05, 1.0))
+
+    def _keep_alive(self, ws, images: list, upload: Any) -> None:
+        """Sources of the gather stay alive until the stream has run it."""
+        self._in_flight = [(ev, objs) for ev, objs in self._in_flight if not ev.done]
+        self._in_flight.append((ws.gpu.record(), [images, upload]))
+
+
+def _concat_host(a: tuple, b: tuple) -> tuple:
+    buf = np.concatenate([a[0][:int(a[1].prod(axis=1).sum())], b[0][:int(b[1].prod(axis=1).sum())]])
+    shapes = np.concatenate([a[1], b[1]])
+    offsets = np.zeros(len(shapes), np.int64)
+    np.cumsum(shapes.prod(axis=1)[:-1], out=offsets[1:])
+    return buf, shapes, offsets

@@ -1,0 +1,245 @@
+"""Every GPU kernel against its CPU sibling: the same graph run on both devices must agree
+(within 1 on integer pixels, 1e-5 relative on floats). Needs CuPy and a CUDA device."""
+import io
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+from penstock import _cuda, fn, pipeline_def, types  # noqa: E402
+from penstock.tensors import TensorListCPU, TensorListGPU  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _cuda.available(), reason="needs a CUDA device")]
+
+
+def _const(d):
+    return lambda: d
+
+
+def run_on(device, graph, inputs, layouts=None, seed=1234, **kw):
+    """Outputs of ``graph(*sources)`` with the sources moved to ``device`` first, as host numpy."""
+    layouts = layouts or [None] * len(inputs)
+
+    @pipeline_def(batch_size=len(inputs[0]), num_threads=2, device_id=0 if device == "gpu" else None, seed=seed,
+                  **kw)
+    def pipe():
+        srcs = [fn.external_source(source=_const(d), layout=lay) for d, lay in zip(inputs, layouts)]
+        if device == "gpu":
+            srcs = [s.gpu() for s in srcs]
+        out = graph(*srcs)
+        return out if isinstance(out, tuple) else (out,)
+
+    outs = pipe().run()
+    if device == "gpu":
+        assert all(isinstance(o, TensorListGPU) for o in outs)
+    return [[o.as_cpu().at(i) for i in range(len(o))] for o in outs]
+
+
+def assert_same(graph, inputs, layouts=None, atol_int=1, rtol_float=1e-5, **kw):
+    cpu = run_on("cpu", graph, inputs, layouts, **kw)
+    gpu = run_on("gpu", graph, inputs, layouts, **kw)
+    for co, go in zip(cpu, gpu):
+        for c, g in zip(co, go):
+            assert c.shape == g.shape and c.dtype == g.dtype
+            if c.dtype.kind == "f":
+                np.testing.assert_allclose(g, c, rtol=rtol_float, atol=rtol_float)
+            elif c.dtype == bool:
+                np.testing.assert_array_equal(g, c)
+            else:
+                assert np.abs(g.astype(np.int64) - c.astype(np.int64)).max(initial=0) <= atol_int
+
+
+rng = np.random.default_rng(7)
+IMAGES = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((37, 53), (64, 48), (21, 90), (50, 50))]
+FLOATS = [im.astype(np.float32) / 255 for im in IMAGES]
+
+
+@pytest.mark.parametrize("interp", [types.INTERP_NN, types.INTERP_LINEAR, types.INTERP_CUBIC,
+                                    types.INTERP_LANCZOS3, types.INTERP_TRIANGULAR])
+@pytest.mark.parametrize("size", [(24, 31), (80, 96)])
+def test_resize_matches_cpu(interp, size):
+    assert_same(lambda x: fn.resize(x, resize_y=size[0], resize_x=size[1], interp_type=interp), [IMAGES], ["HWC"])
+
+
+def test_resize_float_roi_flip_and_modes():
+    assert_same(lambda x: fn.resize(x, size=[30, -40], roi_start=[3, 4], roi_end=[30, 40]), [FLOATS], ["HWC"])
+    assert_same(lambda x: fn.resize(x, resize_shorter=33, max_size=60), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.resize(x, resize_x=20, antialias=False, dtype=types.FLOAT), [IMAGES], ["HWC"])
+
+
+def test_resize_sequences_per_frame():
+    frames = [rng.integers(0, 256, (3, 20, 30, 3), dtype=np.uint8) for _ in range(2)]
+    assert_same(lambda x: fn.resize(x, resize_x=17, resize_y=11), [frames], ["FHWC"])
+
+
+@pytest.mark.parametrize("dtype", [types.FLOAT, types.FLOAT16, types.UINT8, types.INT16])
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_crop_mirror_normalize_matches_cpu(dtype, layout):
+    mirror = [np.array(v, np.int32) for v in (0, 1, 1, 0)]
+
+    def graph(x, m):
+        return fn.crop_mirror_normalize(x, crop=(20, 30), crop_pos_x=0.3, crop_pos_y=0.7, mirror=m, dtype=dtype,
+                                        output_layout=layout, mean=[100.0, 120.0, 90.0], std=[50.0, 60.0, 70.0],
+                                        scale=1.5 if dtype != types.FLOAT else 1.0,
+                                        shift=10.0 if dtype in (types.UINT8, types.INT16) else 0.0)
+
+    cpu = run_on("cpu", graph, [IMAGES, mirror], ["HWC", ""])
+    gpu = _run_mixed_inputs(graph, [IMAGES, mirror], ["HWC", ""])
+    for c, g in zip(cpu[0], gpu[0]):
+        if c.dtype.kind == "f":
+            np.testing.assert_allclose(g.astype(np.float32), c.astype(np.float32), rtol=1e-3 if dtype == types.FLOAT16 else 1e-5)
+        else:
+            assert np.abs(g.astype(np.int64) - c.astype(np.int64)).max() <= 1
+
+
+def _run_mixed_inputs(graph, inputs, layouts):
+    """First input on the GPU, the others (argument inputs) stay on the CPU."""
+    @pipeline_def(batch_size=len(inputs[0]), num_threads=2, device_id=0, seed=1234)
+    def pipe():
+        srcs = [fn.external_source(source=_const(d), layout=lay) for d, lay in zip(inputs, layouts)]
+        out = graph(srcs[0].gpu(), *srcs[1:])
+        return out if isinstance(out, tuple) else (out,)
+    outs = pipe().run()
+    return [[o.as_cpu().at(i) for i in range(len(o))] for o in outs]
+
+
+def test_crop_mirror_normalize_pad_output_and_out_of_bounds_fill():
+    assert_same(lambda x: fn.crop_mirror_normalize(x, crop=(60, 60), out_of_bounds_policy="pad",
+                                                   fill_values=[1.0, 2.0, 3.0], pad_output=True), [IMAGES], ["HWC"])
+
+
+def test_window_operators_match_cpu():
+    assert_same(lambda x: fn.crop(x, crop=(15, 17), crop_pos_x=0.2), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.crop(x, crop=(70, 70), out_of_bounds_policy="pad", fill_values=[5, 6, 7]),
+                [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.flip(x, horizontal=1, vertical=1), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.pad(x, fill_value=3), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.slice(x, rel_start=(0.1, 0.2), rel_shape=(0.5, 0.5)), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.transpose(x, perm=[2, 0, 1]), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.copy(x), [FLOATS], ["HWC"])
+
+
+def test_random_resized_crop_draws_the_same_windows_on_both_devices():
+    assert_same(lambda x: fn.random_resized_crop(x, size=(24, 24), seed=42), [IMAGES], ["HWC"])
+
+
+@pytest.mark.parametrize("graph", [
+    lambda x: fn.brightness_contrast(x, brightness=1.2, contrast=0.8),
+    lambda x: fn.hsv(x, hue=30.0, saturation=0.7, value=1.1),
+    lambda x: fn.color_twist(x, hue=-20.0, saturation=1.3, contrast=1.1, brightness=0.9),
+    lambda x: fn.color_space_conversion(x, image_type=types.RGB, output_type=types.GRAY),
+    lambda x: fn.rotate(x, angle=17.0, fill_value=0),
+    lambda x: fn.rotate(x, angle=-33.0, interp_type=types.INTERP_NN, keep_size=True),
+    lambda x: fn.warp_affine(x, matrix=[0.9, 0.1, 2.0, -0.1, 1.1, -3.0], fill_value=7),
+])
+def test_image_operators_match_cpu(graph):
+    assert_same(graph, [IMAGES], ["HWC"])
+
+
+@pytest.mark.parametrize("dtype", [types.UINT8, types.INT8, types.INT32, types.FLOAT16, types.FLOAT64, types.BOOL])
+def test_cast_matches_cpu(dtype):
+    values = [np.array([-300.7, -1.5, -0.5, 0.5, 1.5, 2.5, 254.6, 70000.0], np.float32) * k for k in (1, -1)]
+    assert_same(lambda x: fn.cast(x, dtype=dtype), [values], atol_int=0)
+
+
+def test_arithmetic_matches_cpu():
+    a = [rng.integers(-50, 50, (3, 4), dtype=np.int32) for _ in range(3)]
+    b = [rng.integers(-5, 5, (4,), dtype=np.int32) for _ in range(3)]
+    f = [rng.standard_normal((2, 5)).astype(np.float32) for _ in range(3)]
+    assert_same(lambda x, y: (x + y, x - 3, x * y, x // y, x % y, x / y, x ** 2, x < y, x == y, -x, x & y),
+                [a, b], atol_int=0)
+    assert_same(lambda x: (fn.math.sqrt(fn.math.abs(x)), fn.math.exp(x), fn.math.atan2(x, 2.0),
+                           fn.math.clamp(x, -0.5, 0.5), x * 2.5 + 1), [f])
+
+
+def test_transfers_round_trip_and_keep_metadata():
+    data = [np.arange(12, dtype=np.int16).reshape(3, 4) * (k + 1) for k in range(3)]
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(source=_const(data), layout="HW")
+        g = x.gpu()
+        return g, g.cpu()
+
+    g, h = pipe().run()
+    assert isinstance(g, TensorListGPU) and isinstance(h, TensorListCPU)
+    assert g.layout() == "HW" and g.shape() == [(3, 4)] * 3
+    for i in range(3):
+        np.testing.assert_array_equal(h.at(i), data[i])
+        np.testing.assert_array_equal(cp.asnumpy(g[i]._array), data[i])
+
+
+def test_outputs_carry_the_producer_stream_and_its_event():
+    data = [np.full((256, 256, 3), k, np.uint8) for k in range(4)]
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=0)
+    def pipe():
+        return fn.resize(fn.external_source(source=_const(data), layout="HWC").gpu(), resize_x=512, resize_y=512)
+
+    (out,) = pipe().run()
+    assert out.stream is not None and out._event is not None
+    t = out.as_tensor()
+    assert t.__cuda_array_interface__["stream"] == out.stream.ptr
+    consumer = cp.cuda.Stream(non_blocking=True)
+    with consumer:
+        arr = cp.from_dlpack(out)  # the consumer's stream waits on the pipeline's event
+        total = int(arr.sum())
+    assert arr.shape == (4, 512, 512, 3)
+    assert total == sum(k * 512 * 512 * 3 for k in range(4))
+
+
+def test_separate_queue_depths_run_every_iteration_in_order():
+    batches = [[np.full((2, 2), i * 10 + k, np.float32) for k in range(2)] for i in range(6)]
+    it = iter(batches)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0, prefetch_queue_depth={"cpu_size": 3, "gpu_size": 1})
+    def pipe():
+        return fn.external_source(source=lambda: next(it)).gpu() * 2
+
+    p = pipe()
+    for i in range(4):
+        (out,) = p.run()
+        np.testing.assert_array_equal(out.as_cpu().at(1), batches[i][1] * 2)
+
+
+# ---- mixed decoding ------------------------------------------------------------------------
+
+def _jpegs(count=6):
+    from PIL import Image
+    out = []
+    for k in range(count):
+        h, w = 120 + 13 * k, 160 - 7 * k
+        yy, xx = np.mgrid[0:h, 0:w]
+        img = np.stack([(xx * 255 // w), (yy * 255 // h), ((xx + yy) * 3 % 256)], -1).astype(np.uint8)
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format="JPEG", quality=92)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    png = io.BytesIO()
+    Image.fromarray(np.full((30, 40, 3), 200, np.uint8)).save(png, format="PNG")
+    out.append(np.frombuffer(png.getvalue(), np.uint8))
+    return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, **kw: fn.decoders.image(x, **kw),
+    lambda x, **kw: fn.decoders.image(x, output_type=types.BGR, dtype=types.FLOAT, **kw),
+    lambda x, **kw: fn.decoders.image(x, output_type=types.GRAY, **kw),
+    lambda x, **kw: fn.decoders.image_random_crop(x, seed=5, **kw),
+    lambda x, **kw: fn.decoders.image_crop(x, crop=(50, 60), crop_pos_x=0.25, **kw),
+    lambda x, **kw: fn.decoders.image_slice(x, rel_start=(0.1, 0.2), rel_end=(0.8, 0.9), **kw),
+])
+@pytest.mark.parametrize("hw_load", [0.0, 0.65, 1.0])
+def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
+    data = _jpegs()
+    outs = {}
+    for device, kw in (("cpu", {}), ("mixed", {"device": "mixed", "hw_decoder_load": hw_load})):
+        @pipeline_def(batch_size=len(data), num_threads=2, device_id=0, seed=99)
+        def pipe():
+            return make(fn.external_source(source=_const(data)), **kw)
+
+        (out,) = pipe().run()
+        outs[device] = [out.as_cpu().at(i) for i in range(len(out))]
+    for c, g in zip(outs["cpu"], outs["mixed"]):
+        assert c.shape == g.shape and c.dtype == g.dtype
+        diff = np.abs(c.astype(np.float64) - g.astype(np.float64)) * (255 if c.dtype.kind == "f" else 1)
+        assert diff.mean() < 1.0 and diff.max() <= 12  # GPU and host IDCT/upsampling differ slightly
