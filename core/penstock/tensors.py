@@ -424,20 +424,28 @@ class _StreamOrdered:
         consumer's work before the memory can be reused (see _ConsumerGuard)."""
         if stream is None:
             stream = 1
+        stream = int(stream)
         if stream != -1:
-            self._order_stream_after(int(stream))
-        if self.stream is not None and stream not in (-1, None):
-            array = _ConsumerGuard.view(array, self.stream, int(stream))
+            self._order_stream_after(stream)
+        if self.stream is not None and stream in _DEFAULT_STREAMS:
+            array = _ConsumerGuard.view(array, self.stream, stream)
         try:
             return array.__dlpack__(stream=-1)
         except TypeError:  # CuPy without the stream argument
             return array.toDlpack()
 
 
+# Stream handles that stay valid for the whole process (the legacy and per-thread default streams).
+_DEFAULT_STREAMS = (0, 1, 2)
+
+
 class _ConsumerGuard:
-    """Owns a device buffer lent to a consumer stream through DLPack. The producer's memory pool
-    hands memory back out to later work on the producer's stream; so when the consumer drops
-    the buffer, the producer's stream is made to wait for everything the consumer queued so far."""
+    """Owns a device buffer lent through DLPack to a consumer working on a default stream (the
+    common case: PyTorch and JAX on their default streams). The producer's memory pool hands
+    memory back out to later work on the producer's stream; so when the consumer drops the buffer,
+    the producer's stream is made to wait for everything the consumer queued so far. A consumer
+    on a stream of its own keeps the batch alive while its work may still read it (as with any
+    DLPack exchange): its stream may be gone by the time the buffer is dropped."""
     __slots__ = ("array", "producer", "consumer")
 
     def __init__(self, array: Any, producer: Any, consumer: int):

@@ -74,6 +74,7 @@ class DeviceContext:
             self.stream = cp.cuda.Stream(non_blocking=True)
         self._blocks: list[_PinnedBlock] = []
         self._lock = threading.Lock()
+        self._closers: list = []
         from .kernels import GpuKernels
         self.kernels = GpuKernels(self)
 
@@ -145,6 +146,19 @@ class DeviceContext:
             packed[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
         dev = self.upload(packed)
         return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets)]
+
+    def on_close(self, release: Any) -> None:
+        """``release()`` drops resources that use the stream (codec objects, images in flight);
+        it runs at close, after the stream's work finished and before the stream goes away."""
+        self._closers.append(release)
+
+    def close(self) -> None:
+        """Waits for the stream's work, then releases what was registered with on_close."""
+        closers, self._closers = self._closers, []
+        if closers:
+            self.stream.synchronize()
+        for release in closers:
+            release()
 
     def record(self) -> Any:
         """An event after everything queued on the stream so far."""

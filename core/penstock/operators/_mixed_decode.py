@@ -14,6 +14,7 @@ import concurrent.futures
 import threading
 import time
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,7 @@ class MixedDecoder:
         if op.args["cache_size"] > 0:
             raise NotImplementedError(f"{op.label}: cache_size (the decoded-image cache) is not supported on "
                                       "the mixed backend")
-        self.op = op
+        self.op = weakref.proxy(op)  # the operator owns this object
         self.codec = None
         self.decoder = None
         self.gpu_share = float(op.args["hw_decoder_load"])
@@ -81,11 +82,17 @@ class MixedDecoder:
         if host > 0:
             ws.gpu.reserve_staging(host)
 
+    def _release(self) -> None:
+        self._in_flight = []
+        self.decoder = None
+        self._host.shutdown(wait=False)
+
     def _codec(self, ws) -> Any:
         if self.decoder is None:
             self.codec = _nvimgcodec()
             if self.codec is None:
                 return None
+            ws.gpu.on_close(self._release)
             nv = self.codec
             options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
             backends = [nv.Backend(nv.BackendKind.HW_GPU_ONLY), nv.Backend(nv.BackendKind.GPU_ONLY)]

@@ -577,6 +577,8 @@ class Pipeline:
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
+        if self._gpu is not None:
+            self._gpu.close()
 
     def __del__(self) -> None:
         try:
