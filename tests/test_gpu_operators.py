@@ -226,7 +226,7 @@ def _jpegs(count=6):
     lambda x, **kw: fn.decoders.image(x, output_type=types.BGR, dtype=types.FLOAT, **kw),
     lambda x, **kw: fn.decoders.image(x, output_type=types.GRAY, **kw),
     lambda x, **kw: fn.decoders.image_random_crop(x, seed=5, **kw),
-    lambda x, **kw: fn.decoders.image_crop(x, crop=(50, 60), crop_pos_x=0.25, **kw),
+    lambda x, **kw: fn.decoders.image_crop(x, crop=(20, 30), crop_pos_x=0.25, **kw),
     lambda x, **kw: fn.decoders.image_slice(x, rel_start=(0.1, 0.2), rel_end=(0.8, 0.9), **kw),
 ])
 @pytest.mark.parametrize("hw_load", [0.0, 0.65, 1.0])
