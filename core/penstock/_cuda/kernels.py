@@ -66,6 +66,9 @@ class GpuKernels:
     def __init__(self, ctx: DeviceContext):
         self.ctx = ctx
         self.cp = ctx.cp
+        # Host-side planning (resize taps) runs on the calling thread: the pipeline's pool may be
+        # busy decoding for the mixed stage, and GPU-stage work must not queue behind it.
+        self._planning_pool = _engine.ThreadPool(1)
 
     # -- plumbing --------------------------------------------------------------------------
     def _fn(self, module: str, name: str) -> Any:
@@ -275,7 +278,7 @@ class GpuKernels:
         # taps per sample and axis (y then x), computed on the host by the CPU kernel's own code
         in_hw, out_hw = src_shapes[:, -3:-1], dst_shapes[:, -3:-1]
         taps, start_at, weight_at, lo, hi, starts, weights = _engine.resize_taps(
-            pool, np.ascontiguousarray(in_hw.reshape(-1)), np.ascontiguousarray(out_hw.reshape(-1)),
+            self._planning_pool, np.ascontiguousarray(in_hw.reshape(-1)), np.ascontiguousarray(out_hw.reshape(-1)),
             np.ascontiguousarray(roi[:, :2].reshape(-1), np.float64),
             np.ascontiguousarray(roi[:, 2:].reshape(-1), np.float64),
             np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2].reshape(-1)),
