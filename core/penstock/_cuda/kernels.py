@@ -8,6 +8,7 @@ one grid per batch (resize: one per pass) on the pipeline's stream; nothing wait
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
 
 import numpy as np
@@ -66,9 +67,9 @@ class GpuKernels:
     def __init__(self, ctx: DeviceContext):
         self.ctx = ctx
         self.cp = ctx.cp
-        # Host-side planning (resize taps) runs on the calling thread: the pipeline's pool may be
-        # busy decoding for the mixed stage, and GPU-stage work must not queue behind it.
-        self._planning_pool = _engine.ThreadPool(1)
+        # Host-side planning (resize taps) gets threads of its own: the pipeline's pool may be busy
+        # decoding for the mixed stage, and GPU-stage work must not queue behind it.
+        self._planning_pool = _engine.ThreadPool(min(4, os.cpu_count() or 1))
 
     # -- plumbing --------------------------------------------------------------------------
     def _fn(self, module: str, name: str) -> Any:

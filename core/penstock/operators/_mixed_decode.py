@@ -96,7 +96,8 @@ class MixedDecoder:
             nv = self.codec
             options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
             backends = [nv.Backend(nv.BackendKind.HW_GPU_ONLY), nv.Backend(nv.BackendKind.GPU_ONLY)]
-            self.decoder = nv.Decoder(device_id=ws.gpu.device_id, max_num_cpu_threads=ws.pool.num_threads,
+            # the hardware engines need few host threads; the rest of the cores decode on the host
+            self.decoder = nv.Decoder(device_id=ws.gpu.device_id, max_num_cpu_threads=min(4, ws.pool.num_threads),
                                       backends=backends, options=options)
         return self.codec
 
