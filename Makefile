@@ -19,14 +19,24 @@ $(STAMP): $(VENV)/bin/python requirements-ci.txt pyproject.toml setup.py $(shell
 
 install: $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only the core (numpy, Pillow for its sample JPEGs): no framework is installed.
+DEMO_STAMP := $(VENV)/.demo
+$(DEMO_STAMP): $(VENV)/bin/python pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
+	$(PIP) install -q numpy pillow "pybind11>=2.12" "setuptools>=68"
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-gpu-test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -m gpu tests
+# On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
+# pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests.
+gpu-test:
+	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e . -e plugins/pytorch -e plugins/jax
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m gpu tests
 
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py

@@ -5,6 +5,7 @@ import shutil
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 ParallelCompile("PENSTOCK_BUILD_JOBS", default=os.cpu_count() or 2).install()
 
@@ -40,4 +41,15 @@ ext = Pybind11Extension(
     extra_compile_args=["-O3", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
 )
 
-setup(ext_modules=[ext], cmdclass={"build_ext": build_ext})
+class BuildPyWithCudaSources(build_py):
+    """Wheels carry the CUDA kernel sources (compiled at run time) as penstock/_cuda/src."""
+
+    def run(self) -> None:
+        super().run()
+        target = os.path.join(self.build_lib, "penstock", "_cuda", "src")
+        os.makedirs(target, exist_ok=True)
+        for path in glob.glob(os.path.join(HERE, "csrc", "cuda", "*.cu*")):
+            shutil.copy(path, target)
+
+
+setup(ext_modules=[ext], cmdclass={"build_ext": build_ext, "build_py": BuildPyWithCudaSources})

@@ -242,11 +242,6 @@ def test_peek_image_shape():
     assert n[0].tolist() == [40, 60, 3]
 
 
-def test_mixed_device_needs_gpu_backend():
-    with pytest.raises(RuntimeError, match="GPU backend"):
-        run([encode(IMG, "PNG")], lambda e: fn.decoders.image(e, device="mixed"))
-
-
 def test_legacy_ops_aliases():
     blob = encode(IMG, "PNG")
     outs = run([blob], lambda e: (ops.ImageDecoder(output_type=types.RGB)(e),

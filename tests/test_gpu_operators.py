@@ -244,3 +244,20 @@ def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
         assert c.shape == g.shape and c.dtype == g.dtype
         diff = np.abs(c.astype(np.float64) - g.astype(np.float64)) * (255 if c.dtype.kind == "f" else 1)
         assert diff.mean() < 1.0 and diff.max() <= 12  # GPU and host IDCT/upsampling differ slightly
+
+
+def test_layout_and_join_operators_match_cpu():
+    a = [rng.integers(0, 100, (4, 6), dtype=np.int16) for _ in range(3)]
+    b = [rng.integers(0, 100, (4, 2), dtype=np.int16) for _ in range(3)]
+    assert_same(lambda x, y: (fn.cat(x, y, axis=1), fn.stack(x, x, axis=0), fn.reshape(x, shape=[6, 4]),
+                              fn.expand_dims(x, axes=[0]), fn.squeeze(fn.expand_dims(x, axes=[2]), axes=[2]),
+                              fn.reinterpret(x, dtype=types.UINT8), x[1:3, ::2], x[-1]), [a, b], atol_int=0)
+
+
+def test_host_computed_operators_give_the_same_values_on_the_gpu():
+    data = [np.zeros((k + 1, 3), np.float32) for k in range(4)]
+    assert_same(lambda x: (fn.shapes(x), x.shape(), types.Constant(np.arange(6, dtype=np.int32).reshape(2, 3),
+                                                                      device="gpu") + x[0:1, 0:1].shape()[0]),
+                [data], atol_int=0)
+    assert_same(lambda x: (fn.random.uniform(x, range=[-2.0, 3.0], seed=3), fn.random.normal(x, seed=4),
+                           fn.random.coin_flip(x, seed=5)), [data])

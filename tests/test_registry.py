@@ -99,3 +99,10 @@ def test_schema_names():
     assert s.fn_name == "readers.file"
     assert _registry.snake_case("BbFlip") == "bb_flip"
     assert _registry.snake_case("ImageDecoderRandomCrop") == "image_decoder_random_crop"
+
+
+def test_every_declared_device_has_a_registered_kernel():
+    from penstock._registry import _KERNELS, schemas
+    missing = [(name, device) for name, schema in schemas().items() for device in schema.devices
+               if (name, device) not in _KERNELS]
+    assert missing == []

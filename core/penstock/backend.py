@@ -4,6 +4,18 @@ from ._registry import registered_ops as _registered_ops
 from .tensors import TensorCPU, TensorGPU, TensorListCPU, TensorListGPU
 
 
+def cuda_available() -> bool:
+    """Whether GPU pipelines can run here (CuPy installed and a CUDA device visible)."""
+    from ._cuda import available
+    return available()
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when GPU pipelines can run here, else why not and what to install."""
+    from ._cuda import unavailable_reason
+    return unavailable_reason()
+
+
 def TryGetSchema(name: str):
     try:
         return GetSchema(name)
@@ -24,4 +36,4 @@ def RegisteredMixedOps() -> list:
 
 
 __all__ = ["TensorCPU", "TensorGPU", "TensorListCPU", "TensorListGPU", "GetSchema", "TryGetSchema",
-           "RegisteredCPUOps", "RegisteredGPUOps", "RegisteredMixedOps"]
+           "RegisteredCPUOps", "RegisteredGPUOps", "RegisteredMixedOps", "cuda_available", "cuda_unavailable_reason"]

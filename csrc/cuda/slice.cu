@@ -64,3 +64,36 @@ PENSTOCK_TRANSPOSE(u8)
 PENSTOCK_TRANSPOSE(u16)
 PENSTOCK_TRANSPOSE(u32)
 PENSTOCK_TRANSPOSE(u64)
+
+// Concatenation along one axis (kernels/layout.cpp's concat; stack = concat of a new unit axis):
+// a sample is [outer, total, inner] with `total` the sum of the inputs' extents along the axis;
+// input j of sample s starts at device address src[j] and has extent[j] along the axis.
+enum ConcatDesc { kCOutOff, kCVolume, kCTotal, kCInner, kCInputs = 4 };
+
+template <typename U>
+__device__ void concat_copy(U* dst, const i64* desc, const i64* block_start, int n, int k) {
+  int s = find_sample(block_start, n, blockIdx.x);
+  const i64* d = desc + i64(s) * (kCInputs + 2 * k);
+  i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
+  if (e >= d[kCVolume]) return;
+  i64 inner = d[kCInner], total = d[kCTotal];
+  i64 o = e / (total * inner), r = e - o * total * inner, a = r / inner, in = r - a * inner;
+  int j = 0;
+  i64 start = 0;
+  while (j + 1 < k && a >= start + d[kCInputs + 2 * j + 1]) {
+    start += d[kCInputs + 2 * j + 1];
+    ++j;
+  }
+  i64 extent = d[kCInputs + 2 * j + 1];
+  const U* src = reinterpret_cast<const U*>(d[kCInputs + 2 * j]);
+  dst[d[kCOutOff] + e] = src[(o * extent + (a - start)) * inner + in];
+}
+
+#define PENSTOCK_CONCAT(U)                                                                                  \
+  extern "C" __global__ void concat_##U(U* dst, const i64* desc, const i64* block_start, int n, int k) {   \
+    concat_copy<U>(dst, desc, block_start, n, k);                                                           \
+  }
+PENSTOCK_CONCAT(u8)
+PENSTOCK_CONCAT(u16)
+PENSTOCK_CONCAT(u32)
+PENSTOCK_CONCAT(u64)

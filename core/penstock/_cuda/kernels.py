@@ -147,6 +147,23 @@ class GpuKernels:
         self._launch_batch("slice", f"transpose_{unit}", desc[:, 2], desc, (src.view(udt), dst.view(udt)),
                            (np.int32(nd),))
 
+    def concat(self, pool: Any, srcs: Sequence[Any], shapes: Sequence[np.ndarray], offsets: Sequence[np.ndarray],
+               axis: int, dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray) -> None:
+        k, n = len(srcs), len(dst_shapes)
+        es = dst.dtype.itemsize
+        unit = UNIT_NAMES.get(es)
+        if unit is None:
+            raise TypeError(f"concat: no GPU kernel for {es}-byte elements")
+        desc = np.zeros((n, 4 + 2 * k), np.int64)
+        desc[:, 0] = dst_offsets
+        desc[:, 1] = _volumes(dst_shapes)
+        desc[:, 2] = dst_shapes[:, axis]
+        desc[:, 3] = _volumes(dst_shapes[:, axis + 1:]) if dst_shapes.shape[1] > axis + 1 else 1
+        for j, (buf, sh, off) in enumerate(zip(srcs, shapes, offsets)):
+            desc[:, 4 + 2 * j] = (np.uint64(buf.data.ptr) + np.asarray(off, np.uint64) * np.uint64(es)).view(np.int64)
+            desc[:, 5 + 2 * j] = sh[:, axis]
+        self._launch_batch("slice", f"concat_{unit}", desc[:, 1], desc, (dst.view(f"u{es}"),), (np.int32(k),))
+
     # -- element-wise ----------------------------------------------------------------------
     def cast(self, pool: Any, src: Any, src_code: int, dst: Any, dst_code: int) -> None:
         if src.size != dst.size:

@@ -58,8 +58,8 @@ def constant_node(value: Any, dtype: Any = None, shape: Any = None, layout: Any 
     return make_op(CONSTANT, (), args)[0]
 
 
-@register(CONSTANT)
-class ConstantCPU(Operator):
+@register(CONSTANT, device=("cpu", "gpu"))
+class Constant(Operator):
     def setup(self) -> None:
         fdata, idata = self.args["fdata"], self.args["idata"]
         if (fdata is None) == (idata is None):
@@ -84,5 +84,5 @@ class ConstantCPU(Operator):
         if n not in self._cache:  # outputs are read-only to consumers, so one batch is reused
             batch = np.ascontiguousarray(np.broadcast_to(self.value, (n,) + self.value.shape))
             batch.flags.writeable = False
-            self._cache[n] = TensorListCPU(batch, self.args["layout"])
+            self._cache[n] = ws.from_host(TensorListCPU(batch, self.args["layout"]))
         return [self._cache[n]]

@@ -19,7 +19,7 @@ GAUSSIAN_BLUR = OpSchema(
           Arg("window_size", ArgType.INT_LIST, optional=True, tensor=True,
               doc="odd window size, one value or one per spatial axis (0: 2*ceil(3*sigma)+1)"),
           Arg("dtype", ArgType.DTYPE, optional=True, doc="output type (default: the input type)")],
-    devices=("cpu", "gpu"))
+    devices=("cpu",))
 
 
 def _per_axis(ws, name: str, count: int, dtype) -> np.ndarray:

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import empty_batch
 
 _JOIN_ARGS = [Arg("axis", ArgType.INT, 0, doc="axis to join along"),
               Arg("axis_name", ArgType.STR, optional=True, doc="axis by layout letter (cat) / new axis letter (stack)")]
@@ -42,9 +40,9 @@ def _join(op: Operator, ws, axis: int, new_axis: bool):
         layout = (first._layout[:axis] + name + first._layout[axis:]) if (name and first._layout) else ""
     else:
         layout = first._layout
-    out = empty_batch(out_shapes, first._buf.dtype, layout, first._source_info)
-    _engine.concat(ws.pool, [tl._buf for tl in ins], [np.ascontiguousarray(s) for s in shapes],
-                   [tl._offsets for tl in ins], axis, out._buf, out._shapes, out._offsets)
+    out = ws.new_batch(out_shapes, first._buf.dtype, layout, first._source_info)
+    ws.kernels.concat(ws.pool, [tl._buf for tl in ins], [np.ascontiguousarray(s) for s in shapes],
+                      [tl._offsets for tl in ins], axis, out._buf, out._shapes, out._offsets)
     return [out]
 
 
@@ -57,15 +55,15 @@ def _axis(op: Operator, layout: str) -> int:
     return op.args["axis"]
 
 
-@register(CAT)
-class CatCPU(Operator):
+@register(CAT, device=("cpu", "gpu"))
+class Cat(Operator):
     def run(self, ws):
         axis = _axis(self, ws.inputs[0]._layout)
         return _join(self, ws, axis % max(ws.inputs[0].ndim(), 1), new_axis=False)
 
 
-@register(STACK)
-class StackCPU(Operator):
+@register(STACK, device=("cpu", "gpu"))
+class Stack(Operator):
     def run(self, ws):
         axis = self.args["axis"]
         return _join(self, ws, axis % (ws.inputs[0].ndim() + 1), new_axis=True)

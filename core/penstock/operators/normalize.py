@@ -22,7 +22,7 @@ NORMALIZE = OpSchema(
           Arg("scale", ArgType.FLOAT, 1.0, doc="multiplies the normalized value"),
           Arg("shift", ArgType.FLOAT, 0.0, doc="added after scaling"),
           Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type")],
-    devices=("cpu", "gpu"))
+    devices=("cpu",))
 
 
 def _restore(stat: np.ndarray, axes: tuple) -> np.ndarray:

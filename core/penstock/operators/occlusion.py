@@ -21,7 +21,7 @@ ERASE = OpSchema(
           Arg("normalized_shape", ArgType.BOOL, False, doc="shape is relative to the extent"),
           Arg("normalized", ArgType.BOOL, False, doc="both anchor and shape are relative"),
           Arg("centered_anchor", ArgType.BOOL, False, doc="anchor is the region's centre")],
-    devices=("cpu", "gpu"))
+    devices=("cpu",))
 
 
 def _flat_per_sample(ws, name: str) -> list[np.ndarray]:
@@ -86,7 +86,7 @@ class EraseCPU(Operator):
           Arg("angle", ArgType.FLOAT, 0.0, tensor=True, doc="grid rotation, radians"),
           Arg("shift_x", ArgType.FLOAT, 0.0, tensor=True, doc="grid shift along x, after rotation"),
           Arg("shift_y", ArgType.FLOAT, 0.0, tensor=True, doc="grid shift along y, after rotation")],
-    devices=("cpu", "gpu"), input_layouts=("HWC",)))
+    devices=("cpu",), input_layouts=("HWC",)))
 class GridMaskCPU(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])

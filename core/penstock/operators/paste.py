@@ -17,7 +17,7 @@ from ._batch import contiguous, empty_batch
           Arg("fill_value", ArgType.INT_LIST, doc="canvas colour, one value per channel"),
           Arg("n_channels", ArgType.INT, 3, doc="number of channels"),
           Arg("min_canvas_size", ArgType.FLOAT, 0.0, tensor=True, doc="minimum canvas side")],
-    devices=("cpu", "gpu"), input_layouts=("HWC",)))
+    devices=("cpu",), input_layouts=("HWC",)))
 class PasteCPU(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])

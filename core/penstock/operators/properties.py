@@ -14,16 +14,16 @@ GET_PROPERTY = OpSchema("GetProperty", "A property of each sample ('source_info'
                         args=[Arg("key", ArgType.STR, doc="'source_info' or 'layout'")], devices=("cpu", "gpu"))
 
 
-@register(SHAPES)
-class ShapesCPU(Operator):
+@register(SHAPES, device=("cpu", "gpu"))
+class Shapes(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         arr = src._shapes.astype(to_numpy_type(self.args["dtype"]))
-        return [TensorListCPU(arr.reshape(len(src), src.ndim()))]
+        return [ws.from_host(TensorListCPU(arr.reshape(len(src), src.ndim())))]
 
 
-@register(GET_PROPERTY)
-class GetPropertyCPU(Operator):
+@register(GET_PROPERTY, device=("cpu", "gpu"))
+class GetProperty(Operator):
     def setup(self) -> None:
         if self.args["key"] not in ("source_info", "layout"):
             raise ValueError(f"{self.label}: unknown property '{self.args['key']}' (known: source_info, layout)")
@@ -34,4 +34,4 @@ class GetPropertyCPU(Operator):
             values = src._source_info
         else:
             values = [src._layout] * len(src)
-        return [TensorListCPU([np.frombuffer(v.encode(), np.uint8) for v in values])]
+        return [ws.from_host(TensorListCPU([np.frombuffer(v.encode(), np.uint8) for v in values]))]

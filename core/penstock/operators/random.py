@@ -55,13 +55,13 @@ class _RandomOp(Operator):
             out._buf[...] = draws
         else:
             np.copyto(out._buf, np.round(draws) if draws.dtype.kind == "f" else draws, casting="unsafe")
-        return [out]
+        return [ws.from_host(out)]  # drawn on the host: the same numbers on either device
 
 
 @register(_schema("Uniform", "Uniformly distributed numbers in [range[0], range[1]) or from `values`.",
                   [Arg("range", ArgType.FLOAT_LIST, (-1.0, 1.0), tensor=True, doc="[lo, hi)"),
                    Arg("values", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="discrete set to pick from")],
-                  T.FLOAT, legacy=("Uniform",), min_inputs=0))
+                  T.FLOAT, legacy=("Uniform",), min_inputs=0), device=("cpu", "gpu"))
 class UniformCPU(_RandomOp):
     def run(self, ws):
         shapes = sample_shapes(self, ws)
@@ -86,7 +86,7 @@ class UniformCPU(_RandomOp):
 
 @register(_schema("CoinFlip", "0/1 with P(1) = probability.",
                   [Arg("probability", ArgType.FLOAT, 0.5, tensor=True, doc="chance of 1")],
-                  T.INT32, legacy=("CoinFlip",)))
+                  T.INT32, legacy=("CoinFlip",)), device=("cpu", "gpu"))
 class CoinFlipCPU(_RandomOp):
     def run(self, ws):
         shapes = sample_shapes(self, ws)
@@ -98,7 +98,7 @@ class CoinFlipCPU(_RandomOp):
 
 @register(_schema("Normal", "Normally distributed numbers.",
                   [Arg("mean", ArgType.FLOAT, 0.0, tensor=True), Arg("stddev", ArgType.FLOAT, 1.0, tensor=True)],
-                  T.FLOAT, legacy=("NormalDistribution",)))
+                  T.FLOAT, legacy=("NormalDistribution",)), device=("cpu", "gpu"))
 class NormalCPU(_RandomOp):
     def run(self, ws):
         shapes = sample_shapes(self, ws)
@@ -109,7 +109,7 @@ class NormalCPU(_RandomOp):
 
 @register(_schema("Beta", "Beta-distributed numbers in [0, 1].",
                   [Arg("alpha", ArgType.FLOAT, 1.0, tensor=True), Arg("beta", ArgType.FLOAT, 1.0, tensor=True)],
-                  T.FLOAT))
+                  T.FLOAT), device=("cpu", "gpu"))
 class BetaCPU(_RandomOp):
     def run(self, ws):
         shapes = sample_shapes(self, ws)

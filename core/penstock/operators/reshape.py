@@ -43,14 +43,14 @@ def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, bu
         raise ValueError(f"{label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])} cannot take shape "
                          f"{tuple(int(e) for e in shapes[i])}: the number of elements differs")
     offsets = (src._offsets / scale).astype(np.int64)
-    return TensorListCPU._from_packed(buf, shapes, offsets, layout, src._source_info)
+    return type(src)._from_packed(buf, shapes, offsets, layout, src._source_info)
 
 
 class _ReshapeBase(Operator):
     def _target_shapes(self, ws, src: TensorListCPU) -> np.ndarray:
         n, a = len(src), self.args
         if len(ws.inputs) > 1:
-            tl = ws.inputs[1]
+            tl = ws.inputs[1].as_cpu()  # shapes are host data on either device
             return tl.as_array().astype(np.int64).reshape(n, -1)
         if "shape" in ws.arg_inputs or a["shape"] is not None:
             shape = ws.arg_inputs["shape"].as_array().astype(np.int64).reshape(n, -1) if "shape" in ws.arg_inputs \
@@ -95,16 +95,16 @@ class _ReshapeBase(Operator):
         return src._layout if shapes.shape[1] == src.ndim() else ""
 
 
-@register(RESHAPE)
-class ReshapeCPU(_ReshapeBase):
+@register(RESHAPE, device=("cpu", "gpu"))
+class Reshape(_ReshapeBase):
     def run(self, ws):
         src = ws.inputs[0]
         shapes = self._target_shapes(ws, src)
         return [reshaped(src, shapes, self._layout(src, shapes), self.label)]
 
 
-@register(REINTERPRET)
-class ReinterpretCPU(_ReshapeBase):
+@register(REINTERPRET, device=("cpu", "gpu"))
+class Reinterpret(_ReshapeBase):
     def run(self, ws):
         src = ws.inputs[0]
         buf = src._buf
@@ -120,8 +120,8 @@ class ReinterpretCPU(_ReshapeBase):
         return [reshaped(src, shapes, self._layout(src, shapes), self.label, buf)]
 
 
-@register(SQUEEZE)
-class SqueezeCPU(Operator):
+@register(SQUEEZE, device=("cpu", "gpu"))
+class Squeeze(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         axes = self.args["axes"]
@@ -137,8 +137,8 @@ class SqueezeCPU(Operator):
         return [reshaped(src, src._shapes[:, keep], layout, self.label)]
 
 
-@register(EXPAND_DIMS)
-class ExpandDimsCPU(Operator):
+@register(EXPAND_DIMS, device=("cpu", "gpu"))
+class ExpandDims(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         axes = sorted(self.args["axes"])

@@ -60,8 +60,8 @@ def subscript(node: DataNode, index: Any) -> DataNode:
                                         "device": node.device})[0]
 
 
-@register(SUBSCRIPT)
-class SubscriptCPU(Operator):
+@register(SUBSCRIPT, device=("cpu", "gpu"))
+class Subscript(Operator):
     def _key(self, ws, i: int, per: dict) -> tuple:
         key = []
         for k, (entry, value) in enumerate(zip(self.args["spec"], self.args["values"])):
@@ -100,11 +100,17 @@ class SubscriptCPU(Operator):
         per = {name: ws.per_sample(name, np.int64) for name in ws.arg_inputs}
         layout = self._layout(src)
         try:
+            on_host = isinstance(src, TensorListCPU)
             if not per and src.is_dense_tensor() and n:
                 key = self._key(ws, 0, per)
-                return [dense_batch(src.as_array()[(slice(None),) + key], layout)]
-            # np.array, not np.ascontiguousarray: the latter turns 0-d results into 1-d
-            samples = [np.array(src._sample_array(i)[self._key(ws, i, per)], order="C") for i in range(n)]
+                dense = src.as_array() if on_host else src._dense_array()
+                return [dense_batch(dense[(slice(None),) + key], layout) if on_host
+                        else type(src)(dense[(slice(None),) + key], layout)]
+            # array(), not ascontiguousarray(): the latter turns 0-d results into 1-d
+            xp = np if on_host else ws.gpu.cp
+            samples = [xp.array(src._sample_array(i)[self._key(ws, i, per)], order="C") for i in range(n)]
         except IndexError as e:
             raise IndexError(f"{self.label}: {e}") from None
-        return [TensorListCPU(samples, layout, _source_info=src._source_info)]
+        out = type(src)(samples, layout)
+        out._source_info = list(src._source_info)
+        return [out]
