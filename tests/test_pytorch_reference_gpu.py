@@ -1,0 +1,156 @@
+"""The reference snippet /work/shared/reference/004 (DALI's PyTorch classification recipe) as
+written, on the GPU: mixed decoding, GPU resize and CropMirrorNormalize, CUDA tensors out. Only the
+imports are changed; the fragments' undefined globals (BATCH_SIZE, data_dir, the prediction path)
+are supplied, as in the CPU variant (tests/test_pytorch_reference.py)."""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import penstock.ops as ops  # noqa: E402
+import penstock.types as types  # noqa: E402
+from penstock import _cuda  # noqa: E402
+from penstock.pipeline import Pipeline  # noqa: E402
+from penstock.plugin.pytorch import DALIClassificationIterator, DALIGenericIterator  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not (_cuda.available() and torch.cuda.is_available()),
+                                                  reason="needs CUDA (CuPy and CUDA-enabled torch)")]
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from make_sample_data import make_dataset  # noqa: E402
+
+BATCH_SIZE = 4
+
+
+class HybridTrainPipe(Pipeline):
+    def __init__(self, batch_size, data_dir, num_threads=4, device_id=0, crop=224, dali_cpu=False):
+        super(HybridTrainPipe, self).__init__(batch_size, num_threads, device_id, seed=12 + device_id)
+        self.input = ops.FileReader(file_root=data_dir, random_shuffle=True)
+        dali_device = 'cpu' if dali_cpu else 'gpu'
+        decoder_device = 'cpu' if dali_cpu else 'mixed'
+        device_memory_padding = 211025920 if decoder_device == 'mixed' else 0
+        host_memory_padding = 140544512 if decoder_device == 'mixed' else 0
+        self.decode = ops.ImageDecoderRandomCrop(device=decoder_device, output_type=types.RGB,
+                                                 device_memory_padding=device_memory_padding,
+                                                 host_memory_padding=host_memory_padding,
+                                                 random_aspect_ratio=[0.8, 1.25],
+                                                 random_area=[0.6, 1.0],
+                                                 num_attempts=100)
+        self.res = ops.Resize(device=dali_device, resize_x=crop, resize_y=crop, interp_type=types.INTERP_TRIANGULAR)
+        self.cmnp = ops.CropMirrorNormalize(device="gpu",
+                                            output_dtype=types.FLOAT,
+                                            output_layout=types.NCHW,
+                                            crop=(crop, crop),
+                                            image_type=types.RGB,
+                                            mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                                            std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
+        self.coin = ops.CoinFlip(probability=0.5)
+
+    def define_graph(self):
+        rng = self.coin()
+        self.jpegs, self.labels = self.input(name="Reader")
+        images = self.decode(self.jpegs)
+        images = self.res(images)
+        output = self.cmnp(images.gpu(), mirror=rng)
+        return [output, self.labels]
+
+
+class HybridValPipe(Pipeline):
+    def __init__(self, batch_size, data_dir, num_threads=4, device_id=0, crop=224, size=224):
+        super(HybridValPipe, self).__init__(batch_size, num_threads, device_id, seed=12 + device_id)
+        self.input = ops.FileReader(file_root=data_dir, random_shuffle=False)
+        self.decode = ops.ImageDecoder(device="mixed", output_type=types.RGB)
+        self.res = ops.Resize(device="gpu", resize_shorter=size, interp_type=types.INTERP_TRIANGULAR)
+        self.cmnp = ops.CropMirrorNormalize(device="gpu",
+                                            output_dtype=types.FLOAT,
+                                            output_layout=types.NCHW,
+                                            crop=(crop, crop),
+                                            image_type=types.RGB,
+                                            mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                                            std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
+
+    def define_graph(self):
+        self.jpegs, self.labels = self.input(name="Reader")
+        images = self.decode(self.jpegs)
+        images = self.res(images)
+        output = self.cmnp(images)
+        return [output, self.labels]
+
+
+class MyPipe(Pipeline):
+    def __init__(self, fn, batch_size=1, num_threads=1, device_id=0, crop=224, size=224):
+        super(MyPipe, self).__init__(batch_size, num_threads, device_id)
+        self.fn = fn
+        self.input = ops.ExternalSource()
+        self.decode = ops.ImageDecoder(device="mixed", output_type=types.RGB)
+        self.res = ops.Resize(device="gpu", resize_shorter=size, interp_type=types.INTERP_NN)
+        self.cmnp = ops.CropMirrorNormalize(device="gpu",
+                                            output_dtype=types.FLOAT,
+                                            output_layout=types.NCHW,
+                                            crop=(crop, crop),
+                                            image_type=types.RGB,
+                                            mean=[0.485 * 255, 0.456 * 255, 0.406 * 255],
+                                            std=[0.229 * 255, 0.224 * 255, 0.225 * 255])
+
+    def define_graph(self):
+        self.jpegs = self.input()
+        images = self.decode(self.jpegs)
+        images = self.res(images)
+        output = self.cmnp(images)
+        return output
+
+    def iter_setup(self):
+        images = []
+        fp = open(self.fn, 'rb')
+        images.append(np.frombuffer(fp.read(), dtype=np.uint8))
+        fp.close()
+        self.feed_input(self.jpegs, images, layout="HWC")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("imagenet"))
+    make_dataset(os.path.join(root, "train"), classes=3, per_class=3, size=(240, 300))
+    make_dataset(os.path.join(root, "val"), classes=3, per_class=2, size=(240, 300), seed=1)
+    return root
+
+
+def train(model, train_loader):
+    seen = 0
+    for batch_idx, data in enumerate(train_loader):
+        inputs = data[0]["data"]
+        labels = data[0]["label"].squeeze().cuda().long()
+        outputs = model(inputs)
+        assert inputs.is_cuda and inputs.shape == (BATCH_SIZE, 3, 224, 224) and inputs.dtype == torch.float32
+        assert outputs.shape == (BATCH_SIZE, 3) and set(labels.tolist()) <= {0, 1, 2}
+        seen += 1
+    return seen
+
+
+def test_train_and_val_pipelines_on_the_gpu(data_dir):
+    model = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(3, 3)).cuda()
+    pipe = HybridTrainPipe(batch_size=BATCH_SIZE, data_dir=os.path.join(data_dir, 'train'))
+    pipe.build()
+    NUM_TRAIN = pipe.epoch_size("Reader")
+    train_loader = DALIClassificationIterator(pipe, size=NUM_TRAIN)
+    pipe = HybridValPipe(batch_size=BATCH_SIZE, data_dir=os.path.join(data_dir, 'val'))
+    pipe.build()
+    NUM_VAL = pipe.epoch_size("Reader")
+    val_loader = DALIClassificationIterator(pipe, size=NUM_VAL)
+    assert (NUM_TRAIN, NUM_VAL) == (9, 6)
+    assert train(model, train_loader) == len(train_loader) == math.ceil(9 / BATCH_SIZE)
+    assert train(model, val_loader) == len(val_loader) == math.ceil(6 / BATCH_SIZE)
+
+
+def test_prediction_pipeline_fed_from_iter_setup_on_the_gpu(data_dir):
+    path = os.path.join(data_dir, "val", "class_000", "img_00000.jpg")
+    pipe = MyPipe(path)
+    pipe.build()
+    dali_iterator = DALIGenericIterator(pipe, ['images'], 1)
+    img = dali_iterator.next()[0]['images']
+    assert img.is_cuda and img.shape == (1, 3, 224, 224) and img.dtype == torch.float32
