@@ -57,31 +57,37 @@ def torch_loader(root: str, batch_size: int, workers: int) -> torch.utils.data.D
 
 
 # ---- penstock ------------------------------------------------------------------------------------
-def penstock_loader(root: str, batch_size: int, workers: int):
+def penstock_loader(root: str, batch_size: int, workers: int, device: str = "cpu"):
     from penstock import fn, pipeline_def, types
     from penstock.plugin.pytorch import DALIClassificationIterator, LastBatchPolicy
+    on_gpu = device == "cuda"
 
-    @pipeline_def(batch_size=batch_size, num_threads=max(1, workers), device_id=None, seed=0)
+    @pipeline_def(batch_size=batch_size, num_threads=max(1, workers), device_id=0 if on_gpu else None, seed=0)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-        images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+        # on the GPU: decoded by the GPU and the host together, then resized and normalized on the GPU
+        images = fn.decoders.image(jpegs, device="mixed" if on_gpu else "cpu", output_type=types.RGB)
         images = fn.resize(images, resize_x=SIZE, resize_y=SIZE)
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=MEAN, std=STD,
                                           mirror=fn.random.coin_flip())
-        return images, labels
+        return images, labels.gpu() if on_gpu else labels
 
     return DALIClassificationIterator(pipe(), reader_name="Reader", last_batch_policy=LastBatchPolicy.PARTIAL,
                                       auto_reset=True)
 
 
-def make_loader(kind: str, root: str, batch_size: int, workers: int):
-    return (torch_loader if kind == "torch" else penstock_loader)(root, batch_size, workers)
-
-
-def unpack(kind: str, batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(images, labels) of a batch: DataLoader gives a pair, penstock a dict per pipeline."""
+def make_loader(kind: str, root: str, batch_size: int, workers: int, device: str = "cpu"):
     if kind == "torch":
-        return batch
+        return torch_loader(root, batch_size, workers)
+    return penstock_loader(root, batch_size, workers, device)
+
+
+def unpack(kind: str, batch, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """(images, labels) of a batch on ``device``: DataLoader gives a host pair, penstock a dict per
+    pipeline already on the pipeline's device."""
+    if kind == "torch":
+        images, labels = batch
+        return images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
     return batch[0]["data"], batch[0]["label"].squeeze(-1).long()
 
 
@@ -99,17 +105,17 @@ class SmallCNN(torch.nn.Module):
         return self.head(x.mean(dim=(2, 3)))
 
 
-def train(kind: str, root: str, steps: int, batch_size: int, workers: int) -> dict:
+def train(kind: str, root: str, steps: int, batch_size: int, workers: int, device: str = "cpu") -> dict:
     torch.manual_seed(0)
     num_classes = sum(os.path.isdir(os.path.join(root, d)) for d in os.listdir(root))
-    model = SmallCNN(num_classes)
+    model = SmallCNN(num_classes).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     losses: list[float] = []
     start = time.perf_counter()
-    loader = make_loader(kind, root, batch_size, workers)
+    loader = make_loader(kind, root, batch_size, workers, device)
     while len(losses) < steps:
         for batch in loader:
-            images, labels = unpack(kind, batch)
+            images, labels = unpack(kind, batch, device)
             loss = F.cross_entropy(model(images), labels)
             opt.zero_grad()
             loss.backward()
@@ -117,7 +123,7 @@ def train(kind: str, root: str, steps: int, batch_size: int, workers: int) -> di
             losses.append(loss.item())
             if len(losses) == steps:
                 break
-    return {"loader": kind, "steps": steps, "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
+    return {"loader": kind, "device": device, "steps": steps, "first_loss": round(losses[0], 4), "last_loss": round(losses[-1], 4),
             "seconds": round(time.perf_counter() - start, 2)}
 
 
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: penstock decodes and augments on the GPU; both train there")
     args = ap.parse_args(argv)
     kinds = ["torch", "penstock"] if args.loader == "both" else [args.loader]
     if "penstock" in kinds and missing_image_ops():
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         from make_sample_data import make_dataset
         root = make_dataset(os.path.join(tempfile.gettempdir(), "penstock_train_classifier"), classes=4,
                             per_class=12, size=(96, 128))
-    results = [train(kind, root, args.steps, args.batch_size, args.workers) for kind in kinds]
+    results = [train(kind, root, args.steps, args.batch_size, args.workers, args.device) for kind in kinds]
     for r in results:
         print(json.dumps(r))
     return results
