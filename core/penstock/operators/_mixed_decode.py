@@ -135,12 +135,9 @@ class MixedDecoder:
         gpu_idx = jpegs[:int(round(self.gpu_share * len(jpegs)))]
         host_idx = np.setdiff1d(np.arange(n), gpu_idx)
 
-        started = time.perf_counter()
-        host_job = self._host.submit(self._decode_host, ws, src, host_idx, crop) if len(host_idx) else None
-        images = self._decode_gpu(ws, src, gpu_idx) if len(gpu_idx) else []
-        gpu_seconds = time.perf_counter() - started
-        host = host_job.result() if host_job is not None else None
-        host_seconds = time.perf_counter() - started
+        host_job = self._host.submit(_timed, self._decode_host, ws, src, host_idx, crop) if len(host_idx) else None
+        images, gpu_seconds = _timed(self._decode_gpu, ws, src, gpu_idx) if len(gpu_idx) else ([], 0.0)
+        host, host_seconds = host_job.result() if host_job is not None else (None, 0.0)
 
         # samples nvImageCodec could not decode (or decoded to another shape) go to the host
         windows = np.zeros((n, 4), np.int64)
@@ -195,6 +192,12 @@ class MixedDecoder:
         """Sources of the gather stay alive until the stream has run it."""
         self._in_flight = [(ev, objs) for ev, objs in self._in_flight if not ev.done]
         self._in_flight.append((ws.gpu.record(), [images, upload]))
+
+
+def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - start
 
 
 def _concat_host(a: tuple, b: tuple) -> tuple:
