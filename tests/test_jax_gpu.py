@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from penstock import _gpu, fn, pipeline_def  # noqa: E402
+from penstock import fn, pipeline_def  # noqa: E402
 from penstock.tensors import TensorListGPU  # noqa: E402
+
+
+def _cuda_available() -> bool:
+    try:
+        from penstock import _cuda
+    except ImportError:  # no GPU backend in this build
+        return False
+    return _cuda.available()
 
 
 def _jax_gpus() -> list:
@@ -18,7 +26,7 @@ def _jax_gpus() -> list:
 
 GPUS = _jax_gpus()
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not (_gpu.available() and GPUS), reason="needs penstock's GPU backend and a CUDA JAX")]
+              pytest.mark.skipif(not (_cuda_available() and GPUS), reason="needs penstock's GPU backend and a CUDA JAX")]
 
 from penstock.plugin.jax import DALIGenericIterator, data_iterator  # noqa: E402
 
