@@ -158,3 +158,12 @@ else:
         # shards [0, 1] and [2, 3, 4], padded to 4 samples: batches of 2 per shard
         assert got == [([0, 1, 2, 3], [True] * 4, sharding), ([1, 1, 4, 4], [False, False, True, False], sharding)]
         assert it.element_spec["label"].shape == (4, 1) and it.element_spec["label"].dtype == jnp.int32
+
+    def test_specs_naming_more_dimensions_must_split_only_the_batch(dataset):
+        mesh = Mesh(np.array(DEVICES), ("batch",))
+        sharding = NamedSharding(mesh, PartitionSpec("batch", None))
+        batch = next(sharded_labels(dataset(8), sharding)(batch_size=8))["label"]
+        assert batch.sharding == sharding and labels(batch) == list(range(8))
+        grid = Mesh(np.array(DEVICES).reshape(2, 2), ("a", "b"))
+        with pytest.raises(ValueError, match="only the batch"):
+            sharded_labels(dataset(8), NamedSharding(grid, PartitionSpec("a", "b")))(batch_size=8)

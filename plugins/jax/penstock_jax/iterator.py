@@ -42,7 +42,12 @@ def shard_plan(sharding: Sharding) -> tuple[list[tuple[jax.Device, int]], int]:
     block share its shard id).
     """
     n = len(sharding.device_set)
-    starts = {d: (idx[0].start or 0) if idx else 0 for d, idx in sharding.devices_indices_map((n,)).items()}
+    rank = max(1, len(sharding.spec)) if isinstance(sharding, NamedSharding) else 1
+    try:  # a probe of n samples (of size 1 in the other dimensions) shows how the batch is cut
+        indices = sharding.devices_indices_map((n,) + (1,) * (rank - 1))
+    except ValueError as e:
+        raise ValueError(f"the sharding {sharding} must split only the batch (first) dimension: {e}") from None
+    starts = {d: (idx[0].start or 0) if idx else 0 for d, idx in indices.items()}
     blocks = sorted(set(starts.values()))
     shard_of = {start: k for k, start in enumerate(blocks)}
     return [(d, shard_of[starts[d]]) for d in _local_devices_in_order(sharding)], len(blocks)
