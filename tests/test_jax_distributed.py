@@ -105,7 +105,8 @@ def test_two_processes_build_global_arrays(tmp_path):
     # the jitted sum ran over the global batch: both processes agree and it spans every shard
     sums = [[b["sum"] for b in r["epoch"]] for r in results]
     assert sums[0] == sums[1]
-    per_batch = [[x for k in range(shards) for x in (own[k] + [own[k][-1]] * batches * BATCH)[i * BATCH:(i + 1) * BATCH]]
+    padded_shards = [own[k] + [own[k][-1]] * batches * BATCH for k in range(shards)]
+    per_batch = [[x for k in range(shards) for x in padded_shards[k][i * BATCH:(i + 1) * BATCH]]
                  for i in range(batches)]
     assert sums[0] == [sum(b) for b in per_batch]
 

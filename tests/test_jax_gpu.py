@@ -26,7 +26,8 @@ def _jax_gpus() -> list:
 
 GPUS = _jax_gpus()
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not (_cuda_available() and GPUS), reason="needs penstock's GPU backend and a CUDA JAX")]
+              pytest.mark.skipif(not (_cuda_available() and GPUS),
+                                 reason="needs penstock's GPU backend and a CUDA JAX")]
 
 from penstock.plugin.jax import DALIGenericIterator, data_iterator  # noqa: E402
 
