@@ -75,9 +75,9 @@ class _ReaderEpochs:
     def current_size(self, start: int) -> int:
         return shard_size(self.n, self.num_shards, self.current_shard(start))
 
-    def pipeline_shard_sizes(self) -> list[int]:
-        """The size of the shard each of the iterator's pipelines is reading this epoch."""
-        return [self.current_size(s) for s in self.start_shards]
+    def pipeline_remaining(self) -> list[int]:
+        """Per pipeline, the samples of its current shard it had not read before this epoch."""
+        return [self.current_size(s) - self.read_ahead[s] for s in self.start_shards]
 
     def carry_into_next_epoch(self, consumed: int, batch_size: int) -> int:
         """FILL without padding: every shard consumed ``consumed`` samples this epoch; returns the
@@ -257,15 +257,23 @@ class _DaliBaseIterator:
 
     def _valid_counts(self) -> list[int | None]:
         """Per pipeline, how many samples of this batch to return (None: leave the pipeline out)."""
-        b, n = self.batch_size, len(self._pipes)
         if self._policy != LastBatchPolicy.PARTIAL or self._size < 0:
+            return [self.batch_size] * len(self._pipes)
+        counts = self._epoch_counts()
+        return counts if self._reader is not None else [c or None for c in counts]
+
+    def _epoch_counts(self) -> list[int]:
+        """Per pipeline, how many samples of the batch read last belong to the epoch; the rest are
+        padding or samples of the next epoch (shard)."""
+        b, n = self.batch_size, len(self._pipes)
+        if self._size < 0:
             return [b] * n
         if self._reader is not None:
-            return [min(b, max(0, b - (self._counter - s))) for s in self._reader.pipeline_shard_sizes()]
+            return [min(b, max(0, b - (self._counter - s))) for s in self._reader.pipeline_remaining()]
         if self._counter <= self._size:
             return [b] * n
         wanted = b * n - (self._counter - self._size)  # the samples left in the epoch, pipeline by pipeline
-        return [min(b, wanted - i * b) if wanted > i * b else None for i in range(n)]
+        return [max(0, min(b, wanted - i * b)) for i in range(n)]
 
     # ---- epochs ------------------------------------------------------------------------------
     def reset(self) -> None:

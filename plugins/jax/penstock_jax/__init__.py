@@ -1,7 +1,9 @@
-"""penstock's JAX plugin (``penstock.plugin.jax``). Iterators arrive with the JAX plugin issue;
-until then this package provides the shared last-batch policy."""
+"""penstock's JAX plugin (``penstock.plugin.jax``): pipeline outputs as ``jax.Array``s."""
 import jax  # noqa: F401  (the plugin needs JAX; fail early with its own ImportError)
 
 from penstock.plugin.base_iterator import LastBatchPolicy
 
-__all__ = ["LastBatchPolicy"]
+from . import clu  # noqa: F401  (loaded here so penstock.plugin.jax.clu is this module, not a second copy)
+from .iterator import DALIGenericIterator, data_iterator
+
+__all__ = ["DALIGenericIterator", "LastBatchPolicy", "data_iterator"]
