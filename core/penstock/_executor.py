@@ -81,7 +81,7 @@ class Executor:
         self._closed = False
         self.exec_async = exec_async
         if exec_async:
-            groups = self.stages if exec_pipelined else [[op for s in self.stages for op in s]]
+            groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
             self._queues = [queue.Queue() for _ in groups]
             for k in range(len(groups)):
@@ -172,6 +172,21 @@ class Executor:
 
     def __del__(self) -> None:
         self.shutdown()
+
+
+def _pipelined_groups(stages: Sequence[Sequence[Operator]]) -> list[list[Operator]]:
+    """One worker per stage, and operators that run Python code (``runs_python``) apart from the
+    native ones around them: a Python function holds the GIL, so on its own worker it overlaps the
+    next iteration's native kernels instead of running in line with them."""
+    groups: list[list[Operator]] = []
+    for ops in stages:
+        start = len(groups)
+        for op in ops:
+            py = getattr(op, "runs_python", False)
+            if len(groups) == start or getattr(groups[-1][-1], "runs_python", False) != py:
+                groups.append([])
+            groups[-1].append(op)
+    return groups
 
 
 def run_iteration_inline(ex: Executor, it: Iteration) -> None:
