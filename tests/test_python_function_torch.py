@@ -77,3 +77,25 @@ def test_needs_a_current_pipeline_and_is_not_serializable():
         pipe.set_outputs(torch_python_function(function=lambda: torch.zeros(1)))
     with pytest.raises(RuntimeError, match="cannot be serialized"):
         pipe.serialize()
+
+
+def test_example_python_operators_runs_on_the_cpu(tmp_path):
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "examples"))
+    import python_operators as example
+    from make_sample_data import make_dataset
+    root = make_dataset(str(tmp_path), classes=1, per_class=4, size=(40, 50))
+    out1, out2, mixed, mixed_dl = example.build(root, gpu=False, batch_size=2).run()
+    h = w = example.SIZE
+    y, x = np.ogrid[0:h, 0:w]
+    outside = ((x - w / 2) ** 2 + (y - h / 2) ** 2 > h * w / 9)[..., None]
+    for i in range(2):
+        res1 = np.where(outside, out2.at(i), out1.at(i))  # undo the swap outside the ellipse
+        res2 = np.where(outside, out1.at(i), out2.at(i))
+        ref = res1.copy()
+        ref[..., 0] = res2[..., 0]
+        np.testing.assert_array_equal(mixed.at(i), ref)
+        np.testing.assert_array_equal(mixed_dl.at(i), ref)
+    assert out1.layout() == "HWC" and mixed.layout() == "HWC"

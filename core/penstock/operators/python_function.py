@@ -237,10 +237,15 @@ class PythonFunctionCPU(Operator):
         return self.flavor.host_out(obj)
 
     def _pack(self, arrays: list, layout: str) -> TensorListCPU:
-        shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
-        out = empty_batch(shapes, arrays[0].dtype if arrays else np.uint8, layout)
-        for i, a in enumerate(arrays):
-            out._sample_array(i)[...] = a
+        n = len(arrays)
+        shape_list = [a.shape for a in arrays]
+        shapes = np.array(shape_list, np.int64).reshape(n, arrays[0].ndim if n else 0)
+        out = empty_batch(shapes, arrays[0].dtype if n else np.uint8, layout)
+        if n and shape_list.count(shape_list[0]) == n:  # uniform: one copy for the whole batch
+            np.stack(arrays, out=out._buf.reshape((n,) + shape_list[0]))
+            return out
+        for a, off in zip(arrays, out._offsets.tolist()):
+            np.copyto(out._buf[off:off + a.size].reshape(a.shape), a)
         return out
 
     def _dense(self, array: Any, layout: str) -> TensorListCPU:
