@@ -140,17 +140,17 @@ _running = threading.local()  # the stream of the GPU Python operator running on
 
 # ---- what the function sees ------------------------------------------------------------------
 
+def _identity(x: Any) -> Any:
+    return x
+
+
 class Flavor:
     """How samples are presented to the function and how its results are taken back."""
 
-    def host_in(self, arr: np.ndarray) -> Any:
-        return arr
+    host_in = device_in = staticmethod(_identity)  # arrays as they are
 
     def host_out(self, obj: Any) -> np.ndarray:
         return obj._array if isinstance(obj, TensorCPU) else np.asarray(obj)
-
-    def device_in(self, arr: Any) -> Any:
-        return arr
 
     def device_out(self, obj: Any) -> Any:
         import cupy
@@ -224,14 +224,7 @@ class PythonFunctionCPU(Operator):
         if self.flavor.readonly_inputs():
             buf = buf.view()
             buf.flags.writeable = False
-        conv = self.flavor.host_in
-        out = []
-        for off, shape in zip(tl._offsets.tolist(), tl._shapes.tolist()):
-            vol = 1
-            for e in shape:
-                vol *= e
-            out.append(conv(buf[off:off + vol].reshape(shape)))
-        return out
+        return _sample_views(buf, tl, self.flavor.host_in)
 
     def _take(self, obj: Any) -> np.ndarray:
         return self.flavor.host_out(obj)
@@ -272,12 +265,28 @@ class PythonFunctionCPU(Operator):
                     batches = self._split(self._call(inputs, None), None)
                     outs = [self._batch_output(b, o, n) for o, b in enumerate(batches)]
                 else:
-                    per_sample = [self._split(self._call([x[j] for x in inputs], j), j) for j in range(n)]
-                    outs = [self._gather([s[o] for s in per_sample], o) for o in range(self.k)]
+                    outs = self._per_sample(inputs, n)
         finally:
             if pipe is not None:
                 _current.pop()
         return outs
+
+    def _per_sample(self, inputs: list, n: int) -> list:
+        call, results, j = self.function, [], 0
+        try:  # the hot loop: nothing but the calls
+            for j, args in enumerate(zip(*inputs) if inputs else [()] * n):
+                results.append(call(*args))
+        except Exception as exc:  # noqa: BLE001 - reported at run() with the function's traceback
+            raise _function_error(exc, j) from exc
+        if self.k == 1:
+            for j, r in enumerate(results):
+                if r is None or type(r) is tuple:
+                    self._split(r, j)  # raises the matching error
+            return [self._gather(results, 0)]
+        for j, r in enumerate(results):
+            if type(r) is not tuple or len(r) != self.k:
+                self._split(r, j)
+        return [self._gather(list(column), o) for o, column in enumerate(zip(*results))] if self.k else []
 
     def _call(self, args: list, sample: int | None) -> Any:
         try:
@@ -322,11 +331,13 @@ class PythonFunctionCPU(Operator):
         return self._with_layout(self._dense(arr, ""), o)
 
     def _gather(self, objs: list, o: int) -> Any:
-        arrays = [self._take(x) for x in objs]
+        take = self._take
+        arrays = [take(x) for x in objs]
         if arrays:
             dtype, ndim = arrays[0].dtype, arrays[0].ndim
             self._check_dtype(dtype, o)
-            for i, a in enumerate(arrays):
+            kinds = {(a.dtype, a.ndim) for a in arrays}
+            for i, a in enumerate(arrays if len(kinds) > 1 else ()):
                 if a.dtype != dtype or a.ndim != ndim:
                     raise RuntimeError(f"{self.label}: output {o}, sample {i} is {a.dtype} with {a.ndim} "
                                        f"dimensions but sample 0 is {dtype} with {ndim}; all samples of "
@@ -351,6 +362,22 @@ class PythonFunctionCPU(Operator):
         return tl
 
 
+def _sample_views(buf: Any, tl: Any, conv: Callable) -> list:
+    """Per-sample views of a batch's buffer (numpy or CuPy), each passed through ``conv``."""
+    n = len(tl)
+    if n and tl.is_dense_tensor() and tl._is_packed_cached():
+        shape = tuple(tl._shapes[0].tolist())
+        views = list(buf[:n * int(np.prod(shape, dtype=np.int64))].reshape((n,) + shape))
+    else:
+        views = []
+        for off, shape in zip(tl._offsets.tolist(), tl._shapes.tolist()):
+            vol = 1
+            for e in shape:
+                vol *= e
+            views.append(buf[off:off + vol].reshape(shape))
+    return views if conv is _identity else [conv(v) for v in views]
+
+
 class _NullContext:
     def __enter__(self) -> None:
         return None
@@ -368,14 +395,7 @@ class GPUKernelMixin:
     """Device memory side of a Python operator kernel (CuPy arrays on the pipeline's stream)."""
 
     def _views(self, tl: Any) -> list:
-        buf, conv = tl._buf, self.flavor.device_in
-        out = []
-        for off, shape in zip(tl._offsets.tolist(), tl._shapes.tolist()):
-            vol = 1
-            for e in shape:
-                vol *= e
-            out.append(conv(buf[off:off + vol].reshape(shape)))
-        return out
+        return _sample_views(tl._buf, tl, self.flavor.device_in)
 
     def _take(self, obj: Any) -> Any:
         return self.flavor.device_out(obj)
