@@ -229,6 +229,9 @@ class PythonFunctionCPU(Operator):
     def _take(self, obj: Any) -> np.ndarray:
         return self.flavor.host_out(obj)
 
+    def _array_type(self) -> type:
+        return np.ndarray
+
     def _pack(self, arrays: list, layout: str) -> TensorListCPU:
         n = len(arrays)
         shape_list = [a.shape for a in arrays]
@@ -331,8 +334,8 @@ class PythonFunctionCPU(Operator):
         return self._with_layout(self._dense(arr, ""), o)
 
     def _gather(self, objs: list, o: int) -> Any:
-        take = self._take
-        arrays = [take(x) for x in objs]
+        take, native = self._take, self._array_type()
+        arrays = [x if type(x) is native else take(x) for x in objs]
         if arrays:
             dtype, ndim = arrays[0].dtype, arrays[0].ndim
             self._check_dtype(dtype, o)
@@ -399,6 +402,10 @@ class GPUKernelMixin:
 
     def _take(self, obj: Any) -> Any:
         return self.flavor.device_out(obj)
+
+    def _array_type(self) -> type:
+        import cupy
+        return cupy.ndarray
 
     def _pack(self, arrays: list, layout: str) -> Any:
         from ..tensors import TensorListGPU
