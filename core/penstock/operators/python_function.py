@@ -34,7 +34,7 @@ import numpy as np
 from .._generate import OpsBase
 from .._graph import make_op
 from .._operator import Operator, SampleError
-from .._registry import Arg, ArgType, OpSchema, register, register_kernel
+from .._registry import Arg, ArgType, OpSchema, describe, register, register_kernel
 from ..data_node import DataNode
 from ..pipeline import _current
 from ..tensors import TensorCPU, TensorListCPU, _as_host_array
@@ -42,11 +42,12 @@ from ..types import CUDAStream, to_dali_type
 from ._batch import empty_batch
 
 MAX_INPUTS = 256
+_running = threading.local()  # the stream of the GPU Python operator running on this thread
 
 
 def _args(batch_default: bool, extra: Sequence[Arg] = ()) -> list[Arg]:
-    return [Arg("function", ArgType.CALLABLE, doc="the Python callable; must not hold a reference to "
-                                                  "its pipeline (that pipeline would never be freed)"),
+    return [Arg("function", ArgType.CALLABLE, doc="the Python callable (per sample: one array per input; "
+                                                  "per batch: one list of arrays per input)"),
             Arg("num_outputs", ArgType.INT, 1, "number of outputs the function returns (0 allowed)"),
             Arg("batch_processing", ArgType.BOOL, batch_default,
                 "call the function once per batch with a list of samples per input"),
@@ -56,7 +57,8 @@ def _args(batch_default: bool, extra: Sequence[Arg] = ()) -> list[Arg]:
 
 
 def make_schema(name: str, doc: str, batch_default: bool, extra: Sequence[Arg] = (),
-            internal: bool = False) -> OpSchema:
+                internal: bool = False) -> OpSchema:
+    """The declaration every Python operator shares (the PyTorch plugin declares its own with it)."""
     return OpSchema(name, doc, args=_args(batch_default, extra), min_inputs=0, max_inputs=MAX_INPUTS,
                     num_outputs=lambda a: a["num_outputs"], devices=("cpu", "gpu"), no_prune=True,
                     internal=internal)
@@ -104,7 +106,8 @@ def define(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, default_device
 def make_fn(schema: OpSchema) -> Callable:
     def python_op(*inputs: Any, **kwargs: Any) -> Any:
         return define(schema, inputs, kwargs)
-    python_op.__name__ = python_op.__qualname__ = schema.fn_name
+    python_op.__name__ = python_op.__qualname__ = schema.fn_name.rpartition(".")[2]
+    python_op.__doc__ = describe(schema) + "\n\n" + __doc__
     return python_op
 
 
@@ -134,8 +137,6 @@ class PythonOpsBase(OpsBase):
 for _s in (PYTHON_FUNCTION, DL_TENSOR_PYTHON_FUNCTION):
     _s.fn_impl = make_fn(_s)
     _s.ops_impl = PythonOpsBase
-
-_running = threading.local()  # the stream of the GPU Python operator running on this thread
 
 
 # ---- what the function sees ------------------------------------------------------------------
