@@ -37,7 +37,7 @@ from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, describe, register, register_kernel
 from ..data_node import DataNode
 from ..pipeline import _current
-from ..tensors import TensorCPU, TensorListCPU, _as_host_array
+from ..tensors import TensorCPU, TensorListCPU, _as_host_array, _packed_offsets
 from ..types import CUDAStream, to_dali_type
 from ._batch import empty_batch
 
@@ -177,6 +177,8 @@ class DLPackFlavor(Flavor):
 
     def device_out(self, obj: Any) -> Any:
         import cupy
+        if type(obj).__name__ == "PyCapsule":
+            return cupy.fromDlpack(obj)  # a bare capsule (from_dlpack wants the protocol)
         return cupy.from_dlpack(obj)
 
     def readonly_inputs(self) -> bool:
@@ -369,7 +371,9 @@ class PythonFunctionCPU(Operator):
 def _sample_views(buf: Any, tl: Any, conv: Callable) -> list:
     """Per-sample views of a batch's buffer (numpy or CuPy), each passed through ``conv``."""
     n = len(tl)
-    if n and tl.is_dense_tensor() and tl._is_packed_cached():
+    packed = (tl._is_packed_cached() if isinstance(tl, TensorListCPU)
+              else np.array_equal(tl._offsets, _packed_offsets(tl._shapes)))
+    if n and packed and tl.is_dense_tensor():
         shape = tuple(tl._shapes[0].tolist())
         views = list(buf[:n * int(np.prod(shape, dtype=np.int64))].reshape((n,) + shape))
     else:
@@ -409,7 +413,10 @@ class GPUKernelMixin:
         return cupy.ndarray
 
     def _pack(self, arrays: list, layout: str) -> Any:
+        import cupy
         from ..tensors import TensorListGPU
+        if arrays and all(a.shape == arrays[0].shape for a in arrays):
+            return TensorListGPU(cupy.stack(arrays), layout)  # one copy; also holds 0-d samples
         return TensorListGPU(arrays, layout)
 
     def _dense(self, array: Any, layout: str) -> Any:

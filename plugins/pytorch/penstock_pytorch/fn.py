@@ -43,10 +43,14 @@ class _TorchFlavor(_pf.Flavor):
         return False  # torch tensors cannot be read-only
 
     def gpu_context(self, op: Any, stream: Any) -> Any:
-        scope = contextlib.ExitStack()
-        scope.enter_context(stream)
-        scope.enter_context(torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)))
-        return scope
+        return _on_stream(stream)
+
+
+@contextlib.contextmanager
+def _on_stream(stream: Any):
+    """The pipeline's (CuPy) stream made current for both CuPy and torch."""
+    with stream, torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
+        yield
 
 
 @register(TORCH_PYTHON_FUNCTION)
