@@ -319,3 +319,34 @@ def test_gpu_device_without_a_gpu_fails_at_build_with_the_standard_error():
 
     with pytest.raises(RuntimeError, match="GPU"):
         p().build()
+
+
+def test_error_names_the_file_of_the_failing_sample(tmp_path):
+    for name, size in (("a.bin", 3), ("b.bin", 5), ("c.bin", 2)):
+        (tmp_path / name).write_bytes(bytes(range(size)))
+
+    def refuse_five(data):
+        if data.size == 5:
+            raise ValueError("five bytes are not allowed")
+        return data
+
+    @pipeline_def(batch_size=3, num_threads=1, device_id=None)
+    def p():
+        data, _ = fn.readers.file(files=[str(tmp_path / n) for n in ("a.bin", "b.bin", "c.bin")])
+        return fn.python_function(data, function=refuse_five)
+
+    with pytest.raises(RuntimeError, match=r"sample 1 \(source: '.*b\.bin'\)"):
+        p().run()
+
+
+def test_outputs_feed_native_operators():
+    data = _ragged()
+
+    def pipeline_graph(x):
+        y = fn.python_function(x, function=lambda s: s.astype(np.float32) / 2, output_layouts="HWC")
+        return fn.transpose(y + 1, perm=[2, 0, 1])
+
+    (out,) = _run(pipeline_graph, [data])
+    assert out.layout() == "CHW"
+    for got, s in zip(_samples(out), data):
+        np.testing.assert_allclose(got, (s.astype(np.float32) / 2 + 1).transpose(2, 0, 1))
