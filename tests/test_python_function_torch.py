@@ -99,3 +99,18 @@ def test_example_python_operators_runs_on_the_cpu(tmp_path):
         np.testing.assert_array_equal(mixed.at(i), ref)
         np.testing.assert_array_equal(mixed_dl.at(i), ref)
     assert out1.layout() == "HWC" and mixed.layout() == "HWC"
+
+
+def test_read_only_source_memory_reaches_dlpack_and_torch_functions():
+    frozen = np.arange(8, dtype=np.int32).reshape(2, 4)
+    frozen.flags.writeable = False
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        x = fn.external_source(source=lambda: frozen)
+        return (torch_python_function(x, function=lambda t: t * 3),
+                fn.dl_tensor_python_function(x, function=lambda caps: caps))
+
+    tripled, same = p().run()
+    np.testing.assert_array_equal(tripled.as_array(), frozen * 3)
+    np.testing.assert_array_equal(same.as_array(), frozen)

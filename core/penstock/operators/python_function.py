@@ -227,6 +227,8 @@ class PythonFunctionCPU(Operator):
         if self.flavor.readonly_inputs():
             buf = buf.view()
             buf.flags.writeable = False
+        elif not buf.flags.writeable:
+            buf = buf.copy()  # DLPack and torch cannot take read-only memory (a read-only source's)
         return _sample_views(buf, tl, self.flavor.host_in)
 
     def _take(self, obj: Any) -> np.ndarray:
