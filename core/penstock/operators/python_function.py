@@ -24,6 +24,7 @@ Where penstock does better (DALI code runs unchanged):
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import traceback
 import weakref
@@ -258,7 +259,7 @@ class PythonFunctionCPU(Operator):
         return out
 
     def _context(self, ws: Any) -> Any:
-        return _NullContext()
+        return contextlib.nullcontext()
 
     # -- running
     def run(self, ws: Any) -> list:
@@ -288,11 +289,11 @@ class PythonFunctionCPU(Operator):
             raise _function_error(exc, j) from exc
         if self.k == 1:
             for j, r in enumerate(results):
-                if r is None or type(r) is tuple:
+                if r is None or isinstance(r, tuple):
                     self._split(r, j)  # raises the matching error
             return [self._gather(results, 0)]
         for j, r in enumerate(results):
-            if type(r) is not tuple or len(r) != self.k:
+            if not isinstance(r, tuple) or len(r) != self.k:
                 self._split(r, j)
         return [self._gather(list(column), o) for o, column in enumerate(zip(*results))] if self.k else []
 
@@ -386,14 +387,6 @@ def _sample_views(buf: Any, tl: Any, conv: Callable) -> list:
                 vol *= e
             views.append(buf[off:off + vol].reshape(shape))
     return views if conv is _identity else [conv(v) for v in views]
-
-
-class _NullContext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 @register(DL_TENSOR_PYTHON_FUNCTION)
