@@ -2,13 +2,14 @@
 
 Prints one JSON line per system and configuration:
   * "decoded_images": file reader -> CPU JPEG decode -> per-sample python_function computing each
-    image's mean colour in numpy (batch 64, 2 threads): images/s, and the same pipeline without the
+    image's mean colour (every 4th pixel) in numpy (batch 64, 2 threads): images/s, and the same pipeline without the
     Python operator for reference;
   * "overhead": batch 64 of tiny samples through python_function(lambda x: x): the operator's
     time per batch beyond its function calls (converting, calling, packing), per batch and sample.
-penstock runs with the default executor and with exec_async=False/exec_pipelined=False (DALI's
-synchronous mode, everything on the calling thread). NVIDIA DALI is measured in the same run
-when ``import nvidia.dali`` works.
+penstock runs with the default executor, with exec_async=False/exec_pipelined=False (DALI's
+synchronous mode, everything on the calling thread), and as "penstock_python_in_line": the
+default executor without giving Python operators their own worker. NVIDIA DALI is measured in
+the same run when ``import nvidia.dali`` works.
 """
 from __future__ import annotations
 
@@ -70,6 +71,17 @@ def seconds_per_batch(p, iterations: int) -> float:
     return (time.perf_counter() - start) / iterations
 
 
+def function_seconds(lib, root: str) -> float:
+    """What the function itself costs on one batch of decoded images, called directly."""
+    images = build_images(lib, root, False, False).run()[0]
+    samples = [np.array(images.at(i)) for i in range(len(images))]
+    start = time.perf_counter()
+    for _ in range(3):
+        for s in samples:
+            mean_colour(s)
+    return (time.perf_counter() - start) / 3
+
+
 def identity_calls_seconds(n: int) -> float:
     """What BATCH calls of the identity lambda cost by themselves (subtracted from the op time)."""
     f = lambda s: s  # noqa: E731
@@ -81,19 +93,21 @@ def identity_calls_seconds(n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def measure(lib, name: str, root: str, iterations: int, rounds: int) -> None:
-    for exec_async in (True, False):
+def measure(lib, name: str, root: str, iterations: int, rounds: int, sync_too: bool = True) -> None:
+    for exec_async in (True, False) if sync_too else (True,):
         with_fn, without = [], []
         for _ in range(rounds):  # alternate, so machine load affects both alike
             with_fn.append(seconds_per_batch(build_images(lib, root, True, exec_async), iterations))
             without.append(seconds_per_batch(build_images(lib, root, False, exec_async), iterations))
         t_fn, t_plain = float(np.median(with_fn)), float(np.median(without))
+        t_calls = function_seconds(lib, root)
         print(json.dumps({"bench": "python_function", "case": "decoded_images", "system": name,
                           "exec_async": exec_async, "batch": BATCH, "threads": THREADS,
                           "img_per_s": round(BATCH / t_fn, 1),
                           "img_per_s_without_python_function": round(BATCH / t_plain, 1),
-                          "added_ms_per_batch": round((t_fn - t_plain) * 1e3, 2)}))
-        if name == "penstock":
+                          "added_ms_per_batch": round((t_fn - t_plain) * 1e3, 2),
+                          "function_alone_ms_per_batch": round(t_calls * 1e3, 2)}))
+        if name.startswith("penstock"):
             p = build_tiny(lib, exec_async)
             seconds_per_batch(p, iterations * 4)
             op = next(n for n, s in p.executor_statistics().items() if "PythonFunction" in n)
@@ -125,6 +139,12 @@ def main() -> None:
             root = make_dataset(os.path.join(tmp, "images"), classes=4, per_class=32)
         import penstock
         measure(penstock, "penstock", root, args.iterations, args.rounds)
+        # the same with Python operators run in line with the native ones (as DALI does): what
+        # their own pipelined worker gains
+        from penstock.operators.python_function import PythonFunctionCPU
+        PythonFunctionCPU.runs_python = False
+        measure(penstock, "penstock_python_in_line", root, args.iterations, args.rounds, sync_too=False)
+        PythonFunctionCPU.runs_python = True
         try:
             import nvidia.dali as dali
             import nvidia.dali.types  # noqa: F401
