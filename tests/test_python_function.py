@@ -1,5 +1,6 @@
 """python_function / dl_tensor_python_function on the CPU (operators/python_function.py)."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -350,3 +351,35 @@ def test_outputs_feed_native_operators():
     assert out.layout() == "CHW"
     for got, s in zip(_samples(out), data):
         np.testing.assert_allclose(got, (s.astype(np.float32) / 2 + 1).transpose(2, 0, 1))
+
+
+def test_python_operators_of_the_process_run_one_at_a_time():
+    active, overlaps = [], []
+
+    def guarded(s):
+        active.append(1)
+        if len(active) > 1:
+            overlaps.append(True)
+        time.sleep(0.002)  # releases the GIL: another operator's call could start here
+        active.pop()
+        return s
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=None, prefetch_queue_depth=3)
+    def p():
+        x = fn.external_source(source=_const(_ragged()))
+        y = fn.python_function(x, function=guarded)
+        return fn.python_function(y + 1, function=guarded)  # a native op between: two workers
+
+    pipes = [p(), p()]
+    results = []
+
+    def drive(pipe):
+        for _ in range(4):
+            results.append(pipe.run())
+
+    threads = [threading.Thread(target=drive, args=(q,)) for q in pipes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 and not overlaps

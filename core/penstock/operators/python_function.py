@@ -13,8 +13,9 @@ Where penstock does better (DALI code runs unchanged):
 * With the default executor (``exec_async`` and ``exec_pipelined``) the Python operators run on
   their own worker thread, not on the thread that calls ``run()`` and not in line with the native
   kernels: the function of one iteration overlaps the (GIL-free) decoding and augmentation of
-  the next, and the training loop's thread stays free. Calls stay serial and in sample order, so
-  stateful functions behave as in DALI.
+  the next, and the training loop's thread stays free. Calls stay serial and in sample order, and
+  as in DALI only one Python operator of the process runs at a time, so stateful functions that
+  are not thread-safe behave as in DALI.
 * CPU inputs are zero-copy read-only numpy views: modifying an input in place (which DALI
   forbids) raises instead of silently corrupting a batch another operator reads.
 * On the GPU the function's CuPy/torch work is queued on the pipeline's stream and ordered with
@@ -44,6 +45,10 @@ from ._batch import empty_batch
 
 MAX_INPUTS = 256
 _running = threading.local()  # the stream of the GPU Python operator running on this thread
+# One Python operator runs at a time in the process, whatever its pipeline, as in DALI: functions
+# need not be thread-safe (two pipelines may share one). Reentrant: a function may run a
+# synchronous pipeline that has Python operators.
+_CALL_LOCK = threading.RLock()
 
 
 def _args(batch_default: bool, extra: Sequence[Arg] = ()) -> list[Arg]:
@@ -269,7 +274,7 @@ class PythonFunctionCPU(Operator):
         if pipe is not None:
             _current.push(pipe)
         try:
-            with self._context(ws):
+            with _CALL_LOCK, self._context(ws):
                 if self.batch_processing:
                     batches = self._split(self._call(inputs, None), None)
                     outs = [self._batch_output(b, o, n) for o, b in enumerate(batches)]
