@@ -91,7 +91,7 @@ class Executor:
         self._cpu_gate_released_at = -1
         self.exec_async = exec_async
         if exec_async:
-            groups = self.stages if exec_pipelined else [[op for s in self.stages for op in s]]
+            groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
             # queue gates (pipelined with GPU stages): slots taken before a group runs
             self._gates: list[threading.Semaphore | None] = [None] * len(groups)
@@ -212,6 +212,21 @@ class Executor:
 
     def __del__(self) -> None:
         self.shutdown()
+
+
+def _pipelined_groups(stages: Sequence[Sequence[Operator]]) -> list[list[Operator]]:
+    """One worker per stage, and operators that run Python code (``runs_python``) apart from the
+    native ones around them: a Python function holds the GIL, so on its own worker it overlaps the
+    next iteration's native kernels instead of running in line with them."""
+    groups: list[list[Operator]] = []
+    for ops in stages:
+        start = len(groups)
+        for op in ops:
+            py = getattr(op, "runs_python", False)
+            if len(groups) == start or getattr(groups[-1][-1], "runs_python", False) != py:
+                groups.append([])
+            groups[-1].append(op)
+    return groups
 
 
 def run_iteration_inline(ex: Executor, it: Iteration) -> None:

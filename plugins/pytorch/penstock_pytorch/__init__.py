@@ -5,6 +5,7 @@ from penstock.plugin.base_iterator import LastBatchPolicy
 
 from .iterators import DALIClassificationIterator, DALIGenericIterator, DALIRaggedIterator
 from .tensors import feed_ndarray, to_torch_type
+from .fn import TorchPythonFunction  # noqa: F401  (also binds the `fn` namespace: fn.torch_python_function)
 
 __all__ = ["DALIGenericIterator", "DALIClassificationIterator", "DALIRaggedIterator", "LastBatchPolicy",
            "feed_ndarray", "to_torch_type"]
