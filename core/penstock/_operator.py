@@ -33,6 +33,11 @@ class Workspace:
     gpu: Any = None       # the pipeline's DeviceContext, for GPU and mixed operators
 
     @property
+    def stream(self) -> Any:
+        """The pipeline's CUDA stream (a cupy Stream) for GPU and mixed operators, else None."""
+        return None if self.gpu is None else self.gpu.stream
+
+    @property
     def kernels(self) -> Any:
         """The batch kernels of this operator's device: the native engine on the CPU, the CUDA
         kernels (same signatures, device buffers) on the GPU."""
