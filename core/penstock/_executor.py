@@ -105,16 +105,20 @@ class Executor:
             pos = self._position[id(op)]
             reads = set(inputs) | {key for _, key in arg_inputs}
             drop = [key for key in reads if self._last_use.get(key, -1) <= pos]
-            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name])
+            # inside a conditional branch the batch is the branch's samples (always one of the inputs)
+            ref = node.batch_ref
+            batch_key = (ref.source.id, ref.index) if ref is not None else None
+            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], batch_key)
         return plan
 
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
         for op in ops:
-            in_keys, arg_keys, drop, stats = self._plan(op)
+            in_keys, arg_keys, drop, stats, batch_key = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
-            ws = Workspace(inputs, arg_inputs, it.batch_size, it.index, it.epoch, self.pool,
+            batch_size = it.batch_size if batch_key is None else len(values[batch_key])
+            ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op)
             start = time.perf_counter()
             try:
