@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..data_node import DataNode
+from ..types import ScalarConstant
 from . import _scope
 from ._scope import Scope, bring, entered
 
@@ -70,7 +71,7 @@ def _predicate(test: DataNode, kind: str) -> DataNode:
 
 
 def _is_plain(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, np.number, np.bool_, np.ndarray))
+    return isinstance(value, (bool, int, float, np.number, np.bool_, np.ndarray, ScalarConstant))
 
 
 def _as_node(value: Any, scope: Scope, name: str) -> DataNode:
@@ -81,6 +82,8 @@ def _as_node(value: Any, scope: Scope, name: str) -> DataNode:
                          f"{type(value).__name__} in the other; both branches must produce data")
     from ..operators.constant import constant_node
     with entered(scope):
+        if isinstance(value, ScalarConstant):
+            return constant_node(value.value, dtype=value.dtype, device="cpu")
         return constant_node(value, device="cpu")
 
 

@@ -90,6 +90,7 @@ def bring(node: Any, scope: Scope | None) -> Any:
         from ..operators.conditional import SPLIT
         with entered(scope.parent):
             split = make_op(SPLIT, (outer, scope.predicate), {"branch": scope.branch})[0]
+        split.source.scope = scope  # runs in the parent scope (batch_ref), its output belongs here
         hit = scope._splits[id(outer)] = (outer, split)  # keeps `outer` alive: the key is its id
     return hit[1]
 

@@ -51,9 +51,17 @@ class SplitCPU(Operator):
             raise RuntimeError(f"{self.label}: the predicate has {len(mask)} samples, the data {len(data)}")
         keep = np.flatnonzero(mask == self.args["branch"])
         infos = [data._source_info[i] for i in keep]
-        # A view of the selected samples: offsets may skip the others, kernels read offsets.
-        return [TensorListCPU._from_packed(data._buf, data._shapes[keep], data._offsets[keep],
-                                           data._layout, infos)]
+        shapes = data._shapes[keep]
+        if len(keep) and keep[-1] - keep[0] + 1 == len(keep) and data._is_packed_cached():
+            # a run of consecutive samples of a packed batch: a view, no copy
+            start = data._offsets[keep[0]]
+            return [TensorListCPU._from_packed(data._buf[start:], shapes, data._offsets[keep] - start,
+                                               data._layout, infos)]
+        out = empty_batch(shapes, data._buf.dtype, data._layout, infos)
+        if len(keep):  # kernels expect packed batches: one native gather of the selected samples
+            _engine.concat(ws.pool, [data._buf], [shapes], [data._offsets[keep]], 0,
+                           out._buf, out._shapes, out._offsets)
+        return [out]
 
 
 @register(MERGE)
