@@ -63,6 +63,10 @@ def _as_node(value: Any, what: str, device: str) -> DataNode:
 def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_device: str | None = None,
             py_object: Any = None) -> list[DataNode]:
     """Validates arguments and inputs and adds an operator node; returns its outputs."""
+    from .pipeline._debug import eager_pipeline
+    debug = eager_pipeline()
+    if debug is not None:  # debug mode: the operator runs now
+        return debug.run_op(schema, inputs, kwargs, default_device, py_object)
     label = schema.fn_name
     kwargs = dict(kwargs)
     device = kwargs.pop("device", None) or default_device
