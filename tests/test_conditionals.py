@@ -336,3 +336,22 @@ def test_enable_conditionals_at_call_time_and_bool_outside():
     with pytest.raises(TypeError, match="enable_conditionals=True"):
         pipe()
     np.testing.assert_array_equal(_run(pipe(enable_conditionals=True))[0], [0, 1, 3, 4])
+
+
+def test_serialized_conditional_pipeline_runs_the_same():
+    from penstock import Pipeline
+
+    @_cond_pipe(seed=5)
+    def pipe():
+        x = fn.random.uniform(range=(0, 4))
+        if x > 2:
+            y = fn.random.uniform(range=(10, 20))
+        else:
+            y = x * 2
+        return y
+
+    original = pipe()
+    restored = Pipeline.deserialize(original.serialize())
+    a, b = _run(original)[0], _run(restored)[0]
+    np.testing.assert_array_equal(a, b)
+    assert ((a >= 10) | (a < 4)).all() and (a >= 10).any()
