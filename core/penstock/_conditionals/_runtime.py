@@ -13,7 +13,7 @@ import numpy as np
 from ..data_node import DataNode
 from ..types import ScalarConstant
 from . import _scope
-from ._scope import Scope, bring, entered
+from ._scope import Scope, bring, entered, scope_of
 
 _ABSENT = object()
 
@@ -111,7 +111,16 @@ def _merge(name: str, predicate: DataNode, true: tuple, false: tuple) -> Any:
                              "can differ per sample")
     from .._graph import make_op
     from ..operators.conditional import MERGE
-    return make_op(MERGE, (_as_node(fv, fs, name), _as_node(tv, ts, name), predicate), {"what": name})[0]
+    return make_op(MERGE, (_branch_value(fv, fs, name), _branch_value(tv, ts, name), predicate), {"what": name})[0]
+
+
+def _branch_value(value: Any, scope: Scope, name: str) -> DataNode:
+    """A branch's result for the merge: a value the branch left as it was before the `if` is
+    given whole (the merge picks its samples), anything else as the branch's samples."""
+    parent = scope.parent
+    if isinstance(value, DataNode) and (scope_of(value) is None if parent is None else parent.contains(scope_of(value))):
+        return bring(value, parent)
+    return _as_node(value, scope, name)
 
 
 def if_stmt(test: Any, body: Callable, orelse: Callable, variables: dict, names: tuple) -> dict:

@@ -66,15 +66,23 @@ class SplitCPU(Operator):
 
 @register(MERGE)
 class MergeCPU(Operator):
+    """Either side may also be the whole batch (a value the branch left unchanged): its samples
+    are then taken at their own positions, which saves splitting it first."""
+
     def run(self, ws):
         false_part, true_part, pred = ws.inputs
         mask = predicate_mask(pred, self.label)
         what = f" for '{self.args['what']}'" if self.args["what"] else ""
-        n_true = int(mask.sum())
-        if n_true != len(true_part) or len(mask) - n_true != len(false_part):
-            raise RuntimeError(f"{self.label}: branch results{what} have {len(true_part)} + {len(false_part)} "
-                               f"samples, the predicate selects {n_true} + {len(mask) - n_true}")
-        parts = [p for p in (false_part, true_part) if len(p)]
+        where = (np.flatnonzero(~mask), np.flatnonzero(mask))
+        sides = []
+        for part, idx in zip((false_part, true_part), where):
+            if len(part) not in (len(idx), len(mask)):
+                raise RuntimeError(f"{self.label}: branch results{what} have {len(true_part)} + {len(false_part)} "
+                                   f"samples, the predicate selects {len(where[1])} + {len(where[0])}")
+            rows = idx if len(part) == len(mask) else slice(None)
+            sides.append((part, idx, part._shapes[rows], part._offsets[rows], np.asarray(part._source_info,
+                                                                                          object)[rows]))
+        parts = [p for p, idx, *_ in sides if len(idx)]
         if len({p._buf.dtype for p in parts}) > 1 or len({p.ndim() for p in parts}) > 1:
             raise RuntimeError(f"{self.label}: the branches of a conditional produce different types or "
                                f"dimensionality{what}: {false_part.dtype.name}/{false_part.ndim()}-D in the "
@@ -85,18 +93,15 @@ class MergeCPU(Operator):
                                f"{sorted(layouts)}")
         ref = parts[0] if parts else true_part
         shapes = np.empty((len(mask), ref.ndim()), np.int64)
-        where = (np.flatnonzero(~mask), np.flatnonzero(mask))
-        for part, idx in zip((false_part, true_part), where):
-            shapes[idx] = part._shapes
-        out = empty_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
         infos = np.empty(len(mask), object)
-        for part, idx in zip((false_part, true_part), where):
-            if not len(part):
-                continue
-            infos[idx] = part._source_info
-            # one native call per branch: copies every sample of the branch to its slot
-            _engine.concat(ws.pool, [part._buf], [part._shapes], [part._offsets], 0,
-                           out._buf, part._shapes, out._offsets[idx])
+        for part, idx, part_shapes, _, part_infos in sides:
+            shapes[idx] = part_shapes
+            infos[idx] = part_infos
+        out = empty_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
+        for part, idx, part_shapes, part_offsets, _ in sides:
+            if len(idx):  # one native call per side: copies each of its samples to its slot
+                _engine.concat(ws.pool, [part._buf], [part_shapes], [np.ascontiguousarray(part_offsets)], 0,
+                               out._buf, part_shapes, out._offsets[idx])
         out._source_info = infos.tolist()
         return [out]
 
