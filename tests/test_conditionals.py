@@ -355,3 +355,28 @@ def test_serialized_conditional_pipeline_runs_the_same():
     a, b = _run(original)[0], _run(restored)[0]
     np.testing.assert_array_equal(a, b)
     assert ((a >= 10) | (a < 4)).all() and (a >= 10).any()
+
+
+def test_nested_functions_with_closures_are_converted_when_called():
+    calls = []
+
+    @_cond_pipe()
+    def pipe():
+        count = 0
+        x = fn.external_source(source=_values(4), batch=True)
+
+        def bump(v):
+            nonlocal count
+            count += 1
+            if v > 1:
+                out = v + 1
+            else:
+                out = v
+            return out
+
+        y = bump(bump(x))
+        calls.append(count)
+        return y
+
+    np.testing.assert_array_equal(_run(pipe(batch_size=4))[0], [0, 1, 4, 5])
+    assert calls == [2]
