@@ -118,8 +118,10 @@ def _branch_value(value: Any, scope: Scope, name: str) -> DataNode:
     """A branch's result for the merge: a value the branch left as it was before the `if` is
     given whole (the merge picks its samples), anything else as the branch's samples."""
     parent = scope.parent
-    if isinstance(value, DataNode) and (scope_of(value) is None if parent is None else parent.contains(scope_of(value))):
-        return bring(value, parent)
+    if isinstance(value, DataNode):
+        owner = scope_of(value)
+        if owner is None if parent is None else parent.contains(owner):
+            return bring(value, parent)
     return _as_node(value, scope, name)
 
 
