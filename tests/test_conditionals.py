@@ -380,3 +380,17 @@ def test_nested_functions_with_closures_are_converted_when_called():
 
     np.testing.assert_array_equal(_run(pipe(batch_size=4))[0], [0, 1, 4, 5])
     assert calls == [2]
+
+
+def test_branch_that_no_sample_reaches():
+    @_cond_pipe()
+    def pipe():
+        x = fn.external_source(source=_values(4, np.float32), batch=True)
+        if x > 100:  # never true: its operators get no samples and do not run
+            m = fn.transforms.shear(shear=fn.stack(x, x))
+            y = x + m[0, 1]
+        else:
+            y = x * 2
+        return y
+
+    np.testing.assert_array_equal(_run(pipe(batch_size=4))[0], [0, 2, 4, 6])

@@ -14,6 +14,7 @@ import weakref
 from typing import Any, Sequence
 
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
+from .tensors import TensorListCPU
 
 
 class PipelineError(RuntimeError):
@@ -55,6 +56,10 @@ def _describe_failure(op: Operator, exc: BaseException, inputs: Sequence[Any]) -
                 break
         return f"{where}:\n{sample_err.args[0] if sample_err.args else sample_err}"
     return f"{where}:\n{type(exc).__name__}: {exc}"
+
+
+def _no_samples(op: Operator) -> list:
+    return [TensorListCPU([]) for _ in op.node.outputs]
 
 
 class Executor:
@@ -122,7 +127,8 @@ class Executor:
                            it.fed.get(op.node.id), op)
             start = time.perf_counter()
             try:
-                outs = op.run(ws)
+                # a conditional branch that no sample reached: nothing to compute
+                outs = _no_samples(op) if batch_size == 0 and batch_key is not None else op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                 raise PipelineError(_describe_failure(op, exc, inputs)) from exc
             stats.seconds += time.perf_counter() - start

@@ -95,8 +95,9 @@ class MergeCPU(Operator):
         shapes = np.empty((len(mask), ref.ndim()), np.int64)
         infos = np.empty(len(mask), object)
         for part, idx, part_shapes, _, part_infos in sides:
-            shapes[idx] = part_shapes
-            infos[idx] = part_infos
+            if len(idx):  # a side no sample took may be a placeholder (see the executor)
+                shapes[idx] = part_shapes
+                infos[idx] = part_infos
         out = empty_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
         for part, idx, part_shapes, part_offsets, _ in sides:
             if len(idx):  # one native call per side: copies each of its samples to its slot

@@ -181,6 +181,8 @@ class DebugPipeline(Pipeline):
             self._iter_batch = len(fed[0] if isinstance(fed, (list, tuple)) else fed)
         batch = len(tls[0]) if tls else len(next(iter(args.values()))) if args else (
             self._iter_batch or self._max_batch_size)
+        if batch == 0 and node.batch_ref is not None:  # a conditional branch no sample reached
+            return [TensorListCPU([]) for _ in node.outputs]
         ws = Workspace(tls, args, batch, self._iteration, self._epoch, self._pool, fed, op)
         results = op.run(ws)
         for out in results:
