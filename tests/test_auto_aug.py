@@ -155,3 +155,12 @@ def test_policies_run_on_images(policy):
         assert out.at(i).shape == img.shape and out.at(i).dtype == np.uint8
         changed += not np.array_equal(out.at(i), img)
     assert changed >= 8
+
+
+def test_seed_makes_policies_reproducible_whatever_the_pipeline_seed():
+    outs = [_run(lambda x: trivial_augment.apply_trivial_augment(MARKERS, x, num_magnitude_bins=5, seed=7),
+                 seed=pipeline_seed) for pipeline_seed in (1, 2)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    # distinct streams per random operator: the op pick and the magnitude bin are not locked together
+    picks, bins = outs[0][:, :K].argmax(axis=1), np.round(outs[0][:, K:].sum(axis=1), 4)
+    assert len(set(zip(picks.tolist(), bins.tolist()))) > K

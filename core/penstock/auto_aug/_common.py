@@ -1,12 +1,19 @@
 """Shared by the three policies: random picks, translation variants, exclusion by name."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import itertools
+from typing import Any, Iterator, Sequence
 
 from .. import fn, types
 from ..data_node import DataNode
 from . import augmentations as a
 from .core import Augmentation
+
+
+def seed_stream(seed: Any) -> Iterator[Any]:
+    """A distinct seed for each random operator of a policy when a seed is given (one shared seed
+    would give them all the same stream)."""
+    return itertools.count(seed) if seed is not None else itertools.repeat(None)
 
 
 def random_index(count: int, seed: Any) -> DataNode:

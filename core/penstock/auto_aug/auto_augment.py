@@ -3,12 +3,13 @@ of its operations is applied with its probability, at its fixed magnitude bin.""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Sequence
 
 from .._conditionals._runtime import if_exp
 from ..data_node import DataNode
 from . import augmentations as a
-from ._common import coin, op_kwargs, random_index, translations
+from ._common import coin, op_kwargs, random_index, seed_stream
 from .core import Augmentation, require_conditionals, select
 
 __all__ = ["Policy", "auto_augment", "auto_augment_image_net", "apply_auto_augment", "get_image_net_policy"]
@@ -35,9 +36,8 @@ class Policy:
 
 def get_image_net_policy(use_shape: bool = False, max_translate_abs: float | None = None,
                          max_translate_rel: float | None = None) -> Policy:
-    """The ImageNet policy of the AutoAugment paper (25 sub-policies, 11 magnitude bins)."""
-    translate_x, translate_y = translations(use_shape, max_translate_abs, max_translate_rel, 250, 1.0)
-    del translate_x, translate_y  # the ImageNet policy has no translations; kept for the signature
+    """The ImageNet policy of the AutoAugment paper (25 sub-policies, 11 magnitude bins). It has no
+    translations, so the translation arguments (accepted for DALI's signature) change nothing."""
     subs = [
         ((a.posterize, 0.4, 8), (a.rotate, 0.6, 9)),
         ((a.solarize, 0.6, 5), (a.auto_contrast, 0.6, None)),
@@ -72,19 +72,21 @@ def apply_auto_augment(policy: Policy, data: DataNode, seed: Any = None, **kwarg
     """Applies ``policy`` to ``data``: one random sub-policy per sample. Keyword arguments go to the
     augmentations that accept them (``fill_value``, ``interp_type``, ``shape`` ...)."""
     require_conditionals("auto_augment")
+    seeds = seed_stream(seed)
 
     def sub_policy(sub: Sequence[tuple[Augmentation, float, int | None]]):
         def run(x: DataNode) -> DataNode:
             for aug, p, mag_bin in sub:
                 if p <= 0:
                     continue
-                op = (lambda y, aug=aug, mag_bin=mag_bin:
-                      aug(y, magnitude_bin=mag_bin, num_magnitude_bins=policy.num_magnitude_bins, seed=seed, **kwargs))
-                x = op(x) if p >= 1 else if_exp(coin(p, seed), lambda x=x, op=op: op(x), lambda x=x: x)
+                op = functools.partial(aug, magnitude_bin=mag_bin, num_magnitude_bins=policy.num_magnitude_bins,
+                                       seed=next(seeds), **kwargs)
+                x = op(x) if p >= 1 else if_exp(coin(p, next(seeds)), lambda x=x, op=op: op(x), lambda x=x: x)
             return x
         return run
 
-    return select([sub_policy(s) for s in policy.sub_policies], random_index(len(policy.sub_policies), seed), data)
+    return select([sub_policy(s) for s in policy.sub_policies], random_index(len(policy.sub_policies), next(seeds)),
+                  data)
 
 
 def auto_augment(data: DataNode, policy_name: str = "image_net", shape: Any = None, fill_value: Any = 128,

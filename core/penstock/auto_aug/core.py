@@ -32,6 +32,11 @@ class Augmentation:
     mag_to_param: Callable | None = None
     param_device: str = "cpu"
 
+    def __post_init__(self) -> None:
+        if self.param_device not in ("cpu", "auto"):
+            raise NotImplementedError(f"augmentation {self.name}: param_device={self.param_device!r} is not "
+                                      "supported; parameters are computed on the CPU ('cpu' or 'auto')")
+
     def augmentation(self, mag_range: Any = None, randomly_negate: Any = None, mag_to_param: Any = None,
                      param_device: Any = None, name: Any = None) -> "Augmentation":
         """A copy with some settings replaced."""

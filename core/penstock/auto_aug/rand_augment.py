@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ..data_node import DataNode
 from . import augmentations as a
-from ._common import op_kwargs, random_index, translations, without
+from ._common import op_kwargs, random_index, seed_stream, translations, without
 from .core import Augmentation, require_conditionals, select
 
 __all__ = ["rand_augment", "apply_rand_augment", "get_rand_augment_suite"]
@@ -30,10 +30,11 @@ def apply_rand_augment(augmentations: Sequence[Augmentation], data: DataNode, n:
         raise ValueError(f"rand_augment: n must be non-negative, got {n}")
     if not 0 <= m < num_magnitude_bins:
         raise ValueError(f"rand_augment: m must lie in [0, num_magnitude_bins={num_magnitude_bins}), got {m}")
-    ops = [functools.partial(aug, magnitude_bin=m, num_magnitude_bins=num_magnitude_bins, seed=seed, **kwargs)
-           for aug in augmentations]
+    seeds = seed_stream(seed)
     for _ in range(n):
-        data = select(ops, random_index(len(ops), seed), data)
+        ops = [functools.partial(aug, magnitude_bin=m, num_magnitude_bins=num_magnitude_bins, seed=next(seeds),
+                                 **kwargs) for aug in augmentations]
+        data = select(ops, random_index(len(ops), next(seeds)), data)
     return data
 
 

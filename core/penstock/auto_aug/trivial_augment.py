@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ..data_node import DataNode
 from . import augmentations as a
-from ._common import op_kwargs, random_index, translations, without
+from ._common import op_kwargs, random_index, seed_stream, translations, without
 from .core import Augmentation, require_conditionals, select
 
 __all__ = ["trivial_augment_wide", "apply_trivial_augment", "get_trivial_augment_wide_suite"]
@@ -31,10 +31,11 @@ def apply_trivial_augment(augmentations: Sequence[Augmentation], data: DataNode,
     require_conditionals("trivial_augment_wide")
     if not augmentations:
         raise ValueError("trivial_augment: no augmentations")
-    magnitude_bin = random_index(num_magnitude_bins, seed)
-    ops = [functools.partial(aug, magnitude_bin=magnitude_bin, num_magnitude_bins=num_magnitude_bins, seed=seed,
-                             **kwargs) for aug in augmentations]
-    return select(ops, random_index(len(ops), seed), data)
+    seeds = seed_stream(seed)
+    magnitude_bin = random_index(num_magnitude_bins, next(seeds))
+    ops = [functools.partial(aug, magnitude_bin=magnitude_bin, num_magnitude_bins=num_magnitude_bins,
+                             seed=next(seeds), **kwargs) for aug in augmentations]
+    return select(ops, random_index(len(ops), next(seeds)), data)
 
 
 def trivial_augment_wide(data: DataNode, num_magnitude_bins: int = 31, shape: Any = None, fill_value: Any = 128,
