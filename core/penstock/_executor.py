@@ -20,6 +20,7 @@ import weakref
 from typing import Any, Sequence
 
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
+from .tensors import TensorListCPU
 
 
 class PipelineError(RuntimeError):
@@ -62,6 +63,10 @@ def _describe_failure(op: Operator, exc: BaseException, inputs: Sequence[Any]) -
                 break
         return f"{where}:\n{sample_err.args[0] if sample_err.args else sample_err}"
     return f"{where}:\n{type(exc).__name__}: {exc}"
+
+
+def _no_samples(op: Operator) -> list:
+    return [TensorListCPU([]) for _ in op.node.outputs]
 
 
 class Executor:
@@ -123,21 +128,27 @@ class Executor:
             pos = self._position[id(op)]
             reads = set(inputs) | {key for _, key in arg_inputs}
             drop = [key for key in reads if self._last_use.get(key, -1) <= pos]
-            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name])
+            # inside a conditional branch the batch is the branch's samples (always one of the inputs)
+            ref = node.batch_ref
+            batch_key = (ref.source.id, ref.index) if ref is not None else None
+            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], batch_key)
         return plan
 
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
         for op in ops:
-            in_keys, arg_keys, drop, stats = self._plan(op)
+            in_keys, arg_keys, drop, stats, batch_key = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
+            batch_size = it.batch_size if batch_key is None else len(values[batch_key])
             on_gpu = op.device != "cpu"
-            ws = Workspace(inputs, arg_inputs, it.batch_size, it.index, it.epoch, self.pool,
+            ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op, self.device if on_gpu else None)
             start = time.perf_counter()
             try:
-                if on_gpu:
+                if batch_size == 0 and batch_key is not None:
+                    outs = _no_samples(op)  # a conditional branch that no sample reached
+                elif on_gpu:
                     with self.device:
                         outs = op.run(ws)
                 else:

@@ -15,7 +15,9 @@ from .data_node import DataNode
 def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str | None = None,
             py_object: Any = None) -> Any:
     """fn/ops call semantics: lists of inputs replicate the operator (multiple input sets)."""
-    set_sizes = {len(x) for x in inputs if isinstance(x, list)}
+    from .pipeline._debug import eager_pipeline, is_data
+    debug = eager_pipeline() is not None  # in debug mode a list of arrays is one batch, not input sets
+    set_sizes = {len(x) for x in inputs if isinstance(x, list) and not (debug and is_data(x))}
     if set_sizes:
         if len(set_sizes) > 1:
             raise ValueError(f"{schema.fn_name}: lists of inputs must all have the same length")
@@ -27,7 +29,7 @@ def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str |
                 default_device = "gpu"
         results = []
         for k in range(n):
-            one = tuple(x[k] if isinstance(x, list) else x for x in inputs)
+            one = tuple(x[k] if isinstance(x, list) and not (debug and is_data(x)) else x for x in inputs)
             results.append(call_op(schema, one, kwargs, default_device, py_object))
         return results
     outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=py_object)

@@ -21,6 +21,8 @@ def _next_id() -> int:
 
 class OpNode:
     """One operator instance in a graph."""
+    scope: Any = None                   # the conditional branch it runs in (None: every sample)
+    batch_ref: DataNode | None = None   # in a branch: the input whose sample count is its batch size
 
     def __init__(self, schema: OpSchema, device: str, args: dict, inputs: Sequence[DataNode],
                  arg_inputs: dict[str, DataNode], name: str | None):
@@ -61,6 +63,10 @@ def _as_node(value: Any, what: str, device: str) -> DataNode:
 def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_device: str | None = None,
             py_object: Any = None) -> list[DataNode]:
     """Validates arguments and inputs and adds an operator node; returns its outputs."""
+    from .pipeline._debug import eager_pipeline
+    debug = eager_pipeline()
+    if debug is not None:  # debug mode: the operator runs now
+        return debug.run_op(schema, inputs, kwargs, default_device, py_object)
     label = schema.fn_name
     kwargs = dict(kwargs)
     device = kwargs.pop("device", None) or default_device
@@ -93,7 +99,10 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
             raise ValueError(f"{label}: argument input '{key}' must be on the CPU")
     args = resolve_defaults(schema, scalars, tensors, label)
     args["name"] = name
+    from ._conditionals._scope import place
+    nodes, tensors, scope, batch_ref = place(schema, nodes, tensors)
     node = OpNode(schema, device, args, nodes, tensors, name)
+    node.scope, node.batch_ref = scope, batch_ref
     node.py_object = py_object
     return node.outputs
 

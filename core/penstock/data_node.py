@@ -29,7 +29,8 @@ class DataNode:
 
     def __bool__(self) -> bool:
         raise TypeError(f"{self!r} has no truth value while the graph is defined: it is a batch. "
-                        "Data-dependent `if` needs enable_conditionals=True")
+                        "Data-dependent `if` needs enable_conditionals=True (which converts `if`, conditional "
+                        "expressions and and/or/not; loops and assertions on DataNodes stay unsupported)")
 
     def __iter__(self):
         raise TypeError(f"{self!r} is not iterable: it stands for a whole batch")

@@ -46,13 +46,12 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
             for key in list(kwargs):
                 if key in _CTOR_PARAMS and key not in params:
                     ctor[key] = kwargs.pop(key)
-            if conditionals:
-                raise NotImplementedError("penstock does not support enable_conditionals yet")
             if is_debug:
-                raise NotImplementedError("penstock does not support debug mode (debug=True) yet")
+                from ._debug import debug_pipeline
+                return debug_pipeline(func, args, kwargs, ctor, conditionals)
             pipe = Pipeline(**ctor)
             with pipe:
-                result = func(*args, **kwargs)
+                result = _call_definition(func, args, kwargs, conditionals)
             outputs = _outputs_tuple(result)
             if isinstance(result, list):
                 raise TypeError(f"'{func.__name__}' returned a list; return a DataNode or a tuple of "
@@ -64,6 +63,26 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
         return create_pipeline
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _call_definition(func: Callable, args: tuple, kwargs: dict, conditionals: bool) -> Any:
+    """Runs the graph function; with conditionals, its converted form in a conditional context."""
+    if not conditionals:
+        return func(*args, **kwargs)
+    from .._conditionals import _scope, convert
+    from .._conditionals._runtime import check_defined
+    if getattr(func, "_penstock_do_not_convert", False):
+        raise ValueError(f"@pipeline_def(enable_conditionals=True): '{func.__name__}' is marked "
+                         "@do_not_convert; the pipeline function itself is always converted")
+    converted = convert(func)
+    if converted is func:
+        raise RuntimeError(f"enable_conditionals=True: the source of '{func.__name__}' is not available, "
+                           "so its conditionals cannot be converted")
+    with _scope.defining():
+        result = converted(*args, **kwargs)
+    for value in result if isinstance(result, (tuple, list)) else (result,):
+        check_defined(value)
+    return result
 
 
 def do_not_convert(func: Callable) -> Callable:

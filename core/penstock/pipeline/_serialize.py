@@ -77,7 +77,9 @@ def serialize(pipe: Any) -> bytes:
                     "args": {k: _encode(v) for k, v in n.args.items()},
                     "inputs": [[d.source.name, d.index] for d in n.inputs],
                     "arg_inputs": {k: [d.source.name, d.index] for k, d in n.arg_inputs.items()},
-                    "preserve": n.preserve})
+                    "preserve": n.preserve,
+                    # conditional branches: the input whose sample count is the operator's batch
+                    "batch_ref": None if n.batch_ref is None else [n.batch_ref.source.name, n.batch_ref.index]})
     doc = {"format": FORMAT, "version": VERSION,
            "pipeline": {k: _encode(v) for k, v in _ctor_params(pipe).items()},
            "ops": ops, "outputs": [[o.source.name, o.index] for o in pipe._outputs]}
@@ -109,6 +111,9 @@ def load_graph_into(pipe: Any, data: bytes) -> None:
             node = OpNode(schema, rec["device"], args, inputs, arg_inputs, rec["name"])
             node.explicit_name = rec["explicit_name"]
             node.preserve = rec["preserve"]
+            if rec.get("batch_ref") is not None:
+                ref_name, ref_idx = rec["batch_ref"]
+                node.batch_ref = by_name[ref_name].outputs[ref_idx]
             by_name[rec["name"]] = node
     pipe.set_outputs(*[by_name[name].outputs[idx] for name, idx in doc["outputs"]])
 

@@ -1,0 +1,119 @@
+"""Per-sample control flow (``enable_conditionals=True``): split a batch by a predicate, merge
+branch results back into sample order, and the logical operators on predicates.
+
+Internal operators: the conditional statements of a pipeline definition insert them (see
+``penstock._conditionals``); they are not exported to ``fn``/``ops``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..tensors import TensorListCPU
+from ._batch import empty_batch
+
+SPLIT = OpSchema(
+    "_conditional.Split", "The samples whose predicate equals `branch` (zero-copy view, order kept).",
+    args=[Arg("branch", ArgType.BOOL, True, doc="which side of the predicate to keep")],
+    min_inputs=2, devices=("cpu",), internal=True)
+
+MERGE = OpSchema(
+    "_conditional.Merge", "Interleaves the false-branch and true-branch batches back into sample order.",
+    args=[Arg("what", ArgType.STR, "", doc="the variable being merged (for error messages)")],
+    min_inputs=3, devices=("cpu",), internal=True)
+
+PREDICATE = OpSchema(
+    "_conditional.Predicate", "Checks a predicate (0-d CPU samples) and applies `not` to it.",
+    args=[Arg("kind", ArgType.STR, "if", doc="'if', 'not', 'and' or 'or' (the expression checked)")],
+    devices=("cpu",), internal=True)
+
+
+def predicate_mask(tl: TensorListCPU, label: str, kind: str = "if") -> np.ndarray:
+    """[N] bool: the samples of a predicate batch, which must be scalars (0-d)."""
+    if tl.ndim() != 0:
+        bad = next((i for i, s in enumerate(tl.shape()) if len(s)), 0)
+        raise RuntimeError(f"{label}: conditions of `{kind}` are restricted to scalar (0-d tensors) inputs, "
+                           f"that are placed on CPU; sample {bad} has shape {tl.shape()[bad]}")
+    if kind in ("and", "or") and tl._buf.dtype != np.bool_:
+        raise RuntimeError(f"{label}: logical expression `{kind}` is restricted to scalar (0-d tensors) "
+                           f"inputs of bool type, that are placed on CPU; got {tl.dtype.name}")
+    return tl._buf[tl._offsets] != 0 if len(tl) else np.zeros(0, np.bool_)
+
+
+@register(SPLIT)
+class SplitCPU(Operator):
+    def run(self, ws):
+        data, pred = ws.inputs
+        mask = predicate_mask(pred, self.label)
+        if len(mask) != len(data):
+            raise RuntimeError(f"{self.label}: the predicate has {len(mask)} samples, the data {len(data)}")
+        keep = np.flatnonzero(mask == self.args["branch"])
+        infos = [data._source_info[i] for i in keep]
+        shapes = data._shapes[keep]
+        if len(keep) and keep[-1] - keep[0] + 1 == len(keep) and data._is_packed_cached():
+            # a run of consecutive samples of a packed batch: a view, no copy
+            start = data._offsets[keep[0]]
+            return [TensorListCPU._from_packed(data._buf[start:], shapes, data._offsets[keep] - start,
+                                               data._layout, infos)]
+        out = empty_batch(shapes, data._buf.dtype, data._layout, infos)
+        if len(keep):  # kernels expect packed batches: one native gather of the selected samples
+            _engine.concat(ws.pool, [data._buf], [shapes], [data._offsets[keep]], 0,
+                           out._buf, out._shapes, out._offsets)
+        return [out]
+
+
+@register(MERGE)
+class MergeCPU(Operator):
+    """Either side may also be the whole batch (a value the branch left unchanged): its samples
+    are then taken at their own positions, which saves splitting it first."""
+
+    def run(self, ws):
+        false_part, true_part, pred = ws.inputs
+        mask = predicate_mask(pred, self.label)
+        what = f" for '{self.args['what']}'" if self.args["what"] else ""
+        where = (np.flatnonzero(~mask), np.flatnonzero(mask))
+        sides = []
+        for part, idx in zip((false_part, true_part), where):
+            if len(part) not in (len(idx), len(mask)):
+                raise RuntimeError(f"{self.label}: branch results{what} have {len(true_part)} + {len(false_part)} "
+                                   f"samples, the predicate selects {len(where[1])} + {len(where[0])}")
+            rows = idx if len(part) == len(mask) else slice(None)
+            sides.append((part, idx, part._shapes[rows], part._offsets[rows], np.asarray(part._source_info,
+                                                                                          object)[rows]))
+        parts = [p for p, idx, *_ in sides if len(idx)]
+        if len({p._buf.dtype for p in parts}) > 1 or len({p.ndim() for p in parts}) > 1:
+            raise RuntimeError(f"{self.label}: the branches of a conditional produce different types or "
+                               f"dimensionality{what}: {false_part.dtype.name}/{false_part.ndim()}-D in the "
+                               f"false branch, {true_part.dtype.name}/{true_part.ndim()}-D in the true branch")
+        layouts = {p._layout for p in parts if p._layout}
+        if len(layouts) > 1:
+            raise RuntimeError(f"{self.label}: the branches of a conditional produce different layouts{what}: "
+                               f"{sorted(layouts)}")
+        ref = parts[0] if parts else true_part
+        shapes = np.empty((len(mask), ref.ndim()), np.int64)
+        infos = np.empty(len(mask), object)
+        for part, idx, part_shapes, _, part_infos in sides:
+            if len(idx):  # a side no sample took may be a placeholder (see the executor)
+                shapes[idx] = part_shapes
+                infos[idx] = part_infos
+        out = empty_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
+        for part, idx, part_shapes, part_offsets, _ in sides:
+            if len(idx):  # one native call per side: copies each of its samples to its slot
+                _engine.concat(ws.pool, [part._buf], [part_shapes], [np.ascontiguousarray(part_offsets)], 0,
+                               out._buf, part_shapes, out._offsets[idx])
+        out._source_info = infos.tolist()
+        return [out]
+
+
+@register(PREDICATE)
+class PredicateCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        kind = self.args["kind"]
+        mask = predicate_mask(src, self.label, kind)
+        if kind != "not":
+            return [src]
+        return [TensorListCPU._from_packed(~mask, np.zeros((len(mask), 0), np.int64), None, "",
+                                           src._source_info)]

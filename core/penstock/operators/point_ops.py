@@ -1,0 +1,138 @@
+"""Point operations on uint8 images (channels last): ``experimental.equalize`` and the internal
+operators of the automatic augmentations (auto-contrast, contrast, posterize, solarize,
+solarize-add, invert, sharpness).
+
+Each point operation is a 256-entry lookup table per sample and channel, computed in numpy for
+the whole batch (from per-channel histograms where it depends on the image) and applied in one
+native call.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ._batch import contiguous, empty_batch
+
+_V = np.arange(256, dtype=np.float64)
+
+
+def _channels(src) -> np.ndarray:
+    return src._shapes[:, -1] if src.ndim() >= 3 else np.ones(len(src), np.int64)
+
+
+def _histograms(ws, src, channels: int) -> np.ndarray:
+    hist = np.zeros((len(src), channels * 256), np.int64)
+    _engine.channel_histograms(ws.pool, src._buf, src._shapes, src._offsets, channels, hist)
+    return hist.reshape(len(src), channels, 256)
+
+
+def _lut_u8(values: np.ndarray) -> np.ndarray:
+    """Rounds half away from zero (values are >= 0 after clipping) and saturates to uint8."""
+    return np.floor(np.clip(values, 0, 255) + 0.5).astype(np.uint8)
+
+
+def _equalize(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
+    """PIL's ImageOps.equalize per channel: the last used value's pixels are left out of the steps."""
+    last = 255 - np.argmax(hist[..., ::-1] > 0, axis=-1)
+    last_count = np.take_along_axis(hist, last[..., None], axis=-1)[..., 0]
+    step = (hist.sum(axis=-1) - last_count) // 255
+    before = np.cumsum(hist, axis=-1) - hist
+    safe = np.maximum(step, 1)[..., None]
+    lut = np.minimum((before + safe // 2) // safe, 255)
+    return np.where((step == 0)[..., None], _V, lut).astype(np.uint8)
+
+
+def _auto_contrast(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
+    """Stretches each channel so that its darkest value becomes 0 and its brightest 255."""
+    used = hist > 0
+    lo = np.argmax(used, axis=-1)[..., None].astype(np.float64)
+    hi = (255 - np.argmax(used[..., ::-1], axis=-1))[..., None].astype(np.float64)
+    scale = 255.0 / np.maximum(hi - lo, 1)
+    return np.where(hi > lo, _lut_u8((_V - lo) * scale), _V.astype(np.uint8))
+
+
+def _contrast(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
+    """PIL's ImageEnhance.Contrast: blends with the mean grey level of the image."""
+    counts = np.maximum(hist.sum(axis=-1), 1)
+    means = (hist * _V).sum(axis=-1) / counts                  # [N, C]
+    weights = np.array([0.299, 0.587, 0.114]) if hist.shape[1] == 3 else np.full(hist.shape[1], 1 / hist.shape[1])
+    grey = np.floor(means @ weights + 0.5)[:, None, None]       # PIL: int(mean + 0.5)
+    return _lut_u8(grey + param[:, None, None] * (_V - grey))
+
+
+def _posterize(hist: None, param: np.ndarray) -> np.ndarray:
+    bits = np.clip(np.round(param), 0, 8).astype(np.int64)
+    mask = (0xFF << (8 - bits)) & 0xFF
+    return (np.arange(256)[None, :] & mask[:, None]).astype(np.uint8)[:, None, :]
+
+
+def _solarize(hist: None, param: np.ndarray) -> np.ndarray:
+    return np.where(_V[None, :] < param[:, None], _V, 255 - _V).astype(np.uint8)[:, None, :]
+
+
+def _solarize_add(hist: None, param: np.ndarray) -> np.ndarray:
+    return np.where(_V[None, :] < 128, _lut_u8(_V[None, :] + param[:, None]), _V.astype(np.uint8))[:, None, :]
+
+
+def _invert(hist: None, param: np.ndarray) -> np.ndarray:
+    return np.broadcast_to((255 - _V).astype(np.uint8), (len(param), 1, 256))
+
+
+def _schema(name: str, doc: str, param_doc: str | None, internal: bool = True) -> OpSchema:
+    args = [Arg("param", ArgType.FLOAT, 0.0, tensor=True, doc=param_doc)] if param_doc else []
+    return OpSchema(name, doc, args=args, devices=("cpu",), internal=internal)
+
+
+def _point_op(schema: OpSchema, lut: Callable, needs_hist: bool) -> None:
+    @register(schema)
+    class PointOpCPU(Operator):
+        def run(self, ws):
+            src = contiguous(ws.inputs[0])
+            if src._buf.dtype != np.uint8 or src.ndim() not in (2, 3):
+                raise ValueError(f"{self.label}: expects uint8 images (HW or HWC), got {src.dtype.name} "
+                                 f"with {src.ndim()} dimensions")
+            n = len(src)
+            channels = int(_channels(src).max()) if n else 1
+            param = ws.per_sample("param", np.float64) if "param" in schema.arguments else np.zeros(n)
+            luts = lut(_histograms(ws, src, channels) if needs_hist else None, param)
+            luts = np.ascontiguousarray(np.broadcast_to(luts, (n, channels, 256)))
+            out = empty_batch(src._shapes, np.uint8, src._layout, src._source_info)
+            _engine.apply_lut(ws.pool, src._buf, src._shapes, src._offsets, luts, out._buf, out._offsets)
+            return [out]
+
+    PointOpCPU.__name__ = PointOpCPU.__qualname__ = schema.class_name + "CPU"
+
+
+EQUALIZE = _schema("experimental.Equalize", "Histogram equalization of each channel of uint8 images.", None,
+                   internal=False)
+AUTO_CONTRAST = _schema("_auto_aug.AutoContrast", "Stretches each channel to the full [0, 255] range.", None)
+CONTRAST = _schema("_auto_aug.Contrast", "Blends with the mean grey level (PIL's contrast enhancement).",
+                   "blend factor: 0 = flat grey, 1 = unchanged")
+POSTERIZE = _schema("_auto_aug.Posterize", "Keeps the `param` most significant bits.", "bits kept (0-8)")
+SOLARIZE = _schema("_auto_aug.Solarize", "Inverts the values at or above a threshold.", "threshold")
+SOLARIZE_ADD = _schema("_auto_aug.SolarizeAdd", "Adds `param` to values below 128 (saturating).", "shift")
+INVERT = _schema("_auto_aug.Invert", "255 - value.", None)
+SHARPNESS = _schema("_auto_aug.Sharpness", "Blends with a 3x3 smoothed image (PIL's sharpness enhancement).",
+                    "blend factor: 0 = smoothed, 1 = unchanged")
+
+for _s, _f, _h in ((EQUALIZE, _equalize, True), (AUTO_CONTRAST, _auto_contrast, True), (CONTRAST, _contrast, True),
+                   (POSTERIZE, _posterize, False), (SOLARIZE, _solarize, False),
+                   (SOLARIZE_ADD, _solarize_add, False), (INVERT, _invert, False)):
+    _point_op(_s, _f, _h)
+
+
+@register(SHARPNESS)
+class SharpnessCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        if src._buf.dtype != np.uint8 or src.ndim() != 3:
+            raise ValueError(f"{self.label}: expects uint8 HWC images, got {src.dtype.name} with "
+                             f"{src.ndim()} dimensions")
+        factors = ws.per_sample("param", np.float32)
+        out = empty_batch(src._shapes, np.uint8, src._layout, src._source_info)
+        _engine.sharpness(ws.pool, src._buf, src._shapes, src._offsets, factors, out._buf, out._offsets)
+        return [out]

@@ -1,0 +1,234 @@
+"""Debug mode (``pipeline.experimental.pipeline_def(debug=True)``): the graph function runs eagerly.
+
+Every ``run()`` calls the graph function again; each operator call executes at once on the
+calling thread and returns a :class:`DataNodeDebug` holding its batch (``.get()``). Operator
+instances persist between iterations, matched by call order, so readers, external sources and
+random generators keep their state; the order of operator calls must not change.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Workspace
+from .._registry import kernel_for
+from ..data_node import DataNode
+from ..tensors import TensorCPU, TensorListCPU
+from ._pipeline import Pipeline
+
+_local = threading.local()
+
+
+class DataNodeDebug(DataNode):
+    """An operator's output in debug mode: a DataNode that also holds this iteration's data."""
+
+    def __init__(self, data: TensorListCPU, name: str, source: Any = None, index: int = 0):
+        super().__init__(name, "cpu", source, index)
+        self._data = data
+
+    def get(self) -> TensorListCPU:
+        """The batch this node holds in the current iteration."""
+        return self._data
+
+    def __str__(self) -> str:
+        samples = ",\n".join("    " + np.array2string(self._data.at(i), prefix="    ") for i in range(len(self._data)))
+        return (f"DataNodeDebug(name={self.name!r}, dtype={self._data.dtype.name}, layout={self._data._layout!r}, "
+                f"data=[\n{samples}])")
+
+    __repr__ = __str__
+
+
+def _as_batch(value: Any, label: str) -> TensorListCPU:
+    """A debug-mode operator input given as data: TensorList, list of arrays/tensors, or an array
+    (or torch tensor) whose first dimension is the batch."""
+    if isinstance(value, DataNodeDebug):
+        return value.get()
+    if isinstance(value, TensorListCPU):
+        return value
+    if isinstance(value, (list, tuple)):
+        return TensorListCPU([np.asarray(v) if not isinstance(v, TensorCPU) else v for v in value])
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch tensor
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return TensorListCPU(value)
+    raise TypeError(f"{label}: debug-mode input must be a DataNode, a TensorList, a list of arrays or an "
+                    f"array with a leading batch dimension; got {type(value).__name__}")
+
+
+def is_data(value: Any) -> bool:
+    """Whether a debug-mode operator argument is a batch of data (not a constant)."""
+    return isinstance(value, (TensorListCPU, np.ndarray)) or (
+        isinstance(value, list) and bool(value) and all(isinstance(v, (np.ndarray, TensorCPU)) for v in value)) or (
+        hasattr(value, "detach") and hasattr(value, "cpu"))
+
+
+def eager_pipeline() -> "DebugPipeline | None":
+    return getattr(_local, "pipe", None)
+
+
+class DebugPipeline(Pipeline):
+    """A pipeline whose graph function runs eagerly every iteration."""
+
+    def __init__(self, func: Callable, args: tuple, kwargs: dict, conditionals: bool, **ctor: Any):
+        super().__init__(**ctor)
+        self._func, self._fargs, self._fkwargs = func, args, kwargs
+        self._conditionals = conditionals
+        self._kernels: list[tuple[Any, Any, str]] = []  # (schema, operator, args key) by call order
+        self._calls = 0
+        self._random_calls = 0
+        self._iter_batch: int | None = None
+
+    def _register_node(self, node: Any) -> None:
+        """Debug nodes are not kept: the graph is re-created every iteration."""
+
+    # -- the pipeline API
+    def build(self) -> None:
+        if self._built:
+            return
+        if self._max_batch_size is None or self._max_batch_size < 1:
+            raise ValueError(f"the pipeline needs a positive batch_size to build (got {self._max_batch_size})")
+        if self._num_threads is None or self._num_threads < 1:
+            raise ValueError("the pipeline needs num_threads >= 1 to build")
+        self._pool = _engine.ThreadPool(self._num_threads)
+        self._built = True
+
+    def schedule_run(self) -> None:
+        self.build()
+        if self._last_iter:
+            return
+        try:
+            results = self._run_iteration()
+        except StopIteration:
+            self._last_iter = True
+            return
+        self._pending.append(results)
+
+    def _pop_outputs(self) -> tuple:
+        if not self._pending:
+            raise StopIteration
+        results = self._pending.popleft()
+        self._check_outputs(results)
+        return results
+
+    def feed_input(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("feed_input is not supported in debug mode: give the data to the operators "
+                                  "in the pipeline function instead")
+
+    def reset(self) -> None:
+        if self._last_iter:
+            self._last_iter = False
+            self._epoch += 1
+            self._iter_in_epoch = 0
+            for _, op, _ in self._kernels:
+                if op.schema.is_source:
+                    op.reset_epoch()
+
+    def _run_iteration(self) -> tuple:
+        from ._definition import _call_definition, _outputs_tuple
+        self._calls = self._random_calls = 0
+        self._iter_batch = None
+        with self, self._eager():
+            result = _call_definition(self._func, self._fargs, self._fkwargs, self._conditionals)
+        if self._kernels and self._calls != len(self._kernels):
+            raise RuntimeError(f"debug mode: this iteration called {self._calls} operators, the first one "
+                               f"{len(self._kernels)}; the operators must be the same every iteration")
+        outs = []
+        for i, o in enumerate(_outputs_tuple(result)):
+            outs.append(o.get() if isinstance(o, DataNodeDebug) else _as_batch(o, f"pipeline output {i}"))
+        self._iteration += 1
+        self._iter_in_epoch += 1
+        return tuple(outs)
+
+    @contextlib.contextmanager
+    def _eager(self) -> Iterator[None]:
+        saved = eager_pipeline()
+        _local.pipe = self
+        try:
+            yield
+        finally:
+            _local.pipe = saved
+
+    # -- eager operator calls (from _graph.make_op)
+    def run_op(self, schema: Any, inputs: tuple, kwargs: dict, default_device: str | None, py_object: Any) -> list:
+        from .._graph import make_op
+        label = schema.fn_name
+        inputs = tuple(self._debug_node(x, label) if is_data(x) else x for x in inputs)
+        kwargs = {k: self._debug_node(v, f"{label} argument '{k}'") if is_data(v) and k != "source" else v
+                  for k, v in kwargs.items()}
+        with self._graph_mode():
+            outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=py_object)
+        if not outs:
+            return outs
+        results = self._execute(outs[0].source)
+        return [DataNodeDebug(tl, d.name, d.source, d.index) for tl, d in zip(results, outs)]
+
+    def _value(self, node: DataNode) -> TensorListCPU:
+        if isinstance(node, DataNodeDebug):
+            return node.get()
+        return self._execute(node.source)[node.index]  # a constant promoted while building the call
+
+    def _execute(self, node: Any) -> list:
+        op = self._kernel(node)
+        tls = [self._value(d) for d in node.inputs]
+        args = {k: self._value(d) for k, d in node.arg_inputs.items()}
+        fed = None
+        if node.schema.is_source:
+            fed = op.fetch(self._epoch, self._iter_in_epoch, self._max_batch_size)
+            self._iter_batch = len(fed[0] if isinstance(fed, (list, tuple)) else fed)
+        batch = len(tls[0]) if tls else len(next(iter(args.values()))) if args else (
+            self._iter_batch or self._max_batch_size)
+        if batch == 0 and node.batch_ref is not None:  # a conditional branch no sample reached
+            return [TensorListCPU([]) for _ in node.outputs]
+        ws = Workspace(tls, args, batch, self._iteration, self._epoch, self._pool, fed, op)
+        results = op.run(ws)
+        for out in results:
+            if tls and len(out) == len(tls[0]) and not any(out._source_info):
+                out._source_info = tls[0]._source_info
+        return results
+
+    def _debug_node(self, value: Any, label: str) -> DataNodeDebug:
+        return DataNodeDebug(_as_batch(value, label), f"{label} input")
+
+    @contextlib.contextmanager
+    def _graph_mode(self) -> Iterator[None]:
+        _local.pipe = None
+        try:
+            yield
+        finally:
+            _local.pipe = self
+
+    def _kernel(self, node: Any) -> Any:
+        """The operator instance of this call (created at the first iteration)."""
+        k = self._calls
+        self._calls += 1
+        if node.schema.is_random:
+            explicit = node.args.get("seed", -1)
+            if explicit is None or explicit < 0:
+                ss = np.random.SeedSequence([self._effective_seed, self._random_calls])
+                node.resolved_seed = int(ss.generate_state(1, np.uint64)[0] >> 1)
+            self._random_calls += 1
+        key = repr(sorted((a, v) for a, v in node.args.items() if a != "name"))
+        if k < len(self._kernels):
+            schema, op, old_key = self._kernels[k]
+            if schema is not node.schema:
+                raise RuntimeError(f"debug mode: operator call {k} is {node.schema.fn_name} in this iteration "
+                                   f"but was {schema.fn_name} before; the operators must be the same every "
+                                   "iteration")
+            if old_key == key:
+                op.node = node
+                return op
+        op = kernel_for(node.schema, node.device)(node, self)
+        op.setup()
+        if k < len(self._kernels):
+            self._kernels[k] = (node.schema, op, key)
+        else:
+            self._kernels.append((node.schema, op, key))
+        return op
+
+
+def debug_pipeline(func: Callable, args: tuple, kwargs: dict, ctor: dict, conditionals: bool) -> DebugPipeline:
+    return DebugPipeline(func, args, kwargs, conditionals, **ctor)

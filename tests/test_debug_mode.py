@@ -1,0 +1,145 @@
+"""Debug mode: pipeline.experimental.pipeline_def(debug=True) runs the graph function eagerly."""
+import numpy as np
+import pytest
+
+from penstock import fn, pipeline_def, types
+from penstock.pipeline import experimental
+from penstock.tensors import TensorListCPU
+
+B = 4
+
+
+def _debug(**kw):
+    return experimental.pipeline_def(batch_size=B, num_threads=2, device_id=None, debug=True, **kw)
+
+
+def _images(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 255, (5 + i, 6, 3), dtype=np.uint8) for i in range(B)]
+
+
+def test_get_and_print_intermediate_nodes(capsys):
+    seen = {}
+
+    @_debug()
+    def pipe():
+        x = fn.external_source(source=lambda: [np.full((2,), i, np.int32) for i in range(B)], batch=True)
+        y = x * 3
+        seen["y"] = y.get()
+        print(y)
+        return y
+
+    (out,) = pipe().run()
+    assert isinstance(seen["y"], TensorListCPU)
+    np.testing.assert_array_equal(seen["y"].as_array(), np.arange(B)[:, None].repeat(2, 1) * 3)
+    np.testing.assert_array_equal(out.as_array(), seen["y"].as_array())
+    printed = capsys.readouterr().out
+    assert "[9 9]" in printed and "INT32" in printed
+
+
+def test_data_inputs_of_every_kind():
+    torch = pytest.importorskip("torch")
+    imgs = _images()
+    dense = np.stack([np.arange(12, dtype=np.float32).reshape(2, 2, 3) + i for i in range(B)])
+
+    @_debug()
+    def pipe():
+        a = fn.flip(imgs, horizontal=1, vertical=0)                     # list of arrays
+        b = fn.flip(TensorListCPU(imgs, "HWC"), horizontal=0, vertical=1)  # TensorList
+        c = fn.flip(dense, horizontal=1, vertical=0)                    # array, leading batch dim
+        d = fn.flip(torch.from_numpy(dense), horizontal=1, vertical=0)  # torch tensor
+        return a, b, c, d
+
+    a, b, c, d = pipe().run()
+    for i in range(B):
+        np.testing.assert_array_equal(a.at(i), imgs[i][:, ::-1])
+        np.testing.assert_array_equal(b.at(i), imgs[i][::-1])
+    np.testing.assert_array_equal(c.as_array(), dense[:, :, ::-1])
+    np.testing.assert_array_equal(d.as_array(), dense[:, :, ::-1])
+
+
+def test_python_control_flow_on_values_and_iterations():
+    def source():
+        source.calls += 1
+        return [np.array(source.calls * 10 + i, np.int32) for i in range(B)]
+    source.calls = 0
+
+    @_debug()
+    def pipe():
+        x = fn.external_source(source=source, batch=True)
+        if np.asarray(x.get().as_array()).sum() > 50:  # decided on this iteration's values
+            return x + 1000
+        return x - 1000
+
+    p = pipe()
+    np.testing.assert_array_equal(p.run()[0].as_array(), np.arange(10, 14) - 1000)
+    np.testing.assert_array_equal(p.run()[0].as_array(), np.arange(20, 24) + 1000)
+
+
+def test_external_source_with_several_outputs_holds_its_data():
+    def source():
+        return [np.array(i, np.int32) for i in range(B)], [np.array(-i, np.float32) for i in range(B)]
+
+    @_debug()
+    def pipe():
+        a, b = fn.external_source(source=source, num_outputs=2, batch=True)
+        np.testing.assert_array_equal(a.get().as_array(), np.arange(B))
+        return a, b * 2
+
+    a, b = pipe().run()
+    np.testing.assert_array_equal(a.as_array(), np.arange(B))
+    np.testing.assert_array_equal(b.as_array(), -2.0 * np.arange(B))
+
+
+def test_unknown_argument_is_named():
+    @_debug()
+    def pipe():
+        return fn.flip(_images(), horizontall=1)
+
+    with pytest.raises(Exception, match="horizontall"):
+        pipe().run()
+
+
+def _graph(op_seed):
+    imgs = _images(1)
+    x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC")
+    angle = fn.random.uniform(range=(-30, 30), seed=op_seed)
+    flip = fn.random.coin_flip(seed=op_seed + 1)
+    return fn.rotate(fn.flip(x, horizontal=flip), angle=angle, fill_value=0), angle, flip
+
+
+def test_same_results_as_standard_mode_with_seeds():
+    debug = _debug()(_graph)(11)
+    standard = pipeline_def(batch_size=B, num_threads=2, device_id=None)(_graph)(11)
+    for _ in range(2):
+        for d, s in zip(debug.run(), standard.run()):
+            for i in range(B):
+                np.testing.assert_array_equal(d.at(i), s.at(i))
+
+
+def test_conditionals_in_debug_mode():
+    @_debug(enable_conditionals=True)
+    def pipe():
+        x = fn.external_source(source=lambda: [np.array(i, np.int32) for i in range(B)], batch=True)
+        if x > 1:
+            y = x * 10
+        else:
+            y = x - 100
+        return y
+
+    np.testing.assert_array_equal(pipe().run()[0].as_array(), [-100, -99, 20, 30])
+
+
+def test_operators_must_not_change_between_iterations():
+    calls = []
+
+    @_debug()
+    def pipe():
+        calls.append(1)
+        x = fn.external_source(source=lambda: [np.array(1, np.int32)] * B, batch=True)
+        return x + 1 if len(calls) == 1 else fn.cast(x, dtype=types.FLOAT)
+
+    p = pipe()
+    p.run()
+    with pytest.raises(RuntimeError, match="the same every iteration"):
+        p.run()

@@ -1,0 +1,73 @@
+"""Point operations on uint8 images (operators/point_ops.py) against PIL, with per-sample parameters."""
+import numpy as np
+import pytest
+from PIL import Image, ImageEnhance, ImageOps
+
+from penstock import fn, pipeline_def
+from penstock._graph import make_op
+from penstock.operators import point_ops
+
+
+def _images(n=6, seed=0, channels=3):
+    rng = np.random.default_rng(seed)
+    shape = (lambda i: (9 + i, 11, channels)) if channels else (lambda i: (9 + i, 11))
+    # low contrast, so that auto-contrast and equalize have work to do
+    return [rng.integers(40, 180, shape(i)).astype(np.uint8) for i in range(n)]
+
+
+def _run(op, imgs, params=None):
+    @pipeline_def(batch_size=len(imgs), num_threads=2, device_id=None)
+    def pipe():
+        x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC" if imgs[0].ndim == 3 else "HW")
+        if op is point_ops.EQUALIZE:
+            return fn.experimental.equalize(x)
+        kwargs = {}
+        if params is not None:
+            kwargs["param"] = fn.external_source(source=lambda: [np.float32(p) for p in params], batch=True)
+        return make_op(op, (x,), kwargs)[0]
+    out = pipe().run()[0]
+    return [out.at(i) for i in range(len(imgs))]
+
+
+@pytest.mark.parametrize("channels", [3, 0])
+@pytest.mark.parametrize("op,reference,tolerance", [
+    (point_ops.EQUALIZE, ImageOps.equalize, 0),
+    (point_ops.AUTO_CONTRAST, ImageOps.autocontrast, 1),  # PIL truncates, we round
+    (point_ops.INVERT, ImageOps.invert, 0),
+])
+def test_parameterless_operations_match_pil(op, reference, tolerance, channels):
+    imgs = _images(channels=channels)
+    imgs[0][:] = 77  # a flat image stays as it is (equalize, auto-contrast)
+    for img, out in zip(imgs, _run(op, imgs)):
+        ref = np.asarray(reference(Image.fromarray(img)))
+        assert out.shape == img.shape
+        assert np.abs(out.astype(int) - ref).max() <= tolerance
+
+
+def test_posterize_solarize_per_sample():
+    imgs = _images()
+    bits = [8, 6, 4, 2, 1, 0]
+    for img, b, out in zip(imgs, bits, _run(point_ops.POSTERIZE, imgs, bits)):
+        np.testing.assert_array_equal(out, img & ((0xFF << (8 - b)) & 0xFF))
+    thresholds = [0, 60, 100, 128.5, 200, 256]
+    for img, t, out in zip(imgs, thresholds, _run(point_ops.SOLARIZE, imgs, thresholds)):
+        np.testing.assert_array_equal(out, np.asarray(ImageOps.solarize(Image.fromarray(img), t)))
+    shifts = [0, 10, 50, 100, 110, 200]
+    for img, s, out in zip(imgs, shifts, _run(point_ops.SOLARIZE_ADD, imgs, shifts)):
+        np.testing.assert_array_equal(out, np.where(img < 128, np.minimum(img.astype(int) + s, 255), img))
+
+
+@pytest.mark.parametrize("op,enhance", [(point_ops.CONTRAST, ImageEnhance.Contrast),
+                                        (point_ops.SHARPNESS, ImageEnhance.Sharpness)])
+def test_enhancements_match_pil(op, enhance):
+    imgs = _images()
+    factors = [0.0, 0.1, 0.5, 1.0, 1.5, 1.9]
+    for img, f, out in zip(imgs, factors, _run(op, imgs, factors)):
+        ref = np.asarray(enhance(Image.fromarray(img)).enhance(f)).astype(int)
+        assert np.abs(out.astype(int) - ref).max() <= 1  # PIL truncates the blend, we round
+
+
+def test_rejects_non_uint8():
+    imgs = [np.zeros((4, 4, 3), np.float32)] * 2
+    with pytest.raises(RuntimeError, match="equalize.*uint8"):
+        _run(point_ops.EQUALIZE, imgs)
