@@ -69,6 +69,7 @@ class MixedDecoder:
         self._host = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-host-decode")
         self._in_flight: list[tuple[Any, list]] = []  # (event, nvImageCodec images) until the gather ran
         self._reserved = False
+        self._reuse = True
 
     def _reserve(self, ws) -> None:
         """Takes the memory the padding and preallocation arguments ask for into the pools once."""
@@ -118,7 +119,25 @@ class MixedDecoder:
         params = nv.DecodeParams(apply_exif_orientation=bool(self.op.args["adjust_orientation"]),
                                  color_spec=nv.ColorSpec.SRGB, allow_any_depth=False)
         streams = [nv.CodeStream(src._sample_array(int(i))) for i in idx]
-        return list(self.decoder.decode(streams, params=params, cuda_stream=int(ws.gpu.stream.ptr)))
+        stream = int(ws.gpu.stream.ptr)
+        reuse = self._spare_images(len(streams))
+        if reuse is not None:
+            try:  # decoding into images of an earlier batch saves an allocation per image
+                return list(self.decoder.decode(streams, images=reuse, params=params, cuda_stream=stream))
+            except TypeError:  # an nvImageCodec without image reuse
+                self._reuse = False
+        return list(self.decoder.decode(streams, params=params, cuda_stream=stream))
+
+    def _spare_images(self, count: int) -> list | None:
+        """``count`` images of a finished batch, to decode into again (None if there are none)."""
+        if not self._reuse:
+            return None
+        for k, (event, objs) in enumerate(self._in_flight):
+            images = objs[0]
+            if event.done and len(images) >= count and all(img is not None for img in images):
+                del self._in_flight[k]
+                return images[:count]
+        return None
 
     # -- one batch --------------------------------------------------------------------------------
     def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
@@ -189,9 +208,11 @@ class MixedDecoder:
         self.gpu_share = float(np.clip(0.5 * self.gpu_share + 0.5 * target, 0.05, 1.0))
 
     def _keep_alive(self, ws, images: list, upload: Any) -> None:
-        """Sources of the gather stay alive until the stream has run it."""
-        self._in_flight = [(ev, objs) for ev, objs in self._in_flight if not ev.done]
-        self._in_flight.append((ws.gpu.record(), [images, upload]))
+        """Sources of the gather stay alive until the stream has run it; then their images can be
+        decoded into again (the few most recent sets are kept for that)."""
+        finished = [entry for entry in self._in_flight if entry[0].done]
+        pending = [entry for entry in self._in_flight if not entry[0].done]
+        self._in_flight = finished[-2:] + pending + [(ws.gpu.record(), [images, upload])]
 
 
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
