@@ -2,6 +2,19 @@
 
 The source is called in the thread that schedules iterations (the caller of run()), ahead of
 consumption by the prefetch depth, exactly like DALI; StopIteration ends the epoch.
+
+Memory: with ``no_copy=False`` (the default) what the source returns, or what ``feed_input``
+receives, is copied before the call returns, so the caller may refill its buffer at once. With
+``no_copy=True`` a single array (or TensorListCPU) is used as the operator's output without a
+copy: it must stay unchanged from the call that hands it over until the ``run()`` that returns
+that iteration has returned and no output that passes it through (the external source itself
+as a pipeline output, or views of it) is in use any more; the source is called up to the
+pipeline's ``prefetch_queue_depth`` iterations before its ``run()``. A list of per-sample arrays
+is always packed into one batch (one native copy, the GIL released, overlapping the previous
+iteration's work).
+
+``parallel=True`` runs the source in ``py_num_workers`` worker processes (penstock._parallel);
+batches come back through shared memory.
 """
 from __future__ import annotations
 
