@@ -350,3 +350,32 @@ def test_plain_pickle_cannot_send_a_lambda():
                  py_start_method="spawn", py_callback_pickler=pickle)
     with pytest.raises(RuntimeError, match="could not be pickled"):
         pipe.build()
+
+
+# ---- prefetching ---------------------------------------------------------------------------
+
+class _LoggingSource:
+    def __init__(self, path):
+        self.path = path
+
+    def __call__(self, info):
+        with open(self.path, "a") as f:
+            f.write(f"{info.iteration}\n")
+        return [np.array([info.iteration], np.int32)] * 2
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_source_prefetch_queue_depth(depth, tmp_path):
+    log = tmp_path / "calls.txt"
+    pipe = _pipe(lambda: fn.external_source(_LoggingSource(str(log)), batch_info=True, parallel=True,
+                                            prefetch_queue_depth=depth),
+                 batch_size=2, prefetch_queue_depth=1)
+    assert _vals(pipe.run()[0]) == [[0], [0]]
+
+    def called():
+        return sorted(int(x) for x in log.read_text().split()) if log.exists() else []
+    end = time.monotonic() + 5
+    while called() != list(range(depth + 1)) and time.monotonic() < end:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    assert called() == list(range(depth + 1))  # the batch asked for and `depth` ahead of it
