@@ -40,43 +40,21 @@ def load_sources(blob: Any, pickler: Any) -> dict:
     return module.loads(blob, **loads_kwargs)
 
 
-def _host(d: Any, label: str) -> np.ndarray:
-    from ..tensors import TensorCPU
-    if isinstance(d, TensorCPU):
-        return d._array
-    if hasattr(d, "__cuda_array_interface__"):
-        raise TypeError(f"{label}: a parallel source must return CPU data (numpy arrays), got GPU data")
-    if isinstance(d, np.ndarray):
-        return d
-    if hasattr(d, "__dlpack__") and not hasattr(d, "__array_interface__"):
-        return np.from_dlpack(d)
-    return np.asarray(d)
-
-
 def _output_arrays(data: Any, label: str) -> tuple[np.dtype, np.ndarray, list]:
     """One output of a batch as (dtype, shapes, contiguous arrays to write back to back)."""
+    from ..operators.external_source import _host_array, sample_arrays, sample_shapes
     from ..tensors import TensorListCPU
     if isinstance(data, TensorListCPU):
-        arrays = [data._sample_array(i) for i in range(len(data))]
-    elif isinstance(data, (list, tuple)):
-        arrays = [_host(d, label) for d in data]
-    else:
-        arr = _host(data, label)
-        if arr.ndim == 0:
-            raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample dimension")
-        arr = np.ascontiguousarray(arr)
-        shapes = np.tile(np.array(arr.shape[1:], np.int64), (arr.shape[0], 1)).reshape(arr.shape[0], arr.ndim - 1)
-        return arr.dtype, shapes, [arr]
-    if not arrays:
-        return np.dtype(np.uint8), np.zeros((0, 0), np.int64), []
-    ndim, dtype = arrays[0].ndim, arrays[0].dtype
-    for i, a in enumerate(arrays):
-        if a.ndim != ndim or a.dtype != dtype:
-            raise RuntimeError(f"{label}: the source gave sample {i} as a {a.ndim}-D {a.dtype} array but "
-                               f"sample 0 as a {ndim}-D {dtype} array; all samples of a batch must have "
-                               "the same type and number of dimensions")
-    arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
-    return dtype, np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), ndim), arrays
+        data = [data._sample_array(i) for i in range(len(data))]
+    if isinstance(data, (list, tuple)):
+        arrays = sample_arrays(data, label)
+        dtype = arrays[0].dtype if arrays else np.dtype(np.uint8)
+        return dtype, sample_shapes(arrays), arrays
+    arr = np.ascontiguousarray(_host_array(data, label))
+    if arr.ndim == 0:
+        raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample dimension")
+    shapes = np.tile(np.array(arr.shape[1:], np.int64), (arr.shape[0], 1)).reshape(arr.shape[0], arr.ndim - 1)
+    return arr.dtype, shapes, [arr]
 
 
 class _Slots:

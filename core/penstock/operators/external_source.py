@@ -120,7 +120,14 @@ def _per_output(value: Any, k: int, what: str) -> list:
     return [value] * k
 
 
-def _host_array(d: Any) -> np.ndarray:
+def _gpu_data_error(label: str) -> NotImplementedError:
+    return NotImplementedError(f"{label}: GPU data from an external_source is not supported by penstock yet; "
+                               "return host (numpy) arrays")
+
+
+def _host_array(d: Any, label: str) -> np.ndarray:
+    if hasattr(d, "__cuda_array_interface__"):
+        raise _gpu_data_error(label)
     if isinstance(d, TensorCPU):
         return d._array
     if isinstance(d, np.ndarray):
@@ -130,24 +137,28 @@ def _host_array(d: Any) -> np.ndarray:
     return np.asarray(d)
 
 
-def _is_gpu(data: Any) -> bool:
-    return hasattr(data, "__cuda_array_interface__") or (
-        isinstance(data, (list, tuple)) and bool(data) and hasattr(data[0], "__cuda_array_interface__"))
-
-
-def pack_samples(pool: Any, arrays: Sequence[np.ndarray], label: str, layout: str = "") -> TensorListCPU:
-    """One packed batch from per-sample arrays: a single native copy with the GIL released."""
-    if not arrays:
-        return TensorListCPU([], layout)
-    ndim, dtype = arrays[0].ndim, arrays[0].dtype
+def sample_arrays(samples: Sequence[Any], label: str) -> list[np.ndarray]:
+    """The samples of one batch as C-contiguous host arrays of one dtype and ndim."""
+    arrays = [_host_array(d, label) for d in samples]
     for i, a in enumerate(arrays):
-        if a.ndim != ndim or a.dtype != dtype:
+        if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
             raise RuntimeError(f"{label}: the source gave sample {i} as a {a.ndim}-D {a.dtype} array but "
-                               f"sample 0 as a {ndim}-D {dtype} array; all samples of a batch must have "
-                               "the same type and number of dimensions")
-    arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
-    shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), ndim)
-    out = empty_batch(shapes, dtype, layout)
+                               f"sample 0 as a {arrays[0].ndim}-D {arrays[0].dtype} array; all samples of a "
+                               "batch must have the same type and number of dimensions")
+    return [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+
+
+def sample_shapes(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    return np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
+
+
+def pack_samples(pool: Any, samples: Sequence[Any], label: str) -> TensorListCPU:
+    """One packed batch from per-sample arrays: a single native copy with the GIL released."""
+    arrays = sample_arrays(samples, label)
+    if not arrays:
+        return TensorListCPU([])
+    dtype = arrays[0].dtype
+    out = empty_batch(sample_shapes(arrays), dtype)
     _engine.gather(pool, arrays, out._offsets * dtype.itemsize, out._buf.view(np.uint8))
     return out
 
@@ -162,17 +173,16 @@ def _copied(pool: Any, tl: TensorListCPU) -> TensorListCPU:
 
 def to_batch(data: Any, label: str, pool: Any, copy: bool) -> TensorListCPU:
     """What a source returned as a batch; ``copy``: never alias the source's memory."""
-    if isinstance(data, TensorListGPU) or _is_gpu(data):
-        raise NotImplementedError(f"{label}: GPU data from an external_source is not supported by penstock "
-                                  "yet; return host (numpy) arrays")
+    if isinstance(data, TensorListGPU):
+        raise _gpu_data_error(label)
     if isinstance(data, TensorListCPU):
         return _copied(pool, data) if copy else data
     if isinstance(data, (list, tuple)):
         infos = [d._source_info if isinstance(d, TensorCPU) else "" for d in data]
-        tl = pack_samples(pool, [_host_array(d) for d in data], label)  # packing copies
+        tl = pack_samples(pool, data, label)  # packing copies
         tl._source_info = infos
         return tl
-    arr = _host_array(data)
+    arr = _host_array(data, label)
     if arr.ndim == 0:
         raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample dimension "
                            "(or return a list of samples)")
@@ -390,7 +400,7 @@ class ExternalSourceCPU(Operator):
                 raise
             except Exception as exc:
                 raise wrap_source_error(exc, self.label, epoch, iteration, j) from exc
-        return [pack_samples(self._pool, [_host_array(s[o]) for s in samples], self.label)
+        return [pack_samples(self._pool, [s[o] for s in samples], self.label)
                 for o in range(self.k)]
 
     def _take_fed(self) -> tuple:
