@@ -60,36 +60,34 @@ def _output_arrays(data: Any, label: str) -> tuple[np.dtype, np.ndarray, list]:
 class _Slots:
     """This worker's shared-memory slots; the pipeline hands each back once it copied it out."""
 
-    def __init__(self, conn: Any, parent_pid: int):
-        self.conn = conn
-        self.parent_pid = parent_pid
+    def __init__(self) -> None:
         self.segments: list[Segment] = []
         self.free: list[int] = []
 
     def write(self, outputs: list, hint: int, samples: int, pool: Any) -> tuple[int, int, bool, list]:
+        """Writes every output, samples back to back from an aligned start, with one native copy."""
         from .. import _engine
-        sizes = [aligned(sum(a.nbytes for a in arrays)) for _, _, arrays in outputs]
-        needed = sum(sizes)
-        new = not self.free
-        if new:
-            self.segments.append(Segment.create(max(needed, hint * samples)))
-            slot = len(self.segments) - 1
-        else:
-            slot = self.free.pop()
-            if self.segments[slot].capacity < needed:
-                self.segments[slot].grow(needed)
-        seg = self.segments[slot]
-        meta, pos, srcs, offsets = [], 0, [], []
-        for (dtype, shapes, arrays), size in zip(outputs, sizes):
-            meta.append((dtype.str, shapes, pos))
+        meta, srcs, offsets, start = [], [], [], 0
+        for dtype, shapes, arrays in outputs:
+            meta.append((dtype.str, shapes, start))
+            pos = start
             for a in arrays:
                 srcs.append(a)
                 offsets.append(pos)
                 pos += a.nbytes
-            pos = sum(sizes[:len(meta)])
-        dst = np.frombuffer(seg.mm, np.uint8, needed) if needed else np.zeros(0, np.uint8)
+            start = aligned(pos)
+        new = not self.free
+        if new:
+            self.segments.append(Segment.create(max(start, hint * samples)))
+            slot = len(self.segments) - 1
+        else:
+            slot = self.free.pop()
+            if self.segments[slot].capacity < start:
+                self.segments[slot].grow(start)
+        seg = self.segments[slot]
+        dst = np.frombuffer(seg.mm, np.uint8, start)
         _engine.gather(pool, srcs, np.array(offsets, np.int64), dst)
-        del dst
+        del dst  # the mapping must have no views when it is remapped
         return slot, seg.capacity, new, meta
 
 
@@ -102,7 +100,7 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
     pool = _engine.ThreadPool(1)
     sources = load_sources(sources_blob, pickler)
     callers: dict[str, _SourceCaller] = {}
-    slots = _Slots(conn, parent_pid)
+    slots = _Slots()
     while True:
         if not conn.poll(1.0):
             if os.getppid() != parent_pid:
