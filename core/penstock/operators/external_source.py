@@ -331,7 +331,10 @@ class _SourceCaller:
 class ExternalSourceCPU(Operator):
     def __init__(self, node: Any, pipeline: Any):
         super().__init__(node, pipeline)
-        self._pool = pipeline._pool
+        # Copies run on the scheduling thread (GIL released) while the pipeline's pool works on
+        # earlier iterations; that pool runs one parallel_for at a time, so a copy sent there
+        # would wait for a whole decode. A pool of one thread copies on the caller, in overlap.
+        self._pool = _engine.ThreadPool(1)
         self._py_pool = getattr(pipeline, "_py_pool", None)
 
     def setup(self) -> None:
