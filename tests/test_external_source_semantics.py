@@ -208,3 +208,11 @@ def test_ops_source_in_init_and_call_rejected():
     es = ops.ExternalSource(source=lambda: [np.zeros(1)] * 2)
     with pytest.raises(ValueError, match="source"):
         es(source=lambda: [np.zeros(1)] * 2)
+
+
+def test_feed_input_layout_that_does_not_fit_is_dropped_with_warning():
+    pipe = _pipe(lambda: fn.external_source(name="in"), prefetch_queue_depth=1)
+    pipe.feed_input("in", [np.zeros(5, np.uint8)] * 2, layout="HWC")
+    with pytest.warns(UserWarning, match="layout 'HWC'"):
+        (out,) = pipe.run()
+    assert out.layout() == ""

@@ -22,6 +22,7 @@ import collections
 import functools
 import inspect
 import threading
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -426,6 +427,12 @@ class ExternalSourceCPU(Operator):
             layouts = self.layouts
         elif self.source is None:
             batch, layout = self._take_fed()
+            if layout and len(layout) != batch.ndim():
+                # a layout given to feed_input (unlike a declared one) that cannot apply: user code
+                # feeding encoded images "as HWC" runs with DALI, so it is dropped, not an error
+                warnings.warn(f"{self.label}: layout '{layout}' given to feed_input does not fit "
+                              f"{batch.ndim()}-D samples; it is dropped")
+                layout = None
             batches, layouts = [batch], [layout or self.layouts[0]]
         else:
             batches, layouts = self._pull(epoch, iteration, batch_size), self.layouts
