@@ -289,9 +289,14 @@ def test_start_py_workers_before_build():
     assert _vals(pipe.run()[0])[0] == [0] * 3
 
 
-def test_fork_after_cuda_context_is_an_error(monkeypatch):
-    fake_torch = pytypes.SimpleNamespace(cuda=pytypes.SimpleNamespace(is_initialized=lambda: True))
-    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+_TORCH_WITH_CONTEXT = pytypes.SimpleNamespace(cuda=pytypes.SimpleNamespace(is_initialized=lambda: True))
+_CUPY_WITH_CONTEXT = pytypes.SimpleNamespace(
+    get_default_memory_pool=lambda: pytypes.SimpleNamespace(total_bytes=lambda: 512))
+
+
+@pytest.mark.parametrize("module, fake", [("torch", _TORCH_WITH_CONTEXT), ("cupy", _CUPY_WITH_CONTEXT)])
+def test_fork_after_cuda_context_is_an_error(monkeypatch, module, fake):
+    monkeypatch.setitem(sys.modules, module, fake)
     pipe = _pipe(lambda: fn.external_source(batch_cb, batch_info=True, parallel=True))
     with pytest.raises(RuntimeError, match="start_py_workers.*spawn"):
         pipe.start_py_workers()
@@ -313,6 +318,20 @@ def test_local_function_and_lambda_reach_spawned_workers():
                  py_start_method="spawn")
     pipe.run()
     assert _vals(pipe.run()[0]) == [[1]] * 4
+
+
+def test_pickle_by_value_global_function_reaches_spawned_workers():
+    mod = pytypes.ModuleType("penstock_test_unimportable")
+    exec("import numpy as np\nK = 11\ndef cb(si):\n    return np.array([si.idx_in_batch * K], np.int32)\n",
+         mod.__dict__)
+    sys.modules[mod.__name__] = mod  # importable here, not in a spawned worker
+    try:
+        pickling.pickle_by_value(mod.cb)
+        pipe = _pipe(lambda: fn.external_source(mod.cb, batch=False, parallel=True), py_start_method="spawn")
+        pipe.start_py_workers()
+    finally:
+        del sys.modules[mod.__name__]
+    assert _vals(pipe.run()[0]) == [[0], [11], [22], [33]]
 
 
 class _CountingPickler:
