@@ -592,11 +592,11 @@ class Pipeline:
 
     # ---- lifetime --------------------------------------------------------------------------
     def _shutdown(self) -> None:
+        if self._py_pool is not None:
+            self._py_pool.close()
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
-        if self._py_pool is not None:
-            self._py_pool.close()
 
     def __del__(self) -> None:
         try:
