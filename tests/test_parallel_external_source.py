@@ -305,6 +305,46 @@ def test_fork_after_cuda_context_is_an_error(monkeypatch, module, fake):
     assert _vals(spawn.run()[0])[1] == [1] * 3
 
 
+def _cuda_device() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, driver or device
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_device(), reason="needs a CUDA device")
+def test_fork_after_a_real_cuda_context_is_an_error():
+    # a fresh interpreter holding a CUDA context (made through the driver API): fork is refused
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.join(_ROOT, 'core')!r})
+        import ctypes
+        import numpy as np
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        assert libcuda.cuInit(0) == 0
+        dev, ctx = ctypes.c_int(0), ctypes.c_void_p(0)
+        assert libcuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+        assert libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+        assert libcuda.cuCtxSetCurrent(ctx) == 0
+        from penstock import fn, pipeline_def
+
+        def cb(si):
+            return np.zeros(1)
+
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None, py_num_workers=1)
+        def p():
+            return fn.external_source(cb, batch=False, parallel=True)
+        try:
+            p().start_py_workers()
+        except RuntimeError as e:
+            print("REFUSED", e)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "REFUSED" in out.stdout and "start_py_workers" in out.stdout, out.stderr
+
+
 # ---- pickling for spawn --------------------------------------------------------------------
 
 def test_local_function_and_lambda_reach_spawned_workers():
