@@ -223,6 +223,8 @@ def test_killed_worker_reported_quickly_and_nothing_hangs():
             pipe.run()
     assert time.monotonic() - start < 5
     assert _wait_dead(pids)
+    with pytest.raises(RuntimeError, match="shut down"):  # later runs fail at once, never hang
+        pipe.run()
 
 
 def test_workers_end_with_pipeline_gc_mid_epoch():

@@ -184,9 +184,13 @@ class WorkerPool:
         return self.sources[name]
 
     # -- tasks
-    def submit(self, name: str, payload: Any, worker: int | None = None) -> int:
+    def _check_alive(self) -> None:
         if not self.alive:
-            raise RuntimeError("the external_source worker processes have been shut down")
+            raise RuntimeError("the external_source worker processes have been shut down (a worker died "
+                               "or the pipeline was closed); build a new pipeline")
+
+    def submit(self, name: str, payload: Any, worker: int | None = None) -> int:
+        self._check_alive()
         if worker is None:
             worker = int(np.argmin(self._outstanding))
         key = self._next_key
@@ -196,6 +200,7 @@ class WorkerPool:
         return key
 
     def _send(self, worker: int, msg: tuple) -> None:
+        self._check_alive()
         try:
             self._conns[worker].send(msg)
         except (OSError, ValueError) as exc:
@@ -220,10 +225,12 @@ class WorkerPool:
             self.release(res)
 
     def release(self, res: _Result) -> None:
-        self._send(res.worker, ("release", res.slot))
+        if self.alive:  # after a shutdown the slots are gone anyway
+            self._send(res.worker, ("release", res.slot))
 
     def wait(self, key: int) -> _Result:
         while key not in self._results:
+            self._check_alive()
             self._receive()
         return self._results.pop(key)
 
