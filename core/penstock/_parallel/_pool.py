@@ -265,7 +265,10 @@ class WorkerPool:
             self._slot_samples[seg_key] = max(1, res.samples)
         elif res.kind == "error":
             _, _, blob, res.traceback, res.sample, res.text = msg
-            res.error = pickle.loads(blob) if blob is not None else RuntimeError(res.text)
+            try:
+                res.error = pickle.loads(blob) if blob is not None else RuntimeError(res.text)
+            except Exception:  # noqa: BLE001 - its class does not exist in this process
+                res.error = RuntimeError(res.text)
         if key in self._discard:
             self._discard.discard(key)
             if res.kind == "ok":
