@@ -440,3 +440,22 @@ def test_source_prefetch_queue_depth(depth, tmp_path):
         time.sleep(0.05)
     time.sleep(0.2)
     assert called() == list(range(depth + 1))  # the batch asked for and `depth` ahead of it
+
+
+def test_example_runs(tmp_path):
+    root = tmp_path / "jpegs"
+    sys.path.insert(0, os.path.join(_ROOT, "examples"))
+    try:
+        from make_sample_data import make_dataset
+    finally:
+        sys.path.pop(0)
+    make_dataset(str(root), classes=2, per_class=5, size=(48, 64))
+    res = subprocess.run([sys.executable, os.path.join(_ROOT, "examples", "parallel_external_source.py"),
+                          "--root", str(root), "--batch-size", "4"],
+                         capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(_ROOT, "core")))
+    assert res.returncode == 0, res.stderr
+    # 10 images, batch 4: two full batches per epoch in both pipelines
+    assert "train: 2 batches, 8 images" in res.stdout and "val: 2 batches, 8 images" in res.stdout
+    assert "last labels [0, 1, 1, 1]" in res.stdout  # files 4..7: the 5th of class 0, then class 1
+    assert "first image (48, 64, 3) uint8" in res.stdout
