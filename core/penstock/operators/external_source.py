@@ -2,22 +2,38 @@
 
 The source is called in the thread that schedules iterations (the caller of run()), ahead of
 consumption by the prefetch depth, exactly like DALI; StopIteration ends the epoch.
+
+Memory: with ``no_copy=False`` (the default) what the source returns, or what ``feed_input``
+receives, is copied before the call returns, so the caller may refill its buffer at once. With
+``no_copy=True`` a single array (or TensorListCPU) is used as the operator's output without a
+copy: it must stay unchanged from the call that hands it over until the ``run()`` that returns
+that iteration has returned and no output that passes it through (the external source itself
+as a pipeline output, or views of it) is in use any more; the source is called up to the
+pipeline's ``prefetch_queue_depth`` iterations before its ``run()``. A list of per-sample arrays
+is always packed into one batch (one native copy, the GIL released, overlapping the previous
+iteration's work).
+
+``parallel=True`` runs the source in ``py_num_workers`` worker processes (penstock._parallel);
+batches come back through shared memory.
 """
 from __future__ import annotations
 
 import collections
 import functools
 import inspect
+import threading
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from .. import _engine
 from .._generate import OpsBase, call_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
 from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
+from ._batch import empty_batch, host_buffer
 
 EXTERNAL_SOURCE = OpSchema(
     "ExternalSource", "Data produced by Python: a callable, an iterable, or batches given with feed_input.",
@@ -35,6 +51,8 @@ EXTERNAL_SOURCE = OpSchema(
           Arg("parallel", ArgType.BOOL, False, doc="run the source in worker processes"),
           Arg("no_copy", ArgType.BOOL, optional=True, doc="use the source's memory without copying"),
           Arg("prefetch_queue_depth", ArgType.INT, optional=True, doc="parallel mode: batches computed ahead"),
+          Arg("bytes_per_sample_hint", ArgType.ANY, optional=True,
+              doc="parallel mode: initial shared-memory bytes per sample (slots grow on demand)"),
           Arg("batch_info", ArgType.BOOL, False, doc="call a batch source with BatchInfo instead of the iteration")],
     min_inputs=0, max_inputs=0, num_outputs=lambda a: a.get("num_outputs") or 1,
     devices=("cpu", "gpu"), is_source=True)
@@ -103,70 +121,171 @@ def _per_output(value: Any, k: int, what: str) -> list:
     return [value] * k
 
 
-def _to_batch(data: Any, layout: Any, dtype: Any, ndim: Any, label: str) -> Any:
-    if isinstance(data, (TensorListCPU, TensorListGPU)):
-        tl = data
-    elif hasattr(data, "__cuda_array_interface__") or (
-            isinstance(data, (list, tuple)) and data and hasattr(data[0], "__cuda_array_interface__")):
-        raise RuntimeError(f"{label}: got GPU data but the GPU backend is not available")
-    else:
-        if isinstance(data, (list, tuple)):
-            data = [d if isinstance(d, TensorCPU) else np.asarray(d if not hasattr(d, "__dlpack__") or
-                                                                     isinstance(d, np.ndarray) else np.from_dlpack(d))
-                    for d in data]
-        tl = TensorListCPU(data)
+def _gpu_data_error(label: str) -> NotImplementedError:
+    return NotImplementedError(f"{label}: GPU data from an external_source is not supported by penstock yet; "
+                               "return host (numpy) arrays")
+
+
+def _host_array(d: Any, label: str) -> np.ndarray:
+    if hasattr(d, "__cuda_array_interface__"):
+        raise _gpu_data_error(label)
+    if isinstance(d, TensorCPU):
+        return d._array
+    if isinstance(d, np.ndarray):
+        return d
+    if hasattr(d, "__dlpack__") and not hasattr(d, "__array_interface__"):
+        return np.from_dlpack(d)
+    return np.asarray(d)
+
+
+def sample_arrays(samples: Sequence[Any], label: str) -> list[np.ndarray]:
+    """The samples of one batch as C-contiguous host arrays of one dtype and ndim."""
+    arrays = [_host_array(d, label) for d in samples]
+    for i, a in enumerate(arrays):
+        if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
+            raise RuntimeError(f"{label}: the source gave sample {i} as a {a.ndim}-D {a.dtype} array but "
+                               f"sample 0 as a {arrays[0].ndim}-D {arrays[0].dtype} array; all samples of a "
+                               "batch must have the same type and number of dimensions")
+    return [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
+
+
+def sample_shapes(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    return np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
+
+
+def pack_samples(pool: Any, samples: Sequence[Any], label: str) -> TensorListCPU:
+    """One packed batch from per-sample arrays: a single native copy with the GIL released."""
+    arrays = sample_arrays(samples, label)
+    if not arrays:
+        return TensorListCPU([])
+    dtype = arrays[0].dtype
+    out = empty_batch(sample_shapes(arrays), dtype)
+    _engine.gather(pool, arrays, out._offsets * dtype.itemsize, out._buf.view(np.uint8))
+    return out
+
+
+def _copied(pool: Any, tl: TensorListCPU) -> TensorListCPU:
+    buf = host_buffer(len(tl._buf), tl._buf.dtype)
+    _engine.copy(pool, tl._buf, buf)
+    out = TensorListCPU._from_packed(buf, tl._shapes.copy(), tl._offsets.copy(), tl._layout, tl._source_info)
+    out._packed = tl._packed
+    return out
+
+
+def to_batch(data: Any, label: str, pool: Any, copy: bool) -> TensorListCPU:
+    """What a source returned as a batch; ``copy``: never alias the source's memory."""
+    if isinstance(data, TensorListGPU):
+        raise _gpu_data_error(label)
+    if isinstance(data, TensorListCPU):
+        return _copied(pool, data) if copy else data
+    if isinstance(data, (list, tuple)):
+        infos = [d._source_info if isinstance(d, TensorCPU) else "" for d in data]
+        tl = pack_samples(pool, data, label)  # packing copies
+        tl._source_info = infos
+        return tl
+    arr = _host_array(data, label)
+    if arr.ndim == 0:
+        raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample dimension "
+                           "(or return a list of samples)")
+    to_dali_type(arr.dtype)
+    if not arr.flags.c_contiguous:
+        return TensorListCPU(np.ascontiguousarray(arr))  # already a copy
+    tl = TensorListCPU(arr)
+    return _copied(pool, tl) if copy else tl
+
+
+def check_batch(tl: TensorListCPU, layout: str | None, dtype: Any, ndim: int | None, label: str) -> TensorListCPU:
+    """The declared dtype/ndim/layout hold for the batch (DALI raises RuntimeError otherwise)."""
     if dtype is not None and tl.dtype != to_dali_type(dtype):
-        raise TypeError(f"{label}: the source gave {tl.dtype} but dtype={DALIDataType(to_dali_type(dtype))} was declared")
+        raise RuntimeError(f"{label}: expected data of type {DALIDataType(to_dali_type(dtype))} and got "
+                           f"{tl.dtype}")
     if ndim is not None and tl.ndim() != ndim:
-        raise ValueError(f"{label}: the source gave {tl.ndim()}-D samples but ndim={ndim} was declared")
+        raise RuntimeError(f"{label}: expected data with {ndim} dimensions and got {tl.ndim()}-D samples")
     if layout:
         if len(layout) != tl.ndim():
-            warnings.warn(f"{label}: layout '{layout}' does not fit {tl.ndim()}-D samples; it is dropped")
-        else:
-            tl.set_layout(layout)
+            raise RuntimeError(f"{label}: layout '{layout}' has {len(layout)} dimensions but the source gave "
+                               f"{tl.ndim()}-D samples")
+        tl.set_layout(layout)
     return tl
 
 
-@register(EXTERNAL_SOURCE)
-class ExternalSourceCPU(Operator):
-    def setup(self) -> None:
-        a = self.args
-        if a["parallel"]:
-            raise NotImplementedError("external_source(parallel=True) is not supported by penstock yet")
-        if a["no_copy"] is False and a["parallel"]:
-            raise ValueError(f"{self.label}: no_copy=False cannot be used in parallel mode")
-        if a["prefetch_queue_depth"] is not None:
-            raise ValueError(f"{self.label}: prefetch_queue_depth is only valid with parallel=True")
-        self.source = self.node.py_object
-        self.k = a["num_outputs"] or 1
-        self.layouts = _per_output(a["layout"], self.k, "layout")
-        self.dtypes = _per_output(a["dtype"], self.k, "dtype")
-        self.ndims = _per_output(a["ndim"], self.k, "ndim")
-        self.cycle = _cycle_mode(a["cycle"])
-        self.fed: collections.deque = collections.deque()
-        self.last_fed: Any = None
-        if self.source is None and a["repeat_last"] is False and a["num_outputs"]:
-            raise ValueError(f"{self.label}: num_outputs needs a source")
-        self._iterator = None
+def wrap_source_error(exc: BaseException, label: str, epoch: int, iteration: int,
+                      sample: int | None = None, note: str = "") -> BaseException:
+    """``exc`` from a user's source, re-raised with where it happened; the original (and its
+    traceback) stays the ``__cause__``; ``note`` (a worker's traceback) is added as a note. Same
+    exception type when it can be rebuilt from a message, so ``except ValueError`` around
+    ``run()`` keeps working as with DALI."""
+    where = f"iteration {iteration} of epoch {epoch}" + ("" if sample is None else f", sample {sample}")
+    msg = f"{label}: the source raised {type(exc).__name__} in {where}: {exc}"
+    if note and not hasattr(exc, "add_note"):  # Python 3.10: no exception notes
+        msg, note = f"{msg}\n{note}", ""
+    try:
+        new = type(exc)(msg)
+        ok = isinstance(new, type(exc)) and new.args == (msg,)
+    except Exception:  # noqa: BLE001 - a constructor with another signature
+        ok = False
+    if not ok:
+        new = RuntimeError(msg)
+    if note:
+        new.add_note(note)
+    new.__cause__ = exc
+    return new
+
+
+def _check_parallel_source(label: str, source: Any, batch: bool, no_copy: Any) -> str:
+    """DALI's rules for a parallel source; returns its kind ('callable' or 'iterator')."""
+    if no_copy is False:
+        raise ValueError(f"{label}: no_copy=False cannot be used in parallel mode (data is always passed "
+                         "from the workers' shared memory)")
+    if source is None:
+        raise ValueError(f"{label}: parallel=True needs a source")
+    iterator = _is_generator_function(source) or not callable(source)
+    if iterator and not batch:
+        raise TypeError(f"{label}: a parallel source that is an iterable or a generator function must be "
+                        "run in a batch mode (batch=True)")
+    if not iterator and _positional_arity(source) != 1:
+        raise TypeError(f"{label}: a parallel source callable must take exactly one argument "
+                        f"({'the iteration index or BatchInfo' if batch else 'SampleInfo'})")
+    return "iterator" if iterator else "callable"
+
+
+def parallel_spec(node: Any, batch_size: int) -> dict:
+    """What the worker processes need to run this parallel source."""
+    a = node.args
+    label = f"external_source ('{node.name}')"
+    batch = bool(a.get("batch", True))
+    kind = _check_parallel_source(label, node.py_object, batch, a.get("no_copy"))
+    depth = a.get("prefetch_queue_depth") or 1
+    if depth < 1:
+        raise ValueError(f"{label}: prefetch_queue_depth must be at least 1, got {depth}")
+    hint = a.get("bytes_per_sample_hint")
+    if hint is not None and (isinstance(hint, bool) or not isinstance(hint, int) or hint < 0):
+        raise ValueError(f"{label}: bytes_per_sample_hint must be a non-negative int, got {hint!r}")
+    return {"name": node.name, "label": label, "source": node.py_object, "batch": batch, "kind": kind,
+            "batch_info": bool(a.get("batch_info")), "cycle": _cycle_mode(a.get("cycle")),
+            "num_outputs": a.get("num_outputs"), "depth": depth, "bytes_per_sample_hint": hint,
+            "batch_size": batch_size}
+
+
+class _SourceCaller:
+    """Calls a user's source for one batch, the same way in the pipeline and in a worker process."""
+
+    def __init__(self, source: Any, batch: bool, batch_info: bool, cycle: str | None, num_outputs: int | None):
+        self.source = source
+        self.batch = batch
+        self.batch_info = batch_info
+        self.cycle = cycle
+        self.k = num_outputs or 1
+        self.multi = num_outputs is not None
         self._exhausted = False
-        if self.source is not None and not callable(self.source):
-            self._iterator = iter(self.source)  # taken once: an iterable yields one epoch unless cycled
-        elif self.source is not None and _is_generator_function(self.source):
-            self._iterator = self.source()
-        self._arity = (_positional_arity(self.source)
-                       if callable(self.source) and not _is_generator_function(self.source) else 0)
+        self._iterator = None
+        if source is not None and not callable(source):
+            self._iterator = iter(source)  # taken once: an iterable yields one epoch unless cycled
+        elif source is not None and _is_generator_function(source):
+            self._iterator = source()
+        self._arity = (_positional_arity(source) if callable(source) and self._iterator is None else 0)
 
-    # -- push mode
-    def feed(self, data: Any, layout: Any = None) -> None:
-        if self.source is not None:
-            raise RuntimeError(f"{self.label}: feed_input cannot be used with an external_source that has a source")
-        self.fed.append((data, layout))
-
-    def queued(self) -> int:
-        return len(self.fed)
-
-    # -- pulling a batch
-    def _next_from_iterator(self) -> Any:
+    def _next(self) -> Any:
         if self._exhausted and self.cycle is None:
             raise StopIteration
         try:
@@ -180,48 +299,145 @@ class ExternalSourceCPU(Operator):
                 raise
             return next(self._iterator)
 
-    def _call(self, epoch: int, iteration: int, batch_size: int) -> Any:
+    def call_batch(self, epoch: int, iteration: int) -> Any:
+        if self._iterator is not None:
+            return self._next()
+        if self._arity == 0:
+            return self.source()
+        return self.source(BatchInfo(iteration, epoch) if self.batch_info else iteration)
+
+    def call_sample(self, info: SampleInfo) -> Any:
+        if self._iterator is not None:  # per-sample mode: one next() per sample
+            return self._next()
+        return self.source(info) if self._arity else self.source()
+
+    def outputs(self, result: Any, label: str) -> list:
+        """A batch-mode result split into its num_outputs outputs."""
+        if not self.multi:
+            return [result]
+        if not isinstance(result, (tuple, list)) or len(result) != self.k:
+            raise RuntimeError(f"{label}: the source must return {self.k} outputs (num_outputs={self.k})")
+        return list(result)
+
+    def sample_outputs(self, sample: Any, label: str, index: int) -> list:
+        if not self.multi:
+            return [sample]
+        if not isinstance(sample, (tuple, list)) or len(sample) != self.k:
+            raise RuntimeError(f"{label}: sample {index}: the source must return {self.k} outputs "
+                               f"(num_outputs={self.k})")
+        return list(sample)
+
+
+@register(EXTERNAL_SOURCE)
+class ExternalSourceCPU(Operator):
+    def __init__(self, node: Any, pipeline: Any):
+        super().__init__(node, pipeline)
+        # Copies run on the scheduling thread (GIL released) while the pipeline's pool works on
+        # earlier iterations; that pool runs one parallel_for at a time, so a copy sent there
+        # would wait for a whole decode. A pool of one thread copies on the caller, in overlap.
+        self._pool = _engine.ThreadPool(1)
+        self._py_pool = getattr(pipeline, "_py_pool", None)
+
+    def setup(self) -> None:
         a = self.args
-        if a["batch"]:
-            if self._iterator is not None:
-                return self._next_from_iterator()
-            if self._arity == 0:
-                return self.source()
-            return self.source(BatchInfo(iteration, epoch) if a["batch_info"] else iteration)
+        self.k = a["num_outputs"] or 1
+        self.layouts = _per_output(a["layout"], self.k, "layout")
+        self.dtypes = _per_output(a["dtype"], self.k, "dtype")
+        self.ndims = _per_output(a["ndim"], self.k, "ndim")
+        for o, (lay, nd) in enumerate(zip(self.layouts, self.ndims)):
+            if lay and nd is not None and len(lay) != nd:
+                raise ValueError(f"{self.label}: layout '{lay}' has {len(lay)} dimensions but ndim={nd}"
+                                 + (f" (output {o})" if self.k > 1 else ""))
+        self.copy = not a["no_copy"]
+        self.source = self.node.py_object
+        if self.source is None and a["num_outputs"]:
+            raise ValueError(f"{self.label}: num_outputs needs a source")
+        self._parallel = None
+        if a["parallel"]:
+            self._parallel = self._py_pool.source(self.name)
+            return
+        if a["prefetch_queue_depth"] is not None:
+            raise ValueError(f"{self.label}: prefetch_queue_depth is only valid with parallel=True")
+        self._caller = _SourceCaller(self.source, a["batch"], a["batch_info"], _cycle_mode(a["cycle"]),
+                                     a["num_outputs"])
+        self.blocking = bool(a["blocking"])
+        self._fed_cv = threading.Condition()
+        self.fed: collections.deque = collections.deque()
+        self.last_fed: Any = None
+
+    # -- push mode (feed_input may come from another thread while run() waits: blocking=True)
+    def feed(self, data: Any, layout: Any = None) -> None:
+        if self.source is not None:
+            raise RuntimeError(f"{self.label}: feed_input cannot be used with an external_source that has a source")
+        if self._parallel is not None:
+            raise RuntimeError(f"{self.label}: feed_input cannot be used with a parallel external_source")
+        # copied now (no_copy=False), so the caller may reuse its buffer as soon as this returns
+        batch = to_batch(data, self.label, self._pool, self.copy)
+        with self._fed_cv:
+            self.fed.append((batch, layout))
+            self._fed_cv.notify_all()
+
+    def queued(self) -> int:
+        return len(self.fed)
+
+    def ready(self) -> bool:
+        """False only for a blocking push source with nothing fed (the pipeline defers it)."""
+        return not (self.source is None and self.blocking and not self.fed)
+
+    # -- pulling a batch
+    def _pull(self, epoch: int, iteration: int, batch_size: int) -> list:
+        c = self._caller
+        if c.batch:
+            try:
+                result = c.call_batch(epoch, iteration)
+            except StopIteration:
+                raise
+            except Exception as exc:
+                raise wrap_source_error(exc, self.label, epoch, iteration) from exc
+            return [to_batch(d, self.label, self._pool, self.copy) for d in c.outputs(result, self.label)]
         samples = []
         for j in range(batch_size):
-            if self._iterator is not None:  # per-sample mode: one next() per sample
-                samples.append(self._next_from_iterator())
-                continue
             info = SampleInfo(iteration * batch_size + j, j, iteration, epoch)
-            samples.append(self.source(info) if self._arity else self.source())
-        if self.k > 1:
-            return tuple([s[o] for s in samples] for o in range(self.k))
-        return samples
+            try:
+                samples.append(c.sample_outputs(c.call_sample(info), self.label, j))
+            except StopIteration:
+                raise
+            except Exception as exc:
+                raise wrap_source_error(exc, self.label, epoch, iteration, j) from exc
+        return [pack_samples(self._pool, [s[o] for s in samples], self.label)
+                for o in range(self.k)]
+
+    def _take_fed(self) -> tuple:
+        with self._fed_cv:
+            if self.blocking:
+                while not self.fed:
+                    self._fed_cv.wait()
+            if self.fed:
+                batch, layout = self.fed.popleft()
+                self.last_fed = (batch, layout)
+                return batch, layout
+        if self.args["repeat_last"] and self.last_fed is not None:
+            return self.last_fed
+        raise RuntimeError(f"{self.label}: no data was fed with feed_input() for this iteration "
+                           "(feed before run(), or use blocking=True to wait for data)")
 
     def fetch(self, epoch: int, iteration: int, batch_size: int) -> list:
-        if self.source is None:
-            if self.fed:
-                data, layout = self.fed.popleft()
-                self.last_fed = (data, layout)
-            elif self.args["repeat_last"] and self.last_fed is not None:
-                data, layout = self.last_fed
-            else:
-                raise RuntimeError(f"{self.label}: no data was fed with feed_input() for this iteration")
-            outputs = [data]
-            layouts = [layout or self.layouts[0]]
-        else:
-            result = self._call(epoch, iteration, batch_size)
-            if self.k > 1:
-                if not isinstance(result, (tuple, list)) or len(result) != self.k:
-                    raise RuntimeError(f"{self.label}: the source must return {self.k} outputs "
-                                       f"(num_outputs={self.k})")
-                outputs = list(result)
-            else:
-                outputs = [result]
+        if self._parallel is not None:
+            batches = self._parallel.fetch(epoch, iteration, self._pool)
             layouts = self.layouts
-        return [_to_batch(d, lay, dt, nd, self.label)
-                for d, lay, dt, nd in zip(outputs, layouts, self.dtypes, self.ndims)]
+        elif self.source is None:
+            batch, layout = self._take_fed()
+            if layout and len(layout) != batch.ndim():
+                # a layout given to feed_input (unlike a declared one) that cannot apply: user code
+                # feeding encoded images "as HWC" runs with DALI, so it is dropped, not an error
+                warnings.warn(f"{self.label}: layout '{layout}' given to feed_input does not fit "
+                              f"{batch.ndim()}-D samples; it is dropped")
+                layout = None
+            batches, layouts = [batch], [layout or self.layouts[0]]
+        else:
+            batches, layouts = self._pull(epoch, iteration, batch_size), self.layouts
+        return [check_batch(tl, lay, dt, nd, self.label)
+                for tl, lay, dt, nd in zip(batches, layouts, self.dtypes, self.ndims)]
 
     def reset_epoch(self) -> None:
         pass  # counters live in the pipeline; iterables are not rewound (DALI semantics)
@@ -248,10 +464,14 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
     if bytes_per_sample_hint is not None and not parallel:
         raise ValueError("external_source: bytes_per_sample_hint is only valid with parallel=True")
     _check_source(source, cycle, bool(batch))
+    if parallel:
+        _check_parallel_source(f"external_source ('{name}')" if name else "external_source", source,
+                               bool(batch), no_copy)
     args = {"num_outputs": num_outputs, "cycle": cycle, "name": name, "device": device, "layout": layout,
             "dtype": dtype, "ndim": ndim, "cuda_stream": cuda_stream, "use_copy_kernel": use_copy_kernel,
             "blocking": blocking, "batch": batch, "repeat_last": repeat_last, "parallel": parallel,
-            "no_copy": no_copy, "prefetch_queue_depth": prefetch_queue_depth, "batch_info": batch_info, **kwargs}
+            "no_copy": no_copy, "prefetch_queue_depth": prefetch_queue_depth,
+            "bytes_per_sample_hint": bytes_per_sample_hint, "batch_info": batch_info, **kwargs}
     if device == "gpu":
         from .._registry import kernel_for
         kernel_for(EXTERNAL_SOURCE, "gpu")  # raises the clear "GPU backend not available" error

@@ -117,6 +117,8 @@ class Pipeline:
         self._executor: Executor | None = None
         self._gpu = None  # DeviceContext of GPU pipelines
         self._pool = None
+        self._py_pool = None               # parallel external_source workers (penstock._parallel)
+        self._owed = 0                     # iterations to schedule once blocking sources get data
         self._pending: collections.deque[Iteration] = collections.deque()
         self._first_iter = True
         self._last_iter = False
@@ -259,6 +261,7 @@ class Pipeline:
             raise ValueError("the pipeline needs num_threads >= 1 to build; a pipeline without it is "
                              "only usable for serialization")
         self._define()
+        self.start_py_workers()
         preserved = [n for n in self._nodes if n.preserve] + self._sinks
         nodes = collect(self._outputs, preserved)
         names = collections.Counter(n.name for n in nodes)
@@ -357,9 +360,13 @@ class Pipeline:
     def iter_setup(self) -> None:
         """Deprecated hook, called before every iteration (typically to feed_input)."""
 
-    def _schedule_one(self) -> bool:
+    def _schedule_one(self) -> bool | None:
+        """Schedules one iteration; False at the end of the epoch, None when a blocking push source
+        has no data yet while earlier iterations are pending (run() returns those first)."""
         if self._last_iter:
             return False
+        if self._pending and not all(op.ready() for op in self._source_ops if hasattr(op, "ready")):
+            return None
         try:
             if self._iter_setup_defined():
                 self.iter_setup()
@@ -388,12 +395,13 @@ class Pipeline:
     def schedule_run(self) -> None:
         with self._check_api(PipelineAPIType.SCHEDULED):
             self.build()
-            if self._first_iter and self._exec_pipelined:
-                for _ in range(max(self._cpu_queue_size, self._gpu_queue_size)):
-                    if not self._schedule_one():
-                        break
-            else:
-                self._schedule_one()
+            first = self._first_iter and self._exec_pipelined
+            self._owed += max(self._cpu_queue_size, self._gpu_queue_size) if first else 1
+            while self._owed:
+                scheduled = self._schedule_one()
+                if scheduled is None:
+                    break
+                self._owed = self._owed - 1 if scheduled else 0
             self._first_iter = False
 
     def _pop_outputs(self) -> tuple:
@@ -526,10 +534,26 @@ class Pipeline:
         return [o.ndim for o in self._outputs]
 
     def external_source_shm_statistics(self) -> dict:
-        return {"capacities": [], "per_sample_capacities": []}
+        """Shared-memory slots of the parallel external sources' workers: bytes per slot, and per
+        sample of the batch (or mini-batch) it last carried."""
+        if self._py_pool is None:
+            return {"capacities": [], "per_sample_capacities": []}
+        return self._py_pool.shm_statistics()
 
     def start_py_workers(self) -> None:
+        """Starts the worker processes of parallel external sources (call before touching CUDA
+        when they are forked)."""
         self._define()
+        if self._py_pool is not None:
+            return
+        from .._parallel import WorkerPool
+        from ..operators.external_source import parallel_spec
+        preserved = [n for n in self._nodes if n.preserve] + self._sinks
+        specs = [parallel_spec(n, self._max_batch_size) for n in collect(self._outputs, preserved)
+                 if n.schema.name == "ExternalSource" and n.args.get("parallel")]
+        if specs:
+            self._py_pool = WorkerPool(specs, self._py_num_workers, self._py_start_method,
+                                       self._py_callback_pickler)
 
     def save_graph_to_dot_file(self, filename: str, *, show_tensors: bool = False, show_ids: Any = None,
                                use_colors: bool = False) -> None:
@@ -574,6 +598,8 @@ class Pipeline:
 
     # ---- lifetime --------------------------------------------------------------------------
     def _shutdown(self) -> None:
+        if self._py_pool is not None:
+            self._py_pool.close()
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
