@@ -260,3 +260,36 @@ def test_host_computed_operators_give_the_same_values_on_the_gpu():
                            fn.cat(x, types.Constant(np.ones((1, 3), np.float32)), axis=0)), [data], atol_int=0)
     assert_same(lambda x: (fn.random.uniform(x, range=[-2.0, 3.0], seed=3), fn.random.normal(x, seed=4),
                            fn.random.coin_flip(x, seed=5)), [data])
+
+
+def test_external_source_on_the_gpu_takes_device_and_host_data():
+    import torch
+    host = [np.arange(6, dtype=np.float32).reshape(2, 3) + k for k in range(3)]
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        dev = cp.asarray(np.stack(host))
+    batches = {"cupy": lambda: dev, "torch": lambda: torch.as_tensor(np.stack(host), device="cuda"),
+               "list": lambda: [cp.asarray(h) for h in host], "host": lambda: host}
+    for kind, src in batches.items():
+        @pipeline_def(batch_size=3, num_threads=1, device_id=0)
+        def pipe():
+            return fn.external_source(source=src, device="gpu", cuda_stream=stream if kind == "cupy" else None) * 2
+
+        (out,) = pipe().run()
+        assert isinstance(out, TensorListGPU)
+        for i in range(3):
+            np.testing.assert_array_equal(out.as_cpu().at(i), host[i] * 2)
+
+
+def test_feed_input_copies_device_data_before_returning():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0, prefetch_queue_depth=1)
+    def pipe():
+        return fn.external_source(name="x", device="gpu") + 0
+
+    p = pipe()
+    p.build()
+    buf = cp.ones((2, 4), cp.int32)
+    p.feed_input("x", buf, use_copy_kernel=True)
+    buf[...] = 7  # the fed batch was copied: this does not reach the pipeline
+    (out,) = p.run()
+    np.testing.assert_array_equal(out.as_cpu().as_array(), np.ones((2, 4), np.int32))

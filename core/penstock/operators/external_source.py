@@ -121,9 +121,57 @@ def _per_output(value: Any, k: int, what: str) -> list:
     return [value] * k
 
 
-def _gpu_data_error(label: str) -> NotImplementedError:
-    return NotImplementedError(f"{label}: GPU data from an external_source is not supported by penstock yet; "
-                               "return host (numpy) arrays")
+def _gpu_data_error(label: str) -> TypeError:
+    return TypeError(f"{label}: the source gave GPU data to an external_source on the CPU; "
+                     "use device='gpu' (or return host arrays)")
+
+
+def _is_device_data(d: Any) -> bool:
+    """CUDA arrays: CuPy, torch CUDA tensors, anything with __cuda_array_interface__ or a CUDA
+    DLPack device."""
+    if isinstance(d, TensorListGPU) or hasattr(d, "__cuda_array_interface__"):
+        return True
+    device = getattr(d, "__dlpack_device__", None)
+    return device is not None and not isinstance(d, (np.ndarray, TensorCPU, TensorListCPU)) and device()[0] in (2, 3)
+
+
+def _stream_handle(stream: Any) -> int:
+    """A raw CUDA stream handle from a CuPy/torch stream or int (None: the legacy default stream)."""
+    if stream is None:
+        return 1
+    if isinstance(stream, int):
+        return stream
+    return int(getattr(stream, "ptr", getattr(stream, "cuda_stream", 0)))
+
+
+def device_batch(data: Any, label: str, copy: bool, cuda_stream: Any, use_copy_kernel: bool) -> TensorListGPU:
+    """GPU data as a device batch. The user's stream (``cuda_stream``) produced it: copies are
+    queued on that stream, and the batch carries an event the pipeline's stream waits for."""
+    import cupy as cp
+    handle = _stream_handle(cuda_stream)
+    stream = cp.cuda.ExternalStream(0 if handle == 1 else handle)
+    with stream:
+        if isinstance(data, TensorListGPU):
+            tl = TensorListGPU._from_packed(data._buf.copy() if copy else data._buf, data._shapes.copy(),
+                                            data._offsets.copy(), data._layout, data._source_info)
+        elif isinstance(data, (list, tuple)):
+            tl = TensorListGPU([cp.asarray(d) for d in data])  # packing copies
+        else:
+            arr = cp.asarray(data)
+            if arr.ndim == 0:
+                raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample "
+                                   "dimension (or return a list of samples)")
+            if copy:
+                dst = cp.empty_like(arr, order="C")
+                if use_copy_kernel or not arr.flags.c_contiguous:
+                    dst[...] = arr  # an element-wise kernel
+                else:
+                    rt = cp.cuda.runtime
+                    rt.memcpyAsync(dst.data.ptr, arr.data.ptr, arr.nbytes, rt.memcpyDeviceToDevice, stream.ptr)
+                arr = dst
+            tl = TensorListGPU(arr)
+        tl._event = stream.record()
+    return tl
 
 
 def _host_array(d: Any, label: str) -> np.ndarray:
@@ -172,8 +220,12 @@ def _copied(pool: Any, tl: TensorListCPU) -> TensorListCPU:
     return out
 
 
-def to_batch(data: Any, label: str, pool: Any, copy: bool) -> TensorListCPU:
+def to_batch(data: Any, label: str, pool: Any, copy: bool, device: str = "cpu", cuda_stream: Any = None,
+             use_copy_kernel: bool = False) -> Any:
     """What a source returned as a batch; ``copy``: never alias the source's memory."""
+    if device == "gpu" and (_is_device_data(data) or (isinstance(data, (list, tuple)) and data
+                                                        and all(_is_device_data(d) for d in data))):
+        return device_batch(data, label, copy, cuda_stream, use_copy_kernel)
     if isinstance(data, TensorListGPU):
         raise _gpu_data_error(label)
     if isinstance(data, TensorListCPU):
@@ -328,8 +380,8 @@ class _SourceCaller:
         return list(sample)
 
 
-@register(EXTERNAL_SOURCE)
-class ExternalSourceCPU(Operator):
+@register(EXTERNAL_SOURCE, device=("cpu", "gpu"))
+class ExternalSource(Operator):
     def __init__(self, node: Any, pipeline: Any):
         super().__init__(node, pipeline)
         # Copies run on the scheduling thread (GIL released) while the pipeline's pool works on
@@ -366,13 +418,13 @@ class ExternalSourceCPU(Operator):
         self.last_fed: Any = None
 
     # -- push mode (feed_input may come from another thread while run() waits: blocking=True)
-    def feed(self, data: Any, layout: Any = None) -> None:
+    def feed(self, data: Any, layout: Any = None, cuda_stream: Any = None, use_copy_kernel: bool = False) -> None:
         if self.source is not None:
             raise RuntimeError(f"{self.label}: feed_input cannot be used with an external_source that has a source")
         if self._parallel is not None:
             raise RuntimeError(f"{self.label}: feed_input cannot be used with a parallel external_source")
         # copied now (no_copy=False), so the caller may reuse its buffer as soon as this returns
-        batch = to_batch(data, self.label, self._pool, self.copy)
+        batch = to_batch(data, self.label, self._pool, self.copy, self.device, cuda_stream, use_copy_kernel)
         with self._fed_cv:
             self.fed.append((batch, layout))
             self._fed_cv.notify_all()
@@ -394,7 +446,8 @@ class ExternalSourceCPU(Operator):
                 raise
             except Exception as exc:
                 raise wrap_source_error(exc, self.label, epoch, iteration) from exc
-            return [to_batch(d, self.label, self._pool, self.copy) for d in c.outputs(result, self.label)]
+            return [to_batch(d, self.label, self._pool, self.copy, self.device, self.args["cuda_stream"],
+                             bool(self.args["use_copy_kernel"])) for d in c.outputs(result, self.label)]
         samples = []
         for j in range(batch_size):
             info = SampleInfo(iteration * batch_size + j, j, iteration, epoch)
@@ -443,7 +496,17 @@ class ExternalSourceCPU(Operator):
         pass  # counters live in the pipeline; iterables are not rewound (DALI semantics)
 
     def run(self, ws):
-        return ws.fed
+        if ws.gpu is None:
+            return ws.fed
+        outs = []
+        for tl in ws.fed:  # device='gpu': host batches are uploaded, device ones waited for
+            if isinstance(tl, TensorListCPU):
+                outs.append(ws.from_host(tl))
+            else:
+                if tl._event is not None:
+                    ws.stream.wait_event(tl._event)
+                outs.append(tl)
+        return outs
 
 
 def external_source(source: Any = None, num_outputs: int | None = None, *, cycle: Any = None,

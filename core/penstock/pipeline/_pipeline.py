@@ -493,7 +493,7 @@ class Pipeline:
         op = self._find_op(name, "feed_input")
         if not hasattr(op, "feed"):
             raise RuntimeError(f"feed_input: '{name}' is not an external_source")
-        op.feed(data, layout)
+        op.feed(data, layout, cuda_stream, use_copy_kernel)
 
     def input_feed_count(self, input_name: str) -> int:
         op = self._find_op(input_name, "input_feed_count")
