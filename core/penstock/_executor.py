@@ -142,6 +142,8 @@ class Executor:
             arg_inputs = {k: values[key] for k, key in arg_keys}
             batch_size = it.batch_size if batch_key is None else len(values[batch_key])
             on_gpu = op.device != "cpu"
+            if on_gpu:
+                self._complete(list(inputs) + list(arg_inputs.values()), op)
             ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op, self.device if on_gpu else None)
             start = time.perf_counter()
@@ -170,10 +172,24 @@ class Executor:
             for key in drop:
                 values.pop(key, None)
 
+    def _complete(self, values: Sequence[Any], op: Operator | None) -> None:
+        """GPU batches whose filling was deferred (mixed decoding in the background) are queued on
+        the stream before anything reads them."""
+        for v in values:
+            if getattr(v, "_deferred", None) is not None:
+                try:
+                    with self.device:
+                        v._complete()
+                except BaseException as exc:  # noqa: BLE001 - reported at outputs()
+                    if op is None:
+                        raise
+                    raise PipelineError(_describe_failure(op, exc, [v])) from exc
+
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)
         it.values = {}
         if self.device is not None:  # the iteration is done on the GPU when this event is
+            self._complete(it.results, None)
             event = self.device.record()
             for out in it.results:
                 if hasattr(out, "_event"):

@@ -399,6 +399,13 @@ class _StreamOrdered:
     def _init_device_state(self) -> None:
         self.stream = None
         self._event = None
+        self._deferred = None  # queues the work that fills the batch (a decoder finishing in the background)
+
+    def _complete(self) -> None:
+        """Queues the deferred work that fills this batch, if any (on the calling thread's stream)."""
+        if self._deferred is not None:
+            fill, self._deferred = self._deferred, None
+            fill()
 
     def _wait_on_host(self) -> None:
         if self._event is not None:
