@@ -6,6 +6,7 @@ one iterator per (pipeline, settings) is kept, like TensorFlow's cached op kerne
 """
 from __future__ import annotations
 
+import atexit
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
@@ -17,6 +18,7 @@ from ._source import serialize_pipeline
 from .dataset import DALIDataset
 
 _eager_iterators: dict[tuple, Any] = {}
+atexit.register(_eager_iterators.clear)  # finalize them while Python can still run their generators
 
 
 def DALIIteratorWrapper(pipeline: Pipeline | None = None, serialized_pipeline: bytes | None = None,
