@@ -350,3 +350,16 @@ def test_serialize_pipeline_and_compatibility(files):
     assert dali_tf.dataset_compatible_tensorflow() and dali_tf.dataset_inputs_compatible_tensorflow()
     import penstock.plugin.tf.experimental as experimental
     assert experimental is dali_tf.experimental
+
+
+def test_keras_fit_example(monkeypatch, capsys):
+    import importlib.util
+    import json
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "tensorflow", "keras_fit.py")
+    spec = importlib.util.spec_from_file_location("keras_fit_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setattr("sys.argv", ["keras_fit.py", "--batch", "16", "--size", "32"])
+    example.main()
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["steps"] == 128 // 16 and np.isfinite(result["loss"])
