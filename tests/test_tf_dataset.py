@@ -316,6 +316,26 @@ def test_python_source_runs_in_process():
     assert [int(x.numpy()[0, 0]) for (x,) in finite] == [0, 2, 4]  # the iterable's one epoch, then the end
 
 
+def test_python_sources_per_sample_and_with_several_outputs():
+    def sample(info):
+        return np.full(2, info.idx_in_epoch, np.int32)
+
+    def pair(i):
+        return [np.full(1, i, np.int32)] * 2, [np.full(3, -i, np.int32)] * 2
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        a = fn.external_source(source=sample, batch=False)
+        b, c = fn.external_source(source=pair, num_outputs=2)
+        return a + b, c
+
+    ds = dali_tf.experimental.DALIDatasetWithInputs(pipe(), output_dtypes=(tf.int32, tf.int32), batch_size=2,
+                                                   num_threads=1, device_id=None)
+    got = [as_numpy(e) for e in ds.take(2)]
+    assert_same_batches(got, pipeline_batches(pipe(), 2))
+    np.testing.assert_array_equal(got[1][0], [[3, 3], [4, 4]])  # samples 2, 3 of the epoch + iteration 1
+
+
 def test_input_errors():
     ds = tf.data.Dataset.range(4)
     with_inputs = dali_tf.experimental.DALIDatasetWithInputs
@@ -339,6 +359,17 @@ def test_iterator_wrapper_returns_consecutive_batches(files):
     got = [tuple(t.numpy() for t in daliop(pipeline=pipe, shapes=[s.shape for s in SPECS],
                                             dtypes=[s.dtype for s in SPECS], num_threads=2, device_id=None))
            for _ in range(3)]
+    assert_same_batches(got, pipeline_batches(reader_pipe(files), 3))
+
+
+def test_iterator_ops_in_graph_mode(files):
+    """In a graph, the op's tensors give the next batch at every session run."""
+    serialized = reader_pipe(files).serialize()
+    with tf.Graph().as_default():
+        outs = dali_tf.DALIRawIterator()(serialized_pipeline=serialized, shapes=[s.shape for s in SPECS],
+                                         dtypes=[s.dtype for s in SPECS], num_threads=2, device_id=None)
+        with tf.compat.v1.Session() as sess:
+            got = [tuple(sess.run(outs)) for _ in range(3)]
     assert_same_batches(got, pipeline_batches(reader_pipe(files), 3))
 
 
