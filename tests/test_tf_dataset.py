@@ -265,6 +265,15 @@ def test_placed_on_a_gpu_device_with_cpu_outputs(files):
     assert_same_batches([as_numpy(next(iter(ds)))], pipeline_batches(reader_pipe(files), 1))
 
 
+def test_gpu_outputs_are_not_supported():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        return fn.random.uniform(range=(0, 1), shape=[2]).gpu()
+
+    with pytest.raises(NotImplementedError, match="output 0 of the pipeline is on the GPU"):
+        dali_tf.DALIDataset(pipe(), output_dtypes=tf.float32, batch_size=2, device_id=None)
+
+
 # ---- external sources and inputs ----------------------------------------------------------------
 def doubled_pipe(batch_size, **es):
     @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None)

@@ -113,21 +113,19 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
                              f"{len(specs)} output types were given")
         _check_devices(pipeline, fail_on_device_mismatch)
         feeds = self._feeds(pipeline, input_datasets)
-        if exec_separated:  # separated queues exclude the dynamic executor
-            depth: Any = {"cpu_size": cpu_prefetch_queue_depth, "gpu_size": gpu_prefetch_queue_depth}
-            exec_dynamic = False
+        # The driver keeps the queue depth's number of iterations in flight (the deeper queue's,
+        # with separated queues, which exclude the dynamic executor).
+        if exec_separated:
+            in_flight, exec_dynamic = max(cpu_prefetch_queue_depth, gpu_prefetch_queue_depth), False
         else:
-            depth = prefetch_queue_depth
-            exec_dynamic = bool(exec_dynamic or pipeline.exec_dynamic)
+            in_flight, exec_dynamic = prefetch_queue_depth, bool(exec_dynamic or pipeline.exec_dynamic)
+        if in_flight < 1:
+            raise ValueError(f"DALIDataset: the prefetch queue depth must be at least 1, got {in_flight}")
         params = {"batch_size": batch_size, "num_threads": num_threads, "device_id": device_id,
                   "exec_dynamic": exec_dynamic}
         spec = PipelineSpec.of(pipeline, params, with_sources=self._runs_sources)
-        in_flight = max(depth.values()) if isinstance(depth, dict) else int(depth)
-        if in_flight < 1:
-            raise ValueError(f"DALIDataset: the prefetch queue depth must be at least 1, got {depth}")
         dtypes_ = [s.dtype for s in specs]
         shapes_ = [s.shape for s in specs]
-        self._pipeline_spec = spec
         generated = tf.data.Dataset.from_generator(
             lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight), output_signature=specs)
         super().__init__(generated, dataset_options())
