@@ -119,14 +119,6 @@ def test_inside_tf_function(dataset, files):
     assert float(total(dataset.take(5))) == pytest.approx(want, rel=1e-5)
 
 
-def test_keras_fit(dataset):
-    model = tf.keras.Sequential([tf.keras.Input((FILE_BYTES,)), tf.keras.layers.Dense(N_FILES)])
-    model.compile(optimizer="sgd", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    train = dataset.map(lambda d, l, r: (tf.cast(d, tf.float32) / 10.0, l))
-    history = model.fit(train, epochs=2, steps_per_epoch=3, verbose=0, shuffle=False)
-    assert len(history.history["loss"]) == 2 and np.isfinite(history.history["loss"]).all()
-
-
 def test_sharding(files):
     """Each shard's dataset starts at its shard of the reader ([0,5) and [5,10) for 2 shards)."""
     for shard, start in ((0, 0), (1, 5)):
