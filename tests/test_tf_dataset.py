@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from penstock import fn, pipeline_def, types
+from penstock import fn, pipeline_def
 import penstock.plugin.tf as dali_tf
 from penstock_tensorflow import _source
 from penstock_tensorflow._outputs import match_shape

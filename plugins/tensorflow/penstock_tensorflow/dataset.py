@@ -9,7 +9,7 @@ output. Batches cross into TensorFlow through one ``numpy_function`` call per ba
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.data.ops import dataset_ops
