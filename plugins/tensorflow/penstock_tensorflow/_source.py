@@ -142,9 +142,9 @@ def run(spec: PipelineSpec, feeds: Sequence[InputFeed], dtypes: Sequence[tf.DTyp
             in_flight -= 1
             arrays = batch_arrays(outputs, dtypes, shapes, batch_size)
             pipe.release_outputs()
-            yield arrays
-            if more:
+            if more:  # before handing the batch over, so the pipeline works while TensorFlow does
                 more = schedule()
                 in_flight += more
+            yield arrays
     finally:
         pipe._shutdown()
