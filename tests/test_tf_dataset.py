@@ -127,18 +127,6 @@ def test_sharding(files):
         np.testing.assert_array_equal(labels, np.arange(start, start + 4))
 
 
-def test_distribute_datasets_from_function(files):
-    """tf.distribute: one DALIDataset per input pipeline, sharded by the input context."""
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
-
-    def make(ctx):
-        pipe = reader_pipe(files, shard_id=ctx.input_pipeline_id, num_shards=ctx.num_input_pipelines)
-        return make_dataset(pipe, output_shapes=tuple(s.shape for s in SPECS))
-
-    data, labels, noise = next(iter(strategy.distribute_datasets_from_function(make)))
-    assert_same_batches([(data.numpy(), labels.numpy(), noise.numpy())], pipeline_batches(reader_pipe(files), 1))
-
-
 def test_large_batches_reach_tensorflow_without_a_copy(monkeypatch):
     """Batches from the engine's buffer pool (1 MiB and more, 64-byte aligned) are the memory of the
     tensors TensorFlow yields; smaller ones are copied once (TensorFlow wants 64-byte alignment)."""
