@@ -130,10 +130,10 @@ def run(spec: PipelineSpec, feeds: Sequence[InputFeed], dtypes: Sequence[tf.DTyp
         return True
 
     more = True
-    while more and in_flight < depth:
-        more = schedule()
-        in_flight += more
     try:
+        while more and in_flight < depth:
+            more = schedule()
+            in_flight += more
         while in_flight:
             try:
                 outputs = pipe.share_outputs()
