@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
+tf = pytest.importorskip("tensorflow")
 
 from penstock import fn, pipeline_def
 import penstock.plugin.tf as dali_tf

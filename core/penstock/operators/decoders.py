@@ -35,8 +35,8 @@ _DECODER_ARGS = [
         "make the mixed backend upsample chroma like the CPU one (the CPU always does)"),
     Arg("hw_decoder_load", ArgType.FLOAT, 0.65,
         "mixed backend: share of each batch's JPEGs for the GPU (hardware JPEG engines); the host "
-        "decodes the rest at the same time. The default adapts to the measured rates of both sides; "
-        "any other value is fixed"),
+        "decodes the rest at the same time. With the default, the share starts at all JPEGs and moves "
+        "to the host only while that makes batches faster; any other value is fixed"),
     Arg("preallocate_width_hint", ArgType.INT, 0,
         "mixed backend: expected image width; a batch of such images is reserved in the memory pool"),
     Arg("preallocate_height_hint", ArgType.INT, 0,
