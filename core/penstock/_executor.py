@@ -105,19 +105,23 @@ class Executor:
             pos = self._position[id(op)]
             reads = set(inputs) | {key for _, key in arg_inputs}
             drop = [key for key in reads if self._last_use.get(key, -1) <= pos]
-            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name])
+            from .operators._image_layout import input_layout  # the one check of declared layouts
+            check = input_layout if op.schema.input_layouts and inputs else None
+            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], check)
         return plan
 
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
         for op in ops:
-            in_keys, arg_keys, drop, stats = self._plan(op)
+            in_keys, arg_keys, drop, stats, check_layout = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
             ws = Workspace(inputs, arg_inputs, it.batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op)
             start = time.perf_counter()
             try:
+                if check_layout is not None:
+                    check_layout(op, inputs[0])
                 outs = op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                 raise PipelineError(_describe_failure(op, exc, inputs)) from exc
