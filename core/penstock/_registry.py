@@ -84,7 +84,7 @@ class OpSchema:
     is_source: bool = False           # produces data from outside the graph (batch size source)
     no_prune: bool = False
     internal: bool = False            # not exported to fn/ops (arithmetic, constants ...)
-    input_layouts: tuple[str, ...] = ()  # informative
+    input_layouts: tuple[str, ...] = ()  # accepted layouts of input 0 (operators/_image_layout.input_layout)
 
     def __post_init__(self) -> None:
         if self.max_inputs is None:
@@ -187,9 +187,11 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
         if isinstance(value, (bool, np.bool_, int, np.integer)) and value in (0, 1):
             return bool(value)
     elif kind is int:
-        if isinstance(value, (bool, np.bool_, int, np.integer)):
-            return int(value)
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        if isinstance(value, (bool, np.bool_, int, np.integer)) or (
+                isinstance(value, (float, np.floating)) and float(value).is_integer()):
+            if not -2 ** 63 <= int(value) < 2 ** 63:  # arguments are 64-bit, as in DALI
+                raise ValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in the 64-bit "
+                                 f"range, got {value!r}")
             return int(value)
     elif kind is float:
         if isinstance(value, (bool, int, float, np.integer, np.floating)):
@@ -204,7 +206,12 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
 def convert_arg(arg: Arg, value: Any, op: str) -> Any:
     """Checks and normalizes a scalar (non-DataNode) argument value."""
     t = arg.type
-    if t is ArgType.ANY or t is ArgType.CALLABLE:
+    if t is ArgType.ANY:
+        return value
+    if t is ArgType.CALLABLE:
+        if not callable(value):
+            raise TypeError(f"{op}: argument '{arg.name}' expects a callable, got "
+                            f"{type(value).__name__} ({value!r})")
         return value
     if t in (ArgType.INT_LIST, ArgType.FLOAT_LIST, ArgType.STR_LIST, ArgType.BOOL_LIST):
         kind = {ArgType.INT_LIST: int, ArgType.FLOAT_LIST: float,
@@ -221,7 +228,7 @@ def convert_arg(arg: Arg, value: Any, op: str) -> Any:
     if t is ArgType.BOOL:
         return _scalar(value, bool, arg, op)
     if t in (ArgType.STR, ArgType.LAYOUT):
-        return "" if value is None else _scalar(str(value) if t is ArgType.LAYOUT else value, str, arg, op)
+        return "" if value is None else _scalar(value, str, arg, op)
     enum_type = {ArgType.DTYPE: DALIDataType, ArgType.IMAGE_TYPE: DALIImageType,
                  ArgType.INTERP_TYPE: DALIInterpType}[t]
     try:
