@@ -13,6 +13,7 @@ import time
 import weakref
 from typing import Any, Sequence
 
+from . import _on_error
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 
 
@@ -57,6 +58,10 @@ def _describe_failure(op: Operator, exc: BaseException, inputs: Sequence[Any]) -
     return f"{where}:\n{type(exc).__name__}: {exc}"
 
 
+def _fail(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> None:
+    raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+
+
 class Executor:
     _live: "weakref.WeakSet[Executor]" = weakref.WeakSet()
 
@@ -75,6 +80,7 @@ class Executor:
         for ref in self.output_refs:
             self._last_use[ref] = len(flat)
         self._position = {id(op): pos for pos, op in enumerate(flat)}
+        self._refills = _on_error.plan(flat)  # decoders with on_error="skip"
         self._plans: dict[int, tuple] = {}
         self._threads: list[threading.Thread] = []
         self._queues: list[queue.Queue] = []
@@ -124,7 +130,10 @@ class Executor:
                     check_layout(op, inputs[0])
                 outs = op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
-                raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+                if id(op) not in self._refills:
+                    raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+                outs, inputs = _on_error.run_refilling(self, op, it, exc, self._refills[id(op)], in_keys,
+                                                       arg_keys, lambda e, ins: _fail(op, e, ins))
             stats.seconds += time.perf_counter() - start
             stats.runs += 1
             nbytes = 0

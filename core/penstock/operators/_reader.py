@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType
 
@@ -30,6 +31,7 @@ READER_ARGS = [
     Arg("dont_use_mmap", ArgType.BOOL, False, "read with plain file I/O (penstock always does)"),
     Arg("tensor_init_bytes", ArgType.INT, 1048576, "performance hint: initial buffer size per sample"),
     Arg("shuffle_after_epoch", ArgType.BOOL, False, "a new global permutation every epoch"),
+    ON_ERROR_ARG,
 ]
 
 
@@ -164,7 +166,10 @@ class Reader(Operator):
 
     def run(self, ws):
         # Readers always produce full batches of max_batch_size (sources may not shrink them).
-        return self.load(ws, self.next_indices(ws.batch_size))
+        indices = self.next_indices(ws.batch_size)
+        if self.args["on_error"] == "skip":
+            return reader_load(self, ws, indices)
+        return self.load(ws, indices)
 
     def reader_meta(self) -> dict:
         if self._stream is None:

@@ -14,6 +14,7 @@ import io
 import numpy as np
 
 from .. import _engine
+from .._on_error import ON_ERROR_ARG
 from .._operator import Operator, SampleError, Workspace
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
@@ -45,6 +46,7 @@ _DECODER_ARGS = [
     Arg("cache_debug", ArgType.BOOL, False, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_batch_copy", ArgType.BOOL, True, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
+    ON_ERROR_ARG,
 ]
 
 # The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
