@@ -120,3 +120,30 @@ def test_error_shows_expected_and_given():
 
 def test_edge_values_of_the_right_type_pass():
     _define(schemas()["Resize"], {"resize_x": 1e9, "minibatch_size": 2 ** 63 - 1, "antialias": 1})
+
+
+def _ranged():
+    for s in _public():
+        for arg in s.arguments.values():
+            if arg.range is not None:
+                lo, hi = arg.range
+                step = 1 if arg.type is ArgType.INT else 0.5
+                for bad in ([lo - step] if lo is not None else []) + ([hi + step] if hi is not None else []):
+                    yield pytest.param(s, arg, bad, id=f"{s.fn_name}.{arg.name}={bad}")
+
+
+@pytest.mark.parametrize("schema, arg, value", list(_ranged()))
+def test_declared_range_is_checked_at_definition(schema, arg, value):
+    with pytest.raises(ValueError) as info:
+        _define(schema, {arg.name: value})
+    _check(info, schema, arg, value)
+    assert "in [" in str(info.value)  # the accepted range is shown
+
+
+def test_declared_ranges_exist_and_bounds_pass():
+    ranged = [(s, a) for s in _public() for a in s.arguments.values() if a.range is not None]
+    assert len(ranged) >= 5
+    for s, a in ranged:
+        for bound in a.range:
+            if bound is not None:
+                _define(s, {a.name: bound})

@@ -52,6 +52,7 @@ class Arg:
     aliases: tuple[str, ...] = ()   # deprecated spellings, accepted with a warning
     ignored_aliases: tuple[str, ...] = ()  # deprecated arguments that no longer do anything
     optional: bool = False          # has no default value, but may be left out (None)
+    range: tuple[Any, Any] | None = None  # inclusive (low, high) of constant values; None: unbounded
 
     @property
     def required(self) -> bool:
@@ -205,6 +206,17 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
 
 def convert_arg(arg: Arg, value: Any, op: str) -> Any:
     """Checks and normalizes a scalar (non-DataNode) argument value."""
+    out = _convert(arg, value, op)
+    if arg.range is not None and out is not None:
+        lo, hi = arg.range
+        if any((lo is not None and v < lo) or (hi is not None and v > hi)
+               for v in (out if isinstance(out, tuple) else (out,))):
+            bounds = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            raise ValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in {bounds}, got {value!r}")
+    return out
+
+
+def _convert(arg: Arg, value: Any, op: str) -> Any:
     t = arg.type
     if t is ArgType.ANY:
         return value

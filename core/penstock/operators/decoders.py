@@ -33,7 +33,7 @@ _DECODER_ARGS = [
     Arg("use_fast_idct", ArgType.BOOL, False, "JPEG: faster, less exact integer IDCT"),
     Arg("jpeg_fancy_upsampling", ArgType.BOOL, False,
         "make the mixed backend upsample chroma like the CPU one (the CPU always does)"),
-    Arg("hw_decoder_load", ArgType.FLOAT, 0.65, _MIXED_ONLY),
+    Arg("hw_decoder_load", ArgType.FLOAT, 0.65, _MIXED_ONLY, range=(0.0, 1.0)),
     Arg("preallocate_width_hint", ArgType.INT, 0, _MIXED_ONLY),
     Arg("preallocate_height_hint", ArgType.INT, 0, _MIXED_ONLY),
     Arg("device_memory_padding", ArgType.INT, 16 << 20, _MIXED_ONLY),
@@ -56,7 +56,7 @@ _CROP_ARGS = [arg for arg in CROP_ARGS
 _RANDOM_CROP_ARGS = [
     Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0), "range of the window's area fraction"),
     Arg("random_aspect_ratio", ArgType.FLOAT_LIST, (0.75, 1.333333), "range of the window's w/h"),
-    Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image"),
+    Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image", range=(1, None)),
 ]
 
 _SLICE_ARGS = [
