@@ -146,3 +146,27 @@ def test_unknown_policy_is_a_build_error(tmp_path):
     paths, labels = _dataset(tmp_path, 2)
     with pytest.raises(ValueError, match="on_error.*'raise' or 'skip'.*'ignore'"):
         _pipe(paths, labels, batch=2, decoder_skip="ignore").build()
+
+
+def test_reader_and_decoder_skip_together_with_shuffle(tmp_path):
+    paths, labels = _dataset(tmp_path, 12, corrupt={2, 9}, directories={5})
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=None, seed=3)
+    def p():
+        jpegs, lab = fn.readers.file(files=paths, labels=labels, random_shuffle=True, initial_fill=6,
+                                     on_error="skip", name="Reader")
+        return fn.decoders.image(jpegs, on_error="skip", name="Decoder"), lab
+
+    pipe = p()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(6):
+            images, labs = pipe.run()
+            assert len(images) == 4
+            _check_batch(images, labs, paths, labels)
+    by_op = {}
+    for s in pipe.skipped_samples:
+        by_op.setdefault(s["source"], set()).add(s["operator"])
+    # the directory is the reader's to skip, the corrupt files the decoder's
+    assert by_op.pop(paths[5]) == {"Reader"}
+    assert by_op and all(src in (paths[2], paths[9]) and ops == {"Decoder"} for src, ops in by_op.items())
