@@ -103,6 +103,10 @@ def test_out_of_range_is_a_definition_error(schema, arg, value):
     with pytest.raises((TypeError, ValueError)) as info:
         _define(schema, {arg.name: value})
     _check(info, schema, arg, value, expected_type=False)
+    if schema.name != "ExternalSource":
+        with pytest.raises((TypeError, ValueError)) as info:
+            _ops_class(schema)(**{arg.name: value})
+        _check(info, schema, arg, value, expected_type=False)
 
 
 @pytest.mark.parametrize("schema", _public(), ids=lambda s: s.fn_name)
@@ -111,6 +115,9 @@ def test_unknown_argument_is_a_definition_error(schema):
         _define(schema, {"no_such_argument": 1})
     text = str(info.value)
     assert schema.fn_name in text and "'no_such_argument'" in text and "Known arguments" in text
+    if schema.name != "ExternalSource":
+        with pytest.raises(TypeError, match=f"{schema.fn_name}: unknown argument 'no_such_argument'"):
+            _ops_class(schema)(no_such_argument=1)
 
 
 def test_error_shows_expected_and_given():
