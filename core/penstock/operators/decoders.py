@@ -33,7 +33,7 @@ _DECODER_ARGS = [
     Arg("use_fast_idct", ArgType.BOOL, False, "JPEG: faster, less exact integer IDCT"),
     Arg("jpeg_fancy_upsampling", ArgType.BOOL, False,
         "make the mixed backend upsample chroma like the CPU one (the CPU always does)"),
-    Arg("hw_decoder_load", ArgType.FLOAT, 0.65, _MIXED_ONLY, range=(0.0, 1.0)),
+    Arg("hw_decoder_load", ArgType.FLOAT, 0.65, _MIXED_ONLY),
     Arg("preallocate_width_hint", ArgType.INT, 0, _MIXED_ONLY),
     Arg("preallocate_height_hint", ArgType.INT, 0, _MIXED_ONLY),
     Arg("device_memory_padding", ArgType.INT, 16 << 20, _MIXED_ONLY),

@@ -13,7 +13,7 @@ from ._batch import contiguous, empty_batch
 @register(OpSchema(
     "JpegCompressionDistortion",
     "Encodes each image (or frame) as JPEG at `quality` and decodes it back (uint8, RGB or gray).",
-    args=[Arg("quality", ArgType.INT, 50, tensor=True, doc="JPEG quality, 1-100", range=(1, 100))],
+    args=[Arg("quality", ArgType.INT, 50, tensor=True, doc="JPEG quality, 1-100")],
     devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")))
 class JpegCompressionDistortionCPU(Operator):
     def run(self, ws):

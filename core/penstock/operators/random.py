@@ -85,7 +85,7 @@ class UniformCPU(_RandomOp):
 
 
 @register(_schema("CoinFlip", "0/1 with P(1) = probability.",
-                  [Arg("probability", ArgType.FLOAT, 0.5, tensor=True, doc="chance of 1", range=(0.0, 1.0))],
+                  [Arg("probability", ArgType.FLOAT, 0.5, tensor=True, doc="chance of 1")],
                   T.INT32, legacy=("CoinFlip",)))
 class CoinFlipCPU(_RandomOp):
     def run(self, ws):
