@@ -80,11 +80,11 @@ class Executor:
         for ref in self.output_refs:
             self._last_use[ref] = len(flat)
         self._position = {id(op): pos for pos, op in enumerate(flat)}
-        self._refills = _on_error.plan(flat)  # decoders with on_error="skip"
         self._plans: dict[int, tuple] = {}
         self._threads: list[threading.Thread] = []
         self._queues: list[queue.Queue] = []
         self._closed = False
+        self._refills = _on_error.plan(flat)  # decoders with on_error="skip"; may refuse the graph
         self.exec_async = exec_async
         if exec_async:
             groups = self.stages if exec_pipelined else [[op for s in self.stages for op in s]]
