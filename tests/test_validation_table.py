@@ -6,7 +6,7 @@ definition and the ``ops.*`` constructor."""
 import numpy as np
 import pytest
 
-from penstock import Pipeline, fn, ops
+from penstock import Pipeline, fn, ops, types
 from penstock._registry import ArgType, schemas
 
 # a clearly wrong value per argument type (never convertible), and how it is shown in the error
@@ -62,13 +62,31 @@ def _ops_class(schema):
     return getattr(mod, schema.class_name)
 
 
+# a valid value per type, given for required arguments so that only the one under test is wrong
+VALID = {
+    ArgType.INT: 1, ArgType.FLOAT: 1.0, ArgType.BOOL: False, ArgType.STR: "", ArgType.LAYOUT: "",
+    ArgType.DTYPE: types.FLOAT, ArgType.IMAGE_TYPE: types.RGB, ArgType.INTERP_TYPE: types.INTERP_LINEAR,
+    ArgType.INT_LIST: [1], ArgType.FLOAT_LIST: [1.0], ArgType.STR_LIST: [""], ArgType.BOOL_LIST: [False],
+    ArgType.CALLABLE: lambda *samples: samples[0] if samples else None, ArgType.ANY: 1,
+}
+
+
+def _with_required(schema, kwargs):
+    return {**{a.name: VALID[a.type] for a in schema.arguments.values() if a.required}, **kwargs}
+
+
 def _define(schema, kwargs):
     """Calls fn.<op>(inputs..., **kwargs) while a pipeline is being defined (nothing runs)."""
     pipe = Pipeline(batch_size=2, num_threads=1, device_id=None)
     with pipe:
         n = max(schema.min_inputs, 0)
         inputs = [fn.external_source(source=lambda: [np.zeros((4, 4, 3), np.uint8)] * 2) for _ in range(n)]
-        _fn_of(schema)(*inputs, **kwargs)
+        _fn_of(schema)(*inputs, **_with_required(schema, kwargs))
+
+
+def _construct(schema, kwargs):
+    """The ops.* constructor with these arguments (it checks them before any call)."""
+    return _ops_class(schema)(**_with_required(schema, kwargs))
 
 
 def _shown(value) -> str:
@@ -94,7 +112,7 @@ def test_wrong_type_is_a_definition_error(schema, arg, value):
     _check(info, schema, arg, value)
     if schema.name != "ExternalSource":  # its ops class takes arguments at call
         with pytest.raises((TypeError, ValueError)) as info:
-            _ops_class(schema)(**{arg.name: value})
+            _construct(schema, {arg.name: value})
         _check(info, schema, arg, value)
 
 
@@ -105,7 +123,7 @@ def test_out_of_range_is_a_definition_error(schema, arg, value):
     _check(info, schema, arg, value, expected_type=False)
     if schema.name != "ExternalSource":
         with pytest.raises((TypeError, ValueError)) as info:
-            _ops_class(schema)(**{arg.name: value})
+            _construct(schema, {arg.name: value})
         _check(info, schema, arg, value, expected_type=False)
 
 
@@ -117,7 +135,7 @@ def test_unknown_argument_is_a_definition_error(schema):
     assert schema.fn_name in text and "'no_such_argument'" in text and "Known arguments" in text
     if schema.name != "ExternalSource":
         with pytest.raises(TypeError, match=f"{schema.fn_name}: unknown argument 'no_such_argument'"):
-            _ops_class(schema)(no_such_argument=1)
+            _construct(schema, {"no_such_argument": 1})
 
 
 def test_error_shows_expected_and_given():
