@@ -100,6 +100,10 @@ def refill_prefix(flat: Sequence[Operator], pos: int) -> list[Operator]:
     if any(o.device != "cpu" for o in prefix + [op]):  # one stage: the refill runs in its thread
         raise NotImplementedError(f"{op.label}: on_error='skip' is implemented for CPU pipelines "
                                   "(every operator before it on the CPU, device_id=None)")
+    if any(getattr(o.node, "batch_ref", None) is not None for o in prefix + [op]):
+        # inside a conditional branch values hold the branch's samples, not the whole batch
+        raise NotImplementedError(f"{op.label}: on_error='skip' is not implemented inside (or after "
+                                  "operators inside) a conditional branch")
     return prefix
 
 
