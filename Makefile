@@ -44,7 +44,6 @@ $(FUZZ_SO): $(STAMP) $(FUZZ_SRC) $(wildcard csrc/*/*.h)
 	    -shared -fPIC -Icsrc $$($(PY) -m pybind11 --includes) $(FUZZ_SRC) -ljpeg -lpng -lpthread -o $@
 
 fuzz: $(FUZZ_SO)
-	$(PY) -m pip install -q atheris
 	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS)
 
 clean:
