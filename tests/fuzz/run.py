@@ -40,10 +40,15 @@ def run(target: str, runs: int, env: dict, seed: int) -> int:
         dirs = [corpus] + ([regressions] if os.path.isdir(regressions) else [])
         os.makedirs(crashes, exist_ok=True)
         cmd = [sys.executable, os.path.join(HERE, "fuzz.py"), target, f"-runs={runs}", f"-seed={seed}",
-               "-max_len=65536", "-timeout=20", "-rss_limit_mb=4096",
-               f"-artifact_prefix={crashes}{os.sep}"] + dirs
+               "-timeout=20", "-rss_limit_mb=4096", f"-artifact_prefix={crashes}{os.sep}"]
+        # decode inputs are edits of built-in images (no coverage reaches libFuzzer from the
+        # native code): every length is useful from the start
+        cmd += ["-len_control=0", "-max_len=256"] if target == "decode" else ["-max_len=65536"]
+        # only the native decoders are built with the sanitizers; elsewhere libasan's coverage
+        # stubs would hide atheris' Python coverage from libFuzzer
+        env = env if target == "decode" else {}
         start = time.monotonic()
-        r = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True)
+        r = subprocess.run(cmd + dirs, env={**os.environ, **env}, capture_output=True, text=True)
         took = time.monotonic() - start
     if not os.listdir(crashes):
         os.rmdir(crashes)

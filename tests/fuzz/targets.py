@@ -50,11 +50,32 @@ class _Op:
     name = "target"
 
 
+def decode_blob(data: bytes) -> tuple[int, bytes]:
+    """(options, encoded image) of a decode input: a valid image of every format with bytes
+    overwritten and the end cut, so random inputs reach past the headers (the native code gives
+    libFuzzer no coverage, see README.md); option bit 7 takes the rest as raw bytes instead.
+
+    Layout: [image index] [options] [cut] then (offset lo, offset hi, value) triples."""
+    if len(data) < 3:
+        return 0, b""
+    opts = data[1]
+    if opts & 128:
+        return opts, bytes(data[2:])
+    images = _images()
+    blob = bytearray(images[data[0] % len(images)])
+    edits = data[3:]
+    for k in range(0, len(edits) - 2, 3):
+        blob[int.from_bytes(edits[k:k + 2], "little") % len(blob)] = edits[k + 2]
+    keep = len(blob) if data[2] == 255 else max(1, len(blob) * data[2] // 255)
+    return opts, bytes(blob[:keep])
+
+
 def decode(data: bytes) -> None:
     """The native decoders (JPEG, PNG, BMP, PNM): header peek, then full or windowed decode."""
-    if len(data) < 2:
+    opts, raw = decode_blob(data)
+    if not raw:
         return
-    opts, blob = data[0], np.frombuffer(data[1:], np.uint8).copy()
+    blob = np.frombuffer(raw, np.uint8).copy()
     shapes = np.array([[blob.size]], np.int64)
     offsets = np.zeros(1, np.int64)
     output_type = int(_OUTPUT_TYPES[opts % len(_OUTPUT_TYPES)])
@@ -110,24 +131,40 @@ def file_list(data: bytes) -> None:
 TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list}
 
 
-def seeds(target: str) -> list[bytes]:
-    """Valid inputs to start from: small images of every format, well-formed file lists."""
-    if target == "file_list":
-        return [b"a.jpg 0\nb/c.png 1\n", b"x 3\n\n  y 4  \n", b"with space.jpg 7\n", b"-1 -1\n"]
+_IMAGES: list[bytes] = []
+
+
+def _encoded(formats) -> list[bytes]:
     from PIL import Image
     rng = np.random.default_rng(0)
-    rgb = Image.fromarray(rng.integers(0, 256, (9, 13, 3), dtype=np.uint8))
+    rgb = Image.fromarray(rng.integers(0, 256, (19, 23, 3), dtype=np.uint8))
     out = []
-    formats = {"decode": [("JPEG", {"quality": 90}), ("JPEG", {"progressive": True}), ("PNG", {}),
-                          ("BMP", {}), ("PPM", {})],
-               "pillow": [("TIFF", {}), ("WEBP", {"quality": 80}), ("BMP", {"compression": "rle8"})]}
-    for fmt, kw in formats[target]:
-        for img in (rgb, rgb.convert("L"), rgb.convert("RGBA") if fmt in ("PNG", "TIFF", "WEBP") else rgb):
+    for fmt, kw in formats:
+        variants = [rgb, rgb.convert("L")] + ([rgb.convert("RGBA")] if fmt in ("PNG", "TIFF", "WEBP") else [])
+        for img in variants:
             buf = io.BytesIO()
             try:
                 (img.convert("P") if kw.get("compression") else img).save(buf, fmt, **kw)
             except (OSError, ValueError, KeyError):
                 continue  # this Pillow build cannot write the format
-            for opts in (0, 8 | 16, 2 | 32, 3 | 64):
-                out.append(bytes([opts]) + buf.getvalue())
+            out.append(buf.getvalue())
     return out
+
+
+def _images() -> list[bytes]:
+    """Valid images of every natively decoded format (the decode target edits them)."""
+    if not _IMAGES:
+        _IMAGES.extend(_encoded([("JPEG", {"quality": 90}), ("JPEG", {"progressive": True}),
+                                 ("JPEG", {"subsampling": 0, "quality": 75}), ("PNG", {}),
+                                 ("BMP", {}), ("PPM", {})]))
+    return _IMAGES
+
+
+def seeds(target: str) -> list[bytes]:
+    """Valid inputs to start from: every image unedited with several options, well-formed file lists."""
+    if target == "file_list":
+        return [b"a.jpg 0\nb/c.png 1\n", b"x 3\n\n  y 4  \n", b"with space.jpg 7\n", b"-1 -1\n"]
+    if target == "decode":
+        return [bytes([i, opts, 255]) for i in range(len(_images())) for opts in (0, 8 | 16, 2 | 32, 3 | 64)]
+    blobs = _encoded([("TIFF", {}), ("WEBP", {"quality": 80}), ("BMP", {"compression": "rle8"})])
+    return [bytes([opts]) + blob for blob in blobs for opts in (0, 1, 2, 3)]
