@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean
+.PHONY: demo test install gpu-test bench clean fuzz
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,7 @@ demo: $(DEMO_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
 
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
 # pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests.
@@ -40,6 +41,20 @@ gpu-test:
 
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
+
+# The fuzz targets' native code (decoders, file reading) built with AddressSanitizer and
+# UndefinedBehaviorSanitizer into build/fuzz/, then a longer fuzz run against it.
+FUZZ_SO   := build/fuzz/penstock/_engine$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+FUZZ_SRC  := csrc/bindings.cpp $(wildcard csrc/engine/*.cpp) $(wildcard csrc/kernels/image_decode*.cpp) csrc/kernels/file_io.cpp
+FUZZ_RUNS ?= 200000
+
+$(FUZZ_SO): $(STAMP) $(FUZZ_SRC) $(wildcard csrc/*/*.h)
+	mkdir -p $(dir $@)
+	g++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	    -shared -fPIC -Icsrc $$($(PY) -m pybind11 --includes) $(FUZZ_SRC) -ljpeg -lpng -lpthread -o $@
+
+fuzz: $(FUZZ_SO)
+	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS)
 
 clean:
 	rm -rf build $(VENV) core/penstock/*.so core/*.egg-info plugins/*/*.egg-info

@@ -19,6 +19,7 @@ import time
 import weakref
 from typing import Any, Sequence
 
+from . import _on_error
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
 
@@ -69,6 +70,10 @@ def _no_samples(op: Operator) -> list:
     return [TensorListCPU([]) for _ in op.node.outputs]
 
 
+def _fail(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> None:
+    raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+
+
 class Executor:
     _live: "weakref.WeakSet[Executor]" = weakref.WeakSet()
 
@@ -94,6 +99,7 @@ class Executor:
         self._queues: list[queue.Queue] = []
         self._closed = False
         self._cpu_gate_released_at = -1
+        self._refills = _on_error.plan(flat)  # decoders with on_error="skip"; may refuse the graph
         self.exec_async = exec_async
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
@@ -131,13 +137,15 @@ class Executor:
             # inside a conditional branch the batch is the branch's samples (always one of the inputs)
             ref = node.batch_ref
             batch_key = (ref.source.id, ref.index) if ref is not None else None
-            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], batch_key)
+            from .operators._image_layout import input_layout  # the one check of declared layouts
+            check = input_layout if op.schema.input_layouts and inputs else None
+            plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], batch_key, check)
         return plan
 
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
         for op in ops:
-            in_keys, arg_keys, drop, stats, batch_key = self._plan(op)
+            in_keys, arg_keys, drop, stats, batch_key, check_layout = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
             batch_size = it.batch_size if batch_key is None else len(values[batch_key])
@@ -150,13 +158,19 @@ class Executor:
             try:
                 if batch_size == 0 and batch_key is not None:
                     outs = _no_samples(op)  # a conditional branch that no sample reached
-                elif on_gpu:
-                    with self.device:
-                        outs = op.run(ws)
                 else:
-                    outs = op.run(ws)
+                    if check_layout is not None and len(inputs[0]):
+                        check_layout(op, inputs[0])
+                    if on_gpu:
+                        with self.device:
+                            outs = op.run(ws)
+                    else:
+                        outs = op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
-                raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+                if id(op) not in self._refills:
+                    raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+                outs, inputs = _on_error.run_refilling(self, op, it, exc, self._refills[id(op)], in_keys,
+                                                       arg_keys, lambda e, ins: _fail(op, e, ins))
             stats.seconds += time.perf_counter() - start
             stats.runs += 1
             nbytes = 0

@@ -61,7 +61,7 @@ class OpsBase:
             if isinstance(v, DataNode):
                 raise TypeError(f"{self.schema.fn_name}: per-sample argument '{k}' must be given "
                                 "when the operator is called, not when it is constructed")
-        split_args(self.schema, {k: v for k, v in kwargs.items() if k != "name"})  # validate early
+        split_args(self.schema, {**kwargs, "device": device})  # validate early
         self._init_kwargs = kwargs
 
     @property

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ._registry import OpSchema, resolve_defaults, split_args
+from ._registry import OpSchema, convert_arg, resolve_defaults, split_args
 from .data_node import DataNode
 
 _ids = itertools.count()
@@ -73,7 +73,7 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
     if device is None:
         device = "gpu" if any(isinstance(i, DataNode) and i.device == "gpu" for i in inputs) else "cpu"
     if device not in ("cpu", "gpu", "mixed"):
-        raise ValueError(f"{label}: device must be 'cpu', 'gpu' or 'mixed', got {device!r}")
+        raise ValueError(f"{label}: argument 'device' expects str ('cpu', 'gpu' or 'mixed'), got {device!r}")
     if device not in schema.devices:
         raise ValueError(f"{label}: device '{device}' is not supported (supported: {', '.join(schema.devices)})")
     n = len(inputs)
@@ -90,6 +90,8 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
         if device == "mixed" and node.device == "gpu":
             raise ValueError(f"{label}: a 'mixed' operator takes CPU inputs; input {i} is on the GPU")
     name = kwargs.pop("name", None)
+    if name is not None:
+        name = convert_arg(schema.arguments["name"], name, label)
     scalars, tensors = split_args(schema, kwargs, label)
     for key, value in tensors.items():
         if not isinstance(value, DataNode):

@@ -52,6 +52,7 @@ class Arg:
     aliases: tuple[str, ...] = ()   # deprecated spellings, accepted with a warning
     ignored_aliases: tuple[str, ...] = ()  # deprecated arguments that no longer do anything
     optional: bool = False          # has no default value, but may be left out (None)
+    range: tuple[Any, Any] | None = None  # inclusive (low, high) of constant values; None: unbounded
 
     @property
     def required(self) -> bool:
@@ -84,7 +85,7 @@ class OpSchema:
     is_source: bool = False           # produces data from outside the graph (batch size source)
     no_prune: bool = False
     internal: bool = False            # not exported to fn/ops (arithmetic, constants ...)
-    input_layouts: tuple[str, ...] = ()  # informative
+    input_layouts: tuple[str, ...] = ()  # accepted layouts of input 0 (operators/_image_layout.input_layout)
 
     def __post_init__(self) -> None:
         if self.max_inputs is None:
@@ -191,9 +192,11 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
         if isinstance(value, (bool, np.bool_, int, np.integer)) and value in (0, 1):
             return bool(value)
     elif kind is int:
-        if isinstance(value, (bool, np.bool_, int, np.integer)):
-            return int(value)
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        if isinstance(value, (bool, np.bool_, int, np.integer)) or (
+                isinstance(value, (float, np.floating)) and float(value).is_integer()):
+            if not -2 ** 63 <= int(value) < 2 ** 63:  # arguments are 64-bit, as in DALI
+                raise ValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in the 64-bit "
+                                 f"range, got {value!r}")
             return int(value)
     elif kind is float:
         if isinstance(value, (bool, int, float, np.integer, np.floating)):
@@ -207,8 +210,24 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
 
 def convert_arg(arg: Arg, value: Any, op: str) -> Any:
     """Checks and normalizes a scalar (non-DataNode) argument value."""
+    out = _convert(arg, value, op)
+    if arg.range is not None and out is not None:
+        lo, hi = arg.range
+        if any((lo is not None and v < lo) or (hi is not None and v > hi)
+               for v in (out if isinstance(out, tuple) else (out,))):
+            bounds = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            raise ValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in {bounds}, got {value!r}")
+    return out
+
+
+def _convert(arg: Arg, value: Any, op: str) -> Any:
     t = arg.type
-    if t is ArgType.ANY or t is ArgType.CALLABLE:
+    if t is ArgType.ANY:
+        return value
+    if t is ArgType.CALLABLE:
+        if not callable(value):
+            raise TypeError(f"{op}: argument '{arg.name}' expects a callable, got "
+                            f"{type(value).__name__} ({value!r})")
         return value
     if t in (ArgType.INT_LIST, ArgType.FLOAT_LIST, ArgType.STR_LIST, ArgType.BOOL_LIST):
         kind = {ArgType.INT_LIST: int, ArgType.FLOAT_LIST: float,
@@ -225,7 +244,7 @@ def convert_arg(arg: Arg, value: Any, op: str) -> Any:
     if t is ArgType.BOOL:
         return _scalar(value, bool, arg, op)
     if t in (ArgType.STR, ArgType.LAYOUT):
-        return "" if value is None else _scalar(str(value) if t is ArgType.LAYOUT else value, str, arg, op)
+        return "" if value is None else _scalar(value, str, arg, op)
     enum_type = {ArgType.DTYPE: DALIDataType, ArgType.IMAGE_TYPE: DALIImageType,
                  ArgType.INTERP_TYPE: DALIInterpType}[t]
     try:

@@ -27,3 +27,32 @@ def as_outer_spatial_channels(shapes: np.ndarray, start: int, count: int) -> np.
     chans = shapes[:, start + count:].prod(axis=1) if start + count < nd else np.ones(n, np.int64)
     return np.ascontiguousarray(np.column_stack([outer, shapes[:, start:start + count], chans]),
                                 dtype=np.int64)
+
+
+def input_layout(op, tl, index: int = 0) -> str:
+    """The layout operator ``op`` reads input ``index`` as: DALI's rule for the layouts a schema
+    accepts (``OpSchema.input_layouts``), checked here for every operator that declares them.
+
+    A layout must have one letter per dimension. Without declared layouts the input's own layout
+    is used as is. An empty layout takes the first declared layout with as many dimensions (so a
+    4-D batch without a layout is read as FHWC by resize, never guessed as a volume); a layout, or
+    a number of dimensions, that none of the declared ones matches is an error naming them.
+    """
+    layout, ndim = tl._layout, tl.ndim()
+    if layout and len(layout) != ndim:
+        raise ValueError(f"{op.label}: the layout '{layout}' of input {index} is not valid for "
+                         f"{ndim}-dimensional samples")
+    allowed = op.schema.input_layouts
+    if not allowed:
+        return layout
+    if not layout:
+        match = next((l for l in allowed if len(l) == ndim), None)
+        if match is None:
+            raise ValueError(f"{op.label}: input {index} has {ndim}-dimensional samples without a layout, "
+                             f"and no accepted layout has {ndim} dimensions; valid layouts: "
+                             f"{', '.join(allowed)}")
+        return match
+    if layout not in allowed:
+        raise ValueError(f"{op.label}: the layout '{layout}' of input {index} is not one of the accepted "
+                         f"layouts: {', '.join(allowed)}")
+    return layout

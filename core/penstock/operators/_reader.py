@@ -13,23 +13,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType
 
 READER_ARGS = [
-    Arg("shard_id", ArgType.INT, 0, "index of this shard"),
-    Arg("num_shards", ArgType.INT, 1, "number of shards the dataset is split into"),
+    Arg("shard_id", ArgType.INT, 0, "index of this shard", range=(0, None)),
+    Arg("num_shards", ArgType.INT, 1, "number of shards the dataset is split into", range=(1, None)),
     Arg("random_shuffle", ArgType.BOOL, False, "shuffle with a buffer of initial_fill samples"),
-    Arg("initial_fill", ArgType.INT, 1024, "size of the shuffle buffer"),
+    Arg("initial_fill", ArgType.INT, 1024, "size of the shuffle buffer", range=(1, None)),
     Arg("pad_last_batch", ArgType.BOOL, False, "repeat the shard's last sample to complete its last batch"),
     Arg("stick_to_shard", ArgType.BOOL, False, "wrap inside the shard instead of moving on"),
     Arg("lazy_init", ArgType.BOOL, False, "scan the dataset at the first run instead of at build"),
     Arg("read_ahead", ArgType.BOOL, False, "performance hint: prefetch whole files (readers of DB files)"),
-    Arg("prefetch_queue_depth", ArgType.INT, 1, "performance hint: batches read ahead"),
+    Arg("prefetch_queue_depth", ArgType.INT, 1, "performance hint: batches read ahead", range=(1, None)),
     Arg("skip_cached_images", ArgType.BOOL, False, "skip samples already held by a decoder cache (no cache exists: no effect)"),
     Arg("dont_use_mmap", ArgType.BOOL, False, "read with plain file I/O (penstock always does)"),
     Arg("tensor_init_bytes", ArgType.INT, 1048576, "performance hint: initial buffer size per sample"),
     Arg("shuffle_after_epoch", ArgType.BOOL, False, "a new global permutation every epoch"),
+    ON_ERROR_ARG,
 ]
 
 
@@ -164,7 +166,10 @@ class Reader(Operator):
 
     def run(self, ws):
         # Readers always produce full batches of max_batch_size (sources may not shrink them).
-        return self.load(ws, self.next_indices(ws.batch_size))
+        indices = self.next_indices(ws.batch_size)
+        if self.args.get("on_error") == "skip":
+            return reader_load(self, ws, indices)
+        return self.load(ws, indices)
 
     def reader_meta(self) -> dict:
         if self._stream is None:

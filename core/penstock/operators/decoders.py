@@ -14,6 +14,7 @@ import io
 import numpy as np
 
 from .. import _engine
+from .._on_error import ON_ERROR_ARG
 from .._operator import Operator, SampleError, Workspace
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
@@ -52,6 +53,7 @@ _DECODER_ARGS = [
     Arg("cache_debug", ArgType.BOOL, False, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_batch_copy", ArgType.BOOL, True, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
+    ON_ERROR_ARG,
 ]
 
 # The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
@@ -61,7 +63,7 @@ _CROP_ARGS = [arg for arg in CROP_ARGS
 _RANDOM_CROP_ARGS = [
     Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0), "range of the window's area fraction"),
     Arg("random_aspect_ratio", ArgType.FLOAT_LIST, (0.75, 1.333333), "range of the window's w/h"),
-    Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image"),
+    Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image", range=(1, None)),
 ]
 
 _SLICE_ARGS = [

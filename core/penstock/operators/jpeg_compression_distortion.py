@@ -20,8 +20,6 @@ class JpegCompressionDistortionCPU(Operator):
         src = contiguous(ws.inputs[0])
         if src.dtype != DALIDataType.UINT8:
             raise TypeError(f"{self.label}: input must be UINT8, got {src.dtype}")
-        if src.ndim() not in (3, 4) or (src._layout and src._layout not in ("HWC", "FHWC")):
-            raise ValueError(f"{self.label}: expected HWC or FHWC images, got layout '{src._layout}'")
         quality = ws.per_sample("quality", np.int64)
         if ((quality < 1) | (quality > 100)).any():
             raise ValueError(f"{self.label}: quality must be in [1, 100]")

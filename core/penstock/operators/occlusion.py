@@ -90,8 +90,6 @@ class EraseCPU(Operator):
 class GridMaskCPU(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        if src.ndim() != 3 or (src._layout and src._layout != "HWC"):
-            raise ValueError(f"{self.label}: expected HWC images, got layout '{src._layout}'")
         params = np.stack([ws.per_sample(name, np.float32) for name in
                            ("tile", "ratio", "angle", "shift_x", "shift_y")], axis=1)
         if (params[:, 0] <= 0).any():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ._reader import READER_ARGS, Reader
 
+_LABEL = re.compile(r"-?[0-9]+")
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
                    "*.pbm", "*.jp2", "*.webp", "*.flac", "*.ogg", "*.wav")
 
@@ -46,16 +48,20 @@ class FileReaderCPU(Reader):
             base = root if root is not None else os.path.dirname(os.path.abspath(file_list))
             paths, labels = [], []
             try:
-                with open(file_list) as f:
+                with open(file_list, encoding="utf-8") as f:
                     for line_no, line in enumerate(f, 1):
                         parts = line.rsplit(None, 1)
                         if not parts:
                             continue
-                        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+                        # labels are int32; a NUL would cut the path short when the file is opened
+                        if (len(parts) != 2 or not _LABEL.fullmatch(parts[1])
+                                or not -2 ** 31 <= int(parts[1]) < 2 ** 31 or "\0" in parts[0]):
                             raise ValueError(f"{self.label}: line {line_no} of '{file_list}' is not "
-                                             f"'path label': {line.strip()!r}")
+                                             f"'path label' (label: a 32-bit integer): {line.strip()!r}")
                         paths.append(os.path.join(base, parts[0]))
                         labels.append(int(parts[1]))
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{self.label}: file_list '{file_list}' is not UTF-8 text: {e}") from None
             except OSError as e:
                 raise RuntimeError(f"{self.label}: cannot read file_list '{file_list}': {e}") from None
         elif files is not None:

@@ -17,6 +17,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
 from ._batch import contiguous, empty_batch
+from ._image_layout import input_layout
 from .crop import default_layout, per_sample_list
 
 RESAMPLE_TYPES = (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.UINT16, DALIDataType.FLOAT)
@@ -111,7 +112,10 @@ RESIZE = OpSchema(
           Arg("save_attrs", ArgType.BOOL, False, doc="second output: the output size (int32, spatial dims)")]
     + FILTER_ARGS,
     num_outputs=lambda args: 2 if args.get("save_attrs") else 1,
-    devices=("cpu", "gpu"))
+    devices=("cpu", "gpu"),
+    # DALI's accepted layouts, in its order: a batch without a layout takes the first one with as
+    # many dimensions (4-D -> FHWC, 5-D -> FDHWC); any other layout is an error
+    input_layouts=("HWC", "FHWC", "CHW", "FCHW", "CFHW", "DHWC", "FDHWC", "CDHW", "FCDHW", "CFDHW"))
 
 
 def round_half_up(x):
@@ -127,7 +131,7 @@ class Resize(Operator):
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        layout = src._layout or default_layout(src.ndim())
+        layout = input_layout(self, src)
         letters, first, _ = spatial_layout(self, layout, src.ndim())
         extents = src._shapes[:, first:first + len(letters)].astype(np.float64)
         prescaled = getattr(src, "_prescaled", None)

@@ -15,7 +15,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIInterpType
 from ._batch import contiguous
-from ._image_layout import as_outer_spatial_channels, split_layout
+from ._image_layout import as_outer_spatial_channels, input_layout, split_layout
 
 _INTERP_CODES = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1}
 
@@ -37,7 +37,7 @@ def _interp_code(op: Operator) -> int:
 
 
 def _frames_hw(op: Operator, src) -> tuple[int, np.ndarray]:
-    start, k = split_layout(op.label, src._layout, src.ndim())
+    start, k = split_layout(op.label, input_layout(op, src), src.ndim())
     if k != 2:
         raise ValueError(f"{op.label}: only 2-D images (HWC, FHWC) are supported, got layout '{src._layout}'")
     return start, as_outer_spatial_channels(src._shapes, start, 2)

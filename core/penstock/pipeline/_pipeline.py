@@ -516,6 +516,13 @@ class Pipeline:
         return self.reader_meta(name)["epoch_size_padded"]
 
     # ---- introspection ---------------------------------------------------------------------
+    @property
+    def skipped_samples(self) -> list[dict]:
+        """Samples dropped by readers/decoders with on_error="skip" (beyond DALI), oldest first:
+        dicts with ``operator``, ``source`` (file name), ``reason`` and ``iteration``."""
+        found = [s for op in getattr(self, "_ops", ()) for s in getattr(op, "skipped", ())]
+        return sorted(found, key=lambda s: s["iteration"])
+
     def executor_statistics(self) -> dict:
         """Per operator: runs, total seconds, mean milliseconds and last output bytes."""
         if self._executor is None:

@@ -1,0 +1,227 @@
+"""Soak: many epochs over a small dataset through every kind of operator; resources must stay flat.
+
+Each epoch runs (a) a reader pipeline (readers.file -> decoders -> geometry -> colour -> CMN,
+random operators, shapes) through the PyTorch iterator over the reader's epoch, and (b) an
+external-source pipeline (serial, and parallel when this build supports it) through run().
+After each epoch it samples resident memory, open file descriptors, threads, child processes
+and shared-memory segments (and GPU memory in use when CuPy sees a GPU). After the warm-up
+epochs, RSS must stay within +-2% of its first post-warm-up sample and the counts must not grow.
+
+Prints one JSON line per system (penstock; NVIDIA DALI too when installed, in its own process)
+with the curves and a verdict, and exits non-zero when a check fails. ``--plot FILE`` draws the
+curves with matplotlib when it is installed.
+
+    python bench/soak.py                     # 100 epochs, 10 of warm-up
+    python bench/soak.py --epochs 20 --plot soak.png
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+BATCH = 8
+
+
+def make_dataset(root: str, n: int) -> None:
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        cls = os.path.join(root, f"class{i % 2}")
+        os.makedirs(cls, exist_ok=True)
+        px = rng.integers(0, 256, (48 + i % 7, 64 + i % 5, 3), dtype=np.uint8)
+        Image.fromarray(px).save(os.path.join(cls, f"img{i:04d}.jpg"), quality=90)
+
+
+def reader_pipeline(lib, root: str):
+    fn, types = lib.fn, lib.types
+
+    @lib.pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=1)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        a = fn.decoders.image(jpegs, output_type=types.RGB)
+        b = fn.decoders.image_random_crop(jpegs)
+        a = fn.resize(a, resize_x=40, resize_y=32)
+        b = fn.resize(b, size=(32, 40))
+        a = fn.rotate(a, angle=fn.random.uniform(range=(-10.0, 10.0)), size=(32, 40), fill_value=0)
+        b = fn.warp_affine(b, matrix=(1.0, 0.1, 0.0, 0.0, 1.0, 0.0), fill_value=0)
+        a = fn.flip(a, horizontal=fn.random.coin_flip())
+        a = fn.hsv(a, hue=5.0, saturation=1.1)
+        b = fn.brightness_contrast(b, brightness=1.1, contrast=0.9)
+        b = fn.color_twist(b, hue=3.0)
+        b = fn.gaussian_blur(b, window_size=3)
+        a = fn.jpeg_compression_distortion(a, quality=50)
+        a = fn.crop(a, crop=(24, 24))
+        b = fn.crop_mirror_normalize(b, crop=(24, 24), mean=[128.0] * 3, std=[64.0] * 3,
+                                     output_layout="HWC", dtype=types.FLOAT)
+        out = fn.cast(a, dtype=types.FLOAT) * 0.5 + b
+        return fn.transpose(out, perm=[2, 0, 1]), labels, fn.shapes(jpegs)
+
+    return pipe()
+
+
+def source_pipeline(lib, parallel: bool):
+    fn = lib.fn
+
+    def source(info):
+        rng = np.random.default_rng(info.iteration)
+        return rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+
+    @lib.pipeline_def(batch_size=BATCH, num_threads=2, device_id=None,
+                      py_num_workers=2 if parallel else 1, py_start_method="spawn")
+    def pipe():
+        x = fn.external_source(source=source, batch=False, layout="HWC", parallel=parallel)
+        return fn.normalize(fn.cast(fn.resize(x, size=(16, 16)), dtype=lib.types.FLOAT))
+
+    return pipe()
+
+
+# ---- resource sampling -------------------------------------------------------------------
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def _children() -> int:
+    me, n = str(os.getpid()), 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                n += f.read().rsplit(")", 1)[1].split()[1] == me
+        except OSError:
+            continue
+    return n
+
+
+def _gpu_used_mb() -> float | None:
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            return None
+        free, total = cupy.cuda.runtime.memGetInfo()
+        return (total - free) / 2 ** 20
+    except Exception:  # noqa: BLE001 - no CuPy or no GPU: the curve has no GPU column
+        return None
+
+
+def sample() -> dict:
+    gc.collect()
+    s = {"rss_mb": round(_rss_mb(), 2), "fds": len(os.listdir("/proc/self/fd")),
+         "threads": threading.active_count(), "processes": _children(),
+         "shm": len(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else 0}
+    gpu = _gpu_used_mb()
+    if gpu is not None:
+        s["gpu_mb"] = round(gpu, 2)
+    return s
+
+
+# ---- the soak ---------------------------------------------------------------------------------
+
+def soak(lib_name: str, epochs: int, warmup: int, images: int) -> dict:
+    lib = importlib.import_module(lib_name)
+    iterators = importlib.import_module(f"{lib_name}.plugin.pytorch")
+    notes = []
+    with tempfile.TemporaryDirectory() as root:
+        make_dataset(root, images)
+        loader = iterators.DALIGenericIterator(reader_pipeline(lib, root), ["data", "label", "shape"],
+                                               reader_name="Reader")
+        sources = [source_pipeline(lib, False)]
+        try:
+            sources.append(source_pipeline(lib, True))
+            sources[-1].build()
+        except NotImplementedError as exc:
+            sources.pop()
+            notes.append(f"parallel external source not run: {exc}")
+        curve, checksum = [], 0.0
+        start = time.monotonic()
+        for _ in range(epochs):
+            steps = 0
+            for batch in loader:
+                checksum += float(batch[0]["label"].sum())
+                steps += 1
+            for pipe in sources:
+                for _ in range(steps):
+                    checksum += float(np.asarray(pipe.run()[0].as_array()).mean())
+            curve.append(sample())
+        seconds = time.monotonic() - start
+    return verdict(lib_name, curve, warmup, seconds, notes)
+
+
+def verdict(system: str, curve: list[dict], warmup: int, seconds: float, notes: list[str]) -> dict:
+    after = curve[warmup:] or curve[-1:]
+    ref = after[0]
+    drift = max(abs(s["rss_mb"] / ref["rss_mb"] - 1) for s in after)
+    growth = {k: after[-1][k] - ref[k] for k in ("fds", "threads", "processes", "shm")}
+    ok = drift <= 0.02 and all(v <= 0 for v in growth.values())
+    return {"system": system, "epochs": len(curve), "warmup": warmup, "seconds": round(seconds, 1),
+            "rss_drift_pct": round(100 * drift, 3), "growth_after_warmup": growth, "ok": ok,
+            "notes": notes, "curve": {k: [s.get(k) for s in curve] for k in curve[0]}}
+
+
+def plot(results: list[dict], path: str) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("--plot: matplotlib is not installed; skipped", file=sys.stderr)
+        return
+    keys = [k for k in results[0]["curve"]]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.2 * len(keys)), sharex=True)
+    for ax, key in zip(axes, keys):
+        for r in results:
+            ax.plot(r["curve"][key], label=r["system"])
+        ax.axvline(results[0]["warmup"], color="grey", lw=0.5)
+        ax.set_ylabel(key)
+    axes[0].legend()
+    axes[-1].set_xlabel("epoch")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--epochs", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--images", type=int, default=48)
+    ap.add_argument("--plot", metavar="FILE", help="draw the curves (needs matplotlib)")
+    ap.add_argument("--lib", default=None, help=argparse.SUPPRESS)  # one system, in this process
+    a = ap.parse_args()
+    if a.lib:
+        print(json.dumps(soak(a.lib, a.epochs, a.warmup, a.images)), flush=True)
+        return 0
+    systems = ["penstock"]
+    try:
+        importlib.import_module("nvidia.dali")
+        systems.append("nvidia.dali")
+    except ImportError:
+        pass
+    results = []
+    for lib in systems:  # each in its own process: resident memory is per process
+        out = subprocess.run([sys.executable, __file__, "--lib", lib, "--epochs", str(a.epochs),
+                              "--warmup", str(a.warmup), "--images", str(a.images)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print(json.dumps({"system": lib, "ok": False, "error": out.stderr[-2000:]}), flush=True)
+            results.append(None)
+            continue
+        line = out.stdout.strip().splitlines()[-1]
+        print(line, flush=True)
+        results.append(json.loads(line))
+    if a.plot and all(results):
+        plot(results, a.plot)
+    return 0 if results[0] and results[0]["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

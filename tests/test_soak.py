@@ -1,0 +1,31 @@
+"""bench/soak.py stays runnable: a few epochs in-process give a well-formed verdict and curve."""
+import importlib.util
+import os
+
+import pytest
+
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "soak.py")
+
+
+@pytest.fixture(scope="module")
+def soak():
+    spec = importlib.util.spec_from_file_location("soak", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_short_soak_is_flat(soak):
+    r = soak.soak("penstock", epochs=4, warmup=1, images=16)
+    assert r["system"] == "penstock" and r["epochs"] == 4
+    assert set(r["curve"]) >= {"rss_mb", "fds", "threads", "processes", "shm"}
+    assert all(len(v) == 4 for v in r["curve"].values())
+    assert all(v <= 0 for v in r["growth_after_warmup"].values())  # other tests may still be exiting
+
+
+def test_verdict_flags_growth(soak):
+    flat = [{"rss_mb": 100.0, "fds": 5, "threads": 3, "processes": 0, "shm": 0}] * 3
+    assert soak.verdict("x", flat, 1, 1.0, [])["ok"]
+    grown = flat[:2] + [{"rss_mb": 103.0, "fds": 6, "threads": 3, "processes": 0, "shm": 0}]
+    v = soak.verdict("x", grown, 1, 1.0, [])
+    assert not v["ok"] and v["rss_drift_pct"] == pytest.approx(3.0) and v["growth_after_warmup"]["fds"] == 1
