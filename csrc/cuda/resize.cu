@@ -1,18 +1,103 @@
 // Separable resize of channel-last frames [H, W, C] on the GPU, the CPU kernel's algorithm
 // (kernels/resize.cpp): a vertical pass into a float buffer over the source columns the
 // horizontal taps read, then a horizontal pass rounded into the output. The taps (first source
-// index and weights per output pixel) are the CPU's own, computed on the host
-// (`_engine.resize_taps`), so both devices sample identically.
+// index, count and weights per output pixel) are computed by `resize_taps` below with the CPU's
+// arithmetic (kernels/resize_filters.h), in double precision.
 //
 // One launch per pass for the whole batch; each frame has a descriptor of kDesc int64 fields.
+// Per output pixel of an axis: starts[] (first source index), counts[] and weights[] at a fixed
+// stride (the axis's most taps) from the axis's offsets.
 enum ResizeDesc {
   kInOff, kOutOff, kTmpOff, kInW, kChannels, kOutH, kOutW, kColLo, kSpan,
   kTapsY, kStartY, kWeightY, kTapsX, kStartX, kWeightX, kDesc = 16
 };
 
+// ---- taps (resize_filters.h's make_axis_filter, one thread per output pixel of an axis) ----------
+enum InterpType { kNN = 0, kLinear = 1, kCubic = 2, kLanczos3 = 3, kTriangular = 4, kGaussian = 5 };
+enum AxisDesc { kAxIn, kAxOut, kAxMinF, kAxMagF, kAxMaxTaps, kAxStart, kAxWeight, kAxDesc = 8 };
+constexpr int kMaxGpuTaps = 128;  // wider filters (extreme downscaling) are planned on the host
+
+__device__ double filter_radius(int type) {
+  switch (type) {
+    case kLinear: case kTriangular: return 1.0;
+    case kCubic: return 2.0;
+    case kLanczos3: return 3.0;
+    default: return 1.5;  // gaussian
+  }
+}
+
+__device__ double filter_value(int type, double d) {
+  double a = fabs(d);
+  switch (type) {
+    case kLinear: case kTriangular: return a < 1 ? 1 - a : 0;
+    case kCubic:
+      if (a < 1) return (1.5 * a - 2.5) * a * a + 1;
+      if (a < 2) return ((-0.5 * a + 2.5) * a - 4) * a + 2;
+      return 0;
+    case kLanczos3: {
+      if (a >= 3) return 0;
+      if (a < 1e-9) return 1;
+      double x = 3.14159265358979323846 * a;
+      return 3 * sin(x) * sin(x / 3) / (x * x);
+    }
+    default: return a < 1.5 ? exp(-4 * a * a) : 0;
+  }
+}
+
+extern "C" __global__ void resize_taps(const i64* axes, const i64* block_start, int n_axes, const double* rois,
+                                       int antialias, i32* starts, i32* counts, float* weights) {
+  int k = find_sample(block_start, n_axes, blockIdx.x);
+  const i64* a = axes + k * kAxDesc;
+  i64 j = (i64(blockIdx.x) - block_start[k]) * blockDim.x + threadIdx.x;
+  i64 in = a[kAxIn], out = a[kAxOut], max_taps = a[kAxMaxTaps];
+  if (j >= out) return;
+  i32* start = starts + a[kAxStart] + j;
+  i32* count = counts + a[kAxStart] + j;
+  float* w = weights + a[kAxWeight] + j * max_taps;
+  double roi_start = rois[2 * k], step = (rois[2 * k + 1] - roi_start) / double(out), scale = fabs(step);
+  int type = int(scale > 1 ? a[kAxMinF] : a[kAxMagF]);
+  if (type == kNN) {
+    double x = floor(roi_start + (j + 0.5) * step + 1e-7);
+    *start = i32(x < 0 ? 0 : (x > double(in - 1) ? double(in - 1) : x));
+    *count = 1;
+    w[0] = 1.f;
+    return;
+  }
+  bool stretch_always = type == kTriangular || type == kGaussian;
+  double stretch = scale > 1 && (antialias || stretch_always) ? scale : 1.0;
+  double radius = filter_radius(type) * stretch;
+  double c = roi_start + (j + 0.5) * step - 0.5;
+  i64 lo = i64(ceil(c - radius)), hi = i64(floor(c + radius));
+  i64 clo = lo < 0 ? 0 : (lo > in - 1 ? in - 1 : lo), chi = hi < 0 ? 0 : (hi > in - 1 ? in - 1 : hi);
+  i64 n = chi - clo + 1 < max_taps ? chi - clo + 1 : max_taps;
+  double acc[kMaxGpuTaps];
+  for (i64 t = 0; t < n; ++t) acc[t] = 0;
+  double sum = 0;
+  for (i64 t = lo; t <= hi; ++t) {
+    double v = filter_value(type, (t - c) / stretch);
+    if (v == 0) continue;
+    i64 idx = t < clo ? clo : (t > clo + n - 1 ? clo + n - 1 : t);
+    acc[idx - clo] += v;
+    sum += v;
+  }
+  if (sum == 0) {  // degenerate: the nearest pixel
+    for (i64 t = 0; t < n; ++t) acc[t] = 0;
+    i64 near = i64(floor(c + 0.5));
+    near = near < clo ? clo : (near > clo + n - 1 ? clo + n - 1 : near);
+    acc[near - clo] = 1;
+    sum = 1;
+  }
+  i64 b = 0, e = n;  // trim zero taps at both ends
+  while (b < e - 1 && acc[b] == 0) ++b;
+  while (e > b + 1 && acc[e - 1] == 0) --e;
+  *start = i32(clo + b);
+  *count = i32(e - b);
+  for (i64 t = b; t < e; ++t) w[t - b] = float(acc[t] / sum);
+}
+
 template <typename In>
 __device__ void resize_vertical(const In* src, float* tmp, const i64* desc, const i64* block_start, int frames,
-                                const i32* starts, const float* weights) {
+                                const i32* starts, const i32* counts, const float* weights) {
   int f = find_sample(block_start, frames, blockIdx.x);
   const i64* d = desc + f * kDesc;
   i64 e = (i64(blockIdx.x) - block_start[f]) * blockDim.x + threadIdx.x;
@@ -20,8 +105,8 @@ __device__ void resize_vertical(const In* src, float* tmp, const i64* desc, cons
   if (e >= d[kOutH] * row) return;
   i64 y = e / row, xc = e - y * row;
   i64 stride = d[kInW] * d[kChannels];
-  i32 taps = i32(d[kTapsY]);
-  const float* w = weights + d[kWeightY] + y * taps;
+  i32 taps = counts[d[kStartY] + y];
+  const float* w = weights + d[kWeightY] + y * d[kTapsY];
   const In* p = src + d[kInOff] + i64(starts[d[kStartY] + y]) * stride + d[kColLo] * d[kChannels] + xc;
   float acc = w[0] * to_float(p[0]);
   i32 k = 1;
@@ -33,15 +118,15 @@ __device__ void resize_vertical(const In* src, float* tmp, const i64* desc, cons
 
 template <typename Out>
 __device__ void resize_horizontal(const float* tmp, Out* dst, const i64* desc, const i64* block_start, int frames,
-                                  const i32* starts, const float* weights) {
+                                  const i32* starts, const i32* counts, const float* weights) {
   int f = find_sample(block_start, frames, blockIdx.x);
   const i64* d = desc + f * kDesc;
   i64 e = (i64(blockIdx.x) - block_start[f]) * blockDim.x + threadIdx.x;
   i64 C = d[kChannels], row = d[kOutW] * C;
   if (e >= d[kOutH] * row) return;
   i64 y = e / row, r = e - y * row, x = r / C, c = r - x * C;
-  i32 taps = i32(d[kTapsX]);
-  const float* w = weights + d[kWeightX] + x * taps;
+  i32 taps = counts[d[kStartX] + x];
+  const float* w = weights + d[kWeightX] + x * d[kTapsX];
   const float* p = tmp + d[kTmpOff] + y * d[kSpan] * C + (i64(starts[d[kStartX] + x]) - d[kColLo]) * C + c;
   float acc = p[0] * w[0];
   for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
@@ -50,12 +135,14 @@ __device__ void resize_horizontal(const float* tmp, Out* dst, const i64* desc, c
 
 #define PENSTOCK_RESIZE(T)                                                                              \
   extern "C" __global__ void resize_v_##T(const T* src, float* tmp, const i64* desc, const i64* block_start, \
-                                          int frames, const i32* starts, const float* weights) {        \
-    resize_vertical<T>(src, tmp, desc, block_start, frames, starts, weights);                           \
+                                          int frames, const i32* starts, const i32* counts,              \
+                                          const float* weights) {                                        \
+    resize_vertical<T>(src, tmp, desc, block_start, frames, starts, counts, weights);                   \
   }                                                                                                     \
   extern "C" __global__ void resize_h_##T(const float* tmp, T* dst, const i64* desc, const i64* block_start, \
-                                          int frames, const i32* starts, const float* weights) {        \
-    resize_horizontal<T>(tmp, dst, desc, block_start, frames, starts, weights);                         \
+                                          int frames, const i32* starts, const i32* counts,              \
+                                          const float* weights) {                                        \
+    resize_horizontal<T>(tmp, dst, desc, block_start, frames, starts, counts, weights);                 \
   }
 PENSTOCK_RESIZE(u8)
 PENSTOCK_RESIZE(i16)

@@ -284,6 +284,48 @@ class GpuKernels:
                            (np.int32(c), lambda p: p[0], np.int32(interp), np.int32(fill is not None),
                             np.float32(fill or 0.0)), (np.ascontiguousarray(matrices, np.float32),))
 
+    def _resize_taps(self, pool: Any, in_sizes: np.ndarray, out_sizes: np.ndarray, roi_start: np.ndarray,
+                     roi_end: np.ndarray, min_filter: np.ndarray, mag_filter: np.ndarray, antialias: bool) -> tuple:
+        """Per axis: (weight stride, first start index, first weight index, lowest and highest+1
+        source index read) and the device arrays (starts, counts, weights), one entry per output
+        pixel. Computed by the resize_taps kernel; filters wider than it takes (extreme
+        downscaling) are planned on the host by the CPU kernel's code."""
+        cp = self.cp
+        step = (roi_end - roi_start) / np.maximum(out_sizes, 1)
+        scale = np.abs(step)
+        kind = np.where(scale > 1, min_filter, mag_filter).astype(np.int64)
+        stretch = np.where((scale > 1) & (antialias | (kind == 4) | (kind == 5)), scale, 1.0)
+        radius = np.array([0.0, 1.0, 2.0, 3.0, 1.0, 1.5])[kind] * stretch
+        taps = np.where(kind == 0, 1, np.minimum(in_sizes, np.floor(2 * radius).astype(np.int64) + 2))
+        taps = np.maximum(taps, 1)
+        start_at = np.concatenate([[0], np.cumsum(out_sizes)[:-1]]).astype(np.int64)
+        weight_at = np.concatenate([[0], np.cumsum(out_sizes * taps)[:-1]]).astype(np.int64)
+        # the source range every output may read (before trimming), for the vertical pass's span
+        c = roi_start[:, None] + (np.stack([np.zeros_like(out_sizes), out_sizes - 1], 1) + 0.5) * step[:, None]
+        nn = kind == 0
+        first = np.where(nn, np.floor(c.min(1) + 1e-7), np.ceil(c.min(1) - 0.5 - radius))
+        last = np.where(nn, np.floor(c.max(1) + 1e-7), np.floor(c.max(1) - 0.5 + radius))
+        top = np.maximum(in_sizes - 1, 0)
+        lo = np.clip(first, 0, top).astype(np.int64)
+        hi = np.where(out_sizes > 0, np.clip(last, 0, top).astype(np.int64) + 1, lo)
+        total_out, total_w = int(out_sizes.sum()), int((out_sizes * taps).sum())
+        if taps.max(initial=1) > 128:
+            t, s_at, w_at, lo, hi, starts, weights = _engine.resize_taps(
+                self._planning_pool, in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
+            counts = np.repeat(t, out_sizes).astype(np.int32)
+            d_starts, d_counts, d_weights = self.ctx.upload_params(starts[:max(total_out, 1)], counts, weights)
+            return t, s_at, w_at, lo, hi, d_starts, d_counts, d_weights
+        with self.ctx:
+            d_starts = cp.empty(max(total_out, 1), np.int32)
+            d_counts = cp.empty(max(total_out, 1), np.int32)
+            d_weights = cp.empty(max(total_w, 1), np.float32)
+        axes = np.column_stack([in_sizes, out_sizes, min_filter, mag_filter, taps, start_at, weight_at,
+                                np.zeros_like(in_sizes)]).astype(np.int64)
+        rois = np.column_stack([roi_start, roi_end]).astype(np.float64)
+        self._launch_batch("resize", "resize_taps", out_sizes, axes, (),
+                           (lambda p: p[0], np.int32(bool(antialias)), d_starts, d_counts, d_weights), (rois,))
+        return taps, start_at, weight_at, lo, hi, d_starts, d_counts, d_weights
+
     def resize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
                dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray, dst_type: int, spatial: int,
                roi: np.ndarray, min_filter: np.ndarray, mag_filter: np.ndarray, antialias: bool) -> None:
@@ -293,10 +335,10 @@ class GpuKernels:
         n, nd = src_shapes.shape
         if n == 0:
             return
-        # taps per sample and axis (y then x), computed on the host by the CPU kernel's own code
+        # taps per sample and axis (y then x)
         in_hw, out_hw = src_shapes[:, -3:-1], dst_shapes[:, -3:-1]
-        taps, start_at, weight_at, lo, hi, starts, weights = _engine.resize_taps(
-            self._planning_pool, np.ascontiguousarray(in_hw.reshape(-1)), np.ascontiguousarray(out_hw.reshape(-1)),
+        taps, start_at, weight_at, lo, hi, d_starts, d_counts, d_weights = self._resize_taps(
+            pool, np.ascontiguousarray(in_hw.reshape(-1)), np.ascontiguousarray(out_hw.reshape(-1)),
             np.ascontiguousarray(roi[:, :2].reshape(-1), np.float64),
             np.ascontiguousarray(roi[:, 2:].reshape(-1), np.float64),
             np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2].reshape(-1)),
@@ -330,12 +372,13 @@ class GpuKernels:
         h_blocks, grid_h = _blocks(out_sizes)
         with self.ctx:
             tmp = self.cp.empty(max(int(tmp_sizes.sum()), 1), np.float32)
-        d_desc, d_vblocks, d_hblocks, d_starts, d_weights = self.ctx.upload_params(desc, v_blocks, h_blocks,
-                                                                                   starts, weights)
+        d_desc, d_vblocks, d_hblocks = self.ctx.upload_params(desc, v_blocks, h_blocks)
         frames_n, stream = np.int32(len(sample)), self.ctx.stream
         if grid_v:
             self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}")(
-                (grid_v,), (BLOCK,), (src, tmp, d_desc, d_vblocks, frames_n, d_starts, d_weights), stream=stream)
+                (grid_v,), (BLOCK,), (src, tmp, d_desc, d_vblocks, frames_n, d_starts, d_counts, d_weights),
+                stream=stream)
         if grid_h:
             self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}")(
-                (grid_h,), (BLOCK,), (tmp, dst, d_desc, d_hblocks, frames_n, d_starts, d_weights), stream=stream)
+                (grid_h,), (BLOCK,), (tmp, dst, d_desc, d_hblocks, frames_n, d_starts, d_counts, d_weights),
+                stream=stream)
