@@ -293,3 +293,9 @@ def test_feed_input_copies_device_data_before_returning():
     buf[...] = 7  # the fed batch was copied: this does not reach the pipeline
     (out,) = p.run()
     np.testing.assert_array_equal(out.as_cpu().as_array(), np.ones((2, 4), np.int32))
+
+
+def test_resize_of_extreme_downscaling_plans_wide_filters_on_the_host():
+    wide = [rng.integers(0, 256, (40, 1500, 3), dtype=np.uint8) for _ in range(2)]
+    assert_same(lambda x: fn.resize(x, resize_x=7, resize_y=8), [wide], ["HWC"])
+    assert_same(lambda x: fn.resize(x, resize_x=7, resize_y=8, interp_type=types.INTERP_LANCZOS3), [wide], ["HWC"])

@@ -290,7 +290,7 @@ def _check_parallel_source(label: str, source: Any, batch: bool, no_copy: Any) -
         raise ValueError(f"{label}: no_copy=False cannot be used in parallel mode (data is always passed "
                          "from the workers' shared memory)")
     if source is None:
-        raise ValueError(f"{label}: parallel=True needs a source")
+        raise ValueError(f"{label}: argument 'parallel' (True) needs a source")
     iterator = _is_generator_function(source) or not callable(source)
     if iterator and not batch:
         raise TypeError(f"{label}: a parallel source that is an iterable or a generator function must be "
