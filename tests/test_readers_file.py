@@ -385,3 +385,43 @@ def test_lazy_init(tmp_path):
     got, pipe = _labels_stream(files, 2, 2, lazy_init=True)
     assert got == [[0, 1], [2, 0]]
     assert pipe.reader_meta("R")["epoch_size"] == 3
+
+
+@pytest.mark.parametrize("n,batch,fill,shards", [(20, 8, 1024, 1), (20, 8, 7, 1), (13, 4, 1024, 3), (9, 5, 2, 2)])
+def test_random_shuffle_every_epoch_is_a_permutation(tmp_path, n, batch, fill, shards):
+    """The buffer hands out one shard pass at a time, even when it holds several epochs: each
+    pass has distinct samples, the same set whenever the same shard comes round, and all shards
+    together are the dataset."""
+    files = _files(tmp_path, n)
+    sizes = [(s + 1) * n // shards - s * n // shards for s in range(shards)]
+    got, _ = _labels_stream(files, batch, 16, random_shuffle=True, initial_fill=fill, seed=7, shard_id=0,
+                            num_shards=shards)
+    flat = [x for b in got for x in b]
+    seen = {}
+    pos, shard = 0, 0
+    while pos + sizes[shard] <= len(flat):
+        chunk = flat[pos:pos + sizes[shard]]
+        assert len(set(chunk)) == len(chunk), (pos, chunk)
+        assert seen.setdefault(shard, sorted(chunk)) == sorted(chunk)
+        pos += sizes[shard]
+        shard = (shard + 1) % shards
+    assert sorted(x for v in seen.values() for x in v) == list(range(n))
+
+
+def test_random_shuffle_list_order_is_shared_by_shards(tmp_path):
+    """With initial_fill=1 only the list is shuffled: shards split one permuted list."""
+    files = _files(tmp_path, 10)
+    orders = [_labels_stream(files, 5, 1, random_shuffle=True, initial_fill=1, num_shards=2, shard_id=s)[0][0]
+              for s in (0, 1)]
+    assert sorted(orders[0] + orders[1]) == list(range(10))
+    assert orders[0] + orders[1] != list(range(10))
+
+
+@pytest.mark.parametrize("bad", [dict(num_shards=2, shard_id=2), dict(shuffle_after_epoch=True, random_shuffle=True),
+                                 dict(num_shards=0)])
+def test_argument_errors_are_runtime_and_value_errors(tmp_path, bad):
+    files = _files(tmp_path, 4)
+    with pytest.raises(RuntimeError) as e:
+        _labels_stream(files, 2, 1, **bad)
+    assert isinstance(e.value, ValueError)
+    assert "readers.file" in str(e.value)

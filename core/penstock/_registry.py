@@ -16,6 +16,15 @@ import numpy as np
 from .types import DALIDataType, DALIImageType, DALIInterpType, to_dali_type
 
 
+class ArgumentValueError(ValueError, RuntimeError):
+    """A bad argument value. DALI reports these from its backend as RuntimeError; Python code
+    checks for ValueError: both catch it."""
+
+
+class ArgumentTypeError(TypeError, RuntimeError):
+    """An argument of the wrong type, unknown or missing: a TypeError and DALI's RuntimeError."""
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required>"

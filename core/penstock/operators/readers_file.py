@@ -9,7 +9,8 @@ import numpy as np
 from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import READER_ARGS, Reader
+from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
+from ._std_random import std_shuffle
 
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
                    "*.pbm", "*.jp2", "*.webp", "*.flac", "*.ogg", "*.wav")
@@ -72,6 +73,10 @@ class FileReaderCPU(Reader):
         self.paths = paths
         self.labels = np.asarray(labels, np.int32)
         return len(paths)
+
+    def list_order(self) -> list | None:
+        # shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
+        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
 
     def _walk(self, root: str) -> tuple[list[str], list[int]]:
         a = self.args
