@@ -12,7 +12,7 @@ import numpy as np
 from .. import _engine
 from .._executor import Executor, Iteration
 from .._graph import OpNode, collect
-from .._registry import kernel_for
+from .._registry import ArgumentValueError, as_argument_error, kernel_for
 from ..data_node import DataNode
 from ..tensors import TensorListCPU, TensorListGPU
 from ..types import DALIDataType, PipelineAPIType
@@ -252,8 +252,8 @@ class Pipeline:
         if self._built:
             return
         if self._max_batch_size is None or self._max_batch_size < 1:
-            raise ValueError("the pipeline needs a positive batch_size to build "
-                             f"(got {self._max_batch_size})")
+            raise ArgumentValueError("the pipeline needs a positive batch_size to build "
+                                     f"(got {self._max_batch_size})")
         if self._num_threads is None or self._num_threads < 1:
             raise ValueError("the pipeline needs num_threads >= 1 to build; a pipeline without it is "
                              "only usable for serialization")
@@ -277,7 +277,12 @@ class Pipeline:
         self._pool = _engine.ThreadPool(self._num_threads)
         self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
         for op in self._ops:
-            op.setup()
+            try:
+                op.setup()
+            except (ValueError, TypeError) as e:  # DALI reports these from its backend as RuntimeError
+                if isinstance(e, RuntimeError):
+                    raise
+                raise as_argument_error(e) from e
         self._link_consumers()
         self._source_ops = [op for op in self._ops if op.schema.is_source]
         self._readers = {op.name: op for op in self._ops if op.schema.is_reader}
