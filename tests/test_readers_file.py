@@ -425,3 +425,21 @@ def test_argument_errors_are_runtime_and_value_errors(tmp_path, bad):
         _labels_stream(files, 2, 1, **bad)
     assert isinstance(e.value, ValueError)
     assert "readers.file" in str(e.value)
+
+
+def test_source_info_is_relative_to_file_root(tmp_path):
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        (tmp_path / cls / "x.jpg").write_bytes(b"1")
+    (tmp_path / "list.txt").write_text("b/x.jpg 1\na/x.jpg 0\n")
+    for kw, want in [(dict(file_root=str(tmp_path)), ["a/x.jpg", "b/x.jpg"]),
+                     (dict(file_root=str(tmp_path), files=["b/x.jpg", "a/x.jpg"]), ["b/x.jpg", "a/x.jpg"]),
+                     (dict(file_list=str(tmp_path / "list.txt")), ["b/x.jpg", "a/x.jpg"])]:
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def p():
+            data, label = fn.readers.file(**kw)
+            return data, label
+
+        data, label = p().run()
+        assert [data[i].source_info() for i in range(2)] == want
+        assert [label[i].source_info() for i in range(2)] == want
