@@ -134,3 +134,32 @@ def test_ops_default_cpu_and_gpu_argument_input_rejected():
         _define(lambda x: ops.Cast(dtype=types.INT8)(x.gpu()))
     with pytest.raises(ValueError):
         _define(lambda x: fn.random.normal(shape=[2], mean=x.gpu()))
+
+
+def test_data_node_is_not_iterable():
+    """Code tells a node from a list of nodes with isinstance(x, Iterable), as with DALI's."""
+    import collections.abc
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def p():
+        x = fn.external_source(source=lambda: [np.zeros(2, np.float32)])
+        assert not isinstance(x, collections.abc.Iterable)
+        with pytest.raises(TypeError, match="not iterable"):
+            iter(x)
+        with pytest.raises(TypeError):
+            list(x)
+        return x
+
+    p()
+
+
+def test_external_source_num_outputs_1_is_a_list():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        outs = fn.external_source(source=lambda: ([np.arange(3), np.arange(4)],), num_outputs=1)
+        assert isinstance(outs, list) and len(outs) == 1
+        return outs[0]
+
+    (out,) = p().run()
+    assert out.shape() == [(3,), (4,)]
+    np.testing.assert_array_equal(out.at(1), np.arange(4))

@@ -139,6 +139,7 @@ class ExternalSourceCPU(Operator):
             raise ValueError(f"{self.label}: prefetch_queue_depth is only valid with parallel=True")
         self.source = self.node.py_object
         self.k = a["num_outputs"] or 1
+        self.multi = a["num_outputs"] is not None  # the source returns a tuple of outputs, even of one
         self.layouts = _per_output(a["layout"], self.k, "layout")
         self.dtypes = _per_output(a["dtype"], self.k, "dtype")
         self.ndims = _per_output(a["ndim"], self.k, "ndim")
@@ -195,7 +196,7 @@ class ExternalSourceCPU(Operator):
                 continue
             info = SampleInfo(iteration * batch_size + j, j, iteration, epoch)
             samples.append(self.source(info) if self._arity else self.source())
-        if self.k > 1:
+        if self.multi:
             return tuple([s[o] for s in samples] for o in range(self.k))
         return samples
 
@@ -212,7 +213,7 @@ class ExternalSourceCPU(Operator):
             layouts = [layout or self.layouts[0]]
         else:
             result = self._call(epoch, iteration, batch_size)
-            if self.k > 1:
+            if self.multi:
                 if not isinstance(result, (tuple, list)) or len(result) != self.k:
                     raise RuntimeError(f"{self.label}: the source must return {self.k} outputs "
                                        f"(num_outputs={self.k})")
@@ -255,7 +256,8 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
     if device == "gpu":
         from .._registry import kernel_for
         kernel_for(EXTERNAL_SOURCE, "gpu")  # raises the clear "GPU backend not available" error
-    return call_op(EXTERNAL_SOURCE, (), args, py_object=source)
+    out = call_op(EXTERNAL_SOURCE, (), args, py_object=source)
+    return [out] if num_outputs == 1 else out  # num_outputs always gives a list, as in DALI
 
 
 class ExternalSource(OpsBase):
