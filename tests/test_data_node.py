@@ -163,3 +163,19 @@ def test_external_source_num_outputs_1_is_a_list():
     (out,) = p().run()
     assert out.shape() == [(3,), (4,)]
     np.testing.assert_array_equal(out.at(1), np.arange(4))
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "HW"])
+def test_external_source_layout_must_fit_ndim(layout):
+    with pytest.raises(RuntimeError, match=f"'{layout}' cannot describe 3-D") as e:
+        run_es(lambda a: a, [np.zeros((4, 4, 3), np.uint8)], layouts=[layout])
+    assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("graph,layout", [(lambda x: fn.resize(x, resize_x=2, resize_y=2), "abc"),
+                                          (lambda x: fn.flip(x), "xyz"),
+                                          (lambda x: fn.brightness(x, brightness=1.5), "CHW")])
+def test_operator_rejects_a_layout_it_cannot_take(graph, layout):
+    with pytest.raises(ValueError, match=f"layout '{layout}'") as e:
+        run_es(graph, [np.zeros((3, 4, 3), np.uint8)], layouts=[layout])
+    assert isinstance(e.value, RuntimeError)

@@ -14,6 +14,16 @@ import weakref
 from typing import Any, Sequence
 
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
+from ._registry import ArgumentValueError
+
+
+def _check_input_layout(op: Operator, inputs: list) -> None:
+    """An input layout the operator does not take is an error (DALI's), not a guess."""
+    allowed = op.schema.input_layouts
+    layout = inputs[0]._layout if allowed and inputs else ""
+    if layout and layout not in allowed:
+        raise ArgumentValueError(f"{op.label}: input 0 has layout '{layout}', which the operator does not "
+                                 f"take; allowed layouts: {', '.join(allowed)}")
 
 
 class PipelineError(RuntimeError):
@@ -116,6 +126,7 @@ class Executor:
             arg_inputs = {k: values[key] for k, key in arg_keys}
             ws = Workspace(inputs, arg_inputs, it.batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op)
+            _check_input_layout(op, inputs)
             start = time.perf_counter()
             try:
                 outs = op.run(ws)

@@ -110,7 +110,7 @@ class OpSchema:
     is_source: bool = False           # produces data from outside the graph (batch size source)
     no_prune: bool = False
     internal: bool = False            # not exported to fn/ops (arithmetic, constants ...)
-    input_layouts: tuple[str, ...] = ()  # informative
+    input_layouts: tuple[str, ...] = ()  # layouts input 0 may have (checked at run when it has one)
 
     def __post_init__(self) -> None:
         if self.max_inputs is None:

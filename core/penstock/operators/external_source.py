@@ -8,14 +8,13 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
-import warnings
 from typing import Any
 
 import numpy as np
 
 from .._generate import OpsBase, call_op
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import ArgumentValueError, Arg, ArgType, OpSchema, register
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
 from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
 
@@ -121,9 +120,8 @@ def _to_batch(data: Any, layout: Any, dtype: Any, ndim: Any, label: str) -> Any:
         raise ValueError(f"{label}: the source gave {tl.ndim()}-D samples but ndim={ndim} was declared")
     if layout:
         if len(layout) != tl.ndim():
-            warnings.warn(f"{label}: layout '{layout}' does not fit {tl.ndim()}-D samples; it is dropped")
-        else:
-            tl.set_layout(layout)
+            raise ArgumentValueError(f"{label}: layout '{layout}' cannot describe {tl.ndim()}-D samples")
+        tl.set_layout(layout)
     return tl
 
 

@@ -112,7 +112,8 @@ RESIZE = OpSchema(
           Arg("save_attrs", ArgType.BOOL, False, doc="second output: the output size (int32, spatial dims)")]
     + FILTER_ARGS,
     num_outputs=lambda args: 2 if args.get("save_attrs") else 1,
-    devices=("cpu", "gpu"))
+    devices=("cpu", "gpu"),
+    input_layouts=("HWC", "FHWC", "CHW", "FCHW", "CFHW", "DHWC", "FDHWC", "CDHW", "FCDHW", "CFDHW"))
 
 
 def round_half_up(x):
