@@ -18,9 +18,6 @@ from penstock import fn  # noqa: E402
 from penstock.pipeline import Pipeline  # noqa: E402
 from penstock.plugin.pytorch import DALIClassificationIterator, DALIGenericIterator  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not all(hasattr(fn, n) for n in ("decoders", "resize", "crop_mirror_normalize")),
-                                reason="penstock.fn lacks decoders / resize / crop_mirror_normalize")
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from make_sample_data import make_dataset  # noqa: E402
 
