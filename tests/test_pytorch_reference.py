@@ -1,7 +1,9 @@
 """The reference snippet /work/shared/reference/004 (DALI's PyTorch classification recipe), with only
 its imports changed, in its CPU variant (dali_cpu=True; decoder, resize and CropMirrorNormalize on
 the CPU). The snippet's driver code is completed into runnable form: its fragments use undefined
-globals (BATCH_SIZE, data_dir, fn) and a bare ``continue``; labels are not moved with .cuda()."""
+globals (BATCH_SIZE, data_dir, fn) and a bare ``continue``; labels are not moved with .cuda().
+Its feed_input(..., layout="HWC") of 1-D encoded bytes is left without the layout: DALI 2.4 rejects
+it ("The layout 'HWC' cannot describe 1-dimensional data"), and so does penstock."""
 from __future__ import annotations
 
 import math
@@ -106,7 +108,7 @@ class MyPipe(Pipeline):
         fp = open(self.fn, 'rb')
         images.append(np.frombuffer(fp.read(), dtype=np.uint8))
         fp.close()
-        self.feed_input(self.jpegs, images, layout="HWC")
+        self.feed_input(self.jpegs, images)
 
 
 @pytest.fixture(scope="module")
