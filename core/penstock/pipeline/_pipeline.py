@@ -508,13 +508,20 @@ class Pipeline:
 
     # ---- introspection ---------------------------------------------------------------------
     def executor_statistics(self) -> dict:
-        """Per operator: runs, total seconds, mean milliseconds and last output bytes."""
+        """Per operator: runs, total seconds, mean milliseconds and last output bytes; with
+        ``enable_memory_stats`` also DALI's per-output buffer statistics (bytes of the samples and
+        of the buffers holding them, last iteration and peak)."""
         if self._executor is None:
             return {}
-        return {name: {"runs": s.runs, "total_seconds": s.seconds,
-                       "mean_ms": 1e3 * s.seconds / s.runs if s.runs else 0.0,
-                       "output_bytes": s.output_bytes}
-                for name, s in self._executor.stats.items()}
+        stats = {}
+        for name, s in self._executor.stats.items():
+            stats[name] = {"runs": s.runs, "total_seconds": s.seconds,
+                           "mean_ms": 1e3 * s.seconds / s.runs if s.runs else 0.0, "output_bytes": s.output_bytes}
+            if self._enable_memory_stats:
+                stats[name].update(real_memory_size=list(s.real), reserved_memory_size=list(s.reserved),
+                                   max_real_memory_size=list(s.max_real),
+                                   max_reserved_memory_size=list(s.max_reserved))
+        return stats
 
     def output_dtype(self) -> list:
         self.build()
