@@ -665,3 +665,8 @@ def test_enable_memory_stats_reports_buffer_sizes_per_output():
     plain = p(enable_memory_stats=False)
     plain.run()
     assert all("real_memory_size" not in v for v in plain.executor_statistics().values())
+
+
+def test_set_affinity_is_not_silently_ignored():
+    with pytest.raises(NotImplementedError, match="set_affinity"):
+        Pipeline(batch_size=1, num_threads=1, device_id=None, set_affinity=True)

@@ -86,7 +86,11 @@ class Pipeline:
             exec_dynamic = self._exec_pipelined and self._exec_async and not self._exec_separated
         self._exec_dynamic = bool(exec_dynamic)
         self._bytes_per_sample = bytes_per_sample
-        self._set_affinity = bool(set_affinity)
+        if set_affinity:
+            # the engine's worker threads cannot be pinned yet; accepting it would silently do nothing
+            raise NotImplementedError("penstock does not support set_affinity=True yet (pinning the "
+                                      "pipeline's worker threads to CPUs)")
+        self._set_affinity = False
         if max_streams is not None and max_streams != -1:
             warnings.warn("max_streams is deprecated and has no effect", DeprecationWarning, 2)
         if default_cuda_stream_priority is not None and default_cuda_stream_priority != 0:
