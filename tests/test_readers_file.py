@@ -443,3 +443,30 @@ def test_source_info_is_relative_to_file_root(tmp_path):
         data, label = p().run()
         assert [data[i].source_info() for i in range(2)] == want
         assert [label[i].source_info() for i in range(2)] == want
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_reader_reads_ahead_on_its_own_thread(tmp_path, depth):
+    """The files of the next prefetch_queue_depth batches are read while the current one is used."""
+    files = _files(tmp_path, 12)
+
+    # the pipeline itself does not run ahead: what was read early was read by the reader
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, exec_async=False, exec_pipelined=False)
+    def p():
+        data, label = fn.readers.file(files=files, prefetch_queue_depth=depth, name="R")
+        return data, label
+
+    pipe = p()
+    pipe.run()
+    reader = next(op for op in pipe._ops if op.name == "R")
+    assert len(reader._ahead) == depth
+    for future in reader._ahead:
+        future.result()
+    for path in files[2:4 + 2 * depth]:  # batches 1..depth are already read; batch depth+1 is not
+        os.remove(path)
+    for k in range(1, 1 + depth):
+        data, label = pipe.run()
+        assert [int(label.at(i)[0]) for i in range(2)] == [2 * k, 2 * k + 1]
+        assert data.at(0).tobytes() == bytes([2 * k]) * (2 * k % 3 + 1)
+    with pytest.raises(RuntimeError):
+        pipe.run()  # the next batch was read after the removal

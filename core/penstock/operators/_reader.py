@@ -16,11 +16,14 @@ gives DALI's samples one by one.
 """
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 from collections import deque
 from typing import Callable
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from ._std_random import MinstdRand0, std_shuffle
@@ -146,11 +149,20 @@ def _reshuffle_list(order: list, epoch: int) -> list:
 
 
 class Reader(Operator):
-    """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``."""
+    """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``.
+
+    ``load`` runs ahead on the reader's own thread (with its own one-thread engine pool), up to
+    ``prefetch_queue_depth`` batches before the one being run, so file I/O overlaps the rest of
+    the CPU stage as DALI's loader thread does; it may use only ``ws.pool`` of its workspace. A
+    reader whose ``load`` needs more sets ``reads_ahead = False``.
+    """
+    reads_ahead = True
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
         self._batch_size = pipeline.max_batch_size  # readers always give full batches
+        self._ahead: deque = deque()
+        self._io: concurrent.futures.ThreadPoolExecutor | None = None
 
     def setup(self) -> None:
         a = self.args
@@ -201,7 +213,14 @@ class Reader(Operator):
 
     def run(self, ws):
         # Readers always produce full batches of max_batch_size (sources may not shrink them).
-        return self.load(ws, self.next_indices(ws.batch_size))
+        if not self.reads_ahead:
+            return self.load(ws, self.next_indices(ws.batch_size))
+        if self._io is None:
+            self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-reader")
+            self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(1))
+        while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
+            self._ahead.append(self._io.submit(self.load, self._io_ws, self.next_indices(ws.batch_size)))
+        return self._ahead.popleft().result()
 
     def reader_meta(self) -> dict:
         if self._samples is None:
