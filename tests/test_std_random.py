@@ -2,7 +2,7 @@
 real thing (a small program compiled with the system's g++, which building penstock needs)."""
 import subprocess
 
-from penstock.operators._std_random import MT19937, MinstdRand0, std_shuffle
+from penstock.operators._std_random import MT19937, MinstdRand0, seed_seq, std_shuffle
 
 CPP = r"""
 #include <algorithm>
@@ -28,6 +28,10 @@ int main() {
     }
     std::printf("\n");
   }
+  std::vector<unsigned> words(1024);
+  std::seed_seq({5LL, 77LL}).generate(words.begin(), words.end());
+  for (int k : {0, 1, 2, 511, 1023}) std::printf("%u ", words[k]);
+  std::printf("\n");
 }
 """
 
@@ -45,9 +49,11 @@ def test_matches_libstdcxx(tmp_path):
     ref = _reference(tmp_path)
     for line, n in zip(ref[:6], (1, 2, 3, 7, 20, 1000)):
         assert std_shuffle(list(range(n)), 524287 + n) == line
-    for line, seed in zip(ref[6:], (0, 1, 42, 1234, -1, 5000000000)):
+    for line, seed in zip(ref[6:12], (0, 1, 42, 1234, -1, 5000000000)):
         e = MinstdRand0(seed)
         assert [e.below(k) for k in (1, 2, 3, 5, 20, 1000, 1, 7)] == line
+    words = seed_seq([5, 77], 1024)
+    assert [words[k] for k in (0, 1, 2, 511, 1023)] == ref[12]
 
 
 def test_engines_pass_the_standards_check_values():

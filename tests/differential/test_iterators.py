@@ -37,9 +37,10 @@ def _pipe(lib, source, n, b):
 
     @lib.pipeline_def(batch_size=b, num_threads=1, device_id=None, seed=3)
     def pipe():
-        if source in ("reader", "shuffled"):
-            _, label = lib.fn.readers.file(files=_files(n), random_shuffle=source == "shuffled", seed=11,
-                                           name="Reader")
+        if source in ("reader", "shuffled", "shuffled_pipeline_seed"):
+            seed = {} if source == "shuffled_pipeline_seed" else {"seed": 11}  # else from the pipeline's
+            _, label = lib.fn.readers.file(files=_files(n), random_shuffle=source != "reader", name="Reader",
+                                           **seed)
             return label
         if source == "batches":
             batches = [np.stack([data[(k * b + j) % n] for j in range(b)]) for k in range(3)]
@@ -115,7 +116,7 @@ def _cases():
         cases.append((f"iter-{source}-n{n}b{b}-size{size}-ar{auto_reset}-{policy}-pad{padded}-{drive}",
                       source, n, b, kwargs, drive))
     for n, b, policy in itertools.product([5, 20], [2, 8], ["FILL", "DROP", "PARTIAL"]):
-        for source in ("reader", "shuffled"):
+        for source in ("reader", "shuffled", "shuffled_pipeline_seed"):
             cases.append((f"iter-{source}-n{n}b{b}-reader_name-{policy}", source, n, b,
                           {"reader_name": "Reader", "policy": policy, "auto_reset": True}, "loop"))
     return cases

@@ -11,8 +11,8 @@ a shuffled reader is a permutation of its shard even when the buffer spans sever
 ceil(ceil(N/S)/B)*B samples (every shard as many as the largest, in whole batches of B).
 ``shuffle_after_epoch`` reshuffles the whole list at every pass (and sticks to the shard).
 The picks and shuffles are those of DALI 2.4's loaders, drawn with the same C++ standard
-library algorithms from the same seed (``_std_random``), so a reader with an explicit ``seed``
-gives DALI's samples one by one.
+library algorithms from the same seed (``_std_random``; the pipeline hands out operator seeds
+as DALI does), so a reader gives DALI's samples one by one.
 """
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def std_shuffle(items: list, seed: int) -> list:
     return a
 
 
-def _seed_seq(values: Sequence[int], n: int) -> list[int]:
+def seed_seq(values: Sequence[int], n: int) -> list[int]:
     """``std::seed_seq(values).generate`` of ``n`` 32-bit words (the standard's algorithm)."""
     b = [0x8B8B8B8B] * n
     s = len(values)
@@ -98,7 +98,7 @@ class MinstdRand0:
     _MOD = 2147483647
 
     def __init__(self, seed: int):
-        self.state = _seed_seq([seed & _M32], 4)[3] % self._MOD or 1
+        self.state = seed_seq([seed & _M32], 4)[3] % self._MOD or 1
 
     def __call__(self) -> int:
         self.state = self.state * 16807 % self._MOD

@@ -14,6 +14,7 @@ from .._executor import Executor, Iteration
 from .._graph import OpNode, collect
 from .._registry import ArgumentValueError, as_argument_error, kernel_for
 from ..data_node import DataNode
+from ..operators._std_random import seed_seq
 from ..tensors import TensorListCPU, TensorListGPU
 from ..types import DALIDataType, PipelineAPIType
 from . import _current
@@ -38,6 +39,27 @@ def _normalize_1x(value: Any, name: str) -> Any:
             warnings.warn("a negative seed is deprecated; use None for a random seed", DeprecationWarning, 3)
         return None
     return value
+
+
+def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[OpNode]:
+    """Operators in the order DALI's Python front end adds them: depth first from each output in
+    turn, an operator after its inputs and argument inputs."""
+    order: list[OpNode] = []
+    seen: set[int] = set()
+
+    def visit(node: OpNode) -> None:
+        if node is None or node.id in seen:
+            return
+        seen.add(node.id)
+        for d in list(node.inputs) + list(node.arg_inputs.values()):
+            visit(d.source)
+        order.append(node)
+
+    for o in outputs:
+        visit(o.source)
+    for node in extra:
+        visit(node)
+    return order
 
 
 class Pipeline:
@@ -270,14 +292,20 @@ class Pipeline:
             raise RuntimeError(f"operator name '{dup[0]}' is used by more than one operator")
         if self._uses_gpu(nodes):
             self._require_gpu()
-        random_nodes = sorted((n for n in nodes if n.schema.is_random), key=lambda n: n.id)
-        for k, n in enumerate(random_nodes):
+        # DALI's seeds: the pipeline seed's std::seed_seq gives 1024 values, handed out in the
+        # order DALI adds operators (depth first from the outputs) to those without their own
+        # seed, so a reader shuffles as DALI's does under the same pipeline seed
+        seeds = seed_seq([self._effective_seed & 0xFFFFFFFF], 1024)
+        k = 0
+        for n in _dali_order(self._outputs, preserved):
+            if not n.schema.is_random:
+                continue
             explicit = n.args.get("seed", -1)
             if explicit is not None and explicit >= 0:
                 n.resolved_seed = int(explicit)
             else:
-                ss = np.random.SeedSequence([self._effective_seed, k])
-                n.resolved_seed = int(ss.generate_state(1, np.uint64)[0] >> 1)
+                n.resolved_seed = seeds[k % len(seeds)]
+                k += 1
         self._pool = _engine.ThreadPool(self._num_threads)
         self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
         for op in self._ops:
