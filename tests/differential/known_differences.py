@@ -2,12 +2,12 @@
 
 INTENDED: penstock differs on purpose (the reason says why). OPEN: found, not fixed yet; listed so
 the table stays a regression check while they are worked on. A case here that starts to agree
-with DALI is reported (xpass) so it can be removed.
+with DALI fails, asking to be removed.
 """
 
 INTENDED: dict[str, str] = {}
 
-# generated from the full run (1168 operator cases, 180 differ; the 4956 iterator cases agree)
+# generated from the full run (1168 operator cases, 171 differ; the 4956 iterator cases agree)
 OPEN: dict[str, str] = {
     'color_space_conversion[image_type=types.BGR]': 'DALI raises RuntimeError; penstock accepts',
     'color_space_conversion[output_type=types.RGB]': 'DALI raises RuntimeError; penstock accepts',
@@ -159,26 +159,10 @@ OPEN: dict[str, str] = {
     'pad[shape=[1]]':
         'penstock raises pad: padded shape [1, 1, 1] is smaller than the input extents [24, 32, 3]; DALI d...',
     'pad[shape=[]]': "penstock raises ValueError: pad: 'shape' has 0 values for 3 axes; DALI does not",
-    'paste[base]': 'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[fill_value=[1]]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[min_canvas_size=0.0]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[min_canvas_size=0.5]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
     'paste[n_channels=-1]':
         "DALI raises ValueError, penstock PipelineError (ValueError: paste ('__Paste_1258'): expected HWC ...",
     'paste[n_channels=0]':
         'penstock raises ValueError: paste: expected HWC images with n_channels=0 channels; DALI does not',
-    'paste[paste_x=0.0]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[paste_x=1.0]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[paste_y=0.0]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[paste_y=1.0]':
-        'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
-    'paste[ratio=2.0]': 'penstock raises ValueError: paste: fill_value needs 3 values, got 1; DALI does not',
     'peek_image_shape[dtype=types.INT16]': 'DALI raises RuntimeError; penstock accepts',
     'peek_image_shape[dtype=types.UINT8]': 'DALI raises RuntimeError; penstock accepts',
     'random.beta[dtype=types.INT16]': 'DALI raises RuntimeError; penstock accepts',
