@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz
+.PHONY: demo test install gpu-test bench clean fuzz differential
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ test: $(STAMP)
 gpu-test:
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e . -e plugins/pytorch -e plugins/jax
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m gpu tests
+
+# penstock against real NVIDIA DALI 2.4 (CPU only), case by case: needs `nvidia.dali` importable,
+# installed in the venv ($(PIP) install nvidia-dali-cuda130==2.4.0) or in another site-packages of
+# the same Python named by DALI_SITE. Prints how many cases ran and how many differ.
+DALI_SITE ?=
+differential: $(STAMP)
+	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider --tb=line tests/differential
 
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py

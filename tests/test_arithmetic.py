@@ -155,14 +155,40 @@ def test_bool_logic():
         np.testing.assert_array_equal(o.at(0), e)
 
 
-def test_bool_plus_bool_rejected():
-    with pytest.raises(Exception):
-        _run(lambda x, y: x + y, [np.array([True])], [np.array([False])])
+@pytest.mark.parametrize("graph,symbol", [(lambda x, y: x + y, "+"), (lambda x, y: x - y, "-"),
+                                          (lambda x, y: x / y, "/"), (lambda x, y: x ** y, "**")])
+def test_arithmetic_on_two_booleans_rejected(graph, symbol):
+    with pytest.raises(RuntimeError, match="boolean") as e:
+        _run(graph, [np.array([True])], [np.array([False])])
+    assert f"`{symbol}`" in str(e.value)
 
 
-def test_bitwise_on_float_rejected():
-    with pytest.raises(Exception):
-        _run(lambda x: x & 1, _arr([1.0], np.float32))
+def test_bool_times_bool_is_logical_and():
+    a, b = np.array([True, True, False]), np.array([True, False, False])
+    out = _run(lambda x, y: x * y, [a], [b])[0]
+    assert out.dtype == T.BOOL
+    np.testing.assert_array_equal(out.at(0), a & b)
+
+
+@pytest.mark.parametrize("graph", [lambda x: -x, lambda x: abs(x), dmath.sqrt, dmath.exp])
+def test_math_on_a_boolean_rejected(graph):
+    with pytest.raises(RuntimeError, match="cannot be a boolean"):
+        _run(graph, [np.array([True, False])])
+
+
+@pytest.mark.parametrize("graph", [lambda x: x & 1, lambda x: 3 | x, lambda x: ~x, lambda x: x << 1])
+def test_bitwise_on_float_rejected(graph):
+    with pytest.raises(RuntimeError, match="integral type"):
+        _run(graph, _arr([1.0], np.float32))
+
+
+def test_int_pow_with_negative_exponent_is_zero():
+    """DALI: 0 for every base, 1 and -1 included (not C's 1/base**n truncated)."""
+    bases = np.array([1, -1, 2, -3, 0, 7], np.int32)
+    out = _run(lambda x: (x ** -1, dmath.pow(x, -2)), [bases])
+    for o in out:
+        assert o.dtype == T.INT32
+        np.testing.assert_array_equal(o.at(0), np.zeros(6, np.int32))
 
 
 def test_pow_int_stays_int():

@@ -79,8 +79,6 @@ def test_cast_numpy_dtype_argument():
 
 
 def test_cast_like():
-    if not hasattr(fn, "cast_like"):
-        pytest.skip("cast_like not implemented")
     (out,) = run_es(lambda a, b: fn.cast_like(a, b), [np.array([1.6], np.float32)],
                     [np.array([0], np.int16)])
     assert out.dtype == T.INT16 and out.at(0).tolist() == [2]

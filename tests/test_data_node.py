@@ -134,3 +134,48 @@ def test_ops_default_cpu_and_gpu_argument_input_rejected():
         _define(lambda x: ops.Cast(dtype=types.INT8)(x.gpu()))
     with pytest.raises(ValueError):
         _define(lambda x: fn.random.normal(shape=[2], mean=x.gpu()))
+
+
+def test_data_node_is_not_iterable():
+    """Code tells a node from a list of nodes with isinstance(x, Iterable), as with DALI's."""
+    import collections.abc
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def p():
+        x = fn.external_source(source=lambda: [np.zeros(2, np.float32)])
+        assert not isinstance(x, collections.abc.Iterable)
+        with pytest.raises(TypeError, match="not iterable"):
+            iter(x)
+        with pytest.raises(TypeError):
+            list(x)
+        return x
+
+    p()
+
+
+def test_external_source_num_outputs_1_is_a_list():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        outs = fn.external_source(source=lambda: ([np.arange(3), np.arange(4)],), num_outputs=1)
+        assert isinstance(outs, list) and len(outs) == 1
+        return outs[0]
+
+    (out,) = p().run()
+    assert out.shape() == [(3,), (4,)]
+    np.testing.assert_array_equal(out.at(1), np.arange(4))
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "HW"])
+def test_external_source_layout_must_fit_ndim(layout):
+    with pytest.raises(RuntimeError, match=f"'{layout}' cannot describe 3-D") as e:
+        run_es(lambda a: a, [np.zeros((4, 4, 3), np.uint8)], layouts=[layout])
+    assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("graph,layout", [(lambda x: fn.resize(x, resize_x=2, resize_y=2), "abc"),
+                                          (lambda x: fn.flip(x), "xyz"),
+                                          (lambda x: fn.brightness(x, brightness=1.5), "CHW")])
+def test_operator_rejects_a_layout_it_cannot_take(graph, layout):
+    with pytest.raises(ValueError, match=f"layout '{layout}'") as e:
+        run_es(graph, [np.zeros((3, 4, 3), np.uint8)], layouts=[layout])
+    assert isinstance(e.value, RuntimeError)

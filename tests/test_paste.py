@@ -19,3 +19,11 @@ def test_paste_canvas_position_and_fill():
         ref[...] = [1, 2, 3]
         ref[y0:y0 + h, x0:x0 + w] = img
         np.testing.assert_array_equal(out, ref)
+
+
+def test_one_fill_value_fills_every_channel():
+    img = np.full((4, 4, 3), 200, np.uint8)
+    o = run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=7, paste_x=0, paste_y=0), [img])[0][0]
+    assert o.shape == (8, 8, 3)
+    np.testing.assert_array_equal(o[:4, :4], img)
+    assert (o[4:, :] == 7).all() and (o[:, 4:] == 7).all()

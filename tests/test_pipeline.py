@@ -169,11 +169,14 @@ def test_function_param_shadows_ctor_arg():
     assert pipe.max_streams == -1
 
 
-def test_kwargs_graph_function_rejected():
+def test_kwargs_graph_function_rejected_when_the_pipeline_is_created():
+    """Decorating is fine (DALI's own test modules do it at import); creating the pipeline raises."""
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def p(**kwargs):
+        return None
+
     with pytest.raises(TypeError, match="kwargs"):
-        @pipeline_def
-        def p(**kwargs):
-            return None
+        p()
 
 
 def test_current_pipeline():
@@ -641,3 +644,29 @@ def test_deprecated_stream_args_warn():
         Pipeline(batch_size=1, max_streams=2)
     with pytest.warns(DeprecationWarning):
         Pipeline(batch_size=1, default_cuda_stream_priority=1)
+
+
+def test_enable_memory_stats_reports_buffer_sizes_per_output():
+    samples = [np.zeros((3, 4), np.float32), np.zeros((1, 2), np.float32)]
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, enable_memory_stats=True)
+    def p():
+        x = fn.external_source(source=lambda: samples)
+        return x * 2, fn.cast(x, dtype=types.UINT8)
+
+    pipe = p()
+    pipe.run()
+    stats = pipe.executor_statistics()
+    real = (12 + 2) * 4
+    for name, want in (("__Arithmetic", real), ("__Cast", real // 4)):
+        entry = next(v for k, v in stats.items() if k.startswith(name))
+        assert entry["real_memory_size"] == [want] and entry["max_real_memory_size"] == [want]
+        assert entry["reserved_memory_size"][0] >= want
+    plain = p(enable_memory_stats=False)
+    plain.run()
+    assert all("real_memory_size" not in v for v in plain.executor_statistics().values())
+
+
+def test_set_affinity_is_not_silently_ignored():
+    with pytest.raises(NotImplementedError, match="set_affinity"):
+        Pipeline(batch_size=1, num_threads=1, device_id=None, set_affinity=True)

@@ -8,17 +8,12 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-from penstock import fn  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "pytorch"))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import train_classifier as example  # noqa: E402
 from make_sample_data import make_dataset  # noqa: E402
-
-needs_image_ops = pytest.mark.skipif(not all(hasattr(fn, name) for name in example.IMAGE_OPS),
-                                     reason="penstock.fn lacks decoders / resize / crop_mirror_normalize")
-
 
 @pytest.fixture(scope="module")
 def image_folder(tmp_path_factory):
@@ -35,7 +30,6 @@ def test_reference_loader_batches(image_folder):
     assert labels.dtype == torch.int64 and set(labels.tolist()) <= {0, 1, 2}
 
 
-@needs_image_ops
 def test_penstock_loader_gives_the_same_kind_of_batches(image_folder):
     ref_images, ref_labels = first_batch("torch", image_folder)
     images, labels = first_batch("penstock", image_folder)
@@ -45,7 +39,6 @@ def test_penstock_loader_gives_the_same_kind_of_batches(image_folder):
     assert abs(images.mean().item() - ref_images.mean().item()) < 0.5
 
 
-@needs_image_ops
 def test_both_loaders_train(image_folder):
     results = example.main(["--data", image_folder, "--steps", "6", "--batch-size", "4", "--workers", "1"])
     assert [r["loader"] for r in results] == ["torch", "penstock"]

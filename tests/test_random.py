@@ -232,3 +232,35 @@ def test_generators_follow_variable_batch_size():
     pipe = p()
     for expected in (1, 2, 3, 1):
         assert [len(o) for o in pipe.run()] == [expected] * 4
+
+
+def test_uniform_integer_dtype_includes_both_truncated_ends():
+    for rng_, want in [([0, 3], {0, 1, 2, 3}), ([0.6, 2.7], {0, 1, 2}), ([-1.7, -0.2], {-1, 0})]:
+        @pipeline_def(batch_size=8, num_threads=1, device_id=None, seed=4)
+        def p():
+            return fn.random.uniform(range=rng_, dtype=types.INT32, shape=[200])
+
+        (out,) = p().run()
+        assert out.dtype == types.INT32
+        assert set(np.asarray(out.as_tensor()).reshape(-1).tolist()) == want
+
+
+def test_choice_from_a_python_list_with_probabilities():
+    @pipeline_def(batch_size=4, num_threads=1, device_id=None, seed=4)
+    def p():
+        return fn.random.choice([10, 20, 30], p=[0.1, 0.3, 0.6], shape=[5000])
+
+    (out,) = p().run()
+    values = np.asarray(out.as_tensor()).reshape(-1)
+    assert out.dtype == types.INT32
+    freq = np.array([(values == v).mean() for v in (10, 20, 30)])
+    np.testing.assert_allclose(freq, [0.1, 0.3, 0.6], atol=0.02)
+
+
+def test_choice_has_no_dtype_argument():
+    """The output takes the type of `a`; DALI 2.4 has no `dtype` for random.choice (KeyError)."""
+    with pytest.raises(KeyError):
+        @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def p():
+            return fn.random.choice(5, dtype=types.INT8)
+        p()

@@ -385,3 +385,88 @@ def test_lazy_init(tmp_path):
     got, pipe = _labels_stream(files, 2, 2, lazy_init=True)
     assert got == [[0, 1], [2, 0]]
     assert pipe.reader_meta("R")["epoch_size"] == 3
+
+
+@pytest.mark.parametrize("n,batch,fill,shards", [(20, 8, 1024, 1), (20, 8, 7, 1), (13, 4, 1024, 3), (9, 5, 2, 2)])
+def test_random_shuffle_every_epoch_is_a_permutation(tmp_path, n, batch, fill, shards):
+    """The buffer hands out one shard pass at a time, even when it holds several epochs: each
+    pass has distinct samples, the same set whenever the same shard comes round, and all shards
+    together are the dataset."""
+    files = _files(tmp_path, n)
+    sizes = [(s + 1) * n // shards - s * n // shards for s in range(shards)]
+    got, _ = _labels_stream(files, batch, 16, random_shuffle=True, initial_fill=fill, seed=7, shard_id=0,
+                            num_shards=shards)
+    flat = [x for b in got for x in b]
+    seen = {}
+    pos, shard = 0, 0
+    while pos + sizes[shard] <= len(flat):
+        chunk = flat[pos:pos + sizes[shard]]
+        assert len(set(chunk)) == len(chunk), (pos, chunk)
+        assert seen.setdefault(shard, sorted(chunk)) == sorted(chunk)
+        pos += sizes[shard]
+        shard = (shard + 1) % shards
+    assert sorted(x for v in seen.values() for x in v) == list(range(n))
+
+
+def test_random_shuffle_list_order_is_shared_by_shards(tmp_path):
+    """With initial_fill=1 only the list is shuffled: shards split one permuted list."""
+    files = _files(tmp_path, 10)
+    orders = [_labels_stream(files, 5, 1, random_shuffle=True, initial_fill=1, num_shards=2, shard_id=s)[0][0]
+              for s in (0, 1)]
+    assert sorted(orders[0] + orders[1]) == list(range(10))
+    assert orders[0] + orders[1] != list(range(10))
+
+
+@pytest.mark.parametrize("bad", [dict(num_shards=2, shard_id=2), dict(shuffle_after_epoch=True, random_shuffle=True),
+                                 dict(num_shards=0)])
+def test_argument_errors_are_runtime_and_value_errors(tmp_path, bad):
+    files = _files(tmp_path, 4)
+    with pytest.raises(RuntimeError) as e:
+        _labels_stream(files, 2, 1, **bad)
+    assert isinstance(e.value, ValueError)
+    assert "readers.file" in str(e.value)
+
+
+def test_source_info_is_relative_to_file_root(tmp_path):
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        (tmp_path / cls / "x.jpg").write_bytes(b"1")
+    (tmp_path / "list.txt").write_text("b/x.jpg 1\na/x.jpg 0\n")
+    for kw, want in [(dict(file_root=str(tmp_path)), ["a/x.jpg", "b/x.jpg"]),
+                     (dict(file_root=str(tmp_path), files=["b/x.jpg", "a/x.jpg"]), ["b/x.jpg", "a/x.jpg"]),
+                     (dict(file_list=str(tmp_path / "list.txt")), ["b/x.jpg", "a/x.jpg"])]:
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def p():
+            data, label = fn.readers.file(**kw)
+            return data, label
+
+        data, label = p().run()
+        assert [data[i].source_info() for i in range(2)] == want
+        assert [label[i].source_info() for i in range(2)] == want
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_reader_reads_ahead_on_its_own_thread(tmp_path, depth):
+    """The files of the next prefetch_queue_depth batches are read while the current one is used."""
+    files = _files(tmp_path, 12)
+
+    # the pipeline itself does not run ahead: what was read early was read by the reader
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, exec_async=False, exec_pipelined=False)
+    def p():
+        data, label = fn.readers.file(files=files, prefetch_queue_depth=depth, name="R")
+        return data, label
+
+    pipe = p()
+    pipe.run()
+    reader = next(op for op in pipe._ops if op.name == "R")
+    assert len(reader._ahead) == depth
+    for future in reader._ahead:
+        future.result()
+    for path in files[2:4 + 2 * depth]:  # batches 1..depth are already read; batch depth+1 is not
+        os.remove(path)
+    for k in range(1, 1 + depth):
+        data, label = pipe.run()
+        assert [int(label.at(i)[0]) for i in range(2)] == [2 * k, 2 * k + 1]
+        assert data.at(0).tobytes() == bytes([2 * k]) * (2 * k % 3 + 1)
+    with pytest.raises(RuntimeError):
+        pipe.run()  # the next batch was read after the removal

@@ -106,3 +106,30 @@ def test_every_declared_device_has_a_registered_kernel():
     missing = [(name, device) for name, schema in schemas().items() for device in schema.devices
                if (name, device) not in _KERNELS]
     assert missing == []
+
+
+def test_argument_errors_are_catchable_as_dali_raises_them():
+    """DALI raises RuntimeError from its backend (missing argument, bad value at build), ValueError
+    from argument conversion and KeyError for an unknown argument; ours are all of those and keep
+    the TypeError/ValueError Python code expects, naming operator, argument, expected and given."""
+    import numpy as np
+    from penstock import fn, pipeline_def
+
+    def build(graph):
+        @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+        def p():
+            return graph(fn.external_source(source=lambda: [np.zeros((2, 2, 3), np.uint8)], layout="HWC"))
+        p().build()
+
+    cases = [
+        (lambda x: fn.resize(x, foo=1), (TypeError, KeyError, RuntimeError), ["resize", "foo"]),
+        (lambda x: fn.resize(x, resize_x="abc"), (TypeError, ValueError, RuntimeError),
+         ["resize", "resize_x", "float", "abc"]),
+        (lambda x: fn.cast(x), (TypeError, RuntimeError), ["cast", "dtype", "missing"]),
+        (lambda x: fn.resize(x, resize_x=2, mode="bogus"), (ValueError, RuntimeError), ["resize", "mode", "bogus"]),
+    ]
+    for graph, classes, words in cases:
+        with pytest.raises(Exception) as e:
+            build(graph)
+        assert all(isinstance(e.value, c) for c in classes), (type(e.value).__mro__, classes)
+        assert all(w in str(e.value) for w in words), str(e.value)

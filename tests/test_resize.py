@@ -123,7 +123,7 @@ def test_subpixel_scale_off_maps_roi_to_rounded_size():
 def test_save_attrs_and_uint8_rounding():
     img = np.random.default_rng(5).integers(0, 256, (30, 40, 3), dtype=np.uint8)
     out, attrs = run_pipe([img], resize_x=17, resize_y=13, save_attrs=True)
-    np.testing.assert_array_equal(attrs[0], [13, 17])
+    np.testing.assert_array_equal(attrs[0], [30, 40])  # DALI's attributes: the input's spatial size
     ref = round_sat(ref_resize(img, (13, 17)), np.uint8)
     assert np.abs(out[0].astype(int) - ref.astype(int)).max() <= 1
 
@@ -167,3 +167,10 @@ def test_bad_arguments():
         run_pipe([IMG], resize_z=10)
     with pytest.raises(Exception, match="not supported"):
         run_pipe([IMG.astype(np.int32)], resize_x=10)
+
+
+def test_roi_start_and_roi_end_go_together():
+    img = np.zeros((8, 8, 3), np.uint8)
+    with pytest.raises(ValueError, match="together") as e:
+        run_pipe([img], resize_x=4, resize_y=4, roi_start=[1.0, 1.0])
+    assert isinstance(e.value, RuntimeError)

@@ -44,12 +44,26 @@ class Iteration:
 
 
 class OpStats:
-    __slots__ = ("runs", "seconds", "output_bytes")
+    __slots__ = ("runs", "seconds", "output_bytes", "real", "reserved", "max_real", "max_reserved")
 
     def __init__(self) -> None:
         self.runs = 0
         self.seconds = 0.0
         self.output_bytes = 0
+        # per output, bytes of this iteration's samples (real) and of its buffer (reserved), and their peaks
+        self.real: list[int] = []
+        self.reserved: list[int] = []
+        self.max_real: list[int] = []
+        self.max_reserved: list[int] = []
+
+    def record_outputs(self, outs: Sequence[Any]) -> None:
+        self.real = [int(np.prod(out._shapes, axis=1).sum()) * out._buf.itemsize for out in outs]
+        self.reserved = [int(out._buf.nbytes) for out in outs]
+        self.output_bytes = sum(self.reserved)
+        if len(self.max_real) != len(outs):
+            self.max_real, self.max_reserved = [0] * len(outs), [0] * len(outs)
+        self.max_real = [max(a, b) for a, b in zip(self.max_real, self.real)]
+        self.max_reserved = [max(a, b) for a, b in zip(self.max_reserved, self.reserved)]
 
 
 def _describe_failure(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> str:
@@ -173,16 +187,14 @@ class Executor:
                                                        arg_keys, lambda e, ins: _fail(op, e, ins))
             stats.seconds += time.perf_counter() - start
             stats.runs += 1
-            nbytes = 0
             node_id = op.node.id
             for i, out in enumerate(outs):
                 if inputs:
                     src = out._source_info
                     if src is not inputs[0]._source_info and len(out) == len(inputs[0]) and not any(src):
                         out._source_info = inputs[0]._source_info
-                nbytes += out._buf.nbytes
                 values[(node_id, i)] = out
-            stats.output_bytes = nbytes
+            stats.record_outputs(outs)
             for key in drop:
                 values.pop(key, None)
 

@@ -14,9 +14,12 @@ from .data_node import DataNode
 
 def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str | None = None,
             py_object: Any = None) -> Any:
-    """fn/ops call semantics: lists of inputs replicate the operator (multiple input sets)."""
+    """fn/ops call semantics: lists of DataNodes replicate the operator (multiple input sets); a
+    list of plain values is one constant input (``fn.random.choice([10, 20, 30])``)."""
     from .pipeline._debug import eager_pipeline, is_data
     debug = eager_pipeline() is not None  # in debug mode a list of arrays is one batch, not input sets
+    inputs = tuple(x if _is_input_set(x) or not isinstance(x, list) or (debug and is_data(x)) else tuple(x)
+                   for x in inputs)
     set_sizes = {len(x) for x in inputs if isinstance(x, list) and not (debug and is_data(x))}
     if set_sizes:
         if len(set_sizes) > 1:
@@ -36,6 +39,10 @@ def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str |
     if not outs:
         return None
     return outs[0] if len(outs) == 1 else outs
+
+
+def _is_input_set(x: Any) -> bool:
+    return isinstance(x, list) and any(isinstance(y, DataNode) for y in x)
 
 
 def make_fn(schema: OpSchema) -> Callable:

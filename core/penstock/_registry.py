@@ -16,6 +16,32 @@ import numpy as np
 from .types import DALIDataType, DALIImageType, DALIInterpType, to_dali_type
 
 
+class ArgumentValueError(ValueError, RuntimeError):
+    """A bad argument value. DALI reports these from its backend as RuntimeError; Python code
+    checks for ValueError: both catch it."""
+
+
+class ArgumentTypeError(TypeError, ValueError, RuntimeError):
+    """An argument of the wrong type or a missing one (DALI: ValueError from the conversion, or
+    RuntimeError from the backend)."""
+
+
+class UnknownArgumentError(TypeError, KeyError, RuntimeError):
+    """An argument the operator does not have (DALI: KeyError)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+def as_argument_error(error: Exception) -> Exception:
+    """``error`` (a ValueError or TypeError raised while checking arguments) as the class that
+    ``except RuntimeError`` also catches, same message."""
+    if isinstance(error, RuntimeError):
+        return error
+    cls = ArgumentTypeError if isinstance(error, TypeError) else ArgumentValueError
+    return cls(*error.args)
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required>"
@@ -204,8 +230,8 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
     elif kind is str:
         if isinstance(value, str):
             return value
-    raise TypeError(f"{op}: argument '{arg.name}' expects {arg.type.value}, "
-                    f"got {type(value).__name__} ({value!r})")
+    raise ArgumentTypeError(f"{op}: argument '{arg.name}' expects {arg.type.value}, "
+                            f"got {type(value).__name__} ({value!r})")
 
 
 def convert_arg(arg: Arg, value: Any, op: str) -> Any:
@@ -254,7 +280,7 @@ def _convert(arg: Arg, value: Any, op: str) -> Any:
             raise ValueError
         return enum_type(int(value))
     except (ValueError, TypeError):
-        raise TypeError(f"{op}: argument '{arg.name}' expects {t.value}, got {value!r}") from None
+        raise ArgumentTypeError(f"{op}: argument '{arg.name}' expects {t.value}, got {value!r}") from None
 
 
 def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> tuple[dict, dict]:
@@ -272,18 +298,18 @@ def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> t
             name = schema.alias_of[key]
             warnings.warn(f"{op}: argument '{key}' is deprecated; use '{name}'", DeprecationWarning, 3)
             if name in kwargs:
-                raise ValueError(f"{op}: both '{key}' and its new name '{name}' were given")
+                raise ArgumentValueError(f"{op}: both '{key}' and its new name '{name}' were given")
         arg = schema.arguments.get(name)
         if arg is None:
             known = ", ".join(sorted(a for a in schema.arguments))
-            raise TypeError(f"{op}: unknown argument '{key}'. Known arguments: {known}")
+            raise UnknownArgumentError(f"{op}: unknown argument '{key}'. Known arguments: {known}")
         if value is None:
             continue  # None means "default"
         if _is_data_node(value) or (isinstance(value, np.ndarray) and value.ndim > 0 and arg.tensor
                                     and arg.type not in (ArgType.INT_LIST, ArgType.FLOAT_LIST)):
             if not arg.tensor:
-                raise TypeError(f"{op}: argument '{name}' does not accept a per-sample DataNode; "
-                                f"it expects a constant {arg.type.value}")
+                raise ArgumentTypeError(f"{op}: argument '{name}' does not accept a per-sample DataNode; "
+                                        f"it expects a constant {arg.type.value}")
             tensors[name] = value
         else:
             scalars[name] = convert_arg(arg, value, op)
@@ -300,7 +326,7 @@ def resolve_defaults(schema: OpSchema, scalars: dict, tensors: dict, op_label: s
             continue
         elif arg.default is REQUIRED:
             if not arg.optional:
-                raise TypeError(f"{op_label}: required argument '{name}' ({arg.type.value}) is missing")
+                raise ArgumentTypeError(f"{op_label}: required argument '{name}' ({arg.type.value}) is missing")
             out[name] = None
         else:
             out[name] = arg.default

@@ -32,8 +32,9 @@ class DataNode:
                         "Data-dependent `if` needs enable_conditionals=True (which converts `if`, conditional "
                         "expressions and and/or/not; loops and assertions on DataNodes stay unsupported)")
 
-    def __iter__(self):
-        raise TypeError(f"{self!r} is not iterable: it stands for a whole batch")
+    # Not iterable (it stands for a whole batch), and not an ``Iterable`` either: code tells a node
+    # from a list of nodes that way. None also stops iter() from falling back on __getitem__.
+    __iter__ = None
 
     def __hash__(self) -> int:
         return id(self)

@@ -68,7 +68,7 @@ enum BinaryOp {
 template <typename T>
 inline T int_pow(T base, T exp) {
   if constexpr (std::is_signed_v<T>) {
-    if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
+    if (exp < 0) return 0;  // DALI: an integer power with a negative exponent is 0, whatever the base
   }
   using U = std::make_unsigned_t<T>;
   U result = 1, b = static_cast<U>(base);

@@ -1,21 +1,36 @@
-"""What every reader shares: the sharding contract and the sample-index stream (api.md §10).
+"""What every reader shares: the sharding contract and the order samples come out in (api.md §10).
 
-Shard s of S over N samples is [floor(s*N/S), floor((s+1)*N/S)). Reading is an endless stream
-starting at the shard's first sample: by default it runs on through the whole dataset,
-wrapping at N; ``stick_to_shard`` wraps inside the shard; ``pad_last_batch`` repeats the
-shard's last sample until the shard has given ceil(ceil(N/S)/B)*B samples (every shard as many
-as the largest, in whole batches of B; verified against DALI 2.4), and the next batch starts at
-the next shard (or the same one with ``stick_to_shard``). ``random_shuffle`` draws each output
-from a buffer of ``initial_fill`` samples refilled from that stream; ``shuffle_after_epoch``
-reads a fresh global permutation every epoch.
+Shard s of S over N samples is [floor(s*N/S), floor((s+1)*N/S)). A reader reads from its
+shard's first sample onwards: by default on through the whole dataset, wrapping at N;
+``stick_to_shard`` wraps inside the shard. What it reads is grouped in shard passes (one group
+per shard's worth of samples, the next shard's size next unless it sticks). Samples are handed
+out from a buffer of ``initial_fill`` read samples, always from the oldest pass still in it:
+``random_shuffle`` picks one at random from that pass, otherwise the oldest. So every epoch of
+a shuffled reader is a permutation of its shard even when the buffer spans several epochs.
+``pad_last_batch`` repeats the last sample handed out until the shard has given
+ceil(ceil(N/S)/B)*B samples (every shard as many as the largest, in whole batches of B).
+``shuffle_after_epoch`` reshuffles the whole list at every pass (and sticks to the shard).
+The picks and shuffles are those of DALI 2.4's loaders, drawn with the same C++ standard
+library algorithms from the same seed (``_std_random``; the pipeline hands out operator seeds
+as DALI does), so a reader gives DALI's samples one by one.
 """
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
+from collections import deque
+from typing import Callable
+
 import numpy as np
 
+from .. import _engine
 from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
-from .._registry import Arg, ArgType
+from .._registry import Arg, ArgType, ArgumentValueError
+from ._std_random import MinstdRand0, std_shuffle
+
+# DALI's file list shuffles use this fixed seed so that every shard sees the same order.
+LIST_SHUFFLE_SEED = 524287
 
 READER_ARGS = [
     Arg("shard_id", ArgType.INT, 0, "index of this shard", range=(0, None)),
@@ -39,104 +54,132 @@ def shard_bounds(n: int, num_shards: int, shard_id: int) -> tuple[int, int]:
     return (shard_id * n) // num_shards, ((shard_id + 1) * n) // num_shards
 
 
-class IndexStream:
-    """The endless sequence of sample indices one reader shard produces, a batch at a time."""
+class ReadOrder:
+    """The endless sequence of dataset indices one reader shard reads, with its pass boundaries."""
 
-    def __init__(self, n: int, num_shards: int, shard_id: int, pad_last_batch: bool, stick_to_shard: bool,
-                 shuffle_after_epoch: bool, seed: int, batch_size: int):
-        self.n, self.num_shards = n, num_shards
-        self.pad = pad_last_batch
-        self.stick = stick_to_shard or shuffle_after_epoch
-        self.permute = shuffle_after_epoch
-        self.seed = seed
-        self.shard = shard_id
-        self.pos = shard_bounds(n, num_shards, shard_id)[0]  # next index (in permuted order)
-        # with padding, every shard gives this many samples: the largest shard in whole batches
-        self.padded_shard = -(-(-(-n // num_shards)) // batch_size) * batch_size
-        self.given = 0  # samples given from the current shard, padding included
-        self.epoch = 0
-        self._perm = self._permutation(0)
+    def __init__(self, n: int, num_shards: int, shard_id: int, stick: bool, order: list | None,
+                 reshuffle: Callable[[list, int], list] | None):
+        self.n, self.num_shards, self.stick = n, num_shards, stick
+        self.shard = shard_id                  # where reading wraps to (stick_to_shard)
+        self.pass_shard = shard_id             # the shard whose pass is being read
+        self.pos = shard_bounds(n, num_shards, shard_id)[0]
+        self.read_in_pass = 0
+        self.order = order                     # the list order (None: as scanned)
+        self.reshuffle = reshuffle             # shuffle_after_epoch: the order of the next pass
+        self.epoch = 1
+        if reshuffle is not None:
+            self.order = reshuffle(list(range(n)) if order is None else order, self.epoch)
 
-    def _permutation(self, epoch: int) -> np.ndarray | None:
-        if not self.permute:
-            return None
-        return np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), epoch])).permutation(self.n)
-
-    def _advance_shard(self) -> None:
-        if not self.stick:
-            self.shard = (self.shard + 1) % self.num_shards
-        else:
+    def read(self) -> tuple[int, bool]:
+        """The next index, and whether it opens a new pass."""
+        index = self.pos if self.order is None else self.order[self.pos]
+        self.pos += 1
+        next_begin = shard_bounds(self.n, self.num_shards, self.shard + 1)[0]
+        if self.pos >= self.n or (self.stick and self.shard + 1 < self.num_shards and self.pos >= next_begin):
+            self.pos = shard_bounds(self.n, self.num_shards, self.shard)[0] if self.stick else 0
             self.epoch += 1
-            self._perm = self._permutation(self.epoch)
-        self.pos = shard_bounds(self.n, self.num_shards, self.shard)[0]
-        self.given = 0
+            if self.reshuffle is not None:
+                self.order = self.reshuffle(self.order, self.epoch)
+        self.read_in_pass += 1
+        begin, end = shard_bounds(self.n, self.num_shards, self.pass_shard)
+        new_pass = self.read_in_pass - 1 >= end - begin
+        if new_pass:
+            if not self.stick:
+                self.pass_shard = (self.pass_shard + 1) % self.num_shards
+            self.read_in_pass = 1
+        return index, new_pass
+
+
+class SampleBuffer:
+    """Hands samples out of a buffer of ``fill`` read indices, pass by pass (see the module doc)."""
+
+    def __init__(self, read: ReadOrder, fill: int, shuffle: bool, pad: bool, seed: int):
+        self.read = read
+        self.fill = max(1, fill) if shuffle else 1
+        self.rng = MinstdRand0(seed) if shuffle else None
+        self.pad = pad
+        self.pad_to = -(-read.n // read.num_shards)   # samples every shard gives before padding stops
+        self.buffer: list[int] = []
+        self.passes: deque[list[int]] = deque()       # [first, end) counters of each pass in the buffer
+        self.returned = 0                             # samples handed out of the current pass, padding included
+        self.last = -1
+
+    def _push(self) -> tuple[int, int]:
+        """Reads one sample into the newest pass; returns it and its buffer counter."""
+        index, new_pass = self.read.read()
+        if new_pass:
+            end = self.passes[-1][1]
+            self.passes.append([end, end])
+        slot = self.passes[-1][1]
+        self.passes[-1][1] += 1
+        return index, slot
+
+    def _one(self, new_batch: bool) -> int:
+        if not self.buffer:
+            self.passes.append([0, 0])
+            for _ in range(self.fill):
+                index, _slot = self._push()
+                self.buffer.append(index)
+        front = self.passes[0]
+        if front[0] == front[1]:
+            if self.pad and (self.returned < self.pad_to or not new_batch):
+                self.returned += 1
+                return self.last
+            self.passes.popleft()
+            self.returned = 0
+            front = self.passes[0]
+        size = len(self.buffer)
+        offset = self.rng.below(front[1] - front[0]) if self.rng is not None else 0
+        first = front[0] % size
+        pick = (front[0] + offset) % size
+        buf = self.buffer
+        buf[pick], buf[first] = buf[first], buf[pick]
+        self.last = buf[first]
+        index, slot = self._push()
+        buf[slot % size] = index      # the slot just emptied: the buffer is always full
+        front[0] += 1
+        self.returned += 1
+        return self.last
 
     def next_batch(self, batch: int) -> np.ndarray:
-        out = np.empty(batch, np.int64)
-        k = 0
-        while k < batch:
-            begin, end = shard_bounds(self.n, self.num_shards, self.shard)
-            if self.pad and self.pos == end:  # the shard's data is over: repeat its last sample
-                take = min(batch - k, self.padded_shard - self.given)
-                idx = np.full(take, end - 1, np.int64)
-            else:
-                limit = end if self.pad or self.stick else self.n  # by default run on through the dataset
-                take = min(batch - k, limit - self.pos)
-                idx = np.arange(self.pos, self.pos + take)
-                self.pos += take
-            # map through this epoch's permutation now: advancing below may draw the next one
-            out[k:k + take] = idx if self._perm is None else self._perm[idx]
-            k += take
-            self.given += take
-            if self.pad:
-                if self.given == self.padded_shard:
-                    self._advance_shard()
-            elif self.pos == (end if self.stick else self.n):
-                if self.stick:
-                    self._advance_shard()
-                else:
-                    self.pos = 0
-        return out
+        return np.fromiter((self._one(k == 0) for k in range(batch)), np.int64, batch)
 
 
-class ShuffleBuffer:
-    """Draws each output uniformly from a buffer refilled from the underlying stream."""
-
-    def __init__(self, size: int, rng: np.random.Generator):
-        self.size = max(1, size)
-        self.rng = rng
-        self.buffer: np.ndarray | None = None
-
-    def next_batch(self, stream: IndexStream, batch: int) -> np.ndarray:
-        if self.buffer is None:
-            self.buffer = stream.next_batch(self.size)
-        fresh = stream.next_batch(batch)
-        picks = self.rng.integers(0, self.size, batch)
-        out = np.empty(batch, np.int64)
-        buf = self.buffer
-        for k in range(batch):  # sequential by nature: a slot may be drawn twice in one batch
-            j = picks[k]
-            out[k] = buf[j]
-            buf[j] = fresh[k]
-        return out
+def _reshuffle_list(order: list, epoch: int) -> list:
+    """shuffle_after_epoch: the list order of pass ``epoch`` (each pass shuffles the previous one)."""
+    return std_shuffle(order, LIST_SHUFFLE_SEED + epoch)
 
 
 class Reader(Operator):
-    """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``."""
+    """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``.
+
+    ``load`` runs ahead on the reader's own thread (with its own one-thread engine pool), up to
+    ``prefetch_queue_depth`` batches before the one being run, so file I/O overlaps the rest of
+    the CPU stage as DALI's loader thread does; it may use only ``ws.pool`` of its workspace. A
+    reader whose ``load`` needs more sets ``reads_ahead = False``.
+    """
+    reads_ahead = True
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
         self._batch_size = pipeline.max_batch_size  # readers always give full batches
+        self._ahead: deque = deque()
+        self._io: concurrent.futures.ThreadPoolExecutor | None = None
 
     def setup(self) -> None:
         a = self.args
         if a["num_shards"] < 1 or not 0 <= a["shard_id"] < a["num_shards"]:
-            raise ValueError(f"{self.label}: shard_id must lie in [0, num_shards) and num_shards >= 1 "
-                             f"(got shard_id={a['shard_id']}, num_shards={a['num_shards']})")
-        if a["shuffle_after_epoch"] and (a["random_shuffle"] or a["stick_to_shard"]):
-            raise ValueError(f"{self.label}: shuffle_after_epoch cannot be combined with random_shuffle "
-                             "or stick_to_shard")
-        self._stream: IndexStream | None = None
+            raise ArgumentValueError(
+                f"{self.label}: argument 'shard_id' must lie in [0, num_shards) and 'num_shards' be at "
+                f"least 1; got shard_id={a['shard_id']}, num_shards={a['num_shards']}")
+        for other in ("random_shuffle", "stick_to_shard"):
+            if a["shuffle_after_epoch"] and a[other]:
+                raise ArgumentValueError(f"{self.label}: arguments 'shuffle_after_epoch' and '{other}' "
+                                         "cannot both be true")
+        if a["initial_fill"] < 1 and a["random_shuffle"]:
+            raise ArgumentValueError(f"{self.label}: argument 'initial_fill' must be at least 1, "
+                                     f"got {a['initial_fill']}")
+        self._samples: SampleBuffer | None = None
         if not a["lazy_init"]:
             self._start()
 
@@ -145,11 +188,19 @@ class Reader(Operator):
         self.size = self.scan()
         if self.size == 0:
             raise RuntimeError(f"{self.label}: no samples found")
-        self._stream = IndexStream(self.size, a["num_shards"], a["shard_id"], a["pad_last_batch"],
-                                   a["stick_to_shard"], a["shuffle_after_epoch"], self.seed,
-                                   self._batch_size)
-        self._shuffle = (ShuffleBuffer(a["initial_fill"], np.random.Generator(np.random.Philox(key=self.seed)))
-                         if a["random_shuffle"] else None)
+        if self.size < a["num_shards"]:
+            raise ArgumentValueError(f"{self.label}: the dataset has {self.size} samples, fewer than "
+                                     f"num_shards={a['num_shards']}")
+        reshuffle = _reshuffle_list if a["shuffle_after_epoch"] else None
+        order = ReadOrder(self.size, a["num_shards"], a["shard_id"],
+                          a["stick_to_shard"] or a["shuffle_after_epoch"], self.list_order(), reshuffle)
+        self._samples = SampleBuffer(order, a["initial_fill"], a["random_shuffle"], a["pad_last_batch"],
+                                     self.seed)
+
+    def list_order(self) -> list | None:
+        """The order a reader reads its list in (None: as scanned). DALI's file readers shuffle
+        the list once with a fixed seed under ``random_shuffle``; see ``FileReaderCPU``."""
+        return None
 
     def scan(self) -> int:
         raise NotImplementedError
@@ -158,21 +209,25 @@ class Reader(Operator):
         raise NotImplementedError
 
     def next_indices(self, batch: int) -> np.ndarray:
-        if self._stream is None:
+        if self._samples is None:
             self._start()
-        if self._shuffle is not None:
-            return self._shuffle.next_batch(self._stream, batch)
-        return self._stream.next_batch(batch)
+        return self._samples.next_batch(batch)
 
     def run(self, ws):
         # Readers always produce full batches of max_batch_size (sources may not shrink them).
-        indices = self.next_indices(ws.batch_size)
-        if self.args.get("on_error") == "skip":
-            return reader_load(self, ws, indices)
-        return self.load(ws, indices)
+        if self.args.get("on_error") == "skip":  # refills draw more indices: read in order, not ahead
+            return reader_load(self, ws, self.next_indices(ws.batch_size))
+        if not self.reads_ahead:
+            return self.load(ws, self.next_indices(ws.batch_size))
+        if self._io is None:
+            self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-reader")
+            self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(1))
+        while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
+            self._ahead.append(self._io.submit(self.load, self._io_ws, self.next_indices(ws.batch_size)))
+        return self._ahead.popleft().result()
 
     def reader_meta(self) -> dict:
-        if self._stream is None:
+        if self._samples is None:
             self._start()
         a = self.args
         s = a["num_shards"]

@@ -64,9 +64,12 @@ def result_type(op: str, types: list[T]) -> tuple[T, T]:
     for t in types[1:]:
         compute = promote(compute, t)
     if op in BITWISE and any(_is_float(t) for t in types):
-        raise TypeError(f"bitwise operator '{SYMBOLS.get(op, op)}' is not defined for floating-point operands")
-    if op in ("add", "sub", "mul", "div", "floordiv", "mod", "pow") and all(t == T.BOOL for t in types):
-        raise TypeError(f"arithmetic operator '{SYMBOLS[op]}' is not defined for two boolean operands")
+        raise TypeError(f"inputs to bitwise operator `{SYMBOLS.get(op, op)}` must be of integral type, "
+                        f"got {', '.join(t.name for t in types)}")
+    # DALI: two booleans may be multiplied (logical and), not added, divided or raised to a power
+    if op in ("add", "sub", "div", "floordiv", "mod", "pow") and all(t == T.BOOL for t in types):
+        raise TypeError(f"inputs to arithmetic operator `{SYMBOLS.get(op, op)}` cannot both be booleans; "
+                        "use bitwise operators (& | ^) or a numeric type")
     if op in FLOAT_RESULT and not _is_float(compute):
         compute = T.FLOAT
     if compute == T.FLOAT16:
@@ -75,9 +78,12 @@ def result_type(op: str, types: list[T]) -> tuple[T, T]:
 
 
 def unary_types(op: str, t: T) -> tuple[T, T]:
+    if t == T.BOOL and op not in ("bitnot", "logicalnot"):
+        raise TypeError(f"input to arithmetic operator `{'-' if op == 'neg' else op}` cannot be a boolean; "
+                        "use bitwise operator `~` or a numeric type")
     if op in ("neg", "abs", "bitnot", "logicalnot"):
         if op == "bitnot" and _is_float(t):
-            raise TypeError("bitwise operator '~' is not defined for floating-point operands")
+            raise TypeError(f"input to bitwise operator `~` must be of integral type, got {t.name}")
         return t, t
     compute = t if _is_float(t) else T.FLOAT
     return compute, compute

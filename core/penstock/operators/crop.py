@@ -369,7 +369,7 @@ FLIP = OpSchema(
     args=[Arg("horizontal", ArgType.INT, 1, tensor=True, doc="flip along W"),
           Arg("vertical", ArgType.INT, 0, tensor=True, doc="flip along H"),
           Arg("depthwise", ArgType.INT, 0, tensor=True, doc="flip along D")],
-    devices=("cpu", "gpu"))
+    devices=("cpu", "gpu"), input_layouts=("FDHWC", "FHWC", "DHWC", "HWC", "FCDHW", "FCHW", "CDHW", "CHW"))
 
 
 @register(FLIP, device=("cpu", "gpu"))

@@ -186,6 +186,11 @@ def _channels(output_type: int, stored: int) -> int:
 
 # ---- the decoders -------------------------------------------------------------------------------
 
+# How many times the resize must still shrink a DCT-scaled decode (see _dct_targets): with 6,
+# decode+resize stays within 1 level of DALI's unfused result on photo-like JPEGs of 333x500 to
+# 1024x768 resized to 256..64 (2 allows 7 levels, 4 allows 2).
+_DCT_MARGIN = 6
+
 class _DecoderBase(Operator):
     """Decodes a batch; the crop variants choose a window per sample from the display shapes."""
     crops = False  # subclasses that implement windows()
@@ -210,12 +215,15 @@ class _DecoderBase(Operator):
 
     def _dct_targets(self, ws, regions: np.ndarray) -> np.ndarray:
         """Per sample the size to decode to: the region shrunk by the smallest of 1/8, 1/4, 1/2
-        (the scales libjpeg-turbo's SIMD IDCT serves) that still covers the resize's output."""
+        (the scales libjpeg-turbo's SIMD IDCT serves) that leaves the resize at least
+        _DCT_MARGIN times to shrink. With less, the DCT's box-like scaling, not the resize's
+        antialiasing filter, would shape the pixels, and they would stray from an unfused decode
+        (up to 55 levels at 512 -> 256)."""
         plan_ws = Workspace([], {}, ws.batch_size, ws.iteration, ws.epoch, ws.pool, None, self._resize)
         out_sizes, _ = self._resize.plan(plan_ws, "HW", regions.astype(np.float64))
         scale = np.ones(len(regions))
         for s in (0.5, 0.25, 0.125):
-            scale = np.where((np.floor(regions * s) >= out_sizes).all(axis=1), s, scale)
+            scale = np.where((np.floor(regions * s) >= _DCT_MARGIN * out_sizes).all(axis=1), s, scale)
         return np.ceil(regions * scale[:, None]).astype(np.int64)
 
     def run(self, ws):

@@ -30,7 +30,7 @@ import numpy as np
 from .. import _engine
 from .._generate import OpsBase, call_op
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import ArgumentValueError, Arg, ArgType, OpSchema, register
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
 from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
 from ._batch import empty_batch, host_buffer
@@ -535,10 +535,8 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
             "blocking": blocking, "batch": batch, "repeat_last": repeat_last, "parallel": parallel,
             "no_copy": no_copy, "prefetch_queue_depth": prefetch_queue_depth,
             "bytes_per_sample_hint": bytes_per_sample_hint, "batch_info": batch_info, **kwargs}
-    if device == "gpu":
-        from .._registry import kernel_for
-        kernel_for(EXTERNAL_SOURCE, "gpu")  # raises the clear "GPU backend not available" error
-    return call_op(EXTERNAL_SOURCE, (), args, py_object=source)
+    out = call_op(EXTERNAL_SOURCE, (), args, py_object=source)
+    return [out] if num_outputs == 1 else out  # num_outputs always gives a list, as in DALI
 
 
 class ExternalSource(OpsBase):

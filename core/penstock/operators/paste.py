@@ -14,7 +14,7 @@ from ._batch import contiguous, empty_batch
     args=[Arg("ratio", ArgType.FLOAT, tensor=True, doc="canvas size / image size (>= 1)"),
           Arg("paste_x", ArgType.FLOAT, 0.5, tensor=True, doc="horizontal position in [0, 1]"),
           Arg("paste_y", ArgType.FLOAT, 0.5, tensor=True, doc="vertical position in [0, 1]"),
-          Arg("fill_value", ArgType.INT_LIST, doc="canvas colour, one value per channel"),
+          Arg("fill_value", ArgType.INT_LIST, doc="canvas colour, one value per channel or one for all"),
           Arg("n_channels", ArgType.INT, 3, doc="number of channels"),
           Arg("min_canvas_size", ArgType.FLOAT, 0.0, tensor=True, doc="minimum canvas side")],
     devices=("cpu",), input_layouts=("HWC",)))
@@ -23,10 +23,12 @@ class PasteCPU(Operator):
         src = contiguous(ws.inputs[0])
         c = self.args["n_channels"]
         fill = np.asarray(self.args["fill_value"])
+        if len(fill) == 1:  # one value fills every channel (DALI)
+            fill = np.repeat(fill, c)
         if src.ndim() != 3 or (len(src) and (src._shapes[:, 2] != c).any()):
             raise ValueError(f"{self.label}: expected HWC images with n_channels={c} channels")
         if len(fill) != c:
-            raise ValueError(f"{self.label}: fill_value needs {c} values, got {len(fill)}")
+            raise ValueError(f"{self.label}: fill_value needs 1 or {c} values, got {len(fill)}")
         ratio = ws.per_sample("ratio", np.float64)
         if (ratio < 1).any():
             raise ValueError(f"{self.label}: ratio must be >= 1")
@@ -34,6 +36,8 @@ class PasteCPU(Operator):
         if ((px < 0) | (px > 1) | (py < 0) | (py > 1)).any():
             raise ValueError(f"{self.label}: paste_x and paste_y must be in [0, 1]")
         min_side = ws.per_sample("min_canvas_size", np.float64)
+        if (min_side < 0).any():
+            raise ValueError(f"{self.label}: min_canvas_size must be >= 0, got {float(min_side.min())}")
         hw = src._shapes[:, :2]
         # canvas and offsets are truncated to integers
         canvas = np.maximum((hw * ratio[:, None]).astype(np.int64), min_side.astype(np.int64)[:, None])

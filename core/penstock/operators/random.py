@@ -58,7 +58,8 @@ class _RandomOp(Operator):
         return [ws.from_host(out)]  # drawn on the host: the same numbers on either device
 
 
-@register(_schema("Uniform", "Uniformly distributed numbers in [range[0], range[1]) or from `values`.",
+@register(_schema("Uniform", "Uniformly distributed numbers in [range[0], range[1]) (integer dtype: both "
+                  "ends included, the ends truncated to integers) or from `values`.",
                   [Arg("range", ArgType.FLOAT_LIST, (-1.0, 1.0), tensor=True, doc="[lo, hi)"),
                    Arg("values", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="discrete set to pick from")],
                   T.FLOAT, legacy=("Uniform",), min_inputs=0), device=("cpu", "gpu"))
@@ -78,9 +79,8 @@ class UniformCPU(_RandomOp):
                 raise ValueError(f"{self.label}: 'range' must be [lo, hi] with lo <= hi")
             if _is_float(self.args["dtype"]):
                 draws = lo + (hi - lo) * rng.random(total)
-            else:  # integers in [lo, hi)
-                lo_i, hi_i = np.ceil(lo).astype(np.int64), np.ceil(hi).astype(np.int64)
-                draws = lo_i + np.floor(rng.random(total) * np.maximum(hi_i - lo_i, 1)).astype(np.int64)
+            else:  # integers in [trunc(lo), trunc(hi)], both ends included (DALI)
+                draws = rng.integers(np.trunc(lo).astype(np.int64), np.trunc(hi).astype(np.int64), endpoint=True)
         return self._out(ws, draws, shapes)
 
 
@@ -122,8 +122,8 @@ class BetaCPU(_RandomOp):
 
 CHOICE = OpSchema(
     "random.Choice", "Random picks from `a`: an integer n (picks 0..n-1) or a 1-D list of values.",
-    args=[Arg("p", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="probabilities of the elements"), _SHAPE,
-          Arg("dtype", ArgType.DTYPE, optional=True, doc="unused: the output has the type of `a`")],
+    # no `dtype`: the output has the type of `a`, and DALI 2.4 has no such argument either
+    args=[Arg("p", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="probabilities of the elements"), _SHAPE],
     min_inputs=1, max_inputs=1, devices=("cpu",), is_random=True)
 
 

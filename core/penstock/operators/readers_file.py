@@ -10,7 +10,8 @@ import numpy as np
 from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import READER_ARGS, Reader
+from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
+from ._std_random import std_shuffle
 
 _LABEL = re.compile(r"-?[0-9]+")
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
@@ -46,7 +47,7 @@ class FileReaderCPU(Reader):
             raise ValueError(f"{self.label}: give only one of 'file_list' and 'files'")
         if file_list is not None:
             base = root if root is not None else os.path.dirname(os.path.abspath(file_list))
-            paths, labels = [], []
+            names, labels = [], []
             try:
                 with open(file_list, encoding="utf-8") as f:
                     for line_no, line in enumerate(f, 1):
@@ -58,26 +59,34 @@ class FileReaderCPU(Reader):
                                 or not -2 ** 31 <= int(parts[1]) < 2 ** 31 or "\0" in parts[0]):
                             raise ValueError(f"{self.label}: line {line_no} of '{file_list}' is not "
                                              f"'path label' (label: a 32-bit integer): {line.strip()!r}")
-                        paths.append(os.path.join(base, parts[0]))
+                        names.append(parts[0])
                         labels.append(int(parts[1]))
             except UnicodeDecodeError as e:
                 raise ValueError(f"{self.label}: file_list '{file_list}' is not UTF-8 text: {e}") from None
             except OSError as e:
                 raise RuntimeError(f"{self.label}: cannot read file_list '{file_list}': {e}") from None
+            paths = [os.path.join(base, n) for n in names]
         elif files is not None:
+            names = list(files)
             paths = [os.path.join(root, p) if root is not None else p for p in files]
             labels = list(a["labels"]) if a["labels"] is not None else list(range(len(paths)))
             if len(labels) != len(paths):
                 raise ValueError(f"{self.label}: 'labels' has {len(labels)} entries, 'files' has {len(paths)}")
         elif root is not None:
             paths, labels = self._walk(root)
+            names = [os.path.relpath(p, root) for p in paths]
         else:
             raise ValueError(f"{self.label}: one of 'file_root', 'file_list' or 'files' is required")
         if not paths:
             raise RuntimeError(f"{self.label}: No files found (file_root={root!r}, file_list={file_list!r})")
         self.paths = paths
+        self.names = names  # source_info: the path as listed, relative to file_root (as DALI gives it)
         self.labels = np.asarray(labels, np.int32)
         return len(paths)
+
+    def list_order(self) -> list | None:
+        # shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
+        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
 
     def _walk(self, root: str) -> tuple[list[str], list[int]]:
         a = self.args
@@ -100,9 +109,10 @@ class FileReaderCPU(Reader):
 
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
+        names = [self.names[i] for i in indices]
         buf, sizes = _engine.read_files(ws.pool, paths)
         shapes = sizes.reshape(-1, 1)
-        data = TensorListCPU._from_packed(buf, shapes, source_info=paths)
+        data = TensorListCPU._from_packed(buf, shapes, source_info=names)
         labels = TensorListCPU._from_packed(self.labels[indices].copy(), np.ones((len(indices), 1), np.int64),
-                                            source_info=paths)
+                                            source_info=names)
         return [data, labels]

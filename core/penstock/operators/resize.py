@@ -109,7 +109,7 @@ RESIZE = OpSchema(
           Arg("roi_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="source ROI end (layout order)"),
           Arg("roi_relative", ArgType.BOOL, False, doc="ROI is relative to the input extent"),
           Arg("subpixel_scale", ArgType.BOOL, True, doc="keep fractional sizes' exact scale (ROI adjusted)"),
-          Arg("save_attrs", ArgType.BOOL, False, doc="second output: the output size (int32, spatial dims)")]
+          Arg("save_attrs", ArgType.BOOL, False, doc="second output: the input's spatial size (int32)")]
     + FILTER_ARGS,
     num_outputs=lambda args: 2 if args.get("save_attrs") else 1,
     devices=("cpu", "gpu"),
@@ -128,6 +128,10 @@ class Resize(Operator):
         if self.args["mode"] not in ("default", "stretch", "not_larger", "not_smaller"):
             raise ValueError(f"{self.label}: mode must be 'default', 'stretch', 'not_larger' or 'not_smaller', "
                              f"got '{self.args['mode']}'")
+        given = [name for name in ("roi_start", "roi_end")
+                 if self.args.get(name) is not None or name in self.node.arg_inputs]
+        if len(given) == 1:
+            raise ValueError(f"{self.label}: 'roi_start' and 'roi_end' must be given together (got only '{given[0]}')")
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
@@ -148,7 +152,7 @@ class Resize(Operator):
         out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
         if not self.args["save_attrs"]:
             return [out]
-        return [out, ws.from_host(empty_attrs(out_sizes))]
+        return [out, ws.from_host(empty_attrs(extents))]  # DALI's attributes: the input's spatial size
 
     def takes_prescaled_input(self) -> bool:
         """Whether this resize can take an image the decoder shrank in the DCT domain: one with
@@ -248,7 +252,7 @@ class Resize(Operator):
         return out
 
 
-def empty_attrs(out_sizes: np.ndarray):
-    attrs = empty_batch(np.full((len(out_sizes), 1), out_sizes.shape[1], np.int64), np.int32)
-    attrs._buf[...] = out_sizes.astype(np.int32).reshape(-1)
+def empty_attrs(sizes: np.ndarray):
+    attrs = empty_batch(np.full((len(sizes), 1), sizes.shape[1], np.int64), np.int32)
+    attrs._buf[...] = sizes.astype(np.int32).reshape(-1)
     return attrs

@@ -90,7 +90,8 @@ def _input_matrices(op: Operator, tl) -> np.ndarray:
 
 def _matrix_batch(m: np.ndarray, n: int):
     d = m.shape[1] - 1
-    out = empty_batch(np.tile(np.array([[d, d + 1]], np.int64), (n, 1)), np.float32)
+    # DALI marks affine matrices with the layout "**" (two dimensions, neither named)
+    out = empty_batch(np.tile(np.array([[d, d + 1]], np.int64), (n, 1)), np.float32, "**")
     out._buf[...] = m[:, :d, :].reshape(-1)
     return out
 

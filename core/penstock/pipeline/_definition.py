@@ -30,9 +30,7 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
 
     def decorate(func: Callable) -> Callable:
         params = inspect.signature(func).parameters
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            raise TypeError(f"@pipeline_def: '{func.__name__}' takes **kwargs, which is not allowed: "
-                            "its keyword arguments could not be told apart from the pipeline's")
+        var_kw = [p.name for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
         shadowed = _CTOR_PARAMS & set(params)
         for name in shadowed:
             warnings.warn(f"@pipeline_def: parameter '{name}' of '{func.__name__}' has the name of a "
@@ -40,6 +38,9 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
 
         @functools.wraps(func)
         def create_pipeline(*args: Any, **kwargs: Any) -> Pipeline:
+            if var_kw:  # raised here, not at decoration, as DALI does (modules may define such functions)
+                raise TypeError(f"@pipeline_def: '{func.__name__}' takes **{var_kw[0]}, which is not allowed: "
+                                "its keyword arguments could not be told apart from the pipeline's")
             ctor = dict(pipeline_kwargs)
             conditionals = kwargs.pop("enable_conditionals", enable_conditionals)
             is_debug = kwargs.pop("debug", debug)

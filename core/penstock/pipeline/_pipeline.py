@@ -12,8 +12,9 @@ import numpy as np
 from .. import _engine
 from .._executor import Executor, Iteration
 from .._graph import OpNode, collect
-from .._registry import kernel_for
+from .._registry import ArgumentValueError, as_argument_error, kernel_for
 from ..data_node import DataNode
+from ..operators._std_random import seed_seq
 from ..tensors import TensorListCPU, TensorListGPU
 from ..types import DALIDataType, PipelineAPIType
 from . import _current
@@ -38,6 +39,27 @@ def _normalize_1x(value: Any, name: str) -> Any:
             warnings.warn("a negative seed is deprecated; use None for a random seed", DeprecationWarning, 3)
         return None
     return value
+
+
+def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[OpNode]:
+    """Operators in the order DALI's Python front end adds them: depth first from each output in
+    turn, an operator after its inputs and argument inputs."""
+    order: list[OpNode] = []
+    seen: set[int] = set()
+
+    def visit(node: OpNode) -> None:
+        if node is None or node.id in seen:
+            return
+        seen.add(node.id)
+        for d in list(node.inputs) + list(node.arg_inputs.values()):
+            visit(d.source)
+        order.append(node)
+
+    for o in outputs:
+        visit(o.source)
+    for node in extra:
+        visit(node)
+    return order
 
 
 class Pipeline:
@@ -86,7 +108,11 @@ class Pipeline:
             exec_dynamic = self._exec_pipelined and self._exec_async and not self._exec_separated
         self._exec_dynamic = bool(exec_dynamic)
         self._bytes_per_sample = bytes_per_sample
-        self._set_affinity = bool(set_affinity)
+        if set_affinity:
+            # the engine's worker threads cannot be pinned yet; accepting it would silently do nothing
+            raise NotImplementedError("penstock does not support set_affinity=True yet (pinning the "
+                                      "pipeline's worker threads to CPUs)")
+        self._set_affinity = False
         if max_streams is not None and max_streams != -1:
             warnings.warn("max_streams is deprecated and has no effect", DeprecationWarning, 2)
         if default_cuda_stream_priority is not None and default_cuda_stream_priority != 0:
@@ -255,8 +281,8 @@ class Pipeline:
         if self._built:
             return
         if self._max_batch_size is None or self._max_batch_size < 1:
-            raise ValueError("the pipeline needs a positive batch_size to build "
-                             f"(got {self._max_batch_size})")
+            raise ArgumentValueError("the pipeline needs a positive batch_size to build "
+                                     f"(got {self._max_batch_size})")
         if self._num_threads is None or self._num_threads < 1:
             raise ValueError("the pipeline needs num_threads >= 1 to build; a pipeline without it is "
                              "only usable for serialization")
@@ -270,18 +296,29 @@ class Pipeline:
             raise RuntimeError(f"operator name '{dup[0]}' is used by more than one operator")
         if self._uses_gpu(nodes):
             self._require_gpu()
-        random_nodes = sorted((n for n in nodes if n.schema.is_random), key=lambda n: n.id)
-        for k, n in enumerate(random_nodes):
+        # DALI's seeds: the pipeline seed's std::seed_seq gives 1024 values, handed out in the
+        # order DALI adds operators (depth first from the outputs) to those without their own
+        # seed, so a reader shuffles as DALI's does under the same pipeline seed
+        seeds = seed_seq([self._effective_seed & 0xFFFFFFFF], 1024)
+        k = 0
+        for n in _dali_order(self._outputs, preserved):
+            if not n.schema.is_random:
+                continue
             explicit = n.args.get("seed", -1)
             if explicit is not None and explicit >= 0:
                 n.resolved_seed = int(explicit)
             else:
-                ss = np.random.SeedSequence([self._effective_seed, k])
-                n.resolved_seed = int(ss.generate_state(1, np.uint64)[0] >> 1)
+                n.resolved_seed = seeds[k % len(seeds)]
+                k += 1
         self._pool = _engine.ThreadPool(self._num_threads)
         self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
         for op in self._ops:
-            op.setup()
+            try:
+                op.setup()
+            except (ValueError, TypeError) as e:  # DALI reports these from its backend as RuntimeError
+                if isinstance(e, RuntimeError):
+                    raise
+                raise as_argument_error(e) from e
         self._link_consumers()
         self._source_ops = [op for op in self._ops if op.schema.is_source]
         self._readers = {op.name: op for op in self._ops if op.schema.is_reader}
@@ -524,13 +561,20 @@ class Pipeline:
         return sorted(found, key=lambda s: s["iteration"])
 
     def executor_statistics(self) -> dict:
-        """Per operator: runs, total seconds, mean milliseconds and last output bytes."""
+        """Per operator: runs, total seconds, mean milliseconds and last output bytes; with
+        ``enable_memory_stats`` also DALI's per-output buffer statistics (bytes of the samples and
+        of the buffers holding them, last iteration and peak)."""
         if self._executor is None:
             return {}
-        return {name: {"runs": s.runs, "total_seconds": s.seconds,
-                       "mean_ms": 1e3 * s.seconds / s.runs if s.runs else 0.0,
-                       "output_bytes": s.output_bytes}
-                for name, s in self._executor.stats.items()}
+        stats = {}
+        for name, s in self._executor.stats.items():
+            stats[name] = {"runs": s.runs, "total_seconds": s.seconds,
+                           "mean_ms": 1e3 * s.seconds / s.runs if s.runs else 0.0, "output_bytes": s.output_bytes}
+            if self._enable_memory_stats:
+                stats[name].update(real_memory_size=list(s.real), reserved_memory_size=list(s.reserved),
+                                   max_real_memory_size=list(s.max_real),
+                                   max_reserved_memory_size=list(s.max_reserved))
+        return stats
 
     def output_dtype(self) -> list:
         self.build()

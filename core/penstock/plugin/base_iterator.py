@@ -131,6 +131,7 @@ class _DaliBaseIterator:
             self._policy = LastBatchPolicy.FILL
             self._last_batch_padded = False
         self._counter = 0
+        self._dropped_read = False  # DROP: the epoch's incomplete last batch was read out
         self._ever_consumed = False
         self._first_batch: Any = None
         for p in self._pipes:
@@ -208,6 +209,10 @@ class _DaliBaseIterator:
         return self.__next__()
 
     def _end_epoch(self) -> None:
+        # DROP reads the incomplete last batch when the epoch ends (as DALI does), so a source
+        # that gives a short batch there fails here, not at reset()
+        if self._policy == LastBatchPolicy.DROP and not self._dropped_read:
+            self._discard_dropped_batch()
         if self._auto_reset:
             self.reset()
         raise StopIteration
@@ -281,8 +286,9 @@ class _DaliBaseIterator:
         if not (self._size < 0 or self._epoch_ended()):
             _log.warning("the iterator cannot be reset before the end of its epoch; ignoring reset()")
             return
-        if self._policy == LastBatchPolicy.DROP:
+        if self._policy == LastBatchPolicy.DROP and not self._dropped_read:
             self._discard_dropped_batch()
+        self._dropped_read = False
         if self._reader is not None:
             if self._policy == LastBatchPolicy.FILL and not self._reader.pad:
                 self._size = self._reader.carry_into_next_epoch(self._counter, self.batch_size)
@@ -301,10 +307,11 @@ class _DaliBaseIterator:
 
     def _discard_dropped_batch(self) -> None:
         """DROP: reads out the incomplete last batch, if the epoch has one (it is never returned)."""
+        self._dropped_read = True
         if self._counter >= self._size:
             return
+        self._share_outputs()
         for p in self._pipes:
             with _driven_by_iterator(p):
-                p.share_outputs()
                 p.release_outputs()
                 p.schedule_run()

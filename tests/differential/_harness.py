@@ -1,0 +1,182 @@
+"""Runs one pipeline on penstock and on NVIDIA DALI 2.4 and says how the results differ.
+
+A case is a graph function ``graph(lib, *inputs)`` (``lib`` is ``penstock`` or ``nvidia.dali``)
+plus the arrays its external sources give. Both results are compared: outputs (dtype, layout,
+per-sample shapes and values, within a tolerance), or, when a library raises, whether ours is
+catchable as DALI's exception class. Random operators are compared by dtype, layout and shapes.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import importlib.util
+import io
+import os
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from make_sample_data import photo_like  # noqa: E402
+
+HAVE_DALI = importlib.util.find_spec("nvidia") is not None and importlib.util.find_spec("nvidia.dali") is not None
+TALLY = {"cases": 0, "differ": 0, "known": 0}   # filled by the tests, printed by conftest
+
+BUILTIN_ERRORS = (KeyError, TypeError, ValueError, IndexError, NotImplementedError, RuntimeError)
+
+
+class T:
+    """An enum value of ``lib.types`` (DALIDataType, DALIImageType ...) named the same in both."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"types.{self.name}"
+
+    def resolve(self, lib: Any) -> Any:
+        return getattr(lib.types, self.name)
+
+
+def resolve(lib: Any, value: Any) -> Any:
+    if isinstance(value, T):
+        return value.resolve(lib)
+    if isinstance(value, dict):
+        return {k: resolve(lib, v) for k, v in value.items()}
+    return value
+
+
+def _images() -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    return [photo_like(rng, 24, 32), photo_like(rng, 21, 30)]
+
+
+def _jpegs() -> list[np.ndarray]:
+    from PIL import Image
+    out = []
+    for img in _images():
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format="JPEG", quality=90)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
+# input kinds: the arrays of one external source and its layout
+INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
+    "images": lambda: (_images(), "HWC"),
+    "jpegs": lambda: (_jpegs(), None),
+    "floats": lambda: ([np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6),
+                        np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),
+    "matrices": lambda: ([np.array([[1, 0, 2], [0, 1, 3]], np.float32)] * 2, None),
+    "scalar_n": lambda: ([np.array(5, np.int32)] * 2, None),
+}
+
+
+@dataclasses.dataclass
+class Outcome:
+    error: BaseException | None = None   # (penstock's own, in process)
+    error_class: str | None = None       # the exception class of builtins that catches it, e.g. "RuntimeError"
+    message: str = ""
+    outputs: list | None = None          # per output: (dtype name, layout, [samples])
+    crashed: bool = False                # the process running it died (DALI's crashes on some bad arguments)
+
+
+def _const(d: list) -> Callable[[], list]:
+    return lambda: d  # no parameter: a one-parameter callable would be given the batch info
+
+
+def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Outcome:
+    data = [INPUTS[k]() for k in inputs]
+
+    @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=7, prefetch_queue_depth=1)
+    def pipe():
+        nodes = [lib.fn.external_source(source=_const(d), layout=lay) for d, lay in data]
+        out = graph(lib, *nodes)
+        return tuple(out) if isinstance(out, (tuple, list)) else out
+
+    try:
+        p = pipe()
+        p.build()
+        outs = p.run()
+        return Outcome(outputs=[(getattr(o.dtype, "name", str(o.dtype)).split(".")[-1], o.layout(),
+                                 [np.array(o[i]) for i in range(len(o))]) for o in outs])
+    except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+        cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
+        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e))
+
+
+def _run_dali(case: Any) -> Outcome:
+    import nvidia.dali as dali
+    outcome = run(dali, case.graph, case.inputs)
+    outcome.error = None  # DALI's exception objects do not cross processes; class and message do
+    return outcome
+
+
+_POOL: list = []
+
+
+def run_dali(case: Any) -> Outcome:
+    """``case`` on DALI in a worker process, so that a DALI crash is an outcome, not the end of the run."""
+    import concurrent.futures
+    import multiprocessing
+    if not _POOL:
+        here = os.path.dirname(os.path.abspath(__file__))
+        os.environ["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
+        _POOL.append(concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
+    try:
+        return _POOL[0].submit(_run_dali, case).result(timeout=120)
+    except concurrent.futures.process.BrokenProcessPool:
+        _POOL.pop().shutdown(wait=False)
+        return Outcome(crashed=True, message="the DALI process crashed")
+
+
+def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0) -> str | None:
+    """None when the outcomes agree, else what differs."""
+    if theirs.crashed:
+        return None if ours.error is not None else "DALI crashes; penstock accepts it"
+    if theirs.error_class is not None or ours.error is not None:
+        if ours.error is None:
+            return f"DALI raises {theirs.error_class}: {theirs.message}; penstock does not"
+        if theirs.error_class is None:
+            return f"penstock raises {type(ours.error).__name__}: {ours.message}; DALI does not"
+        want = getattr(builtins, theirs.error_class)
+        if not isinstance(ours.error, want):
+            return (f"DALI raises {want.__name__} ({theirs.message}), penstock {type(ours.error).__name__} "
+                    f"({ours.message}), which `except {want.__name__}` misses")
+        return None
+    if len(ours.outputs) != len(theirs.outputs):
+        return f"{len(ours.outputs)} outputs, DALI {len(theirs.outputs)}"
+    for k, ((dt_a, lay_a, a), (dt_b, lay_b, b)) in enumerate(zip(ours.outputs, theirs.outputs)):
+        if dt_a != dt_b:
+            return f"output {k}: dtype {dt_a}, DALI {dt_b}"
+        if lay_a != lay_b:
+            return f"output {k}: layout '{lay_a}', DALI '{lay_b}'"
+        for i, (x, y) in enumerate(zip(a, b)):
+            if random:  # different draws: only the kind of result can be compared
+                if x.ndim != y.ndim:
+                    return f"output {k} sample {i}: {x.ndim}-D, DALI {y.ndim}-D"
+                continue
+            if x.shape != y.shape:
+                return f"output {k} sample {i}: shape {x.shape}, DALI {y.shape}"
+            if x.size == 0:
+                continue
+            if x.dtype.kind in "fc":
+                bad = ~np.isclose(x, y, rtol=1e-3, atol=1e-3 * tolerance, equal_nan=True)
+            elif x.dtype.kind == "b":
+                bad = x != y
+            else:
+                bad = np.abs(x.astype(np.float64) - y.astype(np.float64)) > tolerance
+            if bad.any():
+                diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+                return (f"output {k} sample {i}: {int(bad.sum())} of {x.size} values differ "
+                        f"(max {np.where(np.isnan(diff), np.inf, diff).max():.4g})")
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    # DALI's messages wrap the cause in a traceback of the pipeline definition and C++ context
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith(" ")]
+    useful = [ln for ln in lines if not ln.startswith(("Critical error", "Error in", "which was", "encountered",
+                                                        "C++ context", "Current pipeline", "Traceback"))]
+    return (useful or lines or [""])[0][:160]
