@@ -19,6 +19,8 @@ import time
 import weakref
 from typing import Any, Sequence
 
+import numpy as np
+
 from . import _on_error
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU

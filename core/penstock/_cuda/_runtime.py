@@ -134,7 +134,6 @@ class DeviceContext:
     def upload_params(self, *arrays: np.ndarray) -> list:
         """Several small host arrays (per-sample kernel parameters) in one copy; returns device
         arrays (views of one buffer) in the same order."""
-        cp = self.cp
         parts, offsets, total = [], [], 0
         for a in arrays:
             a = np.ascontiguousarray(a)

@@ -30,7 +30,7 @@ import numpy as np
 from .. import _engine
 from .._generate import OpsBase, call_op
 from .._operator import Operator
-from .._registry import ArgumentValueError, Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
 from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
 from ._batch import empty_batch, host_buffer
