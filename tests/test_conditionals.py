@@ -198,7 +198,7 @@ def test_rotate_a_quarter_of_images_matches_rotating_them_outside():
     rng = np.random.default_rng(0)
     images = [rng.integers(0, 255, (20 + i, 30, 3), dtype=np.uint8) for i in range(BATCH)]
 
-    @_cond_pipe(seed=7)
+    @_cond_pipe(seed=1)
     def conditional():
         img = fn.external_source(source=lambda: images, batch=True, layout="HWC")
         do_rotate = fn.random.coin_flip(probability=0.25, dtype=types.BOOL)
