@@ -43,18 +43,19 @@ def require(what: str = "a GPU pipeline") -> Any:
 
 
 class _PinnedBlock:
-    __slots__ = ("mem", "size", "event")
+    __slots__ = ("mem", "size", "event", "taken")
 
     def __init__(self, cp: Any, size: int):
         self.mem = cp.cuda.alloc_pinned_memory(size)
         self.size = size
-        self.event = None
+        self.event = None  # recorded after the copy that reads the block
+        self.taken = False  # being filled by a thread (stages upload concurrently)
 
     def array(self, nbytes: int) -> np.ndarray:
         return np.frombuffer(self.mem, np.uint8, nbytes)
 
     def free(self) -> bool:
-        return self.event is None or self.event.done
+        return not self.taken and (self.event is None or self.event.done)
 
 
 class DeviceContext:
@@ -103,9 +104,10 @@ class DeviceContext:
         with self._lock:
             for blk in self._blocks:
                 if blk.size >= nbytes and blk.free():
-                    blk.event = None
+                    blk.taken = True
                     return blk
             blk = _PinnedBlock(self.cp, max(nbytes, 1 << 16))
+            blk.taken = True
             self._blocks.append(blk)
             return blk
 
@@ -129,6 +131,7 @@ class DeviceContext:
         cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.mem.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
                                     self.stream.ptr)
         blk.event = self.stream.record()
+        blk.taken = False
         return out
 
     def upload_params(self, *arrays: np.ndarray) -> list:
