@@ -170,13 +170,13 @@ class Executor:
                 self._complete(list(inputs) + list(arg_inputs.values()), op)
             ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op, self.device if on_gpu else None)
+            if check_layout is not None and len(inputs[0]):
+                check_layout(op, inputs[0])  # DALI's argument error, raised as is
             start = time.perf_counter()
             try:
                 if batch_size == 0 and batch_key is not None:
                     outs = _no_samples(op)  # a conditional branch that no sample reached
                 else:
-                    if check_layout is not None and len(inputs[0]):
-                        check_layout(op, inputs[0])
                     if on_gpu:
                         with self.device:
                             outs = op.run(ws)

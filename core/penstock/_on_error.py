@@ -167,4 +167,7 @@ def plan(flat: Sequence[Operator]) -> dict[int, list[Operator]]:
     for pos, op in enumerate(flat):
         if "on_error" in op.args and policy(op) == "skip" and not op.schema.is_reader:
             plans[id(op)] = refill_prefix(flat, pos)
+            for before in plans[id(op)]:
+                if before.schema.is_reader:  # refills take the stream's next samples: no batches read ahead
+                    before.reads_ahead = False
     return plans

@@ -221,7 +221,7 @@ def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
         if isinstance(value, (bool, np.bool_, int, np.integer)) or (
                 isinstance(value, (float, np.floating)) and float(value).is_integer()):
             if not -2 ** 63 <= int(value) < 2 ** 63:  # arguments are 64-bit, as in DALI
-                raise ValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in the 64-bit "
+                raise ArgumentValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in the 64-bit "
                                  f"range, got {value!r}")
             return int(value)
     elif kind is float:
@@ -242,7 +242,8 @@ def convert_arg(arg: Arg, value: Any, op: str) -> Any:
         if any((lo is not None and v < lo) or (hi is not None and v > hi)
                for v in (out if isinstance(out, tuple) else (out,))):
             bounds = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
-            raise ValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in {bounds}, got {value!r}")
+            raise ArgumentValueError(f"{op}: argument '{arg.name}' expects {arg.type.value} in {bounds}, "
+                                     f"got {value!r}")
     return out
 
 

@@ -5,6 +5,8 @@ import re
 
 import numpy as np
 
+from .._registry import ArgumentValueError
+
 def split_layout(label: str, layout: str, ndim: int) -> tuple[int, int]:
     """(first spatial dim, number of spatial dims) of a layout made of leading non-spatial dims
     (F, C ...), a run of spatial dims (D, H, W) and at most a trailing C. Without a layout,
@@ -40,7 +42,7 @@ def input_layout(op, tl, index: int = 0) -> str:
     """
     layout, ndim = tl._layout, tl.ndim()
     if layout and len(layout) != ndim:
-        raise ValueError(f"{op.label}: the layout '{layout}' of input {index} is not valid for "
+        raise ArgumentValueError(f"{op.label}: the layout '{layout}' of input {index} is not valid for "
                          f"{ndim}-dimensional samples")
     allowed = op.schema.input_layouts
     if not allowed:
@@ -48,11 +50,11 @@ def input_layout(op, tl, index: int = 0) -> str:
     if not layout:
         match = next((l for l in allowed if len(l) == ndim), None)
         if match is None:
-            raise ValueError(f"{op.label}: input {index} has {ndim}-dimensional samples without a layout, "
+            raise ArgumentValueError(f"{op.label}: input {index} has {ndim}-dimensional samples without a layout, "
                              f"and no accepted layout has {ndim} dimensions; valid layouts: "
                              f"{', '.join(allowed)}")
         return match
     if layout not in allowed:
-        raise ValueError(f"{op.label}: the layout '{layout}' of input {index} is not one of the accepted "
+        raise ArgumentValueError(f"{op.label}: the layout '{layout}' of input {index} is not one of the accepted "
                          f"layouts: {', '.join(allowed)}")
     return layout

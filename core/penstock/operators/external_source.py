@@ -30,7 +30,7 @@ import numpy as np
 from .. import _engine
 from .._generate import OpsBase, call_op
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
 from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
 from ._batch import empty_batch, host_buffer
@@ -255,8 +255,8 @@ def check_batch(tl: TensorListCPU, layout: str | None, dtype: Any, ndim: int | N
         raise RuntimeError(f"{label}: expected data with {ndim} dimensions and got {tl.ndim()}-D samples")
     if layout:
         if len(layout) != tl.ndim():
-            raise RuntimeError(f"{label}: layout '{layout}' has {len(layout)} dimensions but the source gave "
-                               f"{tl.ndim()}-D samples")
+            raise ArgumentValueError(f"{label}: layout '{layout}' cannot describe {tl.ndim()}-D samples "
+                                     f"(it has {len(layout)} dimensions)")
         tl.set_layout(layout)
     return tl
 
