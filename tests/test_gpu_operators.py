@@ -257,7 +257,8 @@ def test_layout_and_join_operators_match_cpu():
 def test_host_computed_operators_give_the_same_values_on_the_gpu():
     data = [np.zeros((k + 1, 3), np.float32) for k in range(4)]
     assert_same(lambda x: (fn.shapes(x), x + types.Constant(np.float32(2.5)),
-                           fn.cat(x, types.Constant(np.ones((1, 3), np.float32)), axis=0)), [data], atol_int=0)
+                           fn.cat(x, types.Constant(np.ones((1, 3), np.float32), device=x.device), axis=0)),
+                [data], atol_int=0)
     assert_same(lambda x: (fn.random.uniform(x, range=[-2.0, 3.0], seed=3), fn.random.normal(x, seed=4),
                            fn.random.coin_flip(x, seed=5)), [data])
 

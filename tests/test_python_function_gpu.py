@@ -15,10 +15,14 @@ def _data(n=4, seed=0):
     return [rng.integers(0, 256, (4 + i, 5, 3), dtype=np.uint8) for i in range(n)]
 
 
+def _const(batch):
+    return lambda: batch  # no parameters: a source with one (even defaulted) receives the batch info
+
+
 def _run_gpu(graph, *inputs, **pipe_kw):
     @pipeline_def(batch_size=len(inputs[0]), num_threads=2, device_id=0, **pipe_kw)
     def p():
-        srcs = [fn.external_source(source=lambda d=d: d).gpu() for d in inputs]
+        srcs = [fn.external_source(source=_const(d)).gpu() for d in inputs]
         out = graph(*srcs)
         return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
