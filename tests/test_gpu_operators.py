@@ -300,3 +300,18 @@ def test_resize_of_extreme_downscaling_plans_wide_filters_on_the_host():
     wide = [rng.integers(0, 256, (40, 1500, 3), dtype=np.uint8) for _ in range(2)]
     assert_same(lambda x: fn.resize(x, resize_x=7, resize_y=8), [wide], ["HWC"])
     assert_same(lambda x: fn.resize(x, resize_x=7, resize_y=8, interp_type=types.INTERP_LANCZOS3), [wide], ["HWC"])
+
+
+def test_host_data_given_to_a_gpu_operator_is_moved_to_the_gpu():
+    a = [np.arange(6, dtype=np.float32).reshape(2, 3) + k for k in range(2)]
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(source=_const(a))
+        return fn.cat(x.gpu(), x, axis=0), fn.slice(x.gpu(), np.array([0.0, 0.0], np.float32),
+                                                    np.array([0.5, 1.0], np.float32))
+
+    joined, window = pipe().run()
+    for i in range(2):
+        np.testing.assert_array_equal(joined.as_cpu().at(i), np.concatenate([a[i], a[i]]))
+        np.testing.assert_array_equal(window.as_cpu().at(i), a[i][:1])

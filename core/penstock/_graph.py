@@ -89,6 +89,8 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
                              "use .cpu() to move it, or run the operator with device='gpu'")
         if device == "mixed" and node.device == "gpu":
             raise ValueError(f"{label}: a 'mixed' operator takes CPU inputs; input {i} is on the GPU")
+    if device == "gpu":  # host data for a GPU operator goes to the GPU first, unless the kernel reads it there
+        nodes = [n.gpu() if n.device == "cpu" and i not in schema.host_inputs else n for i, n in enumerate(nodes)]
     name = kwargs.pop("name", None)
     if name is not None:
         name = convert_arg(schema.arguments["name"], name, label)

@@ -214,7 +214,7 @@ SLICE = OpSchema(
           Arg("fill_values", ArgType.FLOAT_LIST, (0.0,), doc="per-channel values of padded areas"),
           Arg("dtype", ArgType.DTYPE, optional=True, aliases=("output_dtype",), ignored_aliases=("image_type",),
               doc="output type (default: input type)")],
-    min_inputs=1, max_inputs=3, devices=("cpu", "gpu"))
+    min_inputs=1, max_inputs=3, devices=("cpu", "gpu"), host_inputs=(1, 2))
 
 
 def slice_axes(op, layout: str, nd: int) -> list[int]:
@@ -300,6 +300,7 @@ class Slice(Operator):
 
 
 def _rows(tl) -> np.ndarray:
+    tl = tl.as_cpu()  # anchors and shapes are host data on either device
     return np.stack([np.asarray(tl._sample_array(i), np.float64).reshape(-1) for i in range(len(tl))])
 
 

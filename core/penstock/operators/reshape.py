@@ -16,10 +16,10 @@ _RESHAPE_ARGS = [
     Arg("layout", ArgType.LAYOUT, optional=True, doc="layout of the output"),
 ]
 RESHAPE = OpSchema("Reshape", "Gives each sample a new shape of the same volume (no copy).",
-                   args=_RESHAPE_ARGS, min_inputs=1, max_inputs=2, devices=("cpu", "gpu"))
+                   args=_RESHAPE_ARGS, min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), host_inputs=(1,))
 REINTERPRET = OpSchema("Reinterpret", "Reshape that may also reinterpret the bytes as another type.",
                        args=_RESHAPE_ARGS + [Arg("dtype", ArgType.DTYPE, optional=True, doc="new element type")],
-                       min_inputs=1, max_inputs=2, devices=("cpu", "gpu"))
+                       min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), host_inputs=(1,))
 SQUEEZE = OpSchema("Squeeze", "Removes unit dimensions.",
                    args=[Arg("axes", ArgType.INT_LIST, optional=True), Arg("axis_names", ArgType.LAYOUT, optional=True)],
                    devices=("cpu", "gpu"))

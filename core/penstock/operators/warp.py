@@ -77,7 +77,8 @@ def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: n
               doc="2x3 matrix, row-major (or the second input)"),
           Arg("inverse_map", ArgType.BOOL, True, doc="the matrix maps output to input coordinates"),
           *_WARP_ARGS],
-    min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")), device=("cpu", "gpu"))
+    min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC"), host_inputs=(1,)),
+    device=("cpu", "gpu"))
 class WarpAffine(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
