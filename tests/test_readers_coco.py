@@ -141,5 +141,63 @@ def test_errors_name_the_problem(coco, tmp_path):
     root, _ = coco
     with pytest.raises(RuntimeError, match="annotations_file"):
         _read((root, str(tmp_path / "missing.json")), 1)
-    with pytest.raises(NotImplementedError, match="pixelwise_masks"):
-        _read(coco, 1, pixelwise_masks=True)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        _read(coco, 1, pixelwise_masks=True, polygon_masks=True)
+
+
+def _encode_rle(counts):
+    """COCO's compressed run-length string, written independently of the reader's decoder."""
+    out = []
+    for i, x in enumerate(counts):
+        if i > 2:
+            x -= counts[i - 2]
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5
+            more = x != -1 if c & 0x10 else x != 0
+            if more:
+                c |= 0x20
+            out.append(chr(c + 48))
+    return "".join(out)
+
+
+def _inside(poly, h, w):
+    """Pixels whose centres lie inside the polygon (even-odd ray casting), in numpy."""
+    xy = np.asarray(poly, np.float64).reshape(-1, 2)
+    cy, cx = np.mgrid[0:h, 0:w] + 0.5
+    inside = np.zeros((h, w), bool)
+    for (x0, y0), (x1, y1) in zip(xy, np.roll(xy, -1, axis=0)):
+        crosses = (y0 <= cy) != (y1 <= cy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xc = x0 + (cy - y0) * (x1 - x0) / (y1 - y0)
+        inside ^= crosses & (cx < xc)
+    return inside
+
+
+def test_pixelwise_masks(tmp_path):
+    root = tmp_path / "img"
+    root.mkdir()
+    h, w = 12, 16
+    Image.fromarray(np.zeros((h, w, 3), np.uint8)).save(root / "m.jpg")
+    crowd = np.zeros((h, w), bool)
+    crowd[2:9, 1:4] = True
+    flat = crowd.T.reshape(-1).astype(int)              # column-major, runs start with zeros
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flat, [1 - flat[-1]]])))
+    runs = np.diff(np.concatenate([[0], edges])).tolist()
+    tri = [2.0, 1.0, 14.0, 3.0, 6.0, 11.0]
+    sq = [9.0, 6.0, 15.0, 6.0, 15.0, 12.0, 9.0, 12.0]
+    anns = [{"id": 1, "image_id": 1, "category_id": 5, "bbox": [2, 1, 12, 10], "segmentation": [tri]},
+            {"id": 2, "image_id": 1, "category_id": 9, "bbox": [1, 2, 3, 7], "iscrowd": 1,
+             "segmentation": {"size": [h, w], "counts": _encode_rle(runs)}},
+            {"id": 3, "image_id": 1, "category_id": 7, "bbox": [9, 6, 6, 6], "segmentation": [sq]}]
+    ann = tmp_path / "a.json"
+    ann.write_text(json.dumps({"images": [{"id": 1, "file_name": "m.jpg", "width": w, "height": h}],
+                               "categories": [{"id": 5}, {"id": 7}, {"id": 9}], "annotations": anns}))
+    got, _ = _read((str(root), str(ann)), 1, pixelwise_masks=True, ratio=True)
+    mask = got[0][3]
+    assert mask.shape == (h, w, 1) and mask.dtype == np.int32
+    want = np.zeros((h, w), np.int32)
+    for label, region in sorted([(1, _inside(tri, h, w)), (3, crowd), (2, _inside(sq, h, w))]):
+        want[region] = label                           # larger labels painted last
+    np.testing.assert_array_equal(mask[..., 0], want)

@@ -1,9 +1,12 @@
-"""``readers.coco``: encoded images with their boxes, labels, polygons and image ids.
+"""``readers.coco``: encoded images with their boxes, labels, polygons or pixelwise masks, and ids.
 
 The annotations file is parsed once at build into packed arrays (all boxes of all images back to
 back, with per-image offsets and counts); a batch is then one native read of the image files plus
 vectorized gathers. Images are ordered by COCO image id (or as listed in ``images``); categories
 are renumbered 1..K in the order the file lists them unless ``avoid_class_remapping``.
+Pixelwise masks are painted natively per batch: a pixel belongs to a polygon when its centre lies
+inside it (even-odd rule), run-length masks are decoded as COCO stores them, and objects are
+painted in increasing label order (overlaps show the larger label).
 Preprocessed annotations use DALI's binary layout (``<name>.dat``: a uint32 count, then the
 values), so files saved by either library load in the other.
 """
@@ -53,6 +56,27 @@ _SAVED_POLY = {"polygon_data": ("poly", np.int32, 3), "polygon_offset": ("poly_o
                "vertices_offset": ("vert_offsets", np.int64, 1), "vertices_count": ("vert_counts", np.int64, 1)}
 
 
+def decode_rle_string(text: str) -> list[int]:
+    """COCO's compressed run lengths: 5-bit groups in characters from '0', a continuation bit,
+    sign extension of the last group; from the third run on, values are deltas to the run two back."""
+    runs: list[int] = []
+    p = 0
+    while p < len(text):
+        value, shift, more = 0, 0, True
+        while more:
+            c = ord(text[p]) - 48
+            value |= (c & 0x1F) << shift
+            more = bool(c & 0x20)
+            p += 1
+            shift += 5
+            if not more and c & 0x10:
+                value |= -1 << shift
+        if len(runs) > 2:
+            value += runs[-2]
+        runs.append(value)
+    return runs
+
+
 def ragged_take(offsets: np.ndarray, counts: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Flat positions of the entries of items ``indices`` (item i: offsets[i] .. +counts[i])."""
     c = counts[indices].astype(np.int64)
@@ -64,9 +88,11 @@ def ragged_take(offsets: np.ndarray, counts: np.ndarray, indices: np.ndarray) ->
 class COCOReaderCPU(Reader):
     def scan(self) -> int:
         a = self.args
-        if a["pixelwise_masks"]:
-            raise NotImplementedError(f"{self.label}: pixelwise_masks is not supported yet "
-                                      "(polygon_masks gives the polygons)")
+        if a["pixelwise_masks"] and a["polygon_masks"]:
+            raise ValueError(f"{self.label}: polygon_masks and pixelwise_masks cannot be combined")
+        if a["pixelwise_masks"] and (a["preprocessed_annotations"] or a["save_preprocessed_annotations"]):
+            raise NotImplementedError(f"{self.label}: preprocessed annotations with pixelwise_masks are "
+                                      "not supported")
         if a["file_root"] is None:
             raise ValueError(f"{self.label}: 'file_root' is required")
         if a["preprocessed_annotations"]:
@@ -110,9 +136,11 @@ class COCOReaderCPU(Reader):
                 continue
             if ann.get("image_id") in per_image:
                 per_image[ann["image_id"]].append(ann)
-        polys = a["polygon_masks"]
+        polys = a["polygon_masks"] or a["pixelwise_masks"]
         files, ids, counts, boxes, labels = [], [], [], [], []
         poly, poly_counts, vertices, vert_counts = [], [], [], []
+        rle, rle_counts, rle_per_image, heights, widths = [], [], [], [], []
+        rle_total = 0
         for im in infos:
             anns = per_image[im["id"]]
             if a["skip_empty"] and not anns:
@@ -133,19 +161,31 @@ class COCOReaderCPU(Reader):
                                        f"{cat}, which is not in 'categories'")
                 labels.append(cat if a["avoid_class_remapping"] else remap[cat])
             if polys:
-                np_, nv = 0, 0
+                # pixelwise masks are painted in pixels: their polygons are never made relative
+                vscale = scale[:2] if a["polygon_masks"] else np.ones(2)
+                np_, nv, nr = 0, 0, 0
                 for obj, ann in enumerate(anns):
                     seg = ann.get("segmentation")
+                    if isinstance(seg, dict) and a["pixelwise_masks"]:
+                        runs = self._rle_counts(seg, im, path)
+                        rle.append((obj, rle_total, len(runs)))
+                        rle_total += len(runs)
+                        rle_counts.append(runs)
+                        nr += 1
                     if not isinstance(seg, list):
-                        continue  # RLE (crowd) masks have no polygons
+                        continue  # run-length (crowd) masks have no polygons
                     for ring in seg:
                         xy = np.asarray(ring, np.float64).reshape(-1, 2)
                         poly.append((obj, nv, nv + len(xy)))
-                        vertices.append(xy / scale[:2])
+                        vertices.append(xy / vscale)
                         nv += len(xy)
                         np_ += 1
                 poly_counts.append(np_)
                 vert_counts.append(nv)
+                if a["pixelwise_masks"]:
+                    heights.append(int(im.get("height", 0)))
+                    widths.append(int(im.get("width", 0)))
+                    rle_per_image.append(nr)
         self.files = files
         self.ids = np.asarray(ids, np.int32)
         self.counts = np.asarray(counts, np.int32)
@@ -159,6 +199,25 @@ class COCOReaderCPU(Reader):
             self.vertices = (np.concatenate(vertices) if vertices else np.zeros((0, 2))).astype(np.float32)
             self.vert_counts = np.asarray(vert_counts, np.int64)
             self.vert_offsets = np.cumsum(self.vert_counts) - self.vert_counts
+        if a["pixelwise_masks"]:
+            self.heights, self.widths = np.asarray(heights, np.int64), np.asarray(widths, np.int64)
+            self.rle = np.asarray(rle, np.int64).reshape(-1, 3)
+            self.rle_flat = np.concatenate(rle_counts).astype(np.int64) if rle_counts else np.zeros(0, np.int64)
+            self.rle_cnt = np.asarray(rle_per_image, np.int64)
+            self.rle_off = np.cumsum(self.rle_cnt) - self.rle_cnt
+
+    def _rle_counts(self, seg: dict, im: dict, path: str) -> list[int]:
+        """Run lengths of a COCO run-length mask (counts list, or COCO's compressed string)."""
+        size = seg.get("size")
+        if size != [im.get("height"), im.get("width")]:
+            raise RuntimeError(f"{self.label}: a run-length mask of image {im['id']} in '{path}' has size "
+                               f"{size}, the image is {im.get('height')}x{im.get('width')}")
+        counts = seg.get("counts")
+        if isinstance(counts, list):
+            return [int(c) for c in counts]
+        if not isinstance(counts, str):
+            raise RuntimeError(f"{self.label}: a run-length mask of image {im['id']} in '{path}' has no counts")
+        return decode_rle_string(counts)
 
     def _tables(self) -> dict:
         tables = dict(_SAVED)
@@ -215,7 +274,27 @@ class COCOReaderCPU(Reader):
                                                   np.stack([pc, np.full(n, 3)], 1), source_info=paths))
             out.append(TensorListCPU._from_packed(np.ascontiguousarray(self.vertices[vt]).reshape(-1),
                                                   np.stack([vc, np.full(n, 2)], 1), source_info=paths))
+        if a["pixelwise_masks"]:
+            out.append(self._masks(ws, indices, paths))
         if a["image_ids"]:
             out.append(TensorListCPU._from_packed(self.ids[indices].copy(), np.ones((n, 1), np.int64),
                                                   source_info=paths))
+        return out
+
+    def _masks(self, ws, indices: np.ndarray, paths: list[str]) -> TensorListCPU:
+        """[H, W, 1] int32 label maps of the images ``indices``."""
+        from ._batch import empty_batch
+        n = len(indices)
+        shapes = np.stack([self.heights[indices], self.widths[indices], np.ones(n, np.int64)], 1)
+        out = empty_batch(shapes, np.int32, "HWC", paths)
+        rle_take = ragged_take(self.rle_off, self.rle_cnt, indices)
+        rle_cnt = self.rle_cnt[indices]
+        poly_take = ragged_take(self.poly_offsets, self.poly_counts, indices)
+        _engine.coco_masks(ws.pool, out._buf, out._offsets, shapes[:, 0].copy(), shapes[:, 1].copy(),
+                           self.labels, self.offsets[indices].astype(np.int64), self.counts[indices].astype(np.int64),
+                           np.ascontiguousarray(self.poly[poly_take]),
+                           (np.cumsum(self.poly_counts[indices]) - self.poly_counts[indices]).astype(np.int64),
+                           self.poly_counts[indices].astype(np.int64), self.vertices,
+                           self.vert_offsets[indices].astype(np.int64), np.ascontiguousarray(self.rle[rle_take]),
+                           (np.cumsum(rle_cnt) - rle_cnt).astype(np.int64), rle_cnt.astype(np.int64), self.rle_flat)
         return out
