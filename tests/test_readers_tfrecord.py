@@ -161,3 +161,27 @@ def test_truncated_file_and_bad_features(tmp_path, shards):
         _read([str(cut)], [idx[0]], 3)
     with pytest.raises(TypeError, match="FixedLenFeature or VarLenFeature"):
         _read(paths, idx, 1, features={"label": ("int64",)})
+
+
+def test_records_written_by_tensorflow(tmp_path):
+    """TensorFlow (in the pinned test set) as an independent writer of Examples and CRCs."""
+    tf = pytest.importorskip("tensorflow")
+    path, idx = tmp_path / "tf.tfrecord", tmp_path / "tf.idx"
+    rng = np.random.default_rng(9)
+    rows = [(rng.bytes(7 + i), [int(v) for v in rng.integers(-2**40, 2**40, 2)], rng.random(i + 1).astype(np.float32))
+            for i in range(4)]
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for data, ints, floats in rows:
+            ex = tf.train.Example(features=tf.train.Features(feature={
+                "data": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+                "ints": tf.train.Feature(int64_list=tf.train.Int64List(value=ints)),
+                "floats": tf.train.Feature(float_list=tf.train.FloatList(value=floats.tolist()))}))
+            w.write(ex.SerializeToString())
+    assert tfrec.make_index(str(path), str(idx)) == 4
+    feats = {"data": tfrec.FixedLenFeature((), tfrec.string, ""), "ints": tfrec.FixedLenFeature([2], tfrec.int64, 0),
+             "floats": tfrec.VarLenFeature(tfrec.float32, 0.0)}
+    (data, ints, floats), _ = _read([str(path)], [str(idx)], 4, features=feats)
+    for i, (d, iv, fv) in enumerate(rows):
+        assert np.array(data.at(i)).tobytes() == d
+        assert ints.at(i).tolist() == iv
+        np.testing.assert_array_equal(floats.at(i), fv)
