@@ -28,12 +28,18 @@ def test_gaussian_saturates_integers():
     assert g.dtype == np.uint8 and g.max() == 255 and (g == 255).mean() > 0.3
 
 
-def test_shot_noise_mean_and_variance():
-    x = [np.full((300, 300), 100, np.uint8)]
+@pytest.mark.parametrize("value", [10, 100])   # Poisson means 2.5 and 25 (both samplers)
+def test_shot_noise_mean_and_variance(value):
+    x = [np.full((300, 300), value, np.uint8)]
     out, = run_es(lambda d: fn.noise.shot(d, factor=4.0, seed=2), x)
     g = out.at(0).astype(np.float64)
-    # Poisson(100 / 4) * 4: mean 100, variance 4 * 100, values multiples of 4
-    assert abs(g.mean() - 100) < 0.5 and abs(g.var() - 400) < 20 and (g % 4 == 0).all()
+    # Poisson(value / 4) * 4: mean value, variance 4 * value, values multiples of 4
+    assert abs(g.mean() - value) < 0.01 * value + 0.1 and abs(g.var() - 4 * value) < 0.05 * 4 * value
+    assert (g % 4 == 0).all()
+    lam = value / 4   # the frequencies of small counts follow the Poisson law
+    for k in range(3):
+        p = np.exp(-lam) * lam ** k / np.prod(np.arange(1, k + 1))
+        assert abs((g == 4 * k).mean() - p) < 0.005
 
 
 def test_salt_and_pepper_per_pixel_and_per_channel():
@@ -53,3 +59,11 @@ def test_salt_and_pepper_per_pixel_and_per_channel():
     changed = g != s
     assert set(np.unique(g[changed]).tolist()) <= {3, 7}
     assert (changed.any(-1) & ~changed.all(-1)).any()               # channels drawn separately
+
+
+def test_types_are_kept():
+    for dtype in (np.float16, np.int16, np.float64):
+        x = [np.zeros((50, 40), dtype)]
+        out, = run_es(lambda d: fn.noise.gaussian(d, stddev=3.0, seed=7), x)
+        g = out.at(0)
+        assert g.dtype == dtype and abs(float(g.astype(np.float64).std()) - 3.0) < 0.2
