@@ -36,7 +36,7 @@ class OpNode:
         self.name = name if name is not None else f"__{schema.class_name.lstrip('_')}_{self.id}"
         self.preserve = bool(args.get("preserve")) or schema.no_prune
         out_device = "gpu" if device in ("gpu", "mixed") else "cpu"
-        n_out = schema.n_outputs(args)
+        n_out = schema.n_outputs(args, len(inputs))
         self.outputs = [DataNode(f"{self.name}[{i}]" if n_out > 1 else self.name, out_device, self, i)
                         for i in range(n_out)]
         self.resolved_seed: int = args.get("seed", -1) if args.get("seed", -1) is not None else -1

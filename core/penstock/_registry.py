@@ -133,8 +133,13 @@ class OpSchema:
             self.fn_name = (module + "." if module else "") + snake_case(cls)
         self.schema_name = self.name.replace(".", "__")  # DALI's schema naming
 
-    def n_outputs(self, args: dict) -> int:
-        return self.num_outputs(args) if callable(self.num_outputs) else self.num_outputs
+    def n_outputs(self, args: dict, num_inputs: int = 0) -> int:
+        """Output count; a callable ``num_outputs`` may take (args) or (args, number of inputs)."""
+        if not callable(self.num_outputs):
+            return self.num_outputs
+        if self.num_outputs.__code__.co_argcount == 2:
+            return self.num_outputs(args, num_inputs)
+        return self.num_outputs(args)
 
 
 def snake_case(name: str) -> str:

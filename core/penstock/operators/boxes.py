@@ -1,0 +1,136 @@
+"""Bounding boxes: ``bb_flip``, ``bbox_paste`` and ``box_encoder``.
+
+A batch of boxes is [M_i, 4] float per sample; the whole batch is handled as one [sum M_i, 4]
+array, per-sample arguments spread to each sample's rows with ``np.repeat``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _engine
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ._batch import contiguous, empty_batch
+
+
+def box_rows(op: Operator, tl, coords: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """(rows [sum M_i, coords] float, counts [N]) of a batch of [M_i, coords] boxes."""
+    tl = contiguous(tl)
+    shapes = tl._shapes
+    flat_ok = tl.ndim() == 1 and (shapes[:, 0] % coords == 0).all()
+    if not flat_ok and (tl.ndim() != 2 or (len(shapes) and (shapes[:, 1] != coords).any())):
+        raise ValueError(f"{op.label}: boxes must be [N, {coords}] per sample, got shapes {tl.shape()}")
+    counts = shapes[:, 0] // coords if flat_ok else shapes[:, 0]
+    total = int(counts.sum())
+    return np.asarray(tl._buf[:total * coords], np.float32).reshape(total, coords), counts
+
+
+def box_batch(rows: np.ndarray, counts: np.ndarray, layout: str = "", source_info=None):
+    coords = rows.shape[1] if rows.ndim == 2 else 4
+    shapes = np.stack([counts, np.full(len(counts), coords)], axis=1).astype(np.int64)
+    out = empty_batch(shapes, np.float32, layout, source_info)
+    out._buf[:rows.size] = rows.reshape(-1)
+    return out
+
+
+# ---- bb_flip --------------------------------------------------------------------------------
+
+BB_FLIP = OpSchema(
+    "BbFlip", "Flips relative bounding boxes horizontally and/or vertically ([x, y, w, h] or ltrb).",
+    args=[Arg("ltrb", ArgType.BOOL, False, doc="boxes are [l, t, r, b] instead of [x, y, w, h]"),
+          Arg("horizontal", ArgType.INT, 1, tensor=True, doc="flip horizontally"),
+          Arg("vertical", ArgType.INT, 0, tensor=True, doc="flip vertically")],
+    devices=("cpu",))
+
+
+@register(BB_FLIP)
+class BbFlipCPU(Operator):
+    def run(self, ws):
+        rows, counts = box_rows(self, ws.inputs[0])
+        out = rows.copy()
+        for axis, name in ((0, "horizontal"), (1, "vertical")):
+            flip = np.repeat(ws.per_sample(name, np.int32) != 0, counts)
+            lo, hi = rows[flip, axis], rows[flip, axis + 2]
+            if self.args["ltrb"]:   # l' = 1 - r, r' = 1 - l
+                out[flip, axis], out[flip, axis + 2] = 1 - hi, 1 - lo
+            else:                   # x' = 1 - x - w
+                out[flip, axis] = 1 - lo - hi
+        return [box_batch(out, counts, ws.inputs[0]._layout)]
+
+
+# ---- bbox_paste -----------------------------------------------------------------------------
+
+BBOX_PASTE = OpSchema(
+    "BBoxPaste", "Maps relative boxes to the canvas of `paste` (image scaled down by `ratio`, "
+                 "placed at paste_x/paste_y).",
+    args=[Arg("ratio", ArgType.FLOAT, tensor=True, doc="canvas size / image size (>= 1)"),
+          Arg("paste_x", ArgType.FLOAT, 0.5, tensor=True, doc="horizontal placement in the free space"),
+          Arg("paste_y", ArgType.FLOAT, 0.5, tensor=True, doc="vertical placement in the free space"),
+          Arg("ltrb", ArgType.BOOL, False, doc="boxes are [l, t, r, b] instead of [x, y, w, h]")],
+    devices=("cpu",), fn_name="bbox_paste")
+
+
+@register(BBOX_PASTE)
+class BBoxPasteCPU(Operator):
+    def run(self, ws):
+        rows, counts = box_rows(self, ws.inputs[0])
+        ratio = ws.per_sample("ratio", np.float32)
+        if (ratio < 1).any():
+            raise ValueError(f"{self.label}: 'ratio' must be at least 1, got {float(ratio.min())}")
+        scale = np.repeat(1 / ratio, counts)[:, None]
+        shift = np.stack([np.repeat(ws.per_sample(p, np.float32), counts) for p in ("paste_x", "paste_y")], 1)
+        shift = shift * (1 - scale)
+        out = np.empty_like(rows)
+        out[:, :2] = rows[:, :2] * scale + shift
+        out[:, 2:] = rows[:, 2:] * scale + (shift if self.args["ltrb"] else 0)
+        return [box_batch(out, counts, ws.inputs[0]._layout)]
+
+
+# ---- box_encoder ----------------------------------------------------------------------------
+
+BOX_ENCODER = OpSchema(
+    "BoxEncoder", "SSD encoding: matches ltrb boxes to anchors; gives [anchors, 4] centre-format "
+                  "boxes (or offsets) and [anchors] labels.",
+    args=[Arg("anchors", ArgType.FLOAT_LIST, doc="anchors as a flat list of ltrb boxes"),
+          Arg("criteria", ArgType.FLOAT, 0.5, doc="IoU above which an anchor takes a box"),
+          Arg("offset", ArgType.BOOL, False, doc="give normalized offsets from the anchors"),
+          Arg("scale", ArgType.FLOAT, 1.0, doc="scale of boxes and anchors before offsets are computed"),
+          Arg("means", ArgType.FLOAT_LIST, (0.0, 0.0, 0.0, 0.0), doc="[x y w h] offset means"),
+          Arg("stds", ArgType.FLOAT_LIST, (1.0, 1.0, 1.0, 1.0), doc="[x y w h] offset standard deviations")],
+    min_inputs=2, num_outputs=2, devices=("cpu",))
+
+
+@register(BOX_ENCODER)
+class BoxEncoderCPU(Operator):
+    def setup(self):
+        a = self.args
+        anchors = np.asarray(a["anchors"], np.float32)
+        if anchors.size == 0 or anchors.size % 4:
+            raise ValueError(f"{self.label}: 'anchors' must hold 4 values per anchor, got {anchors.size}")
+        if not 0 <= a["criteria"] <= 1:
+            raise ValueError(f"{self.label}: 'criteria' must lie in [0, 1], got {a['criteria']}")
+        for name in ("means", "stds"):
+            if len(a[name]) != 4:
+                raise ValueError(f"{self.label}: '{name}' needs 4 values, got {len(a[name])}")
+        if any(s == 0 for s in a["stds"]):
+            raise ValueError(f"{self.label}: 'stds' must not contain 0")
+        self.anchors = np.ascontiguousarray(anchors.reshape(-1, 4))
+
+    def run(self, ws):
+        rows, counts = box_rows(self, ws.inputs[0])
+        labels = contiguous(ws.inputs[1])
+        lab_counts = labels._volumes()
+        if not np.array_equal(lab_counts, counts):
+            i = int(np.nonzero(lab_counts != counts)[0][0])
+            raise ValueError(f"{self.label}: sample {i} has {counts[i]} boxes but {lab_counts[i]} labels")
+        lab = np.ascontiguousarray(labels._buf[:int(counts.sum())], np.int32)
+        n, na = len(counts), len(self.anchors)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        out_boxes = empty_batch(np.tile(np.array([[na, 4]], np.int64), (n, 1)), np.float32)
+        out_labels = empty_batch(np.full((n, 1), na, np.int64), np.int32)
+        a = self.args
+        _engine.box_encoder(ws.pool, np.ascontiguousarray(rows), counts.astype(np.int64), offsets, lab,
+                            self.anchors, a["criteria"], a["offset"], a["scale"],
+                            np.asarray(a["means"], np.float32), np.asarray(a["stds"], np.float32),
+                            out_boxes._buf, out_labels._buf)
+        return [out_boxes, out_labels]

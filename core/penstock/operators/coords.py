@@ -1,0 +1,124 @@
+"""Point coordinates [N_i, D] per sample: ``coord_flip`` and ``coord_transform``.
+
+The batch is one [sum N_i, D] array; per-sample arguments are spread to each sample's points.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import DALIDataType, to_numpy_type
+from ._batch import contiguous, empty_batch
+from .crop import per_sample_list, round_half_away
+
+
+def point_rows(op: Operator, tl) -> tuple[np.ndarray, np.ndarray, int]:
+    """(points [sum N_i, D] float64, counts [N], D) of a batch of [N_i, D] (or [D]) samples."""
+    tl = contiguous(tl)
+    shapes = tl._shapes
+    if tl.ndim() == 1:
+        d = int(shapes[0, 0]) if len(shapes) else 0
+        counts = np.ones(len(shapes), np.int64)
+    elif tl.ndim() == 2:
+        d = int(shapes[0, 1]) if len(shapes) else 0
+        counts = shapes[:, 0].copy()
+    else:
+        raise ValueError(f"{op.label}: coordinates must be [N, D] per sample, got {tl.shape()}")
+    if len(shapes) and (shapes[:, -1] != d).any():
+        raise ValueError(f"{op.label}: every sample must have the same number of coordinates per point")
+    total = int(counts.sum())
+    return np.asarray(tl._buf[:total * d], np.float64).reshape(total, d), counts, d
+
+
+def points_batch(shapes: np.ndarray, rows: np.ndarray, dtype, layout: str = "", source_info=None):
+    """A batch of the given shapes holding ``rows`` (rounded and saturated for integer types)."""
+    out = empty_batch(shapes, dtype, layout, source_info)
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        rows = np.clip(round_half_away(rows), info.min, info.max)
+    out._buf[:rows.size] = rows.reshape(-1).astype(dtype)
+    return out
+
+
+# ---- coord_flip -----------------------------------------------------------------------------
+
+COORD_FLIP = OpSchema(
+    "CoordFlip", "Mirrors coordinates about a centre: x' = 2 * center_x - x (per flipped dim).",
+    args=[Arg("layout", ArgType.LAYOUT, optional=True, doc="order of the coordinates ('xy', 'xyz' ...)"),
+          *[Arg(f"flip_{c}", ArgType.INT, 1 if c == "x" else 0, tensor=True, doc=f"flip the {c} coordinate")
+            for c in "xyz"],
+          *[Arg(f"center_{c}", ArgType.FLOAT, 0.5, tensor=True, doc=f"centre of the {c} flip") for c in "xyz"]],
+    devices=("cpu",))
+
+
+@register(COORD_FLIP)
+class CoordFlipCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        rows, counts, d = point_rows(self, src)
+        layout = self.args["layout"] or "xyz"[:d]
+        if len(layout) != d or any(c not in "xyz" for c in layout):
+            raise ValueError(f"{self.label}: layout '{layout}' does not describe {d} coordinates "
+                             "(use the letters x, y, z)")
+        out = rows.copy()
+        for k, c in enumerate(layout):
+            flip = np.repeat(ws.per_sample(f"flip_{c}", np.int32) != 0, counts)
+            center = np.repeat(ws.per_sample(f"center_{c}", np.float64), counts)
+            out[flip, k] = 2 * center[flip] - rows[flip, k]
+        src = contiguous(src)
+        return [points_batch(src._shapes.copy(), out, np.float32, src._layout, src._source_info)]
+
+
+# ---- coord_transform ------------------------------------------------------------------------
+
+COORD_TRANSFORM = OpSchema(
+    "CoordTransform", "Affine transform of points: out = M @ p + T (or MT = [M T]).",
+    args=[Arg("M", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="matrix [D_out, D] (one value: scaled identity)"),
+          Arg("T", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="translation [D_out] (one value: broadcast)"),
+          Arg("MT", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="[D_out, D + 1] matrix [M T]"),
+          Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type")],
+    devices=("cpu",))
+
+
+@register(COORD_TRANSFORM)
+class CoordTransformCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        rows, counts, d = point_rows(self, src)
+        n = ws.batch_size
+        mt = per_sample_list(ws, "MT")
+        m, t = per_sample_list(ws, "M"), per_sample_list(ws, "T")
+        if mt is not None:
+            if m is not None or t is not None:
+                raise ValueError(f"{self.label}: give either 'MT' or 'M'/'T', not both")
+            if mt.shape[1] == 1:
+                mats = mt[:, :, None] * np.eye(d, d + 1)
+            elif mt.shape[1] % (d + 1):
+                raise ValueError(f"{self.label}: 'MT' has {mt.shape[1]} values; it must be [D_out, {d + 1}]")
+            else:
+                mats = mt.reshape(n, -1, d + 1)
+            lin, shift = mats[:, :, :d], mats[:, :, d]
+        else:
+            if m is None:
+                lin = np.broadcast_to(np.eye(d), (n, d, d))
+            elif m.shape[1] == 1:
+                lin = m[:, :, None] * np.eye(d)
+            elif m.shape[1] % d:
+                raise ValueError(f"{self.label}: 'M' has {m.shape[1]} values; it must be [D_out, {d}]")
+            else:
+                lin = m.reshape(n, -1, d)
+            dout = lin.shape[1]
+            if t is None:
+                shift = np.zeros((n, dout))
+            elif t.shape[1] in (1, dout):
+                shift = np.broadcast_to(t, (n, dout))
+            else:
+                raise ValueError(f"{self.label}: 'T' has {t.shape[1]} values for {dout} output coordinates")
+        dout = lin.shape[1]
+        sample = np.repeat(np.arange(n), counts)
+        out = np.einsum("pij,pj->pi", lin[sample], rows) + shift[sample]
+        src = contiguous(src)
+        shapes = src._shapes.copy()
+        shapes[:, -1] = dout
+        return [points_batch(shapes, out, to_numpy_type(self.args["dtype"]), src._layout, src._source_info)]

@@ -1,0 +1,75 @@
+"""``one_hot``: integer labels to one-hot vectors, inserted as a new axis (numpy over the batch)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator
+from .._registry import Arg, ArgType, OpSchema, register
+from ..types import DALIDataType, to_numpy_type
+from ._batch import contiguous, empty_batch
+
+ONE_HOT = OpSchema(
+    "OneHot", "One-hot encodes labels: a new axis of num_classes values (on_value at the label).",
+    args=[Arg("num_classes", ArgType.INT, 0, doc="length of the new axis"),
+          Arg("axis", ArgType.INT, -1, doc="position of the new axis (-1: last)"),
+          Arg("axis_name", ArgType.STR, optional=True, doc="layout letter of the new axis"),
+          Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type"),
+          Arg("on_value", ArgType.FLOAT, 1.0, doc="value at the label's position"),
+          Arg("off_value", ArgType.FLOAT, 0.0, doc="value elsewhere")],
+    devices=("cpu",))
+
+
+@register(ONE_HOT)
+class OneHotCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        a = self.args
+        k = a["num_classes"]
+        if k < 0:
+            raise ValueError(f"{self.label}: num_classes must not be negative, got {k}")
+        shapes = src._shapes
+        nd = src.ndim()
+        # a scalar label, or a single one of shape [1], gives a plain vector
+        scalar = nd == 0 or (nd == 1 and len(shapes) and (shapes[:, 0] == 1).all())
+        in_nd = 0 if scalar else nd
+        axis = a["axis"] if a["axis"] >= 0 else in_nd + 1 + a["axis"]
+        if not 0 <= axis <= in_nd:
+            raise ValueError(f"{self.label}: axis {a['axis']} out of range for {in_nd}-D labels")
+        total = int(src._volumes().sum()) if len(src) else 0
+        labels = np.asarray(src._buf[:total])
+        labels = np.trunc(labels).astype(np.int64) if labels.dtype.kind == "f" else labels.astype(np.int64)
+        dtype = to_numpy_type(a["dtype"])
+        rows = np.full((total, k), a["off_value"], np.float64)
+        hit = (labels >= 0) & (labels < k)   # labels out of range: all off_value
+        rows[np.nonzero(hit)[0], labels[hit]] = a["on_value"]
+        base = np.zeros((len(src), 0), np.int64) if scalar else shapes
+        out_shapes = np.insert(base, axis, k, axis=1)
+        layout = ""
+        if src._layout and not scalar or a["axis_name"]:
+            name = a["axis_name"] or ""
+            if len(name) > 1:
+                raise ValueError(f"{self.label}: axis_name must be one letter, got '{name}'")
+            if src._layout and not scalar:
+                layout = src._layout[:axis] + name + src._layout[axis:] if name else ""
+            else:
+                layout = name
+        out = empty_batch(out_shapes, dtype, layout, src._source_info)
+        if axis != in_nd and total:  # move the class axis into place, sample by sample shapes agree
+            rows = _move_class_axis(rows, shapes, axis)
+        if np.dtype(dtype).kind in "iu":
+            info = np.iinfo(dtype)
+            rows = np.clip(np.sign(rows) * np.floor(np.abs(rows) + 0.5), info.min, info.max)
+        out._buf[:rows.size] = rows.reshape(-1).astype(dtype)
+        return [out]
+
+
+def _move_class_axis(rows: np.ndarray, shapes: np.ndarray, axis: int) -> np.ndarray:
+    """[sum V_i, K] rows (class axis last) -> each sample's values with the class axis at `axis`."""
+    k = rows.shape[1]
+    vols = shapes.prod(axis=1)
+    pieces, at = [], 0
+    for shape, v in zip(shapes.tolist(), vols.tolist()):  # a view per sample: the data moves in numpy
+        block = rows[at:at + v].reshape(*shape, k)
+        pieces.append(np.moveaxis(block, -1, axis).reshape(-1))
+        at += v
+    return np.concatenate(pieces)

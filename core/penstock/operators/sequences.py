@@ -1,0 +1,66 @@
+"""Sequence helpers: ``element_extract`` (frames of F... samples as separate outputs) and
+``per_frame`` (marks a batch as per-frame by its layout)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._operator import Operator, SampleError
+from .._registry import Arg, ArgType, OpSchema, register
+from ..tensors import TensorListCPU
+from ._batch import contiguous, empty_batch
+
+ELEMENT_EXTRACT = OpSchema(
+    "ElementExtract", "Extracts frames of sequences: one output per index of element_map, without the F axis.",
+    args=[Arg("element_map", ArgType.INT_LIST, doc="frame indices to extract")],
+    num_outputs=lambda a: len(a.get("element_map") or ()), devices=("cpu",))
+
+PER_FRAME = OpSchema(
+    "PerFrame", "Marks the outermost axis as frames (layout 'F...'), so sequence operators take the "
+                "tensor as one argument value per frame. The data is not touched.",
+    args=[Arg("replace", ArgType.BOOL, False, doc="replace the first layout letter by 'F' instead of "
+                                                  "requiring it to be 'F'")],
+    devices=("cpu",))
+
+
+@register(ELEMENT_EXTRACT)
+class ElementExtractCPU(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        if src.ndim() < 1:
+            raise ValueError(f"{self.label}: the input must be sequences (at least 1-D)")
+        layout = src._layout
+        if layout and layout[0] != "F":
+            raise ValueError(f"{self.label}: the input layout '{layout}' does not start with 'F'")
+        frames = src._shapes[:, 0]
+        inner = src._shapes[:, 1:]
+        frame_vol = inner.prod(axis=1) if inner.shape[1] else np.ones(len(src), np.int64)
+        outs = []
+        for e in self.args["element_map"]:  # one gather per requested frame, over the whole batch
+            bad = np.nonzero((e < 0) | (e >= frames))[0]
+            if bad.size:
+                i = int(bad[0])
+                raise SampleError(i, f"{self.label}: element {e} is out of range for a sequence of {frames[i]} frames")
+            out = empty_batch(inner.copy(), src._buf.dtype, layout[1:], src._source_info)
+            starts = src._offsets + e * frame_vol
+            take = np.repeat(starts - (np.cumsum(frame_vol) - frame_vol), frame_vol) + np.arange(int(frame_vol.sum()))
+            out._buf[:take.size] = src._buf[take]
+            outs.append(out)
+        return outs
+
+
+@register(PER_FRAME)
+class PerFrameCPU(Operator):
+    def run(self, ws):
+        src = ws.inputs[0]
+        nd = src.ndim()
+        if nd < 1:
+            raise ValueError(f"{self.label}: per-frame data needs at least one dimension (the frames)")
+        layout = src._layout
+        if not layout:
+            layout = "F" + "*" * (nd - 1)
+        elif layout[0] != "F":
+            if not self.args["replace"]:
+                raise ValueError(f"{self.label}: the input layout '{layout}' does not start with 'F' "
+                                 "(use replace=True to mark its first axis as frames)")
+            layout = "F" + layout[1:]
+        return [TensorListCPU._from_packed(src._buf, src._shapes, src._offsets, layout, src._source_info)]

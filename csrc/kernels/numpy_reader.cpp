@@ -1,0 +1,248 @@
+// readers.numpy: .npy headers and (windowed) data, a batch of files at a time.
+//
+// Two calls per batch: npy_headers parses every file's header (dtype, shape, order, where the
+// data starts); Python then computes the region of interest and allocates the output; npy_read
+// copies each window into the packed output, transposing Fortran-order arrays to C order and
+// filling the parts of a window outside the array with a fill value.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/dtype.h"
+#include "engine/module.h"
+
+namespace penstock {
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() { if (fd >= 0) ::close(fd); }
+};
+
+void read_exact(int fd, void* dst, int64_t size, int64_t offset, int64_t i, const std::string& path) {
+  int64_t done = 0;
+  while (done < size) {
+    ssize_t r = ::pread(fd, static_cast<char*>(dst) + done, size - done, offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw SampleError(i, "'" + path + "' is truncated (expected " + std::to_string(size) +
+                                         " bytes of data at offset " + std::to_string(offset) + ")");
+    done += r;
+  }
+}
+
+struct Header {
+  int dtype = -1;
+  int64_t elem_size = 0;
+  bool fortran = false;
+  std::vector<int64_t> shape;
+  int64_t data_offset = 0;
+};
+
+// The value text of `key` in the header dict ("'descr': '<f4', ..."), up to the next , or }.
+std::string dict_value(const std::string& h, const std::string& key, int64_t i, const std::string& path) {
+  size_t k = h.find("'" + key + "'");
+  if (k == std::string::npos) throw SampleError(i, "'" + path + "': the .npy header has no '" + key + "'");
+  size_t c = h.find(':', k);
+  if (c == std::string::npos) throw SampleError(i, "'" + path + "': malformed .npy header");
+  size_t b = c + 1;
+  while (b < h.size() && h[b] == ' ') ++b;
+  if (b < h.size() && h[b] == '(') {
+    size_t e = h.find(')', b);
+    if (e == std::string::npos) throw SampleError(i, "'" + path + "': malformed .npy header");
+    return h.substr(b, e - b + 1);
+  }
+  size_t e = b;
+  while (e < h.size() && h[e] != ',' && h[e] != '}') ++e;
+  return h.substr(b, e - b);
+}
+
+// numpy's type string ('<f4', '|u1', '|b1' ...) -> DALIDataType code and element size.
+void parse_descr(std::string d, Header& out, int64_t i, const std::string& path) {
+  if (d.size() >= 2 && (d.front() == '\'' || d.front() == '"')) d = d.substr(1, d.size() - 2);
+  if (d.size() < 3) throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + d + "'");
+  char order = d[0], kind = d[1];
+  int size = std::atoi(d.c_str() + 2);
+  if (order == '>' && size > 1)
+    throw SampleError(i, "'" + path + "': big-endian data ('" + d + "') is not supported");
+  struct Entry { char kind; int size; DType code; };
+  static const Entry table[] = {
+      {'u', 1, DType::UINT8}, {'u', 2, DType::UINT16}, {'u', 4, DType::UINT32}, {'u', 8, DType::UINT64},
+      {'i', 1, DType::INT8}, {'i', 2, DType::INT16}, {'i', 4, DType::INT32}, {'i', 8, DType::INT64},
+      {'f', 2, DType::FLOAT16}, {'f', 4, DType::FLOAT}, {'f', 8, DType::FLOAT64}, {'b', 1, DType::BOOL}};
+  for (const auto& e : table) {
+    if (e.kind == kind && e.size == size) {
+      out.dtype = static_cast<int>(e.code);
+      out.elem_size = size;
+      return;
+    }
+  }
+  throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + d + "'");
+}
+
+Header parse_header(const std::string& path, int64_t i) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) throw SampleError(i, "cannot open file '" + path + "': " + std::strerror(errno));
+  unsigned char pre[12];
+  ssize_t got = ::pread(f.fd, pre, sizeof(pre), 0);
+  if (got < 10 || std::memcmp(pre, "\x93NUMPY", 6) != 0)
+    throw SampleError(i, "'" + path + "' is not a .npy file (bad magic)");
+  int major = pre[6];
+  int64_t hlen, start;
+  if (major == 1) {
+    hlen = pre[8] | (pre[9] << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (got < 12) throw SampleError(i, "'" + path + "': truncated .npy header");
+    hlen = int64_t(pre[8]) | (int64_t(pre[9]) << 8) | (int64_t(pre[10]) << 16) | (int64_t(pre[11]) << 24);
+    start = 12;
+  } else {
+    throw SampleError(i, "'" + path + "': unsupported .npy version " + std::to_string(major));
+  }
+  if (hlen <= 0 || hlen > (1 << 24)) throw SampleError(i, "'" + path + "': bad .npy header length");
+  std::string h(hlen, '\0');
+  read_exact(f.fd, &h[0], hlen, start, i, path);
+  Header out;
+  out.data_offset = start + hlen;
+  parse_descr(dict_value(h, "descr", i, path), out, i, path);
+  std::string fo = dict_value(h, "fortran_order", i, path);
+  out.fortran = fo.find("True") != std::string::npos;
+  std::string shape = dict_value(h, "shape", i, path);
+  if (shape.empty() || shape.front() != '(')
+    throw SampleError(i, "'" + path + "': malformed shape in the .npy header");
+  const char* p = shape.c_str() + 1;
+  while (*p && *p != ')') {
+    while (*p == ' ' || *p == ',') ++p;
+    if (*p == ')' || !*p) break;
+    char* end = nullptr;
+    long long v = std::strtoll(p, &end, 10);
+    if (end == p || v < 0) throw SampleError(i, "'" + path + "': malformed shape in the .npy header");
+    out.shape.push_back(v);
+    p = end;
+  }
+  int64_t vol = 1;
+  for (auto s : out.shape) vol *= s;
+  off_t fsize = ::lseek(f.fd, 0, SEEK_END);
+  if (fsize < out.data_offset + vol * out.elem_size)
+    throw SampleError(i, "'" + path + "' is truncated: the header promises " + std::to_string(vol * out.elem_size) +
+                             " bytes of data, the file has " + std::to_string(fsize - out.data_offset));
+  return out;
+}
+
+// Returns (dtype codes int32 [N], elem sizes int64 [N], fortran uint8 [N], data offsets int64 [N],
+// ndims int64 [N], shapes int64 [N, max_ndim] (zero padded)).
+py::tuple npy_headers(ThreadPool& pool, const std::vector<std::string>& paths) {
+  int64_t n = static_cast<int64_t>(paths.size());
+  std::vector<Header> hs(n);
+  {
+    py::gil_scoped_release nogil;
+    pool.parallel_for(n, [&](int64_t i) { hs[i] = parse_header(paths[i], i); });
+  }
+  int64_t maxnd = 0;
+  for (auto& h : hs) maxnd = std::max<int64_t>(maxnd, h.shape.size());
+  py::array_t<int32_t> dtypes(n);
+  py::array_t<int64_t> esz(n), offs(n), ndims(n);
+  py::array_t<uint8_t> fort(n);
+  py::array_t<int64_t> shapes({n, maxnd});
+  auto sh = shapes.mutable_unchecked<2>();
+  for (int64_t i = 0; i < n; ++i) {
+    dtypes.mutable_data()[i] = hs[i].dtype;
+    esz.mutable_data()[i] = hs[i].elem_size;
+    offs.mutable_data()[i] = hs[i].data_offset;
+    ndims.mutable_data()[i] = hs[i].shape.size();
+    fort.mutable_data()[i] = hs[i].fortran;
+    for (int64_t d = 0; d < maxnd; ++d) sh(i, d) = d < (int64_t)hs[i].shape.size() ? hs[i].shape[d] : 0;
+  }
+  return py::make_tuple(dtypes, esz, fort, offs, ndims, shapes);
+}
+
+// Copies window [anchor, anchor + out_shape) of each array (C or Fortran order on disk) into the
+// packed C-order output; elements outside the array take `fill` (elem_size bytes).
+void npy_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array data_offsets,
+              py::array_t<uint8_t, py::array::c_style> fortran, I64Array src_shapes, I64Array anchors,
+              py::array out, I64Array out_shapes, I64Array out_offsets, int64_t elem_size,
+              py::array_t<uint8_t, py::array::c_style> fill) {
+  BatchView o = make_batch_view(out, out_shapes, out_offsets, true);
+  int64_t n = o.num_samples, nd = o.ndim;
+  if ((int64_t)paths.size() != n || src_shapes.ndim() != 2 || src_shapes.shape(0) != n ||
+      src_shapes.shape(1) != nd || anchors.shape(0) != n || anchors.shape(1) != nd ||
+      data_offsets.shape(0) != n || fortran.shape(0) != n || fill.shape(0) != elem_size)
+    throw std::invalid_argument("npy_read: inconsistent argument sizes");
+  const int64_t* ss = src_shapes.data();
+  const int64_t* an = anchors.data();
+  const int64_t* doff = data_offsets.data();
+  const uint8_t* fo = fortran.data();
+  const uint8_t* fv = fill.data();
+  char* obase = static_cast<char*>(o.data);
+  py::gil_scoped_release nogil;
+  pool.parallel_for(n, [&](int64_t i) {
+    const int64_t* shp = ss + i * nd;
+    const int64_t* anc = an + i * nd;
+    const int64_t* osh = o.shape(i);
+    char* dst = obase + o.offsets[i] * elem_size;
+    int64_t src_vol = 1, out_vol = 1;
+    bool whole = true;
+    for (int64_t d = 0; d < nd; ++d) {
+      src_vol *= shp[d];
+      out_vol *= osh[d];
+      whole &= anc[d] == 0 && osh[d] == shp[d];
+    }
+    if (out_vol == 0) return;
+    Fd f;
+    f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
+    if (f.fd < 0) throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
+    if (whole && (!fo[i] || nd <= 1)) {  // the common case: straight into the output
+      read_exact(f.fd, dst, src_vol * elem_size, doff[i], i, paths[i]);
+      return;
+    }
+    std::vector<char> src(src_vol * elem_size);
+    read_exact(f.fd, src.data(), src_vol * elem_size, doff[i], i, paths[i]);
+    // element strides of the logical (C-order indexed) array in the file's layout
+    std::vector<int64_t> stride(nd);
+    int64_t s = 1;
+    if (fo[i]) {
+      for (int64_t d = 0; d < nd; ++d) { stride[d] = s; s *= shp[d]; }
+    } else {
+      for (int64_t d = nd - 1; d >= 0; --d) { stride[d] = s; s *= shp[d]; }
+    }
+    std::vector<int64_t> idx(nd, 0);
+    int64_t inner = nd ? osh[nd - 1] : 1;
+    for (int64_t done = 0; done < out_vol; done += inner) {
+      bool inside = true;
+      int64_t base = 0;
+      for (int64_t d = 0; d + 1 < nd; ++d) {
+        int64_t p = anc[d] + idx[d];
+        inside &= p >= 0 && p < shp[d];
+        base += p * stride[d];
+      }
+      char* row = dst + done * elem_size;
+      int64_t a = nd ? anc[nd - 1] : 0, ext = nd ? shp[nd - 1] : 1, st = nd ? stride[nd - 1] : 1;
+      for (int64_t k = 0; k < inner; ++k) {
+        int64_t p = a + k;
+        char* to = row + k * elem_size;
+        if (inside && p >= 0 && p < ext)
+          std::memcpy(to, src.data() + (base + p * st) * elem_size, elem_size);
+        else
+          std::memcpy(to, fv, elem_size);
+      }
+      for (int64_t d = nd - 2; d >= 0; --d) {  // next row
+        if (++idx[d] < osh[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(numpy_reader) {
+  m.def("npy_headers", &penstock::npy_headers, "Parse .npy headers of a batch of files",
+        py::arg("pool"), py::arg("paths"));
+  m.def("npy_read", &penstock::npy_read, "Read windows of .npy arrays into a packed batch",
+        py::arg("pool"), py::arg("paths"), py::arg("data_offsets"), py::arg("fortran"),
+        py::arg("src_shapes"), py::arg("anchors"), py::arg("out"), py::arg("out_shapes"),
+        py::arg("out_offsets"), py::arg("elem_size"), py::arg("fill"));
+}

@@ -1,0 +1,187 @@
+"""readers.tfrecord: TFRecords written by the test's own protobuf encoder (no TensorFlow)."""
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import penstock.tfrecord as tfrec
+from penstock import fn, ops, pipeline_def
+
+
+# ---- an independent minimal tf.train.Example writer ------------------------------------------
+def _varint(v: int) -> bytes:
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _field(num: int, payload: bytes) -> bytes:
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _feature(value) -> bytes:
+    if isinstance(value, bytes):
+        return _field(1, _field(1, value))
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return _field(1, b"".join(_field(1, v) for v in value))
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f":
+        return _field(2, _field(1, arr.astype("<f4").tobytes()))
+    return _field(3, _field(1, b"".join(_varint(int(v)) for v in arr.reshape(-1))))
+
+
+def _example(features: dict) -> bytes:
+    entries = b"".join(_field(1, _field(1, k.encode()) + _field(2, _feature(v))) for k, v in features.items())
+    return _field(1, entries)
+
+
+def _write(path, records):
+    with open(path, "wb") as f:
+        for rec in records:
+            data = _example(rec)
+            f.write(struct.pack("<Q", len(data)) + b"\0" * 4 + data + b"\0" * 4)  # CRCs are not checked
+
+
+def _records(n, offset=0):
+    rng = np.random.default_rng(offset)
+    return [{"image": bytes(rng.integers(0, 256, 5 + i, dtype=np.uint8)), "label": [i + offset],
+             "bbox": rng.random(4 * (i % 3 + 1)).astype(np.float32).tolist(),
+             "size": [10 + i, 20 + i]} for i in range(n)]
+
+
+FEATURES = {"image": tfrec.FixedLenFeature((), tfrec.string, ""),
+            "label": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+            "bbox": tfrec.VarLenFeature(tfrec.float32, 0.0),
+            "size": tfrec.FixedLenFeature([2], tfrec.int64, 0)}
+
+
+@pytest.fixture
+def shards(tmp_path):
+    paths, idx, recs = [], [], []
+    for k in range(2):
+        p, i = tmp_path / f"s{k}.tfrecord", tmp_path / f"s{k}.idx"
+        r = _records(3 + k, offset=10 * k)
+        _write(p, r)
+        assert tfrec.make_index(str(p), str(i)) == len(r)
+        paths.append(str(p))
+        idx.append(str(i))
+        recs += r
+    return paths, idx, recs
+
+
+def _read(paths, idx, batch, features=FEATURES, **kw):
+    @pipeline_def(batch_size=batch, num_threads=2, device_id=None)
+    def p():
+        out = fn.readers.tfrecord(path=paths, index_path=idx, features=features, name="R", **kw)
+        return tuple(out[k] for k in features)
+
+    pipe = p()
+    return pipe.run(), pipe
+
+
+def test_features_of_every_kind(shards):
+    paths, idx, recs = shards
+    (image, label, bbox, size), pipe = _read(paths, idx, len(recs))
+    assert pipe.reader_meta("R")["epoch_size"] == len(recs)
+    for i, r in enumerate(recs):
+        assert np.array(image.at(i)).tobytes() == r["image"]
+        assert label.at(i).dtype == np.int64 and label.at(i).tolist() == r["label"]
+        np.testing.assert_array_equal(bbox.at(i), np.float32(r["bbox"]))
+        assert size.at(i).tolist() == r["size"]
+
+
+def test_missing_feature_takes_the_default(tmp_path):
+    p, i = tmp_path / "m.tfrecord", tmp_path / "m.idx"
+    _write(p, [{"label": [3]}, {"other": [1]}])
+    tfrec.make_index(str(p), str(i))
+    feats = {"label": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+             "name": tfrec.FixedLenFeature((), tfrec.string, "none")}
+    (label, name), _ = _read([str(p)], [str(i)], 2, features=feats)
+    assert label.at(0).tolist() == [3] and label.at(1).tolist() == [-1]
+    assert bytes(np.array(name.at(0))) == b"none"
+
+
+def test_wrong_length_and_type_are_reported(tmp_path):
+    p, i = tmp_path / "w.tfrecord", tmp_path / "w.idx"
+    _write(p, [{"size": [1, 2, 3]}])
+    tfrec.make_index(str(p), str(i))
+    with pytest.raises(RuntimeError, match="'size'.*3 values"):
+        _read([str(p)], [str(i)], 1, features={"size": tfrec.FixedLenFeature([2], tfrec.int64, 0)})
+    with pytest.raises(RuntimeError, match="not the one declared"):
+        _read([str(p)], [str(i)], 1, features={"size": tfrec.VarLenFeature(tfrec.float32, 0.0)})
+
+
+def test_sharding_over_records_of_several_files(shards):
+    paths, idx, recs = shards
+    (image, label, bbox, size), _ = _read(paths, idx, 2, num_shards=3, shard_id=1)
+    # 7 records, shard 1 = [2, 4)
+    assert [label.at(k).tolist()[0] for k in range(2)] == [recs[2]["label"][0], recs[3]["label"][0]]
+
+
+def test_ops_api_returns_a_dict(shards):
+    paths, idx, recs = shards
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def p():
+        reader = ops.readers.TFRecord(path=paths, index_path=idx, features=FEATURES)
+        out = reader()
+        assert set(out) == set(FEATURES)
+        return out["label"]
+
+    (label,) = p().run()
+    assert label.at(0).tolist() == recs[0]["label"]
+
+
+def test_index_tool(tmp_path, shards):
+    paths, idx, _ = shards
+    out = tmp_path / "again.idx"
+    res = subprocess.run([sys.executable, "-m", "penstock.tfrecord2idx", paths[0], str(out)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert out.read_text() == open(idx[0]).read()
+    lines = [tuple(map(int, line.split())) for line in out.read_text().splitlines()]
+    assert lines[0][0] == 0 and all(a[0] + a[1] == b[0] for a, b in zip(lines, lines[1:]))
+
+
+def test_truncated_file_and_bad_features(tmp_path, shards):
+    paths, idx, _ = shards
+    data = open(paths[0], "rb").read()
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(data[:-7])
+    with pytest.raises(RuntimeError, match="ends inside"):
+        tfrec.make_index(str(cut), str(tmp_path / "cut.idx"))
+    with pytest.raises(RuntimeError, match="shorter than its index"):
+        _read([str(cut)], [idx[0]], 3)
+    with pytest.raises(TypeError, match="FixedLenFeature or VarLenFeature"):
+        _read(paths, idx, 1, features={"label": ("int64",)})
+
+
+def test_records_written_by_tensorflow(tmp_path):
+    """TensorFlow (in the pinned test set) as an independent writer of Examples and CRCs."""
+    tf = pytest.importorskip("tensorflow")
+    path, idx = tmp_path / "tf.tfrecord", tmp_path / "tf.idx"
+    rng = np.random.default_rng(9)
+    rows = [(rng.bytes(7 + i), [int(v) for v in rng.integers(-2**40, 2**40, 2)], rng.random(i + 1).astype(np.float32))
+            for i in range(4)]
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for data, ints, floats in rows:
+            ex = tf.train.Example(features=tf.train.Features(feature={
+                "data": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+                "ints": tf.train.Feature(int64_list=tf.train.Int64List(value=ints)),
+                "floats": tf.train.Feature(float_list=tf.train.FloatList(value=floats.tolist()))}))
+            w.write(ex.SerializeToString())
+    assert tfrec.make_index(str(path), str(idx)) == 4
+    feats = {"data": tfrec.FixedLenFeature((), tfrec.string, ""), "ints": tfrec.FixedLenFeature([2], tfrec.int64, 0),
+             "floats": tfrec.VarLenFeature(tfrec.float32, 0.0)}
+    (data, ints, floats), _ = _read([str(path)], [str(idx)], 4, features=feats)
+    for i, (d, iv, fv) in enumerate(rows):
+        assert np.array(data.at(i)).tobytes() == d
+        assert ints.at(i).tolist() == iv
+        np.testing.assert_array_equal(floats.at(i), fv)
