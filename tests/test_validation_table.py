@@ -6,7 +6,7 @@ definition and the ``ops.*`` constructor."""
 import numpy as np
 import pytest
 
-from penstock import Pipeline, fn, ops, types
+from penstock import Pipeline, fn, ops, tfrecord, types
 from penstock._registry import ArgType, schemas
 
 # a clearly wrong value per argument type (never convertible), and how it is shown in the error
@@ -71,8 +71,14 @@ VALID = {
 }
 
 
+# required arguments whose type (ANY) says too little for a generic valid value
+VALID_BY_ARGUMENT = {("readers.TFRecord", "features"): {"x": tfrecord.FixedLenFeature([], tfrecord.int64, 0)}}
+
+
 def _with_required(schema, kwargs):
-    return {**{a.name: VALID[a.type] for a in schema.arguments.values() if a.required}, **kwargs}
+    required = {a.name: VALID_BY_ARGUMENT.get((schema.name, a.name), VALID[a.type])
+                for a in schema.arguments.values() if a.required}
+    return {**required, **kwargs}
 
 
 def _define(schema, kwargs):
