@@ -146,12 +146,13 @@ class COCOReaderCPU(Reader):
             if a["skip_empty"] and not anns:
                 continue
             w, h = float(im.get("width", 1)), float(im.get("height", 1))
-            scale = np.array([w, h, w, h]) if a["ratio"] else np.ones(4)
+            # float32 arithmetic throughout, as DALI's reader computes (bit-identical boxes)
+            scale = np.array([w, h, w, h], np.float32) if a["ratio"] else np.ones(4, np.float32)
             files.append(im["file_name"])
             ids.append(im["id"])
             counts.append(len(anns))
             for ann in anns:
-                b = np.asarray(ann["bbox"], np.float64)
+                b = np.asarray(ann["bbox"], np.float32)
                 if a["ltrb"]:
                     b[2:] += b[:2]
                 boxes.append(b / scale)
