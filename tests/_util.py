@@ -25,3 +25,27 @@ def run_es(graph, *inputs, layouts=None, **pipe_kwargs):
 
 def samples(tl):
     return [tl.at(i) for i in range(len(tl))]
+
+
+def batches_pipe(batches, batch_size, **kw):
+    """A pipeline whose single output (or outputs, with num_outputs) is the given batches, one per
+    iteration, on the CPU."""
+    @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None)
+    def pipe():
+        out = fn.external_source(source=batches, cycle=False, **kw)
+        return tuple(out) if isinstance(out, list) else out
+    return pipe()
+
+
+def record_outputs(pipe):
+    """Makes pipe.share_outputs remember what it returned (to compare memory with what a framework got)."""
+    seen = []
+    original = pipe.share_outputs
+
+    def share_outputs(*args):
+        out = original(*args)
+        seen.append(out)
+        return out
+
+    pipe.share_outputs = share_outputs
+    return seen

@@ -30,19 +30,9 @@ pytestmark = [pytest.mark.gpu,
                                  reason="needs penstock's GPU backend and a CUDA JAX")]
 
 from penstock.plugin.jax import DALIGenericIterator, data_iterator  # noqa: E402
+from _util import record_outputs  # noqa: E402
 
 
-def record_outputs(pipe):
-    seen = []
-    original = pipe.share_outputs
-
-    def share_outputs(*args):
-        out = original(*args)
-        seen.append(out)
-        return out
-
-    pipe.share_outputs = share_outputs
-    return seen
 
 
 def test_gpu_outputs_are_arrays_on_the_pipelines_gpu_without_a_copy():

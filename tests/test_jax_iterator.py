@@ -19,30 +19,14 @@ from penstock.plugin.jax import DALIGenericIterator, LastBatchPolicy, data_itera
 from penstock.plugin.jax.clu import DALIGenericPeekableIterator, peekable_data_iterator  # noqa: E402
 
 from test_base_iterator import dataset, label_pipe, model_reader_iterator  # noqa: E402,F401
+from _util import batches_pipe, record_outputs  # noqa: E402
 
 FILL, DROP, PARTIAL = LastBatchPolicy.FILL, LastBatchPolicy.DROP, LastBatchPolicy.PARTIAL
 HOST = jax.local_devices(backend="cpu")[0]
 
 
-def batches_pipe(batches, batch_size, **kw):
-    @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None)
-    def pipe():
-        return fn.external_source(source=batches, cycle=False, **kw)
-    return pipe()
 
 
-def record_outputs(pipe):
-    """Makes pipe.share_outputs remember what it returned (to compare memory with the arrays)."""
-    seen = []
-    original = pipe.share_outputs
-
-    def share_outputs(*args):
-        out = original(*args)
-        seen.append(out)
-        return out
-
-    pipe.share_outputs = share_outputs
-    return seen
 
 
 def labels(array) -> list[int]:

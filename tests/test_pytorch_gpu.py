@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from penstock import _cuda, fn, pipeline_def  # noqa: E402
 from penstock.plugin.pytorch import DALIGenericIterator, feed_ndarray  # noqa: E402
+from _util import record_outputs  # noqa: E402
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not (_cuda.available() and torch.cuda.is_available()),
@@ -23,15 +24,7 @@ def gpu_pipe(batches):
 def test_gpu_outputs_become_cuda_tensors_without_a_copy():
     batches = [np.arange(6, dtype=np.float32).reshape(2, 3) * (i + 1) for i in range(3)]
     pipe = gpu_pipe(batches)
-    seen = []
-    share = pipe.share_outputs
-
-    def recording(*args):
-        out = share(*args)
-        seen.append(out)
-        return out
-
-    pipe.share_outputs = recording
+    seen = record_outputs(pipe)
     got = [b[0]["x"] for b in DALIGenericIterator(pipe, ["x"])]
     assert all(t.device == torch.device("cuda", 0) for t in got)
     assert [t.data_ptr() for t in got] == [out[0].data_ptr() for out in seen]

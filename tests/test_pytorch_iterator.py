@@ -16,29 +16,11 @@ from penstock.tensors import TensorListCPU  # noqa: E402
 
 from test_base_iterator import (COMBOS, dataset, label_pipe, model_reader_iterator,  # noqa: E402,F401
                                 model_sized_iterator, reader_batches)
+from _util import batches_pipe, record_outputs  # noqa: E402
 
 
-def batches_pipe(batches, batch_size, **kw):
-    """A pipeline whose single output is the given batches, one per iteration."""
-    @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None)
-    def pipe():
-        out = fn.external_source(source=batches, cycle=False, **kw)
-        return tuple(out) if isinstance(out, list) else out
-    return pipe()
 
 
-def record_outputs(pipe):
-    """Makes pipe.share_outputs remember what it returned (to compare memory with the tensors)."""
-    seen = []
-    original = pipe.share_outputs
-
-    def share_outputs(*args):
-        out = original(*args)
-        seen.append(out)
-        return out
-
-    pipe.share_outputs = share_outputs
-    return seen
 
 
 def test_returns_one_dict_per_pipeline_with_named_cpu_tensors(dataset):
