@@ -308,8 +308,9 @@ def test_host_data_given_to_a_gpu_operator_is_moved_to_the_gpu():
     @pipeline_def(batch_size=2, num_threads=1, device_id=0)
     def pipe():
         x = fn.external_source(source=_const(a))
+        # slice's anchor and shape are (x, y) by default (axes=(1, 0)): all columns, the first row
         return fn.cat(x.gpu(), x, axis=0), fn.slice(x.gpu(), np.array([0.0, 0.0], np.float32),
-                                                    np.array([0.5, 1.0], np.float32))
+                                                    np.array([1.0, 0.5], np.float32))
 
     joined, window = pipe().run()
     for i in range(2):

@@ -421,7 +421,8 @@ class _StreamOrdered:
         if event is None:
             if self.stream is None:
                 return
-            event = self.stream.record()
+            with cp.cuda.Device(self._device_id):  # an event is recorded on its stream's device
+                event = self.stream.record()
         cp.cuda.runtime.streamWaitEvent(0 if handle == 1 else handle, event.ptr, 0)
 
     def _export(self, array: Any, stream: Any) -> Any:

@@ -130,7 +130,7 @@ class DeviceContext:
         blk.array(nbytes)[...] = host.reshape(-1).view(np.uint8)
         cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.mem.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
                                     self.stream.ptr)
-        blk.event = self.stream.record()
+        blk.event = self.record()
         blk.taken = False
         return out
 
@@ -163,5 +163,7 @@ class DeviceContext:
             release()
 
     def record(self) -> Any:
-        """An event after everything queued on the stream so far."""
-        return self.stream.record()
+        """An event after everything queued on the stream so far (recorded with the stream's device
+        current, whichever thread asks: events belong to a device)."""
+        with self.device:
+            return self.stream.record()
