@@ -194,17 +194,17 @@ def test_random_crop_window_special_cases():
     # no successful draw: the whole image clamped to the ratio range (50 x int(50 * 1.333)),
     # scaled by sqrt(max_area * H * W / (h * w)) and truncated
     s = np.sqrt(0.6 * 5000 / (50 * 66))
-    assert decoders.random_crop_window(rng, 50, 100, (0.5, 0.6), (0.75, 1.333), 0)[2:] == \
+    assert tuple(decoders.random_crop_windows(rng, [[50, 100]], (0.5, 0.6), (0.75, 1.333), 0)[0, 2:]) == \
         (int(50 * s), int(66 * s))
     # a window always lies inside the image
-    for _ in range(200):
-        H, W = rng.integers(1, 300, 2)
-        y, x, h, w = decoders.random_crop_window(rng, int(H), int(W), (0.08, 1.0), (0.75, 4 / 3), 10)
-        assert 0 <= y and 0 <= x and 1 <= h and 1 <= w and y + h <= H and x + w <= W
+    hw = rng.integers(1, 300, (200, 2))
+    y, x, h, w = decoders.random_crop_windows(rng, hw, (0.08, 1.0), (0.75, 4 / 3), 10).T
+    assert (0 <= y).all() and (0 <= x).all() and (1 <= h).all() and (1 <= w).all()
+    assert (y + h <= hw[:, 0]).all() and (x + w <= hw[:, 1]).all()
 
 
 def random_window_shape(rng, h, w, area, ratio):
-    return decoders.random_crop_window(rng, h, w, area, ratio, 10)[2:]
+    return tuple(int(v) for v in decoders.random_crop_windows(rng, [[h, w]], area, ratio, 10)[0, 2:])
 
 
 def test_image_slice_forms():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from penstock import fn, ops, pipeline_def, types
-from penstock.operators.decoders import random_crop_window
+from penstock.operators.decoders import random_crop_windows
 
 from test_resize_kernel import ref_resize
 
@@ -12,19 +12,15 @@ from test_resize_kernel import ref_resize
 @pytest.mark.parametrize("h, w", [(100, 100), (375, 500), (50, 400), (400, 30), (1, 1), (7, 3)])
 def test_window_invariants(h, w):
     rng = np.random.default_rng(h * 1000 + w)
-    for _ in range(300):
-        y, x, ch, cw = random_crop_window(rng, h, w, (0.08, 1.0), (0.75, 4 / 3), 10)
-        assert 1 <= ch <= h and 1 <= cw <= w
-        assert 0 <= y <= h - ch and 0 <= x <= w - cw
+    y, x, ch, cw = random_crop_windows(rng, np.tile([h, w], (300, 1)), (0.08, 1.0), (0.75, 4 / 3), 10).T
+    assert ((1 <= ch) & (ch <= h) & (1 <= cw) & (cw <= w)).all()
+    assert ((0 <= y) & (y <= h - ch) & (0 <= x) & (x <= w - cw)).all()
 
 
 def test_window_statistics_follow_the_ranges():
     rng = np.random.default_rng(0)
-    areas, ratios = [], []
-    for _ in range(2000):
-        _, _, ch, cw = random_crop_window(rng, 400, 400, (0.2, 0.6), (0.5, 2.0), 10)
-        areas.append(ch * cw / 160000)
-        ratios.append(cw / ch)
+    _, _, ch, cw = random_crop_windows(rng, np.tile([400, 400], (2000, 1)), (0.2, 0.6), (0.5, 2.0), 10).T
+    areas, ratios = ch * cw / 160000, cw / ch
     assert 0.19 <= min(areas) and max(areas) <= 0.61
     assert 0.49 <= min(ratios) and max(ratios) <= 2.02
     assert abs(np.mean(np.log(ratios))) < 0.05  # log-uniform ratio: symmetric about 1
@@ -33,7 +29,7 @@ def test_window_statistics_follow_the_ranges():
 def test_fallback_clamps_aspect_and_area():
     rng = np.random.default_rng(1)
     # a 10x1000 strip cannot hold a window with w/h <= 4/3 and area >= 0.9: fallback
-    y, x, ch, cw = random_crop_window(rng, 10, 1000, (0.9, 1.0), (0.75, 4 / 3), 3)
+    y, x, ch, cw = random_crop_windows(rng, [[10, 1000]], (0.9, 1.0), (0.75, 4 / 3), 3)[0]
     assert ch == 10 and cw == round(10 * 4 / 3)
 
 

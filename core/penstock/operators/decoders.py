@@ -316,34 +316,44 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
     return np.sign(v) * np.floor(np.abs(v) + 0.5)
 
 
-def random_crop_window(rng: np.random.Generator, h: int, w: int, area: tuple, ratio: tuple,
-                       attempts: int) -> tuple[int, int, int, int]:
-    """The shared random-window algorithm (operators.md §2): (y, x, h, w)."""
+def random_crop_windows(rng: np.random.Generator, hw: np.ndarray, area: tuple, ratio: tuple,
+                        attempts: int) -> np.ndarray:
+    """The shared random-window algorithm (operators.md §2) for a batch: [N, 4] (y, x, h, w).
+    ``hw``: [N, 2] image heights and widths. Every attempt of every sample is drawn at once."""
+    hw = np.asarray(hw, np.int64).reshape(-1, 2)
+    h, w = hw[:, 0], hw[:, 1]
+    n = len(hw)
     min_ratio, max_ratio = ratio
     min_area = area[0] * h * w
-    max_w = max(1, int(h * max_ratio))
-    max_h = max(1, int(w / min_ratio))
-    if h * max_w < min_area:        # too wide for any allowed window: full height
-        ch, cw = h, max_w
-    elif w * max_h < min_area:      # too tall: full width
-        ch, cw = max_h, w
-    else:
-        for _ in range(attempts):
-            s = rng.uniform(area[0], area[1])
-            r = float(np.exp(rng.uniform(np.log(min_ratio), np.log(max_ratio))))
-            cw = max(1, int(np.floor(np.sqrt(s * h * w * r) + 0.5)))
-            ch = max(1, int(np.floor(np.sqrt(s * h * w / r) + 0.5)))
-            if cw <= w and ch <= h and min_ratio <= cw / ch <= max_ratio:
-                break
-        else:  # whole image, clamped to the ratio range, scaled down to the largest area
-            whole = w / h
-            ch, cw = (h, max_w) if whole > max_ratio else (max_h, w) if whole < min_ratio else (h, w)
-            scale = min(1.0, float(np.sqrt(area[1] * h * w / (ch * cw))))
-            ch, cw = max(1, int(ch * scale)), max(1, int(cw * scale))
-    ch, cw = min(ch, h), min(cw, w)
-    y = int(rng.integers(0, h - ch + 1))
-    x = int(rng.integers(0, w - cw + 1))
-    return y, x, ch, cw
+    max_w = np.maximum(1, (h * max_ratio).astype(np.int64))
+    max_h = np.maximum(1, (w / min_ratio).astype(np.int64))
+    s = rng.uniform(area[0], area[1], (n, attempts))
+    r = np.exp(rng.uniform(np.log(min_ratio), np.log(max_ratio), (n, attempts)))
+    full = (s * (h * w)[:, None])
+    cw = np.maximum(1, np.floor(np.sqrt(full * r) + 0.5)).astype(np.int64)
+    ch = np.maximum(1, np.floor(np.sqrt(full / r) + 0.5)).astype(np.int64)
+    fits = (cw <= w[:, None]) & (ch <= h[:, None]) & (min_ratio <= cw / ch) & (cw / ch <= max_ratio)
+    fits = np.column_stack([fits, np.zeros(n, bool)])  # a column that never fits: attempts may be 0
+    first = fits.argmax(axis=1)
+    found = fits[np.arange(n), first]
+    first = np.minimum(first, attempts - 1)
+    out_h = ch[np.arange(n), first] if attempts else np.ones(n, np.int64)
+    out_w = cw[np.arange(n), first] if attempts else np.ones(n, np.int64)
+    # no attempt fitted: the whole image, clamped to the ratio range, scaled down to the largest area
+    whole = w / h
+    wh = np.where(whole > max_ratio, h, np.where(whole < min_ratio, max_h, h))
+    ww = np.where(whole > max_ratio, max_w, np.where(whole < min_ratio, w, w))
+    scale = np.minimum(1.0, np.sqrt(area[1] * h * w / (wh * ww)))
+    out_h = np.where(found, out_h, np.maximum(1, (wh * scale).astype(np.int64)))
+    out_w = np.where(found, out_w, np.maximum(1, (ww * scale).astype(np.int64)))
+    too_wide = h * max_w < min_area   # no allowed window is wide enough: full height
+    too_tall = ~too_wide & (w * max_h < min_area)  # full width
+    out_h = np.where(too_wide, h, np.where(too_tall, max_h, out_h))
+    out_w = np.where(too_wide, max_w, np.where(too_tall, w, out_w))
+    out_h, out_w = np.minimum(out_h, h), np.minimum(out_w, w)
+    y = rng.integers(0, h - out_h + 1) if n else np.zeros(0, np.int64)
+    x = rng.integers(0, w - out_w + 1) if n else np.zeros(0, np.int64)
+    return np.column_stack([y, x, out_h, out_w]).astype(np.int64).reshape(n, 4)
 
 
 @register(IMAGE_RANDOM_CROP, device=("cpu", "mixed"))
@@ -363,8 +373,7 @@ class ImageDecoderRandomCrop(_DecoderBase):
     def windows(self, ws, shapes):
         rng = ws.rng
         a, r, k = self.args["random_area"], self.args["random_aspect_ratio"], self.args["num_attempts"]
-        return np.array([random_crop_window(rng, int(s[0]), int(s[1]), a, r, k) for s in shapes],
-                        np.int64).reshape(-1, 4)
+        return random_crop_windows(rng, shapes[:, :2], a, r, k)
 
 
 @register(IMAGE_CROP, device=("cpu", "mixed"))

@@ -10,7 +10,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ._batch import contiguous
 from .crop import layout_of
-from .decoders import random_crop_window
+from .decoders import random_crop_windows
 from .resize import FILTER_ARGS, filters, resize_batch, spatial_layout
 
 WINDOW_ARGS = [
@@ -60,12 +60,8 @@ class RandomResizedCrop(Operator):
         if letters != "HW":
             raise ValueError(f"{self.label}: expects images or sequences of images, got layout '{layout}'")
         n = len(src)
-        rng = ws.rng
-        rois = np.zeros((n, 4))
-        for i in range(n):
-            h, w = (int(v) for v in src._shapes[i, first:first + 2])
-            y, x, ch, cw = random_crop_window(rng, h, w, *self.window_args)
-            rois[i] = (y, x, y + ch, x + cw)
+        win = random_crop_windows(ws.rng, src._shapes[:, first:first + 2], *self.window_args)
+        rois = np.column_stack([win[:, :2], win[:, :2] + win[:, 2:]]).astype(np.float64)
         minf, magf = filters(ws)
         out_sizes = np.tile(np.array(self.size, np.int64), (n, 1))
         return [resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"],
