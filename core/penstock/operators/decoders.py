@@ -35,9 +35,9 @@ _DECODER_ARGS = [
     Arg("jpeg_fancy_upsampling", ArgType.BOOL, False,
         "make the mixed backend upsample chroma like the CPU one (the CPU always does)"),
     Arg("hw_decoder_load", ArgType.FLOAT, 0.65,
-        "mixed backend: share of each batch's JPEGs for the GPU (hardware JPEG engines); the host "
-        "decodes the rest at the same time. With the default, the share starts at all JPEGs and moves "
-        "to the host only while that makes batches faster; any other value is fixed"),
+        "mixed backend: share of each batch's JPEGs for the GPU's hardware JPEG decoder; nvImageCodec's "
+        "CUDA decoder takes the rest. With the default, nvImageCodec adapts the split from there to keep "
+        "both busy; any other value is fixed"),
     Arg("preallocate_width_hint", ArgType.INT, 0,
         "mixed backend: expected image width; a batch of such images is reserved in the memory pool"),
     Arg("preallocate_height_hint", ArgType.INT, 0,
