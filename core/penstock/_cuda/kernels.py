@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _engine
 from ._compile import kernel
-from ._image_plans import IMAGE_TYPES, jpeg_plan, jpeg_tables
+from ._image_plans import IMAGE_TYPES, blur_weights, jpeg_plan, jpeg_tables
 from ._runtime import DeviceContext
 
 BLOCK = 256
@@ -466,19 +466,7 @@ class GpuKernels:
         if n and ((windows > 1) & ~(sigmas > 0)).any():
             raise ValueError("gaussian_blur: sigma must be positive")
         vols = _volumes(shapes)
-        # the CPU kernel's windows, in float: exp(-x^2 * (0.5 / sigma^2)), then normalized
-        taps, starts = [], np.zeros((n, k), np.int64)
-        at = 0
-        for i, ax in np.ndindex(n, k):  # host planning of a few taps per sample and axis
-            r = int(windows[i, ax]) // 2
-            scale = np.float32(0.5) / (sigmas[i, ax] * sigmas[i, ax]) if r else np.float32(0)
-            x = np.arange(-r, r + 1)
-            w = np.exp(-(x * x).astype(np.float32) * scale).astype(np.float32)
-            w /= np.float32(np.cumsum(w, dtype=np.float32)[-1])
-            starts[i, ax] = at
-            taps.append(w)
-            at += len(w)
-        weights = np.concatenate(taps).astype(np.float32) if taps else np.zeros(1, np.float32)
+        weights, starts = blur_weights(sigmas, windows)
         total = int(vols.sum())
         with self.ctx:
             tmp = [self.cp.empty(max(total, 1), np.float32) for _ in range(min(k - 1, 2))]
