@@ -201,3 +201,14 @@ def test_jpeg_compression_distortion_per_sample_sequences_and_empty():
     seq = [rng.integers(0, 256, (3, 19, 23, 3), dtype=np.uint8), np.zeros((2, 0, 8, 3), np.uint8),
            rng.integers(0, 256, (1, 8, 8, 3), dtype=np.uint8)]
     assert_same(lambda x: fn.jpeg_compression_distortion(x, quality=30), seq, "FHWC")
+
+
+# ---- errors name the operator and the sample on both devices -------------------------------
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_bad_channels_are_sample_errors(device):
+    two = [np.zeros((4, 4, 3), np.uint8), np.zeros((4, 4, 2), np.uint8)]
+    with pytest.raises(RuntimeError, match="sample 1|channels"):
+        run_on(device, lambda x: fn.jpeg_compression_distortion(x), two, "HWC")
+    with pytest.raises(RuntimeError, match="fill values"):
+        run_on(device, lambda x: fn.erase(x, anchor=[0, 0], shape=[2, 2], fill_value=[1, 2, 3]), two, "HWC")

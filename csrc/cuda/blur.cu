@@ -26,8 +26,9 @@ __device__ void blur_pass(const In* src, Out* dst, const i64* desc, const i64* b
   const float* w = weights + d[kBWeights];              // 2r + 1 taps
   float acc = __fmul_rn(w[r], to_float(line[j * inner]));
   for (i64 k = 1; k <= r; ++k) {
-    float pair = __fadd_rn(to_float(line[reflect101(j - k, extent) * inner]),
-                           to_float(line[reflect101(j + k, extent) * inner]));
+    const i64 lo = j - k >= 0 ? j - k : reflect101(j - k, extent);  // the modulo only at the borders
+    const i64 hi = j + k < extent ? j + k : reflect101(j + k, extent);
+    float pair = __fadd_rn(to_float(line[lo * inner]), to_float(line[hi * inner]));
     acc = __fadd_rn(acc, __fmul_rn(w[r + k], pair));
   }
   dst[d[kBOutOff] + e] = pixel_from<Out>(acc);

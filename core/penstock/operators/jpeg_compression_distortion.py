@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._operator import Operator
+from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType
 from ._batch import contiguous
@@ -24,6 +24,9 @@ class JpegCompressionDistortion(Operator):
             raise ValueError(f"{self.label}: quality must be in [1, 100]")
         shapes = src._shapes if src.ndim() == 4 else np.column_stack(
             [np.ones(len(src), np.int64), src._shapes])
+        bad = np.nonzero((shapes[:, 3] != 1) & (shapes[:, 3] != 3))[0]
+        if len(bad):
+            raise SampleError(int(bad[0]), f"{self.label}: expected 1 or 3 channels, got {shapes[bad[0], 3]}")
         out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
         ws.kernels.jpeg_compression_distortion(ws.pool, src._buf, np.ascontiguousarray(shapes, np.int64),
                                                src._offsets, out._buf, out._offsets, quality)

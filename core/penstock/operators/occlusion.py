@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._operator import Operator
+from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from ._batch import contiguous
 
@@ -69,11 +69,16 @@ class Erase(Operator):
             hi[:, axes] = np.floor(anchor + shape + 0.5)
             boxes.append(np.concatenate([lo, hi], axis=1))
             counts.append(len(shape))
+        fill = np.asarray(self.args["fill_value"], np.float32)
+        bad = np.nonzero(src._shapes[:, -1] != len(fill))[0] if len(fill) > 1 else ()
+        if len(bad):
+            raise SampleError(int(bad[0]), f"{self.label}: {len(fill)} fill values given for "
+                                           f"{src._shapes[bad[0], -1]} channels")
         box_arr = np.ascontiguousarray(np.concatenate(boxes) if boxes else np.zeros((0, 2 * nd)), np.int64)
         box_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         out = ws.new_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
         ws.kernels.erase(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._offsets,
-                      box_arr, box_offsets, np.asarray(self.args["fill_value"], np.float32))
+                         box_arr, box_offsets, fill)
         return [out]
 
 
@@ -95,5 +100,5 @@ class GridMask(Operator):
             raise ValueError(f"{self.label}: tile must be positive")
         out = ws.new_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
         ws.kernels.grid_mask(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf,
-                          out._offsets, np.ascontiguousarray(params))
+                             out._offsets, np.ascontiguousarray(params))
         return [out]
