@@ -46,3 +46,11 @@ def test_per_sample_sigma_and_sequence_layout():
 def test_missing_sigma_and_window_is_an_error():
     with pytest.raises(Exception, match="sigma or window_size"):
         run_once(lambda x: fn.gaussian_blur(x), images(3))
+
+
+def test_empty_images_pass_through():
+    imgs = [np.zeros((0, 4, 3), np.uint8), images(2)[2]]
+    outs = run_once(lambda x: fn.gaussian_blur(x, window_size=15), imgs)[0]
+    assert outs[0].shape == (0, 4, 3)
+    ref = reference(imgs[1][None], [2.6, 2.6], [15, 15], np.uint8)[0]  # OpenCV's sigma for 15 taps
+    assert np.abs(outs[1].astype(int) - ref).max() <= 1

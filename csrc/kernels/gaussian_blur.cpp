@@ -89,6 +89,7 @@ void blur_sample(const In* in, Out* out, const int64_t* shape, int k, const floa
                  const int64_t* windows) {
   int64_t vol = 1;
   for (int d = 0; d < k + 2; ++d) vol *= shape[d];
+  if (vol == 0) return;  // an empty axis: nothing to blur (reflect101 needs an extent >= 1)
   std::vector<float> a(in, in + vol), b(vol), line;
   for (int ax = 0; ax < k; ++ax) {
     if (windows[ax] <= 1) continue;

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _engine
 from ._compile import kernel
+from ._image_plans import IMAGE_TYPES, blur_weights, jpeg_plan, jpeg_tables
 from ._runtime import DeviceContext
 
 BLOCK = 256
@@ -382,3 +383,143 @@ class GpuKernels:
             self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}")(
                 (grid_h,), (BLOCK,), (tmp, dst, d_desc, d_hblocks, frames_n, d_starts, d_counts, d_weights),
                 stream=stream)
+
+    # ===== image operators: one_hot, erase, grid_mask, gaussian_blur, jpeg_compression_distortion =====
+    # (csrc/cuda/one_hot.cu, occlusion.cu, blur.cu, jpeg_distortion.cu; paste runs on the slice kernel)
+
+    def one_hot(self, pool: Any, src: Any, src_type: int, shapes: np.ndarray, src_offsets: np.ndarray,
+                dst: Any, dst_offsets: np.ndarray, classes: int, axis: int, on: np.ndarray, off: np.ndarray) -> None:
+        """GPU only (the CPU one-hot is numpy): labels of ``shapes`` (the class axis goes in at
+        ``axis``); ``on``/``off`` are scalars of the output type."""
+        n = len(shapes)
+        base = np.asarray(shapes, np.int64).reshape(n, -1)
+        vols = _volumes(base)
+        desc = np.zeros((n, 4), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = vols * classes
+        desc[:, 3] = _volumes(base[:, axis:]) if base.shape[1] > axis else 1
+        es = dst.dtype.itemsize
+        label = "u8" if src_type == 11 else TYPE_NAMES[src_type]
+        udt = np.dtype(f"u{es}")
+        on, off = (np.asarray(v, dst.dtype).reshape(1).view(udt)[0] for v in (on, off))
+        src = src.view(np.uint8) if src_type == 11 else src
+        self._launch_batch("one_hot", f"one_hot_{label}_{UNIT_NAMES[es]}", desc[:, 2], desc, (src, dst.view(udt)),
+                           (np.int64(classes), on, off))
+
+    def erase(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dtype: int, dst: Any,
+              dst_offsets: np.ndarray, boxes: np.ndarray, box_offsets: np.ndarray, fill: np.ndarray) -> None:
+        n, nd = shapes.shape
+        _dims(shapes, "erase")
+        fill = np.ascontiguousarray(fill, np.float32).reshape(-1)
+        if fill.size < 1:
+            raise ValueError("erase: fill value is empty")
+        if fill.size > 1 and n and (shapes[:, -1] != fill.size).any():
+            raise ValueError(f"erase: {fill.size} fill values given for {shapes[:, -1].tolist()} channels")
+        desc = np.zeros((n, 13), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = _volumes(shapes)
+        desc[:, 3] = box_offsets[:-1]
+        desc[:, 4] = box_offsets[1:]
+        desc[:, 5:13] = _padded(shapes)
+        boxes = np.ascontiguousarray(boxes, np.int64).reshape(-1, 2 * nd)
+        self._launch_batch("occlusion", f"erase_{self._image_type(dtype, 'erase')}", desc[:, 2], desc, (src, dst),
+                           (np.int32(nd), lambda p: p[0], lambda p: p[1], np.int32(fill.size)),
+                           (boxes if len(boxes) else np.zeros((1, 2 * nd), np.int64), fill))
+
+    def grid_mask(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dtype: int, dst: Any,
+                  dst_offsets: np.ndarray, params: np.ndarray) -> None:
+        n = len(shapes)
+        if shapes.shape[1] != 3:
+            raise ValueError("grid_mask: samples must be (H, W, C)")
+        p = np.asarray(params, np.float32).reshape(n, 5)
+        if n and not (p[:, 0] > 0).all():
+            raise ValueError("grid_mask: tile must be positive")
+        tile = p[:, 0]
+        # what the CPU kernel computes in float: cos(angle) / tile, sin(angle) / tile, shift / tile
+        angle = p[:, 2].astype(np.float64)
+        q = np.column_stack([np.cos(angle).astype(np.float32) / tile, np.sin(angle).astype(np.float32) / tile,
+                             p[:, 3] / tile, p[:, 4] / tile, p[:, 1]]).astype(np.float32)
+        desc = np.zeros((n, 5), np.int64)
+        desc[:, 0] = src_offsets
+        desc[:, 1] = dst_offsets
+        desc[:, 2] = shapes[:, 0] * shapes[:, 1]
+        desc[:, 3] = shapes[:, 1]
+        desc[:, 4] = shapes[:, 2]
+        self._launch_batch("occlusion", f"grid_mask_{self._image_type(dtype, 'grid_mask')}", desc[:, 2], desc,
+                           (src, dst), (lambda d: d[0],), (q,))
+
+    def gaussian_blur(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
+                      dst: Any, dst_offsets: np.ndarray, dst_type: int, sigmas: np.ndarray,
+                      windows: np.ndarray) -> None:
+        """One launch per spatial axis (float in between); shapes are (outer, spatial..., channels)."""
+        n, nd = shapes.shape
+        k = nd - 2
+        if not 1 <= k <= 3:
+            raise ValueError("gaussian_blur: samples must be (frames, 1-3 spatial dims, channels)")
+        in_t, out_t = self._image_type(src_type, "gaussian_blur"), self._image_type(dst_type, "gaussian_blur")
+        sigmas = np.asarray(sigmas, np.float32).reshape(n, k)
+        windows = np.asarray(windows, np.int64).reshape(n, k)
+        if n and ((windows < 1) | (windows % 2 == 0)).any():
+            raise ValueError("gaussian_blur: window size must be odd and positive")
+        if n and ((windows > 1) & ~(sigmas > 0)).any():
+            raise ValueError("gaussian_blur: sigma must be positive")
+        vols = _volumes(shapes)
+        weights, starts = blur_weights(sigmas, windows)
+        total = int(vols.sum())
+        with self.ctx:
+            tmp = [self.cp.empty(max(total, 1), np.float32) for _ in range(min(k - 1, 2))]
+        tmp_offsets = np.concatenate([[0], np.cumsum(vols)[:-1]]).astype(np.int64)
+        desc = np.zeros((k, n, 7), np.int64)
+        for ax in range(k):
+            desc[ax, :, 0] = src_offsets if ax == 0 else tmp_offsets
+            desc[ax, :, 1] = dst_offsets if ax == k - 1 else tmp_offsets
+            desc[ax, :, 2] = vols
+            desc[ax, :, 3] = shapes[:, 1 + ax]
+            desc[ax, :, 4] = _volumes(shapes[:, 2 + ax:])
+            desc[ax, :, 5] = windows[:, ax] // 2
+            desc[ax, :, 6] = starts[:, ax]
+        block_start, grid = _blocks(vols)
+        if grid == 0:
+            return
+        dev = self.ctx.upload_params(desc, block_start, weights)
+        for ax in range(k):
+            a = src if ax == 0 else tmp[(ax - 1) % 2]
+            b = dst if ax == k - 1 else tmp[ax % 2]
+            name = f"blur_{in_t if ax == 0 else 'f32'}_{out_t if ax == k - 1 else 'f32'}"
+            self._fn("blur", name)((grid,), (BLOCK,), (a, b, dev[0][ax], dev[1], np.int32(n), dev[2]),
+                                   stream=self.ctx.stream)
+
+    def jpeg_compression_distortion(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray,
+                                    dst: Any, dst_offsets: np.ndarray, qualities: np.ndarray) -> None:
+        """Samples (frames, H, W, C) uint8, C = 1 or 3: libjpeg-turbo's lossy steps, in CUDA."""
+        n = len(shapes)
+        if shapes.shape[1] != 4:
+            raise ValueError("jpeg_compression_distortion: samples must be (frames, H, W, C)")
+        if n and ((shapes[:, 3] != 1) & (shapes[:, 3] != 3)).any():
+            raise ValueError("jpeg_compression_distortion: expected 1 or 3 channels")
+        q = np.asarray(qualities, np.int64).reshape(n)
+        if n and ((q < 1) | (q > 100)).any():
+            raise ValueError("jpeg_compression_distortion: quality must be in [1, 100]")
+        desc, plane_bytes = jpeg_plan(shapes, src_offsets, dst_offsets)
+        block_start, grid_b = _blocks(desc[:, 7])
+        pixel_start, grid_p = _blocks(desc[:, 8])
+        if grid_p == 0:
+            return
+        with self.ctx:
+            planes = self.cp.empty(max(plane_bytes, 1), np.uint8)
+        d_desc, d_blocks, d_pixels, d_tables = self.ctx.upload_params(desc, block_start, pixel_start, jpeg_tables(q))
+        frames = np.int32(len(desc))
+        self._fn("jpeg_distortion", "jpeg_blocks")((grid_b,), (BLOCK,),
+                                                  (src, planes, d_desc, d_blocks, frames, d_tables),
+                                                  stream=self.ctx.stream)
+        self._fn("jpeg_distortion", "jpeg_pixels")((grid_p,), (BLOCK,), (planes, dst, d_desc, d_pixels, frames),
+                                                  stream=self.ctx.stream)
+
+    @staticmethod
+    def _image_type(code: int, what: str) -> str:
+        if code not in IMAGE_TYPES:
+            raise TypeError(f"{what}: no GPU kernel for element type {code}")
+        return TYPE_NAMES[code]
+    # ===== end of the image operators' kernels =====

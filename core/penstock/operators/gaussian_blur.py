@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_numpy_type
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 from ._image_layout import as_outer_spatial_channels, split_layout
 
 GAUSSIAN_BLUR = OpSchema(
@@ -19,7 +18,7 @@ GAUSSIAN_BLUR = OpSchema(
           Arg("window_size", ArgType.INT_LIST, optional=True, tensor=True,
               doc="odd window size, one value or one per spatial axis (0: 2*ceil(3*sigma)+1)"),
           Arg("dtype", ArgType.DTYPE, optional=True, doc="output type (default: the input type)")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
 def _per_axis(ws, name: str, count: int, dtype) -> np.ndarray:
@@ -47,16 +46,16 @@ def resolve_windows(label: str, sigma: np.ndarray, window: np.ndarray) -> tuple[
     return np.ascontiguousarray(sigma, np.float32), np.ascontiguousarray(window, np.int64)
 
 
-@register(GAUSSIAN_BLUR)
-class GaussianBlurCPU(Operator):
+@register(GAUSSIAN_BLUR, device=("cpu", "gpu"))
+class GaussianBlur(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         start, k = split_layout(self.label, src._layout, src.ndim())
         sigma, window = resolve_windows(self.label, _per_axis(ws, "sigma", k, np.float64),
                                         _per_axis(ws, "window_size", k, np.int64))
         out_type = self.args["dtype"] if self.args["dtype"] is not None else src.dtype
-        out = empty_batch(src._shapes, to_numpy_type(out_type), src._layout, src._source_info)
+        out = ws.new_batch(src._shapes, to_numpy_type(out_type), src._layout, src._source_info)
         kshapes = as_outer_spatial_channels(src._shapes, start, k)
-        _engine.gaussian_blur(ws.pool, src._buf, kshapes, src._offsets, int(src.dtype),
-                              out._buf, out._offsets, int(out_type), sigma, window)
+        ws.kernels.gaussian_blur(ws.pool, src._buf, kshapes, src._offsets, int(src.dtype),
+                                 out._buf, out._offsets, int(out_type), sigma, window)
         return [out]

@@ -3,19 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
-from .._operator import Operator
+from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 
 @register(OpSchema(
     "JpegCompressionDistortion",
     "Encodes each image (or frame) as JPEG at `quality` and decodes it back (uint8, RGB or gray).",
     args=[Arg("quality", ArgType.INT, 50, tensor=True, doc="JPEG quality, 1-100")],
-    devices=("cpu",), input_layouts=("HWC", "FHWC")))
-class JpegCompressionDistortionCPU(Operator):
+    devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")), device=("cpu", "gpu"))
+class JpegCompressionDistortion(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         if src.dtype != DALIDataType.UINT8:
@@ -25,7 +24,10 @@ class JpegCompressionDistortionCPU(Operator):
             raise ValueError(f"{self.label}: quality must be in [1, 100]")
         shapes = src._shapes if src.ndim() == 4 else np.column_stack(
             [np.ones(len(src), np.int64), src._shapes])
-        out = empty_batch(src._shapes, np.uint8, src._layout, src._source_info)
-        _engine.jpeg_compression_distortion(ws.pool, src._buf, np.ascontiguousarray(shapes, np.int64),
-                                            src._offsets, out._buf, out._offsets, quality)
+        bad = np.nonzero((shapes[:, 3] != 1) & (shapes[:, 3] != 3))[0]
+        if len(bad):
+            raise SampleError(int(bad[0]), f"{self.label}: expected 1 or 3 channels, got {shapes[bad[0], 3]}")
+        out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
+        ws.kernels.jpeg_compression_distortion(ws.pool, src._buf, np.ascontiguousarray(shapes, np.int64),
+                                               src._offsets, out._buf, out._offsets, quality)
         return [out]

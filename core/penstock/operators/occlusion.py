@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
-from .._operator import Operator
+from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 ERASE = OpSchema(
     "Erase", "Fills regions (boxes given by anchor and shape along `axes`) with `fill_value`.",
@@ -21,7 +20,7 @@ ERASE = OpSchema(
           Arg("normalized_shape", ArgType.BOOL, False, doc="shape is relative to the extent"),
           Arg("normalized", ArgType.BOOL, False, doc="both anchor and shape are relative"),
           Arg("centered_anchor", ArgType.BOOL, False, doc="anchor is the region's centre")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
 def _flat_per_sample(ws, name: str) -> list[np.ndarray]:
@@ -31,8 +30,8 @@ def _flat_per_sample(ws, name: str) -> list[np.ndarray]:
     return [np.asarray(ws.op.args[name], np.float64)] * ws.batch_size
 
 
-@register(ERASE)
-class EraseCPU(Operator):
+@register(ERASE, device=("cpu", "gpu"))
+class Erase(Operator):
     def _axes(self, src) -> list[int]:
         if self.args["axes"] is not None:
             axes = list(self.args["axes"])
@@ -70,11 +69,16 @@ class EraseCPU(Operator):
             hi[:, axes] = np.floor(anchor + shape + 0.5)
             boxes.append(np.concatenate([lo, hi], axis=1))
             counts.append(len(shape))
+        fill = np.asarray(self.args["fill_value"], np.float32)
+        bad = np.nonzero(src._shapes[:, -1] != len(fill))[0] if len(fill) > 1 else ()
+        if len(bad):
+            raise SampleError(int(bad[0]), f"{self.label}: {len(fill)} fill values given for "
+                                           f"{src._shapes[bad[0], -1]} channels")
         box_arr = np.ascontiguousarray(np.concatenate(boxes) if boxes else np.zeros((0, 2 * nd)), np.int64)
         box_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        out = empty_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
-        _engine.erase(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._offsets,
-                      box_arr, box_offsets, np.asarray(self.args["fill_value"], np.float32))
+        out = ws.new_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
+        ws.kernels.erase(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._offsets,
+                         box_arr, box_offsets, fill)
         return [out]
 
 
@@ -86,15 +90,15 @@ class EraseCPU(Operator):
           Arg("angle", ArgType.FLOAT, 0.0, tensor=True, doc="grid rotation, radians"),
           Arg("shift_x", ArgType.FLOAT, 0.0, tensor=True, doc="grid shift along x, after rotation"),
           Arg("shift_y", ArgType.FLOAT, 0.0, tensor=True, doc="grid shift along y, after rotation")],
-    devices=("cpu",), input_layouts=("HWC",)))
-class GridMaskCPU(Operator):
+    devices=("cpu", "gpu"), input_layouts=("HWC",)), device=("cpu", "gpu"))
+class GridMask(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         params = np.stack([ws.per_sample(name, np.float32) for name in
                            ("tile", "ratio", "angle", "shift_x", "shift_y")], axis=1)
         if (params[:, 0] <= 0).any():
             raise ValueError(f"{self.label}: tile must be positive")
-        out = empty_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
-        _engine.grid_mask(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf,
-                          out._offsets, np.ascontiguousarray(params))
+        out = ws.new_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
+        ws.kernels.grid_mask(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf,
+                             out._offsets, np.ascontiguousarray(params))
         return [out]

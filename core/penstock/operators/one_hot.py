@@ -1,4 +1,5 @@
-"""``one_hot``: integer labels to one-hot vectors, inserted as a new axis (numpy over the batch)."""
+"""``one_hot``: integer labels to one-hot vectors, inserted as a new axis (numpy over the batch on
+the CPU, one kernel launch on the GPU)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +7,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, to_numpy_type
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 ONE_HOT = OpSchema(
     "OneHot", "One-hot encodes labels: a new axis of num_classes values (on_value at the label).",
@@ -16,11 +17,11 @@ ONE_HOT = OpSchema(
           Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type"),
           Arg("on_value", ArgType.FLOAT, 1.0, doc="value at the label's position"),
           Arg("off_value", ArgType.FLOAT, 0.0, doc="value elsewhere")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
-@register(ONE_HOT)
-class OneHotCPU(Operator):
+@register(ONE_HOT, device=("cpu", "gpu"))
+class OneHot(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         a = self.args
@@ -35,13 +36,7 @@ class OneHotCPU(Operator):
         axis = a["axis"] if a["axis"] >= 0 else in_nd + 1 + a["axis"]
         if not 0 <= axis <= in_nd:
             raise ValueError(f"{self.label}: axis {a['axis']} out of range for {in_nd}-D labels")
-        total = int(src._volumes().sum()) if len(src) else 0
-        labels = np.asarray(src._buf[:total])
-        labels = np.trunc(labels).astype(np.int64) if labels.dtype.kind == "f" else labels.astype(np.int64)
         dtype = to_numpy_type(a["dtype"])
-        rows = np.full((total, k), a["off_value"], np.float64)
-        hit = (labels >= 0) & (labels < k)   # labels out of range: all off_value
-        rows[np.nonzero(hit)[0], labels[hit]] = a["on_value"]
         base = np.zeros((len(src), 0), np.int64) if scalar else shapes
         out_shapes = np.insert(base, axis, k, axis=1)
         layout = ""
@@ -53,14 +48,30 @@ class OneHotCPU(Operator):
                 layout = src._layout[:axis] + name + src._layout[axis:] if name else ""
             else:
                 layout = name
-        out = empty_batch(out_shapes, dtype, layout, src._source_info)
+        out = ws.new_batch(out_shapes, dtype, layout, src._source_info)
+        on, off = (_as_type(a[name], dtype) for name in ("on_value", "off_value"))
+        if ws.gpu is not None:
+            ws.kernels.one_hot(ws.pool, src._buf, int(src.dtype), base, src._offsets, out._buf, out._offsets,
+                               k, axis, on, off)
+            return [out]
+        total = int(src._volumes().sum()) if len(src) else 0
+        labels = np.asarray(src._buf[:total])
+        labels = np.trunc(labels).astype(np.int64) if labels.dtype.kind == "f" else labels.astype(np.int64)
+        rows = np.full((total, k), off, dtype)
+        hit = (labels >= 0) & (labels < k)   # labels out of range: all off_value
+        rows[np.nonzero(hit)[0], labels[hit]] = on
         if axis != in_nd and total:  # move the class axis into place, sample by sample shapes agree
             rows = _move_class_axis(rows, shapes, axis)
-        if np.dtype(dtype).kind in "iu":
-            info = np.iinfo(dtype)
-            rows = np.clip(np.sign(rows) * np.floor(np.abs(rows) + 0.5), info.min, info.max)
-        out._buf[:rows.size] = rows.reshape(-1).astype(dtype)
+        out._buf[:rows.size] = rows.reshape(-1)
         return [out]
+
+
+def _as_type(value: float, dtype) -> np.ndarray:
+    """on_value / off_value in the output type: integers round half away from zero and saturate."""
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        value = np.clip(np.sign(value) * np.floor(np.abs(value) + 0.5), info.min, info.max)
+    return np.asarray(value).astype(dtype)
 
 
 def _move_class_axis(rows: np.ndarray, shapes: np.ndarray, axis: int) -> np.ndarray:

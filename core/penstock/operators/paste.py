@@ -1,11 +1,12 @@
-"""``paste``: places each image on a larger canvas filled with a colour."""
+"""``paste``: places each image on a larger canvas filled with a colour (a slice with negative
+anchors: the canvas is a window reaching outside the image, filled outside it)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 
 @register(OpSchema(
@@ -17,8 +18,8 @@ from ._batch import contiguous, empty_batch
           Arg("fill_value", ArgType.INT_LIST, doc="canvas colour, one value per channel or one for all"),
           Arg("n_channels", ArgType.INT, 3, doc="number of channels"),
           Arg("min_canvas_size", ArgType.FLOAT, 0.0, tensor=True, doc="minimum canvas side")],
-    devices=("cpu",), input_layouts=("HWC",)))
-class PasteCPU(Operator):
+    devices=("cpu", "gpu"), input_layouts=("HWC",)), device=("cpu", "gpu"))
+class Paste(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         c = self.args["n_channels"]
@@ -43,12 +44,11 @@ class PasteCPU(Operator):
         canvas = np.maximum((hw * ratio[:, None]).astype(np.int64), min_side.astype(np.int64)[:, None])
         y0 = (py * (canvas[:, 0] - hw[:, 0])).astype(np.int64)
         x0 = (px * (canvas[:, 1] - hw[:, 1])).astype(np.int64)
-        out = empty_batch(np.column_stack([canvas, np.full(len(src), c)]), src._buf.dtype,
-                          src._layout, src._source_info)
-        fill = fill.astype(src._buf.dtype)
-        for i in range(len(src)):  # two block copies per sample
-            dst = out._sample_array(i)
-            dst[...] = fill
-            h, w = hw[i]
-            dst[y0[i]:y0[i] + h, x0[i]:x0[i] + w] = src._sample_array(i)
+        n = len(src)
+        out = ws.new_batch(np.column_stack([canvas, np.full(n, c)]), src._buf.dtype, src._layout,
+                           src._source_info)
+        anchors = np.column_stack([-y0, -x0, np.zeros(n, np.int64)])
+        fill = np.ascontiguousarray(np.tile(fill.astype(src._buf.dtype), (n, 1)))
+        ws.kernels.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
+                         np.ascontiguousarray(anchors, np.int64), np.zeros((n, 3), np.uint8), fill, 2)
         return [out]
