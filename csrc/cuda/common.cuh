@@ -84,3 +84,56 @@ __device__ __forceinline__ i64 window_source(i64 anchor, i64 out, i64 extent, bo
   i64 s = flip ? anchor + out - 1 - x : anchor + x;
   return (s >= 0 && s < extent) ? s : -1;
 }
+
+// convert_sat of engine/convert.h (cast, noise, ...): float -> integer rounds half away from zero and
+// saturates; integer -> integer saturates.
+template <typename T> struct Kind {
+  static constexpr bool is_float = false, is_signed = T(-1) < T(0), is_bool = false;
+};
+template <> struct Kind<float> { static constexpr bool is_float = true, is_signed = true, is_bool = false; };
+template <> struct Kind<double> { static constexpr bool is_float = true, is_signed = true, is_bool = false; };
+template <> struct Kind<bool> { static constexpr bool is_float = false, is_signed = false, is_bool = true; };
+
+template <typename T> struct Range;
+template <> struct Range<u8> { static constexpr u8 lo = 0, hi = 255; };
+template <> struct Range<i8> { static constexpr i8 lo = -128, hi = 127; };
+template <> struct Range<u16> { static constexpr u16 lo = 0, hi = 65535; };
+template <> struct Range<i16> { static constexpr i16 lo = -32768, hi = 32767; };
+template <> struct Range<u32> { static constexpr u32 lo = 0, hi = 4294967295u; };
+template <> struct Range<i32> { static constexpr i32 lo = -2147483647 - 1, hi = 2147483647; };
+template <> struct Range<u64> { static constexpr u64 lo = 0, hi = 18446744073709551615ull; };
+template <> struct Range<i64> { static constexpr i64 lo = -9223372036854775807ll - 1, hi = 9223372036854775807ll; };
+
+template <typename Out, typename In>
+__device__ __forceinline__ Out convert_sat(In v) {
+  if constexpr (Kind<Out>::is_bool) return Out(v != In(0));
+  else if constexpr (Kind<Out>::is_float) return Out(v);
+  else if constexpr (Kind<In>::is_bool) return Out(v);
+  else if constexpr (Kind<In>::is_float) {
+    if (v != v) return Out(0);
+    double r = round(double(v));  // half away from zero
+    if (r <= double(Range<Out>::lo)) return Range<Out>::lo;
+    if (r >= double(Range<Out>::hi)) return Range<Out>::hi;
+    return Out(r);
+  }
+  else if constexpr (Kind<In>::is_signed && !Kind<Out>::is_signed) {
+    if (v < In(0)) return Out(0);
+    if (u64(v) > u64(Range<Out>::hi)) return Range<Out>::hi;
+    return Out(v);
+  }
+  else if constexpr (!Kind<In>::is_signed && Kind<Out>::is_signed) {
+    if (u64(v) > u64(Range<Out>::hi)) return Range<Out>::hi;
+    return Out(v);
+  }
+  else if constexpr (Kind<In>::is_signed) {
+    i64 w = i64(v);
+    if (w < i64(Range<Out>::lo)) return Range<Out>::lo;
+    if (w > i64(Range<Out>::hi)) return Range<Out>::hi;
+    return Out(v);
+  }
+  else {
+    u64 w = u64(v);
+    if (w > u64(Range<Out>::hi)) return Range<Out>::hi;
+    return Out(v);
+  }
+}

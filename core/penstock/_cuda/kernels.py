@@ -523,3 +523,104 @@ class GpuKernels:
             raise TypeError(f"{what}: no GPU kernel for element type {code}")
         return TYPE_NAMES[code]
     # ===== end of the image operators' kernels =====
+
+    # -- breadth operators: points and boxes, lookup, noise, gathers, reductions ---------------
+    # (csrc/cuda/boxes.cu, pointwise.cu, reduce.cu)
+    def affine_points(self, src: Any, offsets: np.ndarray, counts: np.ndarray, mats: np.ndarray, dst: Any,
+                      dst_offsets: np.ndarray) -> None:
+        """out = M p + T for the ``counts[i]`` points of sample i at ``offsets[i]`` (elements);
+        ``mats`` [N, D_out, D + 1] (float64, [M T]); integer outputs are rounded and saturated."""
+        n, dout, d1 = mats.shape
+        if src.dtype == np.float16 or src.dtype == np.bool_:
+            with self.ctx:
+                src = src.astype(np.float32)
+        if dst.dtype.kind not in "iuf" or dst.dtype == np.float16:
+            raise NotImplementedError(f"coordinates of type {dst.dtype} are not supported on the GPU")
+        desc = np.zeros((n, 4), np.int64)
+        desc[:, 0], desc[:, 1], desc[:, 2], desc[:, 3] = offsets, dst_offsets, counts, np.arange(n)
+        self._launch_batch("boxes", f"affine_points_{_TYPE_OF[src.dtype]}_{_TYPE_OF[dst.dtype]}",
+                           np.asarray(counts, np.int64) * dout, desc, (src, dst),
+                           (np.int32(d1 - 1), np.int32(dout), lambda p: p[0]),
+                           (np.ascontiguousarray(mats, np.float64),))
+
+    def box_encoder(self, pool: Any, boxes: Any, box_counts: np.ndarray, box_offsets: np.ndarray, labels: Any,
+                    anchors: np.ndarray, criteria: float, offset: bool, scale: float, means: np.ndarray,
+                    stds: np.ndarray, out_boxes: Any, out_labels: Any) -> None:
+        n = len(box_counts)
+        if n == 0:
+            return
+        desc = np.stack([box_offsets, box_counts], 1).astype(np.int64)
+        with self.ctx:
+            claimed = self.cp.empty(max(int(np.sum(box_counts)), 1), np.int64)
+        d_desc, d_anchors, d_means, d_stds = self.ctx.upload_params(
+            desc, np.ascontiguousarray(anchors, np.float32), np.asarray(means, np.float32),
+            np.asarray(stds, np.float32))
+        self._fn("boxes", "box_encoder")(
+            (n,), (BLOCK,), (boxes, labels, d_desc, d_anchors, np.int64(len(anchors)), np.float32(criteria),
+                             np.int32(bool(offset)), np.float32(scale), d_means, d_stds, claimed, out_boxes,
+                             out_labels), stream=self.ctx.stream)
+
+    def lookup_table(self, src: Any, table: np.ndarray, default: Any, dst: Any) -> None:
+        """dst[i] = table[src[i]] (``default`` outside the table); the table is in dst's type."""
+        es = dst.dtype.itemsize
+        full = np.concatenate([np.asarray(table, dst.dtype), np.asarray([default], dst.dtype)])
+        (d_table,) = self.ctx.upload_params(full.view(f"u{es}"))
+        self._grid_stride("pointwise", f"lut_{_TYPE_OF[src.dtype]}_{UNIT_NAMES[es]}", int(src.size), src,
+                          dst.view(f"u{es}"), d_table, np.int64(len(table)))
+
+    def noise(self, pool: Any, kind: int, data: Any, shapes: np.ndarray, offsets: np.ndarray, out: Any,
+              out_offsets: np.ndarray, seeds: np.ndarray, params: np.ndarray, channels: int, dtype: int) -> None:
+        n = len(shapes)
+        vols = _volumes(shapes)
+        if not np.array_equal(offsets, out_offsets):
+            raise ValueError("noise: input and output must be packed alike")
+        work = (vols + 1) // 2 if kind == 0 else (vols + channels - 1) // channels if kind == 2 else vols
+        desc = np.zeros((n, 4), np.int64)
+        desc[:, 0], desc[:, 1], desc[:, 2], desc[:, 3] = offsets, vols, work, channels
+        self._launch_batch("pointwise", f"noise_{TYPE_NAMES[dtype]}", work, desc, (np.int32(kind), data, out),
+                           (lambda p: p[0], lambda p: p[1]),
+                           (np.asarray(seeds, np.uint64), np.ascontiguousarray(params, np.float64)))
+
+    def gather_ranges(self, src_addr: np.ndarray, dst_addr: np.ndarray, counts: np.ndarray, itemsize: int) -> None:
+        """Copies ``counts[i]`` elements of ``itemsize`` bytes from device address ``src_addr[i]``
+        to ``dst_addr[i]``, every range in one launch."""
+        unit = UNIT_NAMES.get(itemsize)
+        if unit is None:
+            raise TypeError(f"gather: no GPU kernel for {itemsize}-byte elements")
+        desc = np.stack([np.asarray(src_addr, np.uint64).view(np.int64), np.asarray(dst_addr, np.uint64).view(np.int64),
+                         np.asarray(counts, np.int64)], 1)
+        self._launch_batch("pointwise", f"copy_ranges_{unit}", desc[:, 2], desc, (), ())
+
+    def reduce(self, kind: int, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, axes: Sequence[int],
+               dst: Any, dst_offsets: np.ndarray, ddof: int = 0, mean: Any = None,
+               mean_offsets: np.ndarray | None = None) -> None:
+        """Reduction ``kind`` (sum, mean, mean_square, rms, min, max, variance, std_dev) of every
+        sample over ``axes``; one warp per output element, the batch in one launch."""
+        n, nd = src_shapes.shape
+        _dims(src_shapes, "reductions")
+        if src.dtype == np.float16 or dst.dtype == np.float16:
+            raise NotImplementedError("reductions of or to FLOAT16 are not supported on the GPU")
+        kept = [a for a in range(nd) if a not in axes]
+        red = sorted(axes)
+        strides = _strides(src_shapes)
+        desc = np.zeros((n, 37), np.int64)
+        desc[:, 0], desc[:, 1] = src_offsets, dst_offsets
+        desc[:, 2] = _volumes(src_shapes[:, kept])
+        desc[:, 3] = _volumes(src_shapes[:, red])
+        if mean_offsets is not None:
+            desc[:, 4] = mean_offsets
+        desc[:, 5:5 + len(kept)] = src_shapes[:, kept]
+        desc[:, 13:13 + len(kept)] = strides[:, kept]
+        desc[:, 21:21 + len(red)] = src_shapes[:, red]
+        desc[:, 29:29 + len(red)] = strides[:, red]
+        with self.ctx:
+            mean = self.cp.zeros(1, np.float64) if mean is None else mean.astype(np.float64, copy=False)
+        self._launch_batch("reduce", f"reduce_{_TYPE_OF[src.dtype]}_{_TYPE_OF[dst.dtype]}", desc[:, 2] * 32, desc,
+                           (np.int32(kind), src, dst), (np.int32(len(kept)), np.int32(len(red)), np.int32(ddof),
+                                                        mean))
+
+
+_TYPE_OF = {np.dtype(t): name for t, name in ((np.uint8, "u8"), (np.uint16, "u16"), (np.uint32, "u32"),
+                                              (np.uint64, "u64"), (np.int8, "i8"), (np.int16, "i16"),
+                                              (np.int32, "i32"), (np.int64, "i64"), (np.float32, "f32"),
+                                              (np.float64, "f64"), (np.bool_, "bool"))}

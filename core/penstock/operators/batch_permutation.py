@@ -6,8 +6,8 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
+from .sequences import gather_ranges
 
 BATCH_PERMUTATION = OpSchema(
     "BatchPermutation", "A random permutation of the sample indices of the batch (int32 scalar per sample).",
@@ -18,7 +18,7 @@ BATCH_PERMUTATION = OpSchema(
 PERMUTE_BATCH = OpSchema(
     "PermuteBatch", "Output sample i is input sample indices[i].",
     args=[Arg("indices", ArgType.INT_LIST, tensor=True, doc="source sample of each output sample")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
 @register(BATCH_PERMUTATION)
@@ -44,8 +44,8 @@ class BatchPermutationCPU(Operator):
         return [out]
 
 
-@register(PERMUTE_BATCH)
-class PermuteBatchCPU(Operator):
+@register(PERMUTE_BATCH, device=("cpu", "gpu"))
+class PermuteBatch(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         n = len(src)
@@ -56,8 +56,12 @@ class PermuteBatchCPU(Operator):
         if ((idx < 0) | (idx >= n)).any():
             raise ValueError(f"{self.label}: indices must lie in [0, {n}), got {idx.tolist()}")
         shapes = src._shapes[idx]
-        out = empty_batch(shapes, src._buf.dtype, src._layout, [src._source_info[i] for i in idx])
         vols = src._volumes()
+        if ws.gpu is not None:  # one launch copies every sample
+            out = ws.new_batch(shapes, src._buf.dtype, src._layout, [src._source_info[i] for i in idx])
+            gather_ranges(ws, src, src._offsets[idx], [out], vols[idx])
+            return [out]
+        out = empty_batch(shapes, src._buf.dtype, src._layout, [src._source_info[i] for i in idx])
         take = np.repeat(src._offsets[idx] - (np.cumsum(vols[idx]) - vols[idx]), vols[idx]) + \
             np.arange(int(vols[idx].sum()))
         out._buf[:take.size] = src._buf[take]

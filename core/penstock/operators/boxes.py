@@ -5,24 +5,32 @@ array, per-sample arguments spread to each sample's rows with ``np.repeat``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ._batch import contiguous, empty_batch
+from .coords import affine_on_gpu
 
 
-def box_rows(op: Operator, tl, coords: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    """(rows [sum M_i, coords] float, counts [N]) of a batch of [M_i, coords] boxes."""
-    tl = contiguous(tl)
+def box_counts(op: Operator, tl, coords: int = 4) -> np.ndarray:
+    """Boxes per sample [N] of a batch of [M_i, coords] (or flat [M_i * coords]) boxes."""
     shapes = tl._shapes
     flat_ok = tl.ndim() == 1 and (shapes[:, 0] % coords == 0).all()
     if not flat_ok and (tl.ndim() != 2 or (len(shapes) and (shapes[:, 1] != coords).any())):
         raise ValueError(f"{op.label}: boxes must be [N, {coords}] per sample, got shapes {tl.shape()}")
-    counts = shapes[:, 0] // coords if flat_ok else shapes[:, 0]
+    return shapes[:, 0] // coords if flat_ok else shapes[:, 0]
+
+
+def box_rows(op: Operator, tl, coords: int = 4) -> tuple[Any, np.ndarray]:
+    """(rows [sum M_i, coords] float32, counts [N]) of a batch of [M_i, coords] boxes (on the
+    batch's device)."""
+    tl = contiguous(tl)
+    counts = box_counts(op, tl, coords)
     total = int(counts.sum())
-    return np.asarray(tl._buf[:total * coords], np.float32).reshape(total, coords), counts
+    return tl._buf[:total * coords].astype(np.float32, copy=False).reshape(total, coords), counts
 
 
 def box_batch(rows: np.ndarray, counts: np.ndarray, layout: str = "", source_info=None):
@@ -40,12 +48,14 @@ BB_FLIP = OpSchema(
     args=[Arg("ltrb", ArgType.BOOL, False, doc="boxes are [l, t, r, b] instead of [x, y, w, h]"),
           Arg("horizontal", ArgType.INT, 1, tensor=True, doc="flip horizontally"),
           Arg("vertical", ArgType.INT, 0, tensor=True, doc="flip vertically")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
-@register(BB_FLIP)
-class BbFlipCPU(Operator):
+@register(BB_FLIP, device=("cpu", "gpu"))
+class BbFlip(Operator):
     def run(self, ws):
+        if ws.gpu is not None:
+            return [self._on_gpu(ws)]
         rows, counts = box_rows(self, ws.inputs[0])
         out = rows.copy()
         for axis, name in ((0, "horizontal"), (1, "vertical")):
@@ -56,6 +66,26 @@ class BbFlipCPU(Operator):
             else:                   # x' = 1 - x - w
                 out[flip, axis] = 1 - lo - hi
         return [box_batch(out, counts, ws.inputs[0]._layout)]
+
+    def _on_gpu(self, ws):
+        """The flips as per-sample 4 x 5 matrices [M T] of one affine launch."""
+        src = ws.inputs[0]
+        counts = box_counts(self, src)
+        n = len(counts)
+        mats = np.zeros((n, 4, 5))
+        mats[:, np.arange(4), np.arange(4)] = 1
+        for axis, name in ((0, "horizontal"), (1, "vertical")):
+            flip = ws.per_sample(name, np.int32) != 0
+            lo, hi = axis, axis + 2
+            mats[flip, lo, lo] = 0 if self.args["ltrb"] else -1
+            mats[flip, lo, hi] = -1              # l' = 1 - r (ltrb) or x' = 1 - x - w
+            mats[flip, lo, 4] = 1
+            if self.args["ltrb"]:                # r' = 1 - l
+                mats[flip, hi, hi] = 0
+                mats[flip, hi, lo] = -1
+                mats[flip, hi, 4] = 1
+        shapes = np.stack([counts, np.full(n, 4)], 1).astype(np.int64)
+        return affine_on_gpu(ws, src, counts, mats, shapes, np.float32)
 
 
 # ---- bbox_paste -----------------------------------------------------------------------------
@@ -97,11 +127,11 @@ BOX_ENCODER = OpSchema(
           Arg("scale", ArgType.FLOAT, 1.0, doc="scale of boxes and anchors before offsets are computed"),
           Arg("means", ArgType.FLOAT_LIST, (0.0, 0.0, 0.0, 0.0), doc="[x y w h] offset means"),
           Arg("stds", ArgType.FLOAT_LIST, (1.0, 1.0, 1.0, 1.0), doc="[x y w h] offset standard deviations")],
-    min_inputs=2, num_outputs=2, devices=("cpu",))
+    min_inputs=2, num_outputs=2, devices=("cpu", "gpu"))
 
 
-@register(BOX_ENCODER)
-class BoxEncoderCPU(Operator):
+@register(BOX_ENCODER, device=("cpu", "gpu"))
+class BoxEncoder(Operator):
     def setup(self):
         a = self.args
         anchors = np.asarray(a["anchors"], np.float32)
@@ -123,13 +153,13 @@ class BoxEncoderCPU(Operator):
         if not np.array_equal(lab_counts, counts):
             i = int(np.nonzero(lab_counts != counts)[0][0])
             raise ValueError(f"{self.label}: sample {i} has {counts[i]} boxes but {lab_counts[i]} labels")
-        lab = np.ascontiguousarray(labels._buf[:int(counts.sum())], np.int32)
+        lab = labels._buf[:int(counts.sum())].astype(np.int32, copy=False)
         n, na = len(counts), len(self.anchors)
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        out_boxes = empty_batch(np.tile(np.array([[na, 4]], np.int64), (n, 1)), np.float32)
-        out_labels = empty_batch(np.full((n, 1), na, np.int64), np.int32)
+        out_boxes = ws.new_batch(np.tile(np.array([[na, 4]], np.int64), (n, 1)), np.float32)
+        out_labels = ws.new_batch(np.full((n, 1), na, np.int64), np.int32)
         a = self.args
-        _engine.box_encoder(ws.pool, np.ascontiguousarray(rows), counts.astype(np.int64), offsets, lab,
+        ws.kernels.box_encoder(ws.pool, rows, counts.astype(np.int64), offsets, lab,
                             self.anchors, a["criteria"], a["offset"], a["scale"],
                             np.asarray(a["means"], np.float32), np.asarray(a["stds"], np.float32),
                             out_boxes._buf, out_labels._buf)

@@ -13,9 +13,8 @@ from ._batch import contiguous, empty_batch
 from .crop import per_sample_list, round_half_away
 
 
-def point_rows(op: Operator, tl) -> tuple[np.ndarray, np.ndarray, int]:
-    """(points [sum N_i, D] float64, counts [N], D) of a batch of [N_i, D] (or [D]) samples."""
-    tl = contiguous(tl)
+def point_counts(op: Operator, tl) -> tuple[np.ndarray, int]:
+    """(points per sample [N], coordinates per point D) of a batch of [N_i, D] (or [D]) samples."""
     shapes = tl._shapes
     if tl.ndim() == 1:
         d = int(shapes[0, 0]) if len(shapes) else 0
@@ -27,8 +26,25 @@ def point_rows(op: Operator, tl) -> tuple[np.ndarray, np.ndarray, int]:
         raise ValueError(f"{op.label}: coordinates must be [N, D] per sample, got {tl.shape()}")
     if len(shapes) and (shapes[:, -1] != d).any():
         raise ValueError(f"{op.label}: every sample must have the same number of coordinates per point")
+    return counts, d
+
+
+def point_rows(op: Operator, tl) -> tuple[np.ndarray, np.ndarray, int]:
+    """(points [sum N_i, D] float64, counts [N], D) of a host batch of [N_i, D] (or [D]) samples."""
+    tl = contiguous(tl)
+    counts, d = point_counts(op, tl)
     total = int(counts.sum())
     return np.asarray(tl._buf[:total * d], np.float64).reshape(total, d), counts, d
+
+
+def affine_on_gpu(ws, src, counts: np.ndarray, mats: np.ndarray, shapes: np.ndarray, dtype):
+    """The GPU's way of every point operator: out = M p + T with per-sample ``mats`` [N, D_out,
+    D + 1], one launch per batch (the CPU paths compute the same in numpy)."""
+    src = contiguous(src)
+    out = ws.new_batch(shapes, dtype, src._layout, src._source_info)
+    if len(src):
+        ws.kernels.affine_points(src._buf, src._offsets, counts, mats, out._buf, out._offsets)
+    return out
 
 
 def points_batch(shapes: np.ndarray, rows: np.ndarray, dtype, layout: str = "", source_info=None):
@@ -49,18 +65,27 @@ COORD_FLIP = OpSchema(
           *[Arg(f"flip_{c}", ArgType.INT, 1 if c == "x" else 0, tensor=True, doc=f"flip the {c} coordinate")
             for c in "xyz"],
           *[Arg(f"center_{c}", ArgType.FLOAT, 0.5, tensor=True, doc=f"centre of the {c} flip") for c in "xyz"]],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
-@register(COORD_FLIP)
-class CoordFlipCPU(Operator):
+@register(COORD_FLIP, device=("cpu", "gpu"))
+class CoordFlip(Operator):
     def run(self, ws):
         src = ws.inputs[0]
-        rows, counts, d = point_rows(self, src)
+        counts, d = point_counts(self, src)
         layout = self.args["layout"] or "xyz"[:d]
         if len(layout) != d or any(c not in "xyz" for c in layout):
             raise ValueError(f"{self.label}: layout '{layout}' does not describe {d} coordinates "
                              "(use the letters x, y, z)")
+        if ws.gpu is not None:  # x' = -x + 2 c on the flipped coordinates
+            mats = np.zeros((ws.batch_size, d, d + 1))
+            mats[:, np.arange(d), np.arange(d)] = 1
+            for k, c in enumerate(layout):
+                flip = ws.per_sample(f"flip_{c}", np.int32) != 0
+                mats[flip, k, k] = -1
+                mats[flip, k, d] = 2 * ws.per_sample(f"center_{c}", np.float64)[flip]
+            return [affine_on_gpu(ws, src, counts, mats, src._shapes.copy(), np.float32)]
+        rows, counts, d = point_rows(self, src)
         out = rows.copy()
         for k, c in enumerate(layout):
             flip = np.repeat(ws.per_sample(f"flip_{c}", np.int32) != 0, counts)
@@ -78,14 +103,14 @@ COORD_TRANSFORM = OpSchema(
           Arg("T", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="translation [D_out] (one value: broadcast)"),
           Arg("MT", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="[D_out, D + 1] matrix [M T]"),
           Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
-@register(COORD_TRANSFORM)
-class CoordTransformCPU(Operator):
+@register(COORD_TRANSFORM, device=("cpu", "gpu"))
+class CoordTransform(Operator):
     def run(self, ws):
         src = ws.inputs[0]
-        rows, counts, d = point_rows(self, src)
+        counts, d = point_counts(self, src)
         n = ws.batch_size
         mt = per_sample_list(ws, "MT")
         m, t = per_sample_list(ws, "M"), per_sample_list(ws, "T")
@@ -116,9 +141,12 @@ class CoordTransformCPU(Operator):
             else:
                 raise ValueError(f"{self.label}: 'T' has {t.shape[1]} values for {dout} output coordinates")
         dout = lin.shape[1]
-        sample = np.repeat(np.arange(n), counts)
-        out = np.einsum("pij,pj->pi", lin[sample], rows) + shift[sample]
-        src = contiguous(src)
         shapes = src._shapes.copy()
         shapes[:, -1] = dout
-        return [points_batch(shapes, out, to_numpy_type(self.args["dtype"]), src._layout, src._source_info)]
+        dtype = to_numpy_type(self.args["dtype"])
+        if ws.gpu is not None:
+            return [affine_on_gpu(ws, src, counts, np.concatenate([lin, shift[:, :, None]], 2), shapes, dtype)]
+        rows = point_rows(self, src)[0]
+        sample = np.repeat(np.arange(n), counts)
+        out = np.einsum("pij,pj->pi", lin[sample], rows) + shift[sample]
+        return [points_batch(shapes, out, dtype, src._layout, src._source_info)]

@@ -1,4 +1,5 @@
-"""``lookup_table``: maps integer values through a key -> value table (numpy over the batch)."""
+"""``lookup_table``: maps integer values through a key -> value table (numpy over the batch on the
+CPU, one launch on the GPU)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,11 +19,11 @@ LOOKUP_TABLE = OpSchema(
           Arg("values", ArgType.FLOAT_LIST, (), doc="value of each key"),
           Arg("default_value", ArgType.FLOAT, 0.0, doc="value of inputs that are not keys"),
           Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
-@register(LOOKUP_TABLE)
-class LookupTableCPU(Operator):
+@register(LOOKUP_TABLE, device=("cpu", "gpu"))
+class LookupTable(Operator):
     def setup(self):
         a = self.args
         keys, values = np.asarray(a["keys"], np.int64), np.asarray(a["values"], np.float64)
@@ -48,6 +49,10 @@ class LookupTableCPU(Operator):
         if src._buf.dtype.kind not in "iub":
             raise ValueError(f"{self.label}: the input must be of an integer type, got {src._buf.dtype}")
         total = int(src._volumes().sum()) if len(src) else 0
+        if ws.gpu is not None:
+            out = ws.new_batch(src._shapes.copy(), self.dtype, src._layout, src._source_info)
+            ws.kernels.lookup_table(src._buf[:total], self.table, self.default, out._buf[:total])
+            return [out]
         x = np.asarray(src._buf[:total]).astype(np.int64)
         inside = (x >= 0) & (x < len(self.table))
         out = empty_batch(src._shapes.copy(), self.dtype, src._layout, src._source_info)

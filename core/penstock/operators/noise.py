@@ -1,22 +1,25 @@
 """``noise.gaussian``, ``noise.salt_and_pepper`` and ``noise.shot``: random noise applied to data
 of any type by one native call per batch (a random stream per sample, seeded from the operator's
-generator); integer outputs are rounded half away from zero and saturated to the input type."""
+generator); integer outputs are rounded half away from zero and saturated to the input type.
+
+The GPU kernel computes the same draws of the same streams for Gaussian and salt-and-pepper
+noise, so both devices give the same values for a seed; shot noise (a varying number of draws
+per element) gives each element a stream of its own on the GPU and agrees in distribution only."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_dali_type
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 from .crop import layout_of
 
 _GAUSSIAN, _SHOT, _SALT_AND_PEPPER = 0, 1, 2
 
 
 def _schema(name: str, doc: str, args: list) -> OpSchema:
-    return OpSchema(f"noise.{name}", doc, args=args, is_random=True, devices=("cpu",))
+    return OpSchema(f"noise.{name}", doc, args=args, is_random=True, devices=("cpu", "gpu"))
 
 
 def apply_noise(ws, kind: int, params: np.ndarray, channels: int = 1):
@@ -24,10 +27,10 @@ def apply_noise(ws, kind: int, params: np.ndarray, channels: int = 1):
     src = contiguous(ws.inputs[0])
     half = src._buf.dtype == np.float16  # the kernel works on float32 for half floats
     data = src._buf.astype(np.float32) if half else src._buf
-    out = empty_batch(src._shapes, data.dtype, src._layout, src._source_info, like=src)
+    out = ws.new_batch(src._shapes, data.dtype, src._layout, src._source_info, like=src)
     seeds = ws.rng.integers(0, np.iinfo(np.uint64).max, len(src), dtype=np.uint64, endpoint=True)
-    _engine.noise(ws.pool, kind, data, src._shapes, src._offsets, out._buf, out._offsets, seeds,
-                  np.ascontiguousarray(params, np.float64), channels, int(to_dali_type(data.dtype)))
+    ws.kernels.noise(ws.pool, kind, data, src._shapes, src._offsets, out._buf, out._offsets, seeds,
+                     np.ascontiguousarray(params, np.float64), channels, int(to_dali_type(data.dtype)))
     if half:
         out._buf = out._buf.astype(np.float16)
     return [out]
@@ -41,8 +44,9 @@ def _params(ws, *names) -> np.ndarray:
 
 @register(_schema("Gaussian", "Adds normal noise N(mean, stddev) to every element.",
                   [Arg("mean", ArgType.FLOAT, 0.0, tensor=True, doc="mean of the noise"),
-                   Arg("stddev", ArgType.FLOAT, 1.0, tensor=True, doc="standard deviation of the noise")]))
-class GaussianNoiseCPU(Operator):
+                   Arg("stddev", ArgType.FLOAT, 1.0, tensor=True, doc="standard deviation of the noise")]),
+          device=("cpu", "gpu"))
+class GaussianNoise(Operator):
     def run(self, ws):
         params = _params(ws, "mean", "stddev")
         if (params[:, 1] < 0).any():
@@ -51,8 +55,9 @@ class GaussianNoiseCPU(Operator):
 
 
 @register(_schema("Shot", "Shot (Poisson) noise: out = Poisson(in / factor) * factor.",
-                  [Arg("factor", ArgType.FLOAT, 20.0, tensor=True, doc="photon-count scale of the noise")]))
-class ShotNoiseCPU(Operator):
+                  [Arg("factor", ArgType.FLOAT, 20.0, tensor=True, doc="photon-count scale of the noise")]),
+          device=("cpu", "gpu"))
+class ShotNoise(Operator):
     def run(self, ws):
         params = _params(ws, "factor")
         if (params[:, 0] <= 0).any():
@@ -68,8 +73,9 @@ class ShotNoiseCPU(Operator):
                        doc="salt value (default: the type's max, 1 for floats)"),
                    Arg("pepper_val", ArgType.FLOAT, optional=True, tensor=True,
                        doc="pepper value (default: the type's min, -1 for floats)"),
-                   Arg("per_channel", ArgType.BOOL, False, doc="draw for each channel separately")]))
-class SaltAndPepperCPU(Operator):
+                   Arg("per_channel", ArgType.BOOL, False, doc="draw for each channel separately")]),
+          device=("cpu", "gpu"))
+class SaltAndPepper(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         dtype = src._buf.dtype

@@ -1,6 +1,6 @@
 """``reductions.*``: per-sample sum, mean, mean_square, rms, min, max, std_dev and variance over
-chosen axes. Samples are processed in groups of equal shape, each group by one numpy call over
-[samples, ...] (a dense batch is one group)."""
+chosen axes. On the CPU, samples are processed in groups of equal shape, each group by one numpy
+call over [samples, ...] (a dense batch is one group); on the GPU the batch is one launch."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_numpy_type
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 _AXES = [Arg("axes", ArgType.INT_LIST, optional=True, doc="axes to reduce (default: all)"),
          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="axes to reduce, by layout letters"),
@@ -74,8 +74,11 @@ class _Reduction(Operator):
         if layout and not keep:
             layout = "".join(c for i, c in enumerate(layout) if i not in axes)
         dtype = self.out_type(src._buf.dtype)
-        out = empty_batch(out_shapes, dtype, layout, src._source_info)
+        out = ws.new_batch(out_shapes, dtype, layout, src._source_info)
         if n == 0:
+            return [out]
+        if ws.gpu is not None:
+            self._on_gpu(ws, src, axes, out)
             return [out]
         shapes, group_of = np.unique(src._shapes, axis=0, return_inverse=True)
         group_of = group_of.reshape(-1)
@@ -95,17 +98,45 @@ class _Reduction(Operator):
             out._buf[dst] = r.reshape(-1).astype(dtype)
         return [out]
 
+    def _on_gpu(self, ws, src, axes: tuple[int, ...], out) -> None:
+        """The whole batch in one segmented-reduction launch (the checks of the CPU path first)."""
+        vols = src._volumes()
+        if self.kind in ("min", "max") and (vols == 0).any():
+            raise ValueError(f"{self.label}: cannot take the {self.kind} of an empty sample")
+        mean = mean_offsets = None
+        ddof = 0
+        if self.kind in ("variance", "std_dev"):
+            mean_tl = contiguous(ws.inputs[1])
+            want = out._volumes()
+            bad = np.nonzero(mean_tl._volumes() != want)[0]
+            if bad.size:
+                i = int(bad[0])
+                raise ValueError(f"{self.label}: the mean of sample {i} has {mean_tl._volumes()[i]} values; "
+                                 f"the reduced shape has {want[i]}")
+            ddof = self.args["ddof"]
+            count = src._shapes[:, list(axes)].prod(axis=1)
+            if (count - ddof <= 0).any():
+                raise ValueError(f"{self.label}: ddof={ddof} leaves no degrees of freedom for "
+                                 f"{int(count.min())} elements")
+            mean, mean_offsets = mean_tl._buf, mean_tl._offsets
+        ws.kernels.reduce(_KIND_CODES[self.kind], src._buf, src._shapes, src._offsets, axes, out._buf,
+                          out._offsets, ddof, mean, mean_offsets)
+
+
+_KIND_CODES = {"sum": 0, "mean": 1, "mean_square": 2, "rms": 3, "min": 4, "max": 5, "variance": 6, "std_dev": 7}
+
 
 def _register(name: str, doc: str, kind: str, fn, args=(), min_inputs=1):
-    schema = OpSchema(f"reductions.{name}", doc, args=[*_AXES, *args], min_inputs=min_inputs, devices=("cpu",))
+    schema = OpSchema(f"reductions.{name}", doc, args=[*_AXES, *args], min_inputs=min_inputs,
+                      devices=("cpu", "gpu"))
 
-    @register(schema)
+    @register(schema, device=("cpu", "gpu"))
     class _Op(_Reduction):
         pass
 
     _Op.kind = kind
     _Op.reduce = fn
-    _Op.__name__ = _Op.__qualname__ = f"{name}CPU"
+    _Op.__name__ = _Op.__qualname__ = name
     return _Op
 
 

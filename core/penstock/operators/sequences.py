@@ -6,24 +6,34 @@ import numpy as np
 
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
-from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
+
+
+def gather_ranges(ws, src, starts: np.ndarray, outs: list, counts: np.ndarray) -> None:
+    """GPU: copies ``counts[k]`` elements of ``src`` from element ``starts[k]`` to sample
+    ``k % N`` of output ``k // N`` (packed device batches), all in one launch."""
+    es = src._buf.dtype.itemsize
+    base = np.uint64(src._buf.data.ptr)
+    src_addr = base + np.asarray(starts, np.uint64) * np.uint64(es)
+    dst_addr = np.concatenate([np.uint64(o._buf.data.ptr) + np.asarray(o._offsets, np.uint64) * np.uint64(es)
+                               for o in outs]) if outs else np.zeros(0, np.uint64)
+    ws.kernels.gather_ranges(src_addr, dst_addr, counts, es)
 
 ELEMENT_EXTRACT = OpSchema(
     "ElementExtract", "Extracts frames of sequences: one output per index of element_map, without the F axis.",
     args=[Arg("element_map", ArgType.INT_LIST, doc="frame indices to extract")],
-    num_outputs=lambda a: len(a.get("element_map") or ()), devices=("cpu",))
+    num_outputs=lambda a: len(a.get("element_map") or ()), devices=("cpu", "gpu"))
 
 PER_FRAME = OpSchema(
     "PerFrame", "Marks the outermost axis as frames (layout 'F...'), so sequence operators take the "
                 "tensor as one argument value per frame. The data is not touched.",
     args=[Arg("replace", ArgType.BOOL, False, doc="replace the first layout letter by 'F' instead of "
                                                   "requiring it to be 'F'")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
-@register(ELEMENT_EXTRACT)
-class ElementExtractCPU(Operator):
+@register(ELEMENT_EXTRACT, device=("cpu", "gpu"))
+class ElementExtract(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         if src.ndim() < 1:
@@ -35,11 +45,19 @@ class ElementExtractCPU(Operator):
         inner = src._shapes[:, 1:]
         frame_vol = inner.prod(axis=1) if inner.shape[1] else np.ones(len(src), np.int64)
         outs = []
-        for e in self.args["element_map"]:  # one gather per requested frame, over the whole batch
+        for e in self.args["element_map"]:
             bad = np.nonzero((e < 0) | (e >= frames))[0]
             if bad.size:
                 i = int(bad[0])
                 raise SampleError(i, f"{self.label}: element {e} is out of range for a sequence of {frames[i]} frames")
+        if ws.gpu is not None:  # every requested frame of every sample in one launch
+            outs = [ws.new_batch(inner.copy(), src._buf.dtype, layout[1:], src._source_info)
+                    for _ in self.args["element_map"]]
+            starts = [src._offsets + e * frame_vol for e in self.args["element_map"]]
+            gather_ranges(ws, src, np.concatenate(starts) if starts else np.zeros(0, np.int64), outs,
+                          np.tile(frame_vol, len(outs)))
+            return outs
+        for e in self.args["element_map"]:  # one gather per requested frame, over the whole batch
             out = empty_batch(inner.copy(), src._buf.dtype, layout[1:], src._source_info)
             starts = src._offsets + e * frame_vol
             take = np.repeat(starts - (np.cumsum(frame_vol) - frame_vol), frame_vol) + np.arange(int(frame_vol.sum()))
@@ -48,8 +66,8 @@ class ElementExtractCPU(Operator):
         return outs
 
 
-@register(PER_FRAME)
-class PerFrameCPU(Operator):
+@register(PER_FRAME, device=("cpu", "gpu"))
+class PerFrame(Operator):
     def run(self, ws):
         src = ws.inputs[0]
         nd = src.ndim()
@@ -63,4 +81,4 @@ class PerFrameCPU(Operator):
                 raise ValueError(f"{self.label}: the input layout '{layout}' does not start with 'F' "
                                  "(use replace=True to mark its first axis as frames)")
             layout = "F" + layout[1:]
-        return [TensorListCPU._from_packed(src._buf, src._shapes, src._offsets, layout, src._source_info)]
+        return [type(src)._from_packed(src._buf, src._shapes, src._offsets, layout, src._source_info)]
