@@ -128,3 +128,21 @@ def test_conflicting_arguments_fail_at_build(kwargs, message):
 def test_float_axes_data_node_is_refused():
     with pytest.raises(RuntimeError, match="'axes' must be integers"):
         run_es(lambda x: fn.slice(x, start=[1], shape=[2], axes=_node([[1.0]] * 3, np.float32)), IMGS)
+
+
+def test_image_decoder_slice_takes_the_same_window_arguments():
+    import io
+
+    from PIL import Image
+    pngs = []
+    for img in IMGS:
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format="PNG")
+        pngs.append(np.frombuffer(buf.getvalue(), np.uint8))
+    start, shape = [[1, 2], [3], [2]], [[3, 4], [2], [5]]
+    (out,) = run_es(lambda x: fn.decoders.image_slice(x, axes=_node([[0, 1], [1], [-2]]), start=_node(start),
+                                                      shape=_node(shape)), pngs)
+    for got, img, a, s, h in zip(samples(out), IMGS, [[0, 1], [1], [1]], start, shape):
+        np.testing.assert_array_equal(got, _window(img, a, s, np.add(s, h)))
+    with pytest.raises(RuntimeError, match="channels stay whole"):
+        run_es(lambda x: fn.decoders.image_slice(x, start=[1], shape=[1], axes=[2]), pngs)

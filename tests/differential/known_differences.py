@@ -124,17 +124,7 @@ OPEN: dict[str, str] = {
         'penstock raises ArgumentValueError: decoders.image_slice: dtype INT16 is not supported (UINT8 or ...',
     'decoders.image_slice[dtype=types.INT32]':
         'penstock raises ArgumentValueError: decoders.image_slice: dtype INT32 is not supported (UINT8 or ...',
-    'decoders.image_slice[end=[0.5, 1.5]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[end=[2.0]]': 'DALI raises RuntimeError; penstock accepts',
     'decoders.image_slice[output_type=types.GRAY]': 'output 0 sample 0: 2 of 30 values differ (max 2)',
-    'decoders.image_slice[rel_end=[0.5, 1.5]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[rel_end=[2.0]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[shape=[0.5, 1.5]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[shape=[]]':
-        "penstock raises ValueError: decoders.image_slice: argument 'shape' needs 2 values, got 0; DALI do...",
-    'decoders.image_slice[start=[0.5, 1.5]]': 'output 0 sample 0: 61 of 90 values differ (max 17)',
-    'decoders.image_slice[start=[]]':
-        "penstock raises ValueError: decoders.image_slice: argument 'start' needs 2 values, got 0; DALI do...",
     'erase[anchor=[0.5, 1.5]]': 'output 0 sample 0: 37 of 2304 values differ (max 191)',
     'erase[axes=[1]]': 'output 0 sample 0: 318 of 2304 values differ (max 235)',
     'erase[axes=[2, 3]]':

@@ -192,25 +192,28 @@ def _positional(op, ws, ext, counts):
 
 # ---- the operator ---------------------------------------------------------------------------------
 
+WINDOW_ARGS = [
+    Arg("start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window start (whole numbers)"),
+    Arg("end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window end (whole numbers)"),
+    Arg("shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window shape (whole numbers)"),
+    Arg("rel_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window start"),
+    Arg("rel_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window end"),
+    Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window shape"),
+    Arg("axes", ArgType.INT_LIST, optional=True, tensor=True,
+        doc="dims the window values refer to, in order; per sample as a DataNode; [] = all "
+            "(default: 'WH' by name when the input has a layout, else [1, 0])"),
+    Arg("axis_names", ArgType.LAYOUT, optional=True, doc="the same by layout letters (not with axes)"),
+    Arg("normalized_anchor", ArgType.BOOL, True, doc="a floating-point anchor input is relative"),
+    Arg("normalized_shape", ArgType.BOOL, True, doc="a floating-point shape input is relative"),
+]
 SLICE = OpSchema(
     "Slice", "Extracts a window given by start/end/shape arguments (absolute or relative) or by "
              "anchor/shape inputs, over the axes named by `axes` / `axis_names`.",
-    args=[Arg("start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window start (whole numbers)"),
-          Arg("end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window end (whole numbers)"),
-          Arg("shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window shape (whole numbers)"),
-          Arg("rel_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window start"),
-          Arg("rel_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window end"),
-          Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="relative window shape"),
-          Arg("axes", ArgType.INT_LIST, optional=True, tensor=True,
-              doc="dims the window values refer to, in order; per sample as a DataNode; [] = all "
-                  "(default: 'WH' by name when the input has a layout, else [1, 0])"),
-          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="the same by layout letters (not with axes)"),
-          Arg("normalized_anchor", ArgType.BOOL, True, doc="a floating-point anchor input is relative"),
-          Arg("normalized_shape", ArgType.BOOL, True, doc="a floating-point shape input is relative"),
-          Arg("out_of_bounds_policy", ArgType.STR, "error", doc="'error', 'pad' or 'trim_to_shape'"),
-          Arg("fill_values", ArgType.FLOAT_LIST, (0.0,), doc="per-channel values of padded areas"),
-          Arg("dtype", ArgType.DTYPE, optional=True, aliases=("output_dtype",), ignored_aliases=("image_type",),
-              doc="output type (default: input type)")],
+    args=WINDOW_ARGS + [
+        Arg("out_of_bounds_policy", ArgType.STR, "error", doc="'error', 'pad' or 'trim_to_shape'"),
+        Arg("fill_values", ArgType.FLOAT_LIST, (0.0,), doc="per-channel values of padded areas"),
+        Arg("dtype", ArgType.DTYPE, optional=True, aliases=("output_dtype",), ignored_aliases=("image_type",),
+            doc="output type (default: input type)")],
     min_inputs=1, max_inputs=3, devices=("cpu", "gpu"), host_inputs=(1, 2))
 
 
