@@ -120,6 +120,18 @@ def test_window_operators_match_cpu():
     assert_same(lambda x: fn.copy(x), [FLOATS], ["HWC"])
 
 
+def test_slice_with_per_sample_axes_and_windows_matches_cpu():
+    # axes, start and shape as argument inputs (on the CPU); the window is planned on the host
+    axes = [np.array(a, np.int32) for a in ([0, 1], [1], [], [-1])]
+    start = [np.array(s, np.int32) for s in ([3, 5], [4], [1, 2, 0], [1])]
+    shape = [np.array(s, np.int32) for s in ([9, 11], [30], [6, 7, 2], [2])]
+
+    def graph(x):
+        a, s, h = (fn.external_source(source=_const(d)) for d in (axes, start, shape))  # stay on the CPU
+        return fn.slice(x, axes=a, start=s, shape=h)
+    assert_same(graph, [IMAGES], ["HWC"])
+
+
 def test_random_resized_crop_draws_the_same_windows_on_both_devices():
     assert_same(lambda x: fn.random_resized_crop(x, size=(24, 24), seed=42), [IMAGES], ["HWC"])
 

@@ -91,3 +91,75 @@ def test_reshape_same_ndim_keeps_layout():
 def test_reshape_shape_input():
     (out,) = run_es(lambda a, s: fn.reshape(a, s), [X], [np.array([4, 6], np.int32)])
     assert out.shape() == [(4, 6)]
+
+
+# ---- squeeze / expand_dims corners (behaviour checked against DALI 2.4) -----------------------
+
+def test_expand_dims_names_follow_the_order_of_axes():
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    (out,) = run_es(lambda a: fn.expand_dims(a, axes=[2, 0], new_axis_names="AB"), [x], layouts=["HW"])
+    # axes[0] = 2 is named A, axes[1] = 0 is named B
+    assert out.layout() == "BHAW" and out.shape() == [(1, 2, 1, 3)]
+    np.testing.assert_array_equal(out.at(0), x[None, :, None, :])
+
+
+def test_expand_dims_layouts_zero_d_empty_axes_and_empty_samples():
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    (unnamed,) = run_es(lambda a: fn.expand_dims(a, axes=[2]), [x], layouts=["HW"])
+    assert unnamed.layout() == "" and unnamed.shape() == [(2, 3, 1)]
+    (same,) = run_es(lambda a: fn.expand_dims(a, axes=[]), [x], layouts=["HW"])
+    assert same.layout() == "HW" and same.shape() == [(2, 3)]
+    (scalar,) = run_es(lambda a: fn.expand_dims(a, axes=[0, 1], new_axis_names="AB"), [np.array(5, np.int32)])
+    assert scalar.layout() == "AB" and scalar.shape() == [(1, 1)] and scalar.at(0).item() == 5
+    (empty,) = run_es(lambda a: fn.expand_dims(a, axes=[1]), [np.zeros((0, 3), np.int32), x], layouts=["HW"])
+    assert empty.shape() == [(0, 1, 3), (2, 1, 3)]
+
+
+@pytest.mark.parametrize("kwargs, layout, message", [
+    ({"axes": [-1]}, "HW", "must not be negative"),
+    ({"axes": [3]}, "HW", "do not fit"),
+    ({"axes": [0, 0]}, "HW", "more than once"),
+    ({"axes": [0, 1], "new_axis_names": "A"}, "HW", "1 letters for 2 axes"),
+    ({"axes": [0], "new_axis_names": "A"}, None, "needs an input with a layout"),
+])
+def test_expand_dims_errors(kwargs, layout, message):
+    with pytest.raises(RuntimeError, match=message):
+        run_es(lambda a: fn.expand_dims(a, **kwargs), [np.zeros((2, 3), np.int32)], layouts=[layout])
+
+
+def test_squeeze_by_names_to_zero_d_and_empty_samples():
+    x = np.arange(3, dtype=np.int32).reshape(1, 3, 1)
+    (out,) = run_es(lambda a: fn.squeeze(a, axis_names="CA"), [x], layouts=["ABC"])
+    assert out.layout() == "B" and out.shape() == [(3,)]
+    np.testing.assert_array_equal(out.at(0), x.reshape(3))
+    (same,) = run_es(lambda a: fn.squeeze(a, axes=[]), [x], layouts=["ABC"])
+    assert same.layout() == "ABC" and same.shape() == [(1, 3, 1)]
+    (scalar,) = run_es(lambda a: fn.squeeze(a, axes=[0]), [np.array([7], np.int32)], layouts=["A"])
+    assert scalar.layout() == "" and scalar.shape() == [()] and scalar.at(0).item() == 7
+    (empty,) = run_es(lambda a: fn.squeeze(a, axes=[1]), [np.zeros((0, 1), np.int32), np.ones((2, 1), np.int32)],
+                      layouts=["HC"])
+    assert empty.layout() == "H" and empty.shape() == [(0,), (2,)]
+    # a non-unit dim may go when the sample is empty before and after
+    (zero,) = run_es(lambda a: fn.squeeze(a, axes=[0]), [np.zeros((0, 0, 1), np.int32)], layouts=["ABC"])
+    assert zero.shape() == [(0, 1)] and zero.layout() == "BC"
+
+
+@pytest.mark.parametrize("kwargs, shape, layout, message", [
+    ({"axes": [0]}, (3, 1), "HC", "only dimensions of extent 1"),
+    ({"axes": [0]}, (0, 1), "HC", "only dimensions of extent 1"),   # volume 0 -> 1
+    ({"axes": [2]}, (3, 1), "HC", "out of range"),
+    ({"axes": [-1]}, (3, 1), "HC", "out of range"),
+    ({"axes": [1, 1]}, (3, 1), "HC", "more than once"),
+    ({"axis_names": "W"}, (3, 1), "HC", "not in the input layout"),
+    ({"axis_names": "C"}, (3, 1), None, "not in the input layout"),
+    ({"axes": [1], "axis_names": "C"}, (3, 1), "HC", "mutually exclusive"),
+    ({}, (3, 1), "HC", "give 'axes' or 'axis_names'"),
+])
+def test_squeeze_errors(kwargs, shape, layout, message):
+    with pytest.raises(RuntimeError, match=message):
+        run_es(lambda a: fn.squeeze(a, **kwargs), [np.zeros(shape, np.int32)], layouts=[layout])
+
+
+def test_squeeze_error_names_the_sample():
+    with pytest.raises(RuntimeError, match=r"sample 1 of shape \(2, 2\)"):
+        run_es(lambda a: fn.squeeze(a, axes=[1]), [np.zeros((3, 1), np.int32), np.zeros((2, 2), np.int32)])

@@ -70,6 +70,16 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
                         np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),
     "matrices": lambda: ([np.array([[1, 0, 2], [0, 1, 3]], np.float32)] * 2, None),
     "scalar_n": lambda: ([np.array(5, np.int32)] * 2, None),
+    # shape corners (tests/differential/_corners.py)
+    "unit_dims": lambda: ([np.arange(3, dtype=np.int32).reshape(1, 3, 1),
+                           np.arange(5, dtype=np.int32).reshape(1, 5, 1)], "ABC"),
+    "unit_dims_plain": lambda: ([np.arange(3, dtype=np.int32).reshape(3, 1)] * 2, None),
+    "empty_rows": lambda: ([np.zeros((0, 1), np.int32), np.ones((2, 1), np.int32)], "HC"),
+    "empty_volume": lambda: ([np.zeros((0, 0, 1), np.int32)] * 2, "ABC"),
+    "scalars": lambda: ([np.array(2.5, np.float32), np.array(-1.0, np.float32)], None),
+    "small_images": lambda: ([np.arange(4 * 5 * 3, dtype=np.int32).reshape(4, 5, 3),
+                              np.arange(6 * 7 * 3, dtype=np.int32).reshape(6, 7, 3)], "HWC"),
+    "planar": lambda: ([np.arange(3 * 24 * 32, dtype=np.int32).reshape(3, 24, 32)] * 2, "CHW"),
 }
 
 

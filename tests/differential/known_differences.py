@@ -5,7 +5,14 @@ the table stays a regression check while they are worked on. A case here that st
 with DALI fails, asking to be removed.
 """
 
-INTENDED: dict[str, str] = {}
+_SQUEEZE_RANGE = ("DALI 2.4 skips squeeze axes outside 0..ndim-1 (negative ones too) without a word, although "
+                  "its documentation requires them in range; penstock raises rather than ignore a named axis")
+
+INTENDED: dict[str, str] = {
+    'squeeze:negative': _SQUEEZE_RANGE,
+    'squeeze:out_of_range': _SQUEEZE_RANGE,
+    'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
+}
 
 # generated from the full run (1168 operator cases, 168 differ; the 4956 iterator cases agree)
 OPEN: dict[str, str] = {
@@ -117,17 +124,7 @@ OPEN: dict[str, str] = {
         'penstock raises ArgumentValueError: decoders.image_slice: dtype INT16 is not supported (UINT8 or ...',
     'decoders.image_slice[dtype=types.INT32]':
         'penstock raises ArgumentValueError: decoders.image_slice: dtype INT32 is not supported (UINT8 or ...',
-    'decoders.image_slice[end=[0.5, 1.5]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[end=[2.0]]': 'DALI raises RuntimeError; penstock accepts',
     'decoders.image_slice[output_type=types.GRAY]': 'output 0 sample 0: 2 of 30 values differ (max 2)',
-    'decoders.image_slice[rel_end=[0.5, 1.5]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[rel_end=[2.0]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[shape=[0.5, 1.5]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_slice[shape=[]]':
-        "penstock raises ValueError: decoders.image_slice: argument 'shape' needs 2 values, got 0; DALI do...",
-    'decoders.image_slice[start=[0.5, 1.5]]': 'output 0 sample 0: 61 of 90 values differ (max 17)',
-    'decoders.image_slice[start=[]]':
-        "penstock raises ValueError: decoders.image_slice: argument 'start' needs 2 values, got 0; DALI do...",
     'erase[anchor=[0.5, 1.5]]': 'output 0 sample 0: 37 of 2304 values differ (max 191)',
     'erase[axes=[1]]': 'output 0 sample 0: 318 of 2304 values differ (max 235)',
     'erase[axes=[2, 3]]':
@@ -216,12 +213,6 @@ OPEN: dict[str, str] = {
         'penstock raises slice: 2 fill values given; need 1 or one per output channel; DALI does not',
     'slice[fill_values=[]]':
         'penstock raises ValueError: slice: fill values must be a contiguous [N, F] array of the data type...',
-    'slice[shape=[0.5, 1.5]]': 'output 0 sample 0: shape (1, 2, 3), DALI (0, 1, 3)',
-    'slice[shape=[]]': 'penstock raises ValueError: slice: shape has 0 values for 2 axes; DALI does not',
-    'slice[start=[0.5, 1.5]]': 'output 0 sample 0: 66 of 90 values differ (max 24)',
-    'slice[start=[]]': 'penstock raises ValueError: slice: start has 0 values for 2 axes; DALI does not',
-    'squeeze[axes=[2, 3]]':
-        'penstock raises ValueError: squeeze: only dimensions of extent 1 can be squeezed (axes [0, 1]); D...',
     'transforms.scale[ndim=-1]':
         "penstock raises ValueError: transforms.scale: 'scale' has 2 values for ndim=-1; DALI does not",
     'transforms.scale[ndim=0]':

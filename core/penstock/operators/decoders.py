@@ -16,11 +16,12 @@ import numpy as np
 from .. import _engine
 from .._on_error import ON_ERROR_ARG
 from .._operator import Operator, SampleError, Workspace
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
 from .crop import CROP_ARGS
+from .slicing import WINDOW_ARGS, check_slice_args, slice_window
 
 _MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
 _RESERVE = "mixed backend: reserved up front in the memory pool (bytes); no effect on the CPU"
@@ -66,20 +67,6 @@ _RANDOM_CROP_ARGS = [
     Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image", range=(1, None)),
 ]
 
-_SLICE_ARGS = [
-    Arg("start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window start"),
-    Arg("end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window end"),
-    Arg("shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="absolute window shape"),
-    Arg("rel_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window start / extent"),
-    Arg("rel_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window end / extent"),
-    Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window shape / extent"),
-    Arg("axes", ArgType.INT_LIST, optional=True, doc="dimension indices of the anchor/shape values "
-                                                     "(default [1, 0]: x, y)"),
-    Arg("axis_names", ArgType.LAYOUT, optional=True, doc="layout names of the anchor/shape values "
-                                                         "(default 'WH'; wins over axes)"),
-    Arg("normalized_anchor", ArgType.BOOL, True, "the anchor input is relative to the extent"),
-    Arg("normalized_shape", ArgType.BOOL, True, "the shape input is relative to the extent"),
-]
 
 IMAGE = OpSchema("decoders.Image", "Decodes images (JPEG, PNG, BMP, PNM, TIFF, WebP, JPEG 2000) to HWC.",
                  args=_DECODER_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",))
@@ -92,7 +79,7 @@ IMAGE_CROP = OpSchema("decoders.ImageCrop", "Decodes a fixed-size window of each
                       legacy_names=("ImageDecoderCrop",))
 IMAGE_SLICE = OpSchema(
     "decoders.ImageSlice", "Decodes a window given by anchor/shape inputs or start/end arguments.",
-    args=_DECODER_ARGS + _SLICE_ARGS, min_inputs=1, max_inputs=3, devices=("cpu", "mixed"),
+    args=_DECODER_ARGS + WINDOW_ARGS, min_inputs=1, max_inputs=3, devices=("cpu", "mixed"),
     legacy_names=("ImageDecoderSlice",))
 PEEK_IMAGE_SHAPE = OpSchema(
     "PeekImageShape", "The (H, W, C) shape an image decodes to, from its header only.",
@@ -406,61 +393,18 @@ class ImageDecoderCrop(_DecoderBase):
 
 @register(IMAGE_SLICE, device=("cpu", "mixed"))
 class ImageDecoderSlice(_DecoderBase):
+    """fn.slice's window (slicing.py) over the HWC output; the channels stay whole."""
     crops = True
 
-    def _axes(self) -> list[int]:
-        """Which display axis (0 = H, 1 = W) each anchor/shape value refers to."""
-        names, axes = self.args["axis_names"], self.args["axes"]
-        if names:
-            if any(c not in "HW" for c in names) or len(set(names)) != len(names):
-                raise ValueError(f"{self.label}: axis_names must name H and/or W of the HWC output, got {names!r}")
-            return ["HW".index(c) for c in names]
-        axes = [1, 0] if axes is None else list(axes)
-        if any(a not in (0, 1) for a in axes) or len(set(axes)) != len(axes):
-            raise ValueError(f"{self.label}: axes must be 0 (H) and/or 1 (W), got {axes}")
-        return axes
+    def setup(self) -> None:
+        super().setup()
+        check_slice_args(self)
 
     def windows(self, ws, shapes):
-        axes = self._axes()
-        n, k = len(shapes), len(axes)
-        extent = shapes[:, axes].astype(np.float64)  # [N, k] in anchor order
-        start, end = np.zeros((n, k)), extent.copy()
-
-        def values(name):
-            return ws.per_sample(name, np.float64, k) if ws.has_arg(name) else None
-
-        if len(ws.inputs) == 3:
-            anchor = _input_values(self, ws.inputs[1], n, k, "anchor")
-            size = _input_values(self, ws.inputs[2], n, k, "shape")
-            lo = anchor * extent if self.args["normalized_anchor"] else anchor
-            hi = lo + (size * extent if self.args["normalized_shape"] else size)
-            start, end = lo, hi
-        elif len(ws.inputs) == 2:
-            raise ValueError(f"{self.label}: give both the anchor and the shape input, or neither")
-        else:
-            for name, scale in (("start", None), ("rel_start", extent)):
-                v = values(name)
-                if v is not None:
-                    start = v * scale if scale is not None else v
-            ends = [("end", None, False), ("rel_end", extent, False), ("shape", None, True), ("rel_shape", extent, True)]
-            for name, scale, relative_to_start in ends:
-                v = values(name)
-                if v is not None:
-                    v = v * scale if scale is not None else v
-                    end = start + v if relative_to_start else v
-        # start and end are rounded separately
-        lo, hi = _round_half_away(start).astype(np.int64), _round_half_away(end).astype(np.int64)
-        win = np.concatenate([np.zeros((n, 2), np.int64), shapes[:, :2].astype(np.int64)], 1)
-        for j, axis in enumerate(axes):
-            win[:, axis] = lo[:, j]
-            win[:, 2 + axis] = hi[:, j] - lo[:, j]
-        return win
-
-
-def _input_values(op: Operator, tl, n: int, k: int, what: str) -> np.ndarray:
-    if len(tl) != n or not (tl._volumes() == k).all():
-        raise ValueError(f"{op.label}: the {what} input must have {k} value(s) per sample")
-    return np.stack([np.asarray(tl._sample_array(i), np.float64).reshape(k) for i in range(n)])
+        anchors, sizes = slice_window(self, ws, shapes.astype(np.int64), "HWC", "HWC")
+        if (anchors[:, 2] != 0).any() or (sizes[:, 2] != shapes[:, 2]).any():
+            raise ArgumentValueError(f"{self.label}: only H and W can be windowed; the channels stay whole")
+        return np.concatenate([anchors[:, :2], sizes[:, :2]], 1)
 
 
 @register(PEEK_IMAGE_SHAPE)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._operator import Operator, SampleError
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import to_numpy_type
 
@@ -21,7 +21,8 @@ REINTERPRET = OpSchema("Reinterpret", "Reshape that may also reinterpret the byt
                        args=_RESHAPE_ARGS + [Arg("dtype", ArgType.DTYPE, optional=True, doc="new element type")],
                        min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), host_inputs=(1,))
 SQUEEZE = OpSchema("Squeeze", "Removes unit dimensions.",
-                   args=[Arg("axes", ArgType.INT_LIST, optional=True), Arg("axis_names", ArgType.LAYOUT, optional=True)],
+                   args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="input dims to remove (0..ndim-1)"),
+                         Arg("axis_names", ArgType.LAYOUT, optional=True, doc="the same by layout letters")],
                    devices=("cpu", "gpu"))
 EXPAND_DIMS = OpSchema("ExpandDims", "Inserts unit dimensions at the given output positions.",
                        args=[Arg("axes", ArgType.INT_LIST, doc="positions in the output"),
@@ -122,41 +123,74 @@ class Reinterpret(_ReshapeBase):
 
 @register(SQUEEZE, device=("cpu", "gpu"))
 class Squeeze(Operator):
+    """Axes are positions in the input, 0..ndim-1 (DALI 2.4 documents that range and silently
+    skips others, negative ones included; here they are an error). A removed dim has extent 1,
+    unless the sample is empty before and after."""
+
+    def setup(self):
+        if self.args["axes"] is not None and self.args["axis_names"] is not None:
+            raise ArgumentValueError(f"{self.label}: 'axes' and 'axis_names' are mutually exclusive")
+        if self.args["axes"] is None and self.args["axis_names"] is None:
+            raise ArgumentValueError(f"{self.label}: give 'axes' or 'axis_names'")
+
     def run(self, ws):
         src = ws.inputs[0]
-        axes = self.args["axes"]
-        if self.args["axis_names"]:
-            axes = [src._layout.index(c) for c in self.args["axis_names"]]
-        if axes is None:
-            raise ValueError(f"{self.label}: give 'axes' or 'axis_names'")
-        axes = sorted(d % src.ndim() for d in axes)
-        if len(src) and (src._shapes[:, axes] != 1).any():
-            raise ValueError(f"{self.label}: only dimensions of extent 1 can be squeezed (axes {axes})")
-        keep = [d for d in range(src.ndim()) if d not in axes]
-        layout = "".join(src._layout[d] for d in keep) if src._layout else ""
-        return [reshaped(src, src._shapes[:, keep], layout, self.label)]
+        nd, layout = src.ndim(), src._layout
+        if self.args["axis_names"] is not None:
+            missing = [c for c in self.args["axis_names"] if c not in layout]
+            if missing:
+                raise ArgumentValueError(f"{self.label}: axis_names '{self.args['axis_names']}': "
+                                         f"'{''.join(missing)}' not in the input layout '{layout}'")
+            axes = [layout.index(c) for c in self.args["axis_names"]]
+        else:
+            axes = list(self.args["axes"])
+        bad = [a for a in axes if not 0 <= a < nd]
+        if bad:
+            raise ArgumentValueError(f"{self.label}: axes {bad} out of range for {nd}-D input (valid: 0..{nd - 1})")
+        if len(set(axes)) != len(axes):
+            raise ArgumentValueError(f"{self.label}: axes {axes} name a dimension more than once")
+        keep = [d for d in range(nd) if d not in axes]
+        shapes = src._shapes[:, keep]
+        wrong = (src._shapes[:, axes] != 1).any(axis=1) & ((_volumes(src._shapes) != 0) | (_volumes(shapes) != 0))
+        if wrong.any():
+            i = int(np.nonzero(wrong)[0][0])
+            raise SampleError(i, f"{self.label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])}: only "
+                                 f"dimensions of extent 1 can be squeezed (axes {sorted(axes)})")
+        return [reshaped(src, shapes, "".join(layout[d] for d in keep) if layout else "", self.label)]
 
 
 @register(EXPAND_DIMS, device=("cpu", "gpu"))
 class ExpandDims(Operator):
+    """Axes are positions in the output (non-negative, each once; DALI refuses negative ones);
+    new_axis_names[i] names axes[i]. The output has a layout when the input has one (or is 0-D)
+    and the new axes are named; without names, none (no axes: the input's)."""
+
+    def setup(self):
+        axes, names = list(self.args["axes"]), self.args["new_axis_names"]
+        if any(a < 0 for a in axes):
+            raise ArgumentValueError(f"{self.label}: axes {axes} must not be negative (they are output positions)")
+        if len(set(axes)) != len(axes):
+            raise ArgumentValueError(f"{self.label}: axes {axes} name a position more than once")
+        if names and len(names) != len(axes):
+            raise ArgumentValueError(f"{self.label}: new_axis_names '{names}' has {len(names)} letters for "
+                                     f"{len(axes)} axes")
+
     def run(self, ws):
         src = ws.inputs[0]
-        axes = sorted(self.args["axes"])
-        names = self.args["new_axis_names"]
+        axes, names = list(self.args["axes"]), self.args["new_axis_names"]
         nd = src.ndim() + len(axes)
-        if names and len(names) != len(axes):
-            raise ValueError(f"{self.label}: new_axis_names needs one letter per axis")
-        cols, layout, k = [], [], 0
-        for d in range(nd):
-            if d in axes:
-                cols.append(np.ones(len(src), np.int64))
-                layout.append(names[axes.index(d)] if names else "")
-            else:
-                if k >= src.ndim():
-                    raise ValueError(f"{self.label}: axes {axes} do not fit {src.ndim()}-D input")
-                cols.append(src._shapes[:, k])
-                layout.append(src._layout[k] if src._layout else "")
-                k += 1
-        lay = "".join(layout) if (src._layout or names) and all(layout) else ""
+        if any(a >= nd for a in axes):
+            raise ArgumentValueError(f"{self.label}: axes {axes} do not fit: a {src.ndim()}-D input expanded by "
+                                     f"{len(axes)} has positions 0..{nd - 1}")
+        if names and not src._layout and src.ndim():
+            raise ArgumentValueError(f"{self.label}: new_axis_names needs an input with a layout")
+        new = dict(zip(axes, names or [""] * len(axes)))
+        old = iter(range(src.ndim()))
+        dims = [None if d in new else next(old) for d in range(nd)]
+        cols = [np.ones(len(src), np.int64) if d is None else src._shapes[:, d] for d in dims]
+        if not axes:
+            layout = src._layout
+        else:
+            layout = "".join(new[i] if d is None else src._layout[d] for i, d in enumerate(dims)) if names else ""
         shapes = np.stack(cols, axis=1) if cols else np.zeros((len(src), 0), np.int64)
-        return [reshaped(src, shapes, lay, self.label)]
+        return [reshaped(src, shapes, layout, self.label)]
