@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _engine
+from .._checkpoint import decode_ints, encode_ints
 from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
@@ -70,6 +71,19 @@ class ReadOrder:
         if reshuffle is not None:
             self.order = reshuffle(list(range(n)) if order is None else order, self.epoch)
 
+    def get_state(self) -> dict:
+        state = {"pos": self.pos, "shard": self.shard, "pass_shard": self.pass_shard,
+                 "read_in_pass": self.read_in_pass, "epoch": self.epoch}
+        if self.reshuffle is not None:  # this pass's own permutation of the list
+            state["order"] = encode_ints(self.order)
+        return state
+
+    def set_state(self, state: dict) -> None:
+        self.pos, self.shard, self.pass_shard = state["pos"], state["shard"], state["pass_shard"]
+        self.read_in_pass, self.epoch = state["read_in_pass"], state["epoch"]
+        if "order" in state:
+            self.order = decode_ints(state["order"])
+
     def read(self) -> tuple[int, bool]:
         """The next index, and whether it opens a new pass."""
         index = self.pos if self.order is None else self.order[self.pos]
@@ -103,6 +117,18 @@ class SampleBuffer:
         self.passes: deque[list[int]] = deque()       # [first, end) counters of each pass in the buffer
         self.returned = 0                             # samples handed out of the current pass, padding included
         self.last = -1
+
+    def get_state(self) -> dict:
+        return {"buffer": list(self.buffer), "passes": [list(p) for p in self.passes], "returned": self.returned,
+                "last": self.last, "rng": None if self.rng is None else self.rng.state, "read": self.read.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self.buffer = list(state["buffer"])
+        self.passes = deque(list(p) for p in state["passes"])
+        self.returned, self.last = state["returned"], state["last"]
+        if self.rng is not None:
+            self.rng.state = state["rng"]
+        self.read.set_state(state["read"])
 
     def _push(self) -> tuple[int, int]:
         """Reads one sample into the newest pass; returns it and its buffer counter."""
@@ -159,6 +185,7 @@ class Reader(Operator):
     reader whose ``load`` needs more sets ``reads_ahead = False``.
     """
     reads_ahead = True
+    tracks_state = True
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
@@ -213,18 +240,59 @@ class Reader(Operator):
             self._start()
         return self._samples.next_batch(batch)
 
+    def _indices_for(self, iteration: int, batch: int) -> np.ndarray:
+        """The indices of ``iteration``'s batch; with checkpointing, the state before it is kept."""
+        history = getattr(self, "_history", None)
+        if history is None:
+            return self.next_indices(batch)
+        with history.lock:
+            history.record(iteration, self.get_state)
+            return self.next_indices(batch)
+
     def run(self, ws):
         # Readers always produce full batches of max_batch_size (sources may not shrink them).
         if self.args.get("on_error") == "skip":  # refills draw more indices: read in order, not ahead
-            return reader_load(self, ws, self.next_indices(ws.batch_size))
+            return reader_load(self, ws, self._indices_for(ws.iteration, ws.batch_size))
         if not self.reads_ahead:
-            return self.load(ws, self.next_indices(ws.batch_size))
+            return self.load(ws, self._indices_for(ws.iteration, ws.batch_size))
         if self._io is None:
             self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-reader")
             self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(1))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
-            self._ahead.append(self._io.submit(self.load, self._io_ws, self.next_indices(ws.batch_size)))
+            indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
+            self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
         return self._ahead.popleft().result()
+
+    # -- checkpoints: position, shuffle buffer and generator (the seed draws nothing else)
+    def get_state(self) -> dict | None:
+        if self._samples is None:
+            return None  # lazy_init, not started: a fresh reader
+        a = self.args
+        return {"size": self.size, "num_shards": a["num_shards"], "shard_id": a["shard_id"],
+                "samples": self._samples.get_state()}
+
+    def set_state(self, state: dict | None) -> None:
+        for pending in self._ahead:  # batches read ahead from the state being replaced
+            pending.exception()
+        self._ahead.clear()
+        history = getattr(self, "_history", None)
+        if history is not None:
+            history.clear()
+        if state is None:
+            self._samples = None
+            if not self.args["lazy_init"]:
+                self._start()
+            return
+        if self._samples is None:
+            self._start()
+        a = self.args
+        if state["size"] != self.size:
+            raise RuntimeError(f"{self.label}: the checkpoint was made over {state['size']} samples, the "
+                               f"reader now finds {self.size}; restore over the same dataset")
+        if (state["num_shards"], state["shard_id"]) != (a["num_shards"], a["shard_id"]):
+            raise RuntimeError(f"{self.label}: the checkpoint was made for shard {state['shard_id']} of "
+                               f"{state['num_shards']}, this reader is shard {a['shard_id']} of {a['num_shards']}")
+        self._samples.set_state(state["samples"])
 
     def reader_meta(self) -> dict:
         if self._samples is None:
