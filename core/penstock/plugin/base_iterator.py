@@ -8,6 +8,7 @@ tuple of ``TensorList``s) into framework objects, keeping only the first ``count
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import math
 import warnings
@@ -141,13 +142,52 @@ class _DaliBaseIterator:
             self._reader = self._read_reader_meta(reader_name)
             self._size = self._initial_reader_size()
         self._scheduled = False
-        if prepare_first_batch:
+        self._state_before_first: dict | None = None  # for checkpoints() while the first batch waits
+        restored = self._pipes[0]._iterator_data if self._pipes[0].is_restored_from_checkpoint else ""
+        if restored:
+            self._set_state(json.loads(restored))
+        # a checkpoint taken at the end of an epoch resumes with that end (StopIteration at next())
+        if prepare_first_batch and not (restored and self._epoch_ended()):
+            self._state_before_first = self._get_state()
             try:
                 self._first_batch = self._next_batch()
             except StopIteration:
                 raise RuntimeError("the iterator got no data in the pipeline for its first batch: the "
                                    "pipeline ended at once, or the last batch policy dropped a batch "
                                    "larger than the epoch (shard)") from None
+
+    # ---- checkpoints (api.md §14) -------------------------------------------------------------
+    def _get_state(self) -> dict:
+        r = self._reader
+        return {"counter": self._counter, "size": self._size, "dropped_read": self._dropped_read,
+                "ever_consumed": self._ever_consumed,
+                "reader": None if r is None else {"epoch": r.epoch, "read_ahead": list(r.read_ahead)}}
+
+    def _set_state(self, state: dict) -> None:
+        self._counter, self._size = state["counter"], state["size"]
+        self._dropped_read, self._ever_consumed = state["dropped_read"], state["ever_consumed"]
+        if self._reader is not None and state["reader"] is not None:
+            self._reader.epoch = state["reader"]["epoch"]
+            self._reader.read_ahead = list(state["reader"]["read_ahead"])
+
+    def checkpoints(self) -> list:
+        """One checkpoint per pipeline (pipelines need ``enable_checkpointing=True``), holding this
+        iterator's position too: pipelines built with them (``checkpoint=``) give a new iterator
+        that continues with the batch this one would return next."""
+        waiting = self._first_batch is not None  # taken from the pipelines, not yet returned
+        state = self._state_before_first if waiting else self._get_state()
+        data = json.dumps(state)
+        return [p._checkpoint_with(iterator_data=data, unconsumed=int(waiting)) for p in self._pipes]
+
+    def _load_checkpoints(self, checkpoints: Sequence[Any]) -> None:
+        """Rewinds this iterator and its running pipelines to ``checkpoints()`` output."""
+        if len(checkpoints) != len(self._pipes):
+            raise RuntimeError(f"{len(checkpoints)} checkpoints given for {len(self._pipes)} pipelines")
+        for p, cpt in zip(self._pipes, checkpoints):
+            p._restore_in_place(cpt)
+        self._first_batch, self._state_before_first, self._scheduled = None, None, False
+        if self._pipes[0]._iterator_data:  # absent from a checkpoint taken with Pipeline.checkpoint()
+            self._set_state(json.loads(self._pipes[0]._iterator_data))
 
     # ---- framework hook ----------------------------------------------------------------------
     def _convert(self, pipe: Any, outputs: tuple, count: int) -> Any:
