@@ -332,3 +332,81 @@ def test_same_seed_same_batches_whatever_the_threads_queues_and_executor(jpeg_ro
         return pipe()
     reference = _drive(make(2), 8)
     _same(_drive(make(num_threads, **pipe_kw), 8), reference)
+
+
+# ---- elastic restore: another number of shards ---------------------------------------------------
+def _shard_pipe(files, shard, shards, checkpoint=None, batch_size=3, **reader_kw):
+    @pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=4, enable_checkpointing=True,
+                  checkpoint=checkpoint)
+    def pipe():
+        return fn.readers.file(files=files, shard_id=shard, num_shards=shards, name="R", **reader_kw)[0]
+    return pipe()
+
+
+class _Samples:
+    """A pipeline's output as a stream of samples (dataset indices), batch after batch."""
+
+    def __init__(self, pipe):
+        self.pipe, self.left = pipe, []
+
+    def take(self, count):
+        while len(self.left) < count:
+            self.left += self.pipe.run()[0].as_array().ravel().tolist()
+        got, self.left = self.left[:count], self.left[count:]
+        return got
+
+
+def _take(pipe, count):
+    return _Samples(pipe).take(count)
+
+
+@pytest.mark.parametrize("reader_kw", [
+    dict(pad_last_batch=True), dict(random_shuffle=True, initial_fill=4, pad_last_batch=True),
+    dict(random_shuffle=True, initial_fill=5, stick_to_shard=True, pad_last_batch=True),
+    dict(shuffle_after_epoch=True, pad_last_batch=True), dict(random_shuffle=True, initial_fill=3),
+])
+@pytest.mark.parametrize("old,new,steps", [(2, 3, 1), (3, 2, 1), (4, 1, 1), (2, 5, 1), (3, 3, 1), (2, 1, 2)])
+def test_elastic_restore_sees_every_sample_once_per_epoch(label_files, reader_kw, old, new, steps):
+    n, b = len(label_files), 3
+    files = label_files if reader_kw.get("pad_last_batch") else label_files[:12]  # equal shards without padding
+    n = len(files)
+    pad = reader_kw.get("pad_last_batch", False)
+    pipes = [_shard_pipe(files, s, old, **reader_kw) for s in range(old)]
+    before = [_take(p, steps * b) for p in pipes]  # whole batches
+    cps = [p.checkpoint() for p in pipes]
+    shard_sizes = [((s + 1) * n) // old - (s * n) // old for s in range(old)]
+    seen = [i for s, got in enumerate(before) for i in got[:shard_sizes[s]]]  # padding repeats left out
+    remaining = n - len(seen)
+    streams = [_Samples(_shard_pipe(files, s, new, cps, **reader_kw)) for s in range(new)]
+    parts = [((s + 1) * remaining) // new - (s * remaining) // new for s in range(new)]
+    rest = [st.take(k) for st, k in zip(streams, parts)]
+    assert sorted(seen + [i for got in rest for i in got]) == list(range(n))
+    if not pad:
+        return  # unpadded shards of unequal sizes drift apart: only this epoch is exact
+    for st, k in zip(streams, parts):  # that epoch's padding up to its last whole batch
+        pad_to = -(-remaining // new)
+        assert set(st.take(-(-pad_to // b) * b - k)) <= {rest[streams.index(st)][-1]}
+    # then the new shards read whole epochs of their own sharding: each sample once over them
+    sizes = [((s + 1) * n) // new - (s * n) // new for s in range(new)]
+    stick = reader_kw.get("stick_to_shard", False) or reader_kw.get("shuffle_after_epoch", False)
+    for e in range(2):  # shard j reads the samples of shard j + e unless it sticks to its shard
+        own = [sizes[j if stick else (j + e) % new] for j in range(new)]
+        epoch = [st.take(k) for st, k in zip(streams, own)]
+        assert sorted(i for got in epoch for i in got) == list(range(n))
+        for st, k, got in zip(streams, own, epoch):
+            assert set(st.take(-(-max(sizes) // b) * b - k)) <= {got[-1]}
+
+
+def test_elastic_restore_needs_every_shard_at_the_same_iteration(label_files):
+    pipes = [_shard_pipe(label_files, s, 2, pad_last_batch=True) for s in range(2)]
+    _take(pipes[0], 3)
+    cp0 = pipes[0].checkpoint()
+    with pytest.raises(RuntimeError, match="every shard"):
+        _shard_pipe(label_files, 0, 3, [cp0], pad_last_batch=True).build()
+    with pytest.raises(RuntimeError, match="same iteration"):
+        _shard_pipe(label_files, 0, 3, [cp0, pipes[1].checkpoint()], pad_last_batch=True).build()
+    _take(pipes[1], 3)
+    _take(pipes[0], 3)
+    _take(pipes[1], 3)  # 12 of 13 samples handed out: one left for three new shards
+    with pytest.raises(RuntimeError, match="fewer than the 3 new shards"):
+        _shard_pipe(label_files, 0, 3, [p.checkpoint() for p in pipes], pad_last_batch=True).build()

@@ -79,8 +79,13 @@ def serialize(state: dict) -> bytes:
     return json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
-def parse(checkpoint: Any) -> dict:
-    """A checkpoint as given to ``Pipeline(checkpoint=...)``: bytes or str of ``checkpoint()``."""
+def parse(checkpoint: Any) -> Any:
+    """A checkpoint as given to ``Pipeline(checkpoint=...)``: bytes or str of ``checkpoint()``, or a
+    list of those of every shard of another sharding (elastic restore, see ``restore``)."""
+    if isinstance(checkpoint, (list, tuple)):
+        if not checkpoint:
+            raise ValueError("checkpoint: an empty list of checkpoints")
+        return [parse(c) for c in checkpoint]
     if isinstance(checkpoint, (bytes, bytearray, memoryview)):
         checkpoint = bytes(checkpoint).decode("utf-8", errors="replace")
     if not isinstance(checkpoint, str):
@@ -141,15 +146,37 @@ def capture(pipe: Any, iterator_data: str = "", unconsumed: int = 0) -> bytes:
                       "iter_in_epoch": in_epoch, "operators": ops, "iterator_data": iterator_data})
 
 
-def restore(pipe: Any, state: dict) -> None:
-    """Applies a parsed checkpoint to a built pipeline (at build, or in place: see ``rewind``)."""
-    saved = state["operators"]
+def _check_kinds(pipe: Any, state: dict) -> None:
+    saved = [kind for kind, _ in state["operators"]]
     kinds = [op.schema.name for op in pipe._ops]
-    if [kind for kind, _ in saved] != kinds:
-        raise RuntimeError(f"checkpoint: it was made of a pipeline with the operators {[k for k, _ in saved]}, "
-                           f"this pipeline has {kinds}; restore into the pipeline the checkpoint was made of")
-    for op, (_, op_state) in zip(pipe._ops, saved):
-        op.set_state(op_state)
+    if saved != kinds:
+        raise RuntimeError(f"checkpoint: it was made of a pipeline with the operators {saved}, this pipeline "
+                           f"has {kinds}; restore into the pipeline the checkpoint was made of")
+
+
+def restore(pipe: Any, state: Any) -> None:
+    """Applies a parsed checkpoint to a built pipeline (at build, or in place: see ``rewind``).
+
+    Elastic restore (``state`` lists the checkpoints of every shard of another sharding, taken at
+    the same iteration): readers continue the epoch under their own sharding (``set_elastic_state``),
+    the pipeline's counters continue, and random operators keep this pipeline's own seeds (a
+    sample's random draws then differ from the old run's; which samples the epoch holds does not).
+    """
+    if isinstance(state, list):
+        for s in state:
+            _check_kinds(pipe, s)
+        counters = {(s["iter"], s["epoch_idx"], s["iter_in_epoch"]) for s in state}
+        if len(counters) > 1:
+            raise RuntimeError("checkpoint: elastic restore needs the checkpoints of every shard taken at the "
+                               f"same iteration; got (iteration, epoch, iteration in epoch) {sorted(counters)}")
+        for k, op in enumerate(pipe._ops):
+            if hasattr(op, "set_elastic_state"):
+                op.set_elastic_state([s["operators"][k][1] for s in state])
+        state = dict(state[0], iterator_data="")  # an iterator's position under the old sharding
+    else:
+        _check_kinds(pipe, state)
+        for op, (_, op_state) in zip(pipe._ops, state["operators"]):
+            op.set_state(op_state)
     pipe._iteration = int(state["iter"])
     pipe._epoch = int(state["epoch_idx"])
     pipe._iter_in_epoch = int(state["iter_in_epoch"])

@@ -117,18 +117,54 @@ class SampleBuffer:
         self.passes: deque[list[int]] = deque()       # [first, end) counters of each pass in the buffer
         self.returned = 0                             # samples handed out of the current pass, padding included
         self.last = -1
+        self.pass_index = 0                           # passes handed out completely
+        # elastic restore: the rest of an epoch begun under another sharding, handed out before reading
+        self.prelude: list[int] | None = None
+        self.prelude_pos = 0
+        self.prelude_pad_to = 0
 
     def get_state(self) -> dict:
-        return {"buffer": list(self.buffer), "passes": [list(p) for p in self.passes], "returned": self.returned,
-                "last": self.last, "rng": None if self.rng is None else self.rng.state, "read": self.read.get_state()}
+        state = {"buffer": list(self.buffer), "passes": [list(p) for p in self.passes], "returned": self.returned,
+                 "last": self.last, "rng": None if self.rng is None else self.rng.state,
+                 "read": self.read.get_state(), "pass_index": self.pass_index}
+        if self.prelude is not None:
+            state["prelude"] = encode_ints(self.prelude[self.prelude_pos:])
+            state["prelude_pad_to"] = self.prelude_pad_to
+        return state
 
     def set_state(self, state: dict) -> None:
         self.buffer = list(state["buffer"])
         self.passes = deque(list(p) for p in state["passes"])
-        self.returned, self.last = state["returned"], state["last"]
+        self.returned, self.last, self.pass_index = state["returned"], state["last"], state["pass_index"]
         if self.rng is not None:
             self.rng.state = state["rng"]
         self.read.set_state(state["read"])
+        self.prelude = decode_ints(state["prelude"]) if "prelude" in state else None
+        self.prelude_pos, self.prelude_pad_to = 0, state.get("prelude_pad_to", 0)
+
+    def start_with(self, indices: list[int], pass_index: int, pad_to: int) -> None:
+        """Hands ``indices`` out first (shuffled as a pass is), as pass ``pass_index``; then reads
+        this shard from its beginning as a new reader does."""
+        self.pass_index = pass_index
+        if indices:
+            self.prelude, self.prelude_pos, self.prelude_pad_to = list(indices), 0, pad_to
+
+    def _from_prelude(self, new_batch: bool) -> int | None:
+        left = len(self.prelude) - self.prelude_pos
+        if left:
+            pos = self.prelude_pos
+            pick = pos + (self.rng.below(left) if self.rng is not None else 0)
+            self.prelude[pos], self.prelude[pick] = self.prelude[pick], self.prelude[pos]
+            self.last = self.prelude[pos]
+            self.prelude_pos += 1
+            self.returned += 1
+            return self.last
+        if self.pad and (self.returned < self.prelude_pad_to or not new_batch):
+            self.returned += 1
+            return self.last
+        self.prelude, self.returned = None, 0
+        self.pass_index += 1
+        return None
 
     def _push(self) -> tuple[int, int]:
         """Reads one sample into the newest pass; returns it and its buffer counter."""
@@ -141,6 +177,10 @@ class SampleBuffer:
         return index, slot
 
     def _one(self, new_batch: bool) -> int:
+        if self.prelude is not None:
+            index = self._from_prelude(new_batch)
+            if index is not None:
+                return index
         if not self.buffer:
             self.passes.append([0, 0])
             for _ in range(self.fill):
@@ -153,6 +193,7 @@ class SampleBuffer:
                 return self.last
             self.passes.popleft()
             self.returned = 0
+            self.pass_index += 1
             front = self.passes[0]
         size = len(self.buffer)
         offset = self.rng.below(front[1] - front[0]) if self.rng is not None else 0
@@ -191,6 +232,7 @@ class Reader(Operator):
         super().__init__(node, pipeline)
         self._batch_size = pipeline.max_batch_size  # readers always give full batches
         self._ahead: deque = deque()
+        self.elastic_remaining: int | None = None  # samples left of an epoch continued elastically
         self._io: concurrent.futures.ThreadPoolExecutor | None = None
 
     def setup(self) -> None:
@@ -218,6 +260,11 @@ class Reader(Operator):
         if self.size < a["num_shards"]:
             raise ArgumentValueError(f"{self.label}: the dataset has {self.size} samples, fewer than "
                                      f"num_shards={a['num_shards']}")
+        self._new_samples()
+
+    def _new_samples(self) -> None:
+        """The read order and sample buffer of a reader that has read nothing yet."""
+        a = self.args
         reshuffle = _reshuffle_list if a["shuffle_after_epoch"] else None
         order = ReadOrder(self.size, a["num_shards"], a["shard_id"],
                           a["stick_to_shard"] or a["shuffle_after_epoch"], self.list_order(), reshuffle)
@@ -279,9 +326,8 @@ class Reader(Operator):
         if history is not None:
             history.clear()
         if state is None:
-            self._samples = None
-            if not self.args["lazy_init"]:
-                self._start()
+            if self._samples is not None:
+                self._new_samples()
             return
         if self._samples is None:
             self._start()
@@ -293,6 +339,65 @@ class Reader(Operator):
             raise RuntimeError(f"{self.label}: the checkpoint was made for shard {state['shard_id']} of "
                                f"{state['num_shards']}, this reader is shard {a['shard_id']} of {a['num_shards']}")
         self._samples.set_state(state["samples"])
+
+    # -- elastic restore: the checkpoints of every shard of another sharding
+    def set_elastic_state(self, states: list) -> None:
+        """Continues the epoch that the shards saved in ``states`` were in: the samples none of them
+        had handed out yet are split over the new shards as the shards of a dataset are, then
+        every shard reads on as a new reader of the new sharding does."""
+        self.set_state(None)
+        if all(st is None for st in states):
+            return  # none had started: nothing was consumed
+        if any(st is None for st in states):
+            raise RuntimeError(f"{self.label}: elastic restore: some shards' readers had not started")
+        old = len(states)
+        if sorted(st["shard_id"] for st in states) != list(range(old)) or any(st["num_shards"] != old
+                                                                              for st in states):
+            raise RuntimeError(f"{self.label}: elastic restore needs the checkpoints of every shard of the old "
+                               f"sharding, one each; got shards {sorted(st['shard_id'] for st in states)} of "
+                               f"{sorted({st['num_shards'] for st in states})}")
+        if any(st["size"] != self.size for st in states):
+            raise RuntimeError(f"{self.label}: the checkpoints were made over another dataset size than "
+                               f"this reader's {self.size} samples")
+        unseen = [self._unseen(st) for st in states]
+        passes = {p for p, _ in unseen}
+        if len(passes) > 1:
+            raise RuntimeError(f"{self.label}: elastic restore: the old shards were in different epochs "
+                               f"(passes {sorted(passes)}); checkpoint every shard at the same iteration, "
+                               "with pad_last_batch=True when the shards' sizes differ")
+        remaining = sorted(i for _, part in unseen for i in part)
+        if len(set(remaining)) != len(remaining):
+            raise RuntimeError(f"{self.label}: elastic restore: the old shards' remaining samples overlap")
+        a = self.args
+        if 0 < len(remaining) < a["num_shards"]:
+            raise RuntimeError(f"{self.label}: elastic restore: {len(remaining)} samples remain in the epoch, "
+                               f"fewer than the {a['num_shards']} new shards; resume from a checkpoint taken "
+                               "earlier in the epoch or at its end")
+        self.elastic_remaining = len(remaining) or None  # the iterators size this epoch from it
+        lo, hi = shard_bounds(len(remaining), a["num_shards"], a["shard_id"])
+        pass_index = passes.pop() + (0 if remaining else 1)
+        self._samples.start_with(remaining[lo:hi], pass_index, -(-len(remaining) // a["num_shards"]))
+
+    def _unseen(self, state: dict) -> tuple[int, list[int]]:
+        """The pass a saved reader was handing out, and its samples not handed out yet."""
+        s, r = state["samples"], state["samples"]["read"]
+        if "prelude" in s:
+            return s["pass_index"], decode_ints(s["prelude"])
+        order = decode_ints(r["order"]) if "order" in r else self._samples.read.order
+
+        def index(position: int) -> int:
+            return position if order is None else order[position]
+
+        n, shards = state["size"], state["num_shards"]
+        if not s["passes"]:  # nothing read yet: all of the first pass
+            begin, end = shard_bounds(n, shards, state["shard_id"])
+            return s["pass_index"], [index(p) for p in range(begin, end)]
+        front, buf = s["passes"][0], s["buffer"]
+        part = [buf[c % len(buf)] for c in range(front[0], front[1])]
+        if len(s["passes"]) == 1:  # the pass is still being read: the rest of its shard is unread
+            begin, end = shard_bounds(n, shards, r["pass_shard"])
+            part += [index(p) for p in range(r["pos"], r["pos"] + (end - begin) - r["read_in_pass"])]
+        return s["pass_index"], part
 
     def reader_meta(self) -> dict:
         if self._samples is None:

@@ -121,7 +121,8 @@ class Pipeline:
         self._enable_checkpointing = bool(enable_checkpointing)
         self._checkpoint = None if checkpoint is None else _checkpoint.parse(checkpoint)
         self._restored = checkpoint is not None
-        self._iterator_data = "" if checkpoint is None else self._checkpoint.get("iterator_data", "")
+        # an iterator's position in the checkpoint (none in an elastic restore's list of checkpoints)
+        self._iterator_data = self._checkpoint.get("iterator_data", "") if isinstance(self._checkpoint, dict) else ""
         if py_start_method not in ("fork", "spawn"):
             raise ValueError(f"py_start_method must be 'fork' or 'spawn', got {py_start_method!r}")
         if py_start_method == "fork" and py_callback_pickler is not None:

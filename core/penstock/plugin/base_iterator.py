@@ -138,9 +138,11 @@ class _DaliBaseIterator:
         for p in self._pipes:
             p.build()
         self._reader: _ReaderEpochs | None = None
+        self._elastic = False  # the first epoch is the rest of one begun under another sharding
         if reader_name is not None:
             self._reader = self._read_reader_meta(reader_name)
             self._size = self._initial_reader_size()
+            self._start_elastic(reader_name)
         self._scheduled = False
         self._state_before_first: dict | None = None  # for checkpoints() while the first batch waits
         restored = self._pipes[0]._iterator_data if self._pipes[0].is_restored_from_checkpoint else ""
@@ -160,12 +162,13 @@ class _DaliBaseIterator:
     def _get_state(self) -> dict:
         r = self._reader
         return {"counter": self._counter, "size": self._size, "dropped_read": self._dropped_read,
-                "ever_consumed": self._ever_consumed,
+                "ever_consumed": self._ever_consumed, "elastic": self._elastic,
                 "reader": None if r is None else {"epoch": r.epoch, "read_ahead": list(r.read_ahead)}}
 
     def _set_state(self, state: dict) -> None:
         self._counter, self._size = state["counter"], state["size"]
         self._dropped_read, self._ever_consumed = state["dropped_read"], state["ever_consumed"]
+        self._elastic = state.get("elastic", False)
         if self._reader is not None and state["reader"] is not None:
             self._reader.epoch = state["reader"]["epoch"]
             self._reader.read_ahead = list(state["reader"]["read_ahead"])
@@ -202,6 +205,21 @@ class _DaliBaseIterator:
             assert len(values) == 1, f"the pipelines' readers '{name}' disagree on {key}: {sorted(values)}"
         self._last_batch_padded = bool(metas[0]["pad_last_batch"])
         return _ReaderEpochs(metas[0], [m["shard_id"] for m in metas])
+
+    def _start_elastic(self, name: str) -> None:
+        """Pipelines restored from the checkpoints of another sharding (``Pipeline(checkpoint=[...])``):
+        this epoch holds the samples the old shards had not handed out, split over the new ones."""
+        remaining = {p._readers[name].elastic_remaining for p in self._pipes}
+        if remaining == {None}:
+            return
+        r = self._reader
+        if not r.pad or len(remaining) != 1:
+            raise NotImplementedError("an iterator over pipelines restored elastically (checkpoints of another "
+                                      "sharding) needs readers with pad_last_batch=True")
+        left = remaining.pop()
+        self._size = left // r.num_shards if self._policy == LastBatchPolicy.DROP else -(-left // r.num_shards)
+        r.epoch = -1  # the new shards' own passes start after this epoch
+        self._elastic = True
 
     def _initial_reader_size(self) -> int:
         r = self._reader
@@ -334,6 +352,8 @@ class _DaliBaseIterator:
                 self._size = self._reader.carry_into_next_epoch(self._counter, self.batch_size)
             else:
                 self._reader.rotate()
+            if self._elastic:
+                self._size, self._elastic = self._initial_reader_size(), False
             self._counter = 0
         elif self._policy == LastBatchPolicy.FILL and not self._last_batch_padded and self._size > 0:
             self._counter %= self._size
