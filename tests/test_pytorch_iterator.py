@@ -302,3 +302,34 @@ def test_iterator_checkpoints_need_enable_checkpointing(dataset):
                              reader_name="Reader")
     with pytest.raises(RuntimeError, match="checkpointing is not enabled"):
         it.checkpoints()
+
+
+@pytest.mark.parametrize("policy", [LastBatchPolicy.FILL, LastBatchPolicy.PARTIAL, LastBatchPolicy.DROP])
+def test_iterators_over_elastically_restored_pipelines_keep_the_epoch_exact(dataset, policy):
+    files = dataset(13)
+
+    def iterator(shards, checkpoints=None):
+        return DALIGenericIterator(_ckpt_pipes(files, shards, checkpoints, pad_last_batch=True), ["label", "u"],
+                                   reader_name="Reader", last_batch_policy=policy)
+
+    def labels(batch):
+        return [i for d in batch for i in d["label"].numpy().ravel().tolist()]
+
+    old = iterator(2)
+    seen = labels(next(old)) + labels(next(old))  # two batches of 2 samples on each of 2 shards
+    new = iterator(3, [old.checkpoints()] * 3)
+    rest = [i for batch in new for i in labels(batch)]
+    if policy == LastBatchPolicy.PARTIAL:
+        assert sorted(seen + rest) == list(range(13))  # exactly the rest of the epoch
+    elif policy == LastBatchPolicy.FILL:
+        assert set(seen + rest) == set(range(13))      # the last batch is filled with padding repeats
+    else:
+        assert len(rest) % 6 == 0 and not set(seen) & set(rest)  # whole batches of the rest only
+    for _ in range(2):  # then whole epochs of three shards
+        epoch = [i for batch in new for i in labels(batch)]
+        if policy == LastBatchPolicy.PARTIAL:
+            assert sorted(epoch) == list(range(13))
+        elif policy == LastBatchPolicy.FILL:
+            assert set(epoch) == set(range(13))
+        else:
+            assert len(set(epoch)) == len(epoch) == len(new) * 6

@@ -69,11 +69,16 @@ class _ReaderEpochs:
         self.start_shards = list(shard_ids)
         self.epoch = 0                           # epochs the shards have rotated by
         self.read_ahead = [0] * self.num_shards  # per starting shard
+        # elastic restore: this epoch is the rest of one begun under another sharding, this many
+        # samples split over the shards as a dataset is (then the shards start their own epochs)
+        self.elastic_left: int | None = None
 
     def current_shard(self, start: int) -> int:
         return start if self.stick else (start + self.epoch) % self.num_shards
 
     def current_size(self, start: int) -> int:
+        if self.elastic_left is not None:
+            return shard_size(self.elastic_left, self.num_shards, start)
         return shard_size(self.n, self.num_shards, self.current_shard(start))
 
     def pipeline_remaining(self) -> list[int]:
@@ -94,7 +99,9 @@ class _ReaderEpochs:
             consumed = 0
 
     def rotate(self) -> None:
-        self.epoch += 1
+        if self.elastic_left is None:
+            self.epoch += 1
+        self.elastic_left = None
 
 
 class _DaliBaseIterator:
@@ -138,7 +145,6 @@ class _DaliBaseIterator:
         for p in self._pipes:
             p.build()
         self._reader: _ReaderEpochs | None = None
-        self._elastic = False  # the first epoch is the rest of one begun under another sharding
         if reader_name is not None:
             self._reader = self._read_reader_meta(reader_name)
             self._size = self._initial_reader_size()
@@ -148,8 +154,10 @@ class _DaliBaseIterator:
         restored = self._pipes[0]._iterator_data if self._pipes[0].is_restored_from_checkpoint else ""
         if restored:
             self._set_state(json.loads(restored))
-        # a checkpoint taken at the end of an epoch resumes with that end (StopIteration at next())
-        if prepare_first_batch and not (restored and self._epoch_ended()):
+        # a checkpoint taken at the end of an epoch resumes with that end (StopIteration at next()),
+        # as does an elastic restore whose rest of the epoch is less than one batch (DROP)
+        elastic = self._reader is not None and self._reader.elastic_left is not None
+        if prepare_first_batch and not ((restored or elastic) and self._epoch_ended()):
             self._state_before_first = self._get_state()
             try:
                 self._first_batch = self._next_batch()
@@ -162,16 +170,17 @@ class _DaliBaseIterator:
     def _get_state(self) -> dict:
         r = self._reader
         return {"counter": self._counter, "size": self._size, "dropped_read": self._dropped_read,
-                "ever_consumed": self._ever_consumed, "elastic": self._elastic,
-                "reader": None if r is None else {"epoch": r.epoch, "read_ahead": list(r.read_ahead)}}
+                "ever_consumed": self._ever_consumed,
+                "reader": None if r is None else {"epoch": r.epoch, "read_ahead": list(r.read_ahead),
+                                                  "elastic_left": r.elastic_left}}
 
     def _set_state(self, state: dict) -> None:
         self._counter, self._size = state["counter"], state["size"]
         self._dropped_read, self._ever_consumed = state["dropped_read"], state["ever_consumed"]
-        self._elastic = state.get("elastic", False)
         if self._reader is not None and state["reader"] is not None:
             self._reader.epoch = state["reader"]["epoch"]
             self._reader.read_ahead = list(state["reader"]["read_ahead"])
+            self._reader.elastic_left = state["reader"]["elastic_left"]
 
     def checkpoints(self) -> list:
         """One checkpoint per pipeline (pipelines need ``enable_checkpointing=True``), holding this
@@ -216,10 +225,16 @@ class _DaliBaseIterator:
         if not r.pad or len(remaining) != 1:
             raise NotImplementedError("an iterator over pipelines restored elastically (checkpoints of another "
                                       "sharding) needs readers with pad_last_batch=True")
-        left = remaining.pop()
-        self._size = left // r.num_shards if self._policy == LastBatchPolicy.DROP else -(-left // r.num_shards)
-        r.epoch = -1  # the new shards' own passes start after this epoch
-        self._elastic = True
+        r.elastic_left = remaining.pop()
+        self._size = self._epoch_size()
+
+    def _epoch_size(self) -> int:
+        """Samples per pipeline in the current epoch of a reader-driven iterator."""
+        r = self._reader
+        if r.elastic_left is None:
+            return self._initial_reader_size()
+        left = r.elastic_left
+        return left // r.num_shards if self._policy == LastBatchPolicy.DROP else -(-left // r.num_shards)
 
     def _initial_reader_size(self) -> int:
         r = self._reader
@@ -352,8 +367,7 @@ class _DaliBaseIterator:
                 self._size = self._reader.carry_into_next_epoch(self._counter, self.batch_size)
             else:
                 self._reader.rotate()
-            if self._elastic:
-                self._size, self._elastic = self._initial_reader_size(), False
+                self._size = self._epoch_size()
             self._counter = 0
         elif self._policy == LastBatchPolicy.FILL and not self._last_batch_padded and self._size > 0:
             self._counter %= self._size
