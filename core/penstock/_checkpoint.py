@@ -68,11 +68,11 @@ class History:
 # ---- plain-data encodings ----------------------------------------------------------------------
 def encode_ints(values: Any) -> str:
     """A long list of ints (a dataset permutation) as compressed base64 text."""
-    return base64.b64encode(zlib.compress(np.asarray(values, np.int64).tobytes(), 6)).decode("ascii")
+    return base64.b64encode(zlib.compress(np.asarray(values, np.int32).tobytes(), 6)).decode("ascii")
 
 
 def decode_ints(text: str) -> list[int]:
-    return np.frombuffer(zlib.decompress(base64.b64decode(text)), np.int64).tolist()
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), np.int32).tolist()
 
 
 def serialize(state: dict) -> bytes:
