@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from penstock import fn, pipeline_def, types
+from penstock import _cuda, fn, pipeline_def, types
 from penstock.pipeline import Pipeline
 
 END = "end of epoch"
@@ -19,9 +19,10 @@ def _drive(pipe, steps):
     events = []
     for _ in range(steps):
         try:
+            outs = [t.as_cpu() for t in pipe.run()]  # GPU batches copied to the host
             events.append([np.array(t.as_array() if t.is_dense_tensor() else
                                     np.concatenate([np.ravel(t.at(i)) for i in range(len(t))]))
-                           for t in pipe.run()])
+                           for t in outs])
         except StopIteration:
             events.append(END)
             pipe.reset()
@@ -304,6 +305,25 @@ def test_restore_in_place_rewinds_a_running_pipeline(label_files):
     _same(_drive(pipe, 7), reference[3:])
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda.available(), reason="needs a CUDA device")
+def test_gpu_pipeline_resumes_exactly_and_matches_the_cpu(jpeg_root):
+    def graph(device):
+        def g():
+            jpegs, labels = fn.readers.file(file_root=jpeg_root, random_shuffle=True, initial_fill=4, name="R")
+            images = fn.decoders.image_random_crop(jpegs, device="mixed" if device == "gpu" else "cpu")
+            images = fn.resize(images, resize_x=12, resize_y=10)
+            images = fn.crop_mirror_normalize(images, mirror=fn.random.coin_flip(), crop=(8, 8))
+            return images, fn.random_resized_crop(images, size=(6, 6)), labels
+        return g
+    make = _maker(graph("gpu"), batch_size=3, device_id=0)
+    reference = check_resume(make, steps=10, stops=(1, 6))
+    cpu = _drive(_maker(graph("cpu"), batch_size=3)(), 10)
+    for g, c in zip(reference, cpu):  # the same draws on both devices (pixels within 1)
+        for x, y in zip(g, c):
+            assert x.shape == y.shape and np.abs(x.astype(np.float64) - y).max() <= 1
+
+
 # ---- determinism ---------------------------------------------------------------------------------
 def _augmenting_graph(root):
     def graph():
@@ -410,3 +430,13 @@ def test_elastic_restore_needs_every_shard_at_the_same_iteration(label_files):
     _take(pipes[1], 3)  # 12 of 13 samples handed out: one left for three new shards
     with pytest.raises(RuntimeError, match="fewer than the 3 new shards"):
         _shard_pipe(label_files, 0, 3, [p.checkpoint() for p in pipes], pad_last_batch=True).build()
+
+
+def test_debug_mode_refuses_checkpointing():
+    from penstock.pipeline.experimental import pipeline_def as debug_def
+
+    @debug_def(batch_size=2, num_threads=1, device_id=None, debug=True, enable_checkpointing=True)
+    def pipe():
+        return fn.random.uniform(range=(0, 1))
+    with pytest.raises(NotImplementedError, match="debug mode"):
+        pipe()
