@@ -2,7 +2,6 @@
 the uninterrupted pipeline gives next, over several epochs, for every stateful operator; and the
 same seed gives the same batches whatever the threads, queue depths and executor modes."""
 import json
-import warnings
 
 import numpy as np
 import pytest
