@@ -439,3 +439,35 @@ def test_debug_mode_refuses_checkpointing():
         return fn.random.uniform(range=(0, 1))
     with pytest.raises(NotImplementedError, match="debug mode"):
         pipe()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_reader_skipping_unreadable_files_resumes_exactly(tmp_path, label_files):
+    files = list(label_files)
+    for k in (3, 8):  # unreadable entries: directories where files are listed
+        files[k] = str(tmp_path / f"dir{k}")
+        (tmp_path / f"dir{k}").mkdir()
+
+    def graph():
+        data, label = fn.readers.file(files=files, random_shuffle=True, initial_fill=4, on_error="skip", name="R")
+        return data, label
+    reference = check_resume(_maker(graph), steps=12, stops=(1, 4, 7))
+    assert not {3, 8} & {i for step in reference for i in step[1].ravel().tolist()}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_decoder_skipping_corrupt_images_resumes_exactly(tmp_path):
+    rng = np.random.default_rng(1)
+    files = []
+    for i in range(9):
+        path = tmp_path / f"{i}.jpg"
+        if i in (2, 6):
+            path.write_bytes(b"\xff\xd8\xff\xe0 not a jpeg" * 4)
+        else:
+            Image.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)).save(path)
+        files.append(str(path))
+
+    def graph():
+        jpegs, label = fn.readers.file(files=files, random_shuffle=True, initial_fill=3, name="R")
+        return fn.decoders.image_random_crop(jpegs, on_error="skip"), label
+    check_resume(_maker(graph, batch_size=2), steps=12, stops=(2, 5, 9))
