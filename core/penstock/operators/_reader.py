@@ -68,14 +68,17 @@ class ReadOrder:
         self.order = order                     # the list order (None: as scanned)
         self.reshuffle = reshuffle             # shuffle_after_epoch: the order of the next pass
         self.epoch = 1
+        self._encoded: tuple | None = None  # (order, its checkpoint text)
         if reshuffle is not None:
             self.order = reshuffle(list(range(n)) if order is None else order, self.epoch)
 
     def get_state(self) -> dict:
         state = {"pos": self.pos, "shard": self.shard, "pass_shard": self.pass_shard,
                  "read_in_pass": self.read_in_pass, "epoch": self.epoch}
-        if self.reshuffle is not None:  # this pass's own permutation of the list
-            state["order"] = encode_ints(self.order)
+        if self.reshuffle is not None:  # this pass's own permutation of the list, encoded once per pass
+            if self._encoded is None or self._encoded[0] is not self.order:
+                self._encoded = (self.order, encode_ints(self.order))
+            state["order"] = self._encoded[1]
         return state
 
     def set_state(self, state: dict) -> None:
