@@ -230,6 +230,22 @@ def test_parallel_external_source_resumes_exactly():
     check_resume(make, steps=10, stops=(2, 5))
 
 
+def _parallel_generator():
+    for i in range(3):
+        yield [np.array([i], np.int32)]
+
+
+def test_parallel_generator_restarts_from_its_beginning_with_a_warning():
+    make = _maker(lambda: fn.external_source(_parallel_generator, parallel=True, batch=True, cycle=True),
+                  batch_size=1, py_num_workers=1)
+    first = make()
+    _drive(first, 2)
+    with pytest.warns(RuntimeWarning, match="starts again from its beginning"):
+        restored = make(checkpoint=first.checkpoint())
+        restored.build()
+    _same(_drive(restored, 4), _drive(make(), 4))
+
+
 # ---- the prefetch queue and executor modes -------------------------------------------------------
 @pytest.mark.parametrize("pipe_kw", [
     dict(prefetch_queue_depth=1), dict(prefetch_queue_depth=4),
