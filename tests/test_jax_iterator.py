@@ -182,16 +182,43 @@ def test_data_iterator_sharding_and_devices_exclude_each_other():
                       devices=[HOST])
 
 
-def test_checkpoints_are_not_supported_yet(dataset):
+def _drive_jax(it, steps):
+    events = []
+    for _ in range(steps):
+        try:
+            b = next(it)
+            events.append((labels(b["label"]), np.asarray(b["u"]).ravel().tolist()))
+        except StopIteration:
+            events.append("end")
+            it.reset()
+    return events
+
+
+@pytest.mark.parametrize("policy", [FILL, DROP])
+def test_data_iterator_resumes_from_checkpoints(dataset, policy):
+    @data_iterator(output_map=["label", "u"], reader_name="Reader", last_batch_policy=policy)
+    def make():
+        _, label = fn.readers.file(files=dataset(7), random_shuffle=True, initial_fill=3, name="Reader")
+        return label, fn.random.uniform(range=(0, 1))
+
+    kw = dict(batch_size=2, device_id=None, seed=3, enable_checkpointing=True)
+    reference = _drive_jax(make(**kw), 12)
+    assert reference.count("end") >= 2
+    for stop in (0, 2, 4, 7):
+        it = make(**kw)
+        head = _drive_jax(it, stop)
+        cps = it.checkpoints()
+        assert head + _drive_jax(make(checkpoints=cps, **kw), 12 - stop) == reference, stop
+
+
+def test_checkpoints_need_enable_checkpointing(dataset):
     @data_iterator(output_map=["label"], reader_name="Reader")
     def make():
         _, label = fn.readers.file(files=dataset(4), name="Reader")
         return label
 
-    with pytest.raises(NotImplementedError, match="checkpoint"):
-        make(batch_size=2).checkpoints()
-    with pytest.raises(NotImplementedError, match="checkpoint"):
-        make(batch_size=2, checkpoints=[b"state"])
+    with pytest.raises(RuntimeError, match="checkpointing is not enabled"):
+        make(batch_size=2, device_id=None).checkpoints()
 
 
 # ---- peekable -------------------------------------------------------------------------------------

@@ -241,3 +241,95 @@ def test_iter_setup_feed_input_pipeline_with_positional_size():
     pipe.build()
     it = DALIGenericIterator(pipe, ["images"], 1)
     assert next(it)[0]["images"].tolist() == [[[1, 1], [1, 1]]]
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+def _ckpt_pipes(files, shards, checkpoints=None, **reader_kw):
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=5, enable_checkpointing=True)
+    def pipe(shard_id):
+        _, label = fn.readers.file(files=files, shard_id=shard_id, num_shards=shards, random_shuffle=True,
+                                   initial_fill=3, name="Reader", **reader_kw)
+        return label, fn.random.uniform(range=(0, 1))
+    cps = checkpoints or [None] * shards
+    return [pipe(s, checkpoint=c) for s, c in zip(range(shards), cps)]
+
+
+def _drive_iterator(it, steps):
+    events = []
+    for _ in range(steps):
+        try:
+            events.append([(d["label"].numpy().ravel().tolist(), d["u"].numpy().ravel().tolist()) for d in next(it)])
+        except StopIteration:
+            events.append("end")
+            it.reset()
+    return events
+
+
+@pytest.mark.parametrize("policy", list(LastBatchPolicy))
+@pytest.mark.parametrize("pad", [False, True])
+def test_iterator_checkpoints_resume_exactly_over_epochs(dataset, policy, pad):
+    files = dataset(7)
+
+    def make(checkpoints=None):
+        return DALIGenericIterator(_ckpt_pipes(files, 2, checkpoints, pad_last_batch=pad), ["label", "u"],
+                                   reader_name="Reader", last_batch_policy=policy)
+    steps = 14
+    reference = _drive_iterator(make(), steps)
+    assert reference.count("end") >= 3
+    for stop in (0, 1, 2, 3, 5, 9):
+        it = make()
+        head = _drive_iterator(it, stop)
+        cps = it.checkpoints()
+        assert len(cps) == 2 and all(isinstance(c, bytes) for c in cps)
+        assert head + _drive_iterator(make(cps), steps - stop) == reference, stop
+
+
+def test_iterator_state_dict_rewinds_a_running_iterator(dataset):
+    files = dataset(7)
+    it = DALIGenericIterator(_ckpt_pipes(files, 1), ["label", "u"], reader_name="Reader", auto_reset=True)
+    reference = _drive_iterator(DALIGenericIterator(_ckpt_pipes(files, 1), ["label", "u"], reader_name="Reader",
+                                                    auto_reset=True), 12)
+    head = _drive_iterator(it, 5)
+    state = it.state_dict()
+    assert set(state) == {"checkpoints"}
+    _drive_iterator(it, 4)           # runs on past the saved state ...
+    it.load_state_dict(state)        # ... and comes back to it
+    assert head + _drive_iterator(it, 7) == reference
+
+
+def test_iterator_checkpoints_need_enable_checkpointing(dataset):
+    it = DALIGenericIterator(label_pipe(dataset(4), 0, 1, False, False, batch_size=2), ["label"],
+                             reader_name="Reader")
+    with pytest.raises(RuntimeError, match="checkpointing is not enabled"):
+        it.checkpoints()
+
+
+@pytest.mark.parametrize("policy", [LastBatchPolicy.FILL, LastBatchPolicy.PARTIAL, LastBatchPolicy.DROP])
+def test_iterators_over_elastically_restored_pipelines_keep_the_epoch_exact(dataset, policy):
+    files = dataset(13)
+
+    def iterator(shards, checkpoints=None):
+        return DALIGenericIterator(_ckpt_pipes(files, shards, checkpoints, pad_last_batch=True), ["label", "u"],
+                                   reader_name="Reader", last_batch_policy=policy)
+
+    def labels(batch):
+        return [i for d in batch for i in d["label"].numpy().ravel().tolist()]
+
+    old = iterator(2)
+    seen = labels(next(old)) + labels(next(old))  # two batches of 2 samples on each of 2 shards
+    new = iterator(3, [old.checkpoints()] * 3)
+    rest = [i for batch in new for i in labels(batch)]
+    if policy == LastBatchPolicy.PARTIAL:
+        assert sorted(seen + rest) == list(range(13))  # exactly the rest of the epoch
+    elif policy == LastBatchPolicy.FILL:
+        assert set(seen + rest) == set(range(13))      # the last batch is filled with padding repeats
+    else:
+        assert len(rest) % 6 == 0 and not set(seen) & set(rest)  # whole batches of the rest only
+    for _ in range(2):  # then whole epochs of three shards
+        epoch = [i for batch in new for i in labels(batch)]
+        if policy == LastBatchPolicy.PARTIAL:
+            assert sorted(epoch) == list(range(13))
+        elif policy == LastBatchPolicy.FILL:
+            assert set(epoch) == set(range(13))
+        else:
+            assert len(set(epoch)) == len(epoch) == len(new) * 6

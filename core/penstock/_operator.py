@@ -136,6 +136,18 @@ class Operator:
     def reset_epoch(self) -> None:
         """The pipeline moved to the next epoch (sources restart their counters)."""
 
+    # -- checkpoints (penstock._checkpoint)
+    tracks_state = False  # state changes as iterations are prepared: recorded per iteration when checkpointing
+
+    def get_state(self) -> Any:
+        """Plain data from which ``set_state`` resumes this operator exactly (None: stateless). A
+        random operator's draws are keyed on its seed and the iteration, so its seed is its state."""
+        return {"seed": self.seed} if self.schema.is_random else None
+
+    def set_state(self, state: Any) -> None:
+        if state is not None and "seed" in state:
+            self.seed = int(state["seed"])
+
     # -- randomness
     def rng_for(self, iteration: int) -> np.random.Generator:
         key = np.array([self.seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], dtype=np.uint64)

@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _engine
+from .._checkpoint import decode_ints, encode_ints
 from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
@@ -67,8 +68,24 @@ class ReadOrder:
         self.order = order                     # the list order (None: as scanned)
         self.reshuffle = reshuffle             # shuffle_after_epoch: the order of the next pass
         self.epoch = 1
+        self._encoded: tuple | None = None  # (order, its checkpoint text)
         if reshuffle is not None:
             self.order = reshuffle(list(range(n)) if order is None else order, self.epoch)
+
+    def get_state(self) -> dict:
+        state = {"pos": self.pos, "shard": self.shard, "pass_shard": self.pass_shard,
+                 "read_in_pass": self.read_in_pass, "epoch": self.epoch}
+        if self.reshuffle is not None:  # this pass's own permutation of the list, encoded once per pass
+            if self._encoded is None or self._encoded[0] is not self.order:
+                self._encoded = (self.order, encode_ints(self.order))
+            state["order"] = self._encoded[1]
+        return state
+
+    def set_state(self, state: dict) -> None:
+        self.pos, self.shard, self.pass_shard = state["pos"], state["shard"], state["pass_shard"]
+        self.read_in_pass, self.epoch = state["read_in_pass"], state["epoch"]
+        if "order" in state:
+            self.order = decode_ints(state["order"])
 
     def read(self) -> tuple[int, bool]:
         """The next index, and whether it opens a new pass."""
@@ -103,6 +120,54 @@ class SampleBuffer:
         self.passes: deque[list[int]] = deque()       # [first, end) counters of each pass in the buffer
         self.returned = 0                             # samples handed out of the current pass, padding included
         self.last = -1
+        self.pass_index = 0                           # passes handed out completely
+        # elastic restore: the rest of an epoch begun under another sharding, handed out before reading
+        self.prelude: list[int] | None = None
+        self.prelude_pos = 0
+        self.prelude_pad_to = 0
+
+    def get_state(self) -> dict:
+        state = {"buffer": list(self.buffer), "passes": [list(p) for p in self.passes], "returned": self.returned,
+                 "last": self.last, "rng": None if self.rng is None else self.rng.state,
+                 "read": self.read.get_state(), "pass_index": self.pass_index}
+        if self.prelude is not None:
+            state["prelude"] = encode_ints(self.prelude[self.prelude_pos:])
+            state["prelude_pad_to"] = self.prelude_pad_to
+        return state
+
+    def set_state(self, state: dict) -> None:
+        self.buffer = list(state["buffer"])
+        self.passes = deque(list(p) for p in state["passes"])
+        self.returned, self.last, self.pass_index = state["returned"], state["last"], state["pass_index"]
+        if self.rng is not None:
+            self.rng.state = state["rng"]
+        self.read.set_state(state["read"])
+        self.prelude = decode_ints(state["prelude"]) if "prelude" in state else None
+        self.prelude_pos, self.prelude_pad_to = 0, state.get("prelude_pad_to", 0)
+
+    def start_with(self, indices: list[int], pass_index: int, pad_to: int) -> None:
+        """Hands ``indices`` out first (shuffled as a pass is), as pass ``pass_index``; then reads
+        this shard from its beginning as a new reader does."""
+        self.pass_index = pass_index
+        if indices:
+            self.prelude, self.prelude_pos, self.prelude_pad_to = list(indices), 0, pad_to
+
+    def _from_prelude(self, new_batch: bool) -> int | None:
+        left = len(self.prelude) - self.prelude_pos
+        if left:
+            pos = self.prelude_pos
+            pick = pos + (self.rng.below(left) if self.rng is not None else 0)
+            self.prelude[pos], self.prelude[pick] = self.prelude[pick], self.prelude[pos]
+            self.last = self.prelude[pos]
+            self.prelude_pos += 1
+            self.returned += 1
+            return self.last
+        if self.pad and (self.returned < self.prelude_pad_to or not new_batch):
+            self.returned += 1
+            return self.last
+        self.prelude, self.returned = None, 0
+        self.pass_index += 1
+        return None
 
     def _push(self) -> tuple[int, int]:
         """Reads one sample into the newest pass; returns it and its buffer counter."""
@@ -115,6 +180,10 @@ class SampleBuffer:
         return index, slot
 
     def _one(self, new_batch: bool) -> int:
+        if self.prelude is not None:
+            index = self._from_prelude(new_batch)
+            if index is not None:
+                return index
         if not self.buffer:
             self.passes.append([0, 0])
             for _ in range(self.fill):
@@ -127,6 +196,7 @@ class SampleBuffer:
                 return self.last
             self.passes.popleft()
             self.returned = 0
+            self.pass_index += 1
             front = self.passes[0]
         size = len(self.buffer)
         offset = self.rng.below(front[1] - front[0]) if self.rng is not None else 0
@@ -159,11 +229,13 @@ class Reader(Operator):
     reader whose ``load`` needs more sets ``reads_ahead = False``.
     """
     reads_ahead = True
+    tracks_state = True
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
         self._batch_size = pipeline.max_batch_size  # readers always give full batches
         self._ahead: deque = deque()
+        self.elastic_remaining: int | None = None  # samples left of an epoch continued elastically
         self._io: concurrent.futures.ThreadPoolExecutor | None = None
 
     def setup(self) -> None:
@@ -191,6 +263,11 @@ class Reader(Operator):
         if self.size < a["num_shards"]:
             raise ArgumentValueError(f"{self.label}: the dataset has {self.size} samples, fewer than "
                                      f"num_shards={a['num_shards']}")
+        self._new_samples()
+
+    def _new_samples(self) -> None:
+        """The read order and sample buffer of a reader that has read nothing yet."""
+        a = self.args
         reshuffle = _reshuffle_list if a["shuffle_after_epoch"] else None
         order = ReadOrder(self.size, a["num_shards"], a["shard_id"],
                           a["stick_to_shard"] or a["shuffle_after_epoch"], self.list_order(), reshuffle)
@@ -213,18 +290,117 @@ class Reader(Operator):
             self._start()
         return self._samples.next_batch(batch)
 
+    def _indices_for(self, iteration: int, batch: int) -> np.ndarray:
+        """The indices of ``iteration``'s batch; with checkpointing, the state before it is kept."""
+        history = getattr(self, "_history", None)
+        if history is None:
+            return self.next_indices(batch)
+        with history.lock:
+            history.record(iteration, self.get_state)
+            return self.next_indices(batch)
+
     def run(self, ws):
         # Readers always produce full batches of max_batch_size (sources may not shrink them).
         if self.args.get("on_error") == "skip":  # refills draw more indices: read in order, not ahead
-            return reader_load(self, ws, self.next_indices(ws.batch_size))
+            return reader_load(self, ws, self._indices_for(ws.iteration, ws.batch_size))
         if not self.reads_ahead:
-            return self.load(ws, self.next_indices(ws.batch_size))
+            return self.load(ws, self._indices_for(ws.iteration, ws.batch_size))
         if self._io is None:
             self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-reader")
             self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(1))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
-            self._ahead.append(self._io.submit(self.load, self._io_ws, self.next_indices(ws.batch_size)))
+            indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
+            self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
         return self._ahead.popleft().result()
+
+    # -- checkpoints: position, shuffle buffer and generator (the seed draws nothing else)
+    def get_state(self) -> dict | None:
+        if self._samples is None:
+            return None  # lazy_init, not started: a fresh reader
+        a = self.args
+        return {"size": self.size, "num_shards": a["num_shards"], "shard_id": a["shard_id"],
+                "samples": self._samples.get_state()}
+
+    def set_state(self, state: dict | None) -> None:
+        for pending in self._ahead:  # batches read ahead from the state being replaced
+            pending.exception()
+        self._ahead.clear()
+        history = getattr(self, "_history", None)
+        if history is not None:
+            history.clear()
+        if state is None:
+            if self._samples is not None:
+                self._new_samples()
+            return
+        if self._samples is None:
+            self._start()
+        a = self.args
+        if state["size"] != self.size:
+            raise RuntimeError(f"{self.label}: the checkpoint was made over {state['size']} samples, the "
+                               f"reader now finds {self.size}; restore over the same dataset")
+        if (state["num_shards"], state["shard_id"]) != (a["num_shards"], a["shard_id"]):
+            raise RuntimeError(f"{self.label}: the checkpoint was made for shard {state['shard_id']} of "
+                               f"{state['num_shards']}, this reader is shard {a['shard_id']} of {a['num_shards']}")
+        self._samples.set_state(state["samples"])
+
+    # -- elastic restore: the checkpoints of every shard of another sharding
+    def set_elastic_state(self, states: list) -> None:
+        """Continues the epoch that the shards saved in ``states`` were in: the samples none of them
+        had handed out yet are split over the new shards as the shards of a dataset are, then
+        every shard reads on as a new reader of the new sharding does."""
+        self.set_state(None)
+        if all(st is None for st in states):
+            return  # none had started: nothing was consumed
+        if any(st is None for st in states):
+            raise RuntimeError(f"{self.label}: elastic restore: some shards' readers had not started")
+        old = len(states)
+        if sorted(st["shard_id"] for st in states) != list(range(old)) or any(st["num_shards"] != old
+                                                                              for st in states):
+            raise RuntimeError(f"{self.label}: elastic restore needs the checkpoints of every shard of the old "
+                               f"sharding, one each; got shards {sorted(st['shard_id'] for st in states)} of "
+                               f"{sorted({st['num_shards'] for st in states})}")
+        if any(st["size"] != self.size for st in states):
+            raise RuntimeError(f"{self.label}: the checkpoints were made over another dataset size than "
+                               f"this reader's {self.size} samples")
+        unseen = [self._unseen(st) for st in states]
+        passes = {p for p, _ in unseen}
+        if len(passes) > 1:
+            raise RuntimeError(f"{self.label}: elastic restore: the old shards were in different epochs "
+                               f"(passes {sorted(passes)}); checkpoint every shard at the same iteration, "
+                               "with pad_last_batch=True when the shards' sizes differ")
+        remaining = sorted(i for _, part in unseen for i in part)
+        if len(set(remaining)) != len(remaining):
+            raise RuntimeError(f"{self.label}: elastic restore: the old shards' remaining samples overlap")
+        a = self.args
+        if 0 < len(remaining) < a["num_shards"]:
+            raise RuntimeError(f"{self.label}: elastic restore: {len(remaining)} samples remain in the epoch, "
+                               f"fewer than the {a['num_shards']} new shards; resume from a checkpoint taken "
+                               "earlier in the epoch or at its end")
+        self.elastic_remaining = len(remaining) or None  # the iterators size this epoch from it
+        lo, hi = shard_bounds(len(remaining), a["num_shards"], a["shard_id"])
+        pass_index = passes.pop() + (0 if remaining else 1)
+        self._samples.start_with(remaining[lo:hi], pass_index, -(-len(remaining) // a["num_shards"]))
+
+    def _unseen(self, state: dict) -> tuple[int, list[int]]:
+        """The pass a saved reader was handing out, and its samples not handed out yet."""
+        s, r = state["samples"], state["samples"]["read"]
+        if "prelude" in s:
+            return s["pass_index"], decode_ints(s["prelude"])
+        order = decode_ints(r["order"]) if "order" in r else self._samples.read.order
+
+        def index(position: int) -> int:
+            return position if order is None else order[position]
+
+        n, shards = state["size"], state["num_shards"]
+        if not s["passes"]:  # nothing read yet: all of the first pass
+            begin, end = shard_bounds(n, shards, state["shard_id"])
+            return s["pass_index"], [index(p) for p in range(begin, end)]
+        front, buf = s["passes"][0], s["buffer"]
+        part = [buf[c % len(buf)] for c in range(front[0], front[1])]
+        if len(s["passes"]) == 1:  # the pass is still being read: the rest of its shard is unread
+            begin, end = shard_bounds(n, shards, r["pass_shard"])
+            part += [index(p) for p in range(r["pos"], r["pos"] + (end - begin) - r["read_in_pass"])]
+        return s["pass_index"], part
 
     def reader_meta(self) -> dict:
         if self._samples is None:

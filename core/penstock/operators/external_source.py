@@ -495,6 +495,35 @@ class ExternalSource(Operator):
     def reset_epoch(self) -> None:
         pass  # counters live in the pipeline; iterables are not rewound (DALI semantics)
 
+    # -- checkpoints: callables are indexed by the pipeline's counters, so they resume by themselves;
+    # an iterable's position cannot be saved: it restarts from its beginning (as in DALI), warned
+    def _restarts(self) -> bool:
+        if self._parallel is not None:
+            return self._parallel.dedicated is not None
+        return self.source is not None and self._caller._iterator is not None
+
+    def get_state(self) -> dict | None:
+        return {"restarts": True} if self._restarts() else None
+
+    def set_state(self, state: dict | None) -> None:
+        from .._checkpoint import warn_restart
+        if self._parallel is not None:
+            if self._parallel.dedicated is None:  # batches computed ahead for the old position
+                self._parallel._cancel()
+                self._parallel.epoch = None
+            elif state is not None:
+                if self._parallel.fifo:
+                    raise NotImplementedError(f"{self.label}: restoring a running pipeline whose parallel "
+                                              "source is an iterable or generator (build a new pipeline with "
+                                              "checkpoint=... instead)")
+                warn_restart(self.label, "a parallel source that is an iterable or a generator")
+            return
+        if state is not None and self._restarts():
+            warn_restart(self.label, "a source that is an iterable or a generator")
+            a = self.args
+            self._caller = _SourceCaller(self.source, a["batch"], a["batch_info"], _cycle_mode(a["cycle"]),
+                                         a["num_outputs"])
+
     def run(self, ws):
         if ws.gpu is None:
             return ws.fed

@@ -74,6 +74,9 @@ class DebugPipeline(Pipeline):
     """A pipeline whose graph function runs eagerly every iteration."""
 
     def __init__(self, func: Callable, args: tuple, kwargs: dict, conditionals: bool, **ctor: Any):
+        if ctor.get("enable_checkpointing") or ctor.get("checkpoint") is not None:
+            raise NotImplementedError("penstock does not support checkpointing in debug mode "
+                                      "(enable_checkpointing / checkpoint with debug=True)")
         super().__init__(**ctor)
         self._func, self._fargs, self._fkwargs = func, args, kwargs
         self._conditionals = conditionals

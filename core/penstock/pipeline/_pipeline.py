@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import _engine
+from .. import _checkpoint, _engine
 from .._executor import Executor, Iteration
 from .._graph import OpNode, collect
 from .._registry import ArgumentValueError, as_argument_error, kernel_for
@@ -118,9 +118,11 @@ class Pipeline:
         if default_cuda_stream_priority is not None and default_cuda_stream_priority != 0:
             warnings.warn("default_cuda_stream_priority is deprecated and has no effect", DeprecationWarning, 2)
         self._enable_memory_stats = bool(enable_memory_stats)
-        if enable_checkpointing or checkpoint is not None:
-            raise NotImplementedError("penstock does not support checkpointing yet "
-                                      "(enable_checkpointing / checkpoint)")
+        self._enable_checkpointing = bool(enable_checkpointing)
+        self._checkpoint = None if checkpoint is None else _checkpoint.parse(checkpoint)
+        self._restored = checkpoint is not None
+        # an iterator's position in the checkpoint (none in an elastic restore's list of checkpoints)
+        self._iterator_data = self._checkpoint.get("iterator_data", "") if isinstance(self._checkpoint, dict) else ""
         if py_start_method not in ("fork", "spawn"):
             raise ValueError(f"py_start_method must be 'fork' or 'spawn', got {py_start_method!r}")
         if py_start_method == "fork" and py_callback_pickler is not None:
@@ -201,7 +203,8 @@ class Pipeline:
     enable_memory_stats = property(lambda self: self._enable_memory_stats)
     py_num_workers = property(lambda self: self._py_num_workers)
     py_start_method = property(lambda self: self._py_start_method)
-    is_restored_from_checkpoint = property(lambda self: False)
+    enable_checkpointing = property(lambda self: self._enable_checkpointing)
+    is_restored_from_checkpoint = property(lambda self: self._restored)
 
     @property
     def num_outputs(self) -> int:
@@ -328,6 +331,10 @@ class Pipeline:
         self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
                                   self._exec_async, self._exec_pipelined, self._gpu,
                                   (self._cpu_queue_size, self._gpu_queue_size))
+        if self._enable_checkpointing:
+            _checkpoint.enable(self)
+        if self._checkpoint is not None:
+            _checkpoint.restore(self, self._checkpoint)
         self._built = True
 
     def _link_consumers(self) -> None:
@@ -423,6 +430,8 @@ class Pipeline:
             raise RuntimeError(f"a source gave a batch of {batch} samples, more than the pipeline's "
                                f"max_batch_size {self._max_batch_size}")
         it = Iteration(self._iteration, self._epoch, batch, fed)
+        if self._enable_checkpointing:
+            _checkpoint.scheduled(self, it.index)
         self._iteration += 1
         self._iter_in_epoch += 1
         self._executor.submit(it)
@@ -449,6 +458,8 @@ class Pipeline:
             results = self._executor.wait(it)
         finally:
             self._executor.release(it)
+            if self._enable_checkpointing:
+                _checkpoint.consumed(self, it.index)
         self._check_outputs(results)
         return results
 
@@ -645,7 +656,21 @@ class Pipeline:
         self.build()
 
     def checkpoint(self, filename: str | None = None) -> bytes:
-        raise NotImplementedError("penstock does not support checkpointing yet (Pipeline.checkpoint)")
+        """The pipeline's state after the last iteration consumed (``enable_checkpointing=True``);
+        ``Pipeline(..., checkpoint=...)`` resumes from it with the very batches that would have come
+        next. Written to ``filename`` too when given."""
+        return self._checkpoint_with(filename)
+
+    def _checkpoint_with(self, filename: str | None = None, iterator_data: str = "", unconsumed: int = 0) -> bytes:
+        data = _checkpoint.capture(self, iterator_data, unconsumed)
+        if filename is not None:
+            with open(filename, "wb") as f:
+                f.write(data)
+        return data
+
+    def _restore_in_place(self, checkpoint: Any) -> None:
+        """Rewinds (or advances) a built pipeline to a checkpoint; prefetched work is dropped."""
+        _checkpoint.rewind(self, checkpoint)
 
     # ---- lifetime --------------------------------------------------------------------------
     def _shutdown(self) -> None:

@@ -8,6 +8,7 @@ tuple of ``TensorList``s) into framework objects, keeping only the first ``count
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import math
 import warnings
@@ -68,11 +69,16 @@ class _ReaderEpochs:
         self.start_shards = list(shard_ids)
         self.epoch = 0                           # epochs the shards have rotated by
         self.read_ahead = [0] * self.num_shards  # per starting shard
+        # elastic restore: this epoch is the rest of one begun under another sharding, this many
+        # samples split over the shards as a dataset is (then the shards start their own epochs)
+        self.elastic_left: int | None = None
 
     def current_shard(self, start: int) -> int:
         return start if self.stick else (start + self.epoch) % self.num_shards
 
     def current_size(self, start: int) -> int:
+        if self.elastic_left is not None:
+            return shard_size(self.elastic_left, self.num_shards, start)
         return shard_size(self.n, self.num_shards, self.current_shard(start))
 
     def pipeline_remaining(self) -> list[int]:
@@ -93,7 +99,9 @@ class _ReaderEpochs:
             consumed = 0
 
     def rotate(self) -> None:
-        self.epoch += 1
+        if self.elastic_left is None:
+            self.epoch += 1
+        self.elastic_left = None
 
 
 class _DaliBaseIterator:
@@ -140,14 +148,58 @@ class _DaliBaseIterator:
         if reader_name is not None:
             self._reader = self._read_reader_meta(reader_name)
             self._size = self._initial_reader_size()
+            self._start_elastic(reader_name)
         self._scheduled = False
-        if prepare_first_batch:
+        self._state_before_first: dict | None = None  # for checkpoints() while the first batch waits
+        restored = self._pipes[0]._iterator_data if self._pipes[0].is_restored_from_checkpoint else ""
+        if restored:
+            self._set_state(json.loads(restored))
+        # a checkpoint taken at the end of an epoch resumes with that end (StopIteration at next()),
+        # as does an elastic restore whose rest of the epoch is less than one batch (DROP)
+        elastic = self._reader is not None and self._reader.elastic_left is not None
+        if prepare_first_batch and not ((restored or elastic) and self._epoch_ended()):
+            self._state_before_first = self._get_state()
             try:
                 self._first_batch = self._next_batch()
             except StopIteration:
                 raise RuntimeError("the iterator got no data in the pipeline for its first batch: the "
                                    "pipeline ended at once, or the last batch policy dropped a batch "
                                    "larger than the epoch (shard)") from None
+
+    # ---- checkpoints (api.md §14) -------------------------------------------------------------
+    def _get_state(self) -> dict:
+        r = self._reader
+        return {"counter": self._counter, "size": self._size, "dropped_read": self._dropped_read,
+                "ever_consumed": self._ever_consumed,
+                "reader": None if r is None else {"epoch": r.epoch, "read_ahead": list(r.read_ahead),
+                                                  "elastic_left": r.elastic_left}}
+
+    def _set_state(self, state: dict) -> None:
+        self._counter, self._size = state["counter"], state["size"]
+        self._dropped_read, self._ever_consumed = state["dropped_read"], state["ever_consumed"]
+        if self._reader is not None and state["reader"] is not None:
+            self._reader.epoch = state["reader"]["epoch"]
+            self._reader.read_ahead = list(state["reader"]["read_ahead"])
+            self._reader.elastic_left = state["reader"]["elastic_left"]
+
+    def checkpoints(self) -> list:
+        """One checkpoint per pipeline (pipelines need ``enable_checkpointing=True``), holding this
+        iterator's position too: pipelines built with them (``checkpoint=``) give a new iterator
+        that continues with the batch this one would return next."""
+        waiting = self._first_batch is not None  # taken from the pipelines, not yet returned
+        state = self._state_before_first if waiting else self._get_state()
+        data = json.dumps(state)
+        return [p._checkpoint_with(iterator_data=data, unconsumed=int(waiting)) for p in self._pipes]
+
+    def _load_checkpoints(self, checkpoints: Sequence[Any]) -> None:
+        """Rewinds this iterator and its running pipelines to ``checkpoints()`` output."""
+        if len(checkpoints) != len(self._pipes):
+            raise RuntimeError(f"{len(checkpoints)} checkpoints given for {len(self._pipes)} pipelines")
+        for p, cpt in zip(self._pipes, checkpoints):
+            p._restore_in_place(cpt)
+        self._first_batch, self._state_before_first, self._scheduled = None, None, False
+        if self._pipes[0]._iterator_data:  # absent from a checkpoint taken with Pipeline.checkpoint()
+            self._set_state(json.loads(self._pipes[0]._iterator_data))
 
     # ---- framework hook ----------------------------------------------------------------------
     def _convert(self, pipe: Any, outputs: tuple, count: int) -> Any:
@@ -162,6 +214,27 @@ class _DaliBaseIterator:
             assert len(values) == 1, f"the pipelines' readers '{name}' disagree on {key}: {sorted(values)}"
         self._last_batch_padded = bool(metas[0]["pad_last_batch"])
         return _ReaderEpochs(metas[0], [m["shard_id"] for m in metas])
+
+    def _start_elastic(self, name: str) -> None:
+        """Pipelines restored from the checkpoints of another sharding (``Pipeline(checkpoint=[...])``):
+        this epoch holds the samples the old shards had not handed out, split over the new ones."""
+        remaining = {p._readers[name].elastic_remaining for p in self._pipes}
+        if remaining == {None}:
+            return
+        r = self._reader
+        if not r.pad or len(remaining) != 1:
+            raise NotImplementedError("an iterator over pipelines restored elastically (checkpoints of another "
+                                      "sharding) needs readers with pad_last_batch=True")
+        r.elastic_left = remaining.pop()
+        self._size = self._epoch_size()
+
+    def _epoch_size(self) -> int:
+        """Samples per pipeline in the current epoch of a reader-driven iterator."""
+        r = self._reader
+        if r.elastic_left is None:
+            return self._initial_reader_size()
+        left = r.elastic_left
+        return left // r.num_shards if self._policy == LastBatchPolicy.DROP else -(-left // r.num_shards)
 
     def _initial_reader_size(self) -> int:
         r = self._reader
@@ -294,6 +367,7 @@ class _DaliBaseIterator:
                 self._size = self._reader.carry_into_next_epoch(self._counter, self.batch_size)
             else:
                 self._reader.rotate()
+                self._size = self._epoch_size()
             self._counter = 0
         elif self._policy == LastBatchPolicy.FILL and not self._last_batch_padded and self._size > 0:
             self._counter %= self._size

@@ -151,10 +151,6 @@ class DALIGenericIterator(_DaliBaseIterator):
                                                             [jnp.expand_dims(a, 0) for a in arrays])
         return jax.make_array_from_single_device_arrays((len(arrays) * shape[0],) + shape[1:], sharding, arrays)
 
-    def checkpoints(self) -> list:
-        """The pipelines' checkpoints (to pass as ``checkpoints=`` to a ``data_iterator`` factory)."""
-        return [p.checkpoint() for p in self._pipes]
-
 
 # ---- data_iterator ------------------------------------------------------------------------------
 _DEFAULT_NUM_THREADS = 4

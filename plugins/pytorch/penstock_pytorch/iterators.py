@@ -28,6 +28,16 @@ class DALIGenericIterator(_DaliBaseIterator):
         super().__init__(pipelines, size, reader_name, auto_reset, fill_last_batch, last_batch_padded,
                          last_batch_policy, prepare_first_batch)
 
+    def state_dict(self) -> dict:
+        """``torch.utils.data``-style state (``StatefulDataLoader``): the pipelines' checkpoints,
+        with this iterator's position; pipelines need ``enable_checkpointing=True``."""
+        return {"checkpoints": self.checkpoints()}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Rewinds (or advances) this iterator and its pipelines to ``state_dict()`` output; batches
+        prepared ahead are dropped, and the next batch is the one that followed the saved state."""
+        self._load_checkpoints(state_dict["checkpoints"])
+
     def _convert(self, pipe: Any, outputs: tuple, count: int) -> dict[str, Any]:
         if len(outputs) != len(self.output_map):
             raise RuntimeError(f"the pipeline has {len(outputs)} outputs but output_map names "
