@@ -1,0 +1,113 @@
+"""A ``DALIDataset`` on a TensorFlow GPU: batches handed over as GPU tensors, zero-copy.
+
+``from_generator`` hands over host arrays only (``numpy_function``). A dataset on a GPU is instead
+a generator dataset created under ``tf.device('/GPU:k')`` (TensorFlow's generator and options
+datasets have GPU kernels, as ``tf.data.experimental.copy_to_device`` uses): its ``next``
+function calls ``tf.py_function`` on that GPU, whose Python body drives the pipeline and returns
+``EagerTensor``s that TensorFlow passes on as they are when they already live on that GPU.
+
+GPU outputs cross with ``tf.experimental.dlpack.from_dlpack``, which shares the batch's device
+memory. TensorFlow's DLPack import takes no stream, so it cannot be ordered after the pipeline's
+stream on the GPU: the host first waits for the batch's own completion event (recorded when the
+pipeline finished that iteration, so later iterations keep running and, with the pipeline
+prefetching ahead, the wait is usually over at once), never for the whole device. The batch is
+exported for the legacy default stream: when TensorFlow drops the tensor, the pipeline's stream
+waits for all work queued so far on TensorFlow's streams (blocking streams, which order with the
+legacy stream) before the memory is reused. Should TensorFlow refuse the batch's memory, one
+device copy (CuPy, a fresh allocation) is handed over instead. A dataset on another GPU than the
+pipeline's gets the batch through DLPack and then one device-to-device copy (TensorFlow's); CPU
+outputs of a dataset on a GPU (allowed with ``fail_on_device_mismatch=False``) one host-to-device
+copy.
+"""
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.data.ops import from_generator_op
+
+from penstock.tensors import TensorListGPU
+
+from ._outputs import check_arity, checked_shape
+from ._placement import TO_GPU, TO_HOST
+
+# The live generators of the dataset iterators, by id (as from_generator keeps its own).
+_live: dict[int, Iterator[Any]] = {}
+_ids = itertools.count()
+
+
+def _from_dlpack(tensor: Any) -> tf.Tensor:
+    return tf.experimental.dlpack.from_dlpack(tensor.__dlpack__(stream=1))
+
+
+def gpu_tensor(batch: TensorListGPU, shape: tuple[int, ...], index: int) -> tf.Tensor:
+    """A GPU batch as a TensorFlow tensor on the batch's GPU: zero-copy, else one device copy."""
+    tensor = batch.as_reshaped_tensor(shape)
+    tensor._wait_on_host()  # TensorFlow's from_dlpack has no stream argument: this batch's event only
+    try:
+        return _from_dlpack(tensor)
+    except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as e:
+        import cupy  # the GPU backend's array library; a GPU batch means it is there
+
+        warnings.warn(f"DALIDataset: TensorFlow cannot take output `{index}` without a copy ({e.message}); "
+                      "it is copied once on the GPU", stacklevel=2)
+        with cupy.cuda.Device(batch.device_id()):
+            copy = cupy.array(cupy.asarray(tensor), copy=True, order="C")
+            cupy.cuda.get_current_stream().synchronize()  # before TensorFlow, whose stream we cannot see
+        return tf.experimental.dlpack.from_dlpack(copy.toDlpack())
+
+
+def batch_tensors(outputs: Sequence[Any], dtypes: Sequence[tf.DType], shapes: Sequence[tf.TensorShape],
+                  batch_size: int, transfers: Sequence[str]) -> tuple[tf.Tensor, ...]:
+    """One pipeline iteration's outputs as tensors for a dataset on ``tf.device`` (see _placement
+    for ``transfers``); the caller's device scope (the py_function's) receives host tensors."""
+    check_arity(outputs, dtypes)
+    tensors = []
+    for i, (batch, dtype, shape, transfer) in enumerate(zip(outputs, dtypes, shapes, transfers)):
+        target = checked_shape(batch, dtype, shape, batch_size, i)
+        if isinstance(batch, TensorListGPU) and transfer != TO_HOST:
+            tensors.append(gpu_tensor(batch, target, i))  # PEER: TensorFlow copies it to the py_function's GPU
+        else:
+            host = batch.as_cpu() if isinstance(batch, TensorListGPU) else batch
+            with tf.device("/CPU:0"):  # TO_GPU: TensorFlow copies it to the py_function's GPU
+                tensors.append(tf.convert_to_tensor(host.as_array().reshape(target)))
+    return tuple(tensors)
+
+
+def device_dataset(make: Callable[[], Iterator[Sequence[tf.Tensor]]], specs: Sequence[tf.TensorSpec],
+                   device: str) -> tf.data.Dataset:
+    """A dataset on ``device`` whose every iterator runs a fresh ``make()`` generator of tensors.
+
+    The generator's tensors are handed over as they are if they are on ``device``, else copied
+    there (by ``tf.py_function``). Must be called within ``tf.device(device)``.
+    """
+    def init() -> tf.Tensor:
+        def start() -> np.int64:
+            key = next(_ids)
+            _live[key] = make()
+            return np.int64(key)
+        with tf.device("/CPU:0"):
+            return tf.numpy_function(start, [], tf.int64, stateful=True)
+
+    def next_batch(key: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        def step(k: tf.Tensor) -> list[tf.Tensor]:
+            return list(next(_live[int(k)]))  # StopIteration ends the dataset (OutOfRange)
+        with tf.device(device):
+            values = tf.py_function(step, [key], [s.dtype for s in specs])
+        for value, spec in zip(values, specs):
+            value.set_shape(spec.shape)
+        return tuple(values)
+
+    def finalize(key: tf.Tensor) -> tf.Tensor:
+        def stop(k: np.int64) -> np.int64:
+            gen = _live.pop(int(k), None)
+            if gen is not None:
+                gen.close()  # shuts the pipeline down
+            return np.int64(0)
+        with tf.device("/CPU:0"):
+            return tf.numpy_function(stop, [key], tf.int64, stateful=True)
+
+    return from_generator_op._GeneratorDataset((), init, next_batch, finalize, tuple(specs))
