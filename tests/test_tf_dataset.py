@@ -249,10 +249,15 @@ def test_argument_checks(files):
         make_dataset(pipe, input_datasets={})
 
 
-def test_gpu_scope_without_a_tensorflow_gpu_is_soft_placed_on_the_cpu(files):
+@pytest.fixture
+def no_tf_gpu(monkeypatch):
+    """TensorFlow without a GPU (tensorflow-cpu, as here), on any machine."""
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda device_type=None: [])
+
+
+def test_gpu_scope_without_a_tensorflow_gpu_is_soft_placed_on_the_cpu(files, no_tf_gpu):
     # TensorFlow without a GPU places tf.device('/GPU:0') work on the CPU, as it would DALI's op:
     # a CPU pipeline matches it.
-    assert not tf.config.list_logical_devices("GPU")
     with tf.device("/GPU:0"):
         ds = make_dataset(reader_pipe(files))
     assert ds._device_placement.device == "/CPU:0"
@@ -266,12 +271,12 @@ def gpu_output_pipe():
     return pipe()
 
 
-def test_gpu_outputs_without_a_tensorflow_gpu_fail_at_creation():
+def test_gpu_outputs_without_a_tensorflow_gpu_fail_at_creation(no_tf_gpu):
     with pytest.raises(RuntimeError, match="output 0 of the pipeline is on the GPU, but TensorFlow sees no GPU"):
         dali_tf.DALIDataset(gpu_output_pipe(), output_dtypes=(tf.float32, tf.float32), batch_size=2, device_id=0)
 
 
-def test_gpu_outputs_of_a_dataset_on_the_cpu_are_a_device_mismatch():
+def test_gpu_outputs_of_a_dataset_on_the_cpu_are_a_device_mismatch(no_tf_gpu):
     kw = dict(output_dtypes=(tf.float32, tf.float32), batch_size=2, device_id=0)
     for device in ("/CPU:0", "/GPU:0"):  # the GPU scope falls back to the CPU here
         with tf.device(device):
