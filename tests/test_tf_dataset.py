@@ -300,7 +300,7 @@ def test_device_dataset_runs_the_pipeline_behind_a_py_function(files):
                                          "exec_dynamic": False}, with_sources=False)
     dtypes, shapes = [s.dtype for s in SPECS], [s.shape for s in SPECS]
     with tf.device("/CPU:0"):
-        ds = _device.device_dataset(lambda: _source.run(spec, [], dtypes, shapes, BATCH, 2, (HOST,) * 3),
+        ds = _device.device_dataset(lambda: _source.run(spec, [], dtypes, shapes, BATCH, 2, on_gpu=True),
                                     SPECS, "/CPU:0")
     assert ds.element_spec == SPECS
     want = pipeline_batches(reader_pipe(files), 3)

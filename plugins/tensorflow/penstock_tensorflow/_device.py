@@ -32,7 +32,6 @@ from tensorflow.python.data.ops import from_generator_op
 from penstock.tensors import TensorListGPU
 
 from ._outputs import check_arity, checked_shape
-from ._placement import TO_GPU, TO_HOST
 
 # The live generators of the dataset iterators, by id (as from_generator keeps its own).
 _live: dict[int, Iterator[Any]] = {}
@@ -45,35 +44,42 @@ def _from_dlpack(tensor: Any) -> tf.Tensor:
 
 def gpu_tensor(batch: TensorListGPU, shape: tuple[int, ...], index: int) -> tf.Tensor:
     """A GPU batch as a TensorFlow tensor on the batch's GPU: zero-copy, else one device copy."""
+    batch._wait_on_host()  # TensorFlow's from_dlpack has no stream argument: this batch's event only
     tensor = batch.as_reshaped_tensor(shape)
-    tensor._wait_on_host()  # TensorFlow's from_dlpack has no stream argument: this batch's event only
+    if tensor.data_ptr() != batch.data_ptr():  # samples not back to back: stacked on CuPy's current stream
+        _current_stream().synchronize()
     try:
-        return _from_dlpack(tensor)
+        return tf.experimental.dlpack.from_dlpack(tensor.__dlpack__(stream=1))
     except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as e:
-        import cupy  # the GPU backend's array library; a GPU batch means it is there
-
         warnings.warn(f"DALIDataset: TensorFlow cannot take output `{index}` without a copy ({e.message}); "
                       "it is copied once on the GPU", stacklevel=2)
+        import cupy  # the GPU backend's array library: there whenever a batch is on the GPU
+
         with cupy.cuda.Device(batch.device_id()):
-            copy = cupy.array(cupy.asarray(tensor), copy=True, order="C")
-            cupy.cuda.get_current_stream().synchronize()  # before TensorFlow, whose stream we cannot see
+            copy = cupy.from_dlpack(tensor).copy()  # ordered after the pipeline's stream by DLPack
+            _current_stream().synchronize()  # done before TensorFlow, whose stream we cannot see
         return tf.experimental.dlpack.from_dlpack(copy.toDlpack())
 
 
+def _current_stream() -> Any:
+    import cupy
+    return cupy.cuda.get_current_stream()
+
+
 def batch_tensors(outputs: Sequence[Any], dtypes: Sequence[tf.DType], shapes: Sequence[tf.TensorShape],
-                  batch_size: int, transfers: Sequence[str]) -> tuple[tf.Tensor, ...]:
-    """One pipeline iteration's outputs as tensors for a dataset on ``tf.device`` (see _placement
-    for ``transfers``); the caller's device scope (the py_function's) receives host tensors."""
+                  batch_size: int) -> tuple[tf.Tensor, ...]:
+    """One pipeline iteration's outputs as tensors, for a dataset on a GPU: GPU outputs on their
+    GPU (shared), host outputs on the host; the py_function copies to its GPU what is elsewhere
+    (a CPU output, or the pipeline's GPU when the dataset is on another one)."""
     check_arity(outputs, dtypes)
     tensors = []
-    for i, (batch, dtype, shape, transfer) in enumerate(zip(outputs, dtypes, shapes, transfers)):
+    for i, (batch, dtype, shape) in enumerate(zip(outputs, dtypes, shapes)):
         target = checked_shape(batch, dtype, shape, batch_size, i)
-        if isinstance(batch, TensorListGPU) and transfer != TO_HOST:
-            tensors.append(gpu_tensor(batch, target, i))  # PEER: TensorFlow copies it to the py_function's GPU
+        if isinstance(batch, TensorListGPU):
+            tensors.append(gpu_tensor(batch, target, i))
         else:
-            host = batch.as_cpu() if isinstance(batch, TensorListGPU) else batch
-            with tf.device("/CPU:0"):  # TO_GPU: TensorFlow copies it to the py_function's GPU
-                tensors.append(tf.convert_to_tensor(host.as_array().reshape(target)))
+            with tf.device("/CPU:0"):
+                tensors.append(tf.convert_to_tensor(batch.as_array().reshape(target)))
     return tuple(tensors)
 
 

@@ -111,10 +111,10 @@ class InputFeed:
 
 def run(spec: PipelineSpec, feeds: Sequence[InputFeed], dtypes: Sequence[tf.DType],
         shapes: Sequence[tf.TensorShape], batch_size: int, depth: int,
-        transfers: Sequence[str] | None = None) -> Iterator[tuple[Any, ...]]:
+        on_gpu: bool = False) -> Iterator[tuple[Any, ...]]:
     """Batches of one dataset iterator, keeping ``depth`` pipeline iterations in flight: host
-    arrays (a dataset on the CPU), or with ``transfers`` (a dataset on a GPU, see _placement)
-    tensors, GPU outputs shared through DLPack (_device).
+    arrays for a dataset on the CPU, tensors for one ``on_gpu`` (GPU outputs shared through
+    DLPack, _device).
 
     Ends when an input dataset or a Python source ends (after the iterations in flight), never
     otherwise: readers stream forever.
@@ -143,8 +143,7 @@ def run(spec: PipelineSpec, feeds: Sequence[InputFeed], dtypes: Sequence[tf.DTyp
             except StopIteration:  # a Python source ended
                 return
             in_flight -= 1
-            arrays = (batch_arrays(outputs, dtypes, shapes, batch_size) if transfers is None
-                      else batch_tensors(outputs, dtypes, shapes, batch_size, transfers))
+            arrays = (batch_tensors if on_gpu else batch_arrays)(outputs, dtypes, shapes, batch_size)
             pipe.release_outputs()
             if more:  # before handing the batch over, so the pipeline works while TensorFlow does
                 more = schedule()

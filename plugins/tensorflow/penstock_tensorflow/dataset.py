@@ -128,9 +128,8 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
         shapes_ = [s.shape for s in specs]
         with tf.device(placement.device):  # the whole dataset: a GPU iterator needs GPU datasets
             if placement.on_gpu:
-                transfers = placement.transfers
                 generated = device_dataset(
-                    lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight, transfers), specs,
+                    lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight, on_gpu=True), specs,
                     placement.device)
             else:
                 generated = tf.data.Dataset.from_generator(
