@@ -280,8 +280,8 @@ def test_gpu_outputs_of_a_dataset_on_the_cpu_are_a_device_mismatch(no_tf_gpu):
     kw = dict(output_dtypes=(tf.float32, tf.float32), batch_size=2, device_id=0)
     for device in ("/CPU:0", "/GPU:0"):  # the GPU scope falls back to the CPU here
         with tf.device(device):
-            with pytest.raises(tf.errors.InternalError,
-                               match="TF device and DALI device mismatch. TF device: CPU, DALI device: GPU for output 0"):
+            with pytest.raises(tf.errors.InternalError, match="TF device and DALI device mismatch. "
+                                                              "TF device: CPU, DALI device: GPU for output 0"):
                 dali_tf.DALIDataset(gpu_output_pipe(), **kw)
             with pytest.warns(UserWarning, match=r"DALI device: GPU for output 0.*copied to the host"):
                 ds = dali_tf.DALIDataset(gpu_output_pipe(), fail_on_device_mismatch=False, **kw)
@@ -313,6 +313,43 @@ def test_device_dataset_runs_the_pipeline_behind_a_py_function(files):
 
     assert int(total(ds)) == sum(int(b[1].sum()) for b in want)
     assert not _device._live  # every iterator's generator (and pipeline) was finalized
+
+
+class HostBackedGpuBatch:
+    """The part of TensorListGPU that _device.gpu_tensor uses, over host memory (TensorFlow's
+    from_dlpack shares CPU memory the same way), recording the order of the calls."""
+
+    def __init__(self, array):
+        self.array, self.calls = array, []
+
+    def _wait_on_host(self):
+        self.calls.append("wait for the batch's event")
+
+    def as_reshaped_tensor(self, shape):
+        self.calls.append("dense view")
+        batch = self
+
+        class View:
+            def data_ptr(self):
+                return batch.array.ctypes.data
+
+            def __dlpack__(self, stream=None):
+                batch.calls.append(f"dlpack for stream {stream}")
+                return batch.array.reshape(shape).__dlpack__()
+        return View()
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+
+def test_gpu_batches_are_shared_after_waiting_for_their_event():
+    array = np.arange(12, dtype=np.float32)
+    batch = HostBackedGpuBatch(array)
+    tensor = _device.gpu_tensor(batch, (3, 4), 0)
+    # the host waits for the batch before anything reads it; exported for the legacy default stream
+    assert batch.calls == ["wait for the batch's event", "dense view", "dlpack for stream 1"]
+    array[5] = -1  # the tensor is the batch's memory
+    np.testing.assert_array_equal(tensor.numpy(), array.reshape(3, 4))
 
 
 # ---- external sources and inputs ----------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 A dense batch is handed over as a numpy view of the pipeline's output buffer. TensorFlow wraps
 a 64-byte aligned host array without copying it, and the engine's buffers are 64-byte aligned,
-so a batch crosses into TensorFlow zero-copy; shape matching only reshapes (a view).
+so a batch crosses into TensorFlow zero-copy; shape matching only reshapes (a view). A GPU
+output of a dataset on the CPU (a tolerated device mismatch) is copied to the host first; a
+dataset on a GPU takes tensors instead (_device), after the same checks (``checked_shape``).
 Mismatches raise ValueError, which reaches the dataset's consumer as
 ``tf.errors.InvalidArgumentError`` (DALI's error type for them).
 """
