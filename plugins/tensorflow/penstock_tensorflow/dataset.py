@@ -89,7 +89,7 @@ def _placement(pipe: Pipeline, device_id: int | None, fail_on_device_mismatch: b
                       device_id=device_id, tf_gpus=len(tf.config.list_logical_devices("GPU")),
                       fail_on_device_mismatch=fail_on_device_mismatch)
     for msg in placement.warnings:  # DALI logs these
-        warnings.warn(msg, stacklevel=5)
+        warnings.warn(msg, stacklevel=4)
     return placement
 
 
