@@ -7,7 +7,7 @@ function calls ``tf.py_function`` on that GPU, whose Python body drives the pipe
 ``EagerTensor``s that TensorFlow passes on as they are when they already live on that GPU.
 
 GPU outputs cross with ``tf.experimental.dlpack.from_dlpack``, which shares the batch's device
-memory. TensorFlow's DLPack import takes no stream, so it cannot be ordered after the pipeline's
+memory (flat, then reshaped by TensorFlow without a copy). TensorFlow's DLPack import takes no stream, so it cannot be ordered after the pipeline's
 stream on the GPU: the host first waits for the batch's own completion event (recorded when the
 pipeline finished that iteration, so later iterations keep running and, with the pipeline
 prefetching ahead, the wait is usually over at once), never for the whole device. The batch is
@@ -22,6 +22,7 @@ copy.
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
@@ -43,22 +44,26 @@ def _from_dlpack(tensor: Any) -> tf.Tensor:
 
 
 def gpu_tensor(batch: TensorListGPU, shape: tuple[int, ...], index: int) -> tf.Tensor:
-    """A GPU batch as a TensorFlow tensor on the batch's GPU: zero-copy, else one device copy."""
+    """A GPU batch as a TensorFlow tensor of ``shape`` on the batch's GPU: zero-copy, else one
+    device copy. The batch crosses flat (no strides for TensorFlow to reject) and is reshaped by
+    TensorFlow, which only relabels the buffer."""
     batch._wait_on_host()  # TensorFlow's from_dlpack has no stream argument: this batch's event only
-    tensor = batch.as_reshaped_tensor(shape)
-    if tensor.data_ptr() != batch.data_ptr():  # samples not back to back: stacked on CuPy's current stream
+    flat = batch.as_reshaped_tensor((math.prod(shape),))
+    if flat.data_ptr() != batch.data_ptr():  # samples not back to back: stacked on CuPy's current stream
         _current_stream().synchronize()
     try:
-        return tf.experimental.dlpack.from_dlpack(tensor.__dlpack__(stream=1))
+        tensor = tf.experimental.dlpack.from_dlpack(flat.__dlpack__(stream=1))
     except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError) as e:
         warnings.warn(f"DALIDataset: TensorFlow cannot take output `{index}` without a copy ({e.message}); "
                       "it is copied once on the GPU", stacklevel=2)
         import cupy  # the GPU backend's array library: there whenever a batch is on the GPU
 
         with cupy.cuda.Device(batch.device_id()):
-            copy = cupy.from_dlpack(tensor).copy()  # ordered after the pipeline's stream by DLPack
+            copy = cupy.from_dlpack(flat).copy()  # ordered after the pipeline's stream by DLPack
             _current_stream().synchronize()  # done before TensorFlow, whose stream we cannot see
-        return tf.experimental.dlpack.from_dlpack(copy.toDlpack())
+        tensor = tf.experimental.dlpack.from_dlpack(copy.toDlpack())
+    with tf.device(tensor.device):
+        return tf.reshape(tensor, shape)
 
 
 def _current_stream() -> Any:
