@@ -28,7 +28,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.data.ops import from_generator_op
+from tensorflow.python.data.ops import dataset_ops, structured_function
+from tensorflow.python.data.util import structure
+from tensorflow.python.ops import gen_dataset_ops
 
 from penstock.tensors import TensorListGPU
 
@@ -121,4 +123,31 @@ def device_dataset(make: Callable[[], Iterator[Sequence[tf.Tensor]]], specs: Seq
         with tf.device("/CPU:0"):
             return tf.numpy_function(stop, [key], tf.int64, stateful=True)
 
-    return from_generator_op._GeneratorDataset((), init, next_batch, finalize, tuple(specs))
+    return _GeneratorDataset(init, next_batch, finalize, tuple(specs))
+
+
+class _GeneratorDataset(dataset_ops.DatasetSource):
+    """TensorFlow's generator dataset (from_generator's, and copy_to_device's on a GPU): an
+    iterator runs ``init`` once, ``next_batch`` per element until OutOfRange, then ``finalize``.
+    As in copy_to_device, ``next_batch`` keeps int32 results in device memory (TensorFlow's GPU
+    kernels otherwise keep int32 tensors on the host)."""
+
+    def __init__(self, init: Callable, next_batch: Callable, finalize: Callable, specs: tuple):
+        name, self._name = "DALIDataset", None  # _name: the tf.data op's (optional) name
+        self._init_func = structured_function.StructuredFunctionWrapper(
+            init, name, input_structure=structure.type_spec_from_value(()))
+        state = self._init_func.output_structure
+        self._next_func = structured_function.StructuredFunctionWrapper(
+            next_batch, name, input_structure=state, defun_kwargs={"experimental_ints_on_device": True})
+        self._finalize_func = structured_function.StructuredFunctionWrapper(finalize, name, input_structure=state)
+        self._specs = specs
+        variant = gen_dataset_ops.generator_dataset(
+            self._init_func.function.captured_inputs, self._next_func.function.captured_inputs,
+            self._finalize_func.function.captured_inputs, init_func=self._init_func.function,
+            next_func=self._next_func.function, finalize_func=self._finalize_func.function,
+            **self._common_args)
+        super().__init__(variant)
+
+    @property
+    def element_spec(self) -> tuple:
+        return self._specs
