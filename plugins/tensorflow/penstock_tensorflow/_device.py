@@ -7,17 +7,17 @@ function calls ``tf.py_function`` on that GPU, whose Python body drives the pipe
 ``EagerTensor``s that TensorFlow passes on as they are when they already live on that GPU.
 
 GPU outputs cross with ``tf.experimental.dlpack.from_dlpack``, which shares the batch's device
-memory (flat, then reshaped by TensorFlow without a copy). TensorFlow's DLPack import takes no stream, so it cannot be ordered after the pipeline's
-stream on the GPU: the host first waits for the batch's own completion event (recorded when the
-pipeline finished that iteration, so later iterations keep running and, with the pipeline
-prefetching ahead, the wait is usually over at once), never for the whole device. The batch is
-exported for the legacy default stream: when TensorFlow drops the tensor, the pipeline's stream
-waits for all work queued so far on TensorFlow's streams (blocking streams, which order with the
-legacy stream) before the memory is reused. Should TensorFlow refuse the batch's memory, one
-device copy (CuPy, a fresh allocation) is handed over instead. A dataset on another GPU than the
-pipeline's gets the batch through DLPack and then one device-to-device copy (TensorFlow's); CPU
-outputs of a dataset on a GPU (allowed with ``fail_on_device_mismatch=False``) one host-to-device
-copy.
+memory (flat, then reshaped by TensorFlow without a copy). TensorFlow's DLPack import takes no
+stream, so it cannot be ordered after the pipeline's stream on the GPU: the host first waits for
+the batch's own completion event (recorded when the pipeline finished that iteration; later
+iterations keep running and, with the pipeline prefetching ahead, the wait is usually over at
+once), never for the whole device. The batch is exported for the legacy default stream: when
+TensorFlow drops the tensor, the pipeline's stream waits for all work queued so far on
+TensorFlow's streams (blocking streams, which order with the legacy stream) before the memory is
+reused. Should TensorFlow refuse the batch's memory, one device copy (CuPy, a fresh allocation)
+is handed over instead. A dataset on another GPU than the pipeline's gets the batch through
+DLPack and then one device-to-device copy (TensorFlow's); CPU outputs of a dataset on a GPU
+(allowed with ``fail_on_device_mismatch=False``) one host-to-device copy.
 """
 from __future__ import annotations
 
@@ -39,10 +39,6 @@ from ._outputs import check_arity, checked_shape
 # The live generators of the dataset iterators, by id (as from_generator keeps its own).
 _live: dict[int, Iterator[Any]] = {}
 _ids = itertools.count()
-
-
-def _from_dlpack(tensor: Any) -> tf.Tensor:
-    return tf.experimental.dlpack.from_dlpack(tensor.__dlpack__(stream=1))
 
 
 def gpu_tensor(batch: TensorListGPU, shape: tuple[int, ...], index: int) -> tf.Tensor:
