@@ -13,8 +13,9 @@ tf = pytest.importorskip("tensorflow")
 
 from penstock import fn, pipeline_def
 import penstock.plugin.tf as dali_tf
-from penstock_tensorflow import _source
+from penstock_tensorflow import _device, _source
 from penstock_tensorflow._outputs import match_shape
+from penstock_tensorflow._placement import HOST, TO_HOST
 
 N_FILES, FILE_BYTES, BATCH = 10, 8, 2
 
@@ -248,22 +249,107 @@ def test_argument_checks(files):
         make_dataset(pipe, input_datasets={})
 
 
-def test_placed_on_a_gpu_device_with_cpu_outputs(files):
+@pytest.fixture
+def no_tf_gpu(monkeypatch):
+    """TensorFlow without a GPU (tensorflow-cpu, as here), on any machine."""
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda device_type=None: [])
+
+
+def test_gpu_scope_without_a_tensorflow_gpu_is_soft_placed_on_the_cpu(files, no_tf_gpu):
+    # TensorFlow without a GPU places tf.device('/GPU:0') work on the CPU, as it would DALI's op:
+    # a CPU pipeline matches it.
     with tf.device("/GPU:0"):
-        with pytest.raises(RuntimeError, match="TF device and DALI device mismatch"):
-            make_dataset(reader_pipe(files))
-        with pytest.warns(UserWarning, match="mismatch"):
-            ds = make_dataset(reader_pipe(files), fail_on_device_mismatch=False)
+        ds = make_dataset(reader_pipe(files))
+    assert ds._device_placement.device == "/CPU:0"
     assert_same_batches([as_numpy(next(iter(ds)))], pipeline_batches(reader_pipe(files), 1))
 
 
-def test_gpu_outputs_are_not_supported():
-    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+def gpu_output_pipe():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
     def pipe():
-        return fn.random.uniform(range=(0, 1), shape=[2]).gpu()
+        return fn.random.uniform(range=(0, 1), shape=[2]).gpu(), fn.random.uniform(range=(0, 1), shape=[3])
+    return pipe()
 
-    with pytest.raises(NotImplementedError, match="output 0 of the pipeline is on the GPU"):
-        dali_tf.DALIDataset(pipe(), output_dtypes=tf.float32, batch_size=2, device_id=None)
+
+def test_gpu_outputs_without_a_tensorflow_gpu_fail_at_creation(no_tf_gpu):
+    with pytest.raises(RuntimeError, match="output 0 of the pipeline is on the GPU, but TensorFlow sees no GPU"):
+        dali_tf.DALIDataset(gpu_output_pipe(), output_dtypes=(tf.float32, tf.float32), batch_size=2, device_id=0)
+
+
+def test_gpu_outputs_of_a_dataset_on_the_cpu_are_a_device_mismatch(no_tf_gpu):
+    kw = dict(output_dtypes=(tf.float32, tf.float32), batch_size=2, device_id=0)
+    for device in ("/CPU:0", "/GPU:0"):  # the GPU scope falls back to the CPU here
+        with tf.device(device):
+            with pytest.raises(tf.errors.InternalError, match="TF device and DALI device mismatch. "
+                                                              "TF device: CPU, DALI device: GPU for output 0"):
+                dali_tf.DALIDataset(gpu_output_pipe(), **kw)
+            with pytest.warns(UserWarning, match=r"DALI device: GPU for output 0.*copied to the host"):
+                ds = dali_tf.DALIDataset(gpu_output_pipe(), fail_on_device_mismatch=False, **kw)
+        assert ds._device_placement.transfers == (TO_HOST, HOST)
+    # the legacy op interface goes through the same check
+    with tf.device("/CPU:0"), pytest.raises(tf.errors.InternalError, match="for output 0"):
+        dali_tf.DALIIteratorWrapper(pipeline=gpu_output_pipe(), shapes=[(2, 2), (2, 3)],
+                                    dtypes=[tf.float32, tf.float32], device_id=0)
+
+
+def test_device_dataset_runs_the_pipeline_behind_a_py_function(files):
+    """The GPU dataset's machinery (a generator dataset whose iterators each run a fresh pipeline
+    through tf.py_function, _device), exercised on the CPU with host outputs."""
+    pipe = reader_pipe(files)
+    spec = _source.PipelineSpec.of(pipe, {"batch_size": BATCH, "num_threads": 2, "device_id": None,
+                                         "exec_dynamic": False}, with_sources=False)
+    dtypes, shapes = [s.dtype for s in SPECS], [s.shape for s in SPECS]
+    with tf.device("/CPU:0"):
+        ds = _device.device_dataset(lambda: _source.run(spec, [], dtypes, shapes, BATCH, 2, on_gpu=True),
+                                    SPECS, "/CPU:0")
+    assert ds.element_spec == SPECS
+    want = pipeline_batches(reader_pipe(files), 3)
+    assert_same_batches([as_numpy(x) for x in ds.take(3)], want)
+    assert_same_batches([as_numpy(x) for x in ds.take(2).repeat(2)], want[:2] * 2)  # each iterator restarts
+
+    @tf.function
+    def total(dataset):
+        return dataset.take(3).reduce(tf.constant(0, tf.int32), lambda acc, x: acc + tf.reduce_sum(x[1]))
+
+    assert int(total(ds)) == sum(int(b[1].sum()) for b in want)
+    assert not _device._live  # every iterator's generator (and pipeline) was finalized
+
+
+class HostBackedGpuBatch:
+    """The part of TensorListGPU that _device.gpu_tensor uses, over host memory (TensorFlow's
+    from_dlpack shares CPU memory the same way), recording the order of the calls."""
+
+    def __init__(self, array):
+        self.array, self.calls = array, []
+
+    def _wait_on_host(self):
+        self.calls.append("wait for the batch's event")
+
+    def as_reshaped_tensor(self, shape):
+        self.calls.append("dense view")
+        batch = self
+
+        class View:
+            def data_ptr(self):
+                return batch.array.ctypes.data
+
+            def __dlpack__(self, stream=None):
+                batch.calls.append(f"dlpack for stream {stream}")
+                return batch.array.reshape(shape).__dlpack__()
+        return View()
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+
+def test_gpu_batches_are_shared_after_waiting_for_their_event():
+    array = np.arange(12, dtype=np.float32)
+    batch = HostBackedGpuBatch(array)
+    tensor = _device.gpu_tensor(batch, (3, 4), 0)
+    # the host waits for the batch before anything reads it; exported for the legacy default stream
+    assert batch.calls == ["wait for the batch's event", "dense view", "dlpack for stream 1"]
+    array[5] = -1  # the tensor is the batch's memory
+    np.testing.assert_array_equal(tensor.numpy(), array.reshape(3, 4))
 
 
 # ---- external sources and inputs ----------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 A dense batch is handed over as a numpy view of the pipeline's output buffer. TensorFlow wraps
 a 64-byte aligned host array without copying it, and the engine's buffers are 64-byte aligned,
-so a batch crosses into TensorFlow zero-copy; shape matching only reshapes (a view).
+so a batch crosses into TensorFlow zero-copy; shape matching only reshapes (a view). A GPU
+output of a dataset on the CPU (a tolerated device mismatch) is copied to the host first; a
+dataset on a GPU takes tensors instead (_device), after the same checks (``checked_shape``).
 Mismatches raise ValueError, which reaches the dataset's consumer as
 ``tf.errors.InvalidArgumentError`` (DALI's error type for them).
 """
@@ -14,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import tensorflow as tf
 
+from penstock.tensors import TensorListGPU
 from penstock.types import DALIDataType
 
 TF_TYPES: dict[DALIDataType, tf.DType] = {
@@ -67,22 +70,36 @@ def match_shape(want: tf.TensorShape, have: tuple[int, ...], batch_size: int, in
     return ways[0]
 
 
-def batch_arrays(outputs: Sequence[Any], dtypes: Sequence[tf.DType], shapes: Sequence[tf.TensorShape],
-                 batch_size: int) -> tuple[np.ndarray, ...]:
-    """One pipeline iteration's outputs (TensorListCPU) as arrays of the declared types and shapes."""
+def checked_shape(batch: Any, dtype: tf.DType, shape: tf.TensorShape, batch_size: int, index: int) -> tuple[int, ...]:
+    """The shape output ``index`` takes in TensorFlow, after checking its type and that it is dense
+    (on either device: only the batch's metadata is read)."""
+    got = TF_TYPES.get(batch.dtype)
+    if got != dtype:
+        raise ValueError(f"The type provided for output `{index}` is not compatible with the type returned by "
+                         f"the pipeline. Expected (output_dtypes[{index}]): {dtype.name}, got from the "
+                         f"pipeline: {got.name if got is not None else batch.dtype}.")
+    if not batch.is_dense_tensor():
+        raise ValueError(f"Batch output at index `{index}` is not uniform: its samples have different shapes "
+                         f"({batch.shape()[:4]}...), and TensorFlow needs one dense tensor per output. "
+                         "Make every sample of a batch the same shape (e.g. crop, resize or pad).")
+    have = (len(batch), *batch.shape()[0]) if len(batch) else (0,)
+    return match_shape(shape, have, batch_size, index)
+
+
+def check_arity(outputs: Sequence[Any], dtypes: Sequence[tf.DType]) -> None:
     if len(outputs) != len(dtypes):
         raise ValueError(f"The pipeline has {len(outputs)} outputs but {len(dtypes)} output_dtypes were given.")
+
+
+def batch_arrays(outputs: Sequence[Any], dtypes: Sequence[tf.DType], shapes: Sequence[tf.TensorShape],
+                 batch_size: int) -> tuple[np.ndarray, ...]:
+    """One pipeline iteration's outputs as host arrays of the declared types and shapes (a dataset
+    on the CPU). GPU outputs (allowed with ``fail_on_device_mismatch=False``) are copied to the host."""
+    check_arity(outputs, dtypes)
     arrays = []
     for i, (batch, dtype, shape) in enumerate(zip(outputs, dtypes, shapes)):
-        got = TF_TYPES.get(batch.dtype)
-        if got != dtype:
-            raise ValueError(f"The type provided for output `{i}` is not compatible with the type returned by "
-                             f"the pipeline. Expected (output_dtypes[{i}]): {dtype.name}, got from the "
-                             f"pipeline: {got.name if got is not None else batch.dtype}.")
-        if not batch.is_dense_tensor():
-            raise ValueError(f"Batch output at index `{i}` is not uniform: its samples have different shapes "
-                             f"({batch.shape()[:4]}...), and TensorFlow needs one dense tensor per output. "
-                             "Make every sample of a batch the same shape (e.g. crop, resize or pad).")
-        array = batch.as_array()
-        arrays.append(array.reshape(match_shape(shape, array.shape, batch_size, i)))
+        target = checked_shape(batch, dtype, shape, batch_size, i)
+        if isinstance(batch, TensorListGPU):
+            batch = batch.as_cpu()  # waits for the batch's producing work only, then copies
+        arrays.append(batch.as_array().reshape(target))
     return tuple(arrays)

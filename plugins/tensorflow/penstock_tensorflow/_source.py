@@ -13,13 +13,13 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-import numpy as np
 import tensorflow as tf
 
 from penstock._graph import OpNode, collect
 from penstock.pipeline import Pipeline
 from penstock.pipeline._serialize import deserialize
 
+from ._device import batch_tensors
 from ._outputs import batch_arrays
 
 _EXTERNAL_SOURCE = "ExternalSource"
@@ -110,8 +110,11 @@ class InputFeed:
 
 
 def run(spec: PipelineSpec, feeds: Sequence[InputFeed], dtypes: Sequence[tf.DType],
-        shapes: Sequence[tf.TensorShape], batch_size: int, depth: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """Batches of one dataset iterator, keeping ``depth`` pipeline iterations in flight.
+        shapes: Sequence[tf.TensorShape], batch_size: int, depth: int,
+        on_gpu: bool = False) -> Iterator[tuple[Any, ...]]:
+    """Batches of one dataset iterator, keeping ``depth`` pipeline iterations in flight: host
+    arrays for a dataset on the CPU, tensors for one ``on_gpu`` (GPU outputs shared through
+    DLPack, _device).
 
     Ends when an input dataset or a Python source ends (after the iterations in flight), never
     otherwise: readers stream forever.
@@ -140,7 +143,7 @@ def run(spec: PipelineSpec, feeds: Sequence[InputFeed], dtypes: Sequence[tf.DTyp
             except StopIteration:  # a Python source ended
                 return
             in_flight -= 1
-            arrays = batch_arrays(outputs, dtypes, shapes, batch_size)
+            arrays = (batch_tensors if on_gpu else batch_arrays)(outputs, dtypes, shapes, batch_size)
             pipe.release_outputs()
             if more:  # before handing the batch over, so the pipeline works while TensorFlow does
                 more = schedule()

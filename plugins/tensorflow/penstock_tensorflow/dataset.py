@@ -4,7 +4,9 @@ The dataset is ``tf.data.Dataset.from_generator`` over a Python generator that r
 pipeline (see ``_source``), wrapped like DALI's in an options dataset that turns off tf.data's
 default optimizations and autotuning. Each element is a tuple with one tensor per pipeline
 output. Batches cross into TensorFlow through one ``numpy_function`` call per batch and, being
-64-byte aligned host buffers, without a copy (``_outputs``).
+64-byte aligned host buffers, without a copy (``_outputs``). A dataset on a GPU (the pipeline's
+outputs are there, or ``tf.device`` says so; see ``_placement``) is a generator dataset on that GPU
+that takes GPU outputs through DLPack without a copy (``_device``).
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from tensorflow.python.eager import context
 
 from penstock.pipeline import Pipeline
 
+from ._device import device_dataset
+from ._placement import Placement, place
 from ._source import InputFeed, PipelineSpec, external_sources, run
 
 
@@ -67,30 +71,26 @@ def _signature(output_dtypes: Any, output_shapes: Any, output_signature: Any) ->
     return tuple(tf.TensorSpec(tf.TensorShape(s), d) for s, d in zip(shapes, dtypes))
 
 
-def _tf_device_type() -> str:
-    """'GPU' or 'CPU': where TensorFlow places ops created here (the enclosing tf.device scope)."""
+def _tf_device_scope() -> tuple[str | None, int | None]:
+    """The device type ("CPU"/"GPU", None when unset) and index of the enclosing tf.device scope."""
     if tf.executing_eagerly():
         spec = context.context().device_spec
-        return spec.device_type or "CPU"
-    stack = tf.compat.v1.get_default_graph()._device_function_stack
-    top = stack.peek_top_obj() if stack else None
-    name = getattr(top, "display_name", None) if top is not None else None
-    return (tf.DeviceSpec.from_string(name).device_type or "CPU") if isinstance(name, str) else "CPU"
+    else:
+        stack = tf.compat.v1.get_default_graph()._device_function_stack
+        top = stack.peek_top_obj() if stack else None
+        name = getattr(top, "display_name", None) if top is not None else None
+        spec = tf.DeviceSpec.from_string(name) if isinstance(name, str) else tf.DeviceSpec()
+    return (spec.device_type.upper() if spec.device_type else None), spec.device_index
 
 
-def _check_devices(pipe: Pipeline, fail_on_device_mismatch: bool) -> None:
-    for i, out in enumerate(pipe._outputs):
-        if out.device == "gpu":
-            raise NotImplementedError(
-                f"DALIDataset: output {i} of the pipeline is on the GPU; penstock's TensorFlow plugin hands "
-                "over CPU outputs only (end the pipeline with .cpu(), or use CPU operators)")
-    device = _tf_device_type()
-    if device == "GPU":
-        msg = ("TF device and DALI device mismatch. TF device: GPU, DALI device: CPU for output 0 "
-               "(DALIDataset is placed on a GPU by tf.device but the pipeline's outputs are on the CPU)")
-        if fail_on_device_mismatch:
-            raise RuntimeError(msg)
-        warnings.warn(msg + "; TensorFlow will copy every batch to the GPU", stacklevel=4)
+def _placement(pipe: Pipeline, device_id: int | None, fail_on_device_mismatch: bool) -> Placement:
+    scope_type, scope_index = _tf_device_scope()
+    placement = place([out.device for out in pipe._outputs], scope_type=scope_type, scope_index=scope_index,
+                      device_id=device_id, tf_gpus=len(tf.config.list_logical_devices("GPU")),
+                      fail_on_device_mismatch=fail_on_device_mismatch)
+    for msg in placement.warnings:  # DALI logs these
+        warnings.warn(msg, stacklevel=4)
+    return placement
 
 
 class _PipelineDataset(dataset_ops._OptionsDataset):
@@ -111,7 +111,7 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
         if len(pipeline._outputs) != len(specs):
             raise ValueError(f"DALIDataset: the pipeline has {len(pipeline._outputs)} outputs but "
                              f"{len(specs)} output types were given")
-        _check_devices(pipeline, fail_on_device_mismatch)
+        placement = _placement(pipeline, device_id, fail_on_device_mismatch)
         feeds = self._feeds(pipeline, input_datasets)
         # The driver keeps the queue depth's number of iterations in flight (the deeper queue's,
         # with separated queues, which exclude the dynamic executor).
@@ -126,9 +126,16 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
         spec = PipelineSpec.of(pipeline, params, with_sources=self._runs_sources)
         dtypes_ = [s.dtype for s in specs]
         shapes_ = [s.shape for s in specs]
-        generated = tf.data.Dataset.from_generator(
-            lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight), output_signature=specs)
-        super().__init__(generated, dataset_options())
+        with tf.device(placement.device):  # the whole dataset: a GPU iterator needs GPU datasets
+            if placement.on_gpu:
+                generated = device_dataset(
+                    lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight, on_gpu=True), specs,
+                    placement.device)
+            else:
+                generated = tf.data.Dataset.from_generator(
+                    lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight), output_signature=specs)
+            super().__init__(generated, dataset_options())
+        self._device_placement = placement  # where the dataset lives, per-output transfers
 
     _runs_sources = False  # whether external_source callables run in the dataset's pipelines
 
