@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
-import itertools
 import threading
 import warnings
 import weakref
@@ -29,7 +28,6 @@ from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
 
 DEFAULT_HW_LOAD = 0.65
-DECODE_PROCESSES = 2  # the batches in flight decode at once, each in its own process
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 
@@ -68,8 +66,7 @@ class MixedDecoder:
             raise NotImplementedError(f"{op.label}: cache_size (the decoded-image cache) is not supported on "
                                       "the mixed backend")
         self.op = weakref.proxy(op)  # the operator owns this object
-        self.processes: list = []  # nvImageCodec decoder processes, taking batches in turn
-        self._turn = itertools.count()
+        self.process = None  # the nvImageCodec decoder process
         self._opened = False
         self._host = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-host-decode")
         self._reserved = False
@@ -90,33 +87,28 @@ class MixedDecoder:
     def _release(self) -> None:
         self._jobs.shutdown(wait=True)
         self._opened = False
-        self._release_processes()
+        if self.process is not None:
+            self.process.close()
+            self.process = None
         self._host.shutdown(wait=False)
 
-    def _release_processes(self) -> None:
-        for process in self.processes:
-            process.close()
-        self.processes = []
-
-    def _decoder_processes(self, ws) -> list:
-        """The decoder processes, started on first use (none: decode on the host)."""
+    def _decoder_process(self, ws) -> Any:
+        """The decoder process, started on first use (None: decode on the host)."""
         if not self._opened:
             self._opened = True
             if not _has_nvimgcodec():
-                return []
+                return None
             from .._cuda._decode_process import DecodeProcess
             options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
             try:
                 hw_load = float(self.op.args["hw_decoder_load"])
-                threads = min(8, max(2, ws.pool.num_threads // (2 * DECODE_PROCESSES)))
-                for _ in range(DECODE_PROCESSES):
-                    self.processes.append(DecodeProcess(ws.gpu, options, threads, hw_load,
-                                                        adaptive=hw_load == DEFAULT_HW_LOAD))
+                self.process = DecodeProcess(ws.gpu, options, min(8, max(2, ws.pool.num_threads // 2)),
+                                             hw_load, adaptive=hw_load == DEFAULT_HW_LOAD)
             except (RuntimeError, OSError) as exc:
                 warnings.warn(f"{self.op.label}: {exc}; decoding on the host", RuntimeWarning, 3)
-                self._release_processes()
+                return None
             ws.gpu.on_close(self._release)
-        return self.processes
+        return self.process
 
     # -- the two sides ---------------------------------------------------------------------------
     def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None):
@@ -143,7 +135,7 @@ class MixedDecoder:
         n = len(src)
         output_type = int(args["output_type"])
         gpu_ok = _is_jpeg(src) if output_type in _GPU_OUTPUT_TYPES else np.zeros(n, bool)
-        if gpu_ok.any() and not self._decoder_processes(ws):
+        if gpu_ok.any() and self._decoder_process(ws) is None:
             gpu_ok[:] = False
         gpu_idx = np.nonzero(gpu_ok)[0]
         host_idx = np.nonzero(~gpu_ok)[0]
@@ -161,16 +153,14 @@ class MixedDecoder:
     def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx) -> tuple:
         """Both decoders at once; what the GPU could not decode goes to the host afterwards."""
         host_job = self._host.submit(self._decode_host, ws, src, host_idx, crop) if len(host_idx) else None
-        held, slot_offsets, failed = None, np.zeros(0, np.int64), []  # held: (process, its slot)
+        slot, slot_offsets, failed = None, np.zeros(0, np.int64), []
         if len(gpu_idx):
             sizes = windows[gpu_idx, 2] * windows[gpu_idx, 3] * shapes[gpu_idx, 2]
             slot_offsets = np.zeros(len(gpu_idx), np.int64)
             np.cumsum(sizes[:-1], out=slot_offsets[1:])
-            process = self.processes[next(self._turn) % len(self.processes)]
-            slot, reply = process.submit(src._buf, src._offsets[gpu_idx], src._volumes()[gpu_idx],
-                                         windows[gpu_idx], shapes[gpu_idx], slot_offsets, int(sizes.sum()),
-                                         bool(self.op.args["adjust_orientation"]))
-            held = (process, slot)
+            slot, reply = self.process.submit(src._buf, src._offsets[gpu_idx], src._volumes()[gpu_idx],
+                                              windows[gpu_idx], shapes[gpu_idx], slot_offsets, int(sizes.sum()),
+                                              bool(self.op.args["adjust_orientation"]))
             failed = reply.result()
         host = host_job.result() if host_job is not None else None
         if failed:
@@ -178,11 +168,11 @@ class MixedDecoder:
             extra = self._decode_host(ws, src, redo, crop)
             host_idx = np.concatenate([host_idx, redo])
             host = extra if host is None else _concat_host(host, extra)
-        return held, slot_offsets, set(failed), gpu_idx, host_idx, host
+        return slot, slot_offsets, set(failed), gpu_idx, host_idx, host
 
     def _fill(self, ws, out: Any, job: Any, windows: np.ndarray, output_type: int) -> None:
         """On the GPU stage: waits for the decoders, then queues the gather into ``out``."""
-        held, slot_offsets, failed, gpu_idx, host_idx, host = job.result()
+        slot, slot_offsets, failed, gpu_idx, host_idx, host = job.result()
         n = len(out)
         channels = out._shapes[:, 2].copy()
         pointers = np.zeros(n, np.uint64)
@@ -191,7 +181,6 @@ class MixedDecoder:
         windows = windows.copy()
         done = np.array([k for k in range(len(gpu_idx)) if k not in failed], np.int64)
         if len(done):  # the slot holds each window packed
-            slot = held[1]
             i = gpu_idx[done]
             pointers[i] = np.uint64(slot.ptr) + slot_offsets[done].astype(np.uint64)
             pitches[i] = windows[i, 3] * channels[i]
@@ -210,8 +199,8 @@ class MixedDecoder:
             pitches[host_idx] = hshapes[:, 1] * hshapes[:, 2]
             windows[host_idx, :2] = 0
         ws.kernels.gather_images(pointers, pitches, windows, channels, reverse, out._buf, out._offsets)
-        if held is not None:
-            held[0].release(held[1])
+        if slot is not None:
+            self.process.release(slot)
 
 
 def _concat_host(a: tuple, b: tuple) -> tuple:
