@@ -328,3 +328,22 @@ def test_host_data_given_to_a_gpu_operator_is_moved_to_the_gpu():
     for i in range(2):
         np.testing.assert_array_equal(joined.as_cpu().at(i), np.concatenate([a[i], a[i]]))
         np.testing.assert_array_equal(window.as_cpu().at(i), a[i][:1])
+
+
+def _branches(probability):
+    def graph(x):
+        if fn.random.coin_flip(probability=probability):
+            x = fn.flip(x, horizontal=1)
+            if fn.random.coin_flip():
+                x = fn.brightness(x, brightness=1.5)
+        else:
+            x = fn.rotate(x, angle=90)  # the branches' shapes differ
+        return x
+    return graph
+
+
+@pytest.mark.parametrize("probability", [0.0, 0.4, 1.0])
+def test_conditionals_split_and_merge_on_the_gpu(probability):
+    """Per-sample if/else on GPU data (a CPU predicate): the same samples take the same branch
+    on both devices, and the merge restores sample order; a branch no sample takes is fine."""
+    assert_same(_branches(probability), [IMAGES + IMAGES[::-1]], ["HWC"], enable_conditionals=True)

@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
-from ._batch import empty_batch
 
 SPLIT = OpSchema(
     "_conditional.Split", "The samples whose predicate equals `branch` (zero-copy view, order kept).",
     args=[Arg("branch", ArgType.BOOL, True, doc="which side of the predicate to keep")],
-    min_inputs=2, devices=("cpu",), internal=True)
+    min_inputs=2, devices=("cpu", "gpu"), host_inputs=(1,), internal=True)
 
 MERGE = OpSchema(
     "_conditional.Merge", "Interleaves the false-branch and true-branch batches back into sample order.",
     args=[Arg("what", ArgType.STR, "", doc="the variable being merged (for error messages)")],
-    min_inputs=3, devices=("cpu",), internal=True)
+    min_inputs=3, devices=("cpu", "gpu"), host_inputs=(2,), internal=True)
 
 PREDICATE = OpSchema(
     "_conditional.Predicate", "Checks a predicate (0-d CPU samples) and applies `not` to it.",
@@ -42,8 +40,8 @@ def predicate_mask(tl: TensorListCPU, label: str, kind: str = "if") -> np.ndarra
     return tl._buf[tl._offsets] != 0 if len(tl) else np.zeros(0, np.bool_)
 
 
-@register(SPLIT)
-class SplitCPU(Operator):
+@register(SPLIT, device=("cpu", "gpu"))
+class Split(Operator):
     def run(self, ws):
         data, pred = ws.inputs
         mask = predicate_mask(pred, self.label)
@@ -55,17 +53,19 @@ class SplitCPU(Operator):
         if len(keep) and keep[-1] - keep[0] + 1 == len(keep) and data._is_packed_cached():
             # a run of consecutive samples of a packed batch: a view, no copy
             start = data._offsets[keep[0]]
-            return [TensorListCPU._from_packed(data._buf[start:], shapes, data._offsets[keep] - start,
-                                               data._layout, infos)]
-        out = empty_batch(shapes, data._buf.dtype, data._layout, infos)
-        if len(keep):  # kernels expect packed batches: one native gather of the selected samples
-            _engine.concat(ws.pool, [data._buf], [shapes], [data._offsets[keep]], 0,
-                           out._buf, out._shapes, out._offsets)
+            view = type(data)._from_packed(data._buf[start:], shapes, data._offsets[keep] - start, data._layout, infos)
+            if ws.gpu is not None:  # ordered like the batch it views
+                view.stream, view._event = data.stream, data._event
+            return [view]
+        out = ws.new_batch(shapes, data._buf.dtype, data._layout, infos)
+        if len(keep):  # kernels expect packed batches: one gather of the selected samples
+            ws.kernels.concat(ws.pool, [data._buf], [shapes], [data._offsets[keep]], 0,
+                              out._buf, out._shapes, out._offsets)
         return [out]
 
 
-@register(MERGE)
-class MergeCPU(Operator):
+@register(MERGE, device=("cpu", "gpu"))
+class Merge(Operator):
     """Either side may also be the whole batch (a value the branch left unchanged): its samples
     are then taken at their own positions, which saves splitting it first."""
 
@@ -98,11 +98,11 @@ class MergeCPU(Operator):
             if len(idx):  # a side no sample took may be a placeholder (see the executor)
                 shapes[idx] = part_shapes
                 infos[idx] = part_infos
-        out = empty_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
+        out = ws.new_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
         for part, idx, part_shapes, part_offsets, _ in sides:
-            if len(idx):  # one native call per side: copies each of its samples to its slot
-                _engine.concat(ws.pool, [part._buf], [part_shapes], [np.ascontiguousarray(part_offsets)], 0,
-                               out._buf, part_shapes, out._offsets[idx])
+            if len(idx):  # one kernel call per side: copies each of its samples to its slot
+                ws.kernels.concat(ws.pool, [part._buf], [part_shapes], [np.ascontiguousarray(part_offsets)], 0,
+                                  out._buf, part_shapes, out._offsets[idx])
         out._source_info = infos.tolist()
         return [out]
 
