@@ -347,3 +347,30 @@ def test_conditionals_split_and_merge_on_the_gpu(probability):
     """Per-sample if/else on GPU data (a CPU predicate): the same samples take the same branch
     on both devices, and the merge restores sample order; a branch no sample takes is fine."""
     assert_same(_branches(probability), [IMAGES + IMAGES[::-1]], ["HWC"], enable_conditionals=True)
+
+
+@pytest.mark.parametrize("kw", [
+    {},
+    {"axes": (0, 1)},
+    {"axis_names": "HW", "scale": 64.0, "shift": 128.0, "dtype": types.UINT8},
+    {"axes": (0, 1), "ddof": 1, "epsilon": 0.5},
+    {"batch": True, "axes": (0, 1)},
+    {"mean": 100.0},
+    {"mean": 100.0, "stddev": 40.0, "axes": (0, 1)},
+    {"stddev": 30.0, "axes": (0,)},
+])
+def test_normalize_on_the_gpu_matches_the_cpu(kw):
+    same_hw = [im[:21, :37] for im in IMAGES]  # batch=True needs equal kept extents
+    assert_same(lambda x: fn.normalize(x, **kw), [same_hw], ["HWC"], rtol_float=1e-4)
+    assert_same(lambda x: fn.normalize(x, **kw), [[f[:21, :37] for f in FLOATS]], ["HWC"], rtol_float=1e-4)
+
+
+def test_normalize_on_the_gpu_with_per_sample_statistics():
+    means = [np.array([10.0 * k, 20.0, 30.0], np.float32) for k in range(len(IMAGES))]
+    stds = [np.array([2.0 + k], np.float32) for k in range(len(IMAGES))]
+
+    def graph(x):  # argument inputs stay on the host
+        m, s = fn.external_source(source=_const(means)), fn.external_source(source=_const(stds))
+        return fn.normalize(x, mean=m, stddev=s), fn.normalize(x, mean=m, axes=(0, 1))
+
+    assert_same(graph, [IMAGES], ["HWC"], rtol_float=1e-4)

@@ -6,8 +6,8 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ..types import DALIDataType, to_numpy_type
-from ._batch import empty_batch
+from ..types import DALIDataType
+from ._batch import contiguous, empty_batch
 from .cast import cast_batch
 
 NORMALIZE = OpSchema(
@@ -22,7 +22,7 @@ NORMALIZE = OpSchema(
           Arg("scale", ArgType.FLOAT, 1.0, doc="multiplies the normalized value"),
           Arg("shift", ArgType.FLOAT, 0.0, doc="added after scaling"),
           Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type")],
-    devices=("cpu",))
+    devices=("cpu", "gpu"))
 
 
 def _restore(stat: np.ndarray, axes: tuple) -> np.ndarray:
@@ -30,8 +30,23 @@ def _restore(stat: np.ndarray, axes: tuple) -> np.ndarray:
     return np.expand_dims(stat, axes) if axes else stat
 
 
-@register(NORMALIZE)
-class NormalizeCPU(Operator):
+def _broadcast_strides(shape: tuple, sample: np.ndarray) -> np.ndarray:
+    """Element strides of an array of ``shape`` broadcast (numpy rules) against a sample of shape
+    ``sample``: 0 where it is broadcast."""
+    nd = len(sample)
+    if len(shape) > nd or any(g not in (1, e) for g, e in zip(shape[::-1], sample[::-1])):
+        raise ValueError(f"shape {tuple(shape)} does not broadcast against a sample of shape {tuple(sample)}")
+    full = (1,) * (nd - len(shape)) + tuple(shape)
+    strides = np.zeros(nd, np.int64)
+    step = 1
+    for d in range(nd - 1, -1, -1):
+        strides[d] = step if full[d] > 1 else 0
+        step *= full[d]
+    return strides
+
+
+@register(NORMALIZE, device=("cpu", "gpu"))
+class Normalize(Operator):
     def _axes(self, layout: str, ndim: int) -> tuple[int, ...]:
         if self.args["axis_names"]:
             missing = [c for c in self.args["axis_names"] if c not in layout]
@@ -58,6 +73,8 @@ class NormalizeCPU(Operator):
         src = ws.inputs[0]
         n, ndim = len(src), src.ndim()
         axes = self._axes(src._layout, ndim)
+        if ws.gpu is not None:
+            return [self._on_gpu(ws, contiguous(src), axes)]
         samples = [src._sample_array(i).astype(np.float64) for i in range(n)]
         a = self.args
         means = self._given(ws, "mean", (), n)
@@ -92,3 +109,90 @@ class NormalizeCPU(Operator):
         if a["dtype"] != DALIDataType.FLOAT:
             return [cast_batch(ws, out, a["dtype"])]
         return [out]
+
+    # -- GPU: statistics with the reduction kernels (float64), then one element-wise launch -----------
+    def _on_gpu(self, ws, src, axes: tuple):
+        a = self.args
+        n = len(src)
+        out = ws.new_batch(src._shapes, np.float32, src._layout, src._source_info)
+        if n == 0:
+            return out if a["dtype"] == DALIDataType.FLOAT else cast_batch(ws, out, a["dtype"])
+        stat_shapes = src._shapes.copy()
+        stat_shapes[:, list(axes)] = 1
+        counts = src._shapes[:, list(axes)].prod(axis=1) if axes else np.ones(n, np.int64)
+        if a["batch"] and len({tuple(np.delete(s, list(axes))) for s in src._shapes}) > 1:
+            raise ValueError(f"{self.label}: batch=True needs equal extents on the non-reduced axes")
+        vols = stat_shapes.prod(axis=1)
+        layout = (np.zeros(n, np.int64), np.stack([_broadcast_strides(tuple(s), s) for s in stat_shapes]))
+        layout[0][1:] = np.cumsum(vols[:-1])  # computed statistics: packed per sample
+        given_mean = self._given(ws, "mean", (), n)
+        if given_mean is None:
+            mean = self._computed_mean(ws, src, axes, vols, layout, counts)
+        else:
+            mean = self._upload_given(ws, "mean", given_mean, src._shapes)
+        given_std = self._given(ws, "stddev", (), n)
+        if given_std is None:
+            around = mean if given_mean is None else self._given_mean_per_stat(ws, given_mean, stat_shapes, layout)
+            stddev = self._computed_stddev(ws, src, axes, vols, layout, counts, around)
+        else:
+            stddev = self._upload_given(ws, "stddev", given_std, src._shapes)
+        ws.kernels.normalize(src._buf, int(src.dtype), src._shapes, src._offsets, out._buf, out._offsets,
+                             *mean, *stddev, a["scale"], a["shift"])
+        return out if a["dtype"] == DALIDataType.FLOAT else cast_batch(ws, out, a["dtype"])
+
+    def _upload_given(self, ws, name: str, arrays: list, shapes: np.ndarray) -> tuple:
+        """Given statistics (host arrays broadcast against each sample) as (device float64 buffer,
+        offsets, strides)."""
+        try:
+            strides = np.stack([_broadcast_strides(np.shape(v), s) for v, s in zip(arrays, shapes)])
+        except ValueError as exc:
+            raise ValueError(f"{self.label}: argument '{name}': {exc}") from None
+        sizes = np.array([np.size(v) for v in arrays], np.int64)
+        offsets = np.zeros(len(arrays), np.int64)
+        np.cumsum(sizes[:-1], out=offsets[1:])
+        flat = np.concatenate([np.asarray(v, np.float64).reshape(-1) for v in arrays])
+        return ws.gpu.upload(flat), offsets, strides
+
+    def _given_mean_per_stat(self, ws, arrays: list, stat_shapes: np.ndarray, layout: tuple) -> tuple:
+        """A given mean laid out like computed statistics, for the deviation around it (the batch
+        mode uses the first sample's, as the CPU does)."""
+        if self.args["batch"]:
+            arrays = arrays[:1] * len(arrays)
+        try:
+            flat = np.concatenate([np.broadcast_to(np.asarray(v, np.float64), tuple(s)).reshape(-1)
+                                   for v, s in zip(arrays, stat_shapes)])
+        except ValueError:
+            raise NotImplementedError(f"{self.label}: on the GPU, a given 'mean' that varies along the reduced "
+                                      "axes needs a given 'stddev' too") from None
+        return ws.gpu.upload(flat), layout[0], layout[1]
+
+    def _computed_mean(self, ws, src, axes, vols, layout, counts) -> tuple:
+        cp = ws.gpu.cp
+        with ws.gpu:
+            stats = cp.empty(int(vols.sum()), np.float64)
+        if not self.args["batch"]:
+            ws.kernels.reduce(1, src._buf, src._shapes, src._offsets, axes, stats, layout[0])  # means
+            return (stats,) + layout
+        ws.kernels.reduce(0, src._buf, src._shapes, src._offsets, axes, stats, layout[0])  # sums
+        with ws.gpu:  # every sample's sums of the same kept elements: one mean for the batch
+            stats = cp.ascontiguousarray(cp.broadcast_to(stats.reshape(len(src), -1).sum(axis=0) / float(counts.sum()),
+                                                         (len(src), int(vols[0])))).reshape(-1)
+        return (stats,) + layout
+
+    def _computed_stddev(self, ws, src, axes, vols, layout, counts, mean) -> tuple:
+        a = self.args
+        cp = ws.gpu.cp
+        with ws.gpu:
+            var = cp.empty(int(vols.sum()), np.float64)
+        # sum of squares / count around the mean, then divided as the CPU path divides
+        ws.kernels.reduce(6, src._buf, src._shapes, src._offsets, axes, var, layout[0], 0, mean[0], mean[1])
+        with ws.gpu:
+            squares = var * cp.asarray(np.repeat(counts.astype(np.float64), vols))
+            if a["batch"]:
+                total = squares.reshape(len(src), -1).sum(axis=0) / max(int(counts.sum()) - a["ddof"], 1)
+                std = cp.ascontiguousarray(cp.broadcast_to(cp.sqrt(total + a["epsilon"]),
+                                                           (len(src), int(vols[0])))).reshape(-1)
+            else:
+                std = cp.sqrt(squares / cp.asarray(np.repeat(np.maximum(counts - a["ddof"], 1).astype(np.float64),
+                                                            vols)) + a["epsilon"])
+        return (std,) + layout
