@@ -15,6 +15,8 @@ when it is installed.
 
     python bench/soak.py                     # 100 epochs, 10 of warm-up
     python bench/soak.py --epochs 20 --plot soak.png
+    python bench/soak.py --gpu               # the reader pipeline on GPU 0 (mixed decoders, GPU
+                                             # operators); GPU memory must stay flat too
 """
 from __future__ import annotations
 
@@ -44,14 +46,15 @@ def make_dataset(root: str, n: int) -> None:
         Image.fromarray(px).save(os.path.join(cls, f"img{i:04d}.jpg"), quality=90)
 
 
-def reader_pipeline(lib, root: str):
+def reader_pipeline(lib, root: str, gpu: bool = False):
     fn, types = lib.fn, lib.types
+    decoder = {"device": "mixed"} if gpu else {}
 
-    @lib.pipeline_def(batch_size=BATCH, num_threads=2, device_id=None, seed=1)
+    @lib.pipeline_def(batch_size=BATCH, num_threads=2, device_id=0 if gpu else None, seed=1)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-        a = fn.decoders.image(jpegs, output_type=types.RGB)
-        b = fn.decoders.image_random_crop(jpegs)
+        a = fn.decoders.image(jpegs, output_type=types.RGB, **decoder)
+        b = fn.decoders.image_random_crop(jpegs, **decoder)
         a = fn.resize(a, resize_x=40, resize_y=32)
         b = fn.resize(b, size=(32, 40))
         a = fn.rotate(a, angle=fn.random.uniform(range=(-10.0, 10.0)), size=(32, 40), fill_value=0)
@@ -163,13 +166,13 @@ def sample() -> dict:
 
 # ---- the soak ---------------------------------------------------------------------------------
 
-def soak(lib_name: str, epochs: int, warmup: int, images: int) -> dict:
+def soak(lib_name: str, epochs: int, warmup: int, images: int, gpu: bool = False) -> dict:
     lib = importlib.import_module(lib_name)
     iterators = importlib.import_module(f"{lib_name}.plugin.pytorch")
     notes = []
     with tempfile.TemporaryDirectory() as root:
         make_dataset(root, images)
-        loader = iterators.DALIGenericIterator(reader_pipeline(lib, root), ["data", "label", "shape"],
+        loader = iterators.DALIGenericIterator(reader_pipeline(lib, root, gpu), ["data", "label", "shape"],
                                                reader_name="Reader")
         sources = [source_pipeline(lib, False)]
         try:
@@ -190,21 +193,25 @@ def soak(lib_name: str, epochs: int, warmup: int, images: int) -> dict:
                     checksum += float(np.asarray(pipe.run()[0].as_array()).mean())
             curve.append(sample())
         seconds = time.monotonic() - start
-    return verdict(lib_name, curve, warmup, seconds, notes)
+    return verdict(lib_name + (" (GPU)" if gpu else ""), curve, warmup, seconds, notes)
 
 
 def verdict(system: str, curve: list[dict], warmup: int, seconds: float, notes: list[str],
             slot_bound: int = SLOT_BOUND) -> dict:
-    """RSS within +-2% after warm-up, no growth of descriptors (the parallel source's slot pool
-    aside: it must stay within its bound), threads, processes or shared-memory segments."""
+    """RSS (and GPU memory in use, when sampled) within +-2% after warm-up, no growth of
+    descriptors (the parallel source's slot pool aside: it must stay within its bound), threads,
+    processes or shared-memory segments."""
     after = curve[warmup:] or curve[-1:]
     ref = after[0]
     drift = max(abs(s["rss_mb"] / ref["rss_mb"] - 1) for s in after)
+    gpu_drift = (max(abs(s["gpu_mb"] / ref["gpu_mb"] - 1) for s in after)
+                 if ref.get("gpu_mb") else 0.0)
     growth = {k: after[-1][k] - ref[k] for k in ("fds", "threads", "processes", "shm")}
     slots = max(s.get("shm_slots", 0) for s in curve)
-    ok = drift <= 0.02 and all(v <= 0 for v in growth.values()) and slots <= slot_bound
+    ok = drift <= 0.02 and gpu_drift <= 0.02 and all(v <= 0 for v in growth.values()) and slots <= slot_bound
     return {"system": system, "epochs": len(curve), "warmup": warmup, "seconds": round(seconds, 1),
-            "rss_drift_pct": round(100 * drift, 3), "growth_after_warmup": growth,
+            "rss_drift_pct": round(100 * drift, 3), "gpu_mem_drift_pct": round(100 * gpu_drift, 3),
+            "growth_after_warmup": growth,
             "shm_slots_max": slots, "shm_slot_bound": slot_bound, "ok": ok,
             "notes": notes, "curve": {k: [s.get(k) for s in curve] for k in curve[0]}}
 
@@ -236,10 +243,11 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--images", type=int, default=48)
     ap.add_argument("--plot", metavar="FILE", help="draw the curves (needs matplotlib)")
+    ap.add_argument("--gpu", action="store_true", help="the reader pipeline on GPU 0 (mixed decoders)")
     ap.add_argument("--lib", default=None, help=argparse.SUPPRESS)  # one system, in this process
     a = ap.parse_args()
     if a.lib:
-        print(json.dumps(soak(a.lib, a.epochs, a.warmup, a.images)), flush=True)
+        print(json.dumps(soak(a.lib, a.epochs, a.warmup, a.images, a.gpu)), flush=True)
         return 0
     systems = ["penstock"]
     try:
@@ -250,7 +258,7 @@ def main() -> int:
     results = []
     for lib in systems:  # each in its own process: resident memory is per process
         out = subprocess.run([sys.executable, __file__, "--lib", lib, "--epochs", str(a.epochs),
-                              "--warmup", str(a.warmup), "--images", str(a.images)],
+                              "--warmup", str(a.warmup), "--images", str(a.images)] + (["--gpu"] if a.gpu else []),
                              capture_output=True, text=True)
         if out.returncode != 0:
             print(json.dumps({"system": lib, "ok": False, "error": out.stderr[-2000:]}), flush=True)

@@ -45,6 +45,10 @@ def _recv(sock: socket.socket) -> tuple[Any, list]:
     return pickle.loads(data), fds
 
 
+def _room(nbytes: int) -> int:
+    return 1 << max(16, int(nbytes - 1).bit_length())
+
+
 class Slot:
     """Device memory for one batch's decoded windows, and the host memory for its encoded bytes."""
 
@@ -125,10 +129,9 @@ class DecodeProcess:
                 if not slot.busy and slot.capacity >= nbytes and slot.encoded_capacity >= encoded_bytes:
                     slot.busy = True
                     return slot
-            # a new slot, a quarter larger than asked so batches a little bigger still fit
+            # a new slot, sized to the next power of two so that few batches ever need another
             with self.ctx.device:
-                slot = Slot(self.cp, len(self._slots), max(1, nbytes + nbytes // 4),
-                            max(1, encoded_bytes + encoded_bytes // 4))
+                slot = Slot(self.cp, len(self._slots), _room(nbytes), _room(encoded_bytes))
             slot.busy = True
             self._slots.append(slot)
             return slot
