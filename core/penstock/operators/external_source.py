@@ -476,7 +476,7 @@ class ExternalSource(Operator):
 
     def fetch(self, epoch: int, iteration: int, batch_size: int) -> list:
         if self._parallel is not None:
-            batches = self._parallel.fetch(epoch, iteration, self._pool)
+            batches = self._parallel.fetch(epoch, iteration)
             layouts = self.layouts
         elif self.source is None:
             batch, layout = self._take_fed()
