@@ -3,8 +3,10 @@
 A per-sample callback reads one JPEG file and its label (py_num_workers=2 worker processes),
 then decode and resize to 224×224 on the CPU, batch 64, 2 threads, over generated ImageNet-like
 JPEGs (500×375). Each system runs in its own subprocess, alternating over rounds; one JSON line
-per system with the median img/s. For penstock also the per-batch transport cost (worker shared
-memory -> the pipeline's batch, in µs) and the bytes copied per sample in the pipeline process.
+per system with the median img/s. For penstock also the per-batch transport cost in the pipeline
+process (a filled shared-memory region -> the pipeline's batch, in µs; the batch views the region)
+and the bytes copied per sample on the way from the worker's array to the batch (all of it in the
+workers, once: bytes_copied_per_sample / payload_bytes_per_sample = copies per sample).
 "penstock_serial" is the same pipeline with parallel=False (the callback in the main process).
 """
 from __future__ import annotations
@@ -78,14 +80,14 @@ def measure(system: str, root: str, batches: int) -> dict:
     for _ in range(3):
         next_batch()
     pool = getattr(pipe, "_py_pool", None) if system == "penstock" else None
-    before = (pool.copy_seconds, pool.copied_bytes, pool.copied_samples, pool.batches) if pool else None
+    before = (pool.assemble_seconds, pool.copied_bytes, pool.copied_samples, pool.batches) if pool else None
     start = time.perf_counter()
     for _ in range(batches):
         next_batch()
     result = {"img_per_s": batches * BATCH / (time.perf_counter() - start)}
     if pool is not None:
         secs, nbytes, samples, n = (a - b for a, b in zip(
-            (pool.copy_seconds, pool.copied_bytes, pool.copied_samples, pool.batches), before))
+            (pool.assemble_seconds, pool.copied_bytes, pool.copied_samples, pool.batches), before))
         result["transport_us_per_batch"] = round(1e6 * secs / max(n, 1), 1)
         result["bytes_copied_per_sample"] = round(nbytes / max(samples, 1))
         # what a sample carries (file + label): bytes_copied_per_sample / this = copies per sample

@@ -237,16 +237,18 @@ class WorkerPool:
             batch.keys.append(key)
             batch.workers.append(w)
             if w not in region.sent:
-                self._send(w, ("region", region.rid, region.capacity))
-                send_handle(self._conns[w], region.fd, self._procs[w].pid)
+                self._send(w, ("region", region.rid, region.capacity), region.fd)
                 region.sent.add(w)
             self._send(w, ("task", source.spec["name"], key, payload, region.rid, region.capacity, direct))
         return batch
 
-    def _send(self, worker: int, msg: tuple) -> None:
+    def _send(self, worker: int, msg: tuple, fd: int | None = None) -> None:
+        """``msg`` to a worker, then (a new region) the descriptor it announces."""
         self._check_alive()
         try:
             self._conns[worker].send(msg)
+            if fd is not None:
+                send_handle(self._conns[worker], fd, self._procs[worker].pid)
         except (OSError, ValueError) as exc:
             raise self._dead(worker) from exc
 

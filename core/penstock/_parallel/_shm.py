@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -82,16 +81,19 @@ class Segment:
 
 class _Lease:
     """The owner of a region's bytes while batches view them: numpy keeps it as the base of every
-    array made from it, so it dies with the last view, and its finalizer hands the region back."""
+    array made from it, so it dies with the last view and then hands the region back."""
 
-    def __init__(self, mm: mmap.mmap, nbytes: int):
+    def __init__(self, mm: mmap.mmap, nbytes: int, on_release: Callable[[], None]):
         self._bytes = np.frombuffer(mm, np.uint8, nbytes)  # keeps the mapping exported, so never unmapped
         self.__array_interface__ = self._bytes.__array_interface__
+        self._on_release = on_release
+
+    def __del__(self) -> None:
+        self._bytes = None  # first the export goes, so whoever takes the region next may remap it
+        self._on_release()
 
 
 def lease(seg: Segment, nbytes: int, on_release: Callable[[], None]) -> np.ndarray:
     """The first ``nbytes`` of ``seg`` as a uint8 array without a copy; ``on_release`` runs once no
     array viewing them is left (in whichever thread frees the last one)."""
-    owner = _Lease(seg.mm, nbytes)
-    weakref.finalize(owner, on_release)
-    return np.asarray(owner)
+    return np.asarray(_Lease(seg.mm, nbytes, on_release))

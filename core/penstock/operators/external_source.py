@@ -14,7 +14,19 @@ is always packed into one batch (one native copy, the GIL released, overlapping 
 iteration's work).
 
 ``parallel=True`` runs the source in ``py_num_workers`` worker processes (penstock._parallel);
-batches come back through shared memory.
+batches come back through shared memory with one copy in all. The pipeline owns a few anonymous
+shared-memory regions per source; a worker copies what the source returned (once, natively)
+straight into a region at the batch's final offsets: per-output, samples back to back. In
+per-sample mode, where the samples of one batch are split over the workers, each worker first
+reports the size of its part, and the parts are then written next to each other into the same
+region, so the batch is packed as if one process had made it. The batch the external source
+outputs is a view of that region, not a copy. ``no_copy`` is implied (``no_copy=False`` is an
+error) and concerns only the worker: the source's arrays may be reused as soon as the call
+returns. A region is written again only after the batch in it and every view of it (pipeline
+outputs that pass it through, ``as_array()``/``as_tensor()`` results, DLPack exports) have been
+freed; a batch kept alive simply makes the pool use another region. Regions grow on demand
+(``bytes_per_sample_hint`` sizes the first ones); ``Pipeline.external_source_shm_statistics()``
+lists them.
 """
 from __future__ import annotations
 
