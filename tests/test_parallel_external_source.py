@@ -151,9 +151,10 @@ def big_cb(si):
     return np.full((si.iteration + 1) * 50_000, si.idx_in_batch, np.uint8)
 
 
-def test_slots_grow_on_demand_and_statistics():
+@pytest.mark.parametrize("workers", [1, 2])  # the worker grows the region / the pipeline places two parts
+def test_slots_grow_on_demand_and_statistics(workers):
     pipe = _pipe(lambda: fn.external_source(big_cb, batch=False, parallel=True, bytes_per_sample_hint=1000),
-                 py_num_workers=1, batch_size=2)
+                 py_num_workers=workers, batch_size=2)
     assert pipe.external_source_shm_statistics() == {"capacities": [], "per_sample_capacities": []}
     for it in range(3):
         (out,) = pipe.run()
@@ -227,6 +228,19 @@ def test_region_reused_only_after_the_batch_is_freed():
     np.testing.assert_array_equal(view, np.full((4, 10_000), 1, np.int32))  # a live view is never reused
     pipe._shutdown()
     np.testing.assert_array_equal(view, np.full((4, 10_000), 1, np.int32))  # nor unmapped
+
+
+def test_epochs_with_dropped_parts_reuse_their_regions():
+    # StopIteration in one part of a batch drops the other part unwritten, and a new epoch
+    # discards batches computed ahead: their regions come back, none is leaked
+    pipe = _pipe(lambda: tuple(fn.external_source(sample_cb, num_outputs=2, batch=False, parallel=True,
+                                                  prefetch_queue_depth=2)))
+    counts = []
+    for _ in range(6):
+        batches = _epoch(pipe)
+        assert [int(b[0].at(0)[0, 0]) for b in batches] == [0, 4]
+        counts.append(len(pipe.external_source_shm_statistics()["capacities"]))
+    assert counts[-1] == counts[1]
 
 
 def test_no_descriptor_outlives_the_pipeline():
