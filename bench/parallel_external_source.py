@@ -2,8 +2,8 @@
 
 A per-sample callback reads one JPEG file and its label (py_num_workers=2 worker processes),
 then decode and resize to 224×224 on the CPU (``--no-decode``: nothing, the transport alone),
-batch 64, 2 threads, over generated ImageNet-like JPEGs (500×375). Each system runs in its own subprocess, alternating over rounds; one JSON line
-per system with the median img/s. For penstock also the per-batch transport cost in the pipeline
+batch 64, 2 threads, over generated ImageNet-like JPEGs (500×375). Each system runs in its own
+subprocess, alternating over rounds; one JSON line per system with the median img/s. For penstock also the per-batch transport cost in the pipeline
 process (a filled shared-memory region -> the pipeline's batch, in µs; the batch views the region)
 and the bytes copied per sample on the way from the worker's array to the batch (all of it in the
 workers, once: bytes_copied_per_sample / payload_bytes_per_sample = copies per sample).

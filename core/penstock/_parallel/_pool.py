@@ -118,7 +118,7 @@ class _Region(Segment):
 
 
 class _Result:
-    __slots__ = ("kind", "samples", "meta", "error", "traceback", "sample", "text")
+    __slots__ = ("kind", "meta", "error", "traceback", "sample", "text")
 
 
 class _Batch:
@@ -301,7 +301,7 @@ class _Hub:
         res = _Result()
         res.kind = kind
         if kind == "ok":
-            _, _, capacity, res.samples, res.meta, nbytes = msg
+            _, _, capacity, res.meta, nbytes = msg
             batch.region.ensure(capacity)  # a worker grew it; no batch views it while in flight
             self.copied_bytes += nbytes
         elif kind == "error":
@@ -384,8 +384,8 @@ class WorkerPool:
         except BaseException:
             _stop_workers(procs, conns)
             raise
-        self._hub = _Hub(procs, conns)
-        self._finalizer = weakref.finalize(self, self._hub.close)
+        self.hub = _Hub(procs, conns)
+        self._finalizer = weakref.finalize(self, self.hub.close)
         # transport accounting: the time this process spends turning filled regions into batches
         # (the bytes copied, all by the workers, are ``copied_bytes``)
         self.assemble_seconds = 0.0
@@ -402,13 +402,13 @@ class WorkerPool:
     # -- lifetime
     @property
     def alive(self) -> bool:
-        return not self._hub.closed
+        return not self.hub.closed
 
     def close(self) -> None:
         self._finalizer()
 
     def pids(self) -> list[int]:
-        return [p.pid for p in self._hub.procs]
+        return [p.pid for p in self.hub.procs]
 
     def source(self, name: str) -> "ParallelSource":
         return self.sources[name]
@@ -416,7 +416,7 @@ class WorkerPool:
     @property
     def copied_bytes(self) -> int:
         """Bytes the workers copied from the sources' arrays into the regions: the only copy."""
-        return self._hub.copied_bytes
+        return self.hub.copied_bytes
 
     # -- batches
     def assemble(self, batch: _Batch, source: "ParallelSource") -> list:
@@ -457,7 +457,7 @@ class WorkerPool:
         return batches
 
     def shm_statistics(self) -> dict:
-        regions = list(self._hub.regions)
+        regions = list(self.hub.regions)
         return {"capacities": [r.capacity for r in regions],
                 "per_sample_capacities": [r.capacity // r.samples for r in regions]}
 
@@ -489,7 +489,7 @@ class ParallelSource:
         return [range(b, min(bs, b + step)) for b in range(0, bs, step)]
 
     def _submit(self, payloads: list, worker: int | None = None) -> _Batch:
-        return self.pool._hub.submit(self.regions, self.capacity_hint(), self.spec["name"], payloads, worker)
+        return self.pool.hub.submit(self.regions, self.capacity_hint(), self.spec["name"], payloads, worker)
 
     def _payloads(self, epoch: int, iteration: int) -> list:
         if self.spec["batch"]:
@@ -510,7 +510,7 @@ class ParallelSource:
                 self.in_flight[self.next_iteration] = self._submit(self._payloads(epoch, self.next_iteration))
                 self.next_iteration += 1
             batch = self.in_flight.pop(iteration)
-        self.pool._hub.wait(batch)
+        self.pool.hub.wait(batch)
         bad = next((r for r in batch.results if r.kind in ("stop", "error")), None)
         if bad is not None:
             batch.free.append(batch.region)
@@ -519,11 +519,11 @@ class ParallelSource:
             from ..operators.external_source import wrap_source_error
             note = "Traceback in the worker process:\n" + bad.traceback.rstrip()
             raise wrap_source_error(bad.error, self.label, epoch, iteration, bad.sample, note) from bad.error
-        with self.pool._hub.cond:  # the regions are not closed meanwhile
-            self.pool._hub.check_locked()
+        with self.pool.hub.cond:  # the regions are not closed meanwhile
+            self.pool.hub.check_locked()
             return self.pool.assemble(batch, self)
 
     def _cancel(self) -> None:
         for batch in self.in_flight.values():
-            self.pool._hub.discard(batch)
+            self.pool.hub.discard(batch)
         self.in_flight.clear()

@@ -4,7 +4,7 @@ of a batch) once, straight into the pipeline's shared-memory region at its final
 Messages from the pipeline: ("region", id, capacity) followed by the region's file descriptor;
 ("task", source, key, payload, region, capacity, direct); ("place", key, capacity, starts);
 ("drop", key); ("stop",).
-Replies: ("ok", key, capacity, samples, outputs, nbytes); ("sizes", key, bytes per output) from a
+Replies: ("ok", key, capacity, outputs, nbytes); ("sizes", key, bytes per output) from a
 task that is one part of a batch (not ``direct``): its outputs wait here until the pipeline knows
 every part's size and answers "place" with where they go; ("stop", key) for StopIteration;
 ("error", key, exception, traceback, sample, text).
@@ -123,7 +123,7 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
             return
         rid, outputs = entry
         capacity, meta, nbytes = writer.write(rid, msg[2], outputs, msg[3], grow=False)
-        conn.send(("ok", msg[1], capacity, len(outputs[0][1]), meta, nbytes))
+        conn.send(("ok", msg[1], capacity, meta, nbytes))
 
     def serve_placements() -> None:
         """Between samples: parts of earlier batches are written as soon as their place is known."""
@@ -176,7 +176,7 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
             if direct:
                 starts, _ = output_starts([_nbytes(o) for o in outputs])
                 capacity, meta, nbytes = writer.write(rid, capacity, outputs, starts, grow=True)
-                reply: tuple = ("ok", key, capacity, len(outputs[0][1]), meta, nbytes)
+                reply: tuple = ("ok", key, capacity, meta, nbytes)
             else:
                 writer.pending[key] = (rid, outputs)
                 reply = ("sizes", key, [_nbytes(o) for o in outputs])
