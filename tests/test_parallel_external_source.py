@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import traceback
 import time
 import types as pytypes
@@ -243,15 +244,19 @@ def test_epochs_with_dropped_parts_reuse_their_regions():
     assert counts[-1] == counts[1]
 
 
-def test_no_descriptor_outlives_the_pipeline():
+def test_no_descriptor_or_thread_outlives_the_pipeline():
     import gc
-    fds = len(os.listdir("/proc/self/fd"))
+    def receivers():
+        return len([t for t in threading.enumerate() if t.name == "penstock-es-receiver"])
+    gc.collect()
+    fds, threads = len(os.listdir("/proc/self/fd")), receivers()
     pipe = _pipe(lambda: fn.external_source(big_cb, batch=False, parallel=True), prefetch_queue_depth=2)
     for _ in range(3):
         assert _in_shared_memory(pipe.run()[0])
     del pipe
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) == fds
+    assert receivers() == threads
 
 
 # ---- errors --------------------------------------------------------------------------------
