@@ -20,17 +20,17 @@ straight into a region at the batch's final offsets: per-output, samples back to
 per-sample mode, where the samples of one batch are split over the workers, the workers of the
 parts tell each other their sizes (directly, over pipes between workers) and each then writes
 its part next to the others in the same region, so the batch is packed as if one process had
-made it. The batch the external source
-outputs is a view of that region, not a copy. ``no_copy`` is implied (``no_copy=False`` is an
-error): the worker keeps the arrays the source returned, without copying them, until it writes
-them into the region, which in per-sample mode happens once every part of that batch is
-computed (the worker may have called the source for later samples meanwhile), so a source must
-not refill an array it returned earlier; returning a new array per call is always safe. A
-region is written again only after the batch in it and every view of it (pipeline outputs that
-pass it through, ``as_array()``/``as_tensor()`` results, DLPack exports) have been freed; a
-batch kept alive simply makes the pool use another region. Regions grow on demand
-(``bytes_per_sample_hint`` sizes the first ones); ``Pipeline.external_source_shm_statistics()``
-lists them.
+made it. The batch the external source outputs is a view of that region, not a copy.
+
+``no_copy`` is implied (``no_copy=False`` is an error): the worker keeps the arrays the source
+returned, without copying them, until it writes them into the region, which in per-sample mode
+happens once every part of that batch is computed (the worker may have called the source for
+later samples meanwhile), so a source must not refill an array it returned earlier; returning a
+new array per call is always safe. A region is written again only after the batch in it and
+every view of it (pipeline outputs that pass it through, ``as_array()``/``as_tensor()`` results,
+DLPack exports) have been freed; a batch kept alive simply makes the pool use another region.
+Regions grow on demand (``bytes_per_sample_hint`` sizes the first ones);
+``Pipeline.external_source_shm_statistics()`` lists them.
 """
 from __future__ import annotations
 
