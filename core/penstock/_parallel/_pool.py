@@ -124,22 +124,25 @@ class _Result:
 class _Batch:
     """One batch in flight: its parts (one task each, on possibly different workers), the region
     they are written into, and the free list of its source that the region returns to."""
-    __slots__ = ("free", "region", "keys", "workers", "results", "left", "failed", "discarded")
+    __slots__ = ("free", "region", "keys", "workers", "sizes", "results", "left", "placed", "failed",
+                 "discarded")
 
     def __init__(self, free: collections.deque, region: _Region, parts: int):
         self.free = free
         self.region = region
         self.keys: list[int] = []
         self.workers: list[int] = []
+        self.sizes: list[list[int] | None] = [None] * parts
         self.results: list[_Result | None] = [None] * parts
         self.left = parts
-        self.failed = self.discarded = False
+        self.placed = self.failed = self.discarded = False
 
 
 class _Hub:
     """The workers, their batches in flight, and a receiver thread that handles every message from
-    the workers as it arrives (the pipeline's thread only waits for the batch it needs). Methods
-    whose names end in ``_locked`` expect ``cond`` held. The hub holds no reference to the WorkerPool, whose finalizer closes it
+    the workers as it arrives: it places the parts of a batch as soon as their sizes are known, so
+    workers write them while the pipeline is busy elsewhere. Methods whose names end in ``_locked``
+    expect ``cond`` held. The hub holds no reference to the WorkerPool, whose finalizer closes it
     (a pipeline garbage-collected mid-epoch still ends its workers)."""
 
     def __init__(self, procs: list, conns: list):
@@ -200,6 +203,13 @@ class _Hub:
                                 self._fail_locked(w)
                                 break
                     self.cond.notify_all()
+        except BaseException as exc:  # a bug here must fail run(), never leave it waiting
+            with self.cond:
+                self.failure = RuntimeError(f"external_source: the thread receiving the workers' batches "
+                                            f"failed: {type(exc).__name__}: {exc}")
+                self.closed = True
+                self.cond.notify_all()
+            raise
         finally:
             _stop_workers(self.procs, self.conns)
             with self.cond:  # a batch still viewing one keeps its mapping until it is freed
@@ -240,8 +250,8 @@ class _Hub:
     # -- the pipeline's side (its scheduling thread)
     def submit(self, free: collections.deque, hint: int, name: str, payloads: Sequence[Any],
                worker: int | None) -> _Batch:
-        """One batch as ``len(payloads)`` tasks: a single task writes its batch straight away; parts
-        of a batch are placed by their workers once they know each other's sizes (_worker)."""
+        """One batch as ``len(payloads)`` tasks; a single task writes its batch straight away, parts
+        of a batch wait for their places (see _place_locked)."""
         with self.cond:
             self.check_locked()
             if free:
@@ -250,19 +260,19 @@ class _Hub:
                 region = _Region(len(self.regions), hint)
                 self.regions.append(region)
             batch = _Batch(free, region, len(payloads))
-            for i in range(len(payloads)):
+            direct = len(payloads) == 1
+            for i, payload in enumerate(payloads):
                 w = int(np.argmin(self.outstanding)) if worker is None else worker
-                self.outstanding[w] += 1
-                self.parts[self.next_key] = (batch, i)
-                batch.keys.append(self.next_key)
-                batch.workers.append(w)
+                key = self.next_key
                 self.next_key += 1
-            for i, (payload, key, w) in enumerate(zip(payloads, batch.keys, batch.workers)):
-                split = None if len(payloads) == 1 else (batch.keys[0], i, batch.workers)
+                self.outstanding[w] += 1
+                self.parts[key] = (batch, i)
+                batch.keys.append(key)
+                batch.workers.append(w)
                 if w not in region.sent:
                     self._send_locked(w, ("region", region.rid, region.capacity), region.fd)
                     region.sent.add(w)
-                self._send_locked(w, ("task", name, key, payload, region.rid, region.capacity, split))
+                self._send_locked(w, ("task", name, key, payload, region.rid, region.capacity, direct))
             return batch
 
     def wait(self, batch: _Batch) -> None:
@@ -277,14 +287,24 @@ class _Hub:
             batch.discarded = True
             if batch.left == 0:
                 batch.free.append(batch.region)
+            elif not batch.placed and not self.closed:
+                for i, s in enumerate(batch.sizes):
+                    if s is not None and batch.results[i] is None:
+                        self._drop_locked(batch, i)
 
     # -- the receiver thread's side
     def _handle_locked(self, w: int, msg: tuple) -> None:
         kind, key = msg[0], msg[1]
-        if key not in self.parts:  # a drop answered after that part reported its own failure
-            return
         batch, i = self.parts[key]
-        self.outstanding[w] -= 1
+        if kind != "ok" or len(batch.keys) == 1:  # the worker is done computing this part
+            self.outstanding[w] -= 1
+        if kind == "sizes":
+            batch.sizes[i] = msg[2]
+            if batch.failed or batch.discarded:
+                self._drop_locked(batch, i)
+            elif all(s is not None for s in batch.sizes):
+                self._place_locked(batch)
+            return
         res = _Result()
         res.kind = kind
         if kind == "ok":
@@ -297,16 +317,36 @@ class _Hub:
                 res.error = pickle.loads(blob) if blob is not None else RuntimeError(res.text)
             except Exception:  # noqa: BLE001 - its class does not exist in this process
                 res.error = RuntimeError(res.text)
+        self._finish_locked(batch, i, res)
+        if kind in ("stop", "error") and not batch.placed:
+            batch.failed = True  # parts waiting for a place are not written
+            for j, s in enumerate(batch.sizes):
+                if s is not None and batch.results[j] is None:
+                    self._drop_locked(batch, j)
+
+    def _finish_locked(self, batch: _Batch, i: int, res: _Result) -> None:
         batch.results[i] = res
         batch.left -= 1
-        del self.parts[key]
-        if kind in ("stop", "error") and not batch.failed:
-            batch.failed = True  # the other parts can never be placed: their workers forget them
-            for j, other in enumerate(batch.results):
-                if other is None:
-                    self._send_locked(batch.workers[j], ("drop", batch.keys[j], batch.keys[0]))
+        del self.parts[batch.keys[i]]
         if batch.left == 0 and batch.discarded:
             batch.free.append(batch.region)
+
+    def _drop_locked(self, batch: _Batch, i: int) -> None:
+        res = _Result()
+        res.kind = "dropped"
+        self._finish_locked(batch, i, res)
+        self._send_locked(batch.workers[i], ("drop", batch.keys[i]))
+
+    def _place_locked(self, batch: _Batch) -> None:
+        """Every part's size is known: each output's parts go back to back at their final offsets,
+        and the workers write them there."""
+        totals = [sum(col) for col in zip(*batch.sizes)]
+        starts, end = output_starts(totals)
+        batch.region.grow(end)  # the region is this batch's alone while in flight
+        batch.placed = True
+        for i, sizes in enumerate(batch.sizes):
+            self._send_locked(batch.workers[i], ("place", batch.keys[i], batch.region.capacity, list(starts)))
+            starts = [s + n for s, n in zip(starts, sizes)]
 
 
 class WorkerPool:
@@ -339,15 +379,10 @@ class WorkerPool:
         ctx = multiprocessing.get_context(start_method)
         procs: list = []
         conns: list = []
-        # a pipe between every two workers: the workers of a batch's parts tell each other their sizes
-        peers: list[dict] = [{} for _ in range(num_workers)]
-        for a in range(num_workers):
-            for b in range(a + 1, num_workers):
-                peers[a][b], peers[b][a] = ctx.Pipe(duplex=True)
         try:
             for w in range(num_workers):
                 parent_end, child_end = ctx.Pipe(duplex=True)
-                p = ctx.Process(target=worker_main, args=(w, child_end, peers[w], blob, pickler_arg, os.getpid()),
+                p = ctx.Process(target=worker_main, args=(w, child_end, blob, pickler_arg, os.getpid()),
                                 name=f"penstock-es-worker-{w}", daemon=True)
                 p.start()
                 child_end.close()
@@ -356,10 +391,6 @@ class WorkerPool:
         except BaseException:
             _stop_workers(procs, conns)
             raise
-        finally:
-            for ends in peers:
-                for c in ends.values():
-                    c.close()
         self.hub = _Hub(procs, conns)
         self._finalizer = weakref.finalize(self, self.hub.close)
         # transport accounting: the time this process spends turning filled regions into batches

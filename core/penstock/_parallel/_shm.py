@@ -39,7 +39,8 @@ def new_memfd(capacity: int) -> tuple[int, int]:
 
 
 class Segment:
-    """A mapped memfd; ``grow_to`` enlarges it, ``ensure`` follows a growth made by another process."""
+    """A mapped memfd; ``grow`` enlarges it (whoever has the region to itself at that moment),
+    ``ensure`` follows a growth made by another process."""
 
     def __init__(self, fd: int, capacity: int):
         self.fd = fd
@@ -58,11 +59,11 @@ class Segment:
         if capacity > self.capacity:
             self.map(capacity)
 
-    def grow_to(self, capacity: int) -> None:
-        """Enlarges the segment to ``capacity`` bytes (never shrinks it: the file only grows)."""
-        if capacity > os.fstat(self.fd).st_size:
+    def grow(self, needed: int) -> None:
+        if needed > self.capacity:
+            capacity = max(needed, 2 * self.capacity)
             os.ftruncate(self.fd, capacity)
-        self.ensure(capacity)
+            self.map(capacity)
 
     def close(self) -> None:
         """Closes the descriptor and unmaps; a mapping still viewed by a batch stays until that batch

@@ -1,24 +1,18 @@
 """The worker process: runs tasks of parallel external sources and writes each batch (or its part
 of a batch) once, straight into the pipeline's shared-memory region at its final offsets.
 
-A batch split over workers (per-sample mode) is placed by the workers themselves: each part's
-worker tells the workers of the other parts its size (per output) over a direct pipe, and once a
-worker knows every part's size it writes its own part where the layout puts it: no round trip
-through the pipeline, and the last part to finish is written at once.
-
 Messages from the pipeline: ("region", id, capacity) followed by the region's file descriptor;
-("task", source, key, payload, region, capacity, split) where split is None for a whole batch or
-(batch id, part index, worker of each part); ("drop", key, batch id) for a part of a batch that
-failed;
-("stop",). Between workers: ("sizes", batch id, part index, parts, bytes per output).
-Replies: ("ok", key, capacity, outputs, nbytes); ("dropped", key); ("stop", key) for
-StopIteration; ("error", key, exception, traceback, sample, text).
+("task", source, key, payload, region, capacity, direct); ("place", key, capacity, starts);
+("drop", key); ("stop",).
+Replies: ("ok", key, capacity, outputs, nbytes); ("sizes", key, bytes per output) from a
+task that is one part of a batch (not ``direct``): its outputs wait here until the pipeline knows
+every part's size and answers "place" with where they go; ("stop", key) for StopIteration;
+("error", key, exception, traceback, sample, text).
 """
 from __future__ import annotations
 
 import collections
 import ctypes
-import multiprocessing.connection
 import os
 import pickle
 import signal
@@ -74,22 +68,15 @@ def _nbytes(output: tuple) -> int:
 
 
 class _Writer:
-    """The regions this worker has been given, and the parts of split batches waiting for the sizes
-    of the other parts."""
+    """The regions this worker has been given, and the parts of batches waiting for a place."""
 
-    def __init__(self, pool: Any, conn: Any, peers: dict) -> None:
+    def __init__(self, pool: Any) -> None:
         self.pool = pool
-        self.conn = conn
-        self.peers = peers
         self.regions: dict[int, Segment] = {}
-        self.sizes: dict[int, dict[int, list[int]]] = {}  # batch id -> part -> bytes per output
-        self.local: dict[int, dict[int, tuple]] = {}      # batch id -> part -> (key, region, capacity, outputs)
-        self.dropped: collections.deque = collections.deque(maxlen=256)  # recent failed batches
+        self.pending: dict[int, tuple[int, list]] = {}  # key -> (region, outputs)
 
-    def write(self, rid: int, capacity: int, outputs: list, starts: list[int]) -> tuple[int, list, int]:
-        """Every output's samples back to back from its start, with one native copy. Every writer
-        of a region grows it to the same size (computed from the capacity all of them were told),
-        so concurrent growths never shrink it."""
+    def write(self, rid: int, capacity: int, outputs: list, starts: list[int], grow: bool) -> tuple[int, list, int]:
+        """Every output's samples back to back from its start, with one native copy."""
         from .. import _engine
         seg = self.regions[rid]
         seg.ensure(capacity)
@@ -103,52 +90,16 @@ class _Writer:
                 pos += a.nbytes
             end = max(end, pos)
         if end > seg.capacity:
-            seg.grow_to(max(end, 2 * capacity))
+            if not grow:
+                raise RuntimeError(f"internal error: region {rid} of {seg.capacity} bytes is placed at {end}")
+            seg.grow(end)  # this batch has the region to itself
         dst = np.frombuffer(seg.mm, np.uint8, seg.capacity)
         _engine.gather(self.pool, srcs, np.array(offsets, np.int64), dst)
         del dst  # the mapping must have no views when it is remapped
         return seg.capacity, meta, sum(a.nbytes for a in srcs)
 
-    def add_part(self, split: tuple, key: int, rid: int, capacity: int, outputs: list) -> None:
-        bid, index, workers = split
-        sizes = [_nbytes(o) for o in outputs]
-        self.local.setdefault(bid, {})[index] = (key, rid, capacity, outputs)
-        for w in sorted(set(workers)):
-            if w in self.peers:
-                self.peers[w].send(("sizes", bid, index, len(workers), sizes))
-        self.add_sizes(bid, index, len(workers), sizes)
 
-    def add_sizes(self, bid: int, index: int, parts: int, sizes: list[int]) -> None:
-        if bid in self.dropped:
-            return
-        known = self.sizes.setdefault(bid, {})
-        known[index] = sizes
-        if len(known) == parts and len(self.local.get(bid, ())) > 0:
-            self._write_parts(bid)
-
-    def _write_parts(self, bid: int) -> None:
-        """Every part's size is known: this worker's parts go where the layout puts them (each
-        output's parts back to back, in order), and the pipeline hears that they are written."""
-        known = self.sizes.pop(bid)
-        order = [known[i] for i in range(len(known))]
-        starts, _ = output_starts([sum(col) for col in zip(*order)])
-        local = self.local.pop(bid)
-        for index in range(len(order)):
-            if index in local:
-                key, rid, capacity, outputs = local[index]
-                capacity, meta, nbytes = self.write(rid, capacity, outputs, starts)
-                self.conn.send(("ok", key, capacity, meta, nbytes))
-            starts = [s + n for s, n in zip(starts, order[index])]
-
-    def drop(self, key: int, bid: int) -> None:
-        """A part of batch ``bid`` that cannot complete (another part failed): forgotten unwritten."""
-        self.dropped.append(bid)  # sizes that peers send for it later are ignored
-        self.local.pop(bid, None)
-        self.sizes.pop(bid, None)
-        self.conn.send(("dropped", key))
-
-
-def worker_main(index: int, conn: Any, peers: dict, sources_blob: Any, pickler: Any, parent_pid: int) -> None:
+def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the pipeline's to handle
     _die_with_parent()
     from .. import _engine
@@ -156,48 +107,66 @@ def worker_main(index: int, conn: Any, peers: dict, sources_blob: Any, pickler: 
     from ..types import SampleInfo
     sources = load_sources(sources_blob, pickler)
     callers: dict[str, _SourceCaller] = {}
-    writer = _Writer(_engine.ThreadPool(1), conn, peers)
-    later: collections.deque = collections.deque()  # the pipeline's messages read between samples
-    waitables = [conn] + list(peers.values())
+    writer = _Writer(_engine.ThreadPool(1))
+    later: collections.deque = collections.deque()  # tasks and stop read while serving placements
 
-    def receive(ready: list) -> None:
-        """Peers' sizes are handled at once (they may complete a waiting part); the pipeline's
-        messages are queued in order."""
-        for c in ready:
-            while c.poll():
-                try:
-                    msg = c.recv()
-                except (EOFError, OSError):
-                    if c is conn:
-                        raise
-                    waitables.remove(c)  # a peer that ended: the pipeline handles its death
-                    break
-                if msg[0] == "sizes":
-                    writer.add_sizes(*msg[1:])
-                elif msg[0] == "region":  # its descriptor follows at once on the socket
-                    writer.regions[msg[1]] = Segment(recv_handle(conn), msg[2])
-                else:
-                    later.append(msg)
+    def receive() -> tuple:
+        msg = conn.recv()
+        if msg[0] == "region":  # its descriptor follows at once on the socket
+            writer.regions[msg[1]] = Segment(recv_handle(conn), msg[2])
+        return msg
+
+    def report_error(key: int, exc: Exception, sample: int | None) -> None:
+        tb = "".join(traceback.format_exception(exc))
+        try:
+            blob = pickle.dumps(exc)
+            pickle.loads(blob)
+        except Exception:  # noqa: BLE001 - an exception that does not travel: its text does
+            blob = None
+        conn.send(("error", key, blob, tb, sample, f"{type(exc).__name__}: {exc}"))
+
+    def place(msg: tuple) -> None:
+        """Writes a waiting part of a batch where the pipeline put it (or forgets it: "drop")."""
+        entry = writer.pending.pop(msg[1], None)
+        if entry is None or msg[0] == "drop":
+            return
+        rid, outputs = entry
+        try:
+            capacity, meta, nbytes = writer.write(rid, msg[2], outputs, msg[3], grow=False)
+        except Exception as exc:  # noqa: BLE001 - reported for this part, not for the task running now
+            report_error(msg[1], exc, None)
+            return
+        conn.send(("ok", msg[1], capacity, meta, nbytes))
+
+    def serve_placements() -> None:
+        """Between samples: parts of earlier batches are written as soon as their place is known."""
+        while conn.poll(0):
+            msg = receive()
+            if msg[0] in ("place", "drop"):
+                place(msg)
+            elif msg[0] != "region":
+                later.append(msg)
 
     while True:
-        if not later:
+        if later:
+            msg = later.popleft()
+        else:
+            if not conn.poll(1.0):
+                if os.getppid() != parent_pid:
+                    return
+                continue
             try:
-                ready = multiprocessing.connection.wait(waitables, 1.0)
-                if not ready:
-                    if os.getppid() != parent_pid:
-                        return
-                    continue
-                receive(ready)
+                msg = receive()
             except (EOFError, OSError):
                 return
-            continue
-        msg = later.popleft()
         if msg[0] == "stop":
             return
-        if msg[0] == "drop":
-            writer.drop(msg[1], msg[2])
+        if msg[0] == "region":
             continue
-        _, name, key, payload, rid, capacity, split = msg
+        if msg[0] in ("place", "drop"):
+            place(msg)
+            continue
+        _, name, key, payload, rid, capacity, direct = msg
         spec = sources[name]
         caller = callers.get(name)
         if caller is None:  # an iterator source is created in the one worker that runs it
@@ -214,22 +183,20 @@ def worker_main(index: int, conn: Any, peers: dict, sources_blob: Any, pickler: 
                 for info in payload:
                     sample = info[1]
                     per_sample.append(caller.sample_outputs(caller.call_sample(SampleInfo(*info)), label, sample))
-                    receive([c for c in waitables if c.poll()])  # peers' sizes complete earlier parts
+                    serve_placements()
                 sample = None
                 outputs = [_output_arrays([s[o] for s in per_sample], label) for o in range(caller.k)]
-            if split is None:
+            if direct:
                 starts, _ = output_starts([_nbytes(o) for o in outputs])
-                capacity, meta, nbytes = writer.write(rid, capacity, outputs, starts)
-                conn.send(("ok", key, capacity, meta, nbytes))
+                capacity, meta, nbytes = writer.write(rid, capacity, outputs, starts, grow=True)
+                reply: tuple = ("ok", key, capacity, meta, nbytes)
             else:
-                writer.add_part(split, key, rid, capacity, outputs)
+                writer.pending[key] = (rid, outputs)
+                reply = ("sizes", key, [_nbytes(o) for o in outputs])
         except StopIteration:
             conn.send(("stop", key))
+            continue
         except Exception as exc:  # noqa: BLE001 - reported at the pipeline's run()
-            tb = "".join(traceback.format_exception(exc))
-            try:
-                blob = pickle.dumps(exc)
-                pickle.loads(blob)
-            except Exception:  # noqa: BLE001 - an exception that does not travel: its text does
-                blob = None
-            conn.send(("error", key, blob, tb, sample, f"{type(exc).__name__}: {exc}"))
+            report_error(key, exc, sample)
+            continue
+        conn.send(reply)

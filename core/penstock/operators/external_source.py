@@ -17,10 +17,10 @@ iteration's work).
 batches come back through shared memory with one copy in all. The pipeline owns a few anonymous
 shared-memory regions per source; a worker copies what the source returned (once, natively)
 straight into a region at the batch's final offsets: per-output, samples back to back. In
-per-sample mode, where the samples of one batch are split over the workers, the workers of the
-parts tell each other their sizes (directly, over pipes between workers) and each then writes
-its part next to the others in the same region, so the batch is packed as if one process had
-made it. The batch the external source outputs is a view of that region, not a copy.
+per-sample mode, where the samples of one batch are split over the workers, each worker reports
+the size of its part as soon as it is computed, a thread of the pipeline places the parts next
+to each other once all sizes are known, and each worker then writes its part there (between
+two samples of its next task), so the batch is packed as if one process had made it. The batch the external source outputs is a view of that region, not a copy.
 
 ``no_copy`` is implied (``no_copy=False`` is an error): the worker keeps the arrays the source
 returned, without copying them, until it writes them into the region, which in per-sample mode
