@@ -1,10 +1,12 @@
 """Parallel external source on the CPU: penstock vs NVIDIA DALI 2.4 (when installed).
 
 A per-sample callback reads one JPEG file and its label (py_num_workers=2 worker processes),
-then decode and resize to 224×224 on the CPU, batch 64, 2 threads, over generated ImageNet-like
-JPEGs (500×375). Each system runs in its own subprocess, alternating over rounds; one JSON line
-per system with the median img/s. For penstock also the per-batch transport cost (worker shared
-memory -> the pipeline's batch, in µs) and the bytes copied per sample in the pipeline process.
+then decode and resize to 224×224 on the CPU (``--no-decode``: nothing, the transport alone),
+batch 64, 2 threads, over generated ImageNet-like JPEGs (500×375). Each system runs in its own
+subprocess, alternating over rounds; one JSON line per system with the median img/s. For penstock also the per-batch transport cost in the pipeline
+process (a filled shared-memory region -> the pipeline's batch, in µs; the batch views the region)
+and the bytes copied per sample on the way from the worker's array to the batch (all of it in the
+workers, once: bytes_copied_per_sample / payload_bytes_per_sample = copies per sample).
 "penstock_serial" is the same pipeline with parallel=False (the callback in the main process).
 """
 from __future__ import annotations
@@ -42,7 +44,7 @@ class JpegSource:
             return np.frombuffer(f.read(), np.uint8), np.array([label], np.int32)
 
 
-def build(lib, root: str, parallel: bool):
+def build(lib, root: str, parallel: bool, decode: bool = True):
     fn, types = lib.fn, lib.types
 
     @lib.pipeline_def(batch_size=BATCH, num_threads=THREADS, device_id=None, py_num_workers=WORKERS,
@@ -50,6 +52,8 @@ def build(lib, root: str, parallel: bool):
     def pipe():
         jpegs, labels = fn.external_source(source=JpegSource(root), num_outputs=2, batch=False,
                                            parallel=parallel, dtype=[types.UINT8, types.INT32])
+        if not decode:  # transport alone: the encoded files are the pipeline's output
+            return jpegs, labels
         images = fn.resize(fn.decoders.image(jpegs, device="cpu", output_type=types.RGB),
                            resize_x=224, resize_y=224)
         return images, labels
@@ -61,12 +65,12 @@ def build(lib, root: str, parallel: bool):
     return p
 
 
-def measure(system: str, root: str, batches: int) -> dict:
+def measure(system: str, root: str, batches: int, decode: bool) -> dict:
     if system == "dali":
         import nvidia.dali as lib
     else:
         import penstock as lib
-    pipe = build(lib, root, parallel=system != "penstock_serial")
+    pipe = build(lib, root, parallel=system != "penstock_serial", decode=decode)
 
     def next_batch():
         try:
@@ -78,14 +82,14 @@ def measure(system: str, root: str, batches: int) -> dict:
     for _ in range(3):
         next_batch()
     pool = getattr(pipe, "_py_pool", None) if system == "penstock" else None
-    before = (pool.copy_seconds, pool.copied_bytes, pool.copied_samples, pool.batches) if pool else None
+    before = (pool.assemble_seconds, pool.copied_bytes, pool.copied_samples, pool.batches) if pool else None
     start = time.perf_counter()
     for _ in range(batches):
         next_batch()
     result = {"img_per_s": batches * BATCH / (time.perf_counter() - start)}
     if pool is not None:
         secs, nbytes, samples, n = (a - b for a, b in zip(
-            (pool.copy_seconds, pool.copied_bytes, pool.copied_samples, pool.batches), before))
+            (pool.assemble_seconds, pool.copied_bytes, pool.copied_samples, pool.batches), before))
         result["transport_us_per_batch"] = round(1e6 * secs / max(n, 1), 1)
         result["bytes_copied_per_sample"] = round(nbytes / max(samples, 1))
         # what a sample carries (file + label): bytes_copied_per_sample / this = copies per sample
@@ -110,10 +114,12 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-decode", action="store_true",
+                    help="the pipeline outputs the files as read: measures the transport alone")
     ap.add_argument("--worker", metavar="SYSTEM")
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(measure(args.worker, args.root, args.batches)))
+        print(json.dumps(measure(args.worker, args.root, args.batches, not args.no_decode)))
         return
     from make_sample_data import make_dataset
     make_dataset(args.root, classes=4, per_class=args.images // 4, size=(375, 500))
@@ -121,12 +127,13 @@ def main() -> None:
     runs: dict[str, list[dict]] = {s: [] for s in systems}
     for _ in range(args.rounds):
         for s in systems:
-            out = subprocess.run([sys.executable, __file__, "--root", args.root, "--batches", str(args.batches),
-                                  "--worker", s], capture_output=True, text=True, check=True)
+            cmd = [sys.executable, __file__, "--root", args.root, "--batches", str(args.batches), "--worker", s]
+            out = subprocess.run(cmd + ["--no-decode"] * args.no_decode, capture_output=True, text=True, check=True)
             runs[s].append(json.loads(out.stdout.strip().splitlines()[-1]))
     for s in systems:
         rates = [r["img_per_s"] for r in runs[s]]
-        line = {"system": s, "bench": "parallel_external_source", "batch": BATCH, "py_num_workers": WORKERS,
+        line = {"system": s, "bench": "parallel_external_source" + "_transport" * args.no_decode, "batch": BATCH,
+                "py_num_workers": WORKERS,
                 "img_per_s": round(statistics.median(rates), 1), "rounds": [round(r, 1) for r in rates]}
         extra = {k: statistics.median(r[k] for r in runs[s]) for k in runs[s][0] if k != "img_per_s"}
         line.update(extra)

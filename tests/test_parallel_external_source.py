@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import traceback
 import time
 import types as pytypes
@@ -151,9 +152,10 @@ def big_cb(si):
     return np.full((si.iteration + 1) * 50_000, si.idx_in_batch, np.uint8)
 
 
-def test_slots_grow_on_demand_and_statistics():
+@pytest.mark.parametrize("workers", [1, 2])  # the worker grows the region / the pipeline places two parts
+def test_slots_grow_on_demand_and_statistics(workers):
     pipe = _pipe(lambda: fn.external_source(big_cb, batch=False, parallel=True, bytes_per_sample_hint=1000),
-                 py_num_workers=1, batch_size=2)
+                 py_num_workers=workers, batch_size=2)
     assert pipe.external_source_shm_statistics() == {"capacities": [], "per_sample_capacities": []}
     for it in range(3):
         (out,) = pipe.run()
@@ -165,14 +167,96 @@ def test_slots_grow_on_demand_and_statistics():
     assert all(p * 2 == c for c, p in zip(stats["capacities"], stats["per_sample_capacities"]))
 
 
-def test_one_copy_into_the_batch():
-    pipe = _pipe(lambda: fn.external_source(big_cb, batch=False, parallel=True), batch_size=4,
-                 prefetch_queue_depth=1)
-    for _ in range(3):
-        pipe.run()
+def _in_shared_memory(tl):
+    """Whether the batch's buffer lies inside one of this process's external-source shm mappings."""
+    start = tl.data_ptr()
+    end = start + tl._buf.nbytes
+    with open("/proc/self/maps") as f:
+        spans = [[int(x, 16) for x in line.split()[0].split("-")] for line in f
+                 if "penstock-external-source" in line]
+    return any(lo <= start and end <= hi for lo, hi in spans)
+
+
+def two_output_cb(si):
+    """Sizes differ per sample, so the parts of a batch that two workers make differ in size too."""
+    return (np.full((si.idx_in_batch + 1) * 1000 + 7, si.idx_in_epoch % 251, np.uint8),
+            np.full((2, si.idx_in_batch + 1), si.idx_in_epoch, np.float64))
+
+
+def test_one_copy_from_worker_array_to_batch(monkeypatch):
+    from penstock import _engine
+    calls = []
+    for name in ("gather", "copy"):  # copies made in this process (the workers are other processes)
+        real = getattr(_engine, name)
+        monkeypatch.setattr(_engine, name, lambda *a, _real=real, _name=name: (calls.append(_name), _real(*a))[1])
+    pipe = _pipe(lambda: tuple(fn.external_source(two_output_cb, num_outputs=2, batch=False, parallel=True)),
+                 batch_size=5, py_num_workers=2, prefetch_queue_depth=1)
+    per_batch = sum((j + 1) * 1000 + 7 + 2 * (j + 1) * 8 for j in range(5))  # bytes of both outputs
+    for it in range(4):
+        data, floats = pipe.run()
+        for j in range(5):
+            i = it * 5 + j
+            np.testing.assert_array_equal(data.at(j), np.full((j + 1) * 1000 + 7, i % 251, np.uint8))
+            np.testing.assert_array_equal(floats.at(j), np.full((2, j + 1), i, np.float64))
+        # both workers' parts landed at their final offsets of one packed buffer in shared memory
+        assert data._is_packed() and floats._is_packed()
+        assert _in_shared_memory(data) and _in_shared_memory(floats)
+    assert calls == []  # this process copied nothing
     pool = pipe._py_pool
-    # each sample crosses worker -> pipeline batch with exactly one copy in this process
-    assert pool.copied_bytes == sum(50_000 * (it + 1) * 4 for it in range(3))
+    assert pool.copied_samples == 20
+    # the one copy: each worker's arrays into the region, for the 4 batches and the one computed ahead
+    assert pool.copied_bytes in (4 * per_batch, 5 * per_batch)
+
+
+def iteration_cb(si):
+    return np.full(10_000, si.iteration, np.int32)
+
+
+def test_region_reused_only_after_the_batch_is_freed():
+    import gc
+    pipe = _pipe(lambda: fn.external_source(iteration_cb, batch=False, parallel=True), py_num_workers=2,
+                 prefetch_queue_depth=1)
+    held = [pipe.run()[0] for _ in range(4)]
+    view = held[1].as_array()
+    regions = len(pipe.external_source_shm_statistics()["capacities"])
+    for it, tl in enumerate(held):
+        assert _vals(tl)[0][:2] == [it, it]
+    del held
+    gc.collect()
+    for _ in range(6):
+        pipe.run()
+    assert len(pipe.external_source_shm_statistics()["capacities"]) == regions  # freed regions reused
+    np.testing.assert_array_equal(view, np.full((4, 10_000), 1, np.int32))  # a live view is never reused
+    pipe._shutdown()
+    np.testing.assert_array_equal(view, np.full((4, 10_000), 1, np.int32))  # nor unmapped
+
+
+def test_epochs_with_dropped_parts_reuse_their_regions():
+    # StopIteration in one part of a batch drops the other part unwritten, and a new epoch
+    # discards batches computed ahead: their regions come back, none is leaked
+    pipe = _pipe(lambda: tuple(fn.external_source(sample_cb, num_outputs=2, batch=False, parallel=True,
+                                                  prefetch_queue_depth=2)))
+    counts = []
+    for _ in range(6):
+        batches = _epoch(pipe)
+        assert [int(b[0].at(0)[0, 0]) for b in batches] == [0, 4]
+        counts.append(len(pipe.external_source_shm_statistics()["capacities"]))
+    assert counts[-1] == counts[1]
+
+
+def test_no_descriptor_or_thread_outlives_the_pipeline():
+    import gc
+    def receivers():
+        return len([t for t in threading.enumerate() if t.name == "penstock-es-receiver"])
+    gc.collect()
+    fds, threads = len(os.listdir("/proc/self/fd")), receivers()
+    pipe = _pipe(lambda: fn.external_source(big_cb, batch=False, parallel=True), prefetch_queue_depth=2)
+    for _ in range(3):
+        assert _in_shared_memory(pipe.run()[0])
+    del pipe
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert receivers() == threads
 
 
 # ---- errors --------------------------------------------------------------------------------

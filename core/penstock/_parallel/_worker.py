@@ -1,22 +1,28 @@
-"""The worker process: runs tasks of parallel external sources, writes batches to shared memory.
+"""The worker process: runs tasks of parallel external sources and writes each batch (or its part
+of a batch) once, straight into the pipeline's shared-memory region at its final offsets.
 
-Messages from the pipeline: ("task", source, key, payload), ("release", slot), ("stop",).
-Replies: ("ok", key, slot, capacity, new_slot, samples, outputs) followed, for a new slot, by its
-file descriptor; ("stop", key) for StopIteration; ("error", key, exception, traceback, sample).
+Messages from the pipeline: ("region", id, capacity) followed by the region's file descriptor;
+("task", source, key, payload, region, capacity, direct); ("place", key, capacity, starts);
+("drop", key); ("stop",).
+Replies: ("ok", key, capacity, outputs, nbytes); ("sizes", key, bytes per output) from a
+task that is one part of a batch (not ``direct``): its outputs wait here until the pipeline knows
+every part's size and answers "place" with where they go; ("stop", key) for StopIteration;
+("error", key, exception, traceback, sample, text).
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import pickle
 import signal
 import traceback
-from multiprocessing.reduction import send_handle
+from multiprocessing.reduction import recv_handle
 from typing import Any
 
 import numpy as np
 
-from ._shm import Segment, aligned
+from ._shm import Segment, output_starts
 
 _PR_SET_PDEATHSIG = 1
 
@@ -57,38 +63,40 @@ def _output_arrays(data: Any, label: str) -> tuple[np.dtype, np.ndarray, list]:
     return arr.dtype, shapes, [arr]
 
 
-class _Slots:
-    """This worker's shared-memory slots; the pipeline hands each back once it copied it out."""
+def _nbytes(output: tuple) -> int:
+    return sum(a.nbytes for a in output[2])
 
-    def __init__(self) -> None:
-        self.segments: list[Segment] = []
-        self.free: list[int] = []
 
-    def write(self, outputs: list, hint: int, samples: int, pool: Any) -> tuple[int, int, bool, list]:
-        """Writes every output, samples back to back from an aligned start, with one native copy."""
+class _Writer:
+    """The regions this worker has been given, and the parts of batches waiting for a place."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.regions: dict[int, Segment] = {}
+        self.pending: dict[int, tuple[int, list]] = {}  # key -> (region, outputs)
+
+    def write(self, rid: int, capacity: int, outputs: list, starts: list[int], grow: bool) -> tuple[int, list, int]:
+        """Every output's samples back to back from its start, with one native copy."""
         from .. import _engine
-        meta, srcs, offsets, start = [], [], [], 0
-        for dtype, shapes, arrays in outputs:
+        seg = self.regions[rid]
+        seg.ensure(capacity)
+        meta, srcs, offsets, end = [], [], [], 0
+        for (dtype, shapes, arrays), start in zip(outputs, starts):
             meta.append((dtype.str, shapes, start))
             pos = start
             for a in arrays:
                 srcs.append(a)
                 offsets.append(pos)
                 pos += a.nbytes
-            start = aligned(pos)
-        new = not self.free
-        if new:
-            self.segments.append(Segment.create(max(start, hint * samples)))
-            slot = len(self.segments) - 1
-        else:
-            slot = self.free.pop()
-            if self.segments[slot].capacity < start:
-                self.segments[slot].grow(start)
-        seg = self.segments[slot]
-        dst = np.frombuffer(seg.mm, np.uint8, start)
-        _engine.gather(pool, srcs, np.array(offsets, np.int64), dst)
+            end = max(end, pos)
+        if end > seg.capacity:
+            if not grow:
+                raise RuntimeError(f"internal error: region {rid} of {seg.capacity} bytes is placed at {end}")
+            seg.grow(end)  # this batch has the region to itself
+        dst = np.frombuffer(seg.mm, np.uint8, seg.capacity)
+        _engine.gather(self.pool, srcs, np.array(offsets, np.int64), dst)
         del dst  # the mapping must have no views when it is remapped
-        return slot, seg.capacity, new, meta
+        return seg.capacity, meta, sum(a.nbytes for a in srcs)
 
 
 def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_pid: int) -> None:
@@ -97,25 +105,68 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
     from .. import _engine
     from ..operators.external_source import _SourceCaller
     from ..types import SampleInfo
-    pool = _engine.ThreadPool(1)
     sources = load_sources(sources_blob, pickler)
     callers: dict[str, _SourceCaller] = {}
-    slots = _Slots()
-    while True:
-        if not conn.poll(1.0):
-            if os.getppid() != parent_pid:
-                return
-            continue
+    writer = _Writer(_engine.ThreadPool(1))
+    later: collections.deque = collections.deque()  # tasks and stop read while serving placements
+
+    def receive() -> tuple:
+        msg = conn.recv()
+        if msg[0] == "region":  # its descriptor follows at once on the socket
+            writer.regions[msg[1]] = Segment(recv_handle(conn), msg[2])
+        return msg
+
+    def report_error(key: int, exc: Exception, sample: int | None) -> None:
+        tb = "".join(traceback.format_exception(exc))
         try:
-            msg = conn.recv()
-        except (EOFError, OSError):
+            blob = pickle.dumps(exc)
+            pickle.loads(blob)
+        except Exception:  # noqa: BLE001 - an exception that does not travel: its text does
+            blob = None
+        conn.send(("error", key, blob, tb, sample, f"{type(exc).__name__}: {exc}"))
+
+    def place(msg: tuple) -> None:
+        """Writes a waiting part of a batch where the pipeline put it (or forgets it: "drop")."""
+        entry = writer.pending.pop(msg[1], None)
+        if entry is None or msg[0] == "drop":
             return
+        rid, outputs = entry
+        try:
+            capacity, meta, nbytes = writer.write(rid, msg[2], outputs, msg[3], grow=False)
+        except Exception as exc:  # noqa: BLE001 - reported for this part, not for the task running now
+            report_error(msg[1], exc, None)
+            return
+        conn.send(("ok", msg[1], capacity, meta, nbytes))
+
+    def serve_placements() -> None:
+        """Between samples: parts of earlier batches are written as soon as their place is known."""
+        while conn.poll(0):
+            msg = receive()
+            if msg[0] in ("place", "drop"):
+                place(msg)
+            elif msg[0] != "region":
+                later.append(msg)
+
+    while True:
+        if later:
+            msg = later.popleft()
+        else:
+            if not conn.poll(1.0):
+                if os.getppid() != parent_pid:
+                    return
+                continue
+            try:
+                msg = receive()
+            except (EOFError, OSError):
+                return
         if msg[0] == "stop":
             return
-        if msg[0] == "release":
-            slots.free.append(msg[1])
+        if msg[0] == "region":
             continue
-        _, name, key, payload = msg
+        if msg[0] in ("place", "drop"):
+            place(msg)
+            continue
+        _, name, key, payload, rid, capacity, direct = msg
         spec = sources[name]
         caller = callers.get(name)
         if caller is None:  # an iterator source is created in the one worker that runs it
@@ -132,22 +183,20 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
                 for info in payload:
                     sample = info[1]
                     per_sample.append(caller.sample_outputs(caller.call_sample(SampleInfo(*info)), label, sample))
+                    serve_placements()
                 sample = None
                 outputs = [_output_arrays([s[o] for s in per_sample], label) for o in range(caller.k)]
-            samples = len(outputs[0][1])
-            slot, capacity, new, meta = slots.write(outputs, spec["bytes_per_sample_hint"] or 0, samples, pool)
+            if direct:
+                starts, _ = output_starts([_nbytes(o) for o in outputs])
+                capacity, meta, nbytes = writer.write(rid, capacity, outputs, starts, grow=True)
+                reply: tuple = ("ok", key, capacity, meta, nbytes)
+            else:
+                writer.pending[key] = (rid, outputs)
+                reply = ("sizes", key, [_nbytes(o) for o in outputs])
         except StopIteration:
             conn.send(("stop", key))
             continue
         except Exception as exc:  # noqa: BLE001 - reported at the pipeline's run()
-            tb = "".join(traceback.format_exception(exc))
-            try:
-                blob = pickle.dumps(exc)
-                pickle.loads(blob)
-            except Exception:  # noqa: BLE001 - an exception that does not travel: its text does
-                blob = None
-            conn.send(("error", key, blob, tb, sample, f"{type(exc).__name__}: {exc}"))
+            report_error(key, exc, sample)
             continue
-        conn.send(("ok", key, slot, capacity, new, samples, meta))
-        if new:
-            send_handle(conn, slots.segments[slot].fd, parent_pid)
+        conn.send(reply)

@@ -14,7 +14,23 @@ is always packed into one batch (one native copy, the GIL released, overlapping 
 iteration's work).
 
 ``parallel=True`` runs the source in ``py_num_workers`` worker processes (penstock._parallel);
-batches come back through shared memory.
+batches come back through shared memory with one copy in all. The pipeline owns a few anonymous
+shared-memory regions per source; a worker copies what the source returned (once, natively)
+straight into a region at the batch's final offsets: per-output, samples back to back. In
+per-sample mode, where the samples of one batch are split over the workers, each worker reports
+the size of its part as soon as it is computed, a thread of the pipeline places the parts next
+to each other once all sizes are known, and each worker then writes its part there (between
+two samples of its next task), so the batch is packed as if one process had made it. The batch the external source outputs is a view of that region, not a copy.
+
+``no_copy`` is implied (``no_copy=False`` is an error): the worker keeps the arrays the source
+returned, without copying them, until it writes them into the region, which in per-sample mode
+happens once every part of that batch is computed (the worker may have called the source for
+later samples meanwhile), so a source must not refill an array it returned earlier; returning a
+new array per call is always safe. A region is written again only after the batch in it and
+every view of it (pipeline outputs that pass it through, ``as_array()``/``as_tensor()`` results,
+DLPack exports) have been freed; a batch kept alive simply makes the pool use another region.
+Regions grow on demand (``bytes_per_sample_hint`` sizes the first ones);
+``Pipeline.external_source_shm_statistics()`` lists them.
 """
 from __future__ import annotations
 
@@ -476,7 +492,7 @@ class ExternalSource(Operator):
 
     def fetch(self, epoch: int, iteration: int, batch_size: int) -> list:
         if self._parallel is not None:
-            batches = self._parallel.fetch(epoch, iteration, self._pool)
+            batches = self._parallel.fetch(epoch, iteration)
             layouts = self.layouts
         elif self.source is None:
             batch, layout = self._take_fed()

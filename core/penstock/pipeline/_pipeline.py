@@ -596,8 +596,8 @@ class Pipeline:
         return [o.ndim for o in self._outputs]
 
     def external_source_shm_statistics(self) -> dict:
-        """Shared-memory slots of the parallel external sources' workers: bytes per slot, and per
-        sample of the batch (or mini-batch) it last carried."""
+        """Shared-memory regions of the parallel external sources (each holds one whole batch):
+        bytes per region, and per sample of the batch it last carried."""
         if self._py_pool is None:
             return {"capacities": [], "per_sample_capacities": []}
         return self._py_pool.shm_statistics()
