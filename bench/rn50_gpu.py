@@ -5,8 +5,9 @@ Batch 256, num_threads = host cores, over generated ImageNet-like JPEGs (â‰ˆ430Ã
          -> crop_mirror_normalize (float CHW, ImageNet mean/std, coin-flip mirror)
   val:   decoders.image(device="mixed") -> resize(resize_shorter=256) -> crop_mirror_normalize(crop 224)
 Each (system, pipeline) runs in its own process, alternating over rounds. One JSON line per system
-and pipeline: median img/s, peak GPU memory (device memory in use above the process's baseline),
-host CPU seconds per image; then the ratios. DALI is included when `import nvidia.dali` works.
+and pipeline: median img/s, peak GPU memory (device memory in use above the process's baseline,
+other processes' included), host CPU seconds per image (the decoder process's included); then the
+ratios. DALI is included when `import nvidia.dali` works.
 """
 from __future__ import annotations
 
@@ -76,6 +77,27 @@ class _GpuMemory:
         return self.peak
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its live child processes (penstock's decoder process)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    total = usage.ru_utime + usage.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                children = f.read().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            except (OSError, IndexError, ValueError):
+                pass
+    return total
+
+
 def worker(system: str, kind: str, root: str, batches: int, threads: int, hw_load: float | None) -> None:
     import cupy
     cupy.cuda.runtime.setDevice(0)
@@ -89,14 +111,13 @@ def worker(system: str, kind: str, root: str, batches: int, threads: int, hw_loa
     for _ in range(4):
         pipe.run()
     cupy.cuda.runtime.deviceSynchronize()
-    usage0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = _cpu_seconds()
     start = time.perf_counter()
     for _ in range(batches):
         pipe.run()
     cupy.cuda.runtime.deviceSynchronize()
     seconds = time.perf_counter() - start
-    usage1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    cpu = _cpu_seconds() - cpu0
     images = batches * BATCH
     print(json.dumps({"img_per_s": images / seconds, "peak_gpu_mb": round(memory.stop() / 2**20, 1),
                       "host_cpu_ms_per_img": round(1000 * cpu / images, 3)}))
