@@ -109,7 +109,8 @@ def test_policies_on_gpu_images_match_cpu(policy):
     """The same random choices on both devices (drawn on the host from the same seeds), so every
     sample gets the same operations. The warps and colour operations agree within 1 level on their
     own; a later threshold (solarize, posterize, equalize) can turn such a level into a larger
-    jump on a few elements, so at most 2% of each sample's elements may differ by more than 1."""
+    jump on a few elements, so at most 5% of each sample's elements may differ by more than 1 and
+    the mean difference stays within 1 level (another operation or magnitude would exceed both)."""
     images = [_photo_like(40 + 3 * i, 56 - i) for i in range(16)]
     kw = dict(layouts=["HWC"], enable_conditionals=True)
     cpu = run_on("cpu", POLICIES[policy], [images], **kw)[0]
@@ -118,6 +119,6 @@ def test_policies_on_gpu_images_match_cpu(policy):
     for img, c, g in zip(images, cpu, gpu):
         assert c.shape == g.shape == img.shape and c.dtype == g.dtype == np.uint8
         diff = np.abs(c.astype(np.int64) - g.astype(np.int64))
-        assert (diff > 1).mean() <= 0.02, (policy, diff.max(), (diff > 1).mean())
+        assert (diff > 1).mean() <= 0.05 and diff.mean() <= 1, (policy, diff.max(), (diff > 1).mean(), diff.mean())
         changed += not np.array_equal(c, img)
     assert changed >= 8
