@@ -4,7 +4,8 @@ solarize-add, invert, sharpness).
 
 Each point operation is a 256-entry lookup table per sample and channel, computed in numpy for
 the whole batch (from per-channel histograms where it depends on the image) and applied in one
-native call.
+kernel call. On the GPU the tables that depend on the image are computed there from histograms
+taken there (``GpuKernels.histogram_luts``, the same arithmetic), so the host never waits.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 
 _V = np.arange(256, dtype=np.float64)
 
@@ -55,12 +56,16 @@ def _auto_contrast(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
     return np.where(hi > lo, _lut_u8((_V - lo) * scale), _V.astype(np.uint8))
 
 
+def _grey_weights(channels: int) -> np.ndarray:
+    """Contrast's grey level: the channel means weighted as PIL's RGB -> L conversion (or evenly)."""
+    return np.array([0.299, 0.587, 0.114]) if channels == 3 else np.full(channels, 1 / channels)
+
+
 def _contrast(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
     """PIL's ImageEnhance.Contrast: blends with the mean grey level of the image."""
     counts = np.maximum(hist.sum(axis=-1), 1)
     means = (hist * _V).sum(axis=-1) / counts                  # [N, C]
-    weights = np.array([0.299, 0.587, 0.114]) if hist.shape[1] == 3 else np.full(hist.shape[1], 1 / hist.shape[1])
-    grey = np.floor(means @ weights + 0.5)[:, None, None]       # PIL: int(mean + 0.5)
+    grey = np.floor(means @ _grey_weights(hist.shape[1]) + 0.5)[:, None, None]  # PIL: int(mean + 0.5)
     return _lut_u8(grey + param[:, None, None] * (_V - grey))
 
 
@@ -84,12 +89,13 @@ def _invert(hist: None, param: np.ndarray) -> np.ndarray:
 
 def _schema(name: str, doc: str, param_doc: str | None, internal: bool = True) -> OpSchema:
     args = [Arg("param", ArgType.FLOAT, 0.0, tensor=True, doc=param_doc)] if param_doc else []
-    return OpSchema(name, doc, args=args, devices=("cpu",), internal=internal)
+    return OpSchema(name, doc, args=args, devices=("cpu", "gpu"), internal=internal)
 
 
-def _point_op(schema: OpSchema, lut: Callable, needs_hist: bool) -> None:
-    @register(schema)
-    class PointOpCPU(Operator):
+def _point_op(schema: OpSchema, lut: Callable, hist_kind: str | None) -> None:
+    """``hist_kind``: the table depends on the image's histograms (its name in histogram_luts)."""
+    @register(schema, device=("cpu", "gpu"))
+    class PointOp(Operator):
         def run(self, ws):
             src = contiguous(ws.inputs[0])
             if src._buf.dtype != np.uint8 or src.ndim() not in (2, 3):
@@ -98,13 +104,17 @@ def _point_op(schema: OpSchema, lut: Callable, needs_hist: bool) -> None:
             n = len(src)
             channels = int(_channels(src).max()) if n else 1
             param = ws.per_sample("param", np.float64) if "param" in schema.arguments else np.zeros(n)
-            luts = lut(_histograms(ws, src, channels) if needs_hist else None, param)
-            luts = np.ascontiguousarray(np.broadcast_to(luts, (n, channels, 256)))
-            out = empty_batch(src._shapes, np.uint8, src._layout, src._source_info)
-            _engine.apply_lut(ws.pool, src._buf, src._shapes, src._offsets, luts, out._buf, out._offsets)
+            if hist_kind is not None and ws.gpu is not None:
+                luts = ws.kernels.histogram_luts(hist_kind, src._buf, src._shapes, src._offsets, channels, param,
+                                                 _grey_weights(channels))
+            else:  # host tables (uploaded with the lookup's descriptors on the GPU)
+                luts = lut(_histograms(ws, src, channels) if hist_kind else None, param)
+                luts = np.ascontiguousarray(np.broadcast_to(luts, (n, channels, 256)))
+            out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
+            ws.kernels.apply_lut(ws.pool, src._buf, src._shapes, src._offsets, luts, out._buf, out._offsets)
             return [out]
 
-    PointOpCPU.__name__ = PointOpCPU.__qualname__ = schema.class_name + "CPU"
+    PointOp.__name__ = PointOp.__qualname__ = schema.class_name
 
 
 EQUALIZE = _schema("experimental.Equalize", "Histogram equalization of each channel of uint8 images.", None,
@@ -119,20 +129,20 @@ INVERT = _schema("_auto_aug.Invert", "255 - value.", None)
 SHARPNESS = _schema("_auto_aug.Sharpness", "Blends with a 3x3 smoothed image (PIL's sharpness enhancement).",
                     "blend factor: 0 = smoothed, 1 = unchanged")
 
-for _s, _f, _h in ((EQUALIZE, _equalize, True), (AUTO_CONTRAST, _auto_contrast, True), (CONTRAST, _contrast, True),
-                   (POSTERIZE, _posterize, False), (SOLARIZE, _solarize, False),
-                   (SOLARIZE_ADD, _solarize_add, False), (INVERT, _invert, False)):
+for _s, _f, _h in ((EQUALIZE, _equalize, "equalize"), (AUTO_CONTRAST, _auto_contrast, "auto_contrast"),
+                   (CONTRAST, _contrast, "contrast"), (POSTERIZE, _posterize, None), (SOLARIZE, _solarize, None),
+                   (SOLARIZE_ADD, _solarize_add, None), (INVERT, _invert, None)):
     _point_op(_s, _f, _h)
 
 
-@register(SHARPNESS)
-class SharpnessCPU(Operator):
+@register(SHARPNESS, device=("cpu", "gpu"))
+class Sharpness(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         if src._buf.dtype != np.uint8 or src.ndim() != 3:
             raise ValueError(f"{self.label}: expects uint8 HWC images, got {src.dtype.name} with "
                              f"{src.ndim()} dimensions")
         factors = ws.per_sample("param", np.float32)
-        out = empty_batch(src._shapes, np.uint8, src._layout, src._source_info)
-        _engine.sharpness(ws.pool, src._buf, src._shapes, src._offsets, factors, out._buf, out._offsets)
+        out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
+        ws.kernels.sharpness(ws.pool, src._buf, src._shapes, src._offsets, factors, out._buf, out._offsets)
         return [out]

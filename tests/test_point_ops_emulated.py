@@ -1,0 +1,188 @@
+"""The CUDA point-operation kernels (csrc/cuda/point_ops.cu) run on the host: the .cu file is
+compiled as C++ with the CUDA names it uses defined here (a launch runs its blocks one after the
+other, the threads of a block as host threads meeting at a barrier for __syncthreads, shared
+memory as statics), driven by the real ``GpuKernels`` methods and operator code with numpy in
+place of CuPy, and the results must equal the CPU operators' byte for byte (contrast: within 1,
+see tests/test_gpu_auto_aug.py). The GPU test compares the real launches with the CPU."""
+import ctypes
+import os
+import shutil
+import subprocess
+import types
+
+import numpy as np
+import pytest
+
+from penstock import _engine
+from penstock._cuda.kernels import GpuKernels
+from penstock._operator import Workspace
+from penstock._registry import kernel_for
+from penstock.operators import point_ops
+from penstock.operators._batch import empty_batch
+from penstock.tensors import TensorListCPU
+
+SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "cuda", "point_ops.cu")
+
+HARNESS = r"""
+#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+typedef unsigned char u8; typedef unsigned int u32; typedef unsigned long long u64; typedef long long i64;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__ static
+struct Dim { unsigned x; };
+static thread_local Dim blockIdx, threadIdx;
+static Dim blockDim;
+static std::barrier<>* block_barrier;
+static void __syncthreads() { block_barrier->arrive_and_wait(); }
+static u32 atomicAdd(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static u64 atomicAdd(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static int atomicMin(int* p, int v) {
+  int old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (v < old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+static int atomicMax(int* p, int v) {
+  int old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (v > old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  return old;
+}
+static double __dadd_rn(double a, double b) { return a + b; }
+static double __dmul_rn(double a, double b) { return a * b; }
+static float __fadd_rn(float a, float b) { return a + b; }
+static float __fmul_rn(float a, float b) { return a * b; }
+static int find_sample(const i64* block_start, int n, i64 block) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) { int mid = (lo + hi + 1) >> 1; if (block_start[mid] <= block) lo = mid; else hi = mid - 1; }
+  return lo;
+}
+#include "SOURCE"
+template <typename F> static void launch(int grid, int block, bool threads, F kernel) {
+  blockDim.x = block;
+  if (!threads) {  // no __syncthreads: a loop over blocks and threads
+    for (int b = 0; b < grid; ++b)
+      for (int t = 0; t < block; ++t) { blockIdx.x = b; threadIdx.x = t; kernel(); }
+    return;
+  }
+  std::barrier<> barrier(block);
+  block_barrier = &barrier;
+  std::vector<std::thread> pool;  // one host thread per GPU thread, blocks in turn (shared memory is static)
+  for (int t = 0; t < block; ++t)
+    pool.emplace_back([&, t] {
+      for (int b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        threadIdx.x = t;
+        kernel();
+        barrier.arrive_and_wait();
+      }
+    });
+  for (auto& th : pool) th.join();
+}
+extern "C" {
+void run_channel_histograms(int g, int b, const u8* src, u64* hist, const i64* desc, const i64* bs, int n, int max_c) {
+  launch(g, b, true, [&] { channel_histograms(src, hist, desc, bs, n, max_c); });
+}
+void run_histogram_luts(int g, int b, const u64* hist, u8* luts, const double* params, const double* weights,
+                        int max_c, int kind) {
+  launch(g, b, true, [&] { histogram_luts(hist, luts, params, weights, max_c, kind); });
+}
+void run_apply_lut(int g, int b, const u8* src, u8* dst, const i64* desc, const i64* bs, int n, const u8* luts,
+                   int max_c) {
+  launch(g, b, false, [&] { apply_lut(src, dst, desc, bs, n, luts, max_c); });
+}
+void run_sharpness(int g, int b, const u8* src, u8* dst, const i64* desc, const i64* bs, int n, const float* f) {
+  launch(g, b, false, [&] { sharpness(src, dst, desc, bs, n, f); });
+}
+}
+"""
+
+
+class _HostContext:
+    """What GpuKernels and the operators use of a DeviceContext, with numpy for CuPy."""
+    cp = np
+    device_id = 0
+    stream = None
+
+    def __init__(self, lib):
+        self.kernels = GpuKernels(self)
+        self.kernels._fn = lambda module, name: self._launcher(lib, name)
+
+    @staticmethod
+    def _launcher(lib, name):
+        def call(grid, block, args, stream=None):
+            conv = [a.ctypes.data_as(ctypes.c_void_p) if isinstance(a, np.ndarray) else
+                    ctypes.c_int(int(a)) if isinstance(a, np.int32) else a for a in args]
+            getattr(lib, f"run_{name}")(ctypes.c_int(grid[0]), ctypes.c_int(block[0]), *conv)
+        return call
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def upload_params(self, *arrays):
+        return [np.ascontiguousarray(a).copy() for a in arrays]
+
+    def new_batch(self, shapes, dtype, layout="", source_info=None):
+        return empty_batch(shapes, dtype, layout, source_info)
+
+
+@pytest.fixture(scope="module")
+def gpu(tmp_path_factory):
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+    assert cxx, "a C++ compiler is needed (the engine is built with one)"
+    folder = tmp_path_factory.mktemp("point_ops_emulated")
+    (folder / "harness.cpp").write_text(HARNESS.replace("SOURCE", SOURCE))
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-o", str(folder / "h.so"),
+                    str(folder / "harness.cpp")], check=True)
+    return _HostContext(ctypes.CDLL(str(folder / "h.so")))
+
+
+def _run(schema, images, layout, params, gpu_ctx):
+    """The operator's output for one batch, run on the CPU (gpu_ctx None) or the emulated GPU."""
+    node = types.SimpleNamespace(args={"param": 0.0}, name="op", schema=schema, device="gpu" if gpu_ctx else "cpu",
+                                 resolved_seed=0)
+    op = kernel_for(schema, node.device)(node, None)
+    arg_inputs = {} if params is None else {"param": TensorListCPU([np.float32(p) for p in params])}
+    ws = Workspace(inputs=[TensorListCPU(images, layout)], arg_inputs=arg_inputs, batch_size=len(images),
+                   iteration=0, epoch=0, pool=_engine.ThreadPool(2), op=op, gpu=gpu_ctx)
+    out = op.run(ws)[0]
+    return [np.array(out.at(i)) for i in range(len(images))]
+
+
+rng = np.random.default_rng(5)
+
+
+def _low(shape):
+    return rng.integers(40, 180, shape).astype(np.uint8)
+
+
+BATCHES = [
+    ([_low((37, 53, 3)), np.full((9, 11, 3), 77, np.uint8), rng.integers(0, 256, (97, 83, 3), np.uint8),
+      _low((2, 2, 3))], "HWC"),
+    ([_low((21, 17)), np.full((5, 5), 200, np.uint8)], "HW"),
+    ([_low((13, 7, 3)), _low((11, 9, 1)), _low((19, 5, 4))], "HWC"),
+    ([_low((15, 9, 10)), rng.integers(0, 256, (33, 40, 10), np.uint8)], "HWC"),  # global-memory histograms
+]
+PARAMS = {"Posterize": [8, 2.4, 1, 0], "Solarize": [0, 128.5, 200, 256], "SolarizeAdd": [0, 50.5, 110, 200],
+          "Contrast": [0.1, 1.0, 1.9, 1.37], "Sharpness": [0.1, 1.0, 1.9, 1.37]}
+SCHEMAS = [point_ops.EQUALIZE, point_ops.AUTO_CONTRAST, point_ops.INVERT, point_ops.POSTERIZE, point_ops.SOLARIZE,
+           point_ops.SOLARIZE_ADD, point_ops.CONTRAST, point_ops.SHARPNESS]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.name)
+def test_emulated_kernels_match_the_cpu_operators(gpu, schema):
+    key = schema.name.split(".")[-1]
+    batches = BATCHES[:1] if key == "Sharpness" else BATCHES
+    for images, layout in batches:
+        params = PARAMS[key][:len(images)] if key in PARAMS else None
+        cpu = _run(schema, images, layout, params, None)
+        emulated = _run(schema, images, layout, params, gpu)
+        for img, c, g in zip(images, cpu, emulated):
+            assert c.shape == g.shape == img.shape
+            diff = np.abs(c.astype(int) - g.astype(int)).max()
+            assert diff <= (1 if key == "Contrast" else 0), (schema.name, img.shape, diff)
