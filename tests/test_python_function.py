@@ -274,28 +274,29 @@ def test_the_pipeline_is_current_inside_the_function():
 
 def test_calls_are_serial_in_sample_order_off_the_calling_thread():
     data = _ragged(8)
-    calls = []
 
-    def record(s):
-        calls.append((threading.current_thread().name, int(s.sum())))
-        return s
+    def recorder(calls):  # one list per pipeline: the first one keeps prefetching in the background
+        def record(s):
+            calls.append((threading.current_thread().name, int(s.sum())))
+            return s
+        return record
+
+    async_calls, sync_calls = [], []
 
     @pipeline_def(batch_size=8, num_threads=2, device_id=None)
     def p():
-        return fn.python_function(fn.external_source(source=_const(data)), function=record)
+        return fn.python_function(fn.external_source(source=_const(data)), function=recorder(async_calls))
 
-    pipe = p()
-    pipe.run()
-    assert [v for _, v in calls[:8]] == [int(s.sum()) for s in data]
-    assert threading.main_thread().name not in {t for t, _ in calls}
-    calls.clear()
+    p().run()
+    assert [v for _, v in async_calls[:8]] == [int(s.sum()) for s in data]
+    assert threading.main_thread().name not in {t for t, _ in async_calls}
 
     @pipeline_def(batch_size=8, num_threads=2, device_id=None, exec_async=False, exec_pipelined=False)
     def q():
-        return fn.python_function(fn.external_source(source=_const(data)), function=record)
+        return fn.python_function(fn.external_source(source=_const(data)), function=recorder(sync_calls))
 
     q().run()
-    assert {t for t, _ in calls} == {threading.main_thread().name}  # DALI's synchronous mode
+    assert {t for t, _ in sync_calls} == {threading.main_thread().name}  # DALI's synchronous mode
 
 
 def test_python_operators_get_their_own_pipelined_worker():
