@@ -36,7 +36,7 @@ test: $(STAMP)
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
 # pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests.
 gpu-test:
-	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e . -e plugins/pytorch -e plugins/jax
+	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e . -e plugins/pytorch -e plugins/jax -e plugins/tensorflow
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m gpu tests
 
 # penstock against real NVIDIA DALI 2.4 (CPU only), case by case: needs `nvidia.dali` importable,
