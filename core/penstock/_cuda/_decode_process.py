@@ -84,15 +84,20 @@ class DecodeProcess:
         self.ctx = ctx
         self.cp = ctx.cp
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(os.environ)
+        # the child finds penstock (and CuPy, nvImageCodec) where this process found them
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "penstock._cuda._decode_process", str(child.fileno()), str(ctx.device_id),
              options, str(cpu_threads), repr(float(hw_load)), str(int(adaptive))], pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL)
         child.close()
         self.sock = parent
-        hello, _ = _recv(self.sock)
+        try:
+            hello, _ = _recv(self.sock)
+        except (EOFError, OSError):
+            hello = {"error": f"it exited with code {self.proc.wait()}"}
         if "error" in hello:
             self.proc.wait()
+            self.sock.close()
             raise RuntimeError(f"the GPU decoder process could not start: {hello['error']}")
         self._slots: list[Slot] = []
         self._lock = threading.Lock()
