@@ -11,6 +11,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..data_node import DataNode, newaxis
 from ..tensors import TensorListCPU
 from ._batch import dense_batch
+from .crop import slice_batch
 
 _MAX_DIMS = 16
 SUBSCRIPT = OpSchema(
@@ -91,6 +92,42 @@ class Subscript(Operator):
                 d += 1
         return "".join(out) + src._layout[d:]
 
+    def _window(self, src, per: dict) -> tuple | None:
+        """The batch's indexing as one slice: per-sample anchors and window sizes over the input's
+        axes, and the output shapes (integer-indexed axes dropped, new axes inserted). None when a
+        slice has a step other than 1."""
+        n, nd = src._shapes.shape
+        anchors = np.zeros((n, nd), np.int64)
+        sizes = src._shapes.copy()
+        out_dims = []
+        d = 0
+        for k, (entry, value) in enumerate(zip(self.args["spec"], self.args["values"])):
+            if entry[0] == "newaxis":
+                out_dims.append(np.ones(n, np.int64))
+                continue
+            extent = src._shapes[:, d]
+            if entry[0] == "int":
+                at = per[f"at_{k}"] if entry[1] else np.full(n, value, np.int64)
+                wrapped = np.where(at < 0, at + extent, at)
+                bad = np.nonzero((wrapped < 0) | (wrapped >= extent))[0]
+                if len(bad):
+                    i = int(bad[0])
+                    raise IndexError(f"index {int(at[i])} is out of bounds for axis {d} with size {int(extent[i])} "
+                                     f"(sample {i})")
+                anchors[:, d], sizes[:, d] = wrapped, 1
+            else:
+                lo, hi, step = (per[f"{kind}_{k}"] if has else None if v is None else np.full(n, v, np.int64)
+                                for kind, has, v in zip(("lo", "hi", "step"), entry[1:], value))
+                if step is not None and (step != 1).any():
+                    return None
+                start = np.zeros(n, np.int64) if lo is None else np.clip(np.where(lo < 0, lo + extent, lo), 0, extent)
+                stop = extent if hi is None else np.clip(np.where(hi < 0, hi + extent, hi), 0, extent)
+                anchors[:, d], sizes[:, d] = start, np.maximum(stop - start, 0)
+                out_dims.append(sizes[:, d])
+            d += 1
+        out_dims += [src._shapes[:, j] for j in range(d, nd)]
+        return anchors, sizes, np.column_stack(out_dims).astype(np.int64) if out_dims else np.zeros((n, 0), np.int64)
+
     def run(self, ws):
         src = ws.inputs[0]
         n = len(src)
@@ -106,6 +143,15 @@ class Subscript(Operator):
                 dense = src.as_array() if on_host else src._dense_array()
                 return [dense_batch(dense[(slice(None),) + key], layout) if on_host
                         else type(src)(dense[(slice(None),) + key], layout)]
+            window = self._window(src, per) if n else None
+            if window is not None:  # one slice kernel call for the batch
+                anchors, sizes, out_shapes = window
+                cut = slice_batch(ws, src, anchors, sizes)
+                out = type(cut)._from_packed(cut._buf, out_shapes, cut._offsets, layout, src._source_info)
+                if not on_host:
+                    out.stream = cut.stream
+                return [out]
+            # steps other than 1: sample by sample
             # array(), not ascontiguousarray(): the latter turns 0-d results into 1-d
             xp = np if on_host else ws.gpu.cp
             samples = [xp.array(src._sample_array(i)[self._key(ws, i, per)], order="C") for i in range(n)]
