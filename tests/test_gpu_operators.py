@@ -266,6 +266,17 @@ def test_layout_and_join_operators_match_cpu():
                               fn.reinterpret(x, dtype=types.UINT8), x[1:3, ::2], x[-1]), [a, b], atol_int=0)
 
 
+def test_subscripts_of_ragged_batches_with_per_sample_indices_match_cpu():
+    from penstock import newaxis
+    data = [rng.integers(0, 100, (5 + i, 4 + i, 3), dtype=np.int16) for i in range(4)]
+
+    def graph(x):
+        k = fn.external_source(source=_const([np.int64(i - 2) for i in range(4)]))  # on the host
+        return x[1:-1, k], x[3:1], x[newaxis, -2:, :, 1], x[k:, 2:], x[::-1, 0]
+
+    assert_same(graph, [data], ["HWC"], atol_int=0)
+
+
 def test_host_computed_operators_give_the_same_values_on_the_gpu():
     data = [np.zeros((k + 1, 3), np.float32) for k in range(4)]
     assert_same(lambda x: (fn.shapes(x), x + types.Constant(np.float32(2.5)),
