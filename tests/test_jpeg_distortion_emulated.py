@@ -3,9 +3,6 @@
 over blocks and threads, and the result must equal the CPU operator's libjpeg-turbo round trip
 byte for byte (the GPU test compares the real launches with the CPU)."""
 import ctypes
-import os
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -13,24 +10,11 @@ import pytest
 from penstock import _engine
 from penstock._cuda._image_plans import jpeg_plan, jpeg_tables
 
-SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "cuda",
-                      "jpeg_distortion.cu")
+from _cuda_on_host import compile_for_host
 
 HARNESS = r"""
-#include <cstdint>
-typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32; typedef int i32;
-typedef unsigned long long u64; typedef long long i64;
-#define __device__
-#define __global__
-#define __forceinline__ inline
-struct Dim { unsigned x; };
 static Dim blockIdx, threadIdx, blockDim{256};
 static inline int __clz(unsigned v) { return __builtin_clz(v); }
-static inline int find_sample(const i64* block_start, int n, i64 block) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) { int mid = (lo + hi + 1) >> 1; if (block_start[mid] <= block) lo = mid; else hi = mid - 1; }
-  return lo;
-}
 #include "SOURCE"
 extern "C" void run(const u8* src, u8* planes, u8* dst, const i64* desc, const i64* bs, const i64* ps, int n,
                     const i32* tables, int grid_b, int grid_p) {
@@ -44,13 +28,7 @@ extern "C" void run(const u8* src, u8* planes, u8* dst, const i64* desc, const i
 
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
-    assert cxx, "a C++ compiler is needed (the engine is built with one)"
-    folder = tmp_path_factory.mktemp("jpeg_emulated")
-    (folder / "harness.cpp").write_text(HARNESS.replace("SOURCE", SOURCE))
-    subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(folder / "h.so"), str(folder / "harness.cpp")],
-                   check=True)
-    lib = ctypes.CDLL(str(folder / "h.so"))
+    lib = compile_for_host(tmp_path_factory.mktemp("jpeg_emulated"), "jpeg_distortion.cu", HARNESS)
 
     def ptr(a):
         return a.ctypes.data_as(ctypes.c_void_p)

@@ -4,36 +4,24 @@ other, the threads of a block as host threads meeting at a barrier for __syncthr
 memory as statics), driven by the real ``GpuKernels`` methods and operator code with numpy in
 place of CuPy, and the results must equal the CPU operators' byte for byte (contrast: within 1,
 see tests/test_gpu_auto_aug.py). The GPU test compares the real launches with the CPU."""
-import ctypes
-import os
-import shutil
-import subprocess
 import types
 
 import numpy as np
 import pytest
 
 from penstock import _engine
-from penstock._cuda.kernels import GpuKernels
 from penstock._operator import Workspace
 from penstock._registry import kernel_for
 from penstock.operators import point_ops
-from penstock.operators._batch import empty_batch
 from penstock.tensors import TensorListCPU
 
-SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "cuda", "point_ops.cu")
+from _cuda_on_host import HostContext, compile_for_host
 
 HARNESS = r"""
 #include <barrier>
-#include <cmath>
 #include <thread>
 #include <vector>
-typedef unsigned char u8; typedef unsigned int u32; typedef unsigned long long u64; typedef long long i64;
-#define __device__
-#define __global__
-#define __forceinline__ inline
 #define __shared__ static
-struct Dim { unsigned x; };
 static thread_local Dim blockIdx, threadIdx;
 static Dim blockDim;
 static std::barrier<>* block_barrier;
@@ -54,11 +42,6 @@ static double __dadd_rn(double a, double b) { return a + b; }
 static double __dmul_rn(double a, double b) { return a * b; }
 static float __fadd_rn(float a, float b) { return a + b; }
 static float __fmul_rn(float a, float b) { return a * b; }
-static int find_sample(const i64* block_start, int n, i64 block) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) { int mid = (lo + hi + 1) >> 1; if (block_start[mid] <= block) lo = mid; else hi = mid - 1; }
-  return lo;
-}
 #include "SOURCE"
 template <typename F> static void launch(int grid, int block, bool threads, F kernel) {
   blockDim.x = block;
@@ -100,46 +83,9 @@ void run_sharpness(int g, int b, const u8* src, u8* dst, const i64* desc, const 
 """
 
 
-class _HostContext:
-    """What GpuKernels and the operators use of a DeviceContext, with numpy for CuPy."""
-    cp = np
-    device_id = 0
-    stream = None
-
-    def __init__(self, lib):
-        self.kernels = GpuKernels(self)
-        self.kernels._fn = lambda module, name: self._launcher(lib, name)
-
-    @staticmethod
-    def _launcher(lib, name):
-        def call(grid, block, args, stream=None):
-            conv = [a.ctypes.data_as(ctypes.c_void_p) if isinstance(a, np.ndarray) else
-                    ctypes.c_int(int(a)) if isinstance(a, np.int32) else a for a in args]
-            getattr(lib, f"run_{name}")(ctypes.c_int(grid[0]), ctypes.c_int(block[0]), *conv)
-        return call
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-    def upload_params(self, *arrays):
-        return [np.ascontiguousarray(a).copy() for a in arrays]
-
-    def new_batch(self, shapes, dtype, layout="", source_info=None):
-        return empty_batch(shapes, dtype, layout, source_info)
-
-
 @pytest.fixture(scope="module")
 def gpu(tmp_path_factory):
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
-    assert cxx, "a C++ compiler is needed (the engine is built with one)"
-    folder = tmp_path_factory.mktemp("point_ops_emulated")
-    (folder / "harness.cpp").write_text(HARNESS.replace("SOURCE", SOURCE))
-    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-o", str(folder / "h.so"),
-                    str(folder / "harness.cpp")], check=True)
-    return _HostContext(ctypes.CDLL(str(folder / "h.so")))
+    return HostContext(compile_for_host(tmp_path_factory.mktemp("point_ops_emulated"), "point_ops.cu", HARNESS))
 
 
 def _run(schema, images, layout, params, gpu_ctx):

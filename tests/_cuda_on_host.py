@@ -1,0 +1,98 @@
+"""CUDA kernel files compiled as C++ for the host, so tests can run the GPU code paths (the
+operators' planning, GpuKernels' descriptors and the kernels' arithmetic) on a machine without a
+GPU. A harness defines the CUDA names a file uses and ``run_<kernel>`` entry points that loop over
+blocks and threads; HostContext stands in for a DeviceContext, with numpy in place of CuPy."""
+import ctypes
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+from penstock._cuda.kernels import GpuKernels
+from penstock.operators._batch import empty_batch
+
+CUDA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "cuda")
+
+# what every harness needs: the kernels' scalar types, the CUDA qualifiers, and common.cuh's sample lookup
+PRELUDE = r"""
+#include <cmath>
+#include <cstdint>
+typedef unsigned char u8; typedef signed char i8; typedef unsigned short u16; typedef short i16;
+typedef unsigned int u32; typedef int i32; typedef unsigned long long u64; typedef long long i64;
+typedef float f32; typedef double f64;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+struct Dim { unsigned x; };
+static inline int find_sample(const i64* block_start, int n, i64 block) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) { int mid = (lo + hi + 1) >> 1; if (block_start[mid] <= block) lo = mid; else hi = mid - 1; }
+  return lo;
+}
+"""
+
+
+def compile_for_host(folder, kernel_file: str, harness: str) -> ctypes.CDLL:
+    """``harness`` with ``SOURCE`` standing for csrc/cuda/<kernel_file>, built as a shared library."""
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+    assert cxx, "a C++ compiler is needed (the engine is built with one)"
+    (folder / "harness.cpp").write_text(PRELUDE + harness.replace("SOURCE", os.path.join(CUDA_DIR, kernel_file)))
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-o", str(folder / "h.so"),
+                    str(folder / "harness.cpp")], check=True)
+    return ctypes.CDLL(str(folder / "h.so"))
+
+
+def _c_value(a):
+    if isinstance(a, np.ndarray):
+        return a.ctypes.data_as(ctypes.c_void_p)
+    if isinstance(a, (np.int32, np.uint32)):
+        return ctypes.c_int(int(a))
+    if isinstance(a, (np.int64, np.uint64)):
+        return ctypes.c_longlong(int(a))
+    if isinstance(a, np.float32):
+        return ctypes.c_float(float(a))
+    if isinstance(a, (np.float64, float)):
+        return ctypes.c_double(float(a))
+    return a
+
+
+class HostContext:
+    """What GpuKernels and the operators use of a DeviceContext; a launch calls ``run_<name>``
+    of the host-compiled harness with the grid and block sizes first."""
+    cp = np
+    device_id = 0
+    stream = None
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        self.kernels = GpuKernels(self)
+        self.kernels._fn = self._launcher
+
+    def _launcher(self, module: str, name: str):
+        def call(grid, block, args, stream=None):
+            getattr(self.lib, f"run_{name}")(ctypes.c_int(grid[0]), ctypes.c_int(block[0]),
+                                             *[_c_value(a) for a in args])
+        return call
+
+    @property
+    def device(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def upload_params(self, *arrays):
+        return [np.ascontiguousarray(a).copy() for a in arrays]
+
+    def upload(self, host, out=None):
+        if out is None:
+            return np.ascontiguousarray(host).copy()
+        out[...] = host
+        return out
+
+    def new_batch(self, shapes, dtype, layout="", source_info=None):
+        return empty_batch(shapes, dtype, layout, source_info)
