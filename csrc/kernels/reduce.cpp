@@ -68,7 +68,12 @@ inline void for_each_reduced(const In* x, const SamplePlan& p, int64_t base, F&&
     return;
   }
   const int64_t n0 = p.rext[p.nr - 1], s0 = p.rstr[p.nr - 1];
-  int64_t idx[kMaxDims] = {0};
+  if (p.nr == 1) {
+    for (int64_t r = 0; r < n0; ++r) f(value_of(x[base + r * s0]));
+    return;
+  }
+  int64_t idx[kMaxDims];
+  std::fill(idx, idx + p.nr, 0);
   while (true) {
     const In* row = x + base;
     for (int64_t r = 0; r < n0; ++r) f(value_of(row[r * s0]));

@@ -84,7 +84,7 @@ class _Reduction(Operator):
             if bad.size:
                 i = int(bad[0])
                 raise ValueError(f"{self.label}: the mean of sample {i} has {mean_tl._volumes()[i]} values; "
-                                 f"the reduced shape has {want[i]}")
+                                 f"the reduced shape {tuple(int(e) for e in out_shapes[i])} has {want[i]}")
             ddof = self.args["ddof"]
             count = src._shapes[:, list(axes)].prod(axis=1)
             if (count - ddof <= 0).any():
