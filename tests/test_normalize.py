@@ -47,3 +47,36 @@ def test_batch_statistics_by_axis_name():
 def test_integer_output_rounds_and_saturates():
     out = _run([np.array([0, 10, 20], np.float32)], mean=10, stddev=1, scale=20, dtype=types.INT8)
     np.testing.assert_array_equal(out.at(0), [-128, 0, 127])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.int32])
+def test_normalize_kernel_reads_statistics_through_strides(dtype):
+    """_engine.normalize (GpuKernels.normalize's CPU sibling): per-channel statistics of HWC samples
+    (strides 0 on H and W) for one sample, a scalar (all strides 0) for the other."""
+    from penstock import _engine
+    from kernel_batch import POOL, pack, unpack
+    rng = np.random.default_rng(2)
+    xs = [(rng.random(s) * 200).astype(dtype) for s in [(5, 7, 3), (2, 3, 3)]]
+    src, shapes, offsets = pack(xs)
+    dst = np.zeros(src.size, np.float32)
+    mean = np.array([10.0, 20.0, 30.0, 50.0])
+    std = np.array([2.0, 4.0, 8.0, 3.0])
+    stat_offsets = np.array([0, 3], np.int64)
+    strides = np.array([[0, 0, 1], [0, 0, 0]], np.int64)
+    code = {np.uint8: types.UINT8, np.float16: types.FLOAT16, np.int32: types.INT32}[dtype]
+    _engine.normalize(POOL, src, int(code), shapes, offsets, dst, offsets, mean, stat_offsets, strides,
+                      std, stat_offsets, strides, 1.5, -2.0)
+    got = unpack(dst, shapes, offsets)
+    for g, x, m, s in zip(got, xs, (mean[:3], mean[3]), (std[:3], std[3])):
+        want = ((x.astype(np.float64) - m) / s * 1.5 - 2.0).astype(np.float32)
+        np.testing.assert_array_equal(g, want)
+
+
+def test_normalize_uint8_images_per_channel():
+    rng = np.random.default_rng(4)
+    imgs = [rng.integers(0, 256, (6, 8, 3), dtype=np.uint8), rng.integers(0, 256, (4, 5, 3), dtype=np.uint8)]
+    out = _run(imgs, layout="HWC", axes=[0, 1], scale=64, shift=128)
+    for i, x in enumerate(imgs):
+        x = x.astype(np.float64)
+        m, sd = x.mean(axis=(0, 1), keepdims=True), x.std(axis=(0, 1), keepdims=True)
+        np.testing.assert_allclose(out.at(i), (x - m) / sd * 64 + 128, rtol=1e-6, atol=1e-4)

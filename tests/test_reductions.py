@@ -47,3 +47,70 @@ def test_variance_and_std_dev_take_the_mean(ddof):
     for v, s, x in zip(samples(var), samples(std), RAGGED):
         np.testing.assert_allclose(v, x.astype(np.float64).var(axis=(0, 1), ddof=ddof), rtol=1e-5)
         np.testing.assert_allclose(s, x.astype(np.float64).std(axis=(0, 1), ddof=ddof), rtol=1e-5)
+
+
+# ---- the native batch kernel (_engine.reduce, GpuKernels.reduce's CPU sibling) ----------------
+
+KINDS = ["sum", "mean", "mean_square", "rms", "min", "max", "variance", "std_dev"]
+
+
+def _numpy_reduce(kind, x, axes, out_dtype, mean=None):
+    wide = x.astype(np.float64)
+    if kind == "sum":
+        return x.sum(axis=axes, dtype=np.float64 if out_dtype.kind == "f" else out_dtype)
+    if kind in ("min", "max"):
+        return getattr(x, kind)(axis=axes)
+    if kind in ("variance", "std_dev"):
+        v = ((wide - mean) ** 2).sum(axis=axes) / (np.prod([x.shape[a] for a in axes]) - 1)
+        return np.sqrt(v) if kind == "std_dev" else v
+    sq = wide ** 2 if kind in ("mean_square", "rms") else wide
+    r = sq.mean(axis=axes)
+    return np.sqrt(r) if kind == "rms" else r
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float16, np.float64, np.bool_])
+def test_reduce_kernel_matches_numpy(kind, dtype):
+    from penstock import _engine
+    from kernel_batch import POOL, pack, unpack
+    rng = np.random.default_rng(3)
+    xs = [(rng.random(s) * 50 - (0 if dtype in (np.uint8, np.bool_) else 20)).astype(dtype)
+          for s in [(3, 4, 5), (2, 1, 5), (1, 6, 2)]]
+    axes = (0, 2)
+    out_dtype = np.dtype(dtype if kind in ("min", "max") else np.int32 if kind == "sum" else np.float32)
+    src, shapes, offsets = pack(xs)
+    out_shapes = shapes[:, [1]]
+    dst_offsets = np.concatenate([[0], np.cumsum(out_shapes[:, 0])[:-1]]).astype(np.int64)
+    dst = np.zeros(int(out_shapes.sum()), out_dtype)
+    means = [x.astype(np.float64).mean(axis=axes, keepdims=True) for x in xs]
+    mean = np.concatenate([m.reshape(-1) for m in means]) if kind in ("variance", "std_dev") else None
+    _engine.reduce(POOL, KINDS.index(kind), src, shapes, offsets, axes, dst, dst_offsets,
+                   1 if mean is not None else 0, mean, dst_offsets if mean is not None else None)
+    for got, x, m in zip(unpack(dst, out_shapes, dst_offsets), xs, means):
+        want = _numpy_reduce(kind, x, axes, out_dtype, m).astype(out_dtype)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-6)
+
+
+def test_reduce_kernel_wraps_integer_sums_and_propagates_nan():
+    from penstock import _engine
+    from kernel_batch import POOL, pack
+    x = np.arange(100, 140, dtype=np.uint8).reshape(4, 10)
+    src, shapes, offsets = pack([x])
+    dst = np.zeros(4, np.int8)  # sums into a narrower type wrap, as numpy's
+    _engine.reduce(POOL, 0, src, shapes, offsets, (1,), dst, np.zeros(1, np.int64))
+    np.testing.assert_array_equal(dst, x.sum(axis=1, dtype=np.int8))
+    f = np.array([[1.0, np.nan, -3.0], [2.0, 5.0, -1.0]], np.float32)
+    src, shapes, offsets = pack([f])
+    for kind, ref in ((4, np.min), (5, np.max)):
+        dst = np.zeros(2, np.float32)
+        _engine.reduce(POOL, kind, src, shapes, offsets, (1,), dst, np.zeros(1, np.int64))
+        np.testing.assert_array_equal(dst, ref(f, axis=1))
+
+
+def test_float16_reductions_on_the_cpu():
+    h = [RNG.random((4, 6)).astype(np.float16)]
+    out, = run_es(lambda x: fn.reductions.max(x, axes=(1,)), h)
+    assert out.at(0).dtype == np.float16
+    np.testing.assert_array_equal(out.at(0), h[0].max(axis=1))
+    out, = run_es(lambda x: fn.reductions.mean(x), h)
+    np.testing.assert_allclose(out.at(0), h[0].astype(np.float64).mean(), rtol=1e-6)

@@ -384,7 +384,7 @@ class GpuKernels:
                 (grid_h,), (BLOCK,), (tmp, dst, d_desc, d_hblocks, frames_n, d_starts, d_counts, d_weights),
                 stream=stream)
 
-    def normalize(self, src: Any, src_type: int, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
+    def normalize(self, pool: Any, src: Any, src_type: int, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
                   dst_offsets: np.ndarray, mean: Any, mean_offsets: np.ndarray, mean_strides: np.ndarray,
                   stddev: Any, std_offsets: np.ndarray, std_strides: np.ndarray, scale: float,
                   shift: float) -> None:
@@ -609,8 +609,8 @@ class GpuKernels:
                          np.asarray(counts, np.int64)], 1)
         self._launch_batch("pointwise", f"copy_ranges_{unit}", desc[:, 2], desc, (), ())
 
-    def reduce(self, kind: int, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, axes: Sequence[int],
-               dst: Any, dst_offsets: np.ndarray, ddof: int = 0, mean: Any = None,
+    def reduce(self, pool: Any, kind: int, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray,
+               axes: Sequence[int], dst: Any, dst_offsets: np.ndarray, ddof: int = 0, mean: Any = None,
                mean_offsets: np.ndarray | None = None) -> None:
         """Reduction ``kind`` (sum, mean, mean_square, rms, min, max, variance, std_dev) of every
         sample over ``axes``; one warp per output element, the batch in one launch."""

@@ -2,12 +2,14 @@
 the batch) along chosen axes unless given."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType
-from ._batch import contiguous, empty_batch
+from ._batch import contiguous
 from .cast import cast_batch
 
 NORMALIZE = OpSchema(
@@ -25,9 +27,14 @@ NORMALIZE = OpSchema(
     devices=("cpu", "gpu"))
 
 
-def _restore(stat: np.ndarray, axes: tuple) -> np.ndarray:
-    """Batch statistics of the kept axes, with the reduced axes back as unit dimensions."""
-    return np.expand_dims(stat, axes) if axes else stat
+def _xp(ws):
+    """The array module of the operator's device: numpy on the CPU, CuPy on the GPU."""
+    return np if ws.gpu is None else ws.gpu.cp
+
+
+def _on_device(ws):
+    """Where array-module calls allocate: the pipeline's GPU (nothing to enter on the CPU)."""
+    return contextlib.nullcontext() if ws.gpu is None else ws.gpu
 
 
 def _broadcast_strides(shape: tuple, sample: np.ndarray) -> np.ndarray:
@@ -69,54 +76,16 @@ class Normalize(Operator):
         value = self.args[name]
         return None if value is None else [np.float64(value)] * n
 
+    # statistics with the reduction kernels (float64), then one element-wise kernel call; the same
+    # plan on both devices (ws.kernels: the native engine or the CUDA kernels)
     def run(self, ws):
-        src = ws.inputs[0]
-        n, ndim = len(src), src.ndim()
-        axes = self._axes(src._layout, ndim)
-        if ws.gpu is not None:
-            return [self._on_gpu(ws, contiguous(src), axes)]
-        samples = [src._sample_array(i).astype(np.float64) for i in range(n)]
-        a = self.args
-        means = self._given(ws, "mean", (), n)
-        stds = self._given(ws, "stddev", (), n)
-        if a["batch"]:
-            kept = [tuple(s.shape[d] for d in range(ndim) if d not in axes) for s in samples]
-            if len(set(kept)) > 1:
-                raise ValueError(f"{self.label}: batch=True needs equal extents on the non-reduced axes")
-            # every sample's reduced elements stacked on axis 0: [total, *kept]
-            joined = np.concatenate([np.moveaxis(s, axes, range(len(axes))).reshape((-1,) + kept[0])
-                                     for s in samples])
-            m = joined.mean(axis=0) if means is None else means[0]
-            if stds is None:
-                var = ((joined - m) ** 2).sum(axis=0) / max(joined.shape[0] - a["ddof"], 1) + a["epsilon"]
-                stds = [_restore(np.sqrt(var), axes)] * n
-            if means is None:
-                means = [_restore(m, axes)] * n
-        else:
-            if means is None:
-                means = [s.mean(axis=axes, keepdims=True) for s in samples]
-            if stds is None:
-                stds = []
-                for s, m in zip(samples, means):
-                    count = int(np.prod([s.shape[d] for d in axes])) if axes else 1
-                    var = ((s - m) ** 2).sum(axis=axes, keepdims=True) / max(count - a["ddof"], 1)
-                    stds.append(np.sqrt(var + a["epsilon"]))
-        out = empty_batch(src._shapes, np.float32, src._layout)
-        for i, s in enumerate(samples):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                value = (s - means[i]) / stds[i] * a["scale"] + a["shift"]
-            out._sample_array(i)[...] = value
-        if a["dtype"] != DALIDataType.FLOAT:
-            return [cast_batch(ws, out, a["dtype"])]
-        return [out]
-
-    # -- GPU: statistics with the reduction kernels (float64), then one element-wise launch -----------
-    def _on_gpu(self, ws, src, axes: tuple):
+        src = contiguous(ws.inputs[0])
+        axes = self._axes(src._layout, src.ndim())
         a = self.args
         n = len(src)
         out = ws.new_batch(src._shapes, np.float32, src._layout, src._source_info)
         if n == 0:
-            return out if a["dtype"] == DALIDataType.FLOAT else cast_batch(ws, out, a["dtype"])
+            return [out if a["dtype"] == DALIDataType.FLOAT else cast_batch(ws, out, a["dtype"])]
         stat_shapes = src._shapes.copy()
         stat_shapes[:, list(axes)] = 1
         counts = src._shapes[:, list(axes)].prod(axis=1) if axes else np.ones(n, np.int64)
@@ -136,13 +105,13 @@ class Normalize(Operator):
             stddev = self._computed_stddev(ws, src, axes, vols, layout, counts, around)
         else:
             stddev = self._upload_given(ws, "stddev", given_std, src._shapes)
-        ws.kernels.normalize(src._buf, int(src.dtype), src._shapes, src._offsets, out._buf, out._offsets,
+        ws.kernels.normalize(ws.pool, src._buf, int(src.dtype), src._shapes, src._offsets, out._buf, out._offsets,
                              *mean, *stddev, a["scale"], a["shift"])
-        return out if a["dtype"] == DALIDataType.FLOAT else cast_batch(ws, out, a["dtype"])
+        return [out if a["dtype"] == DALIDataType.FLOAT else cast_batch(ws, out, a["dtype"])]
 
     def _upload_given(self, ws, name: str, arrays: list, shapes: np.ndarray) -> tuple:
-        """Given statistics (host arrays broadcast against each sample) as (device float64 buffer,
-        offsets, strides)."""
+        """Given statistics (host arrays broadcast against each sample) as (float64 buffer on the
+        operator's device, offsets, strides)."""
         try:
             strides = np.stack([_broadcast_strides(np.shape(v), s) for v, s in zip(arrays, shapes)])
         except ValueError as exc:
@@ -151,48 +120,48 @@ class Normalize(Operator):
         offsets = np.zeros(len(arrays), np.int64)
         np.cumsum(sizes[:-1], out=offsets[1:])
         flat = np.concatenate([np.asarray(v, np.float64).reshape(-1) for v in arrays])
-        return ws.gpu.upload(flat), offsets, strides
+        return ws.device_array(flat), offsets, strides
 
     def _given_mean_per_stat(self, ws, arrays: list, stat_shapes: np.ndarray, layout: tuple) -> tuple:
         """A given mean laid out like computed statistics, for the deviation around it (the batch
-        mode uses the first sample's, as the CPU does)."""
+        mode uses the first sample's)."""
         if self.args["batch"]:
             arrays = arrays[:1] * len(arrays)
         try:
             flat = np.concatenate([np.broadcast_to(np.asarray(v, np.float64), tuple(s)).reshape(-1)
                                    for v, s in zip(arrays, stat_shapes)])
         except ValueError:
-            raise NotImplementedError(f"{self.label}: on the GPU, a given 'mean' that varies along the reduced "
-                                      "axes needs a given 'stddev' too") from None
-        return ws.gpu.upload(flat), layout[0], layout[1]
+            raise NotImplementedError(f"{self.label}: a given 'mean' that varies along the reduced axes needs "
+                                      "a given 'stddev' too") from None
+        return ws.device_array(flat), layout[0], layout[1]
 
     def _computed_mean(self, ws, src, axes, vols, layout, counts) -> tuple:
-        cp = ws.gpu.cp
-        with ws.gpu:
-            stats = cp.empty(int(vols.sum()), np.float64)
+        xp = _xp(ws)
+        with _on_device(ws):
+            stats = xp.empty(int(vols.sum()), np.float64)
         if not self.args["batch"]:
-            ws.kernels.reduce(1, src._buf, src._shapes, src._offsets, axes, stats, layout[0])  # means
+            ws.kernels.reduce(ws.pool, 1, src._buf, src._shapes, src._offsets, axes, stats, layout[0])  # means
             return (stats,) + layout
-        ws.kernels.reduce(0, src._buf, src._shapes, src._offsets, axes, stats, layout[0])  # sums
-        with ws.gpu:  # every sample's sums of the same kept elements: one mean for the batch
-            stats = cp.ascontiguousarray(cp.broadcast_to(stats.reshape(len(src), -1).sum(axis=0) / float(counts.sum()),
+        ws.kernels.reduce(ws.pool, 0, src._buf, src._shapes, src._offsets, axes, stats, layout[0])  # sums
+        with _on_device(ws):  # every sample's sums of the same kept elements: one mean for the batch
+            stats = xp.ascontiguousarray(xp.broadcast_to(stats.reshape(len(src), -1).sum(axis=0) / float(counts.sum()),
                                                          (len(src), int(vols[0])))).reshape(-1)
         return (stats,) + layout
 
     def _computed_stddev(self, ws, src, axes, vols, layout, counts, mean) -> tuple:
         a = self.args
-        cp = ws.gpu.cp
-        with ws.gpu:
-            var = cp.empty(int(vols.sum()), np.float64)
-        # sum of squares / count around the mean, then divided as the CPU path divides
-        ws.kernels.reduce(6, src._buf, src._shapes, src._offsets, axes, var, layout[0], 0, mean[0], mean[1])
-        with ws.gpu:
-            squares = var * cp.asarray(np.repeat(counts.astype(np.float64), vols))
+        xp = _xp(ws)
+        with _on_device(ws):
+            var = xp.empty(int(vols.sum()), np.float64)
+        # sum of squares / count around the mean, then divided by max(count - ddof, 1)
+        ws.kernels.reduce(ws.pool, 6, src._buf, src._shapes, src._offsets, axes, var, layout[0], 0, mean[0], mean[1])
+        with _on_device(ws):
+            squares = var * xp.asarray(np.repeat(counts.astype(np.float64), vols))
             if a["batch"]:
                 total = squares.reshape(len(src), -1).sum(axis=0) / max(int(counts.sum()) - a["ddof"], 1)
-                std = cp.ascontiguousarray(cp.broadcast_to(cp.sqrt(total + a["epsilon"]),
+                std = xp.ascontiguousarray(xp.broadcast_to(xp.sqrt(total + a["epsilon"]),
                                                            (len(src), int(vols[0])))).reshape(-1)
             else:
-                std = cp.sqrt(squares / cp.asarray(np.repeat(np.maximum(counts - a["ddof"], 1).astype(np.float64),
+                std = xp.sqrt(squares / xp.asarray(np.repeat(np.maximum(counts - a["ddof"], 1).astype(np.float64),
                                                             vols)) + a["epsilon"])
         return (std,) + layout
