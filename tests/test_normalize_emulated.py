@@ -1,7 +1,6 @@
-"""normalize's GPU path (statistics planned for the reduction kernel, then csrc/cuda/normalize.cu)
-run on the host: normalize.cu compiled as C++ (tests/_cuda_on_host.py), the segmented reduction
-replaced by a numpy double of reduce.cu's contract (mean/sum per output element; the variance
-around ``mean[mean_offsets[i] + o]``). Results must equal the CPU operator's; the GPU test
+"""normalize's GPU path run on the host: csrc/cuda/normalize.cu compiled as C++
+(tests/_cuda_on_host.py) behind GpuKernels.normalize, with the engine's reduction (the same
+contract as reduce.cu) for the statistics. Results must equal the CPU operator's; the GPU test
 (tests/test_gpu_operators.py) runs the real kernels."""
 import types
 
@@ -37,26 +36,12 @@ RUN(u8) RUN(f32)
 """
 
 
-def _reduce(kind, src, shapes, offsets, axes, dst, dst_offsets, ddof=0, mean=None, mean_offsets=None):
-    """reduce.cu's contract for the kinds normalize uses: 0 sum, 1 mean, 6 variance."""
-    for i, (shape, off) in enumerate(zip(shapes, offsets)):
-        x = src[off:off + int(np.prod(shape))].reshape(shape).astype(np.float64)
-        if kind == 6:
-            kept = np.array(shape)
-            kept[list(axes)] = 1
-            mu = mean[mean_offsets[i]:mean_offsets[i] + int(kept.prod())].reshape(kept)
-            count = int(np.prod([shape[a] for a in axes]))
-            r = ((x - mu) ** 2).sum(axis=tuple(axes)) / (count - ddof)
-        else:
-            r = x.sum(axis=tuple(axes)) if kind == 0 else x.mean(axis=tuple(axes))
-        dst[dst_offsets[i]:dst_offsets[i] + np.size(r)] = np.ravel(r)
-
-
 @pytest.fixture(scope="module")
 def gpu(tmp_path_factory):
     ctx = HostContext(compile_for_host(tmp_path_factory.mktemp("normalize_emulated"), "normalize.cu", HARNESS))
-    ctx.kernels.reduce = _reduce
-    ctx.kernels.cast = _engine.cast  # the element-wise cast kernel is tested against the CPU on the GPU
+    # the reduction and cast kernels are tested against the CPU on the GPU; the engine's stand in
+    ctx.kernels.reduce = _engine.reduce
+    ctx.kernels.cast = _engine.cast
     return ctx
 
 
