@@ -5,16 +5,8 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from penstock import fn, pipeline_def  # noqa: E402
+from penstock import _cuda, fn, pipeline_def  # noqa: E402
 from penstock.tensors import TensorListGPU  # noqa: E402
-
-
-def _cuda_available() -> bool:
-    try:
-        from penstock import _cuda
-    except ImportError:  # no GPU backend in this build
-        return False
-    return _cuda.available()
 
 
 def _jax_gpus() -> list:
@@ -26,7 +18,7 @@ def _jax_gpus() -> list:
 
 GPUS = _jax_gpus()
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not (_cuda_available() and GPUS),
+              pytest.mark.skipif(not (_cuda.available() and GPUS),
                                  reason="needs penstock's GPU backend and a CUDA JAX")]
 
 from penstock.plugin.jax import DALIGenericIterator, data_iterator  # noqa: E402

@@ -257,7 +257,8 @@ def test_reference_cpu_form(image_dir):
 
 @pytest.mark.gpu
 def test_reference_as_written(image_dir):
-    from test_jax_gpu import GPUS, _cuda_available
-    if not (_cuda_available() and GPUS):
+    from penstock import _cuda
+    from test_jax_gpu import GPUS
+    if not (_cuda.available() and GPUS):
         pytest.skip("needs penstock's GPU backend and a CUDA JAX")
     check(run_reference(image_dir, gpu=True), gpu=True)

@@ -9,15 +9,7 @@ import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
-from penstock import fn, pipeline_def  # noqa: E402
-
-
-def _cuda_available() -> bool:
-    try:
-        from penstock import _cuda
-    except ImportError:  # no GPU backend in this build
-        return False
-    return _cuda.available()
+from penstock import _cuda, fn, pipeline_def  # noqa: E402
 
 
 def _tf_gpus() -> list:
@@ -32,7 +24,7 @@ def _tf_gpus() -> list:
 
 TF_GPUS = _tf_gpus()
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not (_cuda_available() and TF_GPUS),
+              pytest.mark.skipif(not (_cuda.available() and TF_GPUS),
                                  reason="needs penstock's GPU backend and a TensorFlow with a GPU")]
 
 import penstock.plugin.tf as dali_tf  # noqa: E402

@@ -190,3 +190,26 @@ def _first_line(e: BaseException) -> str:
     useful = [ln for ln in lines if not ln.startswith(("Critical error", "Error in", "which was", "encountered",
                                                         "C++ context", "Current pipeline", "Traceback"))]
     return (useful or lines or [""])[0][:160]
+
+
+def check_case(case: Any) -> None:
+    """Runs ``case`` on penstock and DALI and settles it against known_differences: agreeing is a
+    pass (a listed case that agrees now fails, so the list stays true), a listed difference an
+    expected failure, any other difference a failure."""
+    import pytest
+    import penstock
+    from known_differences import INTENDED, OPEN
+    ours = run(penstock, case.graph, case.inputs)
+    theirs = run_dali(case)
+    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
+    TALLY["cases"] += 1
+    reason = INTENDED.get(case.id) or OPEN.get(case.id)
+    if diff is None:
+        if reason:
+            pytest.fail(f"{case.id} agrees with DALI now: remove it from known_differences.py")
+        return
+    TALLY["differ"] += 1
+    if reason:
+        TALLY["known"] += 1
+        pytest.xfail(f"{reason}: {diff}")
+    pytest.fail(f"{case.id}: {diff}")

@@ -1,10 +1,8 @@
 """Every registered operator and argument (valid, boundary and invalid values), on penstock and DALI."""
 import pytest
 
-import penstock
 from _cases import operator_cases
-from _harness import HAVE_DALI, TALLY, compare, run, run_dali
-from known_differences import INTENDED, OPEN
+from _harness import HAVE_DALI, check_case
 
 CASES = operator_cases()
 
@@ -28,17 +26,4 @@ def test_operator_case(case):
     dali = _dali() if HAVE_DALI else None
     if not _has_op(dali, case.op):
         pytest.skip(f"DALI 2.4 has no fn.{case.op}")
-    ours = run(penstock, case.graph, case.inputs)
-    theirs = run_dali(case)
-    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
-    TALLY["cases"] += 1
-    reason = INTENDED.get(case.id) or OPEN.get(case.id)
-    if diff is None:
-        if reason:
-            pytest.fail(f"{case.id} agrees with DALI now: remove it from known_differences.py")
-        return
-    TALLY["differ"] += 1
-    if reason:
-        TALLY["known"] += 1
-        pytest.xfail(f"{reason}: {diff}")
-    pytest.fail(f"{case.id}: {diff}")
+    check_case(case)
