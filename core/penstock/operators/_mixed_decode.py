@@ -106,8 +106,6 @@ class MixedDecoder:
                                              hw_load, adaptive=hw_load == DEFAULT_HW_LOAD)
             except (RuntimeError, OSError) as exc:
                 warnings.warn(f"{self.op.label}: {exc}; decoding on the host", RuntimeWarning, 3)
-                return None
-            ws.gpu.on_close(self._release)
         return self.process
 
     # -- the two sides ---------------------------------------------------------------------------
@@ -125,13 +123,13 @@ class MixedDecoder:
     # -- one batch --------------------------------------------------------------------------------
     def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
         """The output batch, allocated now and filled once its decoding finished: decoding runs on
-        background workers (two batches in flight, which is what keeps the hardware decoders busy:
-        a decode call's time hardly depends on how many images it gets), and the gather is queued
-        when the GPU stage first uses the batch (``_deferred``)."""
+        background workers (two batches in flight, so the decoder process always has the next one
+        queued), and the gather is queued when the GPU stage first uses the batch (``_deferred``)."""
         args = self.op.args
         if not self._reserved:
             self._reserved = True
             self._reserve(ws)
+            ws.gpu.on_close(self._release)  # the workers (and the decoder process) go with the pipeline
         n = len(src)
         output_type = int(args["output_type"])
         gpu_ok = _is_jpeg(src) if output_type in _GPU_OUTPUT_TYPES else np.zeros(n, bool)
