@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 _EVENT_FLAGS = 0x2 | 0x4  # cudaEventDisableTiming | cudaEventInterprocess
-_MAX_MESSAGE = 1 << 20
+_MAX_MESSAGE = 1 << 16
+_TABLE_COLUMNS = 10  # per sample: start, length, window (y, x, h, w), shape (H, W, C), slot offset
 
 
 def _send(sock: socket.socket, obj: Any, fds: tuple = ()) -> None:
@@ -148,14 +149,17 @@ class DecodeProcess:
         window ``windows[k]`` (y, x, h, w) of an image expected to be ``shapes[k]`` (H, W, 3)
         lands at byte ``out_offsets[k]`` of the slot. The future gives the positions that could
         not be decoded there."""
+        # the per-sample table goes first in the shared host memory (a socket message has a small
+        # size limit), the encoded bytes after it
+        table = np.column_stack([starts, lengths, windows, shapes, out_offsets]).astype(np.int64)
+        at = (table.nbytes + 63) // 64 * 64
         used = int((starts + lengths).max(initial=0))
-        slot = self._take_slot(nbytes, used)
-        np.frombuffer(slot.encoded, np.uint8, used)[...] = packed[:used]  # the one host copy
+        slot = self._take_slot(nbytes, at + used)
+        np.frombuffer(slot.encoded, np.uint8, table.nbytes)[...] = table.reshape(-1).view(np.uint8)
+        np.frombuffer(slot.encoded, np.uint8, used, at)[...] = packed[:used]  # the one copy of the bytes
         future: concurrent.futures.Future = concurrent.futures.Future()
         request = {"op": "decode", "id": next(self._ids), "slot": slot.index, "orient": bool(orient),
-                   "starts": np.ascontiguousarray(starts, np.int64), "lengths": np.ascontiguousarray(lengths, np.int64),
-                   "windows": np.ascontiguousarray(windows, np.int64),
-                   "shapes": np.ascontiguousarray(shapes, np.int64), "out": np.ascontiguousarray(out_offsets, np.int64)}
+                   "samples": len(table), "encoded_at": at}
         fds: tuple = ()
         if not slot.announced:
             request.update(mem=slot.mem_handle, event=slot.event_handle, capacity=slot.capacity,
@@ -253,8 +257,10 @@ def _serve(sock: socket.socket, device_id: int, options: str, cpu_threads: int, 
 
 
 def _decode_into(ctx: Any, nv: Any, decoder: Any, params: Any, slot: dict, request: dict, images: list) -> list:
-    encoded = np.frombuffer(slot["encoded"], np.uint8)
-    starts, lengths = request["starts"], request["lengths"]
+    m = request["samples"]
+    table = np.frombuffer(slot["encoded"], np.int64, m * _TABLE_COLUMNS).reshape(m, _TABLE_COLUMNS).copy()
+    starts, lengths, windows, shapes, out = table[:, 0], table[:, 1], table[:, 2:6], table[:, 6:9], table[:, 9]
+    encoded = np.frombuffer(slot["encoded"], np.uint8, offset=request["encoded_at"])
     streams = [nv.CodeStream(encoded[s:s + n]) for s, n in zip(starts, lengths)]
     stream = ctx.stream
     # images of the previous batch are free: that batch finished on this stream before its reply
@@ -262,7 +268,6 @@ def _decode_into(ctx: Any, nv: Any, decoder: Any, params: Any, slot: dict, reque
     decoded = (decoder.decode(streams, images=reuse, params=params, cuda_stream=stream.ptr) if reuse is not None
                else decoder.decode(streams, params=params, cuda_stream=stream.ptr))
     decoded = list(decoded)
-    shapes, windows = request["shapes"], request["windows"]
     ok = [k for k, img in enumerate(decoded)
           if img is not None and tuple(int(v) for v in img.shape) == tuple(shapes[k])]
     failed = sorted(set(range(len(decoded))) - set(ok))
@@ -277,7 +282,7 @@ def _decode_into(ctx: Any, nv: Any, decoder: Any, params: Any, slot: dict, reque
         # the pipeline's gather from this slot's previous batch comes first
         ctx.cp.cuda.runtime.streamWaitEvent(stream.ptr, slot["event"], 0)
         ctx.kernels.gather_images(pointers, pitches, windows[ok], shapes[ok, 2], np.zeros(len(ok), np.int64),
-                                  slot["out"], request["out"][ok])
+                                  slot["out"], out[ok])
     stream.synchronize()
     images[:] = [img for img in decoded if img is not None]
     return failed
