@@ -58,3 +58,14 @@ def test_coord_transform_with_transforms_and_integer_output():
 def test_coord_transform_rejects_bad_matrix():
     with pytest.raises(RuntimeError, match="'M' has 3 values"):
         run_es(lambda p: fn.coord_transform(p, M=[1.0, 2.0, 3.0]), [np.zeros((1, 2), np.float32)])
+
+
+def test_coord_transform_takes_any_rank_last_dim_is_the_coordinate():
+    rng = np.random.default_rng(2)
+    pts = [rng.random((4, 5, 3)).astype(np.float32), rng.random((2, 3, 3)).astype(np.float32)]
+    m = np.array([[1.0, 2.0, 0.0], [0.5, -1.0, 1.0]])
+    t = np.array([1.0, -2.0])
+    out, = run_es(lambda p: fn.coord_transform(p, M=m.ravel().tolist(), T=t.tolist()), pts)
+    for g, p in zip(samples(out), pts):
+        assert g.shape == p.shape[:-1] + (2,)
+        np.testing.assert_allclose(g, p @ m.T + t, rtol=1e-5)
