@@ -114,3 +114,9 @@ def test_float16_reductions_on_the_cpu():
     np.testing.assert_array_equal(out.at(0), h[0].max(axis=1))
     out, = run_es(lambda x: fn.reductions.mean(x), h)
     np.testing.assert_allclose(out.at(0), h[0].astype(np.float64).mean(), rtol=1e-6)
+
+
+def test_axes_out_of_range_raise_index_error():
+    # DALI reports an axis out of range as IndexError; ours is catchable the same way (and as RuntimeError)
+    with pytest.raises(IndexError, match="out of range for 2-D input"):
+        run_es(lambda x: fn.reductions.sum(x, axes=[1, 2]), [np.zeros((2, 3), np.float32)])

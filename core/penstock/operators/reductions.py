@@ -44,7 +44,7 @@ class _Reduction(Operator):
             return tuple(range(nd))
         axes = sorted({x + nd if x < 0 else x for x in a["axes"]})
         if any(x < 0 or x >= nd for x in axes):
-            raise ValueError(f"{self.label}: axes {list(a['axes'])} out of range for {nd}-D input")
+            raise IndexError(f"{self.label}: axes {list(a['axes'])} out of range for {nd}-D input")
         return tuple(axes)
 
     def out_type(self, dtype: np.dtype) -> np.dtype:
