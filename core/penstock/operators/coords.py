@@ -117,6 +117,13 @@ class CoordTransform(Operator):
         n = ws.batch_size
         mt = per_sample_list(ws, "MT")
         m, t = per_sample_list(ws, "M"), per_sample_list(ws, "T")
+        for name, v in (("MT", mt), ("M", m)):
+            if v is not None and v.shape[1] == 0:
+                raise ValueError(f"{self.label}: '{name}' must not be an empty list")
+        dtype = np.dtype(to_numpy_type(self.args["dtype"]))
+        if dtype not in (src._buf.dtype, np.float32):  # DALI's rule
+            raise ValueError(f"{self.label}: dtype {dtype.name} must be the input's type "
+                             f"({src._buf.dtype.name}) or float32")
         if mt is not None:
             if m is not None or t is not None:
                 raise ValueError(f"{self.label}: give either 'MT' or 'M'/'T', not both")
@@ -146,7 +153,6 @@ class CoordTransform(Operator):
         dout = lin.shape[1]
         shapes = src._shapes.copy()
         shapes[:, -1] = dout
-        dtype = to_numpy_type(self.args["dtype"])
         if ws.gpu is not None:
             return [affine_on_gpu(ws, src, counts, np.concatenate([lin, shift[:, :, None]], 2), shapes, dtype)]
         rows = point_rows(self, src, any_rank=True)[0]
