@@ -44,17 +44,36 @@ def test_coord_transform_matrix_translation_and_mt():
 
 
 def test_coord_transform_with_transforms_and_integer_output():
-    pts = [np.array([[1.0, 2.0], [2.5, -0.5]], np.float32)]
+    pts = [np.array([[1, 2], [3, -1]], np.int16)]
 
     def g(p):
-        mt = fn.transforms.scale(scale=[2.0, 3.0])
+        mt = fn.transforms.scale(scale=[2.5, 1.5])
         return fn.coord_transform(p, MT=mt, dtype=types.INT16)
 
     out, = run_es(g, pts)
     assert out.at(0).dtype == np.int16
-    np.testing.assert_array_equal(out.at(0), [[2, 6], [5, -2]])  # 5.0 and -1.5 -> -2 (half away)
+    np.testing.assert_array_equal(out.at(0), [[3, 3], [8, -2]])  # 2.5, 7.5 and -1.5: half away from zero
+
+
+@pytest.mark.parametrize("kwargs,match", [({"M": []}, "'M' must not be an empty list"),
+                                          ({"MT": []}, "'MT' must not be an empty list"),
+                                          ({"dtype": types.INT32}, "must be the input's type")])
+def test_coord_transform_rejects_what_dali_rejects(kwargs, match):
+    with pytest.raises(RuntimeError, match=match):
+        run_es(lambda p: fn.coord_transform(p, **kwargs), [np.zeros((1, 2), np.float32)])
 
 
 def test_coord_transform_rejects_bad_matrix():
     with pytest.raises(RuntimeError, match="'M' has 3 values"):
         run_es(lambda p: fn.coord_transform(p, M=[1.0, 2.0, 3.0]), [np.zeros((1, 2), np.float32)])
+
+
+def test_coord_transform_takes_any_rank_last_dim_is_the_coordinate():
+    rng = np.random.default_rng(2)
+    pts = [rng.random((4, 5, 3)).astype(np.float32), rng.random((2, 3, 3)).astype(np.float32)]
+    m = np.array([[1.0, 2.0, 0.0], [0.5, -1.0, 1.0]])
+    t = np.array([1.0, -2.0])
+    out, = run_es(lambda p: fn.coord_transform(p, M=m.ravel().tolist(), T=t.tolist()), pts)
+    for g, p in zip(samples(out), pts):
+        assert g.shape == p.shape[:-1] + (2,)
+        np.testing.assert_allclose(g, p @ m.T + t, rtol=1e-5)

@@ -93,10 +93,14 @@ def test_coord_flip_matches_cpu():
 
 @pytest.mark.parametrize("dtype", [types.FLOAT, types.FLOAT64, types.INT16, types.UINT8, types.INT32])
 def test_coord_transform_matches_cpu(dtype):
+    t = np.dtype(types.to_numpy_type(dtype))  # DALI's rule: dtype is the points' type (or float)
+
+    def pts(points):
+        return [(np.abs(p) * 50).astype(t) if t.kind in "iu" else p.astype(t) for p in points]
     m = [0.5, -1.2, 2.0, 0.3, 1.5, -0.7]
-    assert_mixed(lambda p: fn.coord_transform(p, M=m, T=[3.0, -4.5], dtype=dtype), [POINTS3])
-    assert_mixed(lambda p: fn.coord_transform(p, MT=[2.0], dtype=dtype), [POINTS2])
-    assert_mixed(lambda p: fn.coord_transform(p, M=[1.5], T=[7.25], dtype=dtype), [POINTS2])
+    assert_mixed(lambda p: fn.coord_transform(p, M=m, T=[3.0, -4.5], dtype=dtype), [pts(POINTS3)])
+    assert_mixed(lambda p: fn.coord_transform(p, MT=[2.0], dtype=dtype), [pts(POINTS2)])
+    assert_mixed(lambda p: fn.coord_transform(p, M=[1.5], T=[7.25], dtype=dtype), [pts(POINTS2)])
 
 
 def test_coord_transform_per_sample_matrices_and_integer_points():

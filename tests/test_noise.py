@@ -67,3 +67,24 @@ def test_types_are_kept():
         out, = run_es(lambda d: fn.noise.gaussian(d, stddev=3.0, seed=7), x)
         g = out.at(0)
         assert g.dtype == dtype and abs(float(g.astype(np.float64).std()) - 3.0) < 0.2
+
+
+def test_gaussian_negative_stddev_flips_the_noise():
+    x = [np.zeros((200, 200), np.float32)]
+    pos, = run_es(lambda d: fn.noise.gaussian(d, stddev=2.0, seed=3), x)
+    neg, = run_es(lambda d: fn.noise.gaussian(d, stddev=-2.0, seed=3), x)
+    np.testing.assert_allclose(neg.at(0), -pos.at(0), atol=1e-6)
+
+
+@pytest.mark.parametrize("factor", [0.0, -1.0])
+def test_shot_noise_with_a_factor_not_above_zero_gives_zeros(factor):
+    for x in (_img(), _img(1).astype(np.float32)):
+        out, = run_es(lambda d: fn.noise.shot(d, factor=factor, seed=2), [x])
+        assert out.at(0).dtype == x.dtype and (out.at(0) == 0).all()
+
+
+@pytest.mark.parametrize("kwargs", [{"prob": -0.5}, {"prob": 1.5}, {"salt_vs_pepper": -1.0}])
+def test_salt_and_pepper_probabilities_outside_unit_range_raise(kwargs):
+    name = next(iter(kwargs))
+    with pytest.raises(RuntimeError, match=f"{name} must be within"):
+        run_es(lambda d: fn.noise.salt_and_pepper(d, **kwargs), [_img()])

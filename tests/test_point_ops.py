@@ -31,7 +31,6 @@ def _run(op, imgs, params=None):
 
 @pytest.mark.parametrize("channels", [3, 0])
 @pytest.mark.parametrize("op,reference,tolerance", [
-    (point_ops.EQUALIZE, ImageOps.equalize, 0),
     (point_ops.AUTO_CONTRAST, ImageOps.autocontrast, 1),  # PIL truncates, we round
     (point_ops.INVERT, ImageOps.invert, 0),
 ])
@@ -42,6 +41,35 @@ def test_parameterless_operations_match_pil(op, reference, tolerance, channels):
         ref = np.asarray(reference(Image.fromarray(img)))
         assert out.shape == img.shape
         assert np.abs(out.astype(int) - ref).max() <= tolerance
+
+
+def _equalize_reference(channel: np.ndarray) -> np.ndarray:
+    """OpenCV's equalizeHist, which DALI's equalize computes: per used value, the share of the
+    pixels above the lowest used value, scaled to 255 and rounded half to even."""
+    values = channel.ravel().astype(np.int64)
+    lowest = values.min()
+    rest = int((values != lowest).sum())
+    if rest == 0:
+        return channel.copy()
+    lut = {v: np.rint(255.0 * int(((values <= v) & (values != lowest)).sum()) / rest) for v in np.unique(values)}
+    return np.vectorize(lambda v: lut[v])(channel).astype(np.uint8)
+
+
+@pytest.mark.parametrize("channels", [3, 0])
+def test_equalize_matches_opencv_equalize_hist(channels):
+    imgs = _images(channels=channels)
+    imgs[0][:] = 77  # a flat image stays as it is
+    for img, out in zip(imgs, _run(point_ops.EQUALIZE, imgs)):
+        ref = np.stack([_equalize_reference(img[..., c]) for c in range(img.shape[2])], -1) if channels \
+            else _equalize_reference(img)
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_equalize_rounds_half_to_even():
+    # 1 * 255 / 102 = 2.5 exactly: DALI 2.4 gives 2
+    img = np.array([0, 1] + [2] * 101, np.uint8).reshape(1, 103, 1)
+    out, = _run(point_ops.EQUALIZE, [img])
+    assert out.ravel()[:3].tolist() == [0, 2, 255]
 
 
 def test_posterize_solarize_per_sample():

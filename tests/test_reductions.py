@@ -114,3 +114,27 @@ def test_float16_reductions_on_the_cpu():
     np.testing.assert_array_equal(out.at(0), h[0].max(axis=1))
     out, = run_es(lambda x: fn.reductions.mean(x), h)
     np.testing.assert_allclose(out.at(0), h[0].astype(np.float64).mean(), rtol=1e-6)
+
+
+def test_axes_out_of_range_raise_index_error():
+    # DALI reports an axis out of range as IndexError; ours is catchable the same way (and as RuntimeError)
+    with pytest.raises(IndexError, match="out of range for 2-D input"):
+        run_es(lambda x: fn.reductions.sum(x, axes=[1, 2]), [np.zeros((2, 3), np.float32)])
+
+
+def test_mean_into_an_integer_type_wraps_the_sum_and_truncates():
+    # DALI's: the sum in the output type (wrapping), divided by the count toward zero
+    data = [np.full(12, 250, np.uint8), np.array([2, 1], np.uint8)]
+    out, = run_es(lambda x: fn.reductions.mean(x, dtype=types.UINT8), data)
+    for g, x in zip(samples(out), data):
+        assert g.dtype == np.uint8 and int(g) == (int(x.astype(np.int64).sum()) % 256) // x.size
+    data = [np.array([-3, 0], np.int32), np.array([7, 0, 0, 0], np.int32)]
+    out, = run_es(lambda x: fn.reductions.mean(x, dtype=types.INT32), data)
+    for g, x in zip(samples(out), data):
+        assert int(g) == int(np.trunc(x.sum() / x.size))
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", types.INT32), ("mean", types.INT16), ("mean", types.UINT64)])
+def test_unsupported_output_types_are_rejected(op, dtype):
+    with pytest.raises(RuntimeError, match="is not supported for uint8 input"):
+        run_es(lambda x: getattr(fn.reductions, op)(x, dtype=dtype), [np.zeros(3, np.uint8)])

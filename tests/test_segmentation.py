@@ -117,3 +117,13 @@ def test_random_object_bbox_class_weights():
     box, cls = run_es(lambda m: tuple(fn.segmentation.random_object_bbox(
         m, format="box", classes=[1, 2], class_weights=[0.0, 1.0], output_class=True, seed=4)), maps)
     assert maps and all(int(cls.at(i)) == 2 for i in range(len(maps)))
+
+
+def test_random_object_bbox_no_matching_class_in_the_batch_gives_the_whole_sample():
+    # classes=[] (or classes absent from every sample) leaves nothing to choose: the whole sample, as DALI
+    x = np.zeros((10, 12), np.int32)
+    x[2:4, 3:7] = 5
+    for classes in ([], [7]):
+        anchor, shape = run_es(lambda m: tuple(fn.segmentation.random_object_bbox(
+            m, classes=classes, foreground_prob=1.0, seed=2)), [x, x])
+        assert all(anchor.at(i).tolist() == [0, 0] and shape.at(i).tolist() == [10, 12] for i in range(2))

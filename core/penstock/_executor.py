@@ -30,6 +30,16 @@ class PipelineError(RuntimeError):
     """An operator failed while running an iteration."""
 
 
+class PipelineIndexError(PipelineError, IndexError):
+    """An operator failed on an index out of range (an axis, an element): catchable as IndexError too,
+    as DALI's run-time errors of that kind are."""
+
+
+def _pipeline_error(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> PipelineError:
+    cls = PipelineIndexError if isinstance(exc, IndexError) else PipelineError
+    return cls(_describe_failure(op, exc, inputs))
+
+
 class Iteration:
     __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done", "gates")
 
@@ -87,7 +97,7 @@ def _no_samples(op: Operator) -> list:
 
 
 def _fail(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> None:
-    raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+    raise _pipeline_error(op, exc, inputs) from exc
 
 
 class Executor:
@@ -184,7 +194,7 @@ class Executor:
                         outs = op.run(ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                 if id(op) not in self._refills:
-                    raise PipelineError(_describe_failure(op, exc, inputs)) from exc
+                    raise _pipeline_error(op, exc, inputs) from exc
                 outs, inputs = _on_error.run_refilling(self, op, it, exc, self._refills[id(op)], in_keys,
                                                        arg_keys, lambda e, ins: _fail(op, e, ins))
             stats.seconds += time.perf_counter() - start
@@ -211,7 +221,7 @@ class Executor:
                 except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                     if op is None:
                         raise
-                    raise PipelineError(_describe_failure(op, exc, [v])) from exc
+                    raise _pipeline_error(op, exc, [v]) from exc
 
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ._registry import OpSchema, convert_arg, resolve_defaults, split_args
+from ._registry import OpSchema, check_known, convert_arg, resolve_defaults, split_args
 from .data_node import DataNode
 
 _ids = itertools.count()
@@ -76,6 +76,7 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
         raise ValueError(f"{label}: argument 'device' expects str ('cpu', 'gpu' or 'mixed'), got {device!r}")
     if device not in schema.devices:
         raise ValueError(f"{label}: device '{device}' is not supported (supported: {', '.join(schema.devices)})")
+    check_known(schema, kwargs, label)
     n = len(inputs)
     if n < schema.min_inputs or (schema.max_inputs != -1 and n > schema.max_inputs):
         hi = "any number of" if schema.max_inputs == -1 else str(schema.max_inputs)

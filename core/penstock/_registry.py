@@ -290,6 +290,18 @@ def _convert(arg: Arg, value: Any, op: str) -> Any:
         raise ArgumentTypeError(f"{op}: argument '{arg.name}' expects {t.value}, got {value!r}") from None
 
 
+def raise_unknown(schema: OpSchema, key: str, op: str) -> None:
+    known = ", ".join(sorted(a for a in schema.arguments))
+    raise UnknownArgumentError(f"{op}: unknown argument '{key}'. Known arguments: {known}")
+
+
+def check_known(schema: OpSchema, kwargs: dict, op: str) -> None:
+    """Raises for an argument the operator does not have (DALI checks names before inputs)."""
+    for key in kwargs:
+        if key not in schema.arguments and key not in schema.alias_of and key not in schema.ignored:
+            raise_unknown(schema, key, op)
+
+
 def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> tuple[dict, dict]:
     """Validates keyword arguments: returns (scalar args, argument inputs (DataNodes))."""
     import warnings
@@ -308,8 +320,7 @@ def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> t
                 raise ArgumentValueError(f"{op}: both '{key}' and its new name '{name}' were given")
         arg = schema.arguments.get(name)
         if arg is None:
-            known = ", ".join(sorted(a for a in schema.arguments))
-            raise UnknownArgumentError(f"{op}: unknown argument '{key}'. Known arguments: {known}")
+            raise_unknown(schema, key, op)
         if value is None:
             continue  # None means "default"
         if _is_data_node(value) or (isinstance(value, np.ndarray) and value.ndim > 0 and arg.tensor

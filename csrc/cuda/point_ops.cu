@@ -91,11 +91,13 @@ extern "C" __global__ void histogram_luts(const u64* hist, u8* luts, const doubl
     i64 total;
     const i64 upto = block_scan(count, buf, &total);  // also orders the atomics before the reads below
     const int lo = used_lo <= 255 ? used_lo : 0, hi = used_hi >= 0 ? used_hi : 255;  // numpy argmax of none: 0
-    if (kind == kEqualize) {
-      const i64 last_count = i64(hs[c * 256 + hi]);
-      const i64 step = (total - last_count) / 255;
-      const i64 level = step == 0 ? i64(v) : (upto - count + step / 2) / step;
-      ls[c * 256 + v] = u8(level < 255 ? level : 255);
+    if (kind == kEqualize) {  // point_ops._equalize: (cdf - count of lo) * 255 / (total - it), half to even
+      const i64 lo_count = i64(hs[c * 256 + lo]);
+      const i64 denom = total - lo_count;
+      double x = __dmul_rn(double(upto - lo_count), 255.0) / double(denom > 1 ? denom : 1);  // IEEE division
+      x = x > 0.0 ? x : 0.0;
+      x = x < 255.0 ? x : 255.0;
+      ls[c * 256 + v] = denom == 0 ? u8(v) : u8(rint(x));
     } else if (kind == kAutoContrast) {
       const double scale = 255.0 / double(hi - lo > 1 ? hi - lo : 1);
       ls[c * 256 + v] = hi > lo ? lut_u8(__dmul_rn(double(v) - double(lo), scale)) : u8(v);

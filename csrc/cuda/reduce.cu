@@ -100,6 +100,17 @@ __device__ void reduce_batch(int kind, const In* src, Out* dst, const i64* desc,
       break;
     }
     case kMean: case kMeanSquare: case kRms: {
+      if (kind == kMean && !Kind<Out>::is_float) {  // as reduce.cpp: the wrapped sum / count, truncating
+        i64 n = d[kRCount];
+        if (Kind<Out>::is_signed) {
+          Out s = Out(reduce_warp<In, Out, i64, kSum>(x, d, nk, nr, o, lane, mean));
+          if (lane == 0) *out = n ? Out(i64(s) / n) : Out(0);
+        } else {
+          Out s = Out(reduce_warp<In, Out, u64, kSum>(x, d, nk, nr, o, lane, mean));
+          if (lane == 0) *out = n ? Out(u64(s) / u64(n)) : Out(0);
+        }
+        break;
+      }
       double r = kind == kMean ? reduce_warp<In, Out, double, kMean>(x, d, nk, nr, o, lane, mean)
                                : reduce_warp<In, Out, double, kMeanSquare>(x, d, nk, nr, o, lane, mean);
       r /= count;

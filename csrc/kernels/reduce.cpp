@@ -3,7 +3,8 @@
 // GpuKernels.reduce (csrc/cuda/reduce.cu): sums accumulate in 64 bits of the output's kind (each
 // element first converted to an integer output type), means and moments in double, min/max in
 // the input type (NaN-propagating, as numpy); results are converted to the output type by a C
-// cast (numpy's astype). Work items are ranges of one sample's outputs, each summed in order.
+// cast (numpy's astype). A mean into an integer type is DALI's: the sum wrapped to that type, then
+// divided by the count, truncating. Work items are ranges of one sample's outputs, each summed in order.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -124,7 +125,7 @@ void store_double(void* dst, int64_t i, double v) {
 }
 
 template <typename In, typename Out>
-void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it) {
+void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it, bool divide) {
   using A = std::conditional_t<is_floating_v<Out>, double, std::conditional_t<std::is_signed_v<Out>, int64_t, uint64_t>>;
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     A acc = 0;
@@ -132,7 +133,11 @@ void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it) {
       if constexpr (is_floating_v<Out>) acc += static_cast<double>(v);
       else acc += static_cast<A>(cast_to<Out>(v));
     });
-    dst[p.out_off + o] = cast_to<Out>(acc);
+    Out s = cast_to<Out>(acc);
+    if constexpr (!is_floating_v<Out>) {
+      if (divide) s = p.count ? static_cast<Out>(s / p.count) : Out(0);
+    }
+    dst[p.out_off + o] = s;
   });
 }
 
@@ -220,17 +225,18 @@ void reduce(ThreadPool& pool, int kind, py::array src, I64Array src_shapes, I64A
   void* out = dst.mutable_data();
   const double* mu = central ? mean->data() : nullptr;
   void (*store)(void*, int64_t, double) = nullptr;
-  if (kind != kSum && kind != kMin && kind != kMax) {
+  bool int_mean = kind == kMean && dst.dtype().kind() != 'f';
+  if (kind != kSum && kind != kMin && kind != kMax && !int_mean) {
     PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, { store = &store_double<Out>; });
   }
   py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_WITH_HALF(src_code, In, {
     const In* xs = static_cast<const In*>(x);
-    if (kind == kSum) {
+    if (kind == kSum || int_mean) {
       PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, {
         pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
           const Item& it = items[k];
-          sum_item<In, Out>(xs, static_cast<Out*>(out), plans[it.sample], it);
+          sum_item<In, Out>(xs, static_cast<Out*>(out), plans[it.sample], it, int_mean);
         });
       });
     } else if (kind == kMin || kind == kMax) {

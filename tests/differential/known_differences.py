@@ -8,7 +8,15 @@ with DALI fails, asking to be removed.
 _SQUEEZE_RANGE = ("DALI 2.4 skips squeeze axes outside 0..ndim-1 (negative ones too) without a word, although "
                   "its documentation requires them in range; penstock raises rather than ignore a named axis")
 
+_ON_ERROR = ("on_error is a penstock-only argument (skip or raise on a bad sample); DALI 2.4 has no such "
+             "argument and raises KeyError naming it")
+
 INTENDED: dict[str, str] = {
+    **{f"{op}[on_error='bogus']": _ON_ERROR
+       for op in ("decoders.image", "decoders.image_crop", "decoders.image_random_crop", "decoders.image_slice",
+                  "readers.coco", "readers.numpy", "readers.webdataset")},
+    'lookup_table[keys=[]]': ("DALI 2.4's process dies on an explicitly empty 'keys'; penstock takes it as no "
+                              "table (every value becomes default_value), as DALI does when keys is left out"),
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,

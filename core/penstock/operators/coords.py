@@ -1,4 +1,5 @@
-"""Point coordinates [N_i, D] per sample: ``coord_flip`` and ``coord_transform``.
+"""Point coordinates [N_i, D] per sample: ``coord_flip`` and ``coord_transform`` (which, like DALI's,
+also takes [..., D]: the last dimension holds the coordinates).
 
 The batch is one [sum N_i, D] array; per-sample arguments are spread to each sample's points.
 """
@@ -13,15 +14,16 @@ from ._batch import contiguous, empty_batch
 from .crop import per_sample_list, round_half_away
 
 
-def point_counts(op: Operator, tl) -> tuple[np.ndarray, int]:
-    """(points per sample [N], coordinates per point D) of a batch of [N_i, D] (or [D]) samples."""
+def point_counts(op: Operator, tl, any_rank: bool = False) -> tuple[np.ndarray, int]:
+    """(points per sample [N], coordinates per point D) of a batch of [N_i, D] (or [D]) samples;
+    with ``any_rank``, of [..., D] samples (every leading index is a point, as coord_transform takes)."""
     shapes = tl._shapes
     if tl.ndim() == 1:
         d = int(shapes[0, 0]) if len(shapes) else 0
         counts = np.ones(len(shapes), np.int64)
-    elif tl.ndim() == 2:
-        d = int(shapes[0, 1]) if len(shapes) else 0
-        counts = shapes[:, 0].copy()
+    elif tl.ndim() == 2 or (any_rank and tl.ndim() > 2):
+        d = int(shapes[0, -1]) if len(shapes) else 0
+        counts = np.prod(shapes[:, :-1], axis=1).astype(np.int64)
     else:
         raise ValueError(f"{op.label}: coordinates must be [N, D] per sample, got {tl.shape()}")
     if len(shapes) and (shapes[:, -1] != d).any():
@@ -29,10 +31,11 @@ def point_counts(op: Operator, tl) -> tuple[np.ndarray, int]:
     return counts, d
 
 
-def point_rows(op: Operator, tl) -> tuple[np.ndarray, np.ndarray, int]:
-    """(points [sum N_i, D] float64, counts [N], D) of a host batch of [N_i, D] (or [D]) samples."""
+def point_rows(op: Operator, tl, any_rank: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """(points [sum N_i, D] float64, counts [N], D) of a host batch of [N_i, D] (or [D]) samples
+    (``any_rank``: see point_counts)."""
     tl = contiguous(tl)
-    counts, d = point_counts(op, tl)
+    counts, d = point_counts(op, tl, any_rank)
     total = int(counts.sum())
     return np.asarray(tl._buf[:total * d], np.float64).reshape(total, d), counts, d
 
@@ -110,10 +113,17 @@ COORD_TRANSFORM = OpSchema(
 class CoordTransform(Operator):
     def run(self, ws):
         src = ws.inputs[0]
-        counts, d = point_counts(self, src)
+        counts, d = point_counts(self, src, any_rank=True)
         n = ws.batch_size
         mt = per_sample_list(ws, "MT")
         m, t = per_sample_list(ws, "M"), per_sample_list(ws, "T")
+        for name, v in (("MT", mt), ("M", m)):
+            if v is not None and v.shape[1] == 0:
+                raise ValueError(f"{self.label}: '{name}' must not be an empty list")
+        dtype = np.dtype(to_numpy_type(self.args["dtype"]))
+        if dtype not in (src._buf.dtype, np.float32):  # DALI's rule
+            raise ValueError(f"{self.label}: dtype {dtype.name} must be the input's type "
+                             f"({src._buf.dtype.name}) or float32")
         if mt is not None:
             if m is not None or t is not None:
                 raise ValueError(f"{self.label}: give either 'MT' or 'M'/'T', not both")
@@ -143,10 +153,9 @@ class CoordTransform(Operator):
         dout = lin.shape[1]
         shapes = src._shapes.copy()
         shapes[:, -1] = dout
-        dtype = to_numpy_type(self.args["dtype"])
         if ws.gpu is not None:
             return [affine_on_gpu(ws, src, counts, np.concatenate([lin, shift[:, :, None]], 2), shapes, dtype)]
-        rows = point_rows(self, src)[0]
+        rows = point_rows(self, src, any_rank=True)[0]
         sample = np.repeat(np.arange(n), counts)
         out = np.einsum("pij,pj->pi", lin[sample], rows) + shift[sample]
         return [points_batch(shapes, out, dtype, src._layout, src._source_info)]

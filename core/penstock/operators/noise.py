@@ -48,10 +48,8 @@ def _params(ws, *names) -> np.ndarray:
           device=("cpu", "gpu"))
 class GaussianNoise(Operator):
     def run(self, ws):
-        params = _params(ws, "mean", "stddev")
-        if (params[:, 1] < 0).any():
-            raise ValueError(f"{self.label}: stddev must not be negative")
-        return apply_noise(ws, _GAUSSIAN, params)
+        # a negative stddev flips the noise's sign (the same distribution), as DALI takes it
+        return apply_noise(ws, _GAUSSIAN, _params(ws, "mean", "stddev"))
 
 
 @register(_schema("Shot", "Shot (Poisson) noise: out = Poisson(in / factor) * factor.",
@@ -60,8 +58,9 @@ class GaussianNoise(Operator):
 class ShotNoise(Operator):
     def run(self, ws):
         params = _params(ws, "factor")
-        if (params[:, 0] <= 0).any():
-            raise ValueError(f"{self.label}: factor must be positive")
+        # DALI gives zeros for a factor <= 0; a negative factor makes every mean <= 0, which the
+        # kernel writes as 0 (a zero one would divide by zero)
+        params[params[:, 0] == 0, 0] = -1.0
         return apply_noise(ws, _SHOT, params)
 
 
@@ -90,6 +89,11 @@ class SaltAndPepper(Operator):
                            ws.per_sample("salt_val", np.float64) if ws.has_arg("salt_val") else np.full(n, salt, np.float64),
                            ws.per_sample("pepper_val", np.float64) if ws.has_arg("pepper_val")
                            else np.full(n, pepper, np.float64)], 1)
+        for k, name in enumerate(("prob", "salt_vs_pepper")):
+            bad = np.nonzero((params[:, k] < 0) | (params[:, k] > 1))[0]
+            if bad.size:
+                raise ValueError(f"{self.label}: {name} must be within [0, 1]; sample {int(bad[0])} has "
+                                 f"{params[bad[0], k]:g}")
         layout = layout_of(src)
         channels = 1
         if not self.args["per_channel"] and layout.endswith("C") and src.ndim() == len(layout) and len(src):

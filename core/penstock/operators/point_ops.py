@@ -37,14 +37,14 @@ def _lut_u8(values: np.ndarray) -> np.ndarray:
 
 
 def _equalize(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
-    """PIL's ImageOps.equalize per channel: the last used value's pixels are left out of the steps."""
-    last = 255 - np.argmax(hist[..., ::-1] > 0, axis=-1)
-    last_count = np.take_along_axis(hist, last[..., None], axis=-1)[..., 0]
-    step = (hist.sum(axis=-1) - last_count) // 255
-    before = np.cumsum(hist, axis=-1) - hist
-    safe = np.maximum(step, 1)[..., None]
-    lut = np.minimum((before + safe // 2) // safe, 255)
-    return np.where((step == 0)[..., None], _V, lut).astype(np.uint8)
+    """DALI's equalize per channel (OpenCV's equalizeHist): the cumulative histogram less the lowest
+    used value's count, scaled to [0, 255] and rounded half to even; a one-value channel is kept."""
+    lo = np.argmax(hist > 0, axis=-1)
+    lo_count = np.take_along_axis(hist, lo[..., None], axis=-1)
+    cdf = np.cumsum(hist, axis=-1)
+    denom = cdf[..., -1:] - lo_count
+    lut = np.rint(np.clip((cdf - lo_count) * 255.0 / np.maximum(denom, 1), 0, 255))
+    return np.where(denom == 0, _V, lut).astype(np.uint8)
 
 
 def _auto_contrast(hist: np.ndarray, param: np.ndarray) -> np.ndarray:

@@ -24,6 +24,15 @@ def _widened(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
 
 
+def _allowed_outputs(kind: str, dtype: np.dtype) -> list[np.dtype]:
+    """The output types DALI 2.4 takes for ``dtype``: the input's own, float32 and, for sum, the
+    widened 64-bit type (DALI rejects the rest, e.g. uint8 -> int32)."""
+    out = [dtype, _floating(dtype)]
+    if kind == "sum":
+        out.append(_widened(dtype))
+    return list(dict.fromkeys(out))
+
+
 def _floating(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64 if dtype == np.float64 else np.float32)
 
@@ -44,12 +53,16 @@ class _Reduction(Operator):
             return tuple(range(nd))
         axes = sorted({x + nd if x < 0 else x for x in a["axes"]})
         if any(x < 0 or x >= nd for x in axes):
-            raise ValueError(f"{self.label}: axes {list(a['axes'])} out of range for {nd}-D input")
+            raise IndexError(f"{self.label}: axes {list(a['axes'])} out of range for {nd}-D input")
         return tuple(axes)
 
     def out_type(self, dtype: np.dtype) -> np.dtype:
         if self.args.get("dtype") is not None:
-            return np.dtype(to_numpy_type(self.args["dtype"]))
+            out = np.dtype(to_numpy_type(self.args["dtype"]))
+            if out not in _allowed_outputs(self.kind, dtype):
+                raise RuntimeError(f"{self.label}: dtype {out.name} is not supported for {dtype.name} input "
+                                   f"(supported: {', '.join(t.name for t in _allowed_outputs(self.kind, dtype))})")
+            return out
         if self.kind == "sum":
             return _widened(dtype)
         if self.kind in ("min", "max"):

@@ -140,7 +140,8 @@ class RandomObjectBBoxCPU(Operator):
         chosen_class_row = _pick(sample[heads], weight[heads], n, rng)
         fg = rng.random(n) < ws.per_sample("foreground_prob", np.float64)
         fg &= chosen_class_row >= 0
-        chosen_class = np.where(chosen_class_row >= 0, cls_key[heads][np.maximum(chosen_class_row, 0)], 0)
+        head_keys = cls_key[heads] if len(heads) else np.zeros(1, np.int64)  # no object in the batch at all
+        chosen_class = np.where(chosen_class_row >= 0, head_keys[np.maximum(chosen_class_row, 0)], 0)
         # objects of the chosen class, largest first, optionally only the k largest
         in_class = ok & fg[sample] & (cls_key == chosen_class[sample])
         objs = np.nonzero(in_class)[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator, SampleError
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ._batch import contiguous, empty_batch
 
 
@@ -19,10 +19,18 @@ def gather_ranges(ws, src, starts: np.ndarray, outs: list, counts: np.ndarray) -
                                for o in outs]) if outs else np.zeros(0, np.uint64)
     ws.kernels.gather_ranges(src_addr, dst_addr, counts, es)
 
+def _element_count(args: dict) -> int:
+    """element_extract's number of outputs; checked when the graph is built (no outputs: no operator)."""
+    n = len(args.get("element_map") or ())
+    if n == 0:
+        raise ArgumentValueError("element_extract: 'element_map' must name at least one element")
+    return n
+
+
 ELEMENT_EXTRACT = OpSchema(
     "ElementExtract", "Extracts frames of sequences: one output per index of element_map, without the F axis.",
     args=[Arg("element_map", ArgType.INT_LIST, doc="frame indices to extract")],
-    num_outputs=lambda a: len(a.get("element_map") or ()), devices=("cpu", "gpu"))
+    num_outputs=lambda a: _element_count(a), devices=("cpu", "gpu"))
 
 PER_FRAME = OpSchema(
     "PerFrame", "Marks the outermost axis as frames (layout 'F...'), so sequence operators take the "
