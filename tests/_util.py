@@ -49,3 +49,20 @@ def record_outputs(pipe):
 
     pipe.share_outputs = share_outputs
     return seen
+
+
+# A long GPU computation (20 dependent element-wise kernels over 8 x 256k floats): a framework that
+# reads its output at once sees final values only if it waits for the pipeline's stream.
+SLOW_STEPS = 20
+
+
+def slow_batches() -> list:
+    rng = np.random.default_rng(0)
+    return [rng.normal(size=(8, 1 << 18)).astype(np.float32) for _ in range(3)]
+
+
+def slow_chain(x):
+    """On a DataNode (the pipeline's kernels) or a numpy array (the reference), in float32."""
+    for _ in range(SLOW_STEPS):
+        x = x * np.float32(1.0001) + np.float32(0.5) if isinstance(x, np.ndarray) else x * 1.0001 + 0.5
+    return x

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.gpu,
                                  reason="needs penstock's GPU backend and a CUDA JAX")]
 
 from penstock.plugin.jax import DALIGenericIterator, data_iterator  # noqa: E402
-from _util import record_outputs  # noqa: E402
+from _util import record_outputs, slow_batches, slow_chain  # noqa: E402
 
 
 
@@ -47,22 +47,13 @@ def test_gpu_outputs_are_arrays_on_the_pipelines_gpu_without_a_copy():
 
 def test_consumer_work_is_ordered_after_the_pipelines_stream():
     """A long GPU computation in the pipeline, read by JAX at once: the values must be final."""
-    rng = np.random.default_rng(0)
-    batches = [rng.normal(size=(8, 1 << 18)).astype(np.float32) for _ in range(3)]
+    batches = slow_batches()
 
     @pipeline_def(batch_size=8, num_threads=1, device_id=0)
     def pipe():
-        x = fn.external_source(source=batches, cycle=False, batch=True).gpu()
-        for _ in range(20):
-            x = x * 1.0001 + 0.5
-        return x
+        return slow_chain(fn.external_source(source=batches, cycle=False, batch=True).gpu())
 
-    want = []
-    for b in batches:
-        y = b.copy()
-        for _ in range(20):
-            y = y * np.float32(1.0001) + np.float32(0.5)
-        want.append(y)
+    want = [slow_chain(b) for b in batches]
     step = jax.jit(lambda a: a.sum(axis=1))
     for out, ref in zip(DALIGenericIterator(pipe(), ["x"]), want):
         np.testing.assert_allclose(np.asarray(step(out["x"])), ref.sum(axis=1), rtol=1e-4)

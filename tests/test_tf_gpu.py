@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.gpu,
 
 import penstock.plugin.tf as dali_tf  # noqa: E402
 from penstock_tensorflow import _device  # noqa: E402
+from _util import slow_batches, slow_chain  # noqa: E402
 
 BATCHES = [np.arange(24, dtype=np.float32).reshape(4, 6) * (i + 1) for i in range(3)]
 
@@ -84,22 +85,9 @@ def test_gpu_outputs_are_tensors_on_the_pipelines_gpu_without_a_copy(monkeypatch
 
 def test_values_are_final_when_tensorflow_reads_them():
     """A long GPU computation in the pipeline, read by a TensorFlow GPU op at once."""
-    rng = np.random.default_rng(0)
-    batches = [rng.normal(size=(8, 1 << 18)).astype(np.float32) for _ in range(3)]
-
-    def graph(x):
-        x = x.gpu()
-        for _ in range(20):
-            x = x * 1.0001 + 0.5
-        return x
-
-    want = []
-    for b in batches:
-        y = b.copy()
-        for _ in range(20):
-            y = y * np.float32(1.0001) + np.float32(0.5)
-        want.append(y.sum(axis=1))
-    ds = dali_tf.experimental.DALIDatasetWithInputs(source_pipe(graph, batches), output_dtypes=tf.float32,
+    batches = slow_batches()
+    want = [slow_chain(b).sum(axis=1) for b in batches]
+    ds = dali_tf.experimental.DALIDatasetWithInputs(source_pipe(lambda x: slow_chain(x.gpu()), batches), output_dtypes=tf.float32,
                                                     batch_size=8, num_threads=1, device_id=0)
     with tf.device("/GPU:0"):
         got = [tf.reduce_sum(x, axis=1).numpy() for (x,) in ds]
