@@ -192,24 +192,28 @@ def _first_line(e: BaseException) -> str:
     return (useful or lines or [""])[0][:160]
 
 
-def check_case(case: Any) -> None:
-    """Runs ``case`` on penstock and DALI and settles it against known_differences: agreeing is a
-    pass (a listed case that agrees now fails, so the list stays true), a listed difference an
-    expected failure, any other difference a failure."""
+def settle(name: str, reason: str | None, diff: str | None) -> None:
+    """Settles one compared case against known_differences (``reason``: its listed reason, if
+    any): agreeing is a pass (a listed case that agrees now fails, so the list stays true), a
+    listed difference an expected failure, any other difference a failure."""
     import pytest
-    import penstock
-    from known_differences import INTENDED, OPEN
-    ours = run(penstock, case.graph, case.inputs)
-    theirs = run_dali(case)
-    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
     TALLY["cases"] += 1
-    reason = INTENDED.get(case.id) or OPEN.get(case.id)
     if diff is None:
         if reason:
-            pytest.fail(f"{case.id} agrees with DALI now: remove it from known_differences.py")
+            pytest.fail(f"{name} agrees with DALI now: remove it from known_differences.py")
         return
     TALLY["differ"] += 1
     if reason:
         TALLY["known"] += 1
         pytest.xfail(f"{reason}: {diff}")
-    pytest.fail(f"{case.id}: {diff}")
+    pytest.fail(f"{name}: {diff}")
+
+
+def check_case(case: Any) -> None:
+    """Runs ``case`` on penstock and DALI and settles it."""
+    import penstock
+    from known_differences import INTENDED, OPEN
+    ours = run(penstock, case.graph, case.inputs)
+    theirs = run_dali(case)
+    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
+    settle(case.id, INTENDED.get(case.id) or OPEN.get(case.id), diff)

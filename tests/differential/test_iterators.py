@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import penstock  # noqa: E402
-from _harness import HAVE_DALI, TALLY  # noqa: E402
+from _harness import HAVE_DALI, settle  # noqa: E402
 from known_differences import INTENDED, OPEN  # noqa: E402
 
 ROOT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "penstock_differential_files")
@@ -138,14 +138,5 @@ def test_iterator_case(case):
         ours = _epochs(penstock, source, n, b, kwargs, drive)
         theirs = _epochs(dali, source, n, b, kwargs, drive)
     logging.disable(logging.NOTSET)
-    TALLY["cases"] += 1
     reason = next((r for key, r in {**INTENDED, **OPEN}.items() if name.startswith(key)), None)
-    if ours == theirs:
-        if reason:
-            pytest.fail(f"{name} agrees with DALI now: remove it from known_differences.py")
-        return
-    TALLY["differ"] += 1
-    if reason:
-        TALLY["known"] += 1
-        pytest.xfail(f"{reason}: penstock {ours} / DALI {theirs}")
-    pytest.fail(f"penstock {ours}\nDALI     {theirs}")
+    settle(name, reason, None if ours == theirs else f"penstock {ours}\nDALI     {theirs}")
