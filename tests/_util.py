@@ -1,5 +1,6 @@
 """Small helpers shared by the operator tests."""
 import numpy as np
+import pytest
 
 from penstock import fn, pipeline_def
 
@@ -66,3 +67,13 @@ def slow_chain(x):
     for _ in range(SLOW_STEPS):
         x = x * np.float32(1.0001) + np.float32(0.5) if isinstance(x, np.ndarray) else x * 1.0001 + 0.5
     return x
+
+
+def installed_or_skip(name: str):
+    """pytest.importorskip that also skips when ``name`` resolves only to a namespace package: tests
+    that put examples/ on sys.path make examples/tensorflow importable as ``tensorflow`` where
+    TensorFlow itself is absent."""
+    module = pytest.importorskip(name)
+    if getattr(module, "__file__", None) is None:
+        pytest.skip(f"{name} is not installed", allow_module_level=True)
+    return module

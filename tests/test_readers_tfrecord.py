@@ -165,7 +165,8 @@ def test_truncated_file_and_bad_features(tmp_path, shards):
 
 def test_records_written_by_tensorflow(tmp_path):
     """TensorFlow (in the pinned test set) as an independent writer of Examples and CRCs."""
-    tf = pytest.importorskip("tensorflow")
+    from _util import installed_or_skip
+    tf = installed_or_skip("tensorflow")
     path, idx = tmp_path / "tf.tfrecord", tmp_path / "tf.idx"
     rng = np.random.default_rng(9)
     rows = [(rng.bytes(7 + i), [int(v) for v in rng.integers(-2**40, 2**40, 2)], rng.random(i + 1).astype(np.float32))

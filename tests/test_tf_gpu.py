@@ -8,7 +8,9 @@ import os
 import numpy as np
 import pytest
 
-tf = pytest.importorskip("tensorflow")
+from _util import installed_or_skip  # noqa: E402
+
+tf = installed_or_skip("tensorflow")
 from penstock import _cuda, fn, pipeline_def  # noqa: E402
 
 

@@ -3,7 +3,9 @@ every case without a GPU; the GPU path itself runs in tests/test_tf_gpu.py."""
 from __future__ import annotations
 
 import pytest
-tf = pytest.importorskip("tensorflow")
+from _util import installed_or_skip  # noqa: E402
+
+tf = installed_or_skip("tensorflow")
 
 from penstock_tensorflow._placement import (DLPACK, HOST, PEER, TO_GPU, TO_HOST, DeviceMismatchError,
                                             place)
