@@ -150,13 +150,14 @@ class DecodeProcess:
         lands at byte ``out_offsets[k]`` of the slot. The future gives the positions that could
         not be decoded there."""
         # the per-sample table goes first in the shared host memory (a socket message has a small
-        # size limit), the encoded bytes after it
-        table = np.column_stack([starts, lengths, windows, shapes, out_offsets]).astype(np.int64)
+        # size limit), then the bytes from the first sample's start to the last one's end
+        first = int(starts.min(initial=0))
+        used = int((starts + lengths).max(initial=0)) - first
+        table = np.column_stack([starts - first, lengths, windows, shapes, out_offsets]).astype(np.int64)
         at = (table.nbytes + 63) // 64 * 64
-        used = int((starts + lengths).max(initial=0))
         slot = self._take_slot(nbytes, at + used)
         np.frombuffer(slot.encoded, np.uint8, table.nbytes)[...] = table.reshape(-1).view(np.uint8)
-        np.frombuffer(slot.encoded, np.uint8, used, at)[...] = packed[:used]  # the one copy of the bytes
+        np.frombuffer(slot.encoded, np.uint8, used, at)[...] = packed[first:first + used]  # the one copy
         future: concurrent.futures.Future = concurrent.futures.Future()
         request = {"op": "decode", "id": next(self._ids), "slot": slot.index, "orient": bool(orient),
                    "samples": len(table), "encoded_at": at}

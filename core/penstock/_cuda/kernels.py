@@ -618,6 +618,10 @@ class GpuKernels:
         _dims(src_shapes, "reductions")
         if src.dtype == np.float16 or dst.dtype == np.float16:
             raise NotImplementedError("reductions of or to FLOAT16 are not supported on the GPU")
+        wide = np.dtype(np.uint64 if src.dtype.kind in "ub" else np.int64 if src.dtype.kind == "i" else np.float64)
+        if dst.dtype not in (src.dtype, np.float32, np.float64, wide):  # the pairs reduce.cu instantiates
+            raise NotImplementedError(f"reductions of {src.dtype.name} into {dst.dtype.name} are not supported "
+                                      "on the GPU")
         kept = [a for a in range(nd) if a not in axes]
         red = sorted(axes)
         strides = _strides(src_shapes)
