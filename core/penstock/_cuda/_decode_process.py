@@ -32,6 +32,7 @@ import numpy as np
 
 _EVENT_FLAGS = 0x2 | 0x4  # cudaEventDisableTiming | cudaEventInterprocess
 _MAX_MESSAGE = 1 << 16
+_LIMIT_STACK_SIZE = 0x00  # cudaLimitStackSize
 _TABLE_COLUMNS = 10  # per sample: start, length, window (y, x, h, w), shape (H, W, C), slot offset
 
 
@@ -212,6 +213,10 @@ def _serve(sock: socket.socket, device_id: int, options: str, cpu_threads: int, 
         from nvidia import nvimgcodec as nv
         from ._runtime import DeviceContext
         ctx = DeviceContext(device_id)
+        with ctx.device:
+            # each process holds a context: reserve no per-thread stack up front (the driver grows it
+            # for the kernels that need it) instead of the default 1 KiB for every resident thread
+            cp.cuda.runtime.deviceSetLimit(_LIMIT_STACK_SIZE, 0)
         policy = nv.LoadHintPolicy.ADAPTIVE_MINIMIZE_IDLE_TIME if adaptive else nv.LoadHintPolicy.FIXED
         backends = [nv.Backend(nv.BackendKind.HW_GPU_ONLY, load_hint=hw_load, load_hint_policy=policy),
                     nv.Backend(nv.BackendKind.GPU_ONLY)]
