@@ -77,6 +77,10 @@ class MixedDecoder:
         self._host = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-host-decode")
         self._reserved = False
         self._jobs = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="penstock-mixed-decode")
+        # a batch's requests go out at once: each copies its part of the encoded bytes (numpy copies
+        # without the GIL), so the copies overlap instead of adding up before the last part starts
+        self._requests = concurrent.futures.ThreadPoolExecutor(DECODE_PROCESSES,
+                                                               thread_name_prefix="penstock-decode-request")
 
     def _reserve(self, ws) -> None:
         """Takes the memory the padding and preallocation arguments ask for into the pools once."""
@@ -92,6 +96,7 @@ class MixedDecoder:
 
     def _release(self) -> None:
         self._jobs.shutdown(wait=True)
+        self._requests.shutdown(wait=True)
         self._opened = False
         for process in self.processes:
             process.close()
@@ -168,19 +173,22 @@ class MixedDecoder:
         ``parts``: per decoder process, its slot, the positions in ``gpu_idx`` it decoded and where
         in the slot each landed."""
         host_job = self._host.submit(self._decode_host, ws, src, host_idx, crop) if len(host_idx) else None
-        parts, replies, failed = [], [], []
         lengths = src._volumes()
-        for process, positions in zip(self.processes, _split_by_bytes(lengths[gpu_idx], len(self.processes))):
+        orient = bool(self.op.args["adjust_orientation"])
+
+        def request(process: Any, positions: np.ndarray) -> tuple:
             i = gpu_idx[positions]
             sizes = windows[i, 2] * windows[i, 3] * shapes[i, 2]
             slot_offsets = np.zeros(len(i), np.int64)
             np.cumsum(sizes[:-1], out=slot_offsets[1:])
             slot, reply = process.submit(src._buf, src._offsets[i], lengths[i], windows[i], shapes[i], slot_offsets,
-                                         int(sizes.sum()), bool(self.op.args["adjust_orientation"]))
-            parts.append((process, slot, positions, slot_offsets))
-            replies.append(reply)
-        for (_, _, positions, _), reply in zip(parts, replies):
-            failed.extend(int(positions[k]) for k in reply.result())
+                                         int(sizes.sum()), orient)
+            return (process, slot, positions, slot_offsets), reply
+
+        split = _split_by_bytes(lengths[gpu_idx], len(self.processes))
+        sent = list(self._requests.map(request, self.processes[:len(split)], split))
+        parts = [part for part, _ in sent]
+        failed = [int(positions[k]) for (_, _, positions, _), reply in sent for k in reply.result()]
         host = host_job.result() if host_job is not None else None
         if failed:
             redo = gpu_idx[failed]
