@@ -1,6 +1,6 @@
-"""The mixed decoders' split of a batch between decoder processes and its failures sent to the host
-(operators._mixed_decode, with stand-in processes); the
-decoding itself is tested on the GPU (tests/test_gpu_operators.py, mixed decoders)."""
+"""The mixed decoders' split of a batch between decoder processes, and their failures sent to the
+host (operators._mixed_decode, with stand-in processes); the decoding itself is tested on the GPU
+(tests/test_gpu_operators.py, mixed decoders)."""
 import concurrent.futures
 import types
 
