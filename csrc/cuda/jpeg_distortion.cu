@@ -43,6 +43,24 @@ __device__ __forceinline__ i32 component(const u8* frame, i64 W, int C, i64 y, i
 #define FIX_2_562915447 20995
 #define FIX_3_072711026 25172
 
+// The odd part both transforms share (jfdctint.c, jidctint.c): (t0, t1, t2, t3) rotated in place.
+__device__ __forceinline__ void odd_part(i32& t0, i32& t1, i32& t2, i32& t3) {
+  i32 z1 = t0 + t3, z2 = t1 + t2, z3 = t0 + t2, z4 = t1 + t3;
+  i32 z5 = (z3 + z4) * FIX_1_175875602;
+  t0 *= FIX_0_298631336;
+  t1 *= FIX_2_053119869;
+  t2 *= FIX_3_072711026;
+  t3 *= FIX_1_501321110;
+  z1 *= -FIX_0_899976223;
+  z2 *= -FIX_2_562915447;
+  z3 = z3 * -FIX_1_961570560 + z5;
+  z4 = z4 * -FIX_0_390180644 + z5;
+  t0 += z1 + z3;
+  t1 += z2 + z4;
+  t2 += z2 + z3;
+  t3 += z1 + z4;
+}
+
 // jfdctint.c: 8 values at stride `st`, in place; pass 1 (rows) keeps PASS1_BITS extra bits.
 __device__ __forceinline__ void fdct_1d(i32* v, int st, bool first) {
   const int shift = first ? JCONST_BITS - JPASS1_BITS : JCONST_BITS + JPASS1_BITS;
@@ -61,23 +79,11 @@ __device__ __forceinline__ void fdct_1d(i32* v, int st, bool first) {
   i32 z1 = (tmp12 + tmp13) * FIX_0_541196100;
   v[2 * st] = JDESCALE(z1 + tmp13 * FIX_0_765366865, shift);
   v[6 * st] = JDESCALE(z1 + tmp12 * -FIX_1_847759065, shift);
-  z1 = tmp4 + tmp7;
-  i32 z2 = tmp5 + tmp6, z3 = tmp4 + tmp6, z4 = tmp5 + tmp7;
-  i32 z5 = (z3 + z4) * FIX_1_175875602;
-  tmp4 *= FIX_0_298631336;
-  tmp5 *= FIX_2_053119869;
-  tmp6 *= FIX_3_072711026;
-  tmp7 *= FIX_1_501321110;
-  z1 *= -FIX_0_899976223;
-  z2 *= -FIX_2_562915447;
-  z3 *= -FIX_1_961570560;
-  z4 *= -FIX_0_390180644;
-  z3 += z5;
-  z4 += z5;
-  v[7 * st] = JDESCALE(tmp4 + z1 + z3, shift);
-  v[5 * st] = JDESCALE(tmp5 + z2 + z4, shift);
-  v[3 * st] = JDESCALE(tmp6 + z2 + z3, shift);
-  v[st] = JDESCALE(tmp7 + z1 + z4, shift);
+  odd_part(tmp4, tmp5, tmp6, tmp7);
+  v[7 * st] = JDESCALE(tmp4, shift);
+  v[5 * st] = JDESCALE(tmp5, shift);
+  v[3 * st] = JDESCALE(tmp6, shift);
+  v[st] = JDESCALE(tmp7, shift);
 }
 
 // jidctint.c: 8 values at stride `st`, in place; pass 1 (columns) keeps PASS1_BITS extra bits,
@@ -95,25 +101,7 @@ __device__ __forceinline__ void idct_1d(i32* v, int st, bool first) {
   tmp1 = v[5 * st];
   tmp2 = v[3 * st];
   tmp3 = v[st];
-  z1 = tmp0 + tmp3;
-  z2 = tmp1 + tmp2;
-  z3 = tmp0 + tmp2;
-  i32 z4 = tmp1 + tmp3;
-  i32 z5 = (z3 + z4) * FIX_1_175875602;
-  tmp0 *= FIX_0_298631336;
-  tmp1 *= FIX_2_053119869;
-  tmp2 *= FIX_3_072711026;
-  tmp3 *= FIX_1_501321110;
-  z1 *= -FIX_0_899976223;
-  z2 *= -FIX_2_562915447;
-  z3 *= -FIX_1_961570560;
-  z4 *= -FIX_0_390180644;
-  z3 += z5;
-  z4 += z5;
-  tmp0 += z1 + z3;
-  tmp1 += z2 + z4;
-  tmp2 += z2 + z3;
-  tmp3 += z1 + z4;
+  odd_part(tmp0, tmp1, tmp2, tmp3);
   v[0] = JDESCALE(tmp10 + tmp3, shift);
   v[7 * st] = JDESCALE(tmp10 - tmp3, shift);
   v[st] = JDESCALE(tmp11 + tmp2, shift);
