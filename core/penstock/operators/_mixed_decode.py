@@ -7,10 +7,9 @@ penstock's host decoder (region-of-interest decoding for windows) on the pipelin
 the same time. nvImageCodec runs in decoder processes of its own (``_cuda._decode_process``: its
 binding takes the GIL per image, which the pipeline's other threads would hold), each batch's JPEGs
 split between them, and each writes its samples' windows into device memory shared with the
-pipeline. The host results are uploaded
-through pinned staging, and one kernel gathers every sample (from the shared slot or from the
-upload) into the packed output batch. Two batches decode at once on background workers. Without
-nvImageCodec the host decodes everything.
+pipeline. The host results are uploaded through pinned staging, and one kernel gathers every
+sample (from the shared slots or from the upload) into the packed output batch. Two batches decode
+at once on background workers. Without nvImageCodec the host decodes everything.
 """
 from __future__ import annotations
 
