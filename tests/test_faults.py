@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -108,23 +109,32 @@ def test_injected_io_failure(tmp_path, monkeypatch):
     _runs_again(paths)
 
 
-def _threads_and_fds():
-    """penstock's threads (all named penstock-*; other libraries may start threads of their own
-    now and then, e.g. a native thread that calls into Python stays registered) and open files."""
-    ours = sum(1 for t in threading.enumerate() if t.name.startswith("penstock"))
-    return ours, len(os.listdir("/proc/self/fd"))
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _threads_of(pipe) -> list:
+    """The threads a pipeline started: its stage workers and its readers' read-ahead threads."""
+    readers = [op for stage in pipe._executor.stages for op in stage if getattr(op, "_io", None) is not None]
+    return list(pipe._executor._threads) + [t for op in readers for t in op._io._threads]
 
 
 def test_exception_in_training_loop_while_prefetching(tmp_path):
+    # The pipeline's own threads and its collection are checked, not the process's thread count:
+    # pipelines of earlier tests in the same process may start or end threads meanwhile.
     paths = _images(tmp_path, 16)
     gc.collect()
-    before = _threads_and_fds()
+    fds = _open_fds()
+    seen: dict = {}
 
     def train():
-        loader = DALIGenericIterator(_pipe(paths), ["data", "label"], reader_name="Reader")
+        pipe = _pipe(paths)
+        loader = DALIGenericIterator(pipe, ["data", "label"], reader_name="Reader")
+        seen["pipe"] = weakref.ref(pipe)
         for step, batch in enumerate(loader):
             assert batch[0]["data"].shape == (2, 4, 4, 3)
             if step == 2:
+                seen["threads"] = _threads_of(pipe)
                 raise FloatingPointError("loss is nan")
 
     with within(10):
@@ -135,10 +145,15 @@ def test_exception_in_training_loop_while_prefetching(tmp_path):
         else:
             raise AssertionError("the training loop's exception was lost")
         deadline = time.monotonic() + 5
-        while _threads_and_fds() > before and time.monotonic() < deadline:
+        while (seen["pipe"]() is not None or any(t.is_alive() for t in seen["threads"])) \
+                and time.monotonic() < deadline:
             gc.collect()
             time.sleep(0.05)
-    assert _threads_and_fds() <= before, "the dropped iterator left threads or files open"
+    assert seen["pipe"]() is None, "the dropped iterator kept its pipeline alive"
+    assert len(seen["threads"]) >= 2  # stage workers and the reader's read-ahead
+    alive = [t.name for t in seen["threads"] if t.is_alive()]
+    assert not alive, f"the dropped iterator left threads running: {alive}"
+    assert _open_fds() <= fds, "the dropped iterator left files open"
     _runs_again(paths)
 
 
