@@ -50,3 +50,17 @@ def test_cpu_pipelines_never_touch_cuda(no_cupy):
 def test_kernel_sources_are_found():
     src = _cuda._compile.source("resize")
     assert src.index("find_sample") < src.index("resize_vertical")  # common.cuh comes first
+
+
+def test_pooled_blocks_come_in_eight_size_classes_per_power_of_two():
+    small = [1, 511, 1 << 16]
+    assert [_runtime._size_class(n) for n in small] == small  # the pool's own rounding is enough there
+    rng = np.random.default_rng(0)
+    for n in rng.integers((1 << 16) + 1, 1 << 31, 2000):
+        n = int(n)
+        rounded = _runtime._size_class(n)
+        assert n <= rounded < n * 1.125 + 1  # at most an eighth more
+        assert _runtime._size_class(rounded) == rounded  # a class is its own class
+    # batches a little larger or smaller than the last one mostly share its class
+    classes = {_runtime._size_class(int(n)) for n in rng.normal(92e6, 2e6, 200)}
+    assert len(classes) <= 3

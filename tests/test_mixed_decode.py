@@ -34,17 +34,18 @@ class _FakeOperator:
 
 class _FakeProcess:
     """Stands in for a decoder process: keeps each request's bytes (as the memfd copy would) and
-    reports the local positions listed in ``fails`` as undecodable."""
+    reports the local positions listed in ``fails`` as undecodable, having taken ``seconds``."""
 
-    def __init__(self, fails=()):
+    def __init__(self, fails=(), seconds=0.01):
         self.fails = list(fails)
+        self.seconds = seconds
         self.requests = []
         self.closed = False
 
     def submit(self, packed, starts, lengths, windows, shapes, out_offsets, nbytes, orient):
         self.requests.append([bytes(packed[s:s + n]) for s, n in zip(starts, lengths)])
         future = concurrent.futures.Future()
-        future.set_result(self.fails)
+        future.set_result((self.fails, self.seconds))
         return object(), future
 
     def close(self):
@@ -95,3 +96,56 @@ def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
         decoded = buf[hoffsets[k]:hoffsets[k] + shapes[i].prod()].reshape(shapes[i])
         reference = np.asarray(Image.open(io.BytesIO(encoded[i].tobytes())).convert("RGB"))
         assert np.abs(decoded.astype(int) - reference).mean() < 1  # the host decoded that very image
+
+
+def _jpeg_batch(count, rng):
+    import io
+
+    from PIL import Image
+
+    from penstock.tensors import TensorListCPU
+    images = [rng.integers(0, 256, (16 + 2 * i, 24, 3), np.uint8) for i in range(count)]
+    encoded = []
+    for px in images:
+        out = io.BytesIO()
+        Image.fromarray(px).save(out, "JPEG", quality=95)
+        encoded.append(np.frombuffer(out.getvalue(), np.uint8))
+    offsets = np.concatenate([[0], np.cumsum([len(e) for e in encoded])[:-1]])
+    src = TensorListCPU._from_packed(np.concatenate(encoded), np.array([[len(e)] for e in encoded]), offsets,
+                                     source_info=[f"img{i}.jpg" for i in range(count)])
+    return src, np.array([px.shape for px in images], np.int64)
+
+
+def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates():
+    from penstock import _engine
+    from penstock.operators import _mixed_decode
+    from penstock.operators._decode_split import _SMOOTHING, HostShare, host_cost
+    rng = np.random.default_rng(6)
+    src, shapes = _jpeg_batch(12, rng)
+    windows = np.zeros((12, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2] // 2  # top-left quarters: the host decodes those cheaply
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    decoder.processes = [_FakeProcess(seconds=0.25), _FakeProcess(seconds=0.5)]
+    lengths = src._volumes().astype(float)
+    # rates that make the host take about a third: it is half as fast as the GPU side
+    decoder._share = share = HostShare(host_rate=lengths.sum(), gpu_rate=2 * lengths.sum())
+    gpu_ok = np.ones(12, bool)
+    gpu_ok[3] = False  # a sample the host decodes anyway
+    decoder._give_host_its_share(src, windows, shapes, gpu_ok)
+    host_idx = np.nonzero(~gpu_ok)[0]
+    gpu_idx = np.nonzero(gpu_ok)[0]
+    assert 3 in host_idx and 2 <= len(host_idx) < 12
+    assert host_cost(lengths, windows, shapes)[host_idx].sum() <= lengths[gpu_idx].sum() / 2 + lengths.max()
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    before = dict(share.rates)
+    try:
+        _, failed, got_gpu, got_host, host = decoder._decode_sides(ws, src, shapes, None, windows, gpu_idx, host_idx)
+    finally:
+        decoder._release()
+    assert not failed and got_host.tolist() == host_idx.tolist()
+    assert host[1].tolist() == shapes[host_idx].tolist()
+    # the GPU side took as long as its slowest process (0.5 s); the host's rate is what it measured
+    measured_gpu = lengths[gpu_idx].sum() / 0.5
+    assert share.rates["gpu"] == before["gpu"] + _SMOOTHING * (measured_gpu - before["gpu"])
+    assert share.rates["host"] != before["host"]

@@ -13,7 +13,8 @@ the pipeline owns, shared with CUDA IPC:
   interprocess event the pipeline records once its gather has read the slot; the child's stream
   waits for that event before writing the slot again, so neither side blocks the other's GPU work;
 * the child finishes a batch on its own stream (a host wait there costs the pipeline nothing) and
-  replies with the samples it could not decode, which the pipeline decodes on the host.
+  replies with the samples it could not decode, which the pipeline decodes on the host, and the time
+  it took (the mixed decoder balances its host share by it).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -119,7 +121,7 @@ class DecodeProcess:
                 if "error" in reply:
                     future.set_exception(RuntimeError(reply["error"]))
                 else:
-                    future.set_result(reply["failed"])
+                    future.set_result((reply["failed"], reply["seconds"]))
         except (EOFError, OSError) as exc:
             with self._lock:
                 pending, self._pending = self._pending, {}
@@ -149,7 +151,7 @@ class DecodeProcess:
         """Decodes the encoded samples ``packed[starts[k]:starts[k] + lengths[k]]``; sample k's
         window ``windows[k]`` (y, x, h, w) of an image expected to be ``shapes[k]`` (H, W, 3)
         lands at byte ``out_offsets[k]`` of the slot. The future gives the positions that could
-        not be decoded there."""
+        not be decoded there, and the seconds the process spent decoding."""
         # the per-sample table goes first in the shared host memory (a socket message has a small
         # size limit), then the bytes from the first sample's start to the last one's end
         first = int(starts.min(initial=0))
@@ -253,8 +255,9 @@ def _serve(sock: socket.socket, device_id: int, options: str, cpu_threads: int, 
                                 "encoded": mmap.mmap(fds[0], request["encoded_capacity"])}
                     os.close(fds[0])
                 slot = slots[k]
+                start = time.perf_counter()
                 failed = _decode_into(ctx, nv, decoder, params[request.get("orient", True)], slot, request, images)
-                _send(sock, {"id": request["id"], "failed": failed})
+                _send(sock, {"id": request["id"], "failed": failed, "seconds": time.perf_counter() - start})
             except Exception as exc:  # noqa: BLE001 - this batch fails in the pipeline, with the reason
                 _send(sock, {"id": request["id"], "error": f"GPU decoder process: {type(exc).__name__}: {exc}"})
         ctx.stream.synchronize()

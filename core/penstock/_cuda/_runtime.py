@@ -42,6 +42,15 @@ def require(what: str = "a GPU pipeline") -> Any:
     return _import_cupy()
 
 
+def _size_class(count: int) -> int:
+    """``count`` rounded up to one of eight steps per power of two (beyond 2**16): batches vary in
+    size from one iteration to the next, and a pooled block freed by one then fits the next."""
+    if count <= 1 << 16:
+        return count
+    step = 1 << (count.bit_length() - 4)
+    return -(-count // step) * step
+
+
 class _PinnedBlock:
     __slots__ = ("mem", "size", "event", "taken")
 
@@ -84,11 +93,16 @@ class DeviceContext:
         from ..tensors import TensorListGPU
         shapes = np.ascontiguousarray(shapes, np.int64)
         total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
-        with self:
-            buf = self.cp.empty(total, np.dtype(dtype))
+        buf = self.empty(total, dtype)
         tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
         tl.stream = self.stream
         return tl
+
+    def empty(self, count: int, dtype: Any) -> Any:
+        """An uninitialized 1-D device array of ``count`` elements from this stream's pool, its
+        block sized to a size class (``_size_class``)."""
+        with self:
+            return self.cp.empty(_size_class(int(count)), np.dtype(dtype))[:count]
 
     def __enter__(self) -> "DeviceContext":
         self.device.__enter__()

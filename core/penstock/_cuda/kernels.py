@@ -371,8 +371,7 @@ class GpuKernels:
         out_sizes = desc[:, 5] * desc[:, 6] * desc[:, 4]
         v_blocks, grid_v = _blocks(tmp_sizes)
         h_blocks, grid_h = _blocks(out_sizes)
-        with self.ctx:
-            tmp = self.cp.empty(max(int(tmp_sizes.sum()), 1), np.float32)
+        tmp = self.ctx.empty(max(int(tmp_sizes.sum()), 1), np.float32)
         d_desc, d_vblocks, d_hblocks = self.ctx.upload_params(desc, v_blocks, h_blocks)
         frames_n, stream = np.int32(len(sample)), self.ctx.stream
         if grid_v:
@@ -486,8 +485,7 @@ class GpuKernels:
         vols = _volumes(shapes)
         weights, starts = blur_weights(sigmas, windows)
         total = int(vols.sum())
-        with self.ctx:
-            tmp = [self.cp.empty(max(total, 1), np.float32) for _ in range(min(k - 1, 2))]
+        tmp = [self.ctx.empty(max(total, 1), np.float32) for _ in range(min(k - 1, 2))]
         tmp_offsets = np.concatenate([[0], np.cumsum(vols)[:-1]]).astype(np.int64)
         desc = np.zeros((k, n, 7), np.int64)
         for ax in range(k):

@@ -4,18 +4,24 @@ JPEGs go to nvImageCodec, which splits them between the GPU's hardware JPEG engi
 (``hw_decoder_load`` of them; with the default it adapts the split from there to keep both busy)
 and its CUDA decoder, as DALI does; other formats, and anything nvImageCodec cannot decode, go to
 penstock's host decoder (region-of-interest decoding for windows) on the pipeline's threads, at
-the same time. nvImageCodec runs in decoder processes of its own (``_cuda._decode_process``: its
-binding takes the GIL per image, which the pipeline's other threads would hold), each batch's JPEGs
-split between them, and each writes its samples' windows into device memory shared with the
-pipeline. The host results are uploaded through pinned staging, and one kernel gathers every
-sample (from the shared slots or from the upload) into the packed output batch. Two batches decode
-at once on background workers. Without nvImageCodec the host decodes everything.
+the same time. With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose
+windows it decodes at a fraction of a whole image's work (random crops), sized from both sides'
+measured rates so that they finish together (``_decode_split``): the GPU side decodes whole images
+and is bound by its engines, and the host has cores to spare.
+
+nvImageCodec runs in decoder processes of its own (``_cuda._decode_process``: its binding takes the
+GIL per image, which the pipeline's other threads would hold), each batch's JPEGs split between
+them, and each writes its samples' windows into device memory shared with the pipeline. The host
+results are uploaded through pinned staging, and one kernel gathers every sample (from the shared
+slots or from the upload) into the packed output batch. Two batches decode at once on background
+workers. Without nvImageCodec the host decodes everything.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
 import threading
+import time
 import warnings
 import weakref
 from typing import Any
@@ -24,6 +30,7 @@ import numpy as np
 
 from .. import _engine
 from .._operator import SampleError
+from ._decode_split import HostShare, host_cost
 from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
 
@@ -33,6 +40,11 @@ DEFAULT_HW_LOAD = 0.65
 # four 26.9k; the ResNet-50 train pipeline with 1, 2, 3, 4 processes: 9.9k, 13.1k, 15.1k, 15.8k.
 # Each process holds a CUDA context of its own (device memory), so three.
 DECODE_PROCESSES = 3
+# First guesses of the two sides' rates (encoded bytes per second) for the host share, until
+# measurements replace them: a host thread decodes ~95 KB JPEGs in ~3 ms; one decoder process,
+# with the others busy too, ~6k of them per second.
+_HOST_RATE_PER_THREAD = 30e6
+_GPU_RATE_PER_PROCESS = 600e6
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 
@@ -73,6 +85,8 @@ class MixedDecoder:
         self.op = weakref.proxy(op)  # the operator owns this object
         self.processes: list = []  # the nvImageCodec decoder processes
         self._opened = False
+        self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
+        self._host_pool: Any = None  # the host side's threads beside decoder processes
         self._host = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-host-decode")
         self._reserved = False
         self._jobs = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="penstock-mixed-decode")
@@ -101,6 +115,7 @@ class MixedDecoder:
             process.close()
         self.processes = []
         self._host.shutdown(wait=False)
+        self._host_pool = None
 
     def _decoder_processes(self, ws) -> list:
         """The decoder processes, started together on first use (none: decode on the host)."""
@@ -111,7 +126,7 @@ class MixedDecoder:
             from .._cuda._decode_process import DecodeProcess
             options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
             hw_load = float(self.op.args["hw_decoder_load"])
-            threads = min(8, max(2, ws.pool.num_threads // (2 * DECODE_PROCESSES)))
+            threads = _process_threads(ws.pool.num_threads)
 
             def start(_: int) -> Any:
                 try:
@@ -125,14 +140,22 @@ class MixedDecoder:
             if errors:
                 where = "the others" if self.processes else "the host"
                 warnings.warn(f"{self.op.label}: {errors[0]}; decoding on {where}", RuntimeWarning, 3)
+            if self.processes:
+                # the host side gets the cores the decoder processes do not use
+                host_threads = _host_threads(ws.pool.num_threads)
+                self._host_pool = _engine.ThreadPool(host_threads)
+                if hw_load == DEFAULT_HW_LOAD:
+                    self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
+                                            _GPU_RATE_PER_PROCESS * len(self.processes))
         return self.processes
 
     # -- the two sides ---------------------------------------------------------------------------
     def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None):
         sub = _subset(src, idx)
         args = self.op.args
+        pool = ws.pool if self._host_pool is None else self._host_pool
         buf, shapes, offsets, fallback = _engine.decode_images(
-            ws.pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
+            pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
             None if crop is None else np.ascontiguousarray(crop[idx]), None, args["use_fast_idct"])[:4]
         if fallback.any():
             buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback,
@@ -154,25 +177,46 @@ class MixedDecoder:
         gpu_ok = _is_jpeg(src) if output_type in _GPU_OUTPUT_TYPES else np.zeros(n, bool)
         if gpu_ok.any() and not self._decoder_processes(ws):
             gpu_ok[:] = False
-        gpu_idx = np.nonzero(gpu_ok)[0]
-        host_idx = np.nonzero(~gpu_ok)[0]
         windows = np.zeros((n, 4), np.int64)
         windows[:, 2:] = shapes[:, :2] if crop is None else crop[:, 2:]
         if crop is not None:
             windows[:, :2] = crop[:, :2]
+        if self._share is not None and gpu_ok.any():
+            self._give_host_its_share(src, windows, shapes, gpu_ok)
+        gpu_idx = np.nonzero(gpu_ok)[0]
+        host_idx = np.nonzero(~gpu_ok)[0]
         out_shapes = np.column_stack([windows[:, 2:], shapes[:, 2]])
         dtype = np.float32 if args["dtype"] == DALIDataType.FLOAT else np.uint8
         out = ws.new_batch(out_shapes, dtype, "HWC", src._source_info)
-        job = self._jobs.submit(self._decode_sides, ws, src, shapes, crop, windows, gpu_idx, host_idx)
+        job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx)
         out._deferred = lambda: self._fill(ws, out, job, windows, output_type)
         return out
+
+    def _give_host_its_share(self, src: TensorListCPU, windows: np.ndarray, shapes: np.ndarray,
+                             gpu_ok: np.ndarray) -> None:
+        """Clears ``gpu_ok`` for the JPEGs the host decodes this time."""
+        lengths = src._volumes()
+        costs = host_cost(lengths, windows, shapes)
+        chosen = self._share.choose(lengths[gpu_ok], costs[gpu_ok], float(costs[~gpu_ok].sum()))
+        gpu_ok[np.nonzero(gpu_ok)[0][chosen]] = False
+
+    def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx) -> tuple:
+        """``_decode_sides``, and the host's images uploaded (here, off the GPU stage's path)."""
+        parts, failed, gpu_idx, host_idx, host = self._decode_sides(ws, src, shapes, crop, windows, gpu_idx,
+                                                                    host_idx)
+        if host is not None:
+            buf, hshapes, hoffsets = host
+            # pool memory of the pipeline's stream: reused only after the gather that reads it
+            host = ws.gpu.upload(buf[:int(hshapes.prod(axis=1).sum())]), hshapes, hoffsets
+        return parts, failed, gpu_idx, host_idx, host
 
     def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx) -> tuple:
         """Both decoders at once; what the GPU could not decode goes to the host afterwards.
         ``parts``: per decoder process, its slot, the positions in ``gpu_idx`` it decoded and where
-        in the slot each landed."""
-        host_job = self._host.submit(self._decode_host, ws, src, host_idx, crop) if len(host_idx) else None
+        in the slot each landed. Each side's time goes to the host share's rates."""
         lengths = src._volumes()
+        host_job = self._host.submit(self._timed_host, ws, src, host_idx, crop, windows, shapes) \
+            if len(host_idx) else None
         orient = bool(self.op.args["adjust_orientation"])
 
         def request(process: Any, positions: np.ndarray) -> tuple:
@@ -187,7 +231,10 @@ class MixedDecoder:
         split = _split_by_bytes(lengths[gpu_idx], len(self.processes))
         sent = list(self._requests.map(request, self.processes[:len(split)], split))
         parts = [part for part, _ in sent]
-        failed = [int(positions[k]) for (_, _, positions, _), reply in sent for k in reply.result()]
+        replies = [reply.result() for _, reply in sent]
+        failed = [int(positions[k]) for (_, _, positions, _), (fails, _) in zip(parts, replies) for k in fails]
+        if self._share is not None and replies:  # the processes work side by side: the slowest one's time
+            self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(seconds for _, seconds in replies))
         host = host_job.result() if host_job is not None else None
         if failed:
             redo = gpu_idx[failed]
@@ -195,6 +242,14 @@ class MixedDecoder:
             host_idx = np.concatenate([host_idx, redo])
             host = extra if host is None else _concat_host(host, extra)
         return parts, set(failed), gpu_idx, host_idx, host
+
+    def _timed_host(self, ws, src, idx, crop, windows, shapes) -> tuple:
+        start = time.perf_counter()
+        decoded = self._decode_host(ws, src, idx, crop)
+        if self._share is not None:
+            cost = float(host_cost(src._volumes()[idx], windows[idx], shapes[idx]).sum())
+            self._share.measured("host", cost, time.perf_counter() - start)
+        return decoded
 
     def _fill(self, ws, out: Any, job: Any, windows: np.ndarray, output_type: int) -> None:
         """On the GPU stage: waits for the decoders, then queues the gather into ``out``."""
@@ -220,13 +275,24 @@ class MixedDecoder:
                 i = int(host_idx[bad[0]])
                 raise SampleError(i, f"{self.op.label}: decoded to shape {tuple(hshapes[bad[0]])}, "
                                      f"expected {tuple(expected[bad[0]])}")
-            upload = ws.gpu.upload(buf)  # pool memory of this stream: reused only after the gather
-            pointers[host_idx] = np.uint64(upload.data.ptr) + hoffsets.astype(np.uint64)
+            pointers[host_idx] = np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64)
             pitches[host_idx] = hshapes[:, 1] * hshapes[:, 2]
             windows[host_idx, :2] = 0
         ws.kernels.gather_images(pointers, pitches, windows, channels, reverse, out._buf, out._offsets)
         for process, slot, _, _ in parts:
             process.release(slot)
+
+
+def _process_threads(num_threads: int) -> int:
+    """nvImageCodec's host threads in each decoder process."""
+    return min(8, max(2, num_threads // (2 * DECODE_PROCESSES)))
+
+
+def _host_threads(num_threads: int) -> int:
+    """The host side's threads beside the decoder processes. Measured on an H200 with 16 host cores
+    (ResNet-50 train pipeline): 4 threads 19.5k img/s, 6 18.1k, 10 17.3k, 14 14.9k, none 17.4k;
+    more threads take the cores the pipeline's own threads and the decoder processes need."""
+    return max(1, num_threads // 4)
 
 
 def _split_by_bytes(lengths: np.ndarray, parts: int) -> list[np.ndarray]:

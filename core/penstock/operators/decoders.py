@@ -38,7 +38,9 @@ _DECODER_ARGS = [
     Arg("hw_decoder_load", ArgType.FLOAT, 0.65,
         "mixed backend: share of each batch's JPEGs for the GPU's hardware JPEG decoder; nvImageCodec's "
         "CUDA decoder takes the rest. With the default, nvImageCodec adapts the split from there to keep "
-        "both busy; any other value is fixed"),
+        "both busy, and the host decodes a share of the JPEGs whose windows are small (random crops), sized "
+        "from both sides' measured rates; "
+        "any other value is fixed, with no host share"),
     Arg("preallocate_width_hint", ArgType.INT, 0,
         "mixed backend: expected image width; a batch of such images is reserved in the memory pool"),
     Arg("preallocate_height_hint", ArgType.INT, 0,
