@@ -79,8 +79,8 @@ def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
     ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
     gpu_idx = np.array([0, 1, 3, 4, 5, 6])  # sample 2 is for the host from the start
     try:
-        parts, failed, got_gpu, host_idx, host = decoder._decode_sides(ws, src, shapes, None, windows, gpu_idx,
-                                                                       np.array([2]))
+        parts, failed, got_gpu, host = decoder._decode_sides(ws, src, shapes, None, windows, gpu_idx,
+                                                             np.array([2]))
     finally:
         decoder._release()
     assert all(p.closed for p in processes) and decoder.processes == []
@@ -89,13 +89,14 @@ def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
     assert received == [encoded[i].tobytes() for i in gpu_idx]  # in order, each its own bytes
     second = parts[1][2]  # positions (in gpu_idx) the second process had
     assert failed == {int(second[1])}
-    assert host_idx.tolist() == [2, int(gpu_idx[second[1]])]
-    buf, hshapes, hoffsets = host
-    assert hshapes.tolist() == shapes[host_idx].tolist()
-    for k, i in enumerate(host_idx):
-        decoded = buf[hoffsets[k]:hoffsets[k] + shapes[i].prod()].reshape(shapes[i])
-        reference = np.asarray(Image.open(io.BytesIO(encoded[i].tobytes())).convert("RGB"))
-        assert np.abs(decoded.astype(int) - reference).mean() < 1  # the host decoded that very image
+    # the host's own sample, then (a part of its own) the one the second process failed on
+    assert [idx.tolist() for idx, _, _, _ in host] == [[2], [int(gpu_idx[second[1]])]]
+    for idx, buf, hshapes, hoffsets in host:
+        assert hshapes.tolist() == shapes[idx].tolist()
+        for k, i in enumerate(idx):
+            decoded = buf[hoffsets[k]:hoffsets[k] + shapes[i].prod()].reshape(shapes[i])
+            reference = np.asarray(Image.open(io.BytesIO(encoded[i].tobytes())).convert("RGB"))
+            assert np.abs(decoded.astype(int) - reference).mean() < 1  # the host decoded that very image
 
 
 def _jpeg_batch(count, rng):
@@ -140,11 +141,11 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
     before = dict(share.rates)
     try:
-        _, failed, got_gpu, got_host, host = decoder._decode_sides(ws, src, shapes, None, windows, gpu_idx, host_idx)
+        _, failed, got_gpu, host = decoder._decode_sides(ws, src, shapes, windows, windows, gpu_idx, host_idx)
     finally:
         decoder._release()
-    assert not failed and got_host.tolist() == host_idx.tolist()
-    assert host[1].tolist() == shapes[host_idx].tolist()
+    assert not failed and len(host) == 1 and host[0][0].tolist() == host_idx.tolist()
+    assert host[0][2].tolist() == (shapes[host_idx] // [2, 2, 1]).tolist()  # the windows
     # the GPU side took as long as its slowest process (0.5 s); the host's rate is what it measured
     measured_gpu = lengths[gpu_idx].sum() / 0.5
     assert share.rates["gpu"] == before["gpu"] + _SMOOTHING * (measured_gpu - before["gpu"])

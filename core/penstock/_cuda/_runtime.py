@@ -2,6 +2,7 @@
 and pinned staging memory for host -> device copies."""
 from __future__ import annotations
 
+import ctypes
 import threading
 from typing import Any
 
@@ -59,9 +60,6 @@ class _PinnedBlock:
         self.size = size
         self.event = None  # recorded after the copy that reads the block
         self.taken = False  # being filled by a thread (stages upload concurrently)
-
-    def array(self, nbytes: int) -> np.ndarray:
-        return np.frombuffer(self.mem, np.uint8, nbytes)
 
     def free(self) -> bool:
         return not self.taken and (self.event is None or self.event.done)
@@ -141,7 +139,7 @@ class DeviceContext:
         if nbytes == 0:
             return out
         blk = self._staging(nbytes)
-        blk.array(nbytes)[...] = host.reshape(-1).view(np.uint8)
+        ctypes.memmove(blk.mem.ptr, host.ctypes.data, nbytes)  # without the GIL
         cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.mem.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
                                     self.stream.ptr)
         blk.event = self.record()

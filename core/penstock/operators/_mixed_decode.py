@@ -201,21 +201,21 @@ class MixedDecoder:
         gpu_ok[np.nonzero(gpu_ok)[0][chosen]] = False
 
     def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx) -> tuple:
-        """``_decode_sides``, and the host's images uploaded (here, off the GPU stage's path)."""
-        parts, failed, gpu_idx, host_idx, host = self._decode_sides(ws, src, shapes, crop, windows, gpu_idx,
-                                                                    host_idx)
-        if host is not None:
-            buf, hshapes, hoffsets = host
+        """``_decode_sides``, each host part uploaded by the thread that decoded it (off the GPU
+        stage's path, and the host's part while the decoder processes still work)."""
+        def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
             # pool memory of the pipeline's stream: reused only after the gather that reads it
-            host = ws.gpu.upload(buf[:int(hshapes.prod(axis=1).sum())]), hshapes, hoffsets
-        return parts, failed, gpu_idx, host_idx, host
+            return ws.gpu.upload(buf[:int(hshapes.prod(axis=1).sum())])
+        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, upload)
 
-    def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx) -> tuple:
+    def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, upload=None) -> tuple:
         """Both decoders at once; what the GPU could not decode goes to the host afterwards.
-        ``parts``: per decoder process, its slot, the positions in ``gpu_idx`` it decoded and where
-        in the slot each landed. Each side's time goes to the host share's rates."""
+        Returns ``parts``: per decoder process, its slot, the positions in ``gpu_idx`` it decoded
+        and where in the slot each landed; the positions that failed there; ``gpu_idx``; and
+        ``host``: per host part, its samples and their pixels (``upload(buf, shapes)`` of them
+        when given), shapes and offsets. Each side's time goes to the host share's rates."""
         lengths = src._volumes()
-        host_job = self._host.submit(self._timed_host, ws, src, host_idx, crop, windows, shapes) \
+        host_job = self._host.submit(self._host_part, ws, src, host_idx, crop, windows, shapes, upload) \
             if len(host_idx) else None
         orient = bool(self.op.args["adjust_orientation"])
 
@@ -235,25 +235,22 @@ class MixedDecoder:
         failed = [int(positions[k]) for (_, _, positions, _), (fails, _) in zip(parts, replies) for k in fails]
         if self._share is not None and replies:  # the processes work side by side: the slowest one's time
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(seconds for _, seconds in replies))
-        host = host_job.result() if host_job is not None else None
+        host = [host_job.result()] if host_job is not None else []
         if failed:
-            redo = gpu_idx[failed]
-            extra = self._decode_host(ws, src, redo, crop)
-            host_idx = np.concatenate([host_idx, redo])
-            host = extra if host is None else _concat_host(host, extra)
-        return parts, set(failed), gpu_idx, host_idx, host
+            host.append(self._host_part(ws, src, gpu_idx[failed], crop, windows, shapes, upload, timed=False))
+        return parts, set(failed), gpu_idx, host
 
-    def _timed_host(self, ws, src, idx, crop, windows, shapes) -> tuple:
+    def _host_part(self, ws, src, idx, crop, windows, shapes, upload, timed: bool = True) -> tuple:
         start = time.perf_counter()
-        decoded = self._decode_host(ws, src, idx, crop)
-        if self._share is not None:
+        buf, hshapes, offsets = self._decode_host(ws, src, idx, crop)
+        if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], windows[idx], shapes[idx]).sum())
             self._share.measured("host", cost, time.perf_counter() - start)
-        return decoded
+        return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
 
     def _fill(self, ws, out: Any, job: Any, windows: np.ndarray, output_type: int) -> None:
         """On the GPU stage: waits for the decoders, then queues the gather into ``out``."""
-        parts, failed, gpu_idx, host_idx, host = job.result()
+        parts, failed, gpu_idx, host = job.result()
         n = len(out)
         channels = out._shapes[:, 2].copy()
         pointers = np.zeros(n, np.uint64)
@@ -267,17 +264,16 @@ class MixedDecoder:
             pitches[i] = windows[i, 3] * channels[i]
             windows[i, :2] = 0
             reverse[i] = output_type == DALIImageType.BGR
-        if host is not None:
-            buf, hshapes, hoffsets = host
-            expected = out._shapes[host_idx]
+        for idx, buf, hshapes, hoffsets in host:  # each uploaded part holds its windows packed
+            expected = out._shapes[idx]
             bad = np.nonzero((hshapes != expected).any(axis=1))[0]
             if len(bad):
-                i = int(host_idx[bad[0]])
+                i = int(idx[bad[0]])
                 raise SampleError(i, f"{self.op.label}: decoded to shape {tuple(hshapes[bad[0]])}, "
                                      f"expected {tuple(expected[bad[0]])}")
-            pointers[host_idx] = np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64)
-            pitches[host_idx] = hshapes[:, 1] * hshapes[:, 2]
-            windows[host_idx, :2] = 0
+            pointers[idx] = np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64)
+            pitches[idx] = hshapes[:, 1] * hshapes[:, 2]
+            windows[idx, :2] = 0
         ws.kernels.gather_images(pointers, pitches, windows, channels, reverse, out._buf, out._offsets)
         for process, slot, _, _ in parts:
             process.release(slot)
@@ -303,11 +299,3 @@ def _split_by_bytes(lengths: np.ndarray, parts: int) -> list[np.ndarray]:
     ends = np.cumsum(lengths)
     cuts = np.searchsorted(ends, ends[-1] * np.arange(1, parts) / parts, side="right")
     return [run for run in np.split(np.arange(len(lengths)), cuts) if len(run)]
-
-
-def _concat_host(a: tuple, b: tuple) -> tuple:
-    buf = np.concatenate([a[0][:int(a[1].prod(axis=1).sum())], b[0][:int(b[1].prod(axis=1).sum())]])
-    shapes = np.concatenate([a[1], b[1]])
-    offsets = np.zeros(len(shapes), np.int64)
-    np.cumsum(shapes.prod(axis=1)[:-1], out=offsets[1:])
-    return buf, shapes, offsets
