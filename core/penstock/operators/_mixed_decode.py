@@ -286,8 +286,9 @@ def _process_threads(num_threads: int) -> int:
 
 def _host_threads(num_threads: int) -> int:
     """The host side's threads beside the decoder processes. Measured on an H200 with 16 host cores
-    (ResNet-50 train pipeline): 4 threads 19.5k img/s, 6 18.1k, 10 17.3k, 14 14.9k, none 17.4k;
-    more threads take the cores the pipeline's own threads and the decoder processes need."""
+    (ResNet-50 train pipeline), in one run: 6 threads 18.1k img/s, 10 17.3k, 14 14.9k, no host share
+    17.4k (more threads take the cores the pipeline's own threads and the decoder processes need);
+    in another, 2, 4 and 6 threads all 19.6k."""
     return max(1, num_threads // 4)
 
 
