@@ -153,7 +153,10 @@ class DecodeProcess:
         """Decodes the encoded samples ``packed[starts[k]:starts[k] + lengths[k]]``; sample k's
         window ``windows[k]`` (y, x, h, w) of an image expected to be ``shapes[k]`` (H, W, 3)
         lands at byte ``out_offsets[k]`` of the slot. The future gives the positions that could
-        not be decoded there, and the seconds the process spent decoding."""
+        not be decoded there, and the seconds the process spent decoding. ``packed``: contiguous
+        uint8 (copied from by address)."""
+        if packed.dtype != np.uint8 or not packed.flags.c_contiguous:
+            raise ValueError("the encoded batch must be a contiguous uint8 buffer")
         # the per-sample table goes first in the shared host memory (a socket message has a small
         # size limit), then the bytes from the first sample's start to the last one's end
         first = int(starts.min(initial=0))
