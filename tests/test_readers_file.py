@@ -470,3 +470,20 @@ def test_reader_reads_ahead_on_its_own_thread(tmp_path, depth):
         assert data.at(0).tobytes() == bytes([2 * k]) * (2 * k % 3 + 1)
     with pytest.raises(RuntimeError):
         pipe.run()  # the next batch was read after the removal
+
+
+def test_the_read_ahead_thread_ends_with_its_pipeline_even_while_the_reader_lives_on(tmp_path):
+    import gc
+    import threading
+    files = _files(tmp_path, 8)
+    before = set(threading.enumerate())
+    out, pipe = _labels_stream(files, 2, 2)
+    reader = pipe._readers["R"]  # something keeps the reader: its thread must still end
+    started = [t for t in threading.enumerate() if t not in before and t.name.startswith("penstock-reader")]
+    assert started  # it read ahead on its own thread
+    del pipe
+    gc.collect()
+    for t in started:
+        t.join(timeout=5)
+    assert not [t.name for t in started if t.is_alive()]
+    assert reader.size == 8

@@ -125,6 +125,10 @@ class Operator:
     def run(self, ws: Workspace) -> Sequence[TensorListCPU]:
         raise NotImplementedError(f"{self.label} has no run()")
 
+    def close(self) -> None:
+        """Called once when the pipeline shuts down: threads the operator started end here, not
+        whenever the garbage collector reaches the operator."""
+
     def link(self, consumers: list[list["Operator | None"]]) -> None:
         """Called once at build with, per output, the operators that read it (None for a pipeline
         output or an argument input), so an operator may specialize for what follows it."""

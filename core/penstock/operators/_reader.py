@@ -319,6 +319,10 @@ class Reader(Operator):
             self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
         return self._ahead.popleft().result()
 
+    def close(self) -> None:
+        if self._io is not None:  # the read-ahead thread ends after the batch it is reading
+            self._io.shutdown(wait=False, cancel_futures=True)
+
     # -- checkpoints: position, shuffle buffer and generator (the seed draws nothing else)
     def get_state(self) -> dict | None:
         if self._samples is None:

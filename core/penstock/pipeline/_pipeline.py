@@ -679,6 +679,8 @@ class Pipeline:
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
+        for op in self._ops:  # no stage runs them any more
+            op.close()
         if self._gpu is not None:
             self._gpu.close()
 
