@@ -52,16 +52,15 @@ class _FakeProcess:
         self.closed = True
 
 
-def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
+def _jpeg_batch(sizes, rng):
+    """An encoded batch of random JPEGs of ``sizes`` (h, w): the batch, the images' shapes and
+    each one's bytes."""
     import io
 
     from PIL import Image
 
-    from penstock import _engine
-    from penstock.operators import _mixed_decode
     from penstock.tensors import TensorListCPU
-    rng = np.random.default_rng(5)
-    images = [rng.integers(0, 256, (8 + i, 12, 3), np.uint8) for i in range(7)]
+    images = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in sizes]
     encoded = []
     for px in images:
         out = io.BytesIO()
@@ -69,8 +68,19 @@ def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
         encoded.append(np.frombuffer(out.getvalue(), np.uint8))
     offsets = np.concatenate([[0], np.cumsum([len(e) for e in encoded])[:-1]])
     src = TensorListCPU._from_packed(np.concatenate(encoded), np.array([[len(e)] for e in encoded]), offsets,
-                                     source_info=[f"img{i}.jpg" for i in range(7)])
-    shapes = np.array([px.shape for px in images], np.int64)
+                                     source_info=[f"img{i}.jpg" for i in range(len(sizes))])
+    return src, np.array([px.shape for px in images], np.int64), encoded
+
+
+def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
+    import io
+
+    from PIL import Image
+
+    from penstock import _engine
+    from penstock.operators import _mixed_decode
+    rng = np.random.default_rng(5)
+    src, shapes, encoded = _jpeg_batch([(8 + i, 12) for i in range(7)], rng)
     windows = np.zeros((7, 4), np.int64)
     windows[:, 2:] = shapes[:, :2]
     op = _FakeOperator()
@@ -99,30 +109,12 @@ def test_a_batch_goes_to_every_process_and_their_failures_to_the_host():
             assert np.abs(decoded.astype(int) - reference).mean() < 1  # the host decoded that very image
 
 
-def _jpeg_batch(count, rng):
-    import io
-
-    from PIL import Image
-
-    from penstock.tensors import TensorListCPU
-    images = [rng.integers(0, 256, (16 + 2 * i, 24, 3), np.uint8) for i in range(count)]
-    encoded = []
-    for px in images:
-        out = io.BytesIO()
-        Image.fromarray(px).save(out, "JPEG", quality=95)
-        encoded.append(np.frombuffer(out.getvalue(), np.uint8))
-    offsets = np.concatenate([[0], np.cumsum([len(e) for e in encoded])[:-1]])
-    src = TensorListCPU._from_packed(np.concatenate(encoded), np.array([[len(e)] for e in encoded]), offsets,
-                                     source_info=[f"img{i}.jpg" for i in range(count)])
-    return src, np.array([px.shape for px in images], np.int64)
-
-
 def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates():
     from penstock import _engine
     from penstock.operators import _mixed_decode
     from penstock.operators._decode_split import _SMOOTHING, HostShare, host_cost
     rng = np.random.default_rng(6)
-    src, shapes = _jpeg_batch(12, rng)
+    src, shapes, _ = _jpeg_batch([(16 + 2 * i, 24) for i in range(12)], rng)
     windows = np.zeros((12, 4), np.int64)
     windows[:, 2:] = shapes[:, :2] // 2  # top-left quarters: the host decodes those cheaply
     op = _FakeOperator()  # the decoder holds its operator weakly
