@@ -3,8 +3,8 @@
 JPEGs go to nvImageCodec, which splits them between the GPU's hardware JPEG engines
 (``hw_decoder_load`` of them; with the default it adapts the split from there to keep both busy)
 and its CUDA decoder, as DALI does; other formats, and anything nvImageCodec cannot decode, go to
-penstock's host decoder (region-of-interest decoding for windows) on the pipeline's threads, at
-the same time. With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose
+penstock's host decoder (region-of-interest decoding for windows) on threads of its own, at the
+same time. With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose
 windows it decodes at a fraction of a whole image's work (random crops), sized from both sides'
 measured rates so that they finish together (``_decode_split``): the GPU side decodes whole images
 and is bound by its engines, and the host has cores to spare.
@@ -141,7 +141,7 @@ class MixedDecoder:
                 where = "the others" if self.processes else "the host"
                 warnings.warn(f"{self.op.label}: {errors[0]}; decoding on {where}", RuntimeWarning, 3)
             if self.processes:
-                # the host side gets the cores the decoder processes do not use
+                # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(ws.pool.num_threads)
                 self._host_pool = _engine.ThreadPool(host_threads)
                 if hw_load == DEFAULT_HW_LOAD:
@@ -241,6 +241,7 @@ class MixedDecoder:
         return parts, set(failed), gpu_idx, host
 
     def _host_part(self, ws, src, idx, crop, windows, shapes, upload, timed: bool = True) -> tuple:
+        """The host's decoding of samples ``idx``; ``timed``: its time feeds the host's rate."""
         start = time.perf_counter()
         buf, hshapes, offsets = self._decode_host(ws, src, idx, crop)
         if timed and self._share is not None:
