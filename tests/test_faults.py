@@ -116,7 +116,7 @@ def _open_fds() -> int:
 def _threads_of(pipe) -> list:
     """The threads a pipeline started: its stage workers and its readers' read-ahead threads."""
     readers = [op for stage in pipe._executor.stages for op in stage if getattr(op, "_io", None) is not None]
-    return list(pipe._executor._threads) + [t for op in readers for t in op._io._threads]
+    return list(pipe._executor._threads) + [t for op in readers for t in op._io.threads]
 
 
 def test_exception_in_training_loop_while_prefetching(tmp_path):

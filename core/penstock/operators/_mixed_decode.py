@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _engine
 from .._operator import SampleError
+from .._workers import Workers
 from ._decode_split import HostShare, host_cost
 from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
@@ -87,13 +88,12 @@ class MixedDecoder:
         self._opened = False
         self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
         self._host_pool: Any = None  # the host side's threads beside decoder processes
-        self._host = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-host-decode")
+        self._host = Workers(1, "penstock-host-decode")
         self._reserved = False
-        self._jobs = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="penstock-mixed-decode")
+        self._jobs = Workers(2, "penstock-mixed-decode")
         # a batch's requests go out at once: each copies its part of the encoded bytes (numpy copies
         # without the GIL), so the copies overlap instead of adding up before the last part starts
-        self._requests = concurrent.futures.ThreadPoolExecutor(DECODE_PROCESSES,
-                                                               thread_name_prefix="penstock-decode-request")
+        self._requests = Workers(DECODE_PROCESSES, "penstock-decode-request")
 
     def _reserve(self, ws) -> None:
         """Takes the memory the padding and preallocation arguments ask for into the pools once."""
@@ -108,13 +108,14 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        self._jobs.shutdown(wait=True)
-        self._requests.shutdown(wait=True)
+        for workers in (self._jobs, self._requests, self._host):
+            workers.close()
+        self._jobs.join()  # no batch uses the processes any more
+        self._requests.join()
         self._opened = False
         for process in self.processes:
             process.close()
         self.processes = []
-        self._host.shutdown(wait=False)
         self._host_pool = None
 
     def _decoder_processes(self, ws) -> list:
@@ -229,7 +230,8 @@ class MixedDecoder:
             return (process, slot, positions, slot_offsets), reply
 
         split = _split_by_bytes(lengths[gpu_idx], len(self.processes))
-        sent = list(self._requests.map(request, self.processes[:len(split)], split))
+        sent = [f.result() for f in [self._requests.submit(request, process, positions)
+                                     for process, positions in zip(self.processes, split)]]
         parts = [part for part, _ in sent]
         replies = [reply.result() for _, reply in sent]
         failed = [int(positions[k]) for (_, _, positions, _), (fails, _) in zip(parts, replies) for k in fails]

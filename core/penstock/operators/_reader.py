@@ -16,7 +16,6 @@ as DALI does), so a reader gives DALI's samples one by one.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from collections import deque
 from typing import Callable
@@ -28,6 +27,7 @@ from .._checkpoint import decode_ints, encode_ints
 from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
+from .._workers import Workers
 from ._std_random import MinstdRand0, std_shuffle
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
@@ -242,7 +242,7 @@ class Reader(Operator):
         self._batch_size = pipeline.max_batch_size  # readers always give full batches
         self._ahead: deque = deque()
         self.elastic_remaining: int | None = None  # samples left of an epoch continued elastically
-        self._io: concurrent.futures.ThreadPoolExecutor | None = None
+        self._io: Workers | None = None
 
     def setup(self) -> None:
         a = self.args
@@ -312,7 +312,7 @@ class Reader(Operator):
         if not self.reads_ahead:
             return self.load(ws, self._indices_for(ws.iteration, ws.batch_size))
         if self._io is None:
-            self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="penstock-reader")
+            self._io = Workers(1, "penstock-reader")
             self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(_io_threads(ws.pool.num_threads)))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
             indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
@@ -321,7 +321,7 @@ class Reader(Operator):
 
     def close(self) -> None:
         if self._io is not None:  # the read-ahead thread ends after the batch it is reading
-            self._io.shutdown(wait=False, cancel_futures=True)
+            self._io.close()
 
     # -- checkpoints: position, shuffle buffer and generator (the seed draws nothing else)
     def get_state(self) -> dict | None:

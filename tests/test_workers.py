@@ -1,0 +1,97 @@
+import concurrent.futures.thread
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from penstock._workers import Workers
+
+CORE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
+
+
+def _ended(threads, timeout=5.0) -> bool:
+    for t in threads:
+        t.join(timeout)
+    return not any(t.is_alive() for t in threads)
+
+
+def test_calls_run_in_order_and_report_their_errors():
+    workers = Workers(1, "test-workers")
+    seen = []
+    futures = [workers.submit(seen.append, i) for i in range(5)]
+    failing = workers.submit(int, "not a number")
+    assert [f.result(5) for f in futures] == [None] * 5
+    assert seen == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="not a number"):
+        failing.result(5)
+    workers.close()
+    assert _ended(workers.threads)
+
+
+def test_close_cancels_what_has_not_started_and_ends_after_the_running_call():
+    workers = Workers(2, "test-workers")
+    started, release = threading.Barrier(3), threading.Event()
+
+    def call():
+        started.wait(5)
+        return release.wait(5)
+
+    running = [workers.submit(call) for _ in range(2)]
+    pending = [workers.submit(lambda: "ran") for _ in range(3)]
+    started.wait(5)  # both threads are inside a call
+    workers.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        workers.submit(int, "1")
+    release.set()
+    assert [f.result(5) for f in running] == [True, True]
+    assert _ended(workers.threads)
+    assert all(f.cancelled() for f in pending)
+
+
+def test_dropped_without_close_its_threads_end():
+    workers = Workers(2, "test-workers")
+    threads = workers.threads
+    del workers
+    gc.collect()
+    assert _ended(threads)
+
+
+def test_usable_by_a_thread_inside_a_thread_pools_submit():
+    # The garbage collector may close a pipeline's workers inside ThreadPoolExecutor.submit, which
+    # holds a module-wide lock; a fresh-clone CI run hung when closing waited on it.
+    lock = concurrent.futures.thread._global_shutdown_lock
+    results = []
+
+    def inside_the_lock():
+        with lock:
+            workers = Workers(1, "test-workers")
+            results.append(workers.submit(abs, -3).result(5))
+            workers.close()
+            results.append(_ended(workers.threads))
+
+    t = threading.Thread(target=inside_the_lock, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive() and results == [3, True]
+
+
+def test_at_exit_the_running_call_finishes(tmp_path):
+    marker = tmp_path / "finished"
+    script = textwrap.dedent(f"""
+        import time
+        from penstock._workers import Workers
+        def slow():
+            time.sleep(0.3)
+            open({str(marker)!r}, "w").close()
+        workers = Workers(1, "test-workers")
+        workers.submit(slow)
+        time.sleep(0.1)  # it is running when the interpreter exits
+    """)
+    env = dict(os.environ, PYTHONPATH=CORE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert marker.exists()
