@@ -1,3 +1,4 @@
+import faulthandler
 import os
 import sys
 
@@ -9,6 +10,20 @@ if _CORE not in sys.path:
     sys.path.insert(0, _CORE)
 
 from penstock import fn, pipeline_def  # noqa: E402
+
+
+_HANG_S = 600  # far beyond any one test: only a hang gets here
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test that hangs ends the run at once, printing every thread's stack, instead of running
+    on into CI's time limit with nothing to show where it stopped."""
+    faulthandler.dump_traceback_later(_HANG_S, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def _const(d):
