@@ -48,7 +48,7 @@ def main() -> None:
     print(f"penstock {penstock.__version__}: {n} JPEGs in {DATA}")
     out = pipe.run()
     print("first batch: labels", out[1].as_array().ravel()[:8].tolist(),
-          "sizes (KiB)", np.round(out[2].as_array().ravel()[:4], 1).tolist())
+          "sizes (KiB)", [round(float(kib), 1) for kib in out[2].as_array().ravel()[:4]])
     iterations = 40
     start = time.perf_counter()
     for _ in range(iterations):
