@@ -1,7 +1,7 @@
 """penstock demo: a real pipeline over generated JPEGs, with its throughput.
 
-readers.file (shuffled, with labels) + external_source (per-sample Python data) + arithmetic,
-run asynchronously by the native engine on the CPU.
+readers.file (shuffled, with labels) + external_source (per-sample Python data) + arithmetic +
+JPEG decoding and resizing, run asynchronously by the native engine on the CPU.
 """
 from __future__ import annotations
 
@@ -33,11 +33,8 @@ def demo_pipeline(data_dir: str):
     nbytes = fn.cast(jpegs.shape(), dtype=types.FLOAT)
     kilobytes = nbytes / 1024.0
     score = kilobytes * 0.5 + fn.cast(labels, dtype=types.FLOAT) - position * 0.01
-    outputs = [jpegs, labels, kilobytes, score]
-    if hasattr(fn, "decoders") and hasattr(fn, "resize"):  # full image path once the image ops exist
-        images = fn.decoders.image(jpegs, output_type=types.RGB)
-        outputs.append(fn.resize(images, resize_x=224, resize_y=224))
-    return tuple(outputs)
+    images = fn.resize(fn.decoders.image(jpegs, output_type=types.RGB), resize_x=224, resize_y=224)
+    return jpegs, labels, kilobytes, score, images
 
 
 def main() -> None:
