@@ -51,9 +51,10 @@ def test_brightness_contrast_float_input_centre_half():
 
 
 # Reference for hsv/hue/saturation/color_twist, written from the formulas: YIQ with the
-# classic NTSC coefficients, hue rotates the I/Q plane, saturation scales it.
+# classic NTSC coefficients and back by its exact inverse, hue rotates the I/Q plane,
+# saturation scales it.
 YIQ = np.array([[0.299, 0.587, 0.114], [0.596, -0.274, -0.321], [0.211, -0.523, 0.311]])
-YIQ_INV = np.array([[1.0, 0.956, 0.621], [1.0, -0.272, -0.647], [1.0, -1.107, 1.705]])
+YIQ_INV = np.linalg.inv(YIQ)
 
 
 def hsv_reference(img, hue=0.0, sat=1.0, val=1.0, brightness=1.0, contrast=1.0, half=128.0):
@@ -94,6 +95,26 @@ def test_hsv_default_dtype_is_uint8_and_hue_keeps_float():
     np.testing.assert_allclose(hue_out[0], hsv_reference(imgs[0], hue=30.0, half=0.5), atol=1e-4)
 
 
+@pytest.mark.parametrize("op", [fn.hsv, fn.hue, fn.saturation, fn.color_twist])
+def test_hsv_family_neutral_arguments_are_the_identity_in_float(op):
+    # YIQ -> RGB undoes RGB -> YIQ exactly, so unrounded (float) outputs keep the input values
+    imgs = rgb_images(5)
+    outs = run_once(lambda x: op(x, dtype=types.FLOAT), imgs)[0]
+    for img, out in zip(imgs, outs):
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out, img, atol=1e-3)
+
+
+@pytest.mark.parametrize("op, kwargs", [(fn.hue, dict(hue=50.0)), (fn.saturation, dict(saturation=0.3)),
+                                        (fn.color_twist, dict(hue=-20.0, saturation=1.4, contrast=0.7))])
+@pytest.mark.parametrize("image_type", [types.BGR, types.GRAY, types.YCbCr])
+def test_hsv_family_image_type_does_not_change_the_transform(op, kwargs, image_type):
+    imgs = rgb_images(6)
+    rgb, other = run_once(lambda x: (op(x, **kwargs), op(x, image_type=image_type, **kwargs)), imgs)
+    for a, b in zip(rgb, other):
+        np.testing.assert_array_equal(a, b)
+
+
 def ycbcr_reference(rgb):
     r, g, b = [rgb[..., i].astype(np.float64) for i in range(3)]
     y = 16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255
@@ -127,3 +148,11 @@ def test_color_space_conversion_pairs(src, dst):
     for out, ref in zip(outs, expected):
         assert out.shape == ref.shape
         assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("space", ["RGB", "BGR", "GRAY", "YCbCr"])
+def test_color_space_conversion_to_the_same_space_is_an_error(space):
+    img = RED[..., :1] if space == "GRAY" else RED
+    t = getattr(types, space)
+    with pytest.raises(RuntimeError, match=f"color_space_conversion.*image_type and output_type are both {space}"):
+        run_once(lambda x: fn.color_space_conversion(x, image_type=t, output_type=t), [img])

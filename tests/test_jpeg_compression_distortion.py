@@ -21,3 +21,13 @@ def test_sequences():
     out = run_once(lambda x: fn.jpeg_compression_distortion(x, quality=70), [seq], layout="FHWC")[0][0]
     for f in range(2):
         assert np.abs(out[f].astype(int) - cv2_roundtrip(seq[f], 70)).max() <= 2
+
+
+def test_quality_outside_1_100_is_clamped():
+    imgs = [smooth_image(24, 40, 4), smooth_image(17, 9, 5)]
+    q = [np.int32(0), np.int32(-7)]
+    low, high = run_once(lambda x, qq: (fn.jpeg_compression_distortion(x, quality=qq),
+                                        fn.jpeg_compression_distortion(x, quality=150)), imgs, q)
+    for img, a, b in zip(imgs, low, high):
+        assert np.abs(a.astype(int) - cv2_roundtrip(img, 1)).max() <= 2
+        assert np.abs(b.astype(int) - cv2_roundtrip(img, 100)).max() <= 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, _is_float, to_numpy_type
 from ._batch import contiguous
 
@@ -120,9 +120,8 @@ class Contrast(_BrightnessContrastBase):
 RGB_TO_YIQ = np.array([[0.299, 0.587, 0.114],
                        [0.596, -0.274, -0.321],
                        [0.211, -0.523, 0.311]])
-YIQ_TO_RGB = np.array([[1.0, 0.956, 0.621],
-                       [1.0, -0.272, -0.647],
-                       [1.0, -1.107, 1.705]])
+# the exact inverse (not the rounded textbook one), so that hue 0 / saturation 1 is the identity
+YIQ_TO_RGB = np.linalg.inv(RGB_TO_YIQ)
 
 
 def hsv_matrices(hue_deg: np.ndarray, saturation: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -148,9 +147,7 @@ class _ColorTwistBase(Operator):
 
     def run(self, ws):
         src = ws.inputs[0]
-        if self.args.get("image_type", DALIImageType.RGB) != DALIImageType.RGB:
-            raise ValueError(f"{self.label}: only image_type=RGB is supported")
-        _channels(self, src, 3)
+        _channels(self, src, 3)  # image_type does not change the transform (as in DALI)
         out_type = self.args["dtype"] if self.args.get("dtype") is not None else src.dtype
         n = ws.batch_size
 
@@ -166,7 +163,8 @@ class _ColorTwistBase(Operator):
 
 _HUE = Arg("hue", ArgType.FLOAT, 0.0, tensor=True, doc="hue rotation, degrees (additive)")
 _SAT = Arg("saturation", ArgType.FLOAT, 1.0, tensor=True, doc="saturation multiplier (0 = grey)")
-_IMAGE_TYPE = Arg("image_type", ArgType.IMAGE_TYPE, DALIImageType.RGB, doc="colour space (RGB only)")
+_IMAGE_TYPE = Arg("image_type", ArgType.IMAGE_TYPE, DALIImageType.RGB,
+                  doc="colour space of the images; accepted, but the transform is the RGB one for any value")
 
 
 @register(OpSchema("Hsv", "Changes hue (additive, degrees), saturation and value (multipliers) of RGB "
@@ -240,7 +238,7 @@ def conversion_matrix(src: DALIImageType, dst: DALIImageType, full_range: float)
 _CSC_TYPES = (DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY, DALIImageType.YCbCr)
 
 
-@register(OpSchema("ColorSpaceConversion", "Converts between RGB, BGR, GRAY (full-range BT.601 luma) "
+@register(OpSchema("ColorSpaceConversion", "Converts from one to another of RGB, BGR, GRAY (full-range BT.601 luma) "
                    "and YCbCr (BT.601, limited range).",
                    args=[Arg("image_type", ArgType.IMAGE_TYPE, doc="input colour space"),
                          Arg("output_type", ArgType.IMAGE_TYPE, doc="output colour space")],
@@ -252,6 +250,9 @@ class ColorSpaceConversion(Operator):
             if t not in _CSC_TYPES:
                 raise ValueError(f"{self.label}: unsupported colour space {t} "
                                  "(supported: RGB, BGR, GRAY, YCbCr)")
+        if src == dst:
+            raise ArgumentValueError(f"{self.label}: image_type and output_type are both {src.name}; "
+                                     "a conversion to the same colour space is not supported")
         dtype = ws.inputs[0].dtype
         if dtype not in (DALIDataType.UINT8, DALIDataType.FLOAT):
             raise TypeError(f"{self.label}: input type {dtype} is not supported (UINT8 or FLOAT)")

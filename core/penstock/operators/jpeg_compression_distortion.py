@@ -12,16 +12,15 @@ from ._batch import contiguous
 @register(OpSchema(
     "JpegCompressionDistortion",
     "Encodes each image (or frame) as JPEG at `quality` and decodes it back (uint8, RGB or gray).",
-    args=[Arg("quality", ArgType.INT, 50, tensor=True, doc="JPEG quality, 1-100")],
+    args=[Arg("quality", ArgType.INT, 50, tensor=True, doc="JPEG quality, 1-100 (values outside are clamped)")],
     devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")), device=("cpu", "gpu"))
 class JpegCompressionDistortion(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         if src.dtype != DALIDataType.UINT8:
             raise TypeError(f"{self.label}: input must be UINT8, got {src.dtype}")
-        quality = ws.per_sample("quality", np.int64)
-        if ((quality < 1) | (quality > 100)).any():
-            raise ValueError(f"{self.label}: quality must be in [1, 100]")
+        # out-of-range qualities are clamped (as libjpeg's quality scaling does), not rejected
+        quality = np.clip(ws.per_sample("quality", np.int64), 1, 100)
         shapes = src._shapes if src.ndim() == 4 else np.column_stack(
             [np.ones(len(src), np.int64), src._shapes])
         bad = np.nonzero((shapes[:, 3] != 1) & (shapes[:, 3] != 3))[0]
