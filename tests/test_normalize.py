@@ -44,6 +44,11 @@ def test_batch_statistics_by_axis_name():
         np.testing.assert_allclose(out.at(i), (s - mean) / std, rtol=1e-5)
 
 
+def test_empty_axes_is_an_error():
+    with pytest.raises(RuntimeError, match="normalize.*axes is empty"):
+        _run([np.ones((2, 3), np.float32)], axes=[])
+
+
 def test_integer_output_rounds_and_saturates():
     out = _run([np.array([0, 10, 20], np.float32)], mean=10, stddev=1, scale=20, dtype=types.INT8)
     np.testing.assert_array_equal(out.at(0), [-128, 0, 127])

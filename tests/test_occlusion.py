@@ -30,8 +30,8 @@ def test_erase_normalized_centered_and_axes():
     for img, centred, cols in zip(imgs, *outs):
         h, w = img.shape[:2]
         ref = img.copy()
-        y0, y1 = int(np.floor(0.5 * h - 0.1 * h + 0.5)), int(np.floor(0.5 * h + 0.1 * h + 0.5))
-        x0, x1 = int(np.floor(0.5 * w - 0.25 * w + 0.5)), int(np.floor(0.5 * w + 0.25 * w + 0.5))
+        y0, y1 = int(np.floor(0.5 * h - 0.1 * h)), int(np.floor(0.5 * h + 0.1 * h))
+        x0, x1 = int(np.floor(0.5 * w - 0.25 * w)), int(np.floor(0.5 * w + 0.25 * w))
         ref[y0:y1, x0:x1] = 0
         np.testing.assert_array_equal(centred, ref)
         ref = img.copy()
@@ -50,6 +50,53 @@ def test_erase_per_sample_regions():
     refs[1][3:5, 3:8] = 0
     for out, ref in zip(outs, refs):
         np.testing.assert_array_equal(out, ref)
+
+
+def test_erase_rounds_region_ends_down():
+    imgs = images(4)
+    outs = run_once(lambda x: (fn.erase(x, anchor=[0.7, 1.2], shape=[4.6, 5.6]),
+                               fn.erase(x, anchor=[2, 3], shape=[3, 5], centered_anchor=True),
+                               fn.erase(x, anchor=[2, 3], shape=[0.5, 0.9])), imgs)
+    for img, fractional, centred, thin in zip(imgs, *outs):
+        ref = img.copy()
+        ref[0:5, 1:6] = 0  # rows [0.7, 5.3), cols [1.2, 6.8)
+        np.testing.assert_array_equal(fractional, ref)
+        ref = img.copy()
+        ref[0:3, 0:5] = 0  # centred: rows [0.5, 3.5), cols [0.5, 5.5)
+        np.testing.assert_array_equal(centred, ref)
+        np.testing.assert_array_equal(thin, img)  # [2, 2.5) x [3, 3.9): no whole pixel
+
+
+def test_erase_axis_names_win_over_axes():
+    imgs = images(5)
+    outs = run_once(lambda x: (fn.erase(x, anchor=[2], shape=[3], axes=[0], axis_names="W"),
+                               fn.erase(x, anchor=[2, 3], shape=[3, 4], axes=[], axis_names="HW"),
+                               fn.erase(x, anchor=[1], shape=[2], axes=[2])), imgs)
+    for img, by_name, default_names, channels in zip(imgs, *outs):
+        ref = img.copy()
+        ref[:, 2:5] = 0
+        np.testing.assert_array_equal(by_name, ref)
+        ref = img.copy()
+        ref[2:5, 3:7] = 0
+        np.testing.assert_array_equal(default_names, ref)
+        ref = img.copy()
+        ref[:, :, 1:3] = 0
+        np.testing.assert_array_equal(channels, ref)
+
+
+def test_erase_empty_fill_value_fills_zero():
+    imgs = images(6)
+    outs = run_once(lambda x: fn.erase(x, anchor=[1, 2], shape=[2, 2], fill_value=[]), imgs)[0]
+    for img, out in zip(imgs, outs):
+        ref = img.copy()
+        ref[1:3, 2:4] = 0
+        np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("kwargs", [dict(axes=[]), dict(axis_names="")])
+def test_erase_without_axes_is_an_error(kwargs):
+    with pytest.raises(RuntimeError, match="erase.*span no axis"):
+        run_once(lambda x: fn.erase(x, anchor=[1], shape=[2], **kwargs), images(7))
 
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(tile=8, ratio=0.3), dict(tile=12, angle=0.5, shift_x=3.0, shift_y=-2.0)])

@@ -1,5 +1,6 @@
 """paste in pipelines against a numpy canvas."""
 import numpy as np
+import pytest
 from pipeline_run import run_once
 
 from penstock import fn
@@ -27,3 +28,26 @@ def test_one_fill_value_fills_every_channel():
     assert o.shape == (8, 8, 3)
     np.testing.assert_array_equal(o[:4, :4], img)
     assert (o[4:, :] == 7).all() and (o[:, 4:] == 7).all()
+
+
+def test_zero_n_channels_takes_the_images_channels():
+    rng = np.random.default_rng(1)
+    imgs = [rng.integers(0, 256, (3, 2, c)).astype(np.uint8) for c in (4, 4)]
+    outs = run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=[5, 6, 7, 8], n_channels=0, paste_x=1, paste_y=0),
+                    imgs)[0]
+    for img, out in zip(imgs, outs):
+        ref = np.empty((6, 4, 4), np.uint8)
+        ref[...] = [5, 6, 7, 8]
+        ref[0:3, 2:4] = img
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_n_channels_must_match_the_images_and_not_be_negative():
+    img = np.zeros((2, 2, 3), np.uint8)
+    with pytest.raises(RuntimeError, match="paste.*3 channels.*n_channels=0"):
+        run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=0, n_channels=0),
+                 [img, np.zeros((2, 2, 1), np.uint8)])
+    with pytest.raises(RuntimeError, match="paste.*4 channels"):
+        run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=0, n_channels=4), [img])
+    with pytest.raises(ValueError, match="n_channels"):
+        run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=0, n_channels=-1), [img])

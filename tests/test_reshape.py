@@ -59,6 +59,28 @@ def test_reshape_src_dims():
     assert out.shape() == [(1, 3, 4)]
 
 
+@pytest.mark.parametrize("graph, message", [
+    (lambda a: fn.reshape(a, shape=[6, 4], rel_shape=[1, 1]), "'shape' and 'rel_shape' are mutually exclusive"),
+    (lambda a: fn.reshape(a, fn.shapes(a), rel_shape=[1, 1]), "a shape input and 'rel_shape'"),
+    (lambda a: fn.reshape(a, fn.shapes(a), shape=[6, 4]), "a shape input and 'shape'"),
+    (lambda a: fn.reshape(a, rel_shape=[]), "'rel_shape' is an empty list"),
+    (lambda a: fn.reshape(a, src_dims=[2, 3]), r"src_dims \[2, 3\] out of range for 2-D"),
+    (lambda a: fn.reshape(a, src_dims=[-2, 0]), r"src_dims \[-2\] out of range"),
+    # checked even where 'shape' makes src_dims unused
+    (lambda a: fn.reshape(a, shape=[6, 4], src_dims=[2]), r"src_dims \[2\] out of range"),
+])
+def test_reshape_argument_errors(graph, message):
+    with pytest.raises(RuntimeError, match=message):
+        run_es(graph, [np.zeros((4, 6), np.float32)])
+
+
+def test_reshape_src_dims_unused_with_shape():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    (out,) = run_es(lambda a: fn.reshape(a, shape=[6, 4], src_dims=[1, 0]), [x])
+    assert out.shape() == [(6, 4)]
+    np.testing.assert_array_equal(out.at(0), x.reshape(6, 4))
+
+
 def test_reshape_keeps_data_order():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     (out,) = run_es(lambda a: fn.reshape(a, shape=[12]), [x])

@@ -61,6 +61,8 @@ class Normalize(Operator):
                 raise ValueError(f"{self.label}: axis_names {missing} are not in the layout '{layout}'")
             return tuple(layout.index(c) for c in self.args["axis_names"])
         if self.args["axes"] is not None:
+            if not self.args["axes"]:
+                raise ValueError(f"{self.label}: axes is empty; it must name at least one reduction axis")
             axes = tuple(a % max(ndim, 1) for a in self.args["axes"])
             if any(not -ndim <= a < ndim for a in self.args["axes"]):
                 raise ValueError(f"{self.label}: axes {list(self.args['axes'])} are out of range for {ndim}-D input")

@@ -14,8 +14,9 @@ ERASE = OpSchema(
               doc="region starts (or centres), flattened: one value per axis per region"),
           Arg("shape", ArgType.FLOAT_LIST, (), tensor=True, doc="region extents, flattened like anchor"),
           Arg("axes", ArgType.INT_LIST, optional=True, doc="dimension indices the regions span"),
-          Arg("axis_names", ArgType.LAYOUT, "HW", doc="layout letters the regions span (used when no axes)"),
-          Arg("fill_value", ArgType.FLOAT_LIST, (0.0,), doc="one value, or one per channel"),
+          Arg("axis_names", ArgType.LAYOUT, optional=True,
+              doc="layout letters the regions span (default 'HW'); when given, `axes` is not used"),
+          Arg("fill_value", ArgType.FLOAT_LIST, (0.0,), doc="one value, or one per channel (none: 0)"),
           Arg("normalized_anchor", ArgType.BOOL, False, doc="anchor is relative to the extent"),
           Arg("normalized_shape", ArgType.BOOL, False, doc="shape is relative to the extent"),
           Arg("normalized", ArgType.BOOL, False, doc="both anchor and shape are relative"),
@@ -33,15 +34,19 @@ def _flat_per_sample(ws, name: str) -> list[np.ndarray]:
 @register(ERASE, device=("cpu", "gpu"))
 class Erase(Operator):
     def _axes(self, src) -> list[int]:
-        if self.args["axes"] is not None:
+        # DALI: explicit axis_names win over axes; with neither, the regions span 'HW'
+        names = self.args["axis_names"]
+        if names is None and self.args["axes"] is not None:
             axes = list(self.args["axes"])
         else:
+            names = "HW" if names is None else names
             layout = src._layout
-            missing = [a for a in self.args["axis_names"] if a not in layout]
+            missing = [a for a in names if a not in layout]
             if not layout or missing:
-                raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' not found in "
-                                 f"layout '{layout}'")
-            axes = [layout.index(a) for a in self.args["axis_names"]]
+                raise ValueError(f"{self.label}: axis_names '{names}' not found in layout '{layout}'")
+            axes = [layout.index(a) for a in names]
+        if not axes:
+            raise ValueError(f"{self.label}: the regions span no axis (empty 'axes' or 'axis_names')")
         if any(not 0 <= a < src.ndim() for a in axes):
             raise ValueError(f"{self.label}: axes {axes} out of range for {src.ndim()}-D input")
         return axes
@@ -65,11 +70,12 @@ class Erase(Operator):
                 anchor = anchor - shape / 2
             lo = np.zeros((len(shape), nd), np.int64)
             hi = np.tile(src._shapes[i], (len(shape), 1))
-            lo[:, axes] = np.floor(anchor + 0.5)
-            hi[:, axes] = np.floor(anchor + shape + 0.5)
+            # region ends are rounded down, as in DALI (the start, and the start plus the extent)
+            lo[:, axes] = np.floor(anchor)
+            hi[:, axes] = np.floor(anchor + shape)
             boxes.append(np.concatenate([lo, hi], axis=1))
             counts.append(len(shape))
-        fill = np.asarray(self.args["fill_value"], np.float32)
+        fill = np.asarray(self.args["fill_value"] or (0.0,), np.float32)  # an empty list: the default
         bad = np.nonzero(src._shapes[:, -1] != len(fill))[0] if len(fill) > 1 else ()
         if len(bad):
             raise SampleError(int(bad[0]), f"{self.label}: {len(fill)} fill values given for "

@@ -16,18 +16,22 @@ from ._batch import contiguous
           Arg("paste_x", ArgType.FLOAT, 0.5, tensor=True, doc="horizontal position in [0, 1]"),
           Arg("paste_y", ArgType.FLOAT, 0.5, tensor=True, doc="vertical position in [0, 1]"),
           Arg("fill_value", ArgType.INT_LIST, doc="canvas colour, one value per channel or one for all"),
-          Arg("n_channels", ArgType.INT, 3, doc="number of channels"),
+          Arg("n_channels", ArgType.INT, 3, doc="number of channels (0: the images' own)", range=(0, None)),
           Arg("min_canvas_size", ArgType.FLOAT, 0.0, tensor=True, doc="minimum canvas side")],
     devices=("cpu", "gpu"), input_layouts=("HWC",)), device=("cpu", "gpu"))
 class Paste(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        c = self.args["n_channels"]
+        n_channels = self.args["n_channels"]
+        if src.ndim() != 3:
+            raise ValueError(f"{self.label}: expected HWC images, got {src.ndim()}-D samples")
+        # n_channels=0: the first image's count (DALI accepts 0 and pastes the images whole)
+        c = n_channels or (int(src._shapes[0, 2]) if len(src) else 0)
+        if len(src) and (src._shapes[:, 2] != c).any():
+            raise ValueError(f"{self.label}: expected HWC images of {c} channels (n_channels={n_channels})")
         fill = np.asarray(self.args["fill_value"])
         if len(fill) == 1:  # one value fills every channel (DALI)
             fill = np.repeat(fill, c)
-        if src.ndim() != 3 or (len(src) and (src._shapes[:, 2] != c).any()):
-            raise ValueError(f"{self.label}: expected HWC images with n_channels={c} channels")
         if len(fill) != c:
             raise ValueError(f"{self.label}: fill_value needs 1 or {c} values, got {len(fill)}")
         ratio = ws.per_sample("ratio", np.float64)

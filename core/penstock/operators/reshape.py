@@ -48,8 +48,24 @@ def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, bu
 
 
 class _ReshapeBase(Operator):
+    def setup(self):
+        a, arg_inputs = self.args, self.node.arg_inputs
+        given = [what for what, present in (("a shape input", len(self.node.inputs) > 1),
+                                            ("'shape'", "shape" in arg_inputs or a["shape"] is not None),
+                                            ("'rel_shape'", "rel_shape" in arg_inputs or a["rel_shape"] is not None))
+                 if present]
+        if len(given) > 1:
+            raise ArgumentValueError(f"{self.label}: {' and '.join(given)} are mutually exclusive")
+        if a.get("rel_shape") == ():
+            raise ArgumentValueError(f"{self.label}: 'rel_shape' is an empty list")
+
     def _target_shapes(self, ws, src: TensorListCPU) -> np.ndarray:
         n, a = len(src), self.args
+        # src_dims are checked even where a shape makes them unused, as DALI does
+        bad_dims = [d for d in a["src_dims"] or () if not -1 <= d < src.ndim()]
+        if bad_dims:
+            raise ValueError(f"{self.label}: src_dims {bad_dims} out of range for {src.ndim()}-D input "
+                             f"(valid: -1 for a new unit dim, 0..{src.ndim() - 1})")
         if len(ws.inputs) > 1:
             tl = ws.inputs[1].as_cpu()  # shapes are host data on either device
             return tl.as_array().astype(np.int64).reshape(n, -1)
