@@ -4,6 +4,7 @@ import io
 import numpy as np
 import pytest
 from PIL import Image, ImageOps
+from types import SimpleNamespace as types_ns
 
 from penstock import fn, ops, types
 from penstock.operators import decoders
@@ -139,9 +140,44 @@ def test_image_crop_per_sample_position():
         np.testing.assert_array_equal(out[k], photo(40, 60, k)[15:25, x0:x0 + 20])
 
 
+def test_integer_dtypes_scale_to_the_type_range():
+    blob = encode(IMG, "PNG")
+    v = IMG.astype(np.float64)
+    i8, u16, i16, u32, i32 = run([blob], lambda e: tuple(
+        fn.decoders.image(e, dtype=t) for t in (types.INT8, types.UINT16, types.INT16, types.UINT32, types.INT32)))
+    assert (i8[0].dtype, u16[0].dtype, i16[0].dtype) == (np.int8, np.uint16, np.int16)
+    np.testing.assert_array_equal(i8[0], np.rint(v * 127 / 255))
+    np.testing.assert_array_equal(u16[0], IMG.astype(np.uint16) * 257)  # 65535 / 255 = 257 exactly
+    np.testing.assert_array_equal(i16[0], np.rint(v * 32767 / 255))
+    # 32-bit: scaled in float32 (24-bit mantissa): within a few float32 roundings of the exact value
+    for out, top, dtype in ((u32[0], 2 ** 32 - 1, np.uint32), (i32[0], 2 ** 31 - 1, np.int32)):
+        assert out.dtype == dtype
+        assert np.abs(out.astype(np.float64) - v * top / 255).max() <= top * 2 ** -22
+        np.testing.assert_array_equal(out[IMG == 0], 0)
+        np.testing.assert_array_equal(out[IMG == 255], top)  # saturated, not wrapped
+
+
 def test_unsupported_dtype_is_rejected():
-    with pytest.raises(Exception, match="dtype"):
-        run([encode(IMG, "PNG")], lambda e: fn.decoders.image(e, dtype=types.INT32))
+    for dtype in (types.FLOAT16, types.INT64, types.FLOAT64):
+        with pytest.raises(RuntimeError, match="decoders.image .*dtype"):
+            run([encode(IMG, "PNG")], lambda e: fn.decoders.image(e, dtype=dtype))
+
+
+def test_integer_dtypes_are_cpu_only():
+    node = types_ns(args={"dtype": types.INT16}, name="d", device="mixed", resolved_seed=0,
+                    schema=decoders.IMAGE)
+    with pytest.raises(NotImplementedError, match="INT16 .*mixed"):
+        decoders.ImageDecoder(node, None).setup()
+
+
+def test_cache_arguments_belong_to_decoders_image_only():
+    blob = encode(IMG, "PNG")
+    np.testing.assert_array_equal(run([blob], lambda e: fn.decoders.image(e, cache_size=1))[0][0], IMG)
+    for build in (lambda e: fn.decoders.image_crop(e, crop=(10, 10), cache_size=1),
+                  lambda e: fn.decoders.image_random_crop(e, cache_type="threshold"),
+                  lambda e: fn.decoders.image_slice(e, start=(0, 0), shape=(5, 5), cache_threshold=1)):
+        with pytest.raises(KeyError, match="cache_"):
+            run([blob], build)
 
 
 def test_image_crop_too_large_raises():
@@ -201,6 +237,27 @@ def test_random_crop_window_special_cases():
     y, x, h, w = decoders.random_crop_windows(rng, hw, (0.08, 1.0), (0.75, 4 / 3), 10).T
     assert (0 <= y).all() and (0 <= x).all() and (1 <= h).all() and (1 <= w).all()
     assert (y + h <= hw[:, 0]).all() and (x + w <= hw[:, 1]).all()
+
+
+def test_image_random_crop_range_and_attempt_arguments():
+    blobs = [encode(photo(24, 32), "PNG"), encode(photo(21, 30), "PNG")]
+    # no attempts: the whole image clamped to the ratio range; the default range ends at 4/3 exactly,
+    # so 32/24 is inside it and 30/21 is cut to 21 * 4/3 = 28 columns
+    for attempts in (0, -1):
+        out = run(blobs, lambda e: fn.decoders.image_random_crop(e, num_attempts=attempts))[0]
+        assert [o.shape for o in out] == [(24, 32, 3), (21, 28, 3)]
+    # one value v is the range [v, v]: every window has w/h = 2 (up to rounding); an area above
+    # 1 never fits, leaving the clamped whole image
+    out = run(blobs, lambda e: fn.decoders.image_random_crop(e, random_aspect_ratio=[2.0], seed=1))[0]
+    assert all(abs(o.shape[1] / o.shape[0] - 2) <= 2 / o.shape[0] for o in out)
+    out = run(blobs, lambda e: fn.decoders.image_random_crop(e, random_area=[2.0]))[0]
+    assert [o.shape for o in out] == [(24, 32, 3), (21, 28, 3)]
+    out = run(blobs, lambda e: fn.decoders.image_random_crop(e, random_area=[0.0, 1.0], seed=2))[0]
+    assert all(o.shape[0] >= 1 and o.shape[1] >= 1 for o in out)
+    for bad in (dict(random_area=[0.5, 0.2]), dict(random_area=[0.1, 0.2, 0.3]), dict(random_area=[]),
+                dict(random_aspect_ratio=[2.0, 1.0]), dict(random_aspect_ratio=[0.0, 1.0])):
+        with pytest.raises(RuntimeError, match="decoders.image_random_crop .*" + next(iter(bad))):
+            run(blobs, lambda e: fn.decoders.image_random_crop(e, **bad))
 
 
 def random_window_shape(rng, h, w, area, ratio):

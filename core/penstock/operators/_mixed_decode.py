@@ -80,7 +80,7 @@ class MixedDecoder:
     """The mixed backend of one decoder operator."""
 
     def __init__(self, op: Any):
-        if op.args["cache_size"] > 0:
+        if op.args.get("cache_size", 0) > 0:  # only decoders.image declares the cache
             raise NotImplementedError(f"{op.label}: cache_size (the decoded-image cache) is not supported on "
                                       "the mixed backend")
         self.op = weakref.proxy(op)  # the operator owns this object

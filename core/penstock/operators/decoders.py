@@ -4,8 +4,9 @@
 JPEG, PNG, BMP and PNM are decoded natively (``_engine.decode_images``: one call per batch,
 region-of-interest decoding for the crop variants). TIFF, WebP, JPEG 2000 and compressed BMP
 are flagged by the kernel and decoded here through Pillow (an optional dependency). Output is
-HWC uint8 (or float ``v / 255``) in the requested ``output_type``, rotated to the EXIF display
-orientation unless ``adjust_orientation=False``; crop windows are in display coordinates.
+HWC uint8 (or float ``v / 255``, or another integer type's range: _scaled) in the requested
+``output_type``, rotated to the EXIF display orientation unless ``adjust_orientation=False``;
+crop windows are in display coordinates.
 """
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ _DECODER_ARGS = [
     Arg("output_type", ArgType.IMAGE_TYPE, DALIImageType.RGB,
         "colour format of the output: RGB, BGR, GRAY (BT.601 luma), YCbCr (BT.601 limited range) "
         "or ANY_DATA (the channels as stored)"),
-    Arg("dtype", ArgType.DTYPE, DALIDataType.UINT8, "output type: UINT8, or FLOAT (values / 255)"),
+    Arg("dtype", ArgType.DTYPE, DALIDataType.UINT8,
+        "output type: UINT8; FLOAT (values / 255); INT8, UINT16, INT16, UINT32 or INT32 (0..255 scaled "
+        "to 0..the type's maximum; CPU only)"),
     Arg("adjust_orientation", ArgType.BOOL, True, "rotate/flip to the EXIF display orientation"),
     Arg("use_fast_idct", ArgType.BOOL, False, "JPEG: faster, less exact integer IDCT"),
     Arg("jpeg_fancy_upsampling", ArgType.BOOL, False,
@@ -49,14 +52,18 @@ _DECODER_ARGS = [
     Arg("host_memory_padding", ArgType.INT, 8 << 20, "pinned host memory " + _RESERVE),
     Arg("device_memory_padding_jpeg2k", ArgType.INT, 0, "device memory " + _RESERVE),
     Arg("host_memory_padding_jpeg2k", ArgType.INT, 0, "pinned host memory " + _RESERVE),
+    Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
+    ON_ERROR_ARG,
+]
+
+# The decoded-image cache: an argument of decoders.image only (DALI's crop variants do not have it).
+_CACHE_ARGS = [
     Arg("cache_size", ArgType.INT, 0, "decoded-image cache (MB): not supported on the mixed backend "
         "(NotImplementedError); no effect on the CPU"),
     Arg("cache_type", ArgType.STR, "", _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_threshold", ArgType.INT, 0, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_debug", ArgType.BOOL, False, _MIXED_ONLY + " (decoded-image cache)"),
     Arg("cache_batch_copy", ArgType.BOOL, True, _MIXED_ONLY + " (decoded-image cache)"),
-    Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
-    ON_ERROR_ARG,
 ]
 
 # The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
@@ -64,14 +71,17 @@ _CROP_ARGS = [arg for arg in CROP_ARGS
               if arg.name in ("crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "rounding")]
 
 _RANDOM_CROP_ARGS = [
-    Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0), "range of the window's area fraction"),
-    Arg("random_aspect_ratio", ArgType.FLOAT_LIST, (0.75, 1.333333), "range of the window's w/h"),
-    Arg("num_attempts", ArgType.INT, 10, "draws before falling back to a clamped whole image", range=(1, None)),
+    Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0),
+        "range [min, max] of the window's area fraction; one value v means [v, v]"),
+    Arg("random_aspect_ratio", ArgType.FLOAT_LIST, (0.75, 4 / 3),
+        "range [min, max] of the window's w/h; one value v means [v, v]"),
+    Arg("num_attempts", ArgType.INT, 10,
+        "draws before falling back to a clamped whole image (0 or less: the fallback at once)"),
 ]
 
 
 IMAGE = OpSchema("decoders.Image", "Decodes images (JPEG, PNG, BMP, PNM, TIFF, WebP, JPEG 2000) to HWC.",
-                 args=_DECODER_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",))
+                 args=_DECODER_ARGS + _CACHE_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",))
 IMAGE_RANDOM_CROP = OpSchema(
     "decoders.ImageRandomCrop", "Decodes a random window (area and aspect ratio ranges) of each image.",
     args=_DECODER_ARGS + _RANDOM_CROP_ARGS, devices=("cpu", "mixed"), is_random=True,
@@ -180,14 +190,34 @@ def _channels(output_type: int, stored: int) -> int:
 # 1024x768 resized to 256..64 (2 allows 7 levels, 4 allows 2).
 _DCT_MARGIN = 6
 
+# The integer output types besides UINT8: 0..255 maps onto 0..the type's maximum.
+_SCALED_INTEGERS = (DALIDataType.INT8, DALIDataType.UINT16, DALIDataType.INT16, DALIDataType.UINT32,
+                    DALIDataType.INT32)
+_OUTPUT_DTYPES = (DALIDataType.UINT8, DALIDataType.FLOAT) + _SCALED_INTEGERS
+
+
+def _scaled(buf: np.ndarray, dtype: DALIDataType) -> np.ndarray:
+    """Decoded uint8 values in an integer type: v * (1/255) * the type's maximum, rounded to nearest
+    (ties to even) and saturated. The arithmetic is float32's, as DALI's is: UINT32 maps 1 to
+    16843010, not 0xFFFFFFFF / 255 = 16843009."""
+    out_type = to_numpy_type(dtype)
+    unit = np.arange(256, dtype=np.float32) * np.float32(1 / 255)
+    levels = np.rint(unit * np.float32(np.iinfo(out_type).max)).astype(np.float64)
+    return np.minimum(levels, np.iinfo(out_type).max).astype(out_type)[buf]
+
+
 class _DecoderBase(Operator):
     """Decodes a batch; the crop variants choose a window per sample from the display shapes."""
     crops = False  # subclasses that implement windows()
 
     def setup(self) -> None:
-        if self.args["dtype"] not in (DALIDataType.UINT8, DALIDataType.FLOAT):
-            raise ValueError(f"{self.label}: dtype {self.args['dtype'].name} is not supported "
-                             "(UINT8 or FLOAT)")
+        dtype = self.args["dtype"]
+        if dtype not in _OUTPUT_DTYPES:
+            raise ValueError(f"{self.label}: dtype {dtype.name} is not supported "
+                             f"({', '.join(t.name for t in _OUTPUT_DTYPES)})")
+        if self.device == "mixed" and dtype in _SCALED_INTEGERS:
+            raise NotImplementedError(f"{self.label}: dtype {dtype.name} is not supported on the mixed "
+                                      "backend (UINT8 or FLOAT)")
 
     def windows(self, ws, shapes: np.ndarray) -> np.ndarray:
         """[N, 4] (y, x, h, w) windows in display coordinates, from [N, 3] display shapes."""
@@ -237,6 +267,8 @@ class _DecoderBase(Operator):
             buf, shapes, offsets = self._with_fallbacks(src, buf, shapes, offsets, fallback, crop)
         if self.args["dtype"] == DALIDataType.FLOAT:
             buf = np.divide(buf, np.float32(255), dtype=np.float32)
+        elif self.args["dtype"] in _SCALED_INTEGERS:
+            buf = _scaled(buf, self.args["dtype"])
         out = TensorListCPU._from_packed(buf, shapes, offsets, "HWC", None)
         if fused:
             geometry = decoded[4]
@@ -351,18 +383,23 @@ class ImageDecoderRandomCrop(_DecoderBase):
 
     def setup(self) -> None:
         super().setup()
-        area, ratio = self.args["random_area"], self.args["random_aspect_ratio"]
-        if len(area) != 2 or not 0 < area[0] <= area[1]:
-            raise ValueError(f"{self.label}: 'random_area' must be [min, max] with 0 < min <= max")
-        if len(ratio) != 2 or not 0 < ratio[0] <= ratio[1]:
-            raise ValueError(f"{self.label}: 'random_aspect_ratio' must be [min, max] with 0 < min <= max")
-        if self.args["num_attempts"] < 1:
-            raise ValueError(f"{self.label}: 'num_attempts' must be at least 1")
+        self._area = self._range("random_area", zero_allowed=True)
+        self._ratio = self._range("random_aspect_ratio", zero_allowed=False)
+
+    def _range(self, name: str, zero_allowed: bool) -> tuple:
+        """[min, max] of a range argument; one value v is the range [v, v]."""
+        values = self.args[name]
+        if len(values) not in (1, 2):
+            raise ValueError(f"{self.label}: '{name}' expects one value or [min, max], got {len(values)} values")
+        low, high = values if len(values) == 2 else values * 2
+        if not (0 <= low if zero_allowed else 0 < low) or low > high:
+            bound = "0 <= min" if zero_allowed else "0 < min"
+            raise ValueError(f"{self.label}: '{name}' must be [min, max] with {bound} <= max, got {list(values)}")
+        return low, high
 
     def windows(self, ws, shapes):
-        rng = ws.rng
-        a, r, k = self.args["random_area"], self.args["random_aspect_ratio"], self.args["num_attempts"]
-        return random_crop_windows(rng, shapes[:, :2], a, r, k)
+        attempts = max(self.args["num_attempts"], 0)  # none: the clamped whole image at once
+        return random_crop_windows(ws.rng, shapes[:, :2], self._area, self._ratio, attempts)
 
 
 @register(IMAGE_CROP, device=("cpu", "mixed"))
