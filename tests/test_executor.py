@@ -151,3 +151,16 @@ def test_interpreter_exit_with_unconsumed_prefetch(tmp_path):
         print("done", flush=True)
     """)
     _assert_exits_cleanly(script)
+
+
+def test_a_bad_value_at_run_time_is_both_a_runtime_error_and_a_value_error():
+    # DALI reports some argument errors found at run time as ValueError, most as RuntimeError
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def p():
+        data = fn.external_source(source=lambda: [np.zeros((2, 3), np.float32)] * 2, batch=True)
+        return fn.transpose(data, perm=[0, 0])
+
+    pipe = p()
+    with pytest.raises(ValueError, match=r"transpose.*perm \[0, 0\]") as info:
+        pipe.run()
+    assert isinstance(info.value, RuntimeError)

@@ -35,8 +35,14 @@ class PipelineIndexError(PipelineError, IndexError):
     as DALI's run-time errors of that kind are."""
 
 
+class PipelineValueError(PipelineError, ValueError):
+    """An operator failed on a bad value (an argument that does not fit its input): catchable as
+    ValueError too, as DALI's run-time errors of that kind are from Python."""
+
+
 def _pipeline_error(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> PipelineError:
-    cls = PipelineIndexError if isinstance(exc, IndexError) else PipelineError
+    cls = (PipelineIndexError if isinstance(exc, IndexError) else
+           PipelineValueError if isinstance(exc, ValueError) else PipelineError)
     return cls(_describe_failure(op, exc, inputs))
 
 
