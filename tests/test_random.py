@@ -215,9 +215,38 @@ def test_shape_like_input():
     assert out.dtype == types.FLOAT
 
 
-def test_bad_probability_errors():
-    with pytest.raises(Exception):
-        _one(lambda: fn.random.coin_flip(probability=1.5))
+def test_probability_outside_0_1_acts_as_never_or_always():
+    below, above = _run(lambda: (fn.random.coin_flip(probability=-1.0, shape=[50]),
+                                 fn.random.coin_flip(probability=1.5, shape=[50])))[0]
+    assert below.as_array().sum() == 0 and (above.as_array() == 1).all()
+
+
+@pytest.mark.parametrize("graph, dtype", [
+    (lambda dtype: fn.random.coin_flip(dtype=dtype), types.FLOAT),
+    (lambda dtype: fn.random.coin_flip(dtype=dtype), types.INT16),
+    (lambda dtype: fn.random.beta(dtype=dtype), types.UINT8),
+    (lambda dtype: fn.random.beta(dtype=dtype), types.INT32),
+])
+def test_unsupported_dtypes_raise_at_build(graph, dtype):
+    with pytest.raises(RuntimeError, match=f"dtype {dtype.name} is not supported"):
+        _one(lambda: graph(dtype))
+
+
+def test_coin_flip_uint8_and_beta_float64():
+    flips, draws = _run(lambda: (fn.random.coin_flip(dtype=types.UINT8, shape=[20]),
+                                 fn.random.beta(alpha=2.0, beta=2.0, dtype=types.FLOAT64, shape=[20])))[0]
+    assert flips.dtype == types.UINT8 and set(np.unique(flips.as_array())) <= {0, 1}
+    v = draws.as_array()
+    assert draws.dtype == types.FLOAT64 and v.dtype == np.float64 and ((v >= 0) & (v <= 1)).all()
+
+
+@pytest.mark.parametrize("rng_, dtype", [([2.0], types.FLOAT), ([2.0, 2.0], types.FLOAT), ([3.0, 2.0], types.FLOAT),
+                                         ([2.0, 2.0], types.INT32)])
+def test_uniform_empty_range_raises(rng_, dtype):
+    # [lo, hi) must hold a value: lo < hi, also for integers (whose draws include hi);
+    # one value is [v, v), empty
+    with pytest.raises(RuntimeError, match="range"):
+        _one(lambda: fn.random.uniform(range=rng_, dtype=dtype))
 
 
 def test_generators_follow_variable_batch_size():

@@ -86,3 +86,23 @@ def test_size_is_mandatory():
     img = np.zeros((4, 4, 3), np.uint8)
     with pytest.raises(Exception, match="size"):
         run([img])
+
+
+@pytest.mark.parametrize("kw", [dict(num_attempts=0), dict(num_attempts=-1), dict(random_area=[2.0]),
+                                dict(random_area=[1.2, 1.5], num_attempts=3)])
+def test_no_attempt_or_no_fitting_area_takes_the_whole_image(kw):
+    # no attempts at all, or areas above the image's: the fallback window, here the whole square image
+    h = w = 40
+    coords = np.stack(list(np.meshgrid(np.arange(h), np.arange(w), indexing="ij")) + [np.zeros((h, w), int)], -1)
+    out = np.array(run([coords.astype(np.uint8)], size=(8, 10), interp_type=types.INTERP_NN, **kw).run()[0].at(0))
+    ys, xs = np.floor((np.arange(8) + 0.5) * h / 8), np.floor((np.arange(10) + 0.5) * w / 10)
+    np.testing.assert_array_equal(out[:, :, 0], np.broadcast_to(ys[:, None], (8, 10)))
+    np.testing.assert_array_equal(out[:, :, 1], np.broadcast_to(xs[None, :], (8, 10)))
+
+
+def test_dtype_is_the_input_type_or_float():
+    img = np.full((20, 20, 3), 9, np.uint8)
+    out = run([img], size=(5, 5), dtype=types.FLOAT).run()[0]
+    assert out.dtype == types.FLOAT and np.allclose(np.array(out.at(0)), 9)
+    with pytest.raises(RuntimeError, match="INT16"):
+        run([img], size=(5, 5), dtype=types.INT16).run()

@@ -163,10 +163,38 @@ def test_legacy_ops_resize():
 def test_bad_arguments():
     with pytest.raises(Exception, match="mode"):
         run_pipe([IMG], resize_x=10, mode="bogus")
-    with pytest.raises(Exception, match="resize_z"):
-        run_pipe([IMG], resize_z=10)
     with pytest.raises(Exception, match="not supported"):
         run_pipe([IMG.astype(np.int32)], resize_x=10)
+
+
+def test_resize_z_has_no_effect_on_images():
+    assert run_pipe([IMG], resize_x=50, resize_z=10)[0].shape == (25, 50, 3)
+    assert run_pipe([IMG], resize_z=-1)[0].shape == IMG.shape  # x and y unset: the size stays
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(resize_x=16, resize_y=12, resize_shorter=0.0),
+                                    dict(resize_x=16, resize_longer=0.0), dict(size=(30, 40), resize_x=0.0),
+                                    dict(resize_shorter=10, resize_longer=0.0),
+                                    dict(resize_y=10, resize_shorter_src=[np.float32(20)])])
+def test_the_size_is_given_in_exactly_one_way(kwargs):
+    # a size argument counts as given even when it is 0 ("unset"): mixing ways is an error
+    with pytest.raises(RuntimeError, match="exactly one way"):
+        run_pipe([IMG], **kwargs)
+
+
+@pytest.mark.parametrize("name", ["resize_shorter", "resize_longer", "resize_x"])
+def test_a_zero_size_argument_alone_keeps_the_size(name):
+    assert run_pipe([IMG], **{name: 0.0})[0].shape == IMG.shape
+
+
+def test_dtype_is_the_input_type_or_float():
+    img16 = IMG[:10, :20].astype(np.int16) - 100
+    out = run_pipe([img16], size=(5, 10), dtype=types.INT16)[0]
+    assert out.dtype == np.int16 and out.shape == (5, 10, 3)
+    assert run_pipe([IMG], size=(5, 10), dtype=types.FLOAT)[0].dtype == np.float32
+    for img, dtype in ((IMG, types.INT16), (IMG, types.UINT16), (IMG.astype(np.float32), types.UINT8)):
+        with pytest.raises(RuntimeError, match=f"dtype {dtype.name} is not supported"):
+            run_pipe([img], size=(5, 10), dtype=dtype)
 
 
 def test_roi_start_and_roi_end_go_together():

@@ -73,7 +73,35 @@ def test_rotation_feeds_warp_affine():
 
 
 def test_bad_arguments_raise():
-    with pytest.raises(Exception, match="ndim"):
-        run_transforms(lambda: fn.transforms.scale(scale=2.0))
     with pytest.raises(Exception, match="exactly one"):
         run_transforms(lambda: fn.transforms.shear(shear=[1, 0], angles=[1, 0]))
+    with pytest.raises(RuntimeError, match="'center'"):  # a single factor is 1-D unless ndim says otherwise
+        run_transforms(lambda: fn.transforms.scale(scale=[2.0], center=[1.0, 2.0]))
+
+
+def test_scale_dimensions_come_from_scale_and_ndim_widens_a_single_factor():
+    one, three, ignored, below_one, centred = run_transforms(lambda: (
+        fn.transforms.scale(scale=[2.0]),
+        fn.transforms.scale(scale=[2.0], ndim=3, center=[1.0]),
+        fn.transforms.scale(scale=[2.0, 3.0], ndim=3),
+        fn.transforms.scale(scale=[2.0], ndim=0),
+        fn.transforms.scale(scale=[2.0, 3.0], center=[1.0])))
+    np.testing.assert_allclose(one[0], [[2, 0]])
+    np.testing.assert_allclose(three[0], np.hstack([2 * np.eye(3), np.full((3, 1), 1 - 2 * 1.0)]))
+    np.testing.assert_allclose(ignored[0], [[2, 0, 0], [0, 3, 0]])
+    np.testing.assert_allclose(below_one[0], [[2, 0]])
+    np.testing.assert_allclose(centred[0], [[2, 0, 1 - 2], [0, 3, 1 - 3]])  # x -> s (x - c) + c
+
+
+@pytest.mark.parametrize("graph", [lambda: fn.transforms.translation(offset=[]),
+                                   lambda: fn.transforms.scale(scale=[]),
+                                   lambda: fn.transforms.translation(offset=[1.0] * 7),
+                                   lambda: fn.transforms.scale(scale=[2.0], ndim=7)])
+def test_transforms_have_1_to_6_dimensions(graph):
+    with pytest.raises(RuntimeError, match="number of dimensions"):
+        run_transforms(graph)
+
+
+def test_translation_in_6_dimensions():
+    (t,) = run_transforms(lambda: (fn.transforms.translation(offset=[1, 2, 3, 4, 5, 6]),))
+    np.testing.assert_allclose(t[0], np.hstack([np.eye(6), np.arange(1, 7)[:, None]]))

@@ -73,3 +73,34 @@ def test_rotate_keep_size_fill_and_per_sample_angle():
         ref = reference(img, m, (h, w), True, 0.0)
         assert out.shape == img.shape
         assert np.abs(out.astype(int) - ref.astype(int)).max() <= 1
+
+
+def test_rotate_axis_has_no_effect_on_2d_images():
+    imgs = images(5)
+    plain, with_axis, empty_axis = run_once(lambda x: (fn.rotate(x, angle=30),
+                                                       fn.rotate(x, angle=30, axis=[0.5, 1.5]),
+                                                       fn.rotate(x, angle=30, axis=[])), imgs)
+    for a, b, c in zip(plain, with_axis, empty_axis):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("size", [[], [2.0], [3.0, 4.0, 5.0], [0.0, 4.0], [3.0, -1.0]])
+@pytest.mark.parametrize("op", ["rotate", "warp_affine"])
+def test_size_needs_two_positive_values(op, size):
+    graph = {"rotate": lambda x: fn.rotate(x, angle=30, size=size),
+             "warp_affine": lambda x: fn.warp_affine(x, matrix=[1, 0, 0, 0, 1, 0], size=size)}[op]
+    with pytest.raises(RuntimeError, match="'size'"):
+        run_once(graph, images(6))
+
+
+def test_size_rounds_half_up_to_at_least_one_pixel():
+    outs = run_once(lambda x: (fn.warp_affine(x, matrix=[1, 0, 0, 0, 1, 0], size=[0.4, 2.5]),
+                               fn.rotate(x, angle=30, size=[1.49, 3.5])), images(7))
+    assert {o.shape[:2] for o in outs[0]} == {(1, 3)} and {o.shape[:2] for o in outs[1]} == {(1, 4)}
+
+
+@pytest.mark.parametrize("matrix", [[2.0], [1, 0, 0, 0, 1], [1, 0, 0, 0, 1, 0, 0, 0, 1]])
+def test_matrix_needs_six_values(matrix):
+    with pytest.raises(RuntimeError, match="'matrix' needs 6 values"):
+        run_once(lambda x: fn.warp_affine(x, matrix=matrix), images(8))

@@ -14,8 +14,18 @@ GET_PROPERTY = OpSchema("GetProperty", "A property of each sample ('source_info'
                         args=[Arg("key", ArgType.STR, doc="'source_info' or 'layout'")], devices=("cpu", "gpu"))
 
 
+# extents need a type that holds them exactly: no narrow integers (DALI's set)
+SHAPE_TYPES = (DALIDataType.INT32, DALIDataType.UINT32, DALIDataType.INT64, DALIDataType.UINT64,
+               DALIDataType.FLOAT, DALIDataType.FLOAT64)
+
+
 @register(SHAPES, device=("cpu", "gpu"))
 class Shapes(Operator):
+    def setup(self) -> None:
+        if self.args["dtype"] not in SHAPE_TYPES:
+            raise ValueError(f"{self.label}: dtype {self.args['dtype'].name} is not supported "
+                             f"({', '.join(t.name for t in SHAPE_TYPES)})")
+
     def run(self, ws):
         src = ws.inputs[0]
         arr = src._shapes.astype(to_numpy_type(self.args["dtype"]))

@@ -48,6 +48,14 @@ def _volume(shapes: np.ndarray) -> int:
 
 
 class _RandomOp(Operator):
+    dtypes: tuple = ()  # the output types this generator supports (empty: any)
+
+    def setup(self):
+        dtype = self.args["dtype"]
+        if self.dtypes and dtype not in self.dtypes:
+            raise ValueError(f"{self.label}: dtype {dtype.name} is not supported "
+                             f"({', '.join(t.name for t in self.dtypes)})")
+
     def _out(self, ws, draws: np.ndarray, shapes: np.ndarray):
         dtype = self.args["dtype"]
         out = empty_batch(shapes, to_numpy_type(dtype))
@@ -75,8 +83,8 @@ class UniformCPU(_RandomOp):
         else:
             lohi = ws.per_sample("range", np.float64, 2)
             lo, hi = _per_element(lohi[:, 0], shapes), _per_element(lohi[:, 1], shapes)
-            if (hi < lo).any():
-                raise ValueError(f"{self.label}: 'range' must be [lo, hi] with lo <= hi")
+            if (hi <= lo).any():  # an empty range is an error for integer dtypes too (DALI)
+                raise ValueError(f"{self.label}: 'range' must be [lo, hi) with lo < hi")
             if _is_float(self.args["dtype"]):
                 draws = lo + (hi - lo) * rng.random(total)
             else:  # integers in [trunc(lo), trunc(hi)], both ends included (DALI)
@@ -88,11 +96,12 @@ class UniformCPU(_RandomOp):
                   [Arg("probability", ArgType.FLOAT, 0.5, tensor=True, doc="chance of 1")],
                   T.INT32, legacy=("CoinFlip",)), device=("cpu", "gpu"))
 class CoinFlipCPU(_RandomOp):
+    dtypes = (T.BOOL, T.UINT8, T.INT32)
+
     def run(self, ws):
         shapes = sample_shapes(self, ws)
+        # a probability below 0 or above 1 acts as 0 or 1 (DALI accepts them)
         p = _per_element(ws.per_sample("probability", np.float64), shapes)
-        if ((p < 0) | (p > 1)).any():
-            raise ValueError(f"{self.label}: 'probability' must lie in [0, 1]")
         return self._out(ws, (ws.rng.random(_volume(shapes)) < p).astype(np.int64), shapes)
 
 
@@ -111,6 +120,8 @@ class NormalCPU(_RandomOp):
                   [Arg("alpha", ArgType.FLOAT, 1.0, tensor=True), Arg("beta", ArgType.FLOAT, 1.0, tensor=True)],
                   T.FLOAT), device=("cpu", "gpu"))
 class BetaCPU(_RandomOp):
+    dtypes = (T.FLOAT, T.FLOAT64)
+
     def run(self, ws):
         shapes = sample_shapes(self, ws)
         a = _per_element(ws.per_sample("alpha", np.float64), shapes)

@@ -28,13 +28,12 @@ def check_window_args(op) -> tuple[tuple[float, float], tuple[float, float], int
     area, ratio, attempts = op.args["random_area"], op.args["random_aspect_ratio"], op.args["num_attempts"]
     area = (area[0], area[0]) if len(area) == 1 else tuple(area)
     ratio = (ratio[0], ratio[0]) if len(ratio) == 1 else tuple(ratio)
-    if len(area) != 2 or not 0 < area[0] <= area[1] <= 1:
-        raise ValueError(f"{op.label}: random_area must be [min, max] with 0 < min <= max <= 1")
+    # an area above 1 is allowed: draws that do not fit the image count as failed attempts
+    if len(area) != 2 or not 0 < area[0] <= area[1]:
+        raise ValueError(f"{op.label}: random_area must be [min, max] with 0 < min <= max")
     if len(ratio) != 2 or not 0 < ratio[0] <= ratio[1]:
         raise ValueError(f"{op.label}: random_aspect_ratio must be [min, max] with 0 < min <= max")
-    if attempts < 1:
-        raise ValueError(f"{op.label}: num_attempts must be at least 1")
-    return area, ratio, attempts
+    return area, ratio, max(attempts, 0)  # no attempts: straight to the whole-image fallback
 
 
 RRC = OpSchema(

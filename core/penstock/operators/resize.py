@@ -1,11 +1,11 @@
 """``resize``: separable resampling of images, sequences and volumes (`_engine.resize`).
 
-Output size rules (per sample, over the ROI extent): explicit sizes (`resize_x/y/z`, `size`;
-0 = unset, negative = flip that axis), `resize_shorter` / `resize_longer` (aspect kept),
-`mode` ("default": unset axes keep the aspect; "stretch": unset axes keep their size;
-"not_larger" / "not_smaller": one scale for all axes so the result fits in / covers the given
-sizes), `max_size` caps; sizes round half up. With `subpixel_scale` a fractional size keeps its
-exact scale factor by widening the ROI about its centre.
+Output size rules (per sample, over the ROI extent), given in exactly one way: explicit sizes
+(`resize_x/y/z` or `size`; 0 = unset, negative = flip that axis), `resize_shorter` or
+`resize_longer` (aspect kept). `mode` ("default": unset axes keep the aspect; "stretch": unset
+axes keep their size; "not_larger" / "not_smaller": one scale for all axes so the result fits in /
+covers the given sizes), `max_size` caps; sizes round half up. With `subpixel_scale` a fractional
+size keeps its exact scale factor by widening the ROI about its centre.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ FILTER_ARGS = [
     Arg("mag_filter", ArgType.INTERP_TYPE, optional=True, tensor=True, doc="filter when upscaling"),
     Arg("antialias", ArgType.BOOL, True, doc="widen the filter by the scale factor when downscaling"),
     Arg("dtype", ArgType.DTYPE, optional=True, ignored_aliases=("image_type",),
-        doc="output type: UINT8, INT16, UINT16 or FLOAT (default: input)"),
+        doc="output type: the input's type or FLOAT (default: input)"),
     Arg("minibatch_size", ArgType.INT, 32, doc="performance hint (no effect on results)"),
     Arg("temp_buffer_hint", ArgType.INT, 0, doc="performance hint (no effect on results)"),
 ]
@@ -74,10 +74,12 @@ def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, 
     s = len(letters)
     in_type = src.dtype
     out_type = in_type if dtype is None else dtype
-    for t, what in ((in_type, "input"), (out_type, "output")):
-        if t not in RESAMPLE_TYPES:
-            raise TypeError(f"{op.label}: {what} type {t.name} is not supported "
-                            f"(use {', '.join(x.name for x in RESAMPLE_TYPES)})")
+    if in_type not in RESAMPLE_TYPES:
+        raise TypeError(f"{op.label}: input type {in_type.name} is not supported "
+                        f"(use {', '.join(x.name for x in RESAMPLE_TYPES)})")
+    if out_type not in (in_type, DALIDataType.FLOAT):
+        raise TypeError(f"{op.label}: dtype {out_type.name} is not supported: the output keeps the "
+                        f"input's type ({in_type.name}) or is FLOAT")
     n = len(src)
     out_shapes = src._shapes.copy()
     out_shapes[:, first:first + s] = out_sizes
@@ -97,12 +99,14 @@ def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, 
 
 RESIZE = OpSchema(
     "Resize", "Resizes images, sequences (per frame) and volumes with separable resampling filters.",
-    args=[Arg("resize_x", ArgType.FLOAT, 0.0, tensor=True, doc="output width (0 = unset, < 0 flips)"),
-          Arg("resize_y", ArgType.FLOAT, 0.0, tensor=True, doc="output height (0 = unset, < 0 flips)"),
-          Arg("resize_z", ArgType.FLOAT, 0.0, tensor=True, doc="output depth (0 = unset, < 0 flips)"),
+    # the size arguments have no default value: which of them are given picks the sizing method
+    args=[Arg("resize_x", ArgType.FLOAT, optional=True, tensor=True, doc="output width (0 = unset, < 0 flips)"),
+          Arg("resize_y", ArgType.FLOAT, optional=True, tensor=True, doc="output height (0 = unset, < 0 flips)"),
+          Arg("resize_z", ArgType.FLOAT, optional=True, tensor=True,
+              doc="output depth (0 = unset, < 0 flips); no effect on images"),
           Arg("size", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="output size, spatial dims in layout order"),
-          Arg("resize_shorter", ArgType.FLOAT, 0.0, tensor=True, doc="shorter side, aspect kept"),
-          Arg("resize_longer", ArgType.FLOAT, 0.0, tensor=True, doc="longer side, aspect kept"),
+          Arg("resize_shorter", ArgType.FLOAT, optional=True, tensor=True, doc="shorter side, aspect kept"),
+          Arg("resize_longer", ArgType.FLOAT, optional=True, tensor=True, doc="longer side, aspect kept"),
           Arg("max_size", ArgType.FLOAT_LIST, optional=True, doc="upper limit per dim (or one for all)"),
           Arg("mode", ArgType.STR, "default", doc="'default', 'stretch', 'not_larger' or 'not_smaller'"),
           Arg("roi_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="source ROI start (layout order)"),
@@ -118,6 +122,16 @@ RESIZE = OpSchema(
     input_layouts=("HWC", "FHWC", "CHW", "FCHW", "CFHW", "DHWC", "FDHWC", "CDHW", "FCDHW", "CFDHW"))
 
 
+# the ways of giving the output size; exactly one must be used
+SIZE_METHODS = {"resize_x/resize_y/resize_z": ("resize_x", "resize_y", "resize_z"), "size": ("size",),
+                "resize_shorter": ("resize_shorter",), "resize_longer": ("resize_longer",)}
+
+
+def size_arg(ws, name: str) -> np.ndarray:
+    """[N] values of a per-axis or side-length size argument; 0 (unset) where it is not given."""
+    return ws.per_sample(name, np.float64) if ws.has_arg(name) else np.zeros(ws.batch_size)
+
+
 def round_half_up(x):
     return np.floor(np.asarray(x, np.float64) + 0.5).astype(np.int64)
 
@@ -128,10 +142,17 @@ class Resize(Operator):
         if self.args["mode"] not in ("default", "stretch", "not_larger", "not_smaller"):
             raise ValueError(f"{self.label}: mode must be 'default', 'stretch', 'not_larger' or 'not_smaller', "
                              f"got '{self.args['mode']}'")
-        given = [name for name in ("roi_start", "roi_end")
-                 if self.args.get(name) is not None or name in self.node.arg_inputs]
+        methods = [method for method, names in SIZE_METHODS.items() if any(map(self.given, names))]
+        if len(methods) != 1:
+            raise ValueError(f"{self.label}: give the output size in exactly one way: "
+                             f"{', '.join(repr(m) for m in SIZE_METHODS)} (got "
+                             f"{' and '.join(repr(m) for m in methods) if methods else 'none'})")
+        given = [name for name in ("roi_start", "roi_end") if self.given(name)]
         if len(given) == 1:
             raise ValueError(f"{self.label}: 'roi_start' and 'roi_end' must be given together (got only '{given[0]}')")
+
+    def given(self, name: str) -> bool:
+        return self.args.get(name) is not None or name in self.node.arg_inputs
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
@@ -197,29 +218,19 @@ class Resize(Operator):
         """Requested float sizes [N, S] (0 = unset); NaN rows for resize_shorter/longer are handled later."""
         s = len(letters)
         size = per_sample_list(ws, "size")
-        per_axis = {"W": "resize_x", "H": "resize_y", "D": "resize_z"}
-        explicit = any(ws.has_arg(a) and (a in ws.arg_inputs or self.args[a]) for a in per_axis.values())
         if size is not None:
-            if explicit:
-                raise ValueError(f"{self.label}: give either 'size' or 'resize_x'/'resize_y'/'resize_z'")
             if size.shape[1] == 1:
                 size = np.repeat(size, s, axis=1)
             if size.shape[1] != s:
                 raise ValueError(f"{self.label}: 'size' has {size.shape[1]} values for {s} spatial dims")
             return size
-        if "D" not in letters and (self.args["resize_z"] or "resize_z" in ws.arg_inputs):
-            raise ValueError(f"{self.label}: resize_z needs a volume (layout with 'D')")
-        return np.stack([ws.per_sample(per_axis[c], np.float64) for c in letters], axis=1)
+        per_axis = {"W": "resize_x", "H": "resize_y", "D": "resize_z"}  # resize_z: ignored without a D
+        return np.stack([size_arg(ws, per_axis[c]) for c in letters], axis=1)
 
     def float_sizes(self, ws, req, ext):
         n, s = req.shape
         mode = self.args["mode"]
-        shorter = ws.per_sample("resize_shorter", np.float64)
-        longer = ws.per_sample("resize_longer", np.float64)
-        if ((shorter != 0) | (longer != 0)).any() and (req != 0).any():
-            raise ValueError(f"{self.label}: resize_shorter/resize_longer cannot be combined with explicit sizes")
-        if (shorter != 0).any() and (longer != 0).any():
-            raise ValueError(f"{self.label}: give resize_shorter or resize_longer, not both")
+        shorter, longer = size_arg(ws, "resize_shorter"), size_arg(ws, "resize_longer")
         max_size = self.args["max_size"]
         cap = None
         if max_size is not None:

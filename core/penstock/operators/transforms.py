@@ -15,6 +15,7 @@ from ._batch import contiguous, empty_batch
 _REVERSE = Arg("reverse_order", ArgType.BOOL, False,
                doc="apply this transform before the input one instead of after it")
 _CENTER = Arg("center", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="centre of the transform")
+_MAX_NDIM = 6  # the largest transform DALI builds
 
 
 def _schema(name: str, doc: str, args: list, min_inputs: int = 0, max_inputs: int = 1) -> OpSchema:
@@ -68,6 +69,8 @@ class _TransformOp(Operator):
             d = prev.shape[1] - 1
         else:
             prev, d = None, self.ndim(ws)
+            if not 1 <= d <= _MAX_NDIM:
+                raise ValueError(f"{self.label}: unsupported number of dimensions {d} (1 to {_MAX_NDIM})")
         m = self.make(ws, d)
         if prev is not None:
             m = prev @ m if self.args["reverse_order"] else m @ prev
@@ -109,19 +112,15 @@ class TranslationCPU(_TransformOp):
 @register(_schema("Scale", "Scaling by `scale` about `center`.",
                   [Arg("scale", ArgType.FLOAT_LIST, tensor=True, doc="scale factor per dimension"),
                    _CENTER,
-                   Arg("ndim", ArgType.INT, optional=True, doc="dimensions, when `scale` is one value")]))
+                   Arg("ndim", ArgType.INT, optional=True,
+                       doc="dimensions when `scale` is one value (default 1); ignored otherwise")]))
 class ScaleCPU(_TransformOp):
     def ndim(self, ws):
+        # as in DALI: the length of `scale` decides; `ndim` only widens a single factor, and a
+        # value below 1 leaves it 1-D
         k = _arg_length(ws, "scale")
-        if self.args["ndim"] is not None:
-            if k not in (1, self.args["ndim"]):
-                raise ValueError(f"{self.label}: 'scale' has {k} values for ndim={self.args['ndim']}")
-            return self.args["ndim"]
-        if k == 1 and ws.has_arg("center"):
-            return _arg_length(ws, "center")
-        if k == 1:
-            raise ValueError(f"{self.label}: give 'ndim' (or 'center') when 'scale' is a single value")
-        return k
+        ndim = self.args["ndim"]
+        return max(ndim, 1) if k == 1 and ndim is not None else k
 
     def make(self, ws, d):
         s = _vectors(ws, "scale", d)

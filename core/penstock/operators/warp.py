@@ -21,7 +21,7 @@ _INTERP_CODES = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1}
 
 _WARP_ARGS = [
     Arg("size", ArgType.FLOAT_LIST, optional=True, tensor=True,
-        doc="output size (H, W), rounded to integers; default: the input size"),
+        doc="output size (H, W), positive, rounded to integers (at least 1); default: the input size"),
     Arg("fill_value", ArgType.FLOAT, optional=True,
         doc="value for areas outside the input; default: repeat the border"),
     Arg("interp_type", ArgType.INTERP_TYPE, DALIInterpType.INTERP_LINEAR,
@@ -44,15 +44,15 @@ def _frames_hw(op: Operator, src) -> tuple[int, np.ndarray]:
 
 
 def _requested_size(ws, default_hw: np.ndarray) -> np.ndarray:
-    """[N, 2] output (H, W): the ``size`` argument when given (0 entries = unset), else the default."""
+    """[N, 2] output (H, W): the ``size`` argument when given, else the default."""
     if not ws.has_arg("size"):
         return default_hw
-    if "size" not in ws.arg_inputs and len(ws.op.args["size"]) == 0:
-        return default_hw
-    size = np.floor(ws.per_sample("size", np.float64, 2) + 0.5).astype(np.int64)
-    if (size < 0).any():
-        raise ValueError(f"{ws.op.label}: output size must not be negative")
-    return size
+    if "size" not in ws.arg_inputs and len(ws.op.args["size"]) != 2:  # one value is not broadcast
+        raise ValueError(f"{ws.op.label}: 'size' needs 2 values (H, W), got {len(ws.op.args['size'])}")
+    size = ws.per_sample("size", np.float64, 2)
+    if (size <= 0).any():
+        raise ValueError(f"{ws.op.label}: 'size' must be positive")
+    return np.maximum(np.floor(size + 0.5), 1).astype(np.int64)  # a positive fraction below 0.5: one pixel
 
 
 def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: np.ndarray,
@@ -90,6 +90,8 @@ class WarpAffine(Operator):
                 raise ValueError(f"{self.label}: the matrix input must hold 2x3 values per sample")
             m = np.asarray(mtx._buf[:6 * n], np.float64).reshape(n, 2, 3)
         elif ws.has_arg("matrix"):
+            if "matrix" not in ws.arg_inputs and len(self.args["matrix"]) != 6:  # one value is not broadcast
+                raise ValueError(f"{self.label}: 'matrix' needs 6 values (2x3), got {len(self.args['matrix'])}")
             m = ws.per_sample("matrix", np.float64, 6).reshape(n, 2, 3)
         else:
             raise ValueError(f"{self.label}: the transform must be given as 'matrix' or a second input")
@@ -129,14 +131,13 @@ def rotation_matrices(angles_deg: np.ndarray, in_hw: np.ndarray, out_hw: np.ndar
 @register(OpSchema(
     "Rotate", "Rotates 2-D images counter-clockwise by `angle` degrees about their centre.",
     args=[Arg("angle", ArgType.FLOAT, tensor=True, doc="degrees, counter-clockwise"),
-          Arg("axis", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="3-D only (not supported)"),
+          Arg("axis", ArgType.FLOAT_LIST, optional=True, tensor=True,
+              doc="axis of a 3-D rotation (volumes are not supported); no effect on 2-D images"),
           Arg("keep_size", ArgType.BOOL, False, doc="keep the input size instead of fitting the rotated image"),
           *_WARP_ARGS],
     devices=("cpu", "gpu"), input_layouts=("HWC", "FHWC")), device=("cpu", "gpu"))
 class Rotate(Operator):
     def run(self, ws):
-        if ws.has_arg("axis"):
-            raise ValueError(f"{self.label}: 'axis' applies to 3-D rotation, which is not supported")
         src = contiguous(ws.inputs[0])
         start, kshapes = _frames_hw(self, src)
         angles = ws.per_sample("angle", np.float64)
