@@ -299,6 +299,12 @@ def test_peek_image_shape():
     assert n[0].tolist() == [40, 60, 3]
 
 
+@pytest.mark.parametrize("dtype", [types.UINT8, types.INT16])
+def test_peek_image_shape_refuses_types_too_narrow_for_extents(dtype):
+    with pytest.raises(RuntimeError, match=f"peek_image_shape.*dtype {dtype.name} is not supported"):
+        run([encode(IMG, "PNG")], lambda e: fn.peek_image_shape(e, dtype=dtype))
+
+
 def test_legacy_ops_aliases():
     blob = encode(IMG, "PNG")
     outs = run([blob], lambda e: (ops.ImageDecoder(output_type=types.RGB)(e),

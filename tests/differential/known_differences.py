@@ -71,8 +71,6 @@ OPEN: dict[str, str] = {
     'pad[shape=[1]]':
         'penstock raises pad: padded shape [1, 1, 1] is smaller than the input extents [24, 32, 3]; DALI d...',
     'pad[shape=[]]': "penstock raises ValueError: pad: 'shape' has 0 values for 3 axes; DALI does not",
-    'peek_image_shape[dtype=types.INT16]': 'DALI raises RuntimeError; penstock accepts',
-    'peek_image_shape[dtype=types.UINT8]': 'DALI raises RuntimeError; penstock accepts',
     'slice[dtype=types.INT16]': 'DALI raises RuntimeError; penstock accepts',
     'slice[dtype=types.INT32]': 'DALI raises RuntimeError; penstock accepts',
     'slice[fill_values=[0.5, 1.5]]':

@@ -22,6 +22,7 @@ from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
 from .crop import CROP_ARGS
+from .properties import check_shape_type
 from .slicing import WINDOW_ARGS, check_slice_args, slice_window
 
 _MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
@@ -448,6 +449,9 @@ class ImageDecoderSlice(_DecoderBase):
 
 @register(PEEK_IMAGE_SHAPE)
 class PeekImageShapeCPU(Operator):
+    def setup(self) -> None:
+        check_shape_type(self)
+
     def run(self, ws):
         src = _encoded(self, ws)
         shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["image_type"]))

@@ -19,12 +19,17 @@ SHAPE_TYPES = (DALIDataType.INT32, DALIDataType.UINT32, DALIDataType.INT64, DALI
                DALIDataType.FLOAT, DALIDataType.FLOAT64)
 
 
+def check_shape_type(op: Operator) -> None:
+    """The ``dtype`` of an operator that outputs shapes is one of SHAPE_TYPES."""
+    if op.args["dtype"] not in SHAPE_TYPES:
+        raise ValueError(f"{op.label}: dtype {op.args['dtype'].name} is not supported "
+                         f"({', '.join(t.name for t in SHAPE_TYPES)})")
+
+
 @register(SHAPES, device=("cpu", "gpu"))
 class Shapes(Operator):
     def setup(self) -> None:
-        if self.args["dtype"] not in SHAPE_TYPES:
-            raise ValueError(f"{self.label}: dtype {self.args['dtype'].name} is not supported "
-                             f"({', '.join(t.name for t in SHAPE_TYPES)})")
+        check_shape_type(self)
 
     def run(self, ws):
         src = ws.inputs[0]
