@@ -97,6 +97,55 @@ def test_crop_volume():
     np.testing.assert_array_equal(out[0], vol[0:2, 2:5, 2:6])
 
 
+def test_crop_sizes_are_cut_to_whole_numbers_and_nonpositive_keeps_the_extent():
+    # 0.5 -> 0: the whole height; 1.5 -> 1 column at round(0.5 * (12 - 1)) = 6
+    out, _ = run(fn.crop, [IMG], crop=(0.5, 1.5))
+    np.testing.assert_array_equal(out[0], IMG[:, 6:7])
+    # -1: the whole height; 4.9 -> 4 columns at round(0.5 * (12 - 4)) = 4
+    out, _ = run(fn.crop, [IMG], crop_h=-1.0, crop_w=4.9)
+    np.testing.assert_array_equal(out[0], IMG[:, 4:8])
+    # a depth given with crop_h / crop_w does not apply to images
+    out, _ = run(fn.crop, [IMG], crop_h=4, crop_w=6, crop_d=2)
+    np.testing.assert_array_equal(out[0], IMG[3:7, 3:9])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"crop": (4, 6), "crop_h": 0.0}, "'crop_h' and 'crop_w' together"),
+    ({"crop_w": 6.0}, "'crop_h' and 'crop_w' together"),
+    ({"crop": (4, 6), "crop_d": 0.0}, "'crop_d' needs 'crop_h' and 'crop_w'"),
+    ({"crop": (4, 6), "crop_h": 4.0, "crop_w": 0.0}, "either 'crop' or"),
+    ({"crop": (4,)}, "'crop' needs 2 values"),
+])
+def test_crop_window_arguments_that_do_not_go_together(kwargs, message):
+    with pytest.raises(RuntimeError, match=message) as e:
+        run(fn.crop, [IMG], **kwargs)
+    assert "crop" in str(e.value)
+
+
+def test_crop_output_types():
+    vol = np.arange(4 * 5 * 6, dtype=np.int16).reshape(4, 5, 6, 1)
+    out, tl = run(fn.crop, [vol], layout="DHWC", crop=(2, 3, 4), dtype=types.INT16)  # the input's own type
+    assert tl.dtype == types.INT16
+    np.testing.assert_array_equal(out[0], vol[1:3, 1:4, 1:5])
+    for dtype in (types.INT16, types.INT32):  # other than the input's: UINT8, FLOAT16 or FLOAT only
+        with pytest.raises(RuntimeError, match=f"crop .*output type {dtype.name} is not supported"):
+            run(fn.crop, [IMG], crop=(4, 6), dtype=dtype)
+
+
+def test_crop_fill_values_only_count_with_the_pad_policy():
+    # no padding possible: the fill values are not used, whatever their number
+    for fill in ((0.5, 1.5), ()):
+        out, _ = run(fn.crop, [IMG], crop=(4, 6), fill_values=fill)
+        np.testing.assert_array_equal(out[0], IMG[3:7, 3:9])
+        out, _ = run(fn.crop, [IMG], crop=(4, 14), out_of_bounds_policy="trim_to_shape", fill_values=fill)
+        np.testing.assert_array_equal(out[0], IMG[3:7])
+    # padding: one value per output channel, or one for all; none fills with zeros
+    out, _ = run(fn.crop, [IMG], crop=(12, 14), out_of_bounds_policy="pad", fill_values=())
+    np.testing.assert_array_equal(out[0], padded_window(IMG, (-1, -1, 0), (12, 14, 3), (0,)))
+    with pytest.raises(RuntimeError, match="crop .*'fill_values' has 2 values for 3 output channels"):
+        run(fn.crop, [IMG], crop=(4, 6), out_of_bounds_policy="pad", fill_values=(0.5, 1.5))
+
+
 # ---- slice ---------------------------------------------------------------------------------
 
 def test_slice_relative_inputs_default_axes():
@@ -160,6 +209,22 @@ def test_pad_axis_names_and_per_sample_fill():
     assert [o.shape for o in out] == [(8, 5, 3), (8, 5, 3)]
 
 
+def test_pad_empty_lists_mean_defaults_and_shape_never_shrinks():
+    rng = np.random.default_rng(5)
+    imgs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in [(4, 5), (6, 3)]]
+    for kw in ({"axes": ()}, {"shape": ()}, {"align": ()}):  # all axes, the batch maximum, no alignment
+        out, _ = run(fn.pad, imgs, fill_value=3, **kw)
+        for img, o in zip(imgs, out):
+            np.testing.assert_array_equal(o, np.pad(img, ((0, 6 - img.shape[0]), (0, 5 - img.shape[1]), (0, 0)),
+                                                    constant_values=3))
+    # a shape below a sample's extent keeps that extent (no error); -1 is the batch maximum
+    out, _ = run(fn.pad, imgs, shape=(1,))
+    assert [o.shape for o in out] == [(4, 5, 3), (6, 3, 3)]
+    out, _ = run(fn.pad, imgs, shape=(5, 1, -1))
+    assert [o.shape for o in out] == [(5, 5, 3), (6, 3, 3)]
+    np.testing.assert_array_equal(out[0], np.pad(imgs[0], ((0, 1), (0, 0), (0, 0))))
+
+
 # ---- flip ----------------------------------------------------------------------------------
 
 def test_flip_default_horizontal_verified():
@@ -197,3 +262,10 @@ def test_flip_with_coin_flip():
     for i in range(8):
         expect = IMG[:, ::-1] if int(np.array(coins.at(i))) else IMG
         np.testing.assert_array_equal(np.array(out.at(i)), expect)
+
+
+def test_flip_depthwise_without_a_depth_dim_is_ignored():
+    out, _ = run(fn.flip, [IMG], depthwise=1)
+    np.testing.assert_array_equal(out[0], IMG[:, ::-1])
+    out, _ = run(fn.flip, [IMG], horizontal=0, depthwise=1)
+    np.testing.assert_array_equal(out[0], IMG)

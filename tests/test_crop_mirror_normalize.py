@@ -145,3 +145,37 @@ def test_float_input():
     img = np.random.default_rng(3).uniform(0, 1, (6, 7, 3)).astype(np.float32)
     out, _ = run([img], mean=[0.5], std=[0.25])
     np.testing.assert_allclose(out[0], reference(img, [0.5], [0.25]), rtol=1e-5, atol=1e-6)
+
+
+def test_crop_window_sizes_and_argument_pairs():
+    # crop (0.5, 1.5): 0 rows -> the whole height; 1 column at round(0.5 * (50 - 1)) = 25 (ties away from zero)
+    out, _ = run([IMG], crop=(0.5, 1.5))
+    np.testing.assert_allclose(out[0], reference(IMG, window=((0, 25), (40, 1))))
+    for kwargs, message in (({"crop_h": 0.0}, "'crop_h' and 'crop_w' together"),
+                            ({"crop_w": 8.0}, "'crop_h' and 'crop_w' together"),
+                            ({"crop_d": 2.0}, "'crop_d' needs 'crop_h' and 'crop_w'")):
+        with pytest.raises(RuntimeError, match=f"crop_mirror_normalize .*{message}"):
+            run([IMG], **kwargs)
+
+
+def test_int16_and_int32_outputs_are_refused():
+    for dtype in (types.INT16, types.INT32):
+        with pytest.raises(RuntimeError, match=f"output type {dtype.name} is not supported"):
+            run([IMG], dtype=dtype)
+
+
+def test_fill_values_count_only_with_the_pad_policy():
+    for fill in ((0.5, 1.5), ()):  # no padding: not used
+        out, _ = run([IMG], crop=(20, 30), fill_values=fill)
+        np.testing.assert_allclose(out[0], reference(IMG, window=((10, 10), (20, 30))))
+    out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", fill_values=(),
+                 output_layout="HWC")  # none given: zeros
+    np.testing.assert_array_equal(out[0][40:], 0)
+    with pytest.raises(RuntimeError, match="'fill_values' has 2 values for 3 output channels"):
+        run([IMG], crop=(20, 30), out_of_bounds_policy="pad", fill_values=(0.5, 1.5))
+    # with pad_output the output has 4 channels
+    with pytest.raises(RuntimeError, match="'fill_values' has 2 values for 4 output channels"):
+        run([IMG], crop=(20, 30), out_of_bounds_policy="pad", pad_output=True, fill_values=(1, 2))
+    out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", pad_output=True,
+                 fill_values=(1, 2, 3, 0), output_layout="HWC")
+    np.testing.assert_array_equal(out[0][40:], np.broadcast_to(np.float32([1, 2, 3, 0]), (4, 50, 4)))

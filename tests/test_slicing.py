@@ -3,7 +3,7 @@ as constants and argument inputs, positional anchor/shape inputs; against numpy 
 import numpy as np
 import pytest
 
-from penstock import fn
+from penstock import fn, types
 
 from _util import run_es, samples
 
@@ -146,3 +146,33 @@ def test_image_decoder_slice_takes_the_same_window_arguments():
         np.testing.assert_array_equal(got, _window(img, a, s, np.add(s, h)))
     with pytest.raises(RuntimeError, match="channels stay whole"):
         run_es(lambda x: fn.decoders.image_slice(x, start=[1], shape=[1], axes=[2]), pngs)
+
+
+def test_output_type_is_the_input_type_uint8_float16_or_float():
+    tl, = run_es(lambda x: fn.slice(x, start=[1], shape=[2], axes=[0], dtype=types.FLOAT16), IMGS)
+    np.testing.assert_array_equal(samples(tl)[0], IMGS[0][1:3].astype(np.float16))
+    for dtype in (types.INT16, types.INT32):
+        with pytest.raises(RuntimeError, match=f"slice .*output type {dtype.name} is not supported"):
+            run_es(lambda x: fn.slice(x, start=[1], shape=[2], axes=[0], dtype=dtype), IMGS)
+
+
+def test_fill_values_are_checked_only_with_the_pad_policy():
+    for fill in ([0.5, 1.5], []):  # never used without padding
+        tl, = run_es(lambda x: fn.slice(x, start=[1], shape=[9], axes=[0], fill_values=fill,
+                                        out_of_bounds_policy="trim_to_shape"), IMGS, layouts=["HWC"])
+        for img, got in zip(IMGS, samples(tl)):
+            np.testing.assert_array_equal(got, img[1:10])
+    # padding: one value per channel of the window (here 2 of the 3 are kept); [] pads with zeros
+    tl, = run_es(lambda x: fn.slice(x, start=[0, 1], shape=[10, 2], axes=[0, 2], fill_values=[7, 8],
+                                    out_of_bounds_policy="pad"), IMGS, layouts=["HWC"])
+    for img, got in zip(IMGS, samples(tl)):
+        expect = np.empty((10, img.shape[1], 2), np.uint8)
+        expect[:] = [7, 8]
+        expect[:img.shape[0]] = img[:, :, 1:3]
+        np.testing.assert_array_equal(got, expect)
+    tl, = run_es(lambda x: fn.slice(x, start=[0], shape=[8], axes=[0], fill_values=[],
+                                    out_of_bounds_policy="pad"), IMGS, layouts=["HWC"])
+    np.testing.assert_array_equal(samples(tl)[2], np.concatenate([IMGS[2], np.zeros((4, 8, 3), np.uint8)]))
+    with pytest.raises(RuntimeError, match="slice .*'fill_values' has 2 values for 3 output channels"):
+        run_es(lambda x: fn.slice(x, start=[0], shape=[8], axes=[0], fill_values=[7, 8],
+                                  out_of_bounds_policy="pad"), IMGS, layouts=["HWC"])

@@ -1,15 +1,17 @@
 """Window copies: ``crop``, ``pad`` and ``flip`` (one slice kernel per device; ``slice`` is in slicing.py).
 
 Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window sizes from
-``crop`` / ``crop_h|w|d``, anchors ``round(crop_pos * (extent - size))`` (ties away from zero),
-and the out-of-bounds policies ("error", "pad", "trim_to_shape").
+``crop`` / ``crop_h|w|d`` (cut to whole numbers toward zero; a size <= 0 keeps the whole extent),
+anchors ``round(crop_pos * (extent - size))`` (ties away from zero), and the out-of-bounds
+policies ("error", "pad", "trim_to_shape").
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._operator import Operator, SampleError
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
+from ..types import DALIDataType as T
 from ._batch import contiguous
 from .cast import cast_batch
 
@@ -56,9 +58,11 @@ def per_channel(ws, name: str, channels: int) -> np.ndarray:
 
 CROP_ARGS = [
     Arg("crop", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="window size (h, w) or (d, h, w)"),
-    Arg("crop_h", ArgType.FLOAT, 0.0, tensor=True, doc="window height (0 = not cropped)"),
-    Arg("crop_w", ArgType.FLOAT, 0.0, tensor=True, doc="window width (0 = not cropped)"),
-    Arg("crop_d", ArgType.FLOAT, 0.0, tensor=True, doc="window depth (0 = not cropped)"),
+    # optional (no default) so that giving one, even as 0, is seen: DALI refuses a lone crop_h or crop_w
+    Arg("crop_h", ArgType.FLOAT, optional=True, tensor=True, doc="window height (<= 0: whole; with crop_w)"),
+    Arg("crop_w", ArgType.FLOAT, optional=True, tensor=True, doc="window width (<= 0: whole; with crop_h)"),
+    Arg("crop_d", ArgType.FLOAT, optional=True, tensor=True,
+        doc="window depth (<= 0: whole; with crop_h and crop_w)"),
     Arg("crop_pos_x", ArgType.FLOAT, 0.5, tensor=True, doc="relative horizontal position of the window"),
     Arg("crop_pos_y", ArgType.FLOAT, 0.5, tensor=True, doc="relative vertical position of the window"),
     Arg("crop_pos_z", ArgType.FLOAT, 0.5, tensor=True, doc="relative depth position of the window"),
@@ -69,27 +73,25 @@ CROP_ARGS = [
 
 
 def crop_window_sizes(ws, axes: dict) -> dict:
-    """{axis letter: [N] float sizes or None} for the spatial axes present."""
+    """{axis letter: [N] sizes as given, or None (the whole extent)} for the spatial axes present."""
     op = ws.op
     present = [a for a in SPATIAL if a in axes]
-    sizes = {a: None for a in present}
-    crop = per_sample_list(ws, "crop")
     separate = {"D": "crop_d", "H": "crop_h", "W": "crop_w"}
+    if ws.has_arg("crop_h") != ws.has_arg("crop_w"):
+        raise ArgumentValueError(f"{op.label}: give 'crop_h' and 'crop_w' together")
+    if ws.has_arg("crop_d") and not ws.has_arg("crop_w"):
+        raise ArgumentValueError(f"{op.label}: 'crop_d' needs 'crop_h' and 'crop_w' too")
+    crop = per_sample_list(ws, "crop")
     if crop is not None:
-        if any(ws.has_arg(separate[a]) and (separate[a] in ws.arg_inputs or op.args[separate[a]])
-               for a in present):
-            raise ValueError(f"{op.label}: give either 'crop' or 'crop_h'/'crop_w'/'crop_d', not both")
+        if ws.has_arg("crop_w") or ws.has_arg("crop_d"):
+            raise ArgumentValueError(f"{op.label}: give either 'crop' or 'crop_h'/'crop_w'/'crop_d', not both")
         k = crop.shape[1]
-        if k not in (len(present), 2):
-            raise ValueError(f"{op.label}: 'crop' has {k} values for the {len(present)} spatial dims of the input")
-        for a, col in zip(present[-k:], range(k)):
-            sizes[a] = crop[:, col]
-        return sizes
-    for a in present:
-        v = ws.per_sample(separate[a], np.float64)
-        if (v != 0).any():
-            sizes[a] = v
-    return sizes
+        if k not in (2, 3):
+            raise ArgumentValueError(f"{op.label}: 'crop' needs 2 values (h, w) or 3 (d, h, w), got {k}")
+        given = dict(zip(SPATIAL[-k:], crop.T))  # a depth given for an image is not used
+    else:
+        given = {a: ws.per_sample(separate[a], np.float64) for a in present if ws.has_arg(separate[a])}
+    return {a: given.get(a) for a in present}
 
 
 def crop_windows(ws, src, layout: str, allow_trim: bool = True):
@@ -111,9 +113,8 @@ def crop_windows(ws, src, layout: str, allow_trim: bool = True):
         if size is None:
             continue
         d = axes[a]
-        if (size < 0).any():
-            raise ValueError(f"{op.label}: crop window sizes must not be negative")
-        size_i = round_half_away(size)
+        size_i = np.trunc(size).astype(np.int64)  # DALI reads the sizes as integers
+        size_i = np.where(size_i > 0, size_i, shapes[:, d])
         pos = ws.per_sample(pos_arg[a], np.float64)
         raw = pos * (shapes[:, d] - size_i)
         anchors[:, d] = round_half_away(raw) if rounding == "round" else np.trunc(raw).astype(np.int64)
@@ -148,19 +149,36 @@ def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim
     return out
 
 
-def fill_for(ws, layout: str, values) -> tuple[np.ndarray, int]:
-    """Per-channel fill values as [N, F] and the channel dim (-1 if the layout has none)."""
+def fill_for(ws, layout: str, values, policy: str, out_shapes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per-channel fill values as [N, F] and the channel dim (-1 if the layout has none). Only the
+    'pad' policy fills, so only then must there be one value or one per output channel (as in
+    DALI); an empty list fills with zeros."""
     values = np.asarray(values, np.float64).reshape(-1)
     cdim = layout.find("C")
-    if values.size > 1 and cdim < 0:
-        raise ValueError(f"{ws.op.label}: several fill values need a layout with a channel dim ('C')")
+    if policy != "pad" or values.size == 0:
+        values = np.zeros(1)
+    if values.size > 1:
+        if cdim < 0:
+            raise ArgumentValueError(f"{ws.op.label}: several 'fill_values' need a layout with a channel dim ('C')")
+        wrong = out_shapes[:, cdim] != values.size
+        if wrong.any():
+            i = int(np.nonzero(wrong)[0][0])
+            raise SampleError(i, f"{ws.op.label}: 'fill_values' has {values.size} values for "
+                                 f"{int(out_shapes[i, cdim])} output channels (give 1 or one per channel)")
     return np.tile(values, (ws.batch_size, 1)), cdim
+
+
+# output types of crop and slice besides the input's own
+WINDOW_OUT_TYPES = (T.UINT8, T.FLOAT16, T.FLOAT)
 
 
 def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
     """slice_batch, then conversion to `dtype`. The window is cut in the input type (cheaper:
     only the window is converted) unless a fill value does not survive that type (e.g. 0.5 for
     uint8 data with a float output): then the input is converted first."""
+    if dtype is not None and int(dtype) != int(src.dtype) and dtype not in WINDOW_OUT_TYPES:
+        raise ArgumentTypeError(f"{ws.op.label}: output type {dtype.name} is not supported (use the input type "
+                                f"or {', '.join(t.name for t in WINDOW_OUT_TYPES)})")
     if dtype is None or int(dtype) == int(src.dtype):
         return slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
     in_type = src._buf.dtype
@@ -187,22 +205,22 @@ class Crop(Operator):
         layout = layout_of(src)
         if not any(a in layout for a in "HW"):
             raise ValueError(f"{self.label}: the input layout '{src._layout}' has no spatial dims")
-        if self.args["crop"] is None and "crop" not in ws.arg_inputs and not any(
-                ws.has_arg(a) and (a in ws.arg_inputs or self.args[a]) for a in ("crop_h", "crop_w", "crop_d")):
+        if not any(ws.has_arg(a) for a in ("crop", "crop_h", "crop_w", "crop_d")):
             raise ValueError(f"{self.label}: give the window size with 'crop' or 'crop_h'/'crop_w'")
         anchors, shapes = crop_windows(ws, src, layout)
-        fill, cdim = fill_for(ws, layout, self.args["fill_values"])
+        fill, cdim = fill_for(ws, layout, self.args["fill_values"], self.args["out_of_bounds_policy"], shapes)
         return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
 
 
 # ---- pad -----------------------------------------------------------------------------------
 
 PAD = OpSchema(
-    "Pad", "Pads samples at the end of the chosen axes: to `shape`, or to the batch maximum, "
-           "optionally rounded up to a multiple of `align`.",
-    args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="dims to pad (default: all)"),
+    "Pad", "Pads samples at the end of the chosen axes: to `shape` (never below a sample's own extent), "
+           "or to the batch maximum, optionally rounded up to a multiple of `align`.",
+    args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="dims to pad (default or []: all)"),
           Arg("axis_names", ArgType.LAYOUT, optional=True, doc="dims to pad, by layout letters"),
-          Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="target extents (-1: batch maximum)"),
+          Arg("shape", ArgType.INT_LIST, optional=True, tensor=True,
+              doc="target extents (-1: batch maximum; below the sample's extent: the extent)"),
           Arg("align", ArgType.INT_LIST, optional=True, tensor=True, doc="round extents up to a multiple"),
           Arg("fill_value", ArgType.FLOAT, 0.0, tensor=True, doc="value of the padding")],
     devices=("cpu", "gpu"))
@@ -218,7 +236,7 @@ class Pad(Operator):
             if any(c not in layout for c in self.args["axis_names"]):
                 raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' not in layout '{layout}'")
             axes = [layout.index(c) for c in self.args["axis_names"]]
-        elif self.args["axes"] is not None:
+        elif self.args["axes"]:
             axes = [a + nd if a < 0 else a for a in self.args["axes"]]
             if any(a < 0 or a >= nd for a in axes):
                 raise ValueError(f"{self.label}: axes {list(self.args['axes'])} out of range for {nd}-D input")
@@ -227,19 +245,15 @@ class Pad(Operator):
         ext = src._shapes[:, axes]
         target = np.tile(ext.max(axis=0) if n else np.zeros(len(axes), np.int64), (n, 1))
         shape = per_sample_list(ws, "shape", np.int64)
-        if shape is not None:
+        if shape is not None and shape.shape[1]:  # [] is no shape
             shape = _broadcast_cols(self, shape, len(axes), "shape")
-            target = np.where(shape < 0, target, shape)
+            target = np.where(shape < 0, target, np.maximum(shape, ext))
         align = per_sample_list(ws, "align", np.int64)
-        if align is not None:
+        if align is not None and align.shape[1]:  # [] is no alignment
             align = _broadcast_cols(self, align, len(axes), "align")
             if (align <= 0).any():
                 raise ValueError(f"{self.label}: 'align' must be positive")
             target = -(-target // align) * align
-        if (target < ext).any():
-            i = int(np.nonzero((target < ext).any(axis=1))[0][0])
-            raise SampleError(i, f"{self.label}: padded shape {target[i].tolist()} is smaller than the input "
-                                 f"extents {ext[i].tolist()}")
         shapes = src._shapes.copy()
         shapes[:, axes] = target
         fill = ws.per_sample("fill_value", np.float64).reshape(n, 1)
@@ -257,7 +271,8 @@ def _broadcast_cols(op, v, k, what):
 # ---- flip ----------------------------------------------------------------------------------
 
 FLIP = OpSchema(
-    "Flip", "Mirrors samples horizontally (default), vertically and/or depthwise; flags per sample.",
+    "Flip", "Mirrors samples horizontally (default), vertically and/or depthwise; flags per sample "
+           "(a flag for a dim the layout lacks is ignored).",
     args=[Arg("horizontal", ArgType.INT, 1, tensor=True, doc="flip along W"),
           Arg("vertical", ArgType.INT, 0, tensor=True, doc="flip along H"),
           Arg("depthwise", ArgType.INT, 0, tensor=True, doc="flip along D")],
@@ -272,11 +287,8 @@ class Flip(Operator):
         n, nd = src._shapes.shape
         flips = np.zeros((n, nd), np.uint8)
         for letter, arg in (("W", "horizontal"), ("H", "vertical"), ("D", "depthwise")):
-            flags = ws.per_sample(arg, np.int64) != 0
-            if letter in layout:
-                flips[:, layout.index(letter)] = flags
-            elif flags.any() and (arg in ws.arg_inputs or self.args[arg] != FLIP.arguments[arg].default):
-                raise ValueError(f"{self.label}: cannot flip {arg}: the layout '{src._layout}' has no '{letter}'")
+            if letter in layout:  # a flag for a dim the layout lacks (depthwise for images) does nothing
+                flips[:, layout.index(letter)] = ws.per_sample(arg, np.int64) != 0
         if not flips.any():
             return [src]
         return [slice_batch(ws, src, np.zeros((n, nd), np.int64), src._shapes, flips=flips)]

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
 from ._batch import contiguous
 from .crop import CROP_ARGS, crop_windows, layout_of, per_channel
 
 IN_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)
-OUT_TYPES = (T.UINT8, T.INT8, T.INT16, T.INT32, T.FLOAT16, T.FLOAT)
+OUT_TYPES = (T.UINT8, T.INT8, T.FLOAT16, T.FLOAT)  # DALI's: no INT16 / INT32 output
 
 CMN = OpSchema(
     "CropMirrorNormalize",
@@ -63,8 +63,8 @@ class CropMirrorNormalize(Operator):
                             f"(use {', '.join(t.name for t in IN_TYPES)})")
         dtype = self.args["dtype"]
         if dtype not in OUT_TYPES:
-            raise TypeError(f"{self.label}: output type {dtype.name} is not supported "
-                            f"(use {', '.join(t.name for t in OUT_TYPES)})")
+            raise ArgumentTypeError(f"{self.label}: output type {dtype.name} is not supported "
+                                    f"(use {', '.join(t.name for t in OUT_TYPES)})")
         n, nd = src._shapes.shape
         channels = set(src._shapes[:, -1].tolist())
         if len(channels) > 1:
@@ -74,10 +74,15 @@ class CropMirrorNormalize(Operator):
         cdim, out_layout = channel_placement(self, layout, self.args["output_layout"])
         pad = bool(self.args["pad_output"])
         out_shapes = np.insert(windows[:, :-1], cdim, c + pad, axis=1)
+        # only the 'pad' policy fills, so only then must there be one value or one per output channel
+        # (with pad_output, one per input channel is taken too: the pad channel stays 0)
         fill = np.asarray(self.args["fill_values"], np.float32)
-        if fill.size not in (1, c):
-            raise ValueError(f"{self.label}: fill_values has {fill.size} values for {c} channels")
-        fill = np.ascontiguousarray(np.broadcast_to(fill, (c,)))
+        if self.args["out_of_bounds_policy"] != "pad" or fill.size == 0:
+            fill = np.zeros(1, np.float32)
+        if fill.size not in (1, c, c + pad):
+            raise ArgumentValueError(f"{self.label}: 'fill_values' has {fill.size} values for {c + pad} output "
+                                     "channels (give 1 or one per channel)")
+        fill = np.ascontiguousarray(np.broadcast_to(fill[:c], (c,)))
         mean = per_channel(ws, "mean", c)
         std = per_channel(ws, "std", c)
         if (std == 0).any():

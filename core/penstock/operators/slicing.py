@@ -237,5 +237,5 @@ class Slice(Operator):
         if policy == "trim_to_shape":
             lo, hi = np.clip(anchors, 0, src._shapes), np.clip(anchors + shapes, 0, src._shapes)
             anchors, shapes = lo, np.maximum(hi - lo, 0)
-        fill, cdim = fill_for(ws, layout, self.args["fill_values"])
+        fill, cdim = fill_for(ws, layout, self.args["fill_values"], policy, shapes)
         return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
