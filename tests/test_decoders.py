@@ -330,3 +330,17 @@ def test_missing_pillow_is_a_clear_error(monkeypatch):
 def test_encoded_input_must_be_bytes():
     with pytest.raises(Exception, match="uint8"):
         run([np.zeros(10, np.float32)], lambda e: fn.decoders.image(e))
+
+
+def test_image_crop_window_sizes_follow_crop_rules():
+    # as fn.crop: sizes read as integers, a size <= 0 keeps the whole extent, crop_h/crop_w together
+    blob = encode(IMG, "PNG")
+    truncated, whole_h, whole = run([blob], lambda e: (
+        fn.decoders.image_crop(e, crop=(10.9, 20.5), crop_pos_x=0.0, crop_pos_y=0.0),
+        fn.decoders.image_crop(e, crop_h=0.0, crop_w=7.0, crop_pos_x=0.0, crop_pos_y=0.0),
+        fn.decoders.image_crop(e, crop_h=-1.0, crop_w=0.0)))
+    np.testing.assert_array_equal(truncated[0], IMG[:10, :20])
+    np.testing.assert_array_equal(whole_h[0], IMG[:, :7])
+    np.testing.assert_array_equal(whole[0], IMG)
+    with pytest.raises(RuntimeError, match="crop_h.*crop_w.*together"):
+        run([blob], lambda e: fn.decoders.image_crop(e, crop_h=5.0))

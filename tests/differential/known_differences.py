@@ -29,13 +29,5 @@ INTENDED: dict[str, str] = {
 # generated from the full run (1168 operator cases, 168 differ; the 4956 iterator cases agree)
 OPEN: dict[str, str] = {
     'decoders.image[output_type=types.GRAY]': 'output 0 sample 0: 25 of 768 values differ (max 6)',
-    'decoders.image_crop[crop=[0.5, 1.5]]': 'output 0 sample 0: shape (1, 2, 3), DALI (24, 1, 3)',
-    'decoders.image_crop[crop=[2.0]]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_crop[crop_h=-1.0]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_crop[crop_h=0.0]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_crop[crop_h=0.5]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_crop[crop_w=-1.0]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_crop[crop_w=0.0]': 'DALI raises RuntimeError; penstock accepts',
-    'decoders.image_crop[crop_w=0.5]': 'DALI raises RuntimeError; penstock accepts',
     'decoders.image_slice[output_type=types.GRAY]': 'output 0 sample 0: 2 of 30 values differ (max 2)',
 }

@@ -21,7 +21,7 @@ from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
 from ._batch import contiguous, empty_batch
-from .crop import CROP_ARGS
+from .crop import CROP_ARGS, crop_window_sizes
 from .properties import check_shape_type
 from .slicing import WINDOW_ARGS, check_slice_args, slice_window
 
@@ -415,15 +415,16 @@ class ImageDecoderCrop(_DecoderBase):
             raise ValueError(f"{self.label}: give the window size as 'crop' or as 'crop_h' and 'crop_w'")
 
     def _has_size(self, tensors) -> bool:
-        given = lambda name: name in tensors or bool(self.args.get(name))
-        return given("crop") or (given("crop_h") and given("crop_w"))
+        # pairing (crop_h with crop_w, crop alone) is crop_window_sizes' check, at run time
+        return any(name in tensors or self.args.get(name) is not None for name in ("crop", "crop_h", "crop_w"))
 
     def windows(self, ws, shapes):
-        if ws.has_arg("crop"):
-            hw = ws.per_sample("crop", np.float64, 2)
-        else:
-            hw = np.stack([ws.per_sample("crop_h", np.float64), ws.per_sample("crop_w", np.float64)], 1)
-        size = _round_half_away(hw).astype(np.int64)
+        # fn.crop's rules: sizes read as integers, a size <= 0 keeps the whole extent
+        given = crop_window_sizes(ws, {"H": 0, "W": 1})
+        extent = shapes[:, :2].astype(np.int64)
+        size = np.stack([extent[:, d] if given[a] is None else np.trunc(given[a]).astype(np.int64)
+                         for d, a in enumerate("HW")], 1)
+        size = np.where(size > 0, size, extent)
         pos = np.stack([ws.per_sample("crop_pos_y", np.float64), ws.per_sample("crop_pos_x", np.float64)], 1)
         free = shapes[:, :2] - size
         anchor = pos * free
