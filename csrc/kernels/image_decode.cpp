@@ -160,6 +160,7 @@ Plan plan_sample(const Encoded& e, int output_type, bool adjust_orientation, con
   req.model = info.model;
   if (p.format == Format::Jpeg) {
     if (output_type == kBGR && info.model == Model::RGB) req.model = Model::BGR;  // libjpeg swaps
+    if (output_type == kGray && info.luma_stored) req.model = Model::Gray;    // libjpeg's luma
     if (target && target[0] > 0 && target[1] > 0) {
       int64_t th = p.orientation.transpose ? target[1] : target[0];
       int64_t tw = p.orientation.transpose ? target[0] : target[1];

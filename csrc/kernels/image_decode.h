@@ -44,6 +44,7 @@ struct ImageInfo {
   int64_t height = 0, width = 0;
   Model model = Model::RGB;  // what the decoder delivers for ANY_DATA (the stored channels)
   int orientation = 1;       // EXIF 1..8
+  bool luma_stored = false;  // a colour JPEG whose stored luma libjpeg can deliver as GRAY (not CMYK)
 };
 
 // Rows [y, y+h) and columns [x, x+w).

@@ -131,6 +131,7 @@ ImageInfo read_jpeg_info(const uint8_t* data, size_t size) {
     info.height = s.cinfo.image_height;
     info.width = s.cinfo.image_width;
     info.model = s.cinfo.jpeg_color_space == JCS_GRAYSCALE ? Model::Gray : Model::RGB;
+    info.luma_stored = info.model == Model::RGB && !is_cmyk(s.cinfo);
     info.orientation = orientation_of(s.cinfo);
   });
   return info;
@@ -146,6 +147,9 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
     if (c.jpeg_color_space == JCS_GRAYSCALE) {
       if (req.model != Model::Gray) throw DecodeError("grayscale JPEG decoded as colour");
       c.out_color_space = JCS_GRAYSCALE;
+    } else if (req.model == Model::Gray) {
+      if (cmyk) throw DecodeError("CMYK JPEG decoded as grayscale");
+      c.out_color_space = JCS_GRAYSCALE;  // libjpeg's own luma (for YCbCr, the stored Y), as DALI's GRAY
     } else {
       c.out_color_space = cmyk ? JCS_CMYK : bgr ? JCS_EXT_BGR : JCS_RGB;
     }

@@ -28,6 +28,4 @@ INTENDED: dict[str, str] = {
 
 # generated from the full run (1168 operator cases, 168 differ; the 4956 iterator cases agree)
 OPEN: dict[str, str] = {
-    'decoders.image[output_type=types.GRAY]': 'output 0 sample 0: 25 of 768 values differ (max 6)',
-    'decoders.image_slice[output_type=types.GRAY]': 'output 0 sample 0: 2 of 30 values differ (max 2)',
 }

@@ -30,7 +30,8 @@ _RESERVE = "mixed backend: reserved up front in the memory pool (bytes); no effe
 
 _DECODER_ARGS = [
     Arg("output_type", ArgType.IMAGE_TYPE, DALIImageType.RGB,
-        "colour format of the output: RGB, BGR, GRAY (BT.601 luma), YCbCr (BT.601 limited range) "
+        "colour format of the output: RGB, BGR, GRAY (BT.601 luma; a colour JPEG's is its stored Y), "
+        "YCbCr (BT.601 limited range) "
         "or ANY_DATA (the channels as stored)"),
     Arg("dtype", ArgType.DTYPE, DALIDataType.UINT8,
         "output type: UINT8; FLOAT (values / 255); INT8, UINT16, INT16, UINT32 or INT32 (0..255 scaled "
