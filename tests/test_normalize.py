@@ -49,6 +49,17 @@ def test_empty_axes_is_an_error():
         _run([np.ones((2, 3), np.float32)], axes=[])
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"axes": [-1]}, r"axes \[-1\] are out of range for 2-D input \(valid: 0..1\)"),  # not counted from the end
+    ({"axes": [0, 2]}, r"axes \[0, 2\] are out of range"),
+    ({"axes": [1], "axis_names": "H"}, "'axes' and 'axis_names' are mutually exclusive"),
+    ({"axes": [], "axis_names": "H"}, "'axes' and 'axis_names' are mutually exclusive"),
+])
+def test_axes_errors(kwargs, message):
+    with pytest.raises(RuntimeError, match=message):
+        _run([np.ones((2, 3), np.float32)], layout="HW", **kwargs)
+
+
 def test_integer_output_rounds_and_saturates():
     out = _run([np.array([0, 10, 20], np.float32)], mean=10, stddev=1, scale=20, dtype=types.INT8)
     np.testing.assert_array_equal(out.at(0), [-128, 0, 127])

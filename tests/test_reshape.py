@@ -38,6 +38,48 @@ def test_reshape_rel_shape():
     np.testing.assert_array_equal(out.at(0).ravel(), X.ravel())
 
 
+@pytest.mark.parametrize("shape, rel, expected", [
+    ((4, 6), [-1, 1], (4, 6)),
+    ((4, 6), [-1, 0.5], (8, 3)),      # 24 / (6 * 0.5)
+    ((4, 6), [2, -1], (8, 3)),        # 24 / (4 * 2)
+    ((4, 6), [-1], (24,)),
+    ((2, 3, 4), [1, -1], (2, 12)),    # fewer entries than dims: the volume of all of them
+    ((0, 6), [-1, 1], (0, 6)),        # an empty sample: 0 / 6
+    ((5, 6), [0.5, -1], (3, 10)),     # 2.5 rounds half up to 3, then 30 / 3
+])
+def test_reshape_rel_shape_infers_a_negative_extent(shape, rel, expected):
+    x = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
+    (out,) = run_es(lambda a: fn.reshape(a, rel_shape=rel), [x])
+    assert out.shape() == [expected]
+    np.testing.assert_array_equal(out.at(0).ravel(), x.ravel())
+
+
+def test_reshape_rel_shape_per_sample_with_negative_extent():
+    xs = [np.arange(24, dtype=np.uint8).reshape(4, 6), np.arange(12, dtype=np.uint8).reshape(2, 6)]
+    rels = [np.array([-1, 2], np.float32), np.array([2, -1], np.float32)]
+    (out,) = run_es(lambda x, r: fn.reshape(x, rel_shape=r), xs, rels)
+    assert out.shape() == [(2, 12), (4, 3)]
+
+
+@pytest.mark.parametrize("shape, rel, message", [
+    ((4, 6), [-1, -1], "more than one negative"),
+    ((4, 6), [-1, 0], "has an extent of 0"),
+    ((4, 6), [0.5, 0], "has an extent of 0"),
+    ((4, 0), [-1, 1], "cannot infer the extent of dimension 0"),
+    ((4, 6), [-1, 0.01], "cannot infer the extent of dimension 0"),  # 0.06 rounds to 0
+    ((4, 6), [-1, 1.5], "the number of elements differs"),           # 24 // 9 = 2: 2 x 9 != 24
+])
+def test_reshape_rel_shape_negative_extent_errors(shape, rel, message):
+    with pytest.raises(RuntimeError, match=message):
+        run_es(lambda a: fn.reshape(a, rel_shape=rel), [np.zeros(shape, np.float32)])
+
+
+def test_reshape_rel_shape_per_sample_negative_extent_errors():
+    with pytest.raises(RuntimeError, match="more than one negative"):
+        run_es(lambda x, r: fn.reshape(x, rel_shape=r), [np.zeros((4, 6), np.float32)],
+               [np.array([-1, -1], np.float32)])
+
+
 def test_reshape_volume_mismatch_errors():
     with pytest.raises(Exception):
         run_es(lambda a: fn.reshape(a, shape=[5, 5]), [X])

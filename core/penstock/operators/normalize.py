@@ -7,14 +7,14 @@ import contextlib
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType
 from ._batch import contiguous
 from .cast import cast_batch
 
 NORMALIZE = OpSchema(
     "Normalize", "Normalizes to zero mean and unit deviation along the reduction axes, then scales and shifts.",
-    args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="reduction axes (default: all)"),
+    args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="reduction axes, 0..ndim-1 (default: all)"),
           Arg("axis_names", ArgType.LAYOUT, optional=True, doc="reduction axes by layout letter"),
           Arg("mean", ArgType.FLOAT, optional=True, tensor=True, doc="mean to use instead of computing it"),
           Arg("stddev", ArgType.FLOAT, optional=True, tensor=True, doc="deviation to use instead of computing it"),
@@ -54,6 +54,10 @@ def _broadcast_strides(shape: tuple, sample: np.ndarray) -> np.ndarray:
 
 @register(NORMALIZE, device=("cpu", "gpu"))
 class Normalize(Operator):
+    def setup(self):
+        if self.args["axes"] is not None and self.args["axis_names"] is not None:
+            raise ArgumentValueError(f"{self.label}: 'axes' and 'axis_names' are mutually exclusive")
+
     def _axes(self, layout: str, ndim: int) -> tuple[int, ...]:
         if self.args["axis_names"]:
             missing = [c for c in self.args["axis_names"] if c not in layout]
@@ -63,10 +67,11 @@ class Normalize(Operator):
         if self.args["axes"] is not None:
             if not self.args["axes"]:
                 raise ValueError(f"{self.label}: axes is empty; it must name at least one reduction axis")
-            axes = tuple(a % max(ndim, 1) for a in self.args["axes"])
-            if any(not -ndim <= a < ndim for a in self.args["axes"]):
-                raise ValueError(f"{self.label}: axes {list(self.args['axes'])} are out of range for {ndim}-D input")
-            return axes
+            # as DALI, negative axes are refused, not counted from the end
+            if any(not 0 <= a < ndim for a in self.args["axes"]):
+                raise ValueError(f"{self.label}: axes {list(self.args['axes'])} are out of range for {ndim}-D input "
+                                 f"(valid: 0..{ndim - 1})")
+            return tuple(self.args["axes"])
         return tuple(range(ndim))
 
     def _given(self, ws, name: str, stats_shape: tuple, n: int):

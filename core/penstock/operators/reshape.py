@@ -11,7 +11,8 @@ from ..types import to_numpy_type
 
 _RESHAPE_ARGS = [
     Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="new shape; one -1 is inferred, 0 copies the input extent"),
-    Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="new shape relative to the input's"),
+    Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True,
+        doc="new shape relative to the input's; one negative entry is inferred"),
     Arg("src_dims", ArgType.INT_LIST, optional=True, doc="input dims to keep, in order (-1 inserts a unit dim)"),
     Arg("layout", ArgType.LAYOUT, optional=True, doc="layout of the output"),
 ]
@@ -56,8 +57,14 @@ class _ReshapeBase(Operator):
                  if present]
         if len(given) > 1:
             raise ArgumentValueError(f"{self.label}: {' and '.join(given)} are mutually exclusive")
-        if a.get("rel_shape") == ():
+        rel = a.get("rel_shape")
+        if rel == ():
             raise ArgumentValueError(f"{self.label}: 'rel_shape' is an empty list")
+        if rel is not None and 0 in rel:
+            raise ArgumentValueError(f"{self.label}: 'rel_shape' {list(rel)} has an extent of 0")
+        if rel is not None and sum(r < 0 for r in rel) > 1:
+            raise ArgumentValueError(f"{self.label}: 'rel_shape' {list(rel)} has more than one negative "
+                                     "(inferred) extent")
 
     def _target_shapes(self, ws, src: TensorListCPU) -> np.ndarray:
         n, a = len(src), self.args
@@ -90,16 +97,34 @@ class _ReshapeBase(Operator):
                 shape[wild] = (vol // np.maximum(known, 1))[rows]
             return shape
         if "rel_shape" in ws.arg_inputs or a["rel_shape"] is not None:
-            rel = ws.arg_inputs["rel_shape"].as_array().astype(np.float64).reshape(n, -1) if "rel_shape" in ws.arg_inputs \
-                else np.tile(np.array(a["rel_shape"], np.float64), (n, 1))
+            rel = ws.arg_inputs["rel_shape"].as_array().astype(np.float32).reshape(n, -1) if "rel_shape" in ws.arg_inputs \
+                else np.tile(np.array(a["rel_shape"], np.float32), (n, 1))
             if rel.shape[1] > src.ndim():
                 raise ValueError(f"{self.label}: rel_shape has more entries than the input has dimensions")
-            return np.round(src._shapes[:, :rel.shape[1]] * rel).astype(np.int64)
+            return self._rel_target_shapes(src, rel)
         if a["src_dims"] is not None:
             dims = list(a["src_dims"])
             cols = [src._shapes[:, d] if d >= 0 else np.ones(n, np.int64) for d in dims]
             return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
         return src._shapes.copy()
+
+    def _rel_target_shapes(self, src: TensorListCPU, rel: np.ndarray) -> np.ndarray:
+        """Extents scaled by ``rel`` (float32, as DALI, rounded half up); a negative entry is
+        inferred: the input volume divided (rounding down) by the other output extents."""
+        scaled = src._shapes[:, :rel.shape[1]].astype(np.float32) * rel
+        shape = np.floor(scaled).astype(np.int64)
+        shape += (scaled - np.floor(scaled)) >= 0.5
+        wild = rel < 0
+        if (wild.sum(axis=1) > 1).any():
+            raise ValueError(f"{self.label}: 'rel_shape' has more than one negative (inferred) extent")
+        for i, d in zip(*np.nonzero(wild)):
+            known = int(np.delete(shape[i], d).prod())
+            if known == 0:
+                raise ValueError(f"{self.label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])}: "
+                                 f"cannot infer the extent of dimension {d} of 'rel_shape' when the other "
+                                 "extents have a volume of 0")
+            shape[i, d] = _volumes(src._shapes[i:i + 1])[0] // known
+        return shape
 
     def _layout(self, src: TensorListCPU, shapes: np.ndarray) -> str:
         a = self.args
