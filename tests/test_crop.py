@@ -108,6 +108,14 @@ def test_crop_sizes_are_cut_to_whole_numbers_and_nonpositive_keeps_the_extent():
     out, _ = run(fn.crop, [IMG], crop_h=4, crop_w=6, crop_d=2)
     np.testing.assert_array_equal(out[0], IMG[3:7, 3:9])
 
+    # no size at all: the whole input, wherever the window is placed and whatever the output type
+    out, tl = run(fn.crop, [IMG, IMG[:5, :4]], crop_pos_x=0.2, crop_pos_y=0.9)
+    np.testing.assert_array_equal(out[0], IMG)
+    np.testing.assert_array_equal(out[1], IMG[:5, :4])
+    assert tl.layout() == "HWC"
+    out, _ = run(fn.crop, [IMG], out_of_bounds_policy="pad", dtype=types.FLOAT)
+    np.testing.assert_array_equal(out[0], IMG.astype(np.float32))
+
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"crop": (4, 6), "crop_h": 0.0}, "'crop_h' and 'crop_w' together"),
@@ -144,6 +152,28 @@ def test_crop_fill_values_only_count_with_the_pad_policy():
     np.testing.assert_array_equal(out[0], padded_window(IMG, (-1, -1, 0), (12, 14, 3), (0,)))
     with pytest.raises(RuntimeError, match="crop .*'fill_values' has 2 values for 3 output channels"):
         run(fn.crop, [IMG], crop=(4, 6), out_of_bounds_policy="pad", fill_values=(0.5, 1.5))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16])
+@pytest.mark.parametrize("fill", [2.7, 2.5, 0.99, -0.99, -2.7, 300.0, -300.0])
+def test_crop_integer_fill_values_are_cut_toward_zero_and_clamped(dtype, fill):
+    img = np.ones((2, 2, 1), dtype)
+    info = np.iinfo(dtype)
+    expected = np.clip(np.trunc(fill), info.min, info.max)
+    out, _ = run(fn.crop, [img], crop=(3, 3), crop_pos_x=0.0, crop_pos_y=0.0, out_of_bounds_policy="pad",
+                 fill_values=(fill,))
+    np.testing.assert_array_equal(out[0], padded_window(img, (0, 0, 0), (3, 3, 1), (expected,)))
+
+
+def test_crop_fill_values_for_a_converted_integer_output_are_cut_toward_zero():
+    # uint8 output of float or int16 data: 2.7 -> 2 and -0.7 -> 0 (not rounded by the conversion)
+    for data in (np.full((2, 2, 1), 5, np.float32), np.full((2, 2, 1), 5, np.int16)):
+        for fill, expected in ((2.7, 2), (-0.7, 0), (300.0, 255)):
+            out, tl = run(fn.crop, [data], crop=(3, 3), crop_pos_x=0.0, crop_pos_y=0.0,
+                          out_of_bounds_policy="pad", fill_values=(fill,), dtype=types.UINT8)
+            assert tl.dtype == types.UINT8
+            np.testing.assert_array_equal(out[0], padded_window(np.full((2, 2, 1), 5, np.uint8), (0, 0, 0),
+                                                                (3, 3, 1), (expected,)))
 
 
 # ---- slice ---------------------------------------------------------------------------------
@@ -207,6 +237,15 @@ def test_pad_axis_names_and_per_sample_fill():
         np.testing.assert_array_equal(o, np.pad(img, ((0, 0), (0, 5 - img.shape[1]), (0, 0)), constant_values=f))
     out, _ = run(ops.Pad(axes=(0, 1), shape=(8, -1)), imgs)
     assert [o.shape for o in out] == [(8, 5, 3), (8, 5, 3)]
+
+
+def test_pad_integer_fill_value_is_cut_toward_zero():
+    # 2.7 -> 2, -2.7 -> -2, -0.5 -> 0; out of range: clamped
+    for dtype, fill, expected in ((np.uint8, 2.7, 2), (np.int16, -2.7, -2), (np.int16, -0.5, 0),
+                                  (np.uint8, 300, 255)):
+        x = np.ones((1, 1, 1), dtype)
+        out, _ = run(fn.pad, [x], shape=(2, 2, 1), fill_value=fill)
+        np.testing.assert_array_equal(out[0], np.pad(x, ((0, 1), (0, 1), (0, 0)), constant_values=expected))
 
 
 def test_pad_empty_lists_mean_defaults_and_shape_never_shrinks():

@@ -176,3 +176,14 @@ def test_fill_values_are_checked_only_with_the_pad_policy():
     with pytest.raises(RuntimeError, match="slice .*'fill_values' has 2 values for 3 output channels"):
         run_es(lambda x: fn.slice(x, start=[0], shape=[8], axes=[0], fill_values=[7, 8],
                                   out_of_bounds_policy="pad"), IMGS, layouts=["HWC"])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16])
+def test_integer_fill_values_are_cut_toward_zero_and_clamped(dtype):
+    x = np.arange(4).astype(dtype)
+    info = np.iinfo(dtype)
+    for fill in (2.7, -2.7, -0.5, 1000.0):
+        tl, = run_es(lambda x: fn.slice(x, start=[-1], shape=[6], axes=[0], out_of_bounds_policy="pad",
+                                        fill_values=[fill]), [x])
+        expected = np.clip(np.trunc(fill), info.min, info.max)
+        np.testing.assert_array_equal(samples(tl)[0], np.pad(x, (1, 1), constant_values=expected))

@@ -1,9 +1,10 @@
 """Window copies: ``crop``, ``pad`` and ``flip`` (one slice kernel per device; ``slice`` is in slicing.py).
 
 Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window sizes from
-``crop`` / ``crop_h|w|d`` (cut to whole numbers toward zero; a size <= 0 keeps the whole extent),
-anchors ``round(crop_pos * (extent - size))`` (ties away from zero), and the out-of-bounds
-policies ("error", "pad", "trim_to_shape").
+``crop`` / ``crop_h|w|d`` (cut to whole numbers toward zero; a size <= 0 keeps the whole extent,
+and no size at all the whole input), anchors ``round(crop_pos * (extent - size))`` (ties away from
+zero), and the out-of-bounds policies ("error", "pad", "trim_to_shape"). Fill values for integer
+outputs are cut toward zero, as DALI converts them (values out of range are clamped).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
-from ..types import DALIDataType as T
+from ..types import DALIDataType as T, to_numpy_type
 from ._batch import contiguous
 from .cast import cast_batch
 
@@ -141,7 +142,7 @@ def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim
     fill = np.zeros((n, 1)) if fill is None else np.asarray(fill, np.float64).reshape(n, -1)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        fill = np.clip(round_half_away(fill), info.min, info.max)
+        fill = np.clip(np.trunc(fill), info.min, info.max)
     fill = np.ascontiguousarray(fill.astype(dtype))
     out = ws.new_batch(np.ascontiguousarray(out_shapes, np.int64), dtype, src._layout, src._source_info)
     ws.kernels.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
@@ -181,6 +182,8 @@ def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
                                 f"or {', '.join(t.name for t in WINDOW_OUT_TYPES)})")
     if dtype is None or int(dtype) == int(src.dtype):
         return slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
+    if np.dtype(to_numpy_type(dtype)).kind in "iu":  # cut the fill values now: the conversion would round them
+        fill = np.trunc(fill)
     in_type = src._buf.dtype
     exact = in_type.kind == "f" or (np.all(fill == np.round(fill)) and np.iinfo(in_type).min <= fill.min()
                                      and fill.max() <= np.iinfo(in_type).max)
@@ -205,8 +208,6 @@ class Crop(Operator):
         layout = layout_of(src)
         if not any(a in layout for a in "HW"):
             raise ValueError(f"{self.label}: the input layout '{src._layout}' has no spatial dims")
-        if not any(ws.has_arg(a) for a in ("crop", "crop_h", "crop_w", "crop_d")):
-            raise ValueError(f"{self.label}: give the window size with 'crop' or 'crop_h'/'crop_w'")
         anchors, shapes = crop_windows(ws, src, layout)
         fill, cdim = fill_for(ws, layout, self.args["fill_values"], self.args["out_of_bounds_policy"], shapes)
         return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
