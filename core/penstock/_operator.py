@@ -118,6 +118,11 @@ class Operator:
         self.device: str = node.device
         self.seed: int = node.resolved_seed
 
+    def given(self, name: str) -> bool:
+        """Whether the user gave argument ``name``, as a value or an argument input (build-time
+        checks; at run time ``Workspace.has_arg``)."""
+        return self.args.get(name) is not None or name in self.node.arg_inputs
+
     # -- lifecycle
     def setup(self) -> None:
         """Called once at build (readers scan their files here)."""

@@ -412,12 +412,8 @@ class ImageDecoderCrop(_DecoderBase):
         super().setup()
         if self.args["rounding"] not in ("round", "truncate"):
             raise ValueError(f"{self.label}: 'rounding' must be 'round' or 'truncate', got {self.args['rounding']!r}")
-        if not self._has_size(self.node.arg_inputs):
+        if not any(map(self.given, ("crop", "crop_h", "crop_w"))):  # pairing: crop_window_sizes, at run time
             raise ValueError(f"{self.label}: give the window size as 'crop' or as 'crop_h' and 'crop_w'")
-
-    def _has_size(self, tensors) -> bool:
-        # pairing (crop_h with crop_w, crop alone) is crop_window_sizes' check, at run time
-        return any(name in tensors or self.args.get(name) is not None for name in ("crop", "crop_h", "crop_w"))
 
     def windows(self, ws, shapes):
         # fn.crop's rules: sizes read as integers, a size <= 0 keeps the whole extent

@@ -50,10 +50,10 @@ def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, bu
 
 class _ReshapeBase(Operator):
     def setup(self):
-        a, arg_inputs = self.args, self.node.arg_inputs
+        a = self.args
         given = [what for what, present in (("a shape input", len(self.node.inputs) > 1),
-                                            ("'shape'", "shape" in arg_inputs or a["shape"] is not None),
-                                            ("'rel_shape'", "rel_shape" in arg_inputs or a["rel_shape"] is not None))
+                                            ("'shape'", self.given("shape")),
+                                            ("'rel_shape'", self.given("rel_shape")))
                  if present]
         if len(given) > 1:
             raise ArgumentValueError(f"{self.label}: {' and '.join(given)} are mutually exclusive")
@@ -76,7 +76,7 @@ class _ReshapeBase(Operator):
         if len(ws.inputs) > 1:
             tl = ws.inputs[1].as_cpu()  # shapes are host data on either device
             return tl.as_array().astype(np.int64).reshape(n, -1)
-        if "shape" in ws.arg_inputs or a["shape"] is not None:
+        if ws.has_arg("shape"):
             shape = ws.arg_inputs["shape"].as_array().astype(np.int64).reshape(n, -1) if "shape" in ws.arg_inputs \
                 else np.tile(np.array(a["shape"], np.int64), (n, 1))
             shape = shape.copy()
@@ -96,7 +96,7 @@ class _ReshapeBase(Operator):
                     raise ValueError(f"{self.label}: the input volume is not divisible by the known extents of 'shape'")
                 shape[wild] = (vol // np.maximum(known, 1))[rows]
             return shape
-        if "rel_shape" in ws.arg_inputs or a["rel_shape"] is not None:
+        if ws.has_arg("rel_shape"):
             rel = ws.arg_inputs["rel_shape"].as_array().astype(np.float32).reshape(n, -1) if "rel_shape" in ws.arg_inputs \
                 else np.tile(np.array(a["rel_shape"], np.float32), (n, 1))
             if rel.shape[1] > src.ndim():

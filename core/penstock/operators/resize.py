@@ -151,9 +151,6 @@ class Resize(Operator):
         if len(given) == 1:
             raise ValueError(f"{self.label}: 'roi_start' and 'roi_end' must be given together (got only '{given[0]}')")
 
-    def given(self, name: str) -> bool:
-        return self.args.get(name) is not None or name in self.node.arg_inputs
-
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         layout = input_layout(self, src)

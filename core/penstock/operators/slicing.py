@@ -24,8 +24,7 @@ ENDS = ("end", "rel_end", "shape", "rel_shape")
 
 def check_slice_args(op) -> None:
     """Build-time checks: the argument combinations DALI refuses before running."""
-    given = {name for name in STARTS + ENDS + ("axes", "axis_names")
-             if op.args.get(name) is not None or name in op.node.arg_inputs}
+    given = {name for name in STARTS + ENDS + ("axes", "axis_names") if op.given(name)}
     if {"axes", "axis_names"} <= given:
         raise ArgumentValueError(f"{op.label}: 'axes' and 'axis_names' are mutually exclusive")
     if set(STARTS) <= given:
