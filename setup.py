@@ -35,7 +35,7 @@ ext = Pybind11Extension(
     "penstock._engine",
     sources,
     include_dirs=[os.path.join(HERE, "csrc")],
-    libraries=_image_libraries() + ["pthread"],
+    libraries=_image_libraries() + ["pthread", "dl"],
     depends=_tree("*.h"),  # a header edit rebuilds the extension
     cxx_std=17,
     extra_compile_args=["-O3", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],

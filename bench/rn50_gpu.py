@@ -6,7 +6,7 @@ Batch 256, num_threads = host cores, over generated ImageNet-like JPEGs (â‰ˆ430Ã
   val:   decoders.image(device="mixed") -> resize(resize_shorter=256) -> crop_mirror_normalize(crop 224)
 Each (system, pipeline) runs in its own process, alternating over rounds. One JSON line per system
 and pipeline: median img/s, peak GPU memory (device memory in use above the process's baseline,
-other processes' included), host CPU seconds per image (the decoder process's included); then the
+other processes' included), host CPU seconds per image (child processes' included); then the
 ratios. DALI is included when `import nvidia.dali` works.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ class _GpuMemory:
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and of its live child processes (penstock's decoder process)."""
+    """CPU time of this process and of its live child processes."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     total = usage.ru_utime + usage.ru_stime
     tick = os.sysconf("SC_CLK_TCK")

@@ -9,17 +9,13 @@ windows it decodes at a fraction of a whole image's work (random crops), sized f
 measured rates so that they finish together (``_decode_split``): the GPU side decodes whole images
 and is bound by its engines, and the host has cores to spare.
 
-nvImageCodec runs in decoder processes of its own (``_cuda._decode_process``: its binding takes the
-GIL per image, which the pipeline's other threads would hold), each batch's JPEGs split between
-them, and each writes its samples' windows into device memory shared with the pipeline. The host
-results are uploaded through pinned staging, and one kernel gathers every sample (from the shared
-slots or from the upload) into the packed output batch. Two batches decode at once on background
-workers. Without nvImageCodec the host decodes everything.
+nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
+stream of its own, and writes each sample's window into the output batch. The host results are
+uploaded through pinned staging, and one kernel copies them into the output batch. Two batches
+decode at once on background workers. Without nvImageCodec the host decodes everything.
 """
 from __future__ import annotations
 
-import concurrent.futures
-import importlib.util
 import threading
 import time
 import warnings
@@ -36,25 +32,21 @@ from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
 
 DEFAULT_HW_LOAD = 0.65
-# Within one process nvImageCodec serializes its submissions to the hardware engines. Measured on an
-# H100, decoding alone (256 ImageNet-like JPEGs per call): one process 14.1k img/s, two at once 22.5k,
-# four 26.9k; the ResNet-50 train pipeline with 1, 2, 3, 4 processes: 9.9k, 13.1k, 15.1k, 15.8k.
-# Each process holds a CUDA context of its own (device memory), so three.
-DECODE_PROCESSES = 3
+# One decoder: within a process nvImageCodec serializes its submissions to the hardware engines, and
+# on an H200 two decoders side by side decoded less than one (22.7k against 24.8k img/s).
+DEVICE_DECODERS = 1
 # First guesses of the two sides' rates (encoded bytes per second) for the host share, until
-# measurements replace them: a host thread decodes ~95 KB JPEGs in ~3 ms; one decoder process,
-# with the others busy too, ~6k of them per second.
+# measurements replace them: a host thread decodes ~95 KB JPEGs in ~3 ms; the hardware engines
+# ~20k of them per second.
 _HOST_RATE_PER_THREAD = 30e6
-_GPU_RATE_PER_PROCESS = 600e6
+_GPU_RATE_PER_DECODER = 2e9
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 
 
 def _has_nvimgcodec() -> bool:
-    try:
-        found = importlib.util.find_spec("nvidia.nvimgcodec") is not None
-    except ImportError:  # no nvidia namespace at all
-        found = False
+    from .._cuda._nvimgcodec import library_dir
+    found = library_dir() is not None
     if not found and not _warned.is_set():
         _warned.set()
         from .._cuda import INSTALL_HINT
@@ -84,16 +76,14 @@ class MixedDecoder:
             raise NotImplementedError(f"{op.label}: cache_size (the decoded-image cache) is not supported on "
                                       "the mixed backend")
         self.op = weakref.proxy(op)  # the operator owns this object
-        self.processes: list = []  # the nvImageCodec decoder processes
+        self.decoders: list = []  # the nvImageCodec decoders (_cuda._nvimgcodec.DeviceDecoder)
         self._opened = False
         self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
-        self._host_pool: Any = None  # the host side's threads beside decoder processes
+        self._host_pool: Any = None  # the host side's threads beside the GPU decoders
         self._host = Workers(1, "penstock-host-decode")
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode")
-        # a batch's requests go out at once: each copies its part of the encoded bytes (numpy copies
-        # without the GIL), so the copies overlap instead of adding up before the last part starts
-        self._requests = Workers(DECODE_PROCESSES, "penstock-decode-request")
+        self._parts = Workers(DEVICE_DECODERS, "penstock-device-decode")  # a batch's parts, one per decoder
 
     def _reserve(self, ws) -> None:
         """Takes the memory the padding and preallocation arguments ask for into the pools once."""
@@ -108,47 +98,40 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        for workers in (self._jobs, self._requests, self._host):
+        for workers in (self._jobs, self._parts, self._host):
             workers.close()
-        self._jobs.join()  # no batch uses the processes any more
-        self._requests.join()
+        self._jobs.join()  # no batch uses the decoders any more
+        self._parts.join()
         self._opened = False
-        for process in self.processes:
-            process.close()
-        self.processes = []
+        for decoder in self.decoders:
+            decoder.close()
+        self.decoders = []
         self._host_pool = None
 
-    def _decoder_processes(self, ws) -> list:
-        """The decoder processes, started together on first use (none: decode on the host)."""
+    def _device_decoders(self, ws) -> list:
+        """The GPU decoders, opened on first use (none: decode on the host)."""
         if not self._opened:
             self._opened = True
             if not _has_nvimgcodec():
                 return []
-            from .._cuda._decode_process import DecodeProcess
+            from .._cuda._nvimgcodec import DeviceDecoder
             options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
             hw_load = float(self.op.args["hw_decoder_load"])
-            threads = _process_threads(ws.pool.num_threads)
-
-            def start(_: int) -> Any:
-                try:
-                    return DecodeProcess(ws.gpu, options, threads, hw_load, adaptive=hw_load == DEFAULT_HW_LOAD)
-                except (RuntimeError, OSError) as exc:
-                    return exc
-            with concurrent.futures.ThreadPoolExecutor(DECODE_PROCESSES) as starter:
-                started = list(starter.map(start, range(DECODE_PROCESSES)))
-            self.processes = [p for p in started if not isinstance(p, BaseException)]
-            errors = [p for p in started if isinstance(p, BaseException)]
-            if errors:
-                where = "the others" if self.processes else "the host"
-                warnings.warn(f"{self.op.label}: {errors[0]}; decoding on {where}", RuntimeWarning, 3)
-            if self.processes:
+            try:
+                self.decoders = [DeviceDecoder(ws.gpu, options, _codec_threads(ws.pool.num_threads), hw_load,
+                                               adaptive=hw_load == DEFAULT_HW_LOAD) for _ in range(DEVICE_DECODERS)]
+            except RuntimeError as exc:
+                warnings.warn(f"{self.op.label}: nvImageCodec could not start ({exc}); decoding on the host",
+                              RuntimeWarning, 3)
+                self.decoders = []
+            if self.decoders:
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(ws.pool.num_threads)
                 self._host_pool = _engine.ThreadPool(host_threads)
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
-                                            _GPU_RATE_PER_PROCESS * len(self.processes))
-        return self.processes
+                                            _GPU_RATE_PER_DECODER * len(self.decoders))
+        return self.decoders
 
     # -- the two sides ---------------------------------------------------------------------------
     def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None):
@@ -166,17 +149,18 @@ class MixedDecoder:
     # -- one batch --------------------------------------------------------------------------------
     def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
         """The output batch, allocated now and filled once its decoding finished: decoding runs on
-        background workers (two batches in flight, so the decoder processes always have the next one
-        queued), and the gather is queued when the GPU stage first uses the batch (``_deferred``)."""
+        background workers (two batches in flight, so the GPU decoder always has the next one
+        queued); the GPU decoders write into the batch on their own streams, and what the host
+        decoded is copied in when the GPU stage first uses the batch (``_deferred``)."""
         args = self.op.args
         if not self._reserved:
             self._reserved = True
             self._reserve(ws)
-            ws.gpu.on_close(self._release)  # the workers (and the decoder process) go with the pipeline
+            ws.gpu.on_close(self._release)  # the workers (and the GPU decoders) go with the pipeline
         n = len(src)
         output_type = int(args["output_type"])
         gpu_ok = _is_jpeg(src) if output_type in _GPU_OUTPUT_TYPES else np.zeros(n, bool)
-        if gpu_ok.any() and not self._decoder_processes(ws):
+        if gpu_ok.any() and not self._device_decoders(ws):
             gpu_ok[:] = False
         windows = np.zeros((n, 4), np.int64)
         windows[:, 2:] = shapes[:, :2] if crop is None else crop[:, 2:]
@@ -189,8 +173,9 @@ class MixedDecoder:
         out_shapes = np.column_stack([windows[:, 2:], shapes[:, 2]])
         dtype = np.float32 if args["dtype"] == DALIDataType.FLOAT else np.uint8
         out = ws.new_batch(out_shapes, dtype, "HWC", src._source_info)
-        job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx)
-        out._deferred = lambda: self._fill(ws, out, job, windows, output_type)
+        ready = ws.gpu.record() if len(gpu_idx) else None  # the GPU decoders write into out after this
+        job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready)
+        out._deferred = lambda: self._fill(ws, out, job)
         return out
 
     def _give_host_its_share(self, src: TensorListCPU, windows: np.ndarray, shapes: np.ndarray,
@@ -201,46 +186,43 @@ class MixedDecoder:
         chosen = self._share.choose(lengths[gpu_ok], costs[gpu_ok], float(costs[~gpu_ok].sum()))
         gpu_ok[np.nonzero(gpu_ok)[0][chosen]] = False
 
-    def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx) -> tuple:
+    def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready) -> tuple:
         """``_decode_sides``, each host part uploaded by the thread that decoded it (off the GPU
-        stage's path, and the host's part while the decoder processes still work)."""
+        stage's path, and the host's part while the GPU decoders still work)."""
         def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
-            # pool memory of the pipeline's stream: reused only after the gather that reads it
+            # pool memory of the pipeline's stream: reused only after the copy that reads it
             return ws.gpu.upload(buf[:int(hshapes.prod(axis=1).sum())])
-        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, upload)
+        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload)
 
-    def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, upload=None) -> tuple:
-        """Both decoders at once; what the GPU could not decode goes to the host afterwards.
-        Returns ``parts``: per decoder process, its slot, the positions in ``gpu_idx`` it decoded
-        and where in the slot each landed; the positions that failed there; ``gpu_idx``; and
-        ``host``: per host part, its samples and their pixels (``upload(buf, shapes)`` of them
-        when given), shapes and offsets. Each side's time goes to the host share's rates."""
+    def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None) -> tuple:
+        """Both sides at once; what the GPU could not decode goes to the host afterwards. The GPU
+        decoders write their samples (``gpu_idx``, split between them by bytes) into ``out``.
+        Returns the samples the GPU failed on, and ``host``: per host part, its samples and their
+        pixels (``upload(buf, shapes)`` of them when given), shapes and offsets. Each side's time
+        goes to the host share's rates."""
         lengths = src._volumes()
         host_job = self._host.submit(self._host_part, ws, src, host_idx, crop, windows, shapes, upload) \
             if len(host_idx) else None
         orient = bool(self.op.args["adjust_orientation"])
+        reverse = int(self.op.args["output_type"]) == DALIImageType.BGR
 
-        def request(process: Any, positions: np.ndarray) -> tuple:
+        def part(decoder: Any, positions: np.ndarray) -> np.ndarray:
             i = gpu_idx[positions]
-            sizes = windows[i, 2] * windows[i, 3] * shapes[i, 2]
-            slot_offsets = np.zeros(len(i), np.int64)
-            np.cumsum(sizes[:-1], out=slot_offsets[1:])
-            slot, reply = process.submit(src._buf, src._offsets[i], lengths[i], windows[i], shapes[i], slot_offsets,
-                                         int(sizes.sum()), orient)
-            return (process, slot, positions, slot_offsets), reply
+            decoded = decoder.decode(src._buf, src._offsets[i], lengths[i], shapes[i], windows[i], reverse,
+                                     out._buf, out._offsets[i], ready, orient)
+            return i[~decoded]
 
-        split = _split_by_bytes(lengths[gpu_idx], len(self.processes))
-        sent = [f.result() for f in [self._requests.submit(request, process, positions)
-                                     for process, positions in zip(self.processes, split)]]
-        parts = [part for part, _ in sent]
-        replies = [reply.result() for _, reply in sent]
-        failed = [int(positions[k]) for (_, _, positions, _), (fails, _) in zip(parts, replies) for k in fails]
-        if self._share is not None and replies:  # the processes work side by side: the slowest one's time
-            self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(seconds for _, seconds in replies))
+        start = time.perf_counter()
+        split = _split_by_bytes(lengths[gpu_idx], len(self.decoders))
+        failed = np.concatenate([np.zeros(0, np.int64)] + [
+            f.result() for f in [self._parts.submit(part, decoder, positions)
+                                 for decoder, positions in zip(self.decoders, split)]])
+        if self._share is not None and len(gpu_idx):
+            self._share.measured("gpu", float(lengths[gpu_idx].sum()), time.perf_counter() - start)
         host = [host_job.result()] if host_job is not None else []
-        if failed:
-            host.append(self._host_part(ws, src, gpu_idx[failed], crop, windows, shapes, upload, timed=False))
-        return parts, set(failed), gpu_idx, host
+        if len(failed):
+            host.append(self._host_part(ws, src, failed, crop, windows, shapes, upload, timed=False))
+        return failed, host
 
     def _host_part(self, ws, src, idx, crop, windows, shapes, upload, timed: bool = True) -> tuple:
         """The host's decoding of samples ``idx``; ``timed``: its time feeds the host's rate."""
@@ -251,22 +233,10 @@ class MixedDecoder:
             self._share.measured("host", cost, time.perf_counter() - start)
         return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
 
-    def _fill(self, ws, out: Any, job: Any, windows: np.ndarray, output_type: int) -> None:
-        """On the GPU stage: waits for the decoders, then queues the gather into ``out``."""
-        parts, failed, gpu_idx, host = job.result()
-        n = len(out)
-        channels = out._shapes[:, 2].copy()
-        pointers = np.zeros(n, np.uint64)
-        pitches = np.zeros(n, np.int64)
-        reverse = np.zeros(n, np.int64)
-        windows = windows.copy()
-        for _, slot, positions, slot_offsets in parts:  # each slot holds its windows packed
-            done = np.array([k for k, pos in enumerate(positions) if pos not in failed], np.int64)
-            i = gpu_idx[positions[done]]
-            pointers[i] = np.uint64(slot.ptr) + slot_offsets[done].astype(np.uint64)
-            pitches[i] = windows[i, 3] * channels[i]
-            windows[i, :2] = 0
-            reverse[i] = output_type == DALIImageType.BGR
+    def _fill(self, ws, out: Any, job: Any) -> None:
+        """On the GPU stage: waits for the decoders, then queues the copy of the host's samples
+        into ``out`` (the GPU decoders' samples are there already, ordered on the pipeline's stream)."""
+        _, host = job.result()
         for idx, buf, hshapes, hoffsets in host:  # each uploaded part holds its windows packed
             expected = out._shapes[idx]
             bad = np.nonzero((hshapes != expected).any(axis=1))[0]
@@ -274,21 +244,20 @@ class MixedDecoder:
                 i = int(idx[bad[0]])
                 raise SampleError(i, f"{self.op.label}: decoded to shape {tuple(hshapes[bad[0]])}, "
                                      f"expected {tuple(expected[bad[0]])}")
-            pointers[idx] = np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64)
-            pitches[idx] = hshapes[:, 1] * hshapes[:, 2]
-            windows[idx, :2] = 0
-        ws.kernels.gather_images(pointers, pitches, windows, channels, reverse, out._buf, out._offsets)
-        for process, slot, _, _ in parts:
-            process.release(slot)
+            windows = np.zeros((len(idx), 4), np.int64)
+            windows[:, 2:] = hshapes[:, :2]
+            ws.kernels.gather_images(np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64),
+                                     hshapes[:, 1] * hshapes[:, 2], windows, hshapes[:, 2],
+                                     np.zeros(len(idx), np.int64), out._buf, out._offsets[idx])
 
 
-def _process_threads(num_threads: int) -> int:
-    """nvImageCodec's host threads in each decoder process."""
-    return min(8, max(2, num_threads // (2 * DECODE_PROCESSES)))
+def _codec_threads(num_threads: int) -> int:
+    """nvImageCodec's host threads (the hardware engines need 2-4)."""
+    return min(8, max(2, num_threads // 4))
 
 
 def _host_threads(num_threads: int) -> int:
-    """The host side's threads beside the decoder processes. Measured on an H200 with 16 host cores
+    """The host side's threads beside the GPU decoders. Measured on an H200 with 16 host cores
     (ResNet-50 train pipeline), in one run: 6 threads 18.1k img/s, 10 17.3k, 14 14.9k, no host share
     17.4k (more threads take the cores the pipeline's own threads and the decoder processes need);
     in another, 2, 4 and 6 threads all 19.6k."""

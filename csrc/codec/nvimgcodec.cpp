@@ -1,0 +1,367 @@
+// NVIDIA nvImageCodec through its C API, opened at run time (dlopen), so the engine builds and
+// runs without it. The mixed decoders decode a whole batch of JPEGs in one call here, with the GIL
+// released throughout: nvImageCodec's Python binding takes the GIL back for every image, which the
+// pipeline's Python threads would hold, so it used to need decoder processes of its own, each with
+// a CUDA context (device memory) of its own.
+//
+// The few structures used are declared below with the layout of nvImageCodec's public header
+// (nvimgcodec.h, API 0.x): every one starts with (type, size, next) and the library checks the type.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/module.h"
+
+namespace penstock {
+namespace {
+
+// structure types, enums and limits of the public header
+constexpr int kInstanceCreateInfo = 2, kDecodeParams = 5, kImageInfo = 11, kImagePlaneInfo = 12;
+constexpr int kBackend = 17, kBackendParams = 29, kExecutionParams = 30;
+constexpr int kSampleUint8 = 0x0802, kFormatInterleavedRgb = 8, kColorSrgb = 1;
+constexpr int kBufferDevice = 1, kBufferHost = 2;
+constexpr int kProcessingSuccess = 1;
+constexpr int kMaxPlanes = 32, kMaxCodecName = 256;
+constexpr int kCpuOnlyDevice = -99999;
+
+struct Header {
+  int struct_type;
+  size_t struct_size;
+  void* struct_next;
+};
+
+template <typename T>
+T make(int type) {
+  T s;
+  std::memset(&s, 0, sizeof(T));
+  s.hdr = Header{type, sizeof(T), nullptr};
+  return s;
+}
+
+struct CreateInfo {
+  Header hdr;
+  int load_builtin_modules, load_extension_modules;
+  const char* extension_modules_path;
+  int create_debug_messenger;
+  const void* debug_messenger_desc;
+  uint32_t message_severity, message_category;
+};
+
+struct Orientation {
+  Header hdr;
+  int rotated, flip_x, flip_y;
+};
+
+struct PlaneInfo {
+  Header hdr;
+  uint32_t width, height;
+  size_t row_stride;
+  uint32_t num_channels;
+  int sample_type;
+  uint8_t precision;
+};
+
+struct ImageInfo {
+  Header hdr;
+  char codec_name[kMaxCodecName];
+  int color_spec, chroma_subsampling, sample_format;
+  Orientation orientation;
+  uint32_t num_planes;
+  PlaneInfo plane_info[kMaxPlanes];
+  void* buffer;
+  int buffer_kind;
+  void* cuda_stream;
+};
+
+struct BackendParams {
+  Header hdr;
+  float load_hint;
+  int load_hint_policy;
+};
+
+struct Backend {
+  Header hdr;
+  int kind;
+  BackendParams params;
+};
+
+struct ExecutionParams {
+  Header hdr;
+  void* device_allocator;
+  void* pinned_allocator;
+  int max_num_cpu_threads;
+  void* executor;
+  int device_id, pre_init, skip_pre_sync, num_backends;
+  const Backend* backends;
+};
+
+struct DecodeParams {
+  Header hdr;
+  int apply_exif_orientation;
+};
+
+using Handle = void*;
+
+// The entry points used, looked up once per library path.
+struct Api {
+  int (*InstanceCreate)(Handle*, const CreateInfo*);
+  int (*InstanceDestroy)(Handle);
+  int (*DecoderCreate)(Handle, Handle*, const ExecutionParams*, const char*);
+  int (*DecoderDestroy)(Handle);
+  int (*CodeStreamCreateFromHostMem)(Handle, Handle*, const unsigned char*, size_t, const void*);
+  int (*CodeStreamGetImageInfo)(Handle, ImageInfo*);
+  int (*CodeStreamDestroy)(Handle);
+  int (*ImageCreate)(Handle, Handle*, const ImageInfo*);
+  int (*ImageDestroy)(Handle);
+  int (*DecoderDecode)(Handle, const Handle*, const Handle*, int, const DecodeParams*, Handle*);
+  int (*FutureWaitForAll)(Handle);
+  int (*FutureGetProcessingStatus)(Handle, int*, size_t*);
+  int (*FutureDestroy)(Handle);
+};
+
+template <typename F>
+void bind(void* lib, const char* name, F& fn) {
+  void* sym = dlsym(lib, name);
+  if (!sym) throw std::runtime_error(std::string("nvImageCodec: the library has no ") + name);
+  fn = reinterpret_cast<F>(sym);
+}
+
+const Api& api(const std::string& library) {
+  static std::mutex lock;
+  static std::vector<std::pair<std::string, std::unique_ptr<Api>>> loaded;
+  std::lock_guard<std::mutex> guard(lock);
+  for (auto& [path, a] : loaded)
+    if (path == library) return *a;
+  // never closed: CUDA libraries do not unload cleanly while the process runs
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw std::runtime_error("nvImageCodec: cannot load " + library + ": " + dlerror());
+  auto a = std::make_unique<Api>();
+  bind(lib, "nvimgcodecInstanceCreate", a->InstanceCreate);
+  bind(lib, "nvimgcodecInstanceDestroy", a->InstanceDestroy);
+  bind(lib, "nvimgcodecDecoderCreate", a->DecoderCreate);
+  bind(lib, "nvimgcodecDecoderDestroy", a->DecoderDestroy);
+  bind(lib, "nvimgcodecCodeStreamCreateFromHostMem", a->CodeStreamCreateFromHostMem);
+  bind(lib, "nvimgcodecCodeStreamGetImageInfo", a->CodeStreamGetImageInfo);
+  bind(lib, "nvimgcodecCodeStreamDestroy", a->CodeStreamDestroy);
+  bind(lib, "nvimgcodecImageCreate", a->ImageCreate);
+  bind(lib, "nvimgcodecImageDestroy", a->ImageDestroy);
+  bind(lib, "nvimgcodecDecoderDecode", a->DecoderDecode);
+  bind(lib, "nvimgcodecFutureWaitForAll", a->FutureWaitForAll);
+  bind(lib, "nvimgcodecFutureGetProcessingStatus", a->FutureGetProcessingStatus);
+  bind(lib, "nvimgcodecFutureDestroy", a->FutureDestroy);
+  loaded.emplace_back(library, std::move(a));
+  return *loaded.back().second;
+}
+
+void check(int status, const char* what) {
+  if (status != 0) throw std::runtime_error(std::string("nvImageCodec: ") + what + " failed with status " + std::to_string(status));
+}
+
+// A batch's code streams, parsed (headers read) ahead of its decoding. Holds the encoded buffer,
+// which nvImageCodec reads in place.
+class ParsedBatch {
+ public:
+  ParsedBatch(const Api& api, py::array encoded, int64_t num_samples, bool orient)
+      : api_(api), encoded_(std::move(encoded)), num_samples_(num_samples), orient_(orient) {}
+  ParsedBatch(const ParsedBatch&) = delete;
+  ParsedBatch& operator=(const ParsedBatch&) = delete;
+  ~ParsedBatch() {
+    for (Handle h : streams_) api_.CodeStreamDestroy(h);
+  }
+
+  // the samples whose headers parsed and matched the expected size: only these are decoded
+  py::array_t<bool> parsed() const {
+    py::array_t<bool> out(num_samples_);
+    bool* p = out.mutable_data();
+    std::fill(p, p + num_samples_, false);
+    for (int64_t k : which_) p[k] = true;
+    return out;
+  }
+
+  const Api& api_;
+  py::array encoded_;
+  int64_t num_samples_;
+  bool orient_;
+  std::vector<Handle> streams_;
+  std::vector<int64_t> which_;  // sample index of each stream
+  std::vector<int64_t> sizes_;  // (H, W) of each stream
+};
+
+// One nvImageCodec instance and decoder. parse() and decode() may be called from several threads:
+// one batch's headers are read while another batch decodes; the decoding itself takes turns.
+class ImageCodecDecoder {
+ public:
+  ImageCodecDecoder(const std::string& library, const std::string& extensions, int device_id, int cpu_threads,
+                    const std::vector<std::tuple<int, float, int>>& backends, const std::string& options)
+      : api_(api(library)), host_buffers_(device_id == kCpuOnlyDevice) {
+    CreateInfo info = make<CreateInfo>(kInstanceCreateInfo);
+    info.load_builtin_modules = 1;
+    info.load_extension_modules = 1;
+    info.extension_modules_path = extensions.c_str();
+    check(api_.InstanceCreate(&instance_, &info), "creating the instance");
+    std::vector<Backend> list;
+    for (auto& [kind, load_hint, policy] : backends) {
+      Backend b = make<Backend>(kBackend);
+      b.kind = kind;
+      b.params = make<BackendParams>(kBackendParams);
+      b.params.load_hint = load_hint;
+      b.params.load_hint_policy = policy;
+      list.push_back(b);
+    }
+    ExecutionParams exec = make<ExecutionParams>(kExecutionParams);
+    exec.max_num_cpu_threads = cpu_threads;
+    exec.device_id = device_id;
+    exec.num_backends = int(list.size());
+    exec.backends = list.data();
+    int status = api_.DecoderCreate(instance_, &decoder_, &exec, options.c_str());
+    if (status != 0) {
+      api_.InstanceDestroy(instance_);
+      check(status, "creating the decoder");
+    }
+  }
+
+  ~ImageCodecDecoder() {
+    api_.DecoderDestroy(decoder_);
+    api_.InstanceDestroy(instance_);
+  }
+
+  // Sample k: bytes [starts[k], starts[k] + lengths[k]) of `encoded`, an image expected to be
+  // shapes[k] = (H, W). Samples that do not parse, have another size, or (with `orient`) an EXIF
+  // orientation other than the identity are left out (ParsedBatch.parsed()).
+  std::unique_ptr<ParsedBatch> parse(py::array_t<uint8_t, py::array::c_style> encoded, I64Array starts,
+                                     I64Array lengths, I64Array shapes, bool orient) {
+    int64_t n = starts.size();
+    if (lengths.size() != n || shapes.ndim() != 2 || shapes.shape(0) != n || shapes.shape(1) != 2)
+      throw std::invalid_argument("ImageCodecDecoder.parse: one start, length and (H, W) per sample");
+    const uint8_t* bytes = encoded.data();
+    int64_t size = encoded.size();
+    const int64_t *s = starts.data(), *len = lengths.data(), *hw = shapes.data();
+    for (int64_t k = 0; k < n; ++k)
+      if (s[k] < 0 || len[k] < 0 || s[k] + len[k] > size)
+        throw std::out_of_range("ImageCodecDecoder.parse: sample " + std::to_string(k) + " lies outside the encoded buffer");
+    auto batch = std::make_unique<ParsedBatch>(api_, encoded, n, orient);
+    py::gil_scoped_release nogil;
+    for (int64_t k = 0; k < n; ++k) {
+      Handle cs = nullptr;
+      if (api_.CodeStreamCreateFromHostMem(instance_, &cs, bytes + s[k], size_t(len[k]), nullptr) != 0) continue;
+      ImageInfo info = make<ImageInfo>(kImageInfo);
+      int64_t h = -1, w = -1;
+      // An EXIF-oriented image is left to the caller: some backends (the CPU one) write it unturned.
+      if (api_.CodeStreamGetImageInfo(cs, &info) == 0 && info.num_planes >= 1 &&
+          !(orient && (info.orientation.rotated != 0 || info.orientation.flip_x || info.orientation.flip_y))) {
+        h = info.plane_info[0].height;
+        w = info.plane_info[0].width;
+      }
+      if (h != hw[2 * k] || w != hw[2 * k + 1]) {
+        api_.CodeStreamDestroy(cs);
+        continue;
+      }
+      batch->streams_.push_back(cs);
+      batch->which_.push_back(k);
+      batch->sizes_.push_back(h);
+      batch->sizes_.push_back(w);
+    }
+    return batch;
+  }
+
+  // Decodes the parsed samples to RGB uint8 HWC: sample k at address dst[k] (device memory, host
+  // memory for a CPU-only decoder), rows pitches[k] bytes apart; the output is ordered on
+  // `cuda_stream`. Returns which samples were decoded; the others were not written.
+  py::array_t<bool> decode(const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
+                           I64Array pitches, uintptr_t cuda_stream) {
+    int64_t n = batch.num_samples_;
+    if (dst.size() != n || pitches.size() != n)
+      throw std::invalid_argument("ImageCodecDecoder.decode: one address and pitch per sample");
+    const uint64_t* out = dst.data();
+    const int64_t* pitch = pitches.data();
+    for (size_t j = 0; j < batch.which_.size(); ++j)
+      if (pitch[batch.which_[j]] < 3 * batch.sizes_[2 * j + 1])
+        throw std::invalid_argument("ImageCodecDecoder.decode: sample " + std::to_string(batch.which_[j]) +
+                                    ": the row pitch is less than its width");
+    py::array_t<bool> decoded(n);
+    bool* ok = decoded.mutable_data();
+    std::fill(ok, ok + n, false);
+    py::gil_scoped_release nogil;
+    run(batch, out, pitch, reinterpret_cast<void*>(cuda_stream), ok);
+    return decoded;
+  }
+
+ private:
+  void run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream, bool* ok) {
+    size_t m = batch.which_.size();
+    if (m == 0) return;
+    std::vector<Handle> images;
+    images.reserve(m);
+    std::vector<int> status(m, 0);
+    try {
+      for (size_t j = 0; j < m; ++j) {
+        int64_t k = batch.which_[j];
+        ImageInfo target = make<ImageInfo>(kImageInfo);
+        target.color_spec = kColorSrgb;
+        target.sample_format = kFormatInterleavedRgb;
+        target.num_planes = 1;
+        PlaneInfo& plane = target.plane_info[0];
+        plane.hdr = Header{kImagePlaneInfo, sizeof(PlaneInfo), nullptr};
+        plane.height = uint32_t(batch.sizes_[2 * j]);
+        plane.width = uint32_t(batch.sizes_[2 * j + 1]);
+        plane.row_stride = size_t(pitch[k]);
+        plane.num_channels = 3;
+        plane.sample_type = kSampleUint8;
+        plane.precision = 8;
+        target.buffer = reinterpret_cast<void*>(out[k]);
+        target.buffer_kind = host_buffers_ ? kBufferHost : kBufferDevice;
+        target.cuda_stream = stream;
+        Handle image = nullptr;
+        check(api_.ImageCreate(instance_, &image, &target), "creating an image");
+        images.push_back(image);
+      }
+      std::lock_guard<std::mutex> turn(decoding_);
+      DecodeParams params = make<DecodeParams>(kDecodeParams);
+      params.apply_exif_orientation = batch.orient_ ? 1 : 0;
+      Handle future = nullptr;
+      check(api_.DecoderDecode(decoder_, batch.streams_.data(), images.data(), int(m), &params, &future), "decoding");
+      int waited = api_.FutureWaitForAll(future);
+      size_t count = m;
+      int got = waited == 0 ? api_.FutureGetProcessingStatus(future, status.data(), &count) : waited;
+      api_.FutureDestroy(future);
+      check(got, "waiting for the decoding");
+    } catch (...) {
+      for (Handle h : images) api_.ImageDestroy(h);
+      throw;
+    }
+    for (Handle h : images) api_.ImageDestroy(h);
+    for (size_t j = 0; j < m; ++j) ok[batch.which_[j]] = status[j] == kProcessingSuccess;
+  }
+
+  const Api& api_;
+  bool host_buffers_;
+  Handle instance_ = nullptr;
+  Handle decoder_ = nullptr;
+  std::mutex decoding_;
+};
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(nvimgcodec) {
+  using namespace penstock;
+  py::class_<ParsedBatch>(m, "ImageCodecParsedBatch", "A batch's code streams, read ahead of decoding")
+      .def("parsed", &ParsedBatch::parsed);
+  py::class_<ImageCodecDecoder>(m, "ImageCodecDecoder",
+                                "nvImageCodec's decoder through its C API (opened at run time): a whole "
+                                "batch per call, without the GIL")
+      .def(py::init<const std::string&, const std::string&, int, int, const std::vector<std::tuple<int, float, int>>&,
+                    const std::string&>(),
+           py::arg("library"), py::arg("extensions"), py::arg("device_id"), py::arg("cpu_threads"),
+           py::arg("backends"), py::arg("options"))
+      .def("parse", &ImageCodecDecoder::parse, py::arg("encoded"), py::arg("starts"), py::arg("lengths"),
+           py::arg("shapes"), py::arg("orient"))
+      .def("decode", &ImageCodecDecoder::decode, py::arg("batch"), py::arg("dst"), py::arg("pitches"),
+           py::arg("cuda_stream"));
+}

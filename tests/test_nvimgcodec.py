@@ -1,0 +1,116 @@
+"""nvImageCodec through its C API (penstock._cuda._nvimgcodec, the engine's ImageCodecDecoder), on
+nvImageCodec's CPU backend into host memory: the same calls the mixed decoders make on the GPU.
+The GPU side (DeviceDecoder) is tested on the GPU (tests/test_gpu_operators.py, mixed decoders)."""
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from penstock._cuda import _nvimgcodec
+
+rng = np.random.default_rng(11)
+
+
+def _jpeg(h, w, exif_orientation=None):
+    yy, xx = np.mgrid[0:h, 0:w]
+    base = np.stack([xx * 255 // max(w - 1, 1), yy * 255 // max(h - 1, 1), (xx + yy) % 256], -1)
+    px = np.clip(base + rng.normal(0, 10, base.shape), 0, 255).astype(np.uint8)
+    out = io.BytesIO()
+    img = Image.fromarray(px)
+    if exif_orientation is None:
+        img.save(out, "JPEG", quality=92)
+    else:
+        exif = Image.Exif()
+        exif[0x0112] = exif_orientation
+        img.save(out, "JPEG", quality=92, exif=exif.tobytes())
+    return np.frombuffer(out.getvalue(), np.uint8)
+
+
+def _reference(data, orient=True):
+    img = Image.open(io.BytesIO(data.tobytes()))
+    if orient:
+        from PIL import ImageOps
+        img = ImageOps.exif_transpose(img)
+    return np.asarray(img.convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    return _nvimgcodec.open_decoder(_nvimgcodec.CPU_ONLY, 2, [("cpu", 1.0, _nvimgcodec.FIXED)])
+
+
+def _pack(datas):
+    lengths = np.array([len(d) for d in datas], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return np.concatenate(datas), starts, lengths
+
+
+def test_the_library_is_found():
+    assert _nvimgcodec.library_dir() is not None
+
+
+def test_a_batch_decodes_into_the_given_rows_as_pillow_does(decoder):
+    datas = [_jpeg(h, w) for h, w in [(31, 45), (64, 48), (17, 80), (1, 1)]]
+    encoded, starts, lengths = _pack(datas)
+    shapes = np.array([_reference(d).shape[:2] for d in datas], np.int64)
+    pitches = shapes[:, 1] * 3 + 7  # rows further apart than the image is wide
+    outs = [np.full((h, p), 1, np.uint8) for (h, _), p in zip(shapes, pitches)]
+    parsed = decoder.parse(encoded, starts, lengths, shapes, True)
+    assert parsed.parsed().all()
+    decoded = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), pitches, 0)
+    assert decoded.all()
+    for data, out, (h, w) in zip(datas, outs, shapes):
+        got = out[:, :w * 3].reshape(h, w, 3)
+        np.testing.assert_array_equal(got, _reference(data))
+        assert (out[:, w * 3:] == 1).all()  # nothing written past a row
+
+
+def test_exif_oriented_images_are_left_out_when_orientation_is_asked_for(decoder):
+    # nvImageCodec's CPU backend writes them unturned: the caller decodes them itself
+    data = _jpeg(20, 36, exif_orientation=6)  # rotated 90 degrees: displayed 36 x 20
+    encoded, starts, lengths = _pack([data])
+    for shape in ((36, 20), (20, 36)):
+        assert not decoder.parse(encoded, starts, lengths, np.array([shape], np.int64), True).parsed().any()
+    out = np.zeros((20, 36, 3), np.uint8)
+    parsed = decoder.parse(encoded, starts, lengths, np.array([[20, 36]], np.int64), False)
+    assert decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([36 * 3]), 0).all()
+    np.testing.assert_array_equal(out, _reference(data, orient=False))
+
+
+def test_corrupt_or_unexpected_samples_are_left_out_and_others_decode(decoder):
+    good, other = _jpeg(24, 32), _jpeg(16, 16)
+    corrupt = np.frombuffer(b"\xff\xd8\xff\xe0 not a jpeg at all", np.uint8)
+    truncated = good[:60]
+    encoded, starts, lengths = _pack([good, corrupt, other, truncated])
+    shapes = np.array([[24, 32], [8, 8], [17, 16], [24, 32]], np.int64)  # `other` is not 17 rows high
+    parsed = decoder.parse(encoded, starts, lengths, shapes, True)
+    assert parsed.parsed()[:3].tolist() == [True, False, False]
+    outs = [np.zeros((h, w, 3), np.uint8) for h, w in shapes]
+    decoded = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), shapes[:, 1] * 3, 0)
+    assert decoded[0] and not decoded[1:3].any()
+    assert not decoded[3] or not (outs[3] == 0).all()  # a truncated stream, if decoded, was written
+    np.testing.assert_array_equal(outs[0], _reference(good))
+    assert not outs[1].any() and not outs[2].any()  # left-out samples were not written
+
+
+def test_bad_arguments_raise_before_decoding(decoder):
+    data = _jpeg(8, 8)
+    encoded, starts, lengths = _pack([data])
+    with pytest.raises(IndexError, match="outside the encoded buffer"):
+        decoder.parse(encoded, starts, lengths + 1, np.array([[8, 8]], np.int64), True)
+    with pytest.raises(ValueError, match="one start, length and"):
+        decoder.parse(encoded, starts, lengths, np.array([[8, 8, 3]], np.int64), True)
+    parsed = decoder.parse(encoded, starts, lengths, np.array([[8, 8]], np.int64), True)
+    out = np.zeros(8 * 8 * 3, np.uint8)
+    with pytest.raises(ValueError, match="row pitch is less than its width"):
+        decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([8 * 3 - 1]), 0)
+    with pytest.raises(ValueError, match="one address and pitch"):
+        decoder.decode(parsed, np.zeros(2, np.uint64), np.array([24, 24]), 0)
+
+
+def test_a_library_that_cannot_load_is_a_runtime_error():
+    from penstock import _engine
+    with pytest.raises(RuntimeError, match="nvImageCodec: cannot load /nonexistent/libnvimgcodec.so.0"):
+        _engine.ImageCodecDecoder("/nonexistent/libnvimgcodec.so.0", "/nonexistent", _nvimgcodec.CPU_ONLY, 1,
+                                  [(1, 1.0, 2)], "")
