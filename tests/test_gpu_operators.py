@@ -62,6 +62,15 @@ def test_resize_matches_cpu(interp, size):
     assert_same(lambda x: fn.resize(x, resize_y=size[0], resize_x=size[1], interp_type=interp), [IMAGES], ["HWC"])
 
 
+@pytest.mark.parametrize("budget", [1, 3000])  # floats of the vertical pass's intermediate at a time
+def test_resize_with_its_intermediate_in_runs_matches_cpu(monkeypatch, budget):
+    from penstock._cuda import kernels
+    monkeypatch.setattr(kernels, "_RESIZE_TMP_ELEMENTS", budget)  # one frame per run / a few frames
+    frames = [rng.integers(0, 256, (3, 20, 30, 3), dtype=np.uint8) for _ in range(2)]
+    assert_same(lambda x: fn.resize(x, resize_y=24, resize_x=31), [IMAGES], ["HWC"])
+    assert_same(lambda x: fn.resize(x, resize_x=17, resize_y=11), [frames], ["FHWC"])
+
+
 def test_resize_float_roi_flip_and_modes():
     assert_same(lambda x: fn.resize(x, size=[30, -40], roi_start=[3, 4], roi_end=[30, 40]), [FLOATS], ["HWC"])
     assert_same(lambda x: fn.resize(x, resize_shorter=33, max_size=60), [IMAGES], ["HWC"])
@@ -279,6 +288,27 @@ def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
                 assert c.shape == g.shape
                 diff = np.abs(c.astype(np.int64) - g.astype(np.int64))
                 assert diff.mean() < 1.0 and diff.max() <= 12
+
+
+@pytest.mark.parametrize("scratch", [1, 60_000])  # bytes: one image per run / a few
+def test_mixed_crops_decoded_through_scratch_in_runs_match_the_cpu_decoder(monkeypatch, scratch):
+    from penstock._cuda import _nvimgcodec
+    monkeypatch.setattr(_nvimgcodec, "SCRATCH_BYTES", scratch)
+    data = _jpegs()
+    outs = {}
+    for device in ("cpu", "mixed"):
+        @pipeline_def(batch_size=len(data), num_threads=2, device_id=0, seed=99)
+        def pipe():
+            encoded = fn.external_source(source=_const(data))
+            return (fn.decoders.image_random_crop(encoded, device=device, seed=5, hw_decoder_load=1.0),
+                    fn.decoders.image(encoded, device=device, output_type=types.BGR, hw_decoder_load=1.0))
+
+        outs[device] = [[o.as_cpu().at(i) for i in range(len(data))] for o in pipe().run()]
+    for c_out, g_out in zip(outs["cpu"], outs["mixed"]):
+        for c, g in zip(c_out, g_out):
+            assert c.shape == g.shape
+            diff = np.abs(c.astype(np.int64) - g.astype(np.int64))
+            assert diff.mean() < 1.0 and diff.max() <= 12
 
 
 def test_layout_and_join_operators_match_cpu():

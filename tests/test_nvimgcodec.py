@@ -66,6 +66,21 @@ def test_a_batch_decodes_into_the_given_rows_as_pillow_does(decoder):
         assert (out[:, w * 3:] == 1).all()  # nothing written past a row
 
 
+def test_a_sample_with_address_0_waits_for_a_later_call(decoder):
+    datas = [_jpeg(12, 20), _jpeg(14, 9), _jpeg(7, 7)]
+    encoded, starts, lengths = _pack(datas)
+    shapes = np.array([_reference(d).shape[:2] for d in datas], np.int64)
+    outs = [np.zeros((h, w, 3), np.uint8) for h, w in shapes]
+    addresses = np.array([o.ctypes.data for o in outs], np.uint64)
+    parsed = decoder.parse(encoded, starts, lengths, shapes, True)
+    first = decoder.decode(parsed, np.where([True, False, True], addresses, np.uint64(0)), shapes[:, 1] * 3, 0)
+    assert first.tolist() == [True, False, True] and not outs[1].any()
+    second = decoder.decode(parsed, np.where([False, True, False], addresses, np.uint64(0)), shapes[:, 1] * 3, 0)
+    assert second.tolist() == [False, True, False]
+    for data, out in zip(datas, outs):
+        np.testing.assert_array_equal(out, _reference(data))
+
+
 def test_exif_oriented_images_are_left_out_when_orientation_is_asked_for(decoder):
     # nvImageCodec's CPU backend writes them unturned: the caller decodes them itself
     data = _jpeg(20, 36, exif_orientation=6)  # rotated 90 degrees: displayed 36 x 20

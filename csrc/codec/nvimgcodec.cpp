@@ -271,8 +271,9 @@ class ImageCodecDecoder {
   }
 
   // Decodes the parsed samples to RGB uint8 HWC: sample k at address dst[k] (device memory, host
-  // memory for a CPU-only decoder), rows pitches[k] bytes apart; the output is ordered on
-  // `cuda_stream`. Returns which samples were decoded; the others were not written.
+  // memory for a CPU-only decoder), rows pitches[k] bytes apart; a sample whose address is 0 is
+  // not decoded this time. The output is ordered on `cuda_stream`. Returns which samples were
+  // decoded; the others were not written.
   py::array_t<bool> decode(const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
                            I64Array pitches, uintptr_t cuda_stream) {
     int64_t n = batch.num_samples_;
@@ -281,7 +282,7 @@ class ImageCodecDecoder {
     const uint64_t* out = dst.data();
     const int64_t* pitch = pitches.data();
     for (size_t j = 0; j < batch.which_.size(); ++j)
-      if (pitch[batch.which_[j]] < 3 * batch.sizes_[2 * j + 1])
+      if (out[batch.which_[j]] != 0 && pitch[batch.which_[j]] < 3 * batch.sizes_[2 * j + 1])
         throw std::invalid_argument("ImageCodecDecoder.decode: sample " + std::to_string(batch.which_[j]) +
                                     ": the row pitch is less than its width");
     py::array_t<bool> decoded(n);
@@ -294,14 +295,19 @@ class ImageCodecDecoder {
 
  private:
   void run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream, bool* ok) {
-    size_t m = batch.which_.size();
+    std::vector<size_t> chosen;  // positions in the parsed batch decoded now
+    for (size_t j = 0; j < batch.which_.size(); ++j)
+      if (out[batch.which_[j]] != 0) chosen.push_back(j);
+    size_t m = chosen.size();
     if (m == 0) return;
-    std::vector<Handle> images;
+    std::vector<Handle> streams, images;
+    streams.reserve(m);
     images.reserve(m);
     std::vector<int> status(m, 0);
     try {
-      for (size_t j = 0; j < m; ++j) {
+      for (size_t j : chosen) {
         int64_t k = batch.which_[j];
+        streams.push_back(batch.streams_[j]);
         ImageInfo target = make<ImageInfo>(kImageInfo);
         target.color_spec = kColorSrgb;
         target.sample_format = kFormatInterleavedRgb;
@@ -325,7 +331,7 @@ class ImageCodecDecoder {
       DecodeParams params = make<DecodeParams>(kDecodeParams);
       params.apply_exif_orientation = batch.orient_ ? 1 : 0;
       Handle future = nullptr;
-      check(api_.DecoderDecode(decoder_, batch.streams_.data(), images.data(), int(m), &params, &future), "decoding");
+      check(api_.DecoderDecode(decoder_, streams.data(), images.data(), int(m), &params, &future), "decoding");
       int waited = api_.FutureWaitForAll(future);
       size_t count = m;
       int got = waited == 0 ? api_.FutureGetProcessingStatus(future, status.data(), &count) : waited;
@@ -336,7 +342,7 @@ class ImageCodecDecoder {
       throw;
     }
     for (Handle h : images) api_.ImageDestroy(h);
-    for (size_t j = 0; j < m; ++j) ok[batch.which_[j]] = status[j] == kProcessingSuccess;
+    for (size_t i = 0; i < m; ++i) ok[batch.which_[chosen[i]]] = status[i] == kProcessingSuccess;
   }
 
   const Api& api_;

@@ -1,0 +1,24 @@
+"""Host-side plumbing of the GPU kernels (penstock._cuda.kernels) that needs no GPU; the kernels
+themselves are compared with the CPU ones on the GPU (tests/test_gpu_operators.py)."""
+import numpy as np
+
+from penstock._cuda.kernels import budget_runs
+
+
+def test_budget_runs_cut_where_the_sizes_before_pass_a_multiple_of_the_budget():
+    assert budget_runs(np.array([5, 5, 5, 5, 5]), 10) == [(0, 2), (2, 4), (4, 5)]
+    assert budget_runs(np.array([30, 1, 1]), 10) == [(0, 1), (1, 3)]  # a large item runs alone
+    assert budget_runs(np.array([3]), 10) == [(0, 1)]
+    assert budget_runs(np.zeros(0, np.int64), 10) == []
+    assert budget_runs(np.array([0, 0, 4]), 1) == [(0, 3)]  # empty items join the next run
+
+
+def test_budget_runs_cover_every_item_once_and_stay_within_budget_plus_their_last_item():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        sizes = rng.integers(0, 100, rng.integers(1, 40))
+        budget = int(rng.integers(1, 300))
+        runs = budget_runs(sizes, budget)
+        assert [a for a, _ in runs] == [0] + [b for _, b in runs[:-1]] and runs[-1][1] == len(sizes)
+        for a, b in runs:
+            assert b > a and sizes[a:b - 1].sum() < budget
