@@ -22,13 +22,14 @@ namespace penstock {
 namespace {
 
 // structure types, enums and limits of the public header
-constexpr int kInstanceCreateInfo = 2, kDecodeParams = 5, kImageInfo = 11, kImagePlaneInfo = 12;
+constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDecodeParams = 5, kImageInfo = 11, kImagePlaneInfo = 12;
 constexpr int kBackend = 17, kBackendParams = 29, kExecutionParams = 30;
 constexpr int kSampleUint8 = 0x0802, kFormatInterleavedRgb = 8, kColorSrgb = 1;
 constexpr int kBufferDevice = 1, kBufferHost = 2;
 constexpr int kProcessingSuccess = 1;
 constexpr int kMaxPlanes = 32, kMaxCodecName = 256;
 constexpr int kCpuOnlyDevice = -99999;
+constexpr uint32_t kOldestVersion = 900;  // 0.9.0 (major * 1000 + minor * 100 + patch): these layouts
 
 struct Header {
   int struct_type;
@@ -43,6 +44,11 @@ T make(int type) {
   s.hdr = Header{type, sizeof(T), nullptr};
   return s;
 }
+
+struct Properties {
+  Header hdr;
+  uint32_t version, cudart_version;
+};
 
 struct CreateInfo {
   Header hdr;
@@ -110,6 +116,7 @@ using Handle = void*;
 
 // The entry points used, looked up once per library path.
 struct Api {
+  int (*GetProperties)(Properties*);
   int (*InstanceCreate)(Handle*, const CreateInfo*);
   int (*InstanceDestroy)(Handle);
   int (*DecoderCreate)(Handle, Handle*, const ExecutionParams*, const char*);
@@ -142,6 +149,12 @@ const Api& api(const std::string& library) {
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw std::runtime_error("nvImageCodec: cannot load " + library + ": " + dlerror());
   auto a = std::make_unique<Api>();
+  bind(lib, "nvimgcodecGetProperties", a->GetProperties);
+  Properties props = make<Properties>(kProperties);
+  if (a->GetProperties(&props) != 0 || props.version < kOldestVersion)
+    throw std::runtime_error("nvImageCodec: " + library + " is version " + std::to_string(props.version / 1000) + "." +
+                             std::to_string(props.version % 1000 / 100) + "." + std::to_string(props.version % 100) +
+                             ", older than 0.9.0, whose C API penstock uses: upgrade nvidia-nvimgcodec-cu12/cu13");
   bind(lib, "nvimgcodecInstanceCreate", a->InstanceCreate);
   bind(lib, "nvimgcodecInstanceDestroy", a->InstanceDestroy);
   bind(lib, "nvimgcodecDecoderCreate", a->DecoderCreate);
