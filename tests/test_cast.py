@@ -1,8 +1,10 @@
+import math
+
 import numpy as np
 import pytest
 
-from penstock import fn, types
-from penstock.types import DALIDataType as T
+from penstock import _engine, fn, types
+from penstock.types import DALIDataType as T, to_dali_type
 
 from _util import run_es
 
@@ -82,3 +84,21 @@ def test_cast_like():
     (out,) = run_es(lambda a, b: fn.cast_like(a, b), [np.array([1.6], np.float32)],
                     [np.array([0], np.int16)])
     assert out.dtype == T.INT16 and out.at(0).tolist() == [2]
+
+
+def _cut_and_clamp(v, info):
+    """float -> integer by truncation toward zero, clamped to the type's range; NaN -> 0."""
+    if np.isnan(v):
+        return 0
+    return info.max if v >= info.max else info.min if v <= info.min else math.trunc(v)
+
+
+@pytest.mark.parametrize("ftype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("itype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64])
+def test_engine_cast_truncates_on_request(ftype, itype):
+    # crop and slice convert float data this way (the truncate flag); fn.cast rounds
+    x = np.array([-300.7, -2.5, -1.7, -0.5, 0.5, 1.7, 2.5, 3.5, 254.9, 300.2, 4e4, np.nan, np.inf, -np.inf], ftype)
+    out = np.empty(x.size, itype)
+    _engine.cast(_engine.ThreadPool(1), x, int(to_dali_type(ftype)), out, int(to_dali_type(itype)), truncate=True)
+    info = np.iinfo(itype)
+    np.testing.assert_array_equal(out, np.array([_cut_and_clamp(float(v), info) for v in x], itype))

@@ -176,6 +176,33 @@ def test_crop_fill_values_for_a_converted_integer_output_are_cut_toward_zero():
                                                                 (3, 3, 1), (expected,)))
 
 
+def truncated_uint8(x):
+    """float data converted as DALI's crop and slice do: cut toward zero, clamped, NaN -> 0."""
+    return np.clip(np.trunc(np.nan_to_num(np.asarray(x, np.float64), nan=0.0)), 0, 255).astype(np.uint8)
+
+
+WINDOW_VALUES = [-300.7, -1.7, -0.99, -0.5, 0.5, 0.99, 1.5, 2.5, 3.5, 127.6, 254.9, 255.99, 300.2, 7e4,
+                 np.nan, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("ftype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("op, kw", [(fn.crop, {"crop": (2, 17)}),
+                                    (fn.slice, {"start": (0, 0), "shape": (2, 17), "axes": (0, 1)})])
+def test_float_data_converted_to_an_integer_output_is_cut_toward_zero(ftype, op, kw):
+    with np.errstate(over="ignore"):  # 7e4 is inf in float16
+        img = np.tile(np.array(WINDOW_VALUES, ftype).reshape(1, -1, 1), (2, 1, 1))
+    out, tl = run(op, [img], dtype=types.UINT8, **kw)
+    assert tl.dtype == types.UINT8
+    np.testing.assert_array_equal(out[0], truncated_uint8(img))
+
+
+def test_padded_float_window_converted_to_uint8_cuts_data_and_fill():
+    img = np.array([[2.5, 3.7], [254.9, -1.5]], np.float32).reshape(2, 2, 1)
+    out, _ = run(fn.crop, [img], crop=(3, 3), crop_pos_x=0.0, crop_pos_y=0.0, out_of_bounds_policy="pad",
+                 fill_values=(9.9,), dtype=types.UINT8)
+    np.testing.assert_array_equal(out[0], padded_window(truncated_uint8(img), (0, 0, 0), (3, 3, 1), (9,)))
+
+
 # ---- slice ---------------------------------------------------------------------------------
 
 def test_slice_relative_inputs_default_axes():

@@ -137,3 +137,12 @@ __device__ __forceinline__ Out convert_sat(In v) {
     return Out(v);
   }
 }
+
+// convert_trunc of engine/convert.h (crop, slice): convert_sat, except that float -> integer
+// truncates toward zero first.
+template <typename Out, typename In>
+__device__ __forceinline__ Out convert_trunc(In v) {
+  if constexpr (Kind<In>::is_float && !Kind<Out>::is_float && !Kind<Out>::is_bool)
+    return convert_sat<Out, In>(In(trunc(double(v))));
+  else return convert_sat<Out, In>(v);
+}

@@ -31,11 +31,13 @@ template <> struct Cast<f16, f16> {
   __device__ static __forceinline__ f16 conv(f16 v) { return v; }
 };
 
-#define PENSTOCK_CAST(I, O)                                                                       \
-  extern "C" __global__ void cast_##I##_##O(const I* src, O* dst, i64 n) {                        \
+// NAME##_I_O: dst[i] = CONV<O, I>::conv(src[i]), grid-stride
+#define PENSTOCK_CONVERT(NAME, CONV, I, O)                                                        \
+  extern "C" __global__ void NAME##_##I##_##O(const I* src, O* dst, i64 n) {                      \
     for (i64 i = i64(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += i64(gridDim.x) * blockDim.x) \
-      dst[i] = Cast<O, I>::conv(src[i]);                                                          \
+      dst[i] = CONV<O, I>::conv(src[i]);                                                          \
   }
+#define PENSTOCK_CAST(I, O) PENSTOCK_CONVERT(cast, Cast, I, O)
 #define PENSTOCK_CAST_FROM(I) \
   PENSTOCK_CAST(I, u8) PENSTOCK_CAST(I, u16) PENSTOCK_CAST(I, u32) PENSTOCK_CAST(I, u64) \
   PENSTOCK_CAST(I, i8) PENSTOCK_CAST(I, i16) PENSTOCK_CAST(I, i32) PENSTOCK_CAST(I, i64) \
@@ -43,6 +45,20 @@ template <> struct Cast<f16, f16> {
 PENSTOCK_CAST_FROM(u8) PENSTOCK_CAST_FROM(u16) PENSTOCK_CAST_FROM(u32) PENSTOCK_CAST_FROM(u64)
 PENSTOCK_CAST_FROM(i8) PENSTOCK_CAST_FROM(i16) PENSTOCK_CAST_FROM(i32) PENSTOCK_CAST_FROM(i64)
 PENSTOCK_CAST_FROM(f16) PENSTOCK_CAST_FROM(f32) PENSTOCK_CAST_FROM(f64) PENSTOCK_CAST_FROM(bool)
+
+// ---- cast_trunc: convert_trunc (common.cuh), float -> integer only (elsewhere it equals cast) ----
+template <typename Out, typename In> struct CastTrunc {
+  __device__ static __forceinline__ Out conv(In v) { return convert_trunc<Out, In>(v); }
+};
+template <typename Out> struct CastTrunc<Out, f16> {
+  __device__ static __forceinline__ Out conv(f16 v) { return convert_trunc<Out, float>(half_to_float(v)); }
+};
+
+#define PENSTOCK_CAST_TRUNC(I, O) PENSTOCK_CONVERT(cast_trunc, CastTrunc, I, O)
+#define PENSTOCK_CAST_TRUNC_FROM(I) \
+  PENSTOCK_CAST_TRUNC(I, u8) PENSTOCK_CAST_TRUNC(I, u16) PENSTOCK_CAST_TRUNC(I, u32) PENSTOCK_CAST_TRUNC(I, u64) \
+  PENSTOCK_CAST_TRUNC(I, i8) PENSTOCK_CAST_TRUNC(I, i16) PENSTOCK_CAST_TRUNC(I, i32) PENSTOCK_CAST_TRUNC(I, i64)
+PENSTOCK_CAST_TRUNC_FROM(f16) PENSTOCK_CAST_TRUNC_FROM(f32) PENSTOCK_CAST_TRUNC_FROM(f64)
 
 // ---- unary ----------------------------------------------------------------------------------
 enum UnaryOp {

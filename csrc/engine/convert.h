@@ -1,5 +1,6 @@
 // Value conversion with DALI's output rules: float -> int rounds half away from zero and
-// saturates; int -> narrower int saturates; anything -> bool is "!= 0".
+// saturates (convert_trunc: truncates toward zero, as DALI's crop and slice do); int -> narrower
+// int saturates; anything -> bool is "!= 0".
 #pragma once
 #include <cmath>
 #include <cstring>
@@ -85,6 +86,17 @@ inline Out convert_sat(In v) {
       if (w > static_cast<Wide>(std::numeric_limits<Out>::max())) return std::numeric_limits<Out>::max();
       return static_cast<Out>(v);
     }
+  }
+}
+
+// convert_sat, except that float -> integer truncates toward zero first (DALI's crop and slice
+// outputs); NaN still gives 0.
+template <typename Out, typename In>
+inline Out convert_trunc(In v) {
+  if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out> && !std::is_same_v<Out, bool>) {
+    return convert_sat<Out>(std::trunc(v));
+  } else {
+    return convert_sat<Out>(v);
   }
 }
 

@@ -17,12 +17,13 @@ constexpr int64_t kGrain = 1 << 15;  // elements per task
 
 // ---- cast -------------------------------------------------------------------------------
 
-template <typename Out, typename In>
+template <bool Truncate, typename Out, typename In>
 void cast_range(const In* src, Out* dst, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) dst[i] = convert_sat<Out>(src[i]);
+  for (int64_t i = b; i < e; ++i) dst[i] = Truncate ? convert_trunc<Out>(src[i]) : convert_sat<Out>(src[i]);
 }
 
-void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code) {
+// truncate: float -> integer truncates toward zero instead of rounding (crop and slice outputs).
+void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code, bool truncate) {
   if (src.size() != dst.size()) throw std::invalid_argument("cast: buffer sizes differ");
   const void* s = src.data();
   void* d = dst.mutable_data();
@@ -36,7 +37,10 @@ void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_
       pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
         auto* in = static_cast<const uint16_t*>(s);
         auto* out = static_cast<Out*>(d);
-        for (int64_t i = b; i < e; ++i) out[i] = convert_sat<Out>(half_to_float(in[i]));
+        for (int64_t i = b; i < e; ++i) {
+          float v = half_to_float(in[i]);
+          out[i] = truncate ? convert_trunc<Out>(v) : convert_sat<Out>(v);
+        }
       });
     });
   } else if (dst_code == half) {
@@ -51,7 +55,8 @@ void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_
     PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
       PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
         pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-          cast_range<Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
+          if (truncate) cast_range<true, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
+          else cast_range<false, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
         });
       });
     });
@@ -363,8 +368,9 @@ void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
 
 PENSTOCK_BINDINGS(elementwise) {
   using namespace penstock;
-  m.def("cast", &cast, "Convert a buffer element by element (rounding, saturating)",
-        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("dst"), py::arg("dst_type"));
+  m.def("cast", &cast, "Convert a buffer element by element (rounding, or truncating, and saturating)",
+        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("dst"), py::arg("dst_type"),
+        py::arg("truncate") = false);
   m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting");
   m.def("unary", &unary, "Unary element-wise op");
 }

@@ -25,6 +25,7 @@ _RESIZE_TMP_ELEMENTS = 8 << 20  # floats (32 MB) of a resize's intermediate at a
 # DALIDataType code -> type name used in kernel names (csrc/cuda/common.cuh)
 TYPE_NAMES = {0: "u8", 1: "u16", 2: "u32", 3: "u64", 4: "i8", 5: "i16", 6: "i32", 7: "i64",
               8: "f16", 9: "f32", 10: "f64", 11: "bool"}
+FLOAT_CODES, INT_CODES = (8, 9, 10), range(0, 8)  # FLOAT16..FLOAT64; UINT8..INT64
 UNIT_NAMES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}  # element-size-generic kernels
 COMPARISONS = range(9, 15)  # kEq .. kGe in the binary op codes
 
@@ -179,10 +180,12 @@ class GpuKernels:
         self._launch_batch("slice", f"concat_{unit}", desc[:, 1], desc, (dst.view(f"u{es}"),), (np.int32(k),))
 
     # -- element-wise ----------------------------------------------------------------------
-    def cast(self, pool: Any, src: Any, src_code: int, dst: Any, dst_code: int) -> None:
+    def cast(self, pool: Any, src: Any, src_code: int, dst: Any, dst_code: int, truncate: bool = False) -> None:
         if src.size != dst.size:
             raise ValueError("cast: buffer sizes differ")
-        self._grid_stride("elementwise", f"cast_{TYPE_NAMES[src_code]}_{TYPE_NAMES[dst_code]}", int(src.size),
+        # truncation differs from rounding only float -> integer, the pairs cast_trunc_* exist for
+        kind = "cast_trunc" if truncate and src_code in FLOAT_CODES and dst_code in INT_CODES else "cast"
+        self._grid_stride("elementwise", f"{kind}_{TYPE_NAMES[src_code]}_{TYPE_NAMES[dst_code]}", int(src.size),
                           src, dst)
 
     def unary(self, pool: Any, op: int, code: int, src: Any, dst: Any) -> None:

@@ -4,7 +4,8 @@ Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window si
 ``crop`` / ``crop_h|w|d`` (cut to whole numbers toward zero; a size <= 0 keeps the whole extent,
 and no size at all the whole input), anchors ``round(crop_pos * (extent - size))`` (ties away from
 zero), and the out-of-bounds policies ("error", "pad", "trim_to_shape"). Fill values for integer
-outputs are cut toward zero, as DALI converts them (values out of range are clamped).
+outputs are cut toward zero, as DALI converts them (values out of range are clamped), and so is
+floating-point data converted to an integer output type (``dtype``).
 """
 from __future__ import annotations
 
@@ -182,13 +183,14 @@ def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
                                 f"or {', '.join(t.name for t in WINDOW_OUT_TYPES)})")
     if dtype is None or int(dtype) == int(src.dtype):
         return slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim)
-    if np.dtype(to_numpy_type(dtype)).kind in "iu":  # cut the fill values now: the conversion would round them
-        fill = np.trunc(fill)
+    if np.dtype(to_numpy_type(dtype)).kind in "iu":
+        fill = np.trunc(fill)  # as DALI converts them; whole values also let integer data be cut first
     in_type = src._buf.dtype
     exact = in_type.kind == "f" or (np.all(fill == np.round(fill)) and np.iinfo(in_type).min <= fill.min()
                                      and fill.max() <= np.iinfo(in_type).max)
-    if exact:
-        return cast_batch(ws, slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim), dtype)
+    if exact:  # DALI truncates float data converted to an integer output, as it does the fill values
+        return cast_batch(ws, slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim), dtype,
+                          truncate=True)
     return slice_batch(ws, cast_batch(ws, src, dtype), anchors, shapes, fill=fill, channel_dim=cdim)
 
 
