@@ -1,5 +1,6 @@
 """_engine.crop_mirror_normalize against the numpy formula
-out = convert((in - mean) / std * scale + shift), with padded crop, mirror, layout and pad_output."""
+out = convert((in - mean) / std * scale + shift), with padded crop, mirror, layout and pad_output
+(an extra channel holding the last fill value)."""
 import numpy as np
 import pytest
 
@@ -19,10 +20,10 @@ def convert(x, dtype):
 
 
 def ref_cmn(img, anchor, window, mirror, mean, std, scale, shift, fill, dtype, chw, pad):
-    """img [..., H, W, C]; anchor/window over the non-channel dims."""
+    """img [..., H, W, C]; anchor/window over the non-channel dims; fill: C values (C + 1 with pad)."""
     c = img.shape[-1]
     out = np.empty(tuple(window) + (c,), np.float64)
-    out[...] = np.asarray(fill, np.float64)
+    out[...] = np.asarray(fill, np.float64)[:c]
     src, dst = [], []
     for a, n, e in zip(anchor, window, img.shape[:-1]):
         lo, hi = max(a, 0), min(a + n, e)
@@ -33,7 +34,7 @@ def ref_cmn(img, anchor, window, mirror, mean, std, scale, shift, fill, dtype, c
     if mirror:
         out = out[..., ::-1, :]
     if pad:
-        out = np.concatenate([out, np.zeros(out.shape[:-1] + (1,))], axis=-1)
+        out = np.concatenate([out, np.full(out.shape[:-1] + (1,), fill[c], np.float64)], axis=-1)
     out = convert(out, dtype)
     if chw:
         out = np.moveaxis(out, -1, -3)
@@ -52,7 +53,7 @@ def run(imgs, anchors, windows, mirror, mean, std, scale=1.0, shift=0.0, fill=No
     vols = dst_shapes.prod(axis=1)
     dst_offsets = np.concatenate([[0], np.cumsum(vols)[:-1]]).astype(np.int64)
     dst = np.empty(int(vols.sum()), dtype)
-    fill = np.zeros(c, np.float32) if fill is None else np.array(fill, np.float32)
+    fill = np.zeros(cout, np.float32) if fill is None else np.array(fill, np.float32)
     _engine.crop_mirror_normalize(
         POOL, src, src_shapes, src_offsets, CODES[imgs[0].dtype], dst, dst_shapes, dst_offsets, CODES[np.dtype(dtype)],
         np.array(anchors, np.int64), np.array(mirror, np.uint8),
@@ -82,8 +83,8 @@ def test_out_of_bounds_fill_and_pad_output():
     img = rng.integers(0, 256, (10, 10, 3), dtype=np.uint8)
     for mirror in (0, 1):
         out = run([img], [(-2, -1)], [(12, 14)], [mirror], [10, 20, 30], [2, 4, 8], scale=2, shift=1,
-                  fill=[-7, 8, 9.5], pad=True)[0]
-        ref = ref_cmn(img, (-2, -1), (12, 14), mirror, [10, 20, 30], [2, 4, 8], 2, 1, [-7, 8, 9.5],
+                  fill=[-7, 8, 9.5, 4.5], pad=True)[0]
+        ref = ref_cmn(img, (-2, -1), (12, 14), mirror, [10, 20, 30], [2, 4, 8], 2, 1, [-7, 8, 9.5, 4.5],
                       np.float32, True, True)
         assert out.shape == (4, 12, 14)
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
@@ -99,6 +100,25 @@ def test_output_types_round_and_saturate(dtype):
         np.testing.assert_allclose(out.astype(np.float32), ref.astype(np.float32), rtol=1e-3)
     else:
         np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("chw", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_pad_output_channel_holds_the_last_fill_value_everywhere(chw, dtype):
+    img = np.random.default_rng(8).integers(0, 256, (6, 7, 3), dtype=np.uint8)
+    fill = [1, 2, 3, 42]
+    out = run([img], [(-1, 2)], [(8, 6)], [1], [5, 6, 7], [2, 2, 2], fill=fill, dtype=dtype, chw=chw, pad=True)[0]
+    np.testing.assert_allclose(out, ref_cmn(img, (-1, 2), (8, 6), 1, [5, 6, 7], [2, 2, 2], 1, 0, fill, dtype, chw,
+                                            True), rtol=1e-5, atol=1e-4)
+    assert ((out[3] if chw else out[..., 3]) == 42).all()  # inside the input as well as outside
+
+
+def test_fill_values_need_one_per_output_channel():
+    img = np.zeros((4, 4, 3), np.uint8)
+    with pytest.raises(_engine.SampleError, match="fill_values"):
+        run([img], [(0, 0)], [(2, 2)], [0], [0, 0, 0], [1, 1, 1], fill=[0, 0, 0], pad=True)
+    with pytest.raises(_engine.SampleError, match="fill_values"):
+        run([img], [(0, 0)], [(2, 2)], [0], [0, 0, 0], [1, 1, 1], fill=[0, 0, 0, 0], pad=False)
 
 
 def test_int8_saturates_at_127():

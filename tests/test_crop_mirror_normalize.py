@@ -173,9 +173,40 @@ def test_fill_values_count_only_with_the_pad_policy():
     np.testing.assert_array_equal(out[0][40:], 0)
     with pytest.raises(RuntimeError, match="'fill_values' has 2 values for 3 output channels"):
         run([IMG], crop=(20, 30), out_of_bounds_policy="pad", fill_values=(0.5, 1.5))
-    # with pad_output the output has 4 channels
-    with pytest.raises(RuntimeError, match="'fill_values' has 2 values for 4 output channels"):
-        run([IMG], crop=(20, 30), out_of_bounds_policy="pad", pad_output=True, fill_values=(1, 2))
+    # with pad_output the output has 4 channels: one value per input channel is not enough either
+    for fill in ((1, 2), (1, 2, 3)):
+        with pytest.raises(RuntimeError, match=f"'fill_values' has {len(fill)} values for 4 output channels"):
+            run([IMG], crop=(20, 30), out_of_bounds_policy="pad", pad_output=True, fill_values=fill)
     out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", pad_output=True,
                  fill_values=(1, 2, 3, 0), output_layout="HWC")
     np.testing.assert_array_equal(out[0][40:], np.broadcast_to(np.float32([1, 2, 3, 0]), (4, 50, 4)))
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+@pytest.mark.parametrize("fill, pad_value", [((7.5,), 7.5), ((1, 2, 3, 9.5), 9.5)])
+def test_pad_output_channel_takes_its_fill_value_under_the_pad_policy(layout, fill, pad_value):
+    # one fill value is every channel's, the extra one's too; of C + 1 values the last is the extra one's
+    out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", pad_output=True,
+                 fill_values=fill, output_layout=layout, mean=MEAN, std=STD)
+    hwc = out[0] if layout == "HWC" else out[0].transpose(1, 2, 0)
+    assert hwc.shape == (44, 50, 4)
+    np.testing.assert_allclose(hwc[:40, :, :3], reference(IMG, MEAN, STD, chw=False), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(hwc[40:, :, :3], np.broadcast_to(np.float32(fill[:3]), (4, 50, 3)))
+    np.testing.assert_array_equal(hwc[..., 3], np.float32(pad_value))  # inside the input too
+
+
+def test_pad_output_channel_is_zero_under_the_other_policies():
+    for policy in ("error", "trim_to_shape"):
+        out, _ = run([IMG], crop=(20, 30), out_of_bounds_policy=policy, pad_output=True, fill_values=(1, 2, 3, 4))
+        assert (out[0][3] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [types.UINT8, types.INT8])
+def test_fill_values_are_cut_toward_zero_for_integer_outputs(dtype):
+    fill = (1.5, 2.5, -0.7, 9.9)
+    out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", pad_output=True,
+                 fill_values=fill, output_layout="HWC", dtype=dtype)
+    info = np.iinfo(out[0].dtype)
+    expected = np.clip(np.trunc(fill), info.min, info.max)
+    np.testing.assert_array_equal(out[0][40:], np.broadcast_to(expected, (4, 50, 4)))
+    np.testing.assert_array_equal(out[0][:40, :, 3], expected[3])

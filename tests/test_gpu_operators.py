@@ -113,9 +113,22 @@ def _run_mixed_inputs(graph, inputs, layouts):
     return [[o.as_cpu().at(i) for i in range(len(o))] for o in outs]
 
 
-def test_crop_mirror_normalize_pad_output_and_out_of_bounds_fill():
-    assert_same(lambda x: fn.crop_mirror_normalize(x, crop=(60, 60), out_of_bounds_policy="pad",
-                                                   fill_values=[1.0, 2.0, 3.0], pad_output=True), [IMAGES], ["HWC"])
+@pytest.mark.parametrize("fill", [[7.5], [1.0, 2.0, 3.0, 4.5]])  # the pad channel takes 7.5 / 4.5
+@pytest.mark.parametrize("dtype", [types.FLOAT, types.UINT8])
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_crop_mirror_normalize_pad_output_and_out_of_bounds_fill(fill, dtype, layout):
+    assert_same(lambda x: fn.crop_mirror_normalize(x, crop=(60, 60), out_of_bounds_policy="pad", fill_values=fill,
+                                                   pad_output=True, dtype=dtype, output_layout=layout),
+                [IMAGES], ["HWC"])
+
+
+@pytest.mark.parametrize("ftype", [np.float16, np.float32, np.float64])
+def test_crop_and_slice_cut_float_data_to_uint8_as_the_cpu_does(ftype):
+    row = np.array([-300.7, -1.7, -0.5, 0.5, 1.5, 2.5, 3.5, 127.6, 254.9, 255.99, 300.2, np.nan], ftype)
+    values = [np.tile(row.reshape(1, -1, 1), (3, 1, 2)) * k for k in (1, 0.5)]
+    assert_same(lambda x: fn.crop(x, crop=(2, 12), dtype=types.UINT8), [values], ["HWC"], atol_int=0)
+    assert_same(lambda x: fn.slice(x, start=(0, 0), shape=(4, 12), axes=(0, 1), out_of_bounds_policy="pad",
+                                   fill_values=[2.7, -0.7], dtype=types.UINT8), [values], ["HWC"], atol_int=0)
 
 
 def test_window_operators_match_cpu():
@@ -242,6 +255,29 @@ def _jpegs(count=6):
     return out
 
 
+def _decoded_on_both(source, graph, iterations=1, **pipe_kw):
+    """Per device ("cpu", "mixed"): per iteration, per output of ``graph(encoded, device)`` over
+    the encoded batches ``source`` gives, its samples on the host."""
+    outs = {}
+    for device in ("cpu", "mixed"):
+        @pipeline_def(num_threads=2, device_id=0, **pipe_kw)
+        def pipe():
+            return graph(fn.external_source(source=source, batch_info=True), device)
+
+        p = pipe()
+        outs[device] = [[[o.as_cpu().at(i) for i in range(len(o))] for o in p.run()] for _ in range(iterations)]
+    return outs
+
+
+def _assert_decoded_alike(outs):
+    for c_it, g_it in zip(outs["cpu"], outs["mixed"]):
+        for c_out, g_out in zip(c_it, g_it):
+            for c, g in zip(c_out, g_out):
+                assert c.shape == g.shape and c.dtype == g.dtype
+                diff = np.abs(c.astype(np.float64) - g.astype(np.float64)) * (255 if c.dtype.kind == "f" else 1)
+                assert diff.mean() < 1.0 and diff.max() <= 12  # GPU and host IDCT/upsampling differ slightly
+
+
 @pytest.mark.parametrize("make", [
     lambda x, **kw: fn.decoders.image(x, **kw),
     lambda x, **kw: fn.decoders.image(x, output_type=types.BGR, dtype=types.FLOAT, **kw),
@@ -253,18 +289,10 @@ def _jpegs(count=6):
 @pytest.mark.parametrize("hw_load", [0.0, 0.65, 1.0])
 def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
     data = _jpegs()
-    outs = {}
-    for device, kw in (("cpu", {}), ("mixed", {"device": "mixed", "hw_decoder_load": hw_load})):
-        @pipeline_def(batch_size=len(data), num_threads=2, device_id=0, seed=99)
-        def pipe():
-            return make(fn.external_source(source=_const(data)), **kw)
-
-        (out,) = pipe().run()
-        outs[device] = [out.as_cpu().at(i) for i in range(len(out))]
-    for c, g in zip(outs["cpu"], outs["mixed"]):
-        assert c.shape == g.shape and c.dtype == g.dtype
-        diff = np.abs(c.astype(np.float64) - g.astype(np.float64)) * (255 if c.dtype.kind == "f" else 1)
-        assert diff.mean() < 1.0 and diff.max() <= 12  # GPU and host IDCT/upsampling differ slightly
+    _assert_decoded_alike(_decoded_on_both(
+        lambda info: data, lambda x, device: make(x, **({} if device == "cpu" else
+                                                        {"device": "mixed", "hw_decoder_load": hw_load})),
+        batch_size=len(data), seed=99))
 
 
 def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
@@ -272,22 +300,10 @@ def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
     # each must land in its own output, whole images and windows alike
     data = _jpegs(6)[:6]
     batches = [[data[(i + k) % 6] for k in range(5)] for i in range(6)]
-    outs = {}
-    for device in ("cpu", "mixed"):
-        @pipeline_def(batch_size=5, num_threads=2, device_id=0, seed=7, prefetch_queue_depth=3)
-        def pipe():
-            encoded = fn.external_source(source=lambda info: batches[info.iteration % 6], batch_info=True)
-            return (fn.decoders.image(encoded, device=device),
-                    fn.decoders.image_random_crop(encoded, device=device, seed=3))
-
-        p = pipe()
-        outs[device] = [[[o.as_cpu().at(i) for i in range(5)] for o in p.run()] for _ in range(6)]
-    for c_it, g_it in zip(outs["cpu"], outs["mixed"]):
-        for c_out, g_out in zip(c_it, g_it):
-            for c, g in zip(c_out, g_out):
-                assert c.shape == g.shape
-                diff = np.abs(c.astype(np.int64) - g.astype(np.int64))
-                assert diff.mean() < 1.0 and diff.max() <= 12
+    _assert_decoded_alike(_decoded_on_both(
+        lambda info: batches[info.iteration % 6],
+        lambda x, device: (fn.decoders.image(x, device=device), fn.decoders.image_random_crop(x, device=device, seed=3)),
+        iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
 
 
 @pytest.mark.parametrize("scratch", [1, 60_000])  # bytes: one image per run / a few
@@ -295,20 +311,30 @@ def test_mixed_crops_decoded_through_scratch_in_runs_match_the_cpu_decoder(monke
     from penstock._cuda import _nvimgcodec
     monkeypatch.setattr(_nvimgcodec, "SCRATCH_BYTES", scratch)
     data = _jpegs()
-    outs = {}
-    for device in ("cpu", "mixed"):
-        @pipeline_def(batch_size=len(data), num_threads=2, device_id=0, seed=99)
-        def pipe():
-            encoded = fn.external_source(source=_const(data))
-            return (fn.decoders.image_random_crop(encoded, device=device, seed=5, hw_decoder_load=1.0),
-                    fn.decoders.image(encoded, device=device, output_type=types.BGR, hw_decoder_load=1.0))
+    _assert_decoded_alike(_decoded_on_both(
+        lambda info: data,
+        lambda x, device: (fn.decoders.image_random_crop(x, device=device, seed=5, hw_decoder_load=1.0),
+                           fn.decoders.image(x, device=device, output_type=types.BGR, hw_decoder_load=1.0)),
+        batch_size=len(data), seed=99))
 
-        outs[device] = [[o.as_cpu().at(i) for i in range(len(data))] for o in pipe().run()]
-    for c_out, g_out in zip(outs["cpu"], outs["mixed"]):
-        for c, g in zip(c_out, g_out):
-            assert c.shape == g.shape
-            diff = np.abs(c.astype(np.int64) - g.astype(np.int64))
-            assert diff.mean() < 1.0 and diff.max() <= 12
+
+def test_mixed_decoders_leave_exif_oriented_jpegs_to_the_host():
+    # the GPU decoder's parse leaves them out (a backend may write them unturned); the host turns them
+    from PIL import Image
+    data = _jpegs(4)[:4]
+    img = Image.open(io.BytesIO(data[1].tobytes()))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotated 90 degrees
+    turned = io.BytesIO()
+    img.save(turned, "JPEG", quality=92, exif=exif.tobytes())
+    data[1] = np.frombuffer(turned.getvalue(), np.uint8)
+    outs = _decoded_on_both(
+        lambda info: data,
+        lambda x, device: (fn.decoders.image(x, device=device, hw_decoder_load=1.0),
+                           fn.decoders.image_random_crop(x, device=device, seed=5, hw_decoder_load=1.0)),
+        batch_size=len(data), seed=99)
+    assert outs["cpu"][0][0][1].shape[:2] == (img.width, img.height)  # turned
+    _assert_decoded_alike(outs)
 
 
 def test_layout_and_join_operators_match_cpu():

@@ -1,8 +1,8 @@
 // Fused crop + horizontal mirror + (x - mean) * (scale / std) + shift + channel move + type
 // conversion (kernels/crop_mirror_normalize.cpp), one thread per output element. Input samples
 // are channel-last with nd dims; the output has the channel at `cdim` and `cout` channels
-// (C, or C + 1 with pad_output: the extra channel is 0). Window parts outside the input take
-// fill[c] as the output value.
+// (C, or C + 1 with pad_output: the extra channel is fill[C] everywhere). Window parts outside the
+// input take fill[c] as the output value.
 enum CmnDesc { kInOff, kOutOff, kMirror, kVolume, kInShape = 4, kAnchor = 12, kWin = 20, kDesc = 28 };
 
 template <typename In, typename Out>
@@ -32,8 +32,7 @@ __device__ void cmn(const In* src, Out* dst, const i64* desc, const i64* block_s
     --k;
   }
   float v;
-  if (c >= C) v = 0.f;
-  else if (!inside) v = fill[c];
+  if (c >= C || !inside) v = fill[c];
   else v = (to_float(src[d[kInOff] + src_off + c]) - mean[s * C + c]) * inv_std[s * C + c] + shift;
   dst[d[kOutOff] + e] = pixel_from<Out>(v);
 }

@@ -2,8 +2,8 @@
 // in one pass over the output: out = (in - mean[c]) * (scale / std[c]) + shift.
 // Input samples are channel-last [d0, ..., W, C]; every non-channel dim has a window (anchor from
 // the caller, size from the output shape); window parts outside the input get fill_values[c] (as
-// output values); pad_output appends one channel of zeros. The output puts the channel dim at
-// `channel_out_dim` (0 for CHW from HWC, ndim-1 to stay interleaved).
+// output values); pad_output appends one channel holding fill_values[C] everywhere. The output puts
+// the channel dim at `channel_out_dim` (0 for CHW from HWC, ndim-1 to stay interleaved).
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -28,7 +28,7 @@ struct CmnSample {
   const float* mean;
   const float* inv_std;         // scale / std
   float shift;
-  const float* fill;            // [C]
+  const float* fill;            // [out_channels]
   int64_t out_channels;         // C (+1 with pad_output)
   int64_t channel_out_dim;
 };
@@ -60,7 +60,9 @@ void cmn_sample(const In* src, Out* dst, const CmnSample& s) {
   const AxisWindow& rw = win[row_dim];
   bool interleaved = c_stride == 1;
   int64_t Cout = s.out_channels, bx = interleaved ? Cout : 1, bc = interleaved ? 1 : W;
-  std::vector<float> buf(W * Cout, 0.0f);  // the pad channel stays 0
+  std::vector<float> buf(W * Cout);
+  for (int64_t c = C; c < Cout; ++c)  // the pad channel: the same in every row
+    for (int64_t x = 0; x < W; ++x) buf[c * bc + x * bx] = s.fill[c];
   int64_t idx[kMaxDims] = {0}, rows = vol / W;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t o = 0, off = 0;
@@ -112,7 +114,7 @@ void cmn_sample(const In* src, Out* dst, const CmnSample& s) {
     default: throw std::invalid_argument("crop_mirror_normalize: unsupported output type " + dtype_name(code)); \
   }
 
-// anchors [N, ndim-1]; mirror [N]; mean, std [N, C]; fill_values [C].
+// anchors [N, ndim-1]; mirror [N]; mean, std [N, C]; fill_values [C (+1 with pad_output)].
 void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
                            int src_type, py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type,
                            I64Array anchors, U8Array mirror, F32Array mean, F32Array std, float scale,
@@ -126,7 +128,7 @@ void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes,
   if (anchors.ndim() != 2 || anchors.shape(0) != N || anchors.shape(1) != nd - 1 || mirror.ndim() != 1 ||
       mirror.shape(0) != N || mean.ndim() != 2 || mean.shape(0) != N || std.ndim() != 2 || std.shape(0) != N ||
       mean.shape(1) != std.shape(1) || fill_values.ndim() != 1)
-    throw std::invalid_argument("crop_mirror_normalize: anchors [N, ndim-1], mirror [N], mean/std [N, C], fill [C]");
+    throw std::invalid_argument("crop_mirror_normalize: anchors [N, ndim-1], mirror [N], mean/std [N, C], fill [F]");
   int64_t pad = pad_output ? 1 : 0;
   std::vector<CmnSample> samples(N);
   std::vector<float> inv_std(std.size());
@@ -134,9 +136,11 @@ void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes,
     const int64_t* is = in.shape(i);
     const int64_t* os = out.shape(i);
     int64_t C = is[nd - 1];
-    if (mean.shape(1) != C || fill_values.shape(0) != C)
-      throw SampleError(i, "crop_mirror_normalize: mean/std/fill_values need one value per channel (" +
-                               std::to_string(C) + ")");
+    if (mean.shape(1) != C)
+      throw SampleError(i, "crop_mirror_normalize: mean/std need one value per channel (" + std::to_string(C) + ")");
+    if (fill_values.shape(0) != C + pad)
+      throw SampleError(i, "crop_mirror_normalize: fill_values need one value per output channel (" +
+                               std::to_string(C + pad) + ")");
     if (os[channel_out_dim] != C + pad)
       throw SampleError(i, "crop_mirror_normalize: output channel count mismatch");
     CmnSample& s = samples[i];

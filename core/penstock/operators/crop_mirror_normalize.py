@@ -26,7 +26,8 @@ CMN = OpSchema(
         Arg("dtype", ArgType.DTYPE, T.FLOAT, aliases=("output_dtype",), ignored_aliases=("image_type",),
             doc="output type"),
         Arg("output_layout", ArgType.LAYOUT, "CHW", doc="'CHW' (planar) or 'HWC' (interleaved), or the full layout"),
-        Arg("pad_output", ArgType.BOOL, False, doc="append one channel of zeros")],
+        Arg("pad_output", ArgType.BOOL, False,
+            doc="append one channel: its fill value under the 'pad' policy (the last or only one), else 0")],
     devices=("cpu", "gpu"))
 
 
@@ -74,15 +75,17 @@ class CropMirrorNormalize(Operator):
         cdim, out_layout = channel_placement(self, layout, self.args["output_layout"])
         pad = bool(self.args["pad_output"])
         out_shapes = np.insert(windows[:, :-1], cdim, c + pad, axis=1)
-        # only the 'pad' policy fills, so only then must there be one value or one per output channel
-        # (with pad_output, one per input channel is taken too: the pad channel stays 0)
+        # only the 'pad' policy fills, so only then must there be one value or one per output channel;
+        # the pad_output channel takes its fill value everywhere (0 under the other policies)
         fill = np.asarray(self.args["fill_values"], np.float32)
         if self.args["out_of_bounds_policy"] != "pad" or fill.size == 0:
             fill = np.zeros(1, np.float32)
-        if fill.size not in (1, c, c + pad):
+        if fill.size not in (1, c + pad):
             raise ArgumentValueError(f"{self.label}: 'fill_values' has {fill.size} values for {c + pad} output "
                                      "channels (give 1 or one per channel)")
-        fill = np.ascontiguousarray(np.broadcast_to(fill[:c], (c,)))
+        if np.dtype(to_numpy_type(dtype)).kind in "iu":  # DALI cuts fill values toward zero
+            fill = np.trunc(fill)
+        fill = np.ascontiguousarray(np.broadcast_to(fill, (c + pad,)))
         mean = per_channel(ws, "mean", c)
         std = per_channel(ws, "std", c)
         if (std == 0).any():
