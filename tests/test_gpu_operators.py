@@ -337,6 +337,24 @@ def test_mixed_decoders_leave_exif_oriented_jpegs_to_the_host():
     _assert_decoded_alike(outs)
 
 
+def test_mixed_decoders_take_gray_progressive_and_subsampled_jpegs():
+    # whichever of them nvImageCodec's backends refuse go to the host; all come out as the CPU's
+    from PIL import Image
+    yy, xx = np.mgrid[0:90, 0:130]
+    base = Image.fromarray(np.stack([xx * 255 // 130, yy * 255 // 90, (xx + 2 * yy) % 256], -1).astype(np.uint8))
+    variants = [dict(mode="L"), dict(progressive=True), dict(subsampling=0), dict(subsampling=1)]
+    data = []
+    for kw in variants:
+        mode = kw.pop("mode", "RGB")
+        buf = io.BytesIO()
+        base.convert(mode).save(buf, "JPEG", quality=90, **kw)
+        data.append(np.frombuffer(buf.getvalue(), np.uint8))
+    _assert_decoded_alike(_decoded_on_both(
+        lambda info: data,
+        lambda x, device: (fn.decoders.image(x, device=device), fn.decoders.image_random_crop(x, device=device, seed=2)),
+        batch_size=len(data), seed=99))
+
+
 def test_layout_and_join_operators_match_cpu():
     a = [rng.integers(0, 100, (4, 6), dtype=np.int16) for _ in range(3)]
     b = [rng.integers(0, 100, (4, 2), dtype=np.int16) for _ in range(3)]
