@@ -1,4 +1,4 @@
-"""The host's share of a batch's JPEGs beside the GPU decoder processes (operators._decode_split)."""
+"""The host's share of a batch's JPEGs beside the GPU decoder (operators._decode_split)."""
 import numpy as np
 
 from penstock.operators._decode_split import HostShare, host_cost

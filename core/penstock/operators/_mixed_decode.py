@@ -257,10 +257,10 @@ def _codec_threads(num_threads: int) -> int:
 
 
 def _host_threads(num_threads: int) -> int:
-    """The host side's threads beside the GPU decoders. Measured on an H200 with 16 host cores
-    (ResNet-50 train pipeline), in one run: 6 threads 18.1k img/s, 10 17.3k, 14 14.9k, no host share
-    17.4k (more threads take the cores the pipeline's own threads and the decoder processes need);
-    in another, 2, 4 and 6 threads all 19.6k."""
+    """The host side's threads beside the GPU decoder. Measured on an H200 with 16 host cores
+    (ResNet-50 train pipeline, one run each): 2 threads 14.2k img/s, 4 22.0k, 6 23.5k; in another
+    run 4, 6, 8 and 10 threads 22.5k, 22.3k, 22.0k and 22.5k (more threads take the cores that the
+    pipeline's own threads and nvImageCodec's need)."""
     return max(1, num_threads // 4)
 
 
