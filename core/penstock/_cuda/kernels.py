@@ -82,9 +82,16 @@ class GpuKernels:
     def __init__(self, ctx: DeviceContext):
         self.ctx = ctx
         self.cp = ctx.cp
-        # Host-side planning (resize taps) gets threads of its own: the pipeline's pool may be busy
-        # decoding for the mixed stage, and GPU-stage work must not queue behind it.
-        self._planning_pool = _engine.ThreadPool(min(4, os.cpu_count() or 1))
+        self._planning_threads: Any = None
+
+    @property
+    def _planning_pool(self) -> Any:
+        """Threads of its own for host-side planning (resize taps of extreme downscaling), made on
+        first use: the pipeline's pool may be busy decoding for the mixed stage, and GPU-stage work
+        must not queue behind it."""
+        if self._planning_threads is None:
+            self._planning_threads = _engine.ThreadPool(min(4, os.cpu_count() or 1))
+        return self._planning_threads
 
     # -- plumbing --------------------------------------------------------------------------
     def _fn(self, module: str, name: str) -> Any:

@@ -214,9 +214,12 @@ class MixedDecoder:
 
         start = time.perf_counter()
         split = _split_by_bytes(lengths[gpu_idx], len(self.decoders))
-        failed = np.concatenate([np.zeros(0, np.int64)] + [
-            f.result() for f in [self._parts.submit(part, decoder, positions)
-                                 for decoder, positions in zip(self.decoders, split)]])
+        if len(split) == 1:  # on this thread: its parse overlaps the other batch's decoding
+            failed = part(self.decoders[0], split[0])
+        else:
+            failed = np.concatenate([np.zeros(0, np.int64)] + [
+                f.result() for f in [self._parts.submit(part, decoder, positions)
+                                     for decoder, positions in zip(self.decoders, split)]])
         if self._share is not None and len(gpu_idx):
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), time.perf_counter() - start)
         host = [host_job.result()] if host_job is not None else []
