@@ -87,6 +87,15 @@ def test_pad_output_appends_zero_channel_verified():
     np.testing.assert_allclose(out[0], reference(IMG, MEAN, STD, pad=True), rtol=1e-5, atol=1e-5)
 
 
+def test_mean_and_std_may_name_the_pad_output_channel_which_is_ignored():
+    out, _ = run([IMG], mean=list(MEAN) + [50.0], std=list(STD) + [0.0], pad_output=True)
+    np.testing.assert_allclose(out[0], reference(IMG, MEAN, STD, pad=True), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="'mean' has 4 values; the input has 3 channels"):
+        run([IMG], mean=list(MEAN) + [50.0], std=STD)  # no pad_output: one value too many
+    with pytest.raises(RuntimeError, match="'std' has 5 values; the input has 3 channels"):
+        run([IMG], std=list(STD) + [1.0, 1.0], pad_output=True)
+
+
 def test_out_of_bounds_pad_uses_fill_values():
     out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", fill_values=(1, 2, 3),
                  output_layout="HWC")

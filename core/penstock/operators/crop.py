@@ -46,14 +46,15 @@ def per_sample_list(ws, name: str, dtype=np.float64) -> np.ndarray | None:
     return np.broadcast_to(v, (ws.batch_size, v.size)).copy()
 
 
-def per_channel(ws, name: str, channels: int) -> np.ndarray:
-    """A per-channel list argument as [N, channels] float32 (one value broadcasts)."""
+def per_channel(ws, name: str, channels: int, spare: int = 0) -> np.ndarray:
+    """A per-channel list argument as [N, channels] float32 (one value broadcasts); ``spare`` more
+    values are taken and ignored (as DALI does for crop_mirror_normalize's pad_output channel)."""
     v = per_sample_list(ws, name, np.float32)
     if v.shape[1] == 1:
         return np.repeat(v, channels, axis=1)
-    if v.shape[1] != channels:
+    if v.shape[1] not in (channels, channels + spare):
         raise ValueError(f"{ws.op.label}: '{name}' has {v.shape[1]} values; the input has {channels} channels")
-    return v
+    return v[:, :channels]
 
 
 # ---- crop windows ---------------------------------------------------------------------------

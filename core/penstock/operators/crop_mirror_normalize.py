@@ -86,8 +86,8 @@ class CropMirrorNormalize(Operator):
         if np.dtype(to_numpy_type(dtype)).kind in "iu":  # DALI cuts fill values toward zero
             fill = np.trunc(fill)
         fill = np.ascontiguousarray(np.broadcast_to(fill, (c + pad,)))
-        mean = per_channel(ws, "mean", c)
-        std = per_channel(ws, "std", c)
+        mean = per_channel(ws, "mean", c, spare=int(pad))
+        std = per_channel(ws, "std", c, spare=int(pad))
         if (std == 0).any():
             raise ValueError(f"{self.label}: 'std' must not contain zeros")
         mirror = (ws.per_sample("mirror", np.int64) != 0).astype(np.uint8)
