@@ -149,25 +149,20 @@ const Api& api(const std::string& library) {
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw std::runtime_error("nvImageCodec: cannot load " + library + ": " + dlerror());
   auto a = std::make_unique<Api>();
-  bind(lib, "nvimgcodecGetProperties", a->GetProperties);
+  bind(lib, "nvimgcodecGetProperties", a->GetProperties);  // first: the version decides the rest
   Properties props = make<Properties>(kProperties);
   if (a->GetProperties(&props) != 0 || props.version < kOldestVersion)
     throw std::runtime_error("nvImageCodec: " + library + " is version " + std::to_string(props.version / 1000) + "." +
                              std::to_string(props.version % 1000 / 100) + "." + std::to_string(props.version % 100) +
                              ", older than 0.9.0, whose C API penstock uses: upgrade nvidia-nvimgcodec-cu12/cu13");
-  bind(lib, "nvimgcodecInstanceCreate", a->InstanceCreate);
-  bind(lib, "nvimgcodecInstanceDestroy", a->InstanceDestroy);
-  bind(lib, "nvimgcodecDecoderCreate", a->DecoderCreate);
-  bind(lib, "nvimgcodecDecoderDestroy", a->DecoderDestroy);
-  bind(lib, "nvimgcodecCodeStreamCreateFromHostMem", a->CodeStreamCreateFromHostMem);
-  bind(lib, "nvimgcodecCodeStreamGetImageInfo", a->CodeStreamGetImageInfo);
-  bind(lib, "nvimgcodecCodeStreamDestroy", a->CodeStreamDestroy);
-  bind(lib, "nvimgcodecImageCreate", a->ImageCreate);
-  bind(lib, "nvimgcodecImageDestroy", a->ImageDestroy);
-  bind(lib, "nvimgcodecDecoderDecode", a->DecoderDecode);
-  bind(lib, "nvimgcodecFutureWaitForAll", a->FutureWaitForAll);
-  bind(lib, "nvimgcodecFutureGetProcessingStatus", a->FutureGetProcessingStatus);
-  bind(lib, "nvimgcodecFutureDestroy", a->FutureDestroy);
+#define PENSTOCK_NVIMGCODEC_BIND(name) bind(lib, "nvimgcodec" #name, a->name);
+  PENSTOCK_NVIMGCODEC_BIND(InstanceCreate) PENSTOCK_NVIMGCODEC_BIND(InstanceDestroy)
+  PENSTOCK_NVIMGCODEC_BIND(DecoderCreate) PENSTOCK_NVIMGCODEC_BIND(DecoderDestroy) PENSTOCK_NVIMGCODEC_BIND(DecoderDecode)
+  PENSTOCK_NVIMGCODEC_BIND(CodeStreamCreateFromHostMem) PENSTOCK_NVIMGCODEC_BIND(CodeStreamGetImageInfo)
+  PENSTOCK_NVIMGCODEC_BIND(CodeStreamDestroy) PENSTOCK_NVIMGCODEC_BIND(ImageCreate) PENSTOCK_NVIMGCODEC_BIND(ImageDestroy)
+  PENSTOCK_NVIMGCODEC_BIND(FutureWaitForAll) PENSTOCK_NVIMGCODEC_BIND(FutureGetProcessingStatus)
+  PENSTOCK_NVIMGCODEC_BIND(FutureDestroy)
+#undef PENSTOCK_NVIMGCODEC_BIND
   loaded.emplace_back(library, std::move(a));
   return *loaded.back().second;
 }
