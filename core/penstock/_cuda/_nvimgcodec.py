@@ -16,21 +16,26 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+import time
 from typing import Any
 
 import numpy as np
 
 from .. import _engine
+from ._runtime import DeviceContext
 from .kernels import budget_runs
 
 CPU_ONLY = -99999  # nvImageCodec's device id for its CPU backends (host buffers)
 BACKENDS = {"cpu": 1, "gpu": 2, "hybrid": 3, "hw": 4}
 FIXED, ADAPTIVE = 2, 3  # load hint policies
 # Whole images for windows (random crops) decode through scratch memory this large at most, in
-# runs: a batch of 256 ImageNet-sized images would hold 172 MB on top of the pipeline's own batches.
-# Measured on an H200 (ResNet-50 train pipeline): runs of 64 MB 21.8k img/s, 701 MB peak; the whole
-# batch at once 23.6k img/s, 933 MB.
-SCRATCH_BYTES = 96 << 20
+# runs, each run one call to nvImageCodec: a call has a start-up and a tail in which the hardware
+# engines idle, and calls cannot overlap. A batch of 256 ImageNet-sized images takes 172 MB, one
+# run. Measured on an H200 (ResNet-50 train pipeline): runs of 96 MB (two calls) 21.6k and 22.1k
+# img/s, peak 733 MB; one call 23.5k and 24.1k img/s, 789 MB.
+SCRATCH_BYTES = 256 << 20
+# Scratch grows to a batch's need with this much to spare (a growth waits for the stream).
+_SCRATCH_SPARE = 1 / 32
 
 
 def library_dir() -> str | None:
@@ -62,24 +67,24 @@ class DeviceDecoder:
     def __init__(self, ctx: Any, options: str, cpu_threads: int, hw_load: float, adaptive: bool):
         """``hw_load``: the share of JPEGs for the hardware engines, the rest for the CUDA decoder;
         ``adaptive``: nvImageCodec moves the split from there to keep both busy."""
-        from ._runtime import DeviceContext
         self.ctx = ctx
         self.own = DeviceContext(ctx.device_id)  # the decoder's stream, kernels and staging
         with ctx.device:
             self.native = open_decoder(ctx.device_id, cpu_threads,
                                        [("hw", hw_load, ADAPTIVE if adaptive else FIXED), ("gpu", 1.0, FIXED)],
                                        options)
-        self._scratch: Any = None  # whole images of the batch being decoded; reused in stream order
+        self._scratch: Any = None  # whole images of the batch being decoded (cupy.cuda.Memory); reused in stream order
         self._turn = threading.Lock()  # one batch at a time uses the scratch and the stream
 
     def decode(self, encoded: np.ndarray, starts: np.ndarray, lengths: np.ndarray, shapes: np.ndarray,
                windows: np.ndarray, reverse: bool, out: Any, out_offsets: np.ndarray, ready: Any,
-               orient: bool) -> np.ndarray:
+               orient: bool) -> tuple[np.ndarray, float]:
         """Decodes JPEG k (``encoded[starts[k]:starts[k] + lengths[k]]``, an image of ``shapes[k]``
         (H, W, 3)) and writes its window ``windows[k]`` (y, x, h, w; channels reversed if
         ``reverse``) to ``out`` (uint8 or float32 device array) at element ``out_offsets[k]``,
-        once the event ``ready`` has passed. Returns which samples were written; the pipeline's
-        stream waits for them before anything it queues afterwards."""
+        once the event ``ready`` has passed. Returns which samples were written (the pipeline's
+        stream waits for them before anything it queues afterwards), and the seconds the decoder
+        spent on them, not counting the wait for another batch's turn."""
         parsed = self.native.parse(encoded, starts, lengths, np.ascontiguousarray(shapes[:, :2]), orient)
         n = len(starts)
         whole = ((windows[:, :2] == 0).all(axis=1) & (windows[:, 2:] == shapes[:, :2]).all(axis=1)
@@ -92,6 +97,7 @@ class DeviceDecoder:
         runs = budget_runs(sizes, SCRATCH_BYTES) if (~whole).any() else [(0, n)]
         decoded = np.zeros(n, bool)
         with self._turn:
+            start = time.perf_counter()
             own = self.own
             scratch_ptr = self._take_scratch(max(int(sizes[a:b].sum()) for a, b in runs))
             own.stream.wait_event(ready)
@@ -110,16 +116,22 @@ class DeviceDecoder:
                     own.kernels.gather_images(dst[crop], pitches[crop], windows[crop], shapes[crop, 2],
                                               np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop])
             done = own.record()
+            seconds = time.perf_counter() - start
         self.ctx.stream.wait_event(done)
-        return decoded
+        return decoded, seconds
 
     def _take_scratch(self, nbytes: int) -> int:
+        """The scratch memory's address, ``nbytes`` at least. It is an allocation of its own, not
+        the pool's: the pool would keep every outgrown block beside the larger one."""
         if nbytes == 0:
             return 0
-        if self._scratch is None or self._scratch.nbytes < nbytes:
-            self._scratch = None  # freed in stream order before the larger one is taken
-            self._scratch = self.own.empty(nbytes, np.uint8)
-        return self._scratch.data.ptr
+        if self._scratch is None or self._scratch.size < nbytes:
+            if self._scratch is not None:
+                self.own.stream.synchronize()  # the last gathers from the old scratch are done
+            self._scratch = None
+            with self.own.device:
+                self._scratch = self.own.cp.cuda.Memory(int(nbytes * (1 + _SCRATCH_SPARE)))
+        return self._scratch.ptr
 
     def close(self) -> None:
         """After the pipeline's stream finished: the decoder, then the scratch memory."""

@@ -20,7 +20,10 @@ from ._runtime import DeviceContext
 
 BLOCK = 256
 MAX_DIMS = 8
-_RESIZE_TMP_ELEMENTS = 8 << 20  # floats (32 MB) of a resize's intermediate at a time
+# Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
+# runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
+# and 20.9k at 785 MB: more, smaller launches cost nothing measurable.
+_RESIZE_TMP_ELEMENTS = 4 << 20
 
 # DALIDataType code -> type name used in kernel names (csrc/cuda/common.cuh)
 TYPE_NAMES = {0: "u8", 1: "u16", 2: "u32", 3: "u64", 4: "i8", 5: "i16", 6: "i32", 7: "i64",

@@ -206,22 +206,22 @@ class MixedDecoder:
         orient = bool(self.op.args["adjust_orientation"])
         reverse = int(self.op.args["output_type"]) == DALIImageType.BGR
 
-        def part(decoder: Any, positions: np.ndarray) -> np.ndarray:
+        def part(decoder: Any, positions: np.ndarray) -> tuple[np.ndarray, float]:
             i = gpu_idx[positions]
-            decoded = decoder.decode(src._buf, src._offsets[i], lengths[i], shapes[i], windows[i], reverse,
-                                     out._buf, out._offsets[i], ready, orient)
-            return i[~decoded]
+            decoded, seconds = decoder.decode(src._buf, src._offsets[i], lengths[i], shapes[i], windows[i], reverse,
+                                              out._buf, out._offsets[i], ready, orient)
+            return i[~decoded], seconds
 
-        start = time.perf_counter()
         split = _split_by_bytes(lengths[gpu_idx], len(self.decoders))
         if len(split) == 1:  # on this thread: its parse overlaps the other batch's decoding
-            failed = part(self.decoders[0], split[0])
+            parts = [part(self.decoders[0], split[0])]
         else:
-            failed = np.concatenate([np.zeros(0, np.int64)] + [
-                f.result() for f in [self._parts.submit(part, decoder, positions)
-                                     for decoder, positions in zip(self.decoders, split)]])
+            parts = [f.result() for f in [self._parts.submit(part, decoder, positions)
+                                          for decoder, positions in zip(self.decoders, split)]]
+        failed = np.concatenate([np.zeros(0, np.int64)] + [f for f, _ in parts])
         if self._share is not None and len(gpu_idx):
-            self._share.measured("gpu", float(lengths[gpu_idx].sum()), time.perf_counter() - start)
+            # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
+            self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(s for _, s in parts))
         host = [host_job.result()] if host_job is not None else []
         if len(failed):
             host.append(self._host_part(ws, src, failed, crop, windows, shapes, upload, timed=False))
