@@ -58,8 +58,8 @@ def test_a_batch_decodes_into_the_given_rows_as_pillow_does(decoder):
     outs = [np.full((h, p), 1, np.uint8) for (h, _), p in zip(shapes, pitches)]
     parsed = decoder.parse(encoded, starts, lengths, shapes, True)
     assert parsed.parsed().all()
-    decoded = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), pitches, 0)
-    assert decoded.all()
+    decoded, seconds = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), pitches, 0)
+    assert decoded.all() and seconds > 0
     for data, out, (h, w) in zip(datas, outs, shapes):
         got = out[:, :w * 3].reshape(h, w, 3)
         np.testing.assert_array_equal(got, _reference(data))
@@ -73,9 +73,9 @@ def test_a_sample_with_address_0_waits_for_a_later_call(decoder):
     outs = [np.zeros((h, w, 3), np.uint8) for h, w in shapes]
     addresses = np.array([o.ctypes.data for o in outs], np.uint64)
     parsed = decoder.parse(encoded, starts, lengths, shapes, True)
-    first = decoder.decode(parsed, np.where([True, False, True], addresses, np.uint64(0)), shapes[:, 1] * 3, 0)
+    first, _ = decoder.decode(parsed, np.where([True, False, True], addresses, np.uint64(0)), shapes[:, 1] * 3, 0)
     assert first.tolist() == [True, False, True] and not outs[1].any()
-    second = decoder.decode(parsed, np.where([False, True, False], addresses, np.uint64(0)), shapes[:, 1] * 3, 0)
+    second, _ = decoder.decode(parsed, np.where([False, True, False], addresses, np.uint64(0)), shapes[:, 1] * 3, 0)
     assert second.tolist() == [False, True, False]
     for data, out in zip(datas, outs):
         np.testing.assert_array_equal(out, _reference(data))
@@ -89,7 +89,7 @@ def test_exif_oriented_images_are_left_out_when_orientation_is_asked_for(decoder
         assert not decoder.parse(encoded, starts, lengths, np.array([shape], np.int64), True).parsed().any()
     out = np.zeros((20, 36, 3), np.uint8)
     parsed = decoder.parse(encoded, starts, lengths, np.array([[20, 36]], np.int64), False)
-    assert decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([36 * 3]), 0).all()
+    assert decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([36 * 3]), 0)[0].all()
     np.testing.assert_array_equal(out, _reference(data, orient=False))
 
 
@@ -102,7 +102,7 @@ def test_corrupt_or_unexpected_samples_are_left_out_and_others_decode(decoder):
     parsed = decoder.parse(encoded, starts, lengths, shapes, True)
     assert parsed.parsed()[:3].tolist() == [True, False, False]
     outs = [np.zeros((h, w, 3), np.uint8) for h, w in shapes]
-    decoded = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), shapes[:, 1] * 3, 0)
+    decoded, _ = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), shapes[:, 1] * 3, 0)
     assert decoded[0] and not decoded[1:3].any()
     assert not decoded[3] or not (outs[3] == 0).all()  # a truncated stream, if decoded, was written
     np.testing.assert_array_equal(outs[0], _reference(good))
@@ -122,6 +122,11 @@ def test_bad_arguments_raise_before_decoding(decoder):
         decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([8 * 3 - 1]), 0)
     with pytest.raises(ValueError, match="one address and pitch"):
         decoder.decode(parsed, np.zeros(2, np.uint64), np.array([24, 24]), 0)
+    # CUDA work around the decoding needs a device decoder, and a kernel needs its launch shape
+    with pytest.raises(ValueError, match="CPU-only decoder queues no CUDA work"):
+        decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([24]), 0, done_event=1)
+    with pytest.raises(ValueError, match="needs a function, a grid and a block"):
+        decoder.decode(parsed, np.array([out.ctypes.data], np.uint64), np.array([24]), 0, then=(1, 0, 256, []))
 
 
 def test_a_library_that_cannot_load_is_a_runtime_error():

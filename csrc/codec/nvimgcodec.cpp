@@ -6,12 +6,20 @@
 //
 // The few structures used are declared below with the layout of nvImageCodec's public header
 // (nvimgcodec.h, API 0.x): every one starts with (type, size, next) and the library checks the type.
+//
+// A decode call can also queue work of its own around the decoding on the same CUDA stream, with
+// the decoder's turn held and without the GIL (the CUDA driver's API, opened at run time too):
+// waiting for an event first, and a kernel (the crop windows' gather out of the decoded images)
+// and an event after it. The next batch's call then starts the moment this one ends, instead of
+// after Python code that would first have to get the GIL back from the pipeline's threads.
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -171,6 +179,50 @@ void check(int status, const char* what) {
   if (status != 0) throw std::runtime_error(std::string("nvImageCodec: ") + what + " failed with status " + std::to_string(status));
 }
 
+// The few CUDA driver entry points for the work queued around a decoding (handles are the runtime
+// API's: cudaStream_t and cudaEvent_t are CUstream and CUevent).
+struct Driver {
+  int (*cuCtxGetCurrent)(void**);
+  int (*cuStreamWaitEvent)(void*, void*, unsigned);
+  int (*cuEventRecord)(void*, void*);
+  int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                        void**);
+};
+
+const Driver& driver() {
+  static const Driver loaded = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw std::runtime_error(std::string("ImageCodecDecoder: cannot load the CUDA driver: ") + dlerror());
+    Driver d;
+    bind(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent);
+    bind(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent);
+    bind(lib, "cuEventRecord", d.cuEventRecord);
+    bind(lib, "cuLaunchKernel", d.cuLaunchKernel);
+    return d;
+  }();
+  return loaded;
+}
+
+void check_cuda(int status, const char* what) {
+  if (status != 0) throw std::runtime_error(std::string("ImageCodecDecoder: ") + what + " failed with CUDA error " + std::to_string(status));
+}
+
+// A kernel launch, its parameters integers (device addresses, counts): each is passed from 8 bytes,
+// of which the driver reads as many as the kernel's parameter has (little-endian).
+struct KernelLaunch {
+  uintptr_t function;
+  unsigned grid, block;
+  std::vector<uint64_t> params;
+};
+
+// The work queued around one decoding, on its stream.
+struct AroundDecoding {
+  uintptr_t wait_event = 0;  // waited for before the decoding (0: none)
+  std::optional<KernelLaunch> then;  // launched after it
+  uintptr_t done_event = 0;  // recorded last (0: none)
+  bool any() const { return wait_event || then || done_event; }
+};
+
 // A batch's code streams, parsed (headers read) ahead of its decoding. Holds the encoded buffer,
 // which nvImageCodec reads in place.
 class ParsedBatch {
@@ -280,13 +332,16 @@ class ImageCodecDecoder {
 
   // Decodes the parsed samples to RGB uint8 HWC: sample k at address dst[k] (device memory, host
   // memory for a CPU-only decoder), rows pitches[k] bytes apart; a sample whose address is 0 is
-  // not decoded this time. The output is ordered on `cuda_stream`. Returns which samples were
-  // decoded; the others were not written.
-  py::array_t<bool> decode(const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
-                           I64Array pitches, uintptr_t cuda_stream) {
+  // not decoded this time. The output is ordered on `cuda_stream`, and so is the work `around` it
+  // (queued with the decoder's turn held). Returns which samples were decoded (the others were not
+  // written) and the seconds the call held the decoder's turn.
+  std::tuple<py::array_t<bool>, double> decode(const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
+                                               I64Array pitches, uintptr_t cuda_stream, const AroundDecoding& around) {
     int64_t n = batch.num_samples_;
     if (dst.size() != n || pitches.size() != n)
       throw std::invalid_argument("ImageCodecDecoder.decode: one address and pitch per sample");
+    if (around.any() && host_buffers_)
+      throw std::invalid_argument("ImageCodecDecoder.decode: a CPU-only decoder queues no CUDA work");
     const uint64_t* out = dst.data();
     const int64_t* pitch = pitches.data();
     for (size_t j = 0; j < batch.which_.size(); ++j)
@@ -296,22 +351,26 @@ class ImageCodecDecoder {
     py::array_t<bool> decoded(n);
     bool* ok = decoded.mutable_data();
     std::fill(ok, ok + n, false);
-    py::gil_scoped_release nogil;
-    run(batch, out, pitch, reinterpret_cast<void*>(cuda_stream), ok);
-    return decoded;
+    double seconds;
+    {
+      py::gil_scoped_release nogil;
+      seconds = run(batch, out, pitch, reinterpret_cast<void*>(cuda_stream), around, ok);
+    }
+    return {decoded, seconds};
   }
 
  private:
-  void run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream, bool* ok) {
+  double run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream,
+             const AroundDecoding& around, bool* ok) {
     std::vector<size_t> chosen;  // positions in the parsed batch decoded now
     for (size_t j = 0; j < batch.which_.size(); ++j)
       if (out[batch.which_[j]] != 0) chosen.push_back(j);
     size_t m = chosen.size();
-    if (m == 0) return;
     std::vector<Handle> streams, images;
     streams.reserve(m);
     images.reserve(m);
     std::vector<int> status(m, 0);
+    double seconds = 0;
     try {
       for (size_t j : chosen) {
         int64_t k = batch.which_[j];
@@ -335,22 +394,46 @@ class ImageCodecDecoder {
         check(api_.ImageCreate(instance_, &image, &target), "creating an image");
         images.push_back(image);
       }
+      const Driver* cuda = around.any() ? &driver() : nullptr;
+      if (cuda) {
+        void* context = nullptr;
+        if (cuda->cuCtxGetCurrent(&context) != 0 || context == nullptr)
+          throw std::runtime_error("ImageCodecDecoder.decode: no CUDA context is current on this thread");
+      }
       std::lock_guard<std::mutex> turn(decoding_);
-      DecodeParams params = make<DecodeParams>(kDecodeParams);
-      params.apply_exif_orientation = batch.orient_ ? 1 : 0;
-      Handle future = nullptr;
-      check(api_.DecoderDecode(decoder_, streams.data(), images.data(), int(m), &params, &future), "decoding");
-      int waited = api_.FutureWaitForAll(future);
-      size_t count = m;
-      int got = waited == 0 ? api_.FutureGetProcessingStatus(future, status.data(), &count) : waited;
-      api_.FutureDestroy(future);
-      check(got, "waiting for the decoding");
+      auto start = std::chrono::steady_clock::now();
+      if (around.wait_event) check_cuda(cuda->cuStreamWaitEvent(stream, reinterpret_cast<void*>(around.wait_event), 0),
+                                        "waiting for the event");
+      if (m) {
+        DecodeParams params = make<DecodeParams>(kDecodeParams);
+        params.apply_exif_orientation = batch.orient_ ? 1 : 0;
+        Handle future = nullptr;
+        check(api_.DecoderDecode(decoder_, streams.data(), images.data(), int(m), &params, &future), "decoding");
+        int waited = api_.FutureWaitForAll(future);
+        size_t count = m;
+        int got = waited == 0 ? api_.FutureGetProcessingStatus(future, status.data(), &count) : waited;
+        api_.FutureDestroy(future);
+        check(got, "waiting for the decoding");
+      }
+      if (around.then) {
+        const KernelLaunch& k = *around.then;
+        std::vector<uint64_t> values = k.params;
+        std::vector<void*> params(values.size());
+        for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
+        check_cuda(cuda->cuLaunchKernel(reinterpret_cast<void*>(k.function), k.grid, 1, 1, k.block, 1, 1, 0, stream,
+                                        params.data(), nullptr),
+                   "launching the kernel after the decoding");
+      }
+      if (around.done_event) check_cuda(cuda->cuEventRecord(reinterpret_cast<void*>(around.done_event), stream),
+                                        "recording the event");
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } catch (...) {
       for (Handle h : images) api_.ImageDestroy(h);
       throw;
     }
     for (Handle h : images) api_.ImageDestroy(h);
     for (size_t i = 0; i < m; ++i) ok[batch.which_[chosen[i]]] = status[i] == kProcessingSuccess;
+    return seconds;
   }
 
   const Api& api_;
@@ -376,6 +459,26 @@ PENSTOCK_BINDINGS(nvimgcodec) {
            py::arg("backends"), py::arg("options"))
       .def("parse", &ImageCodecDecoder::parse, py::arg("encoded"), py::arg("starts"), py::arg("lengths"),
            py::arg("shapes"), py::arg("orient"))
-      .def("decode", &ImageCodecDecoder::decode, py::arg("batch"), py::arg("dst"), py::arg("pitches"),
-           py::arg("cuda_stream"));
+      .def(
+          "decode",
+          [](ImageCodecDecoder& self, const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
+             I64Array pitches, uintptr_t cuda_stream, uintptr_t wait_event,
+             std::optional<std::tuple<uintptr_t, unsigned, unsigned, std::vector<uint64_t>>> then,
+             uintptr_t done_event) {
+            AroundDecoding around;
+            around.wait_event = wait_event;
+            if (then) {
+              auto& [function, grid, block, params] = *then;
+              if (!function || !grid || !block)
+                throw std::invalid_argument("ImageCodecDecoder.decode: `then` needs a function, a grid and a block");
+              around.then = KernelLaunch{function, grid, block, params};
+            }
+            around.done_event = done_event;
+            return self.decode(batch, dst, pitches, cuda_stream, around);
+          },
+          py::arg("batch"), py::arg("dst"), py::arg("pitches"), py::arg("cuda_stream"), py::arg("wait_event") = 0,
+          py::arg("then") = py::none(), py::arg("done_event") = 0,
+          "Decodes the parsed samples; on the stream, waits for `wait_event` first, launches `then` = "
+          "(CUfunction, grid, block, [integer parameters]) and records `done_event` after; returns "
+          "(decoded mask, seconds the decoder's turn was held)");
 }

@@ -9,14 +9,15 @@ A ``DeviceDecoder`` decodes on a stream of its own: it waits (on the GPU) for th
 to have allocated the output batch, decodes whole images (the hardware engines do not decode
 regions) straight into the output where a sample is a whole RGB image, and otherwise into scratch
 memory (a run of samples at a time), from which one kernel copies each window into the output; the
-pipeline's stream then waits for an event recorded after that.
+pipeline's stream then waits for an event recorded after that. The native call queues that wait,
+the kernel and the event itself, with the decoder's turn held, so the next batch's decoding starts
+as soon as one ends, without Python code in between.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -74,7 +75,8 @@ class DeviceDecoder:
                                        [("hw", hw_load, ADAPTIVE if adaptive else FIXED), ("gpu", 1.0, FIXED)],
                                        options)
         self._scratch: Any = None  # whole images of the batch being decoded (cupy.cuda.Memory); reused in stream order
-        self._turn = threading.Lock()  # one batch at a time uses the scratch and the stream
+        self._scratch_users = 0  # batches that may still queue work on the scratch
+        self._scratch_change = threading.Condition()
 
     def decode(self, encoded: np.ndarray, starts: np.ndarray, lengths: np.ndarray, shapes: np.ndarray,
                windows: np.ndarray, reverse: bool, out: Any, out_offsets: np.ndarray, ready: Any,
@@ -84,58 +86,79 @@ class DeviceDecoder:
         ``reverse``) to ``out`` (uint8 or float32 device array) at element ``out_offsets[k]``,
         once the event ``ready`` has passed. Returns which samples were written (the pipeline's
         stream waits for them before anything it queues afterwards), and the seconds the decoder
-        spent on them, not counting the wait for another batch's turn."""
+        spent on them, not counting the wait for another batch's turn.
+
+        Everything is prepared before the native calls, which take the decoder's turn themselves
+        and queue, with it held, the wait for ``ready``, the decoding, the gather of the windows
+        and the event that ends the batch: two batches take turns there without the GIL."""
         parsed = self.native.parse(encoded, starts, lengths, np.ascontiguousarray(shapes[:, :2]), orient)
         n = len(starts)
+        own = self.own
         whole = ((windows[:, :2] == 0).all(axis=1) & (windows[:, 2:] == shapes[:, :2]).all(axis=1)
                  & (out.dtype == np.uint8) & (not reverse))
         sizes = np.where(whole, 0, shapes[:, 0] * shapes[:, 1] * 3)
         pitches = shapes[:, 1] * 3
         direct = np.uint64(out.data.ptr) + out_offsets.astype(np.uint64) * np.uint64(out.itemsize)
-        # the windows' images go through the scratch memory in runs of at most SCRATCH_BYTES,
-        # each run copied out before the next one is decoded into the same memory (stream order)
+        # the windows' images go through the scratch memory in runs of at most SCRATCH_BYTES, each
+        # run gathered out before any other call decodes into the same memory (stream order)
         runs = budget_runs(sizes, SCRATCH_BYTES) if (~whole).any() else [(0, n)]
         decoded = np.zeros(n, bool)
-        with self._turn:
-            start = time.perf_counter()
-            own = self.own
-            scratch_ptr = self._take_scratch(max(int(sizes[a:b].sum()) for a, b in runs))
-            own.stream.wait_event(ready)
-            for k, (a, b) in enumerate(runs):
-                offsets = np.zeros(n, np.int64)
-                np.cumsum(sizes[a:b - 1], out=offsets[a + 1:b])
-                in_run = np.zeros(n, bool)
-                in_run[a:b] = True
-                # whole images go straight to the output, with the first run
-                in_run = (in_run & ~whole) | (whole if k == 0 else False)
-                dst = np.where(whole, direct, np.uint64(scratch_ptr) + offsets.astype(np.uint64))
-                done_now = self.native.decode(parsed, np.where(in_run, dst, np.uint64(0)), pitches, own.stream.ptr)
-                decoded |= done_now
-                crop = np.nonzero(done_now & ~whole)[0]
-                if len(crop):
-                    own.kernels.gather_images(dst[crop], pitches[crop], windows[crop], shapes[crop, 2],
-                                              np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop])
-            done = own.record()
-            seconds = time.perf_counter() - start
+        seconds = 0.0
+        with own.device:
+            own.cp.cuda.runtime.setDevice(own.device_id)  # the driver calls need the context current here
+            done = own.cp.cuda.Event(block=False, disable_timing=True)
+            base = self._use_scratch(max(int(sizes[a:b].sum()) for a, b in runs))
+            try:
+                for k, (a, b) in enumerate(runs):
+                    offsets = np.zeros(n, np.int64)
+                    np.cumsum(sizes[a:b - 1], out=offsets[a + 1:b])
+                    in_run = np.zeros(n, bool)
+                    in_run[a:b] = True
+                    # whole images go straight to the output, with the first run
+                    crop = np.nonzero(in_run & ~whole)[0]
+                    in_run = (in_run & ~whole) | (whole if k == 0 else False)
+                    dst = np.where(whole, direct, np.uint64(base) + offsets.astype(np.uint64))
+                    # every window of the run is gathered: those that failed to decode are the
+                    # host's, written over them later on the pipeline's stream
+                    gather = own.kernels.gather_images_launch(
+                        dst[crop], pitches[crop], windows[crop], shapes[crop, 2],
+                        np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop]) if len(crop) else None
+                    done_now, took = self.native.decode(
+                        parsed, np.where(in_run, dst, np.uint64(0)), pitches, own.stream.ptr,
+                        wait_event=ready.ptr if k == 0 else 0, then=gather.native() if gather else None,
+                        done_event=done.ptr if k == len(runs) - 1 else 0)
+                    decoded |= done_now
+                    seconds += took
+            finally:
+                self._release_scratch()
         self.ctx.stream.wait_event(done)
         return decoded, seconds
 
-    def _take_scratch(self, nbytes: int) -> int:
-        """The scratch memory's address, ``nbytes`` at least. It is an allocation of its own, not
-        the pool's: the pool would keep every outgrown block beside the larger one."""
-        if nbytes == 0:
-            return 0
-        if self._scratch is None or self._scratch.size < nbytes:
-            if self._scratch is not None:
-                self.own.stream.synchronize()  # the last gathers from the old scratch are done
-            self._scratch = None
-            with self.own.device:
-                self._scratch = self.own.cp.cuda.Memory(int(nbytes * (1 + _SCRATCH_SPARE)))
-        return self._scratch.ptr
+    def _use_scratch(self, nbytes: int) -> int:
+        """The scratch memory's address, ``nbytes`` at least, for one more batch until it calls
+        ``_release_scratch``. It is an allocation of its own, not the pool's (the pool would keep
+        every outgrown block beside the larger one); it grows once the batches before are done."""
+        with self._scratch_change:
+            if nbytes and (self._scratch is None or self._scratch.size < nbytes):
+                while self._scratch_users:
+                    self._scratch_change.wait()
+                if self._scratch is not None:
+                    self.own.stream.synchronize()  # the last gathers from the old scratch are done
+                self._scratch = None
+                with self.own.device:
+                    self._scratch = self.own.cp.cuda.Memory(int(nbytes * (1 + _SCRATCH_SPARE)))
+            self._scratch_users += 1
+            return self._scratch.ptr if self._scratch is not None else 0
+
+    def _release_scratch(self) -> None:
+        with self._scratch_change:
+            self._scratch_users -= 1
+            self._scratch_change.notify_all()
 
     def close(self) -> None:
-        """After the pipeline's stream finished: the decoder, then the scratch memory."""
-        with self._turn:
+        """After the pipeline's stream finished and no batch decodes any more: the decoder, then the
+        scratch memory."""
+        with self._scratch_change:
             self.own.stream.synchronize()
             self.native = None
             self._scratch = None

@@ -9,7 +9,7 @@ one grid per batch (resize: one per pass) on the pipeline's stream; nothing wait
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -39,6 +39,34 @@ def _blocks(work: np.ndarray) -> tuple[np.ndarray, int]:
     start = np.zeros(len(per) + 1, np.int64)
     np.cumsum(per, out=start[1:])
     return start, int(start[-1])
+
+
+class Launch(NamedTuple):
+    """A batch kernel's launch with its parameters in device memory (which it keeps alive): queued
+    here (``queue``), or by native code (``native``: the mixed decoder queues its gather right
+    after nvImageCodec's decoding, without the GIL). ``grid`` 0: nothing to launch."""
+    function: Any
+    grid: int
+    args: tuple
+
+    def queue(self, stream: Any) -> None:
+        if self.grid:
+            self.function((self.grid,), (BLOCK,), self.args, stream=stream)
+
+    def native(self) -> tuple | None:
+        """(CUfunction, grid, block, the parameters as integers: device arrays by address)."""
+        if not self.grid:
+            return None
+        function = self.function.kernel  # CuPy's RawKernel -> its Function on the current device
+        return function.ptr, self.grid, BLOCK, [_as_parameter(a) for a in self.args]
+
+
+def _as_parameter(value: Any) -> int:
+    if hasattr(value, "data") and hasattr(value.data, "ptr"):  # a device array
+        return int(value.data.ptr)
+    if isinstance(value, (int, np.integer)):
+        return int(value) & 0xFFFFFFFFFFFFFFFF  # as the kernel's parameter bytes (two's complement)
+    raise TypeError(f"a natively queued kernel takes device arrays and integers, not {type(value).__name__}")
 
 
 def budget_runs(sizes: np.ndarray, budget: int) -> list[tuple[int, int]]:
@@ -100,18 +128,25 @@ class GpuKernels:
     def _fn(self, module: str, name: str) -> Any:
         return kernel(module, name, self.ctx.device_id)
 
-    def _launch_batch(self, module: str, name: str, work: np.ndarray, desc: np.ndarray, args_before: Sequence,
-                      args_after: Sequence, extra_params: Sequence[np.ndarray] = ()) -> list:
-        """Launches ``name(*args_before, desc, block_start, n, *args_after)`` over per-sample
-        ``work`` items; extra host arrays are uploaded with the descriptors and returned."""
+    def _prepare_batch(self, module: str, name: str, work: np.ndarray, desc: np.ndarray, args_before: Sequence,
+                       args_after: Sequence, extra_params: Sequence[np.ndarray] = ()) -> tuple[Launch, list]:
+        """The launch of ``name(*args_before, desc, block_start, n, *args_after)`` over per-sample
+        ``work`` items, its parameters uploaded; extra host arrays are uploaded with the
+        descriptors and returned too."""
         block_start, grid = _blocks(work)
         if grid == 0:
-            return []
+            return Launch(None, 0, ()), []
         dev = self.ctx.upload_params(np.ascontiguousarray(desc, np.int64), block_start, *extra_params)
         args = list(args_before) + [dev[0], dev[1], np.int32(len(work))]
         args += [a(dev[2:]) if callable(a) else a for a in args_after]
-        self._fn(module, name)((grid,), (BLOCK,), tuple(args), stream=self.ctx.stream)
-        return dev[2:]
+        return Launch(self._fn(module, name), grid, tuple(args)), dev[2:]
+
+    def _launch_batch(self, module: str, name: str, work: np.ndarray, desc: np.ndarray, args_before: Sequence,
+                      args_after: Sequence, extra_params: Sequence[np.ndarray] = ()) -> list:
+        """``_prepare_batch``'s launch, queued on the stream; returns the extra arrays."""
+        launch, extra = self._prepare_batch(module, name, work, desc, args_before, args_after, extra_params)
+        launch.queue(self.ctx.stream)
+        return extra
 
     def _grid_stride(self, module: str, name: str, n: int, *args: Any) -> None:
         if n == 0:
@@ -232,6 +267,12 @@ class GpuKernels:
         """Copies window (y, x, h, w) of uint8 HWC images at device addresses ``pointers`` (row
         pitch in bytes, ``channels`` each, channel order reversed where ``reverse``) into the packed
         batch ``dst`` (uint8, or float32 = v / 255)."""
+        launch = self.gather_images_launch(pointers, pitches, windows, channels, reverse, dst, dst_offsets)
+        launch.queue(self.ctx.stream)
+
+    def gather_images_launch(self, pointers: np.ndarray, pitches: np.ndarray, windows: np.ndarray,
+                             channels: np.ndarray, reverse: np.ndarray, dst: Any, dst_offsets: np.ndarray) -> Launch:
+        """``gather_images``' launch, prepared but not queued."""
         n = len(pointers)
         desc = np.zeros((n, 10), np.int64)
         desc[:, 0] = np.asarray(pointers, np.uint64).view(np.int64)
@@ -243,7 +284,7 @@ class GpuKernels:
         desc[:, 7] = channels
         desc[:, 8] = reverse
         name = "gather_f32" if dst.dtype == np.float32 else "gather_u8"
-        self._launch_batch("decode", name, desc[:, 6], desc, (dst,), ())
+        return self._prepare_batch("decode", name, desc[:, 6], desc, (dst,), ())[0]
 
     def crop_mirror_normalize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray,
                               src_type: int, dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray,
