@@ -96,9 +96,30 @@ def _cut_and_clamp(v, info):
 @pytest.mark.parametrize("ftype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("itype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64])
 def test_engine_cast_truncates_on_request(ftype, itype):
-    # crop and slice convert float data this way (the truncate flag); fn.cast rounds
+    # crop and slice convert float data this way (the crop_conversion flag); fn.cast rounds
     x = np.array([-300.7, -2.5, -1.7, -0.5, 0.5, 1.7, 2.5, 3.5, 254.9, 300.2, 4e4, np.nan, np.inf, -np.inf], ftype)
     out = np.empty(x.size, itype)
-    _engine.cast(_engine.ThreadPool(1), x, int(to_dali_type(ftype)), out, int(to_dali_type(itype)), truncate=True)
+    _engine.cast(_engine.ThreadPool(1), x, int(to_dali_type(ftype)), out, int(to_dali_type(itype)), crop_conversion=True)
     info = np.iinfo(itype)
     np.testing.assert_array_equal(out, np.array([_cut_and_clamp(float(v), info) for v in x], itype))
+
+
+@pytest.mark.parametrize("stype", [np.float32, np.float64, np.int32, np.int64, np.uint32])
+def test_engine_cast_to_float16_saturates_on_request(stype):
+    # crop and slice saturate at the largest finite half (DALI); fn.cast overflows to inf
+    values = [0, 3, 65519, 65520, 70000, 1_000_000]
+    kind = np.dtype(stype).kind
+    if kind != "u":
+        values += [-v for v in values[1:]]
+    if kind == "f":
+        values += [np.nan, np.inf, -np.inf]
+    x = np.array(values, stype)
+    pool = _engine.ThreadPool(1)
+    cut, plain = np.empty(x.size, np.float16), np.empty(x.size, np.float16)
+    _engine.cast(pool, x, int(to_dali_type(stype)), cut, int(types.FLOAT16), crop_conversion=True)
+    _engine.cast(pool, x, int(to_dali_type(stype)), plain, int(types.FLOAT16))
+    wide = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(plain, wide.astype(np.float16))
+        np.testing.assert_array_equal(cut, np.where(np.isnan(wide), wide, np.clip(wide, -65504, 65504)).astype(np.float16))
+    assert np.isinf(plain).any() and np.isfinite(cut[~np.isnan(wide)]).all()

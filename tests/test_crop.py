@@ -196,6 +196,20 @@ def test_float_data_converted_to_an_integer_output_is_cut_toward_zero(ftype, op,
     np.testing.assert_array_equal(out[0], truncated_uint8(img))
 
 
+@pytest.mark.parametrize("stype", [np.float32, np.int32])
+@pytest.mark.parametrize("op, kw", [(fn.crop, {"crop": (1, 9), "crop_pos_x": 0.0}),
+                                    (fn.slice, {"start": (0, 0), "shape": (1, 9), "axes": (0, 1)})])
+def test_data_converted_to_float16_saturates_and_large_fill_values_overflow(stype, op, kw):
+    # DALI 2.4: the data saturates at +-65504; the fill values convert plainly, to inf when too large
+    row = np.array([1e6, -1e6, 7e4, 65519, 65520, 5, -3], stype)
+    img = row.reshape(1, -1, 1)
+    expected_data = np.clip(row.astype(np.float64), -65504, 65504).astype(np.float16)
+    for fill, expected_fill in ((1e6, np.inf), (-7e4, -np.inf), (0.5, 0.5), (2.0, 2.0)):
+        out, tl = run(op, [img], dtype=types.FLOAT16, out_of_bounds_policy="pad", fill_values=(fill,), **kw)
+        assert tl.dtype == types.FLOAT16
+        np.testing.assert_array_equal(out[0].ravel(), np.concatenate([expected_data, [expected_fill] * 2]))
+
+
 def test_padded_float_window_converted_to_uint8_cuts_data_and_fill():
     img = np.array([[2.5, 3.7], [254.9, -1.5]], np.float32).reshape(2, 2, 1)
     out, _ = run(fn.crop, [img], crop=(3, 3), crop_pos_x=0.0, crop_pos_y=0.0, out_of_bounds_policy="pad",

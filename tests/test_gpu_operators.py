@@ -131,6 +131,15 @@ def test_crop_and_slice_cut_float_data_to_uint8_as_the_cpu_does(ftype):
                                    fill_values=[2.7, -0.7], dtype=types.UINT8), [values], ["HWC"], atol_int=0)
 
 
+@pytest.mark.parametrize("stype", [np.float32, np.float64, np.int32])
+def test_crop_and_slice_saturate_float16_as_the_cpu_does(stype):
+    row = np.array([1e6, -1e6, 7e4, 65519, 65520, 5, -3] + ([np.nan, np.inf] if stype != np.int32 else []), stype)
+    values = [np.tile(row.reshape(1, -1, 1), (3, 1, 2)) * k for k in (1, 2)]
+    assert_same(lambda x: fn.crop(x, crop=(2, len(row)), dtype=types.FLOAT16), [values], ["HWC"], atol_int=0)
+    assert_same(lambda x: fn.slice(x, start=(0, 0), shape=(4, len(row)), axes=(0, 1), out_of_bounds_policy="pad",
+                                   fill_values=[1e6, 0.5], dtype=types.FLOAT16), [values], ["HWC"], atol_int=0)
+
+
 def test_window_operators_match_cpu():
     assert_same(lambda x: fn.crop(x, crop=(15, 17), crop_pos_x=0.2), [IMAGES], ["HWC"])
     assert_same(lambda x: fn.crop(x, crop=(70, 70), out_of_bounds_policy="pad", fill_values=[5, 6, 7]),

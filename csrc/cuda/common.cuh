@@ -31,6 +31,11 @@ __device__ __forceinline__ f16 float_to_half(float f) {
   return h;
 }
 
+// float_to_half saturating to the largest finite half (+-65504); NaN stays NaN (engine/convert.h)
+__device__ __forceinline__ f16 float_to_half_sat(float f) {
+  return float_to_half(f != f ? f : fminf(fmaxf(f, -65504.0f), 65504.0f));
+}
+
 template <typename T> __device__ __forceinline__ float to_float(T v) { return float(v); }
 template <> __device__ __forceinline__ float to_float<f16>(f16 v) { return half_to_float(v); }
 

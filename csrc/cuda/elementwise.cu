@@ -46,12 +46,16 @@ PENSTOCK_CAST_FROM(u8) PENSTOCK_CAST_FROM(u16) PENSTOCK_CAST_FROM(u32) PENSTOCK_
 PENSTOCK_CAST_FROM(i8) PENSTOCK_CAST_FROM(i16) PENSTOCK_CAST_FROM(i32) PENSTOCK_CAST_FROM(i64)
 PENSTOCK_CAST_FROM(f16) PENSTOCK_CAST_FROM(f32) PENSTOCK_CAST_FROM(f64) PENSTOCK_CAST_FROM(bool)
 
-// ---- cast_trunc: convert_trunc (common.cuh), float -> integer only (elsewhere it equals cast) ----
+// ---- cast_trunc: crop and slice's conversion: convert_trunc (common.cuh) float -> integer, and
+// float16 saturating (float_to_half_sat); only those pairs (elsewhere it equals cast) ----
 template <typename Out, typename In> struct CastTrunc {
   __device__ static __forceinline__ Out conv(In v) { return convert_trunc<Out, In>(v); }
 };
 template <typename Out> struct CastTrunc<Out, f16> {
   __device__ static __forceinline__ Out conv(f16 v) { return convert_trunc<Out, float>(half_to_float(v)); }
+};
+template <typename In> struct CastTrunc<f16, In> {
+  __device__ static __forceinline__ f16 conv(In v) { return float_to_half_sat(float(v)); }
 };
 
 #define PENSTOCK_CAST_TRUNC(I, O) PENSTOCK_CONVERT(cast_trunc, CastTrunc, I, O)
@@ -59,6 +63,9 @@ template <typename Out> struct CastTrunc<Out, f16> {
   PENSTOCK_CAST_TRUNC(I, u8) PENSTOCK_CAST_TRUNC(I, u16) PENSTOCK_CAST_TRUNC(I, u32) PENSTOCK_CAST_TRUNC(I, u64) \
   PENSTOCK_CAST_TRUNC(I, i8) PENSTOCK_CAST_TRUNC(I, i16) PENSTOCK_CAST_TRUNC(I, i32) PENSTOCK_CAST_TRUNC(I, i64)
 PENSTOCK_CAST_TRUNC_FROM(f16) PENSTOCK_CAST_TRUNC_FROM(f32) PENSTOCK_CAST_TRUNC_FROM(f64)
+PENSTOCK_CAST_TRUNC(u8, f16) PENSTOCK_CAST_TRUNC(u16, f16) PENSTOCK_CAST_TRUNC(u32, f16) PENSTOCK_CAST_TRUNC(u64, f16)
+PENSTOCK_CAST_TRUNC(i8, f16) PENSTOCK_CAST_TRUNC(i16, f16) PENSTOCK_CAST_TRUNC(i32, f16) PENSTOCK_CAST_TRUNC(i64, f16)
+PENSTOCK_CAST_TRUNC(f32, f16) PENSTOCK_CAST_TRUNC(f64, f16)
 
 // ---- unary ----------------------------------------------------------------------------------
 enum UnaryOp {

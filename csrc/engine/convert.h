@@ -1,7 +1,9 @@
 // Value conversion with DALI's output rules: float -> int rounds half away from zero and
 // saturates (convert_trunc: truncates toward zero, as DALI's crop and slice do); int -> narrower
-// int saturates; anything -> bool is "!= 0".
+// int saturates; anything -> bool is "!= 0"; to float16 overflows to inf (float_to_half_sat:
+// saturates to +-65504, as DALI's crop and slice do).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdint>
@@ -51,6 +53,12 @@ inline uint16_t float_to_half(float f) {  // round to nearest even
   uint32_t h = (uint32_t(exp) << 10) | (mant >> 13), rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
   return uint16_t(sign | h);
+}
+
+// float_to_half, but saturating to the largest finite half (+-65504); NaN stays NaN.
+inline uint16_t float_to_half_sat(float f) {
+  constexpr float kMax = 65504.0f;
+  return float_to_half(std::isnan(f) ? f : std::min(std::max(f, -kMax), kMax));
 }
 
 template <typename Out, typename In>

@@ -22,8 +22,9 @@ void cast_range(const In* src, Out* dst, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; ++i) dst[i] = Truncate ? convert_trunc<Out>(src[i]) : convert_sat<Out>(src[i]);
 }
 
-// truncate: float -> integer truncates toward zero instead of rounding (crop and slice outputs).
-void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code, bool truncate) {
+// crop_conversion: crop and slice outputs' conversion (DALI's): float -> integer truncates toward
+// zero instead of rounding, and float16 saturates to +-65504 instead of overflowing to inf.
+void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code, bool crop_conversion) {
   if (src.size() != dst.size()) throw std::invalid_argument("cast: buffer sizes differ");
   const void* s = src.data();
   void* d = dst.mutable_data();
@@ -39,7 +40,7 @@ void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_
         auto* out = static_cast<Out*>(d);
         for (int64_t i = b; i < e; ++i) {
           float v = half_to_float(in[i]);
-          out[i] = truncate ? convert_trunc<Out>(v) : convert_sat<Out>(v);
+          out[i] = crop_conversion ? convert_trunc<Out>(v) : convert_sat<Out>(v);
         }
       });
     });
@@ -48,14 +49,17 @@ void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_
       pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
         auto* in = static_cast<const In*>(s);
         auto* out = static_cast<uint16_t*>(d);
-        for (int64_t i = b; i < e; ++i) out[i] = float_to_half(static_cast<float>(in[i]));
+        for (int64_t i = b; i < e; ++i) {
+          float v = static_cast<float>(in[i]);
+          out[i] = crop_conversion ? float_to_half_sat(v) : float_to_half(v);
+        }
       });
     });
   } else {
     PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
       PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
         pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-          if (truncate) cast_range<true, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
+          if (crop_conversion) cast_range<true, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
           else cast_range<false, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
         });
       });
@@ -368,9 +372,10 @@ void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
 
 PENSTOCK_BINDINGS(elementwise) {
   using namespace penstock;
-  m.def("cast", &cast, "Convert a buffer element by element (rounding, or truncating, and saturating)",
+  m.def("cast", &cast, "Convert a buffer element by element (DALI's rounding and saturation; with "
+        "crop_conversion, crop and slice's: truncating, and saturating float16)",
         py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("dst"), py::arg("dst_type"),
-        py::arg("truncate") = false);
+        py::arg("crop_conversion") = false);
   m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting");
   m.def("unary", &unary, "Unary element-wise op");
 }

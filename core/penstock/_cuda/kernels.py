@@ -225,11 +225,14 @@ class GpuKernels:
         self._launch_batch("slice", f"concat_{unit}", desc[:, 1], desc, (dst.view(f"u{es}"),), (np.int32(k),))
 
     # -- element-wise ----------------------------------------------------------------------
-    def cast(self, pool: Any, src: Any, src_code: int, dst: Any, dst_code: int, truncate: bool = False) -> None:
+    def cast(self, pool: Any, src: Any, src_code: int, dst: Any, dst_code: int, crop_conversion: bool = False) -> None:
         if src.size != dst.size:
             raise ValueError("cast: buffer sizes differ")
-        # truncation differs from rounding only float -> integer, the pairs cast_trunc_* exist for
-        kind = "cast_trunc" if truncate and src_code in FLOAT_CODES and dst_code in INT_CODES else "cast"
+        # crop and slice's conversion differs only float -> integer (truncating) and to float16
+        # (saturating): the pairs cast_trunc_* exist for
+        differs = (src_code in FLOAT_CODES and dst_code in INT_CODES) or (
+            dst_code == FLOAT_CODES[0] and src_code in (*INT_CODES, *FLOAT_CODES[1:]))
+        kind = "cast_trunc" if crop_conversion and differs else "cast"
         self._grid_stride("elementwise", f"{kind}_{TYPE_NAMES[src_code]}_{TYPE_NAMES[dst_code]}", int(src.size),
                           src, dst)
 

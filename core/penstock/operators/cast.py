@@ -11,10 +11,11 @@ CAST_LIKE = OpSchema("CastLike", "Converts the first input to the type of the se
                      min_inputs=2, devices=("cpu", "gpu"))
 
 
-def cast_batch(ws, src, dtype, truncate: bool = False):
-    """src converted to dtype; with truncate, floats become integers by truncation toward zero."""
+def cast_batch(ws, src, dtype, crop_conversion: bool = False):
+    """src converted to dtype; with crop_conversion as crop and slice convert their data (DALI):
+    floats become integers by truncation toward zero, and float16 saturates to +-65504."""
     out = ws.new_batch(src._shapes, to_numpy_type(dtype), src._layout, src._source_info)
-    ws.kernels.cast(ws.pool, src._buf, int(src.dtype), out._buf, int(dtype), truncate)
+    ws.kernels.cast(ws.pool, src._buf, int(src.dtype), out._buf, int(dtype), crop_conversion)
     return out
 
 

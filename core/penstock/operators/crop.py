@@ -145,7 +145,8 @@ def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         fill = np.clip(np.trunc(fill), info.min, info.max)
-    fill = np.ascontiguousarray(fill.astype(dtype))
+    with np.errstate(over="ignore"):  # to float16, too large a fill value becomes inf, as in DALI
+        fill = np.ascontiguousarray(fill.astype(dtype))
     out = ws.new_batch(np.ascontiguousarray(out_shapes, np.int64), dtype, src._layout, src._source_info)
     ws.kernels.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
                   np.ascontiguousarray(anchors, np.int64), flips, fill, channel_dim)
@@ -173,6 +174,7 @@ def fill_for(ws, layout: str, values, policy: str, out_shapes: np.ndarray) -> tu
 
 # output types of crop and slice besides the input's own
 WINDOW_OUT_TYPES = (T.UINT8, T.FLOAT16, T.FLOAT)
+_HALF_MAX = 65504.0  # the largest finite float16
 
 
 def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
@@ -189,10 +191,16 @@ def window_with_dtype(ws, src, anchors, shapes, fill, cdim, dtype):
     in_type = src._buf.dtype
     exact = in_type.kind == "f" or (np.all(fill == np.round(fill)) and np.iinfo(in_type).min <= fill.min()
                                      and fill.max() <= np.iinfo(in_type).max)
-    if exact:  # DALI truncates float data converted to an integer output, as it does the fill values
+    # DALI saturates the data converted to float16 but converts the fill values plainly (inf where
+    # too large for a half), so those are filled in after the conversion
+    exact &= not (dtype == T.FLOAT16 and np.abs(fill).max() > _HALF_MAX)
+    # the data converts as DALI's crop and slice convert it (truncating to integers, saturating
+    # float16), as do the fill values where they are cut in the input type
+    if exact:
         return cast_batch(ws, slice_batch(ws, src, anchors, shapes, fill=fill, channel_dim=cdim), dtype,
-                          truncate=True)
-    return slice_batch(ws, cast_batch(ws, src, dtype), anchors, shapes, fill=fill, channel_dim=cdim)
+                          crop_conversion=True)
+    return slice_batch(ws, cast_batch(ws, src, dtype, crop_conversion=True), anchors, shapes, fill=fill,
+                       channel_dim=cdim)
 
 
 # ---- crop ----------------------------------------------------------------------------------
