@@ -22,3 +22,20 @@ def test_budget_runs_cover_every_item_once_and_stay_within_budget_plus_their_las
         assert [a for a, _ in runs] == [0] + [b for _, b in runs[:-1]] and runs[-1][1] == len(sizes)
         for a, b in runs:
             assert b > a and sizes[a:b - 1].sum() < budget
+
+
+def test_a_prepared_launch_gives_native_code_its_function_and_integer_parameters():
+    import types
+
+    import pytest
+
+    from penstock._cuda.kernels import BLOCK, Launch
+    device_array = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7F00_0000_1000))
+    function = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=0xABC))
+    launch = Launch(function, 3, (device_array, np.int32(-2), 5))
+    # a negative count goes as its two's complement bytes (the driver reads the parameter's width)
+    assert launch.native() == (0xABC, 3, BLOCK, [0x7F00_0000_1000, 2**64 - 2, 5])
+    assert Launch(None, 0, ()).native() is None  # nothing to launch
+    Launch(None, 0, ()).queue(stream=None)  # queues nothing
+    with pytest.raises(TypeError, match="device arrays and integers, not float"):
+        Launch(function, 1, (1.5,)).native()

@@ -1,6 +1,7 @@
 """nvImageCodec through its C API (penstock._cuda._nvimgcodec, the engine's ImageCodecDecoder), on
 nvImageCodec's CPU backend into host memory: the same calls the mixed decoders make on the GPU.
-The GPU side (DeviceDecoder) is tested on the GPU (tests/test_gpu_operators.py, mixed decoders)."""
+The GPU side (DeviceDecoder) is tested on the GPU (tests/test_gpu_operators.py, mixed decoders);
+its scratch bookkeeping here, on a stand-in device context."""
 import io
 
 import numpy as np
@@ -134,3 +135,56 @@ def test_a_library_that_cannot_load_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="nvImageCodec: cannot load /nonexistent/libnvimgcodec.so.0"):
         _engine.ImageCodecDecoder("/nonexistent/libnvimgcodec.so.0", "/nonexistent", _nvimgcodec.CPU_ONLY, 1,
                                   [(1, 1.0, 2)], "")
+
+
+class _FakeMemory:
+    def __init__(self, size):
+        self.size, self.ptr = size, 4096 * size
+
+
+def _scratch_holder(events):
+    """A DeviceDecoder with only its scratch bookkeeping, on a stand-in device context that logs
+    stream synchronizations and allocations."""
+    import threading
+    import types
+    d = object.__new__(_nvimgcodec.DeviceDecoder)
+    d._scratch, d._scratch_users, d._scratch_change = None, 0, threading.Condition()
+    def memory(size):
+        events.append(("alloc", size))
+        return _FakeMemory(size)
+
+    cuda = types.SimpleNamespace(Memory=memory)
+    d.own = types.SimpleNamespace(device=_NullContext(), cp=types.SimpleNamespace(cuda=cuda),
+                                  stream=types.SimpleNamespace(synchronize=lambda: events.append(("sync",))))
+    return d
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_scratch_grows_only_once_the_batches_using_it_are_done():
+    import threading
+    import time
+    events = []
+    d = _scratch_holder(events)
+    first = d._use_scratch(1000)
+    assert events == [("alloc", int(1000 * (1 + _nvimgcodec._SCRATCH_SPARE)))]
+    assert d._use_scratch(900) == first  # fits: shared by two batches in flight
+    d._release_scratch()
+    grown = []
+    waiter = threading.Thread(target=lambda: grown.append(d._use_scratch(5000)))
+    waiter.start()
+    time.sleep(0.2)
+    assert not grown and len(events) == 1  # the first batch still queues work on the old scratch
+    d._release_scratch()
+    waiter.join(5)
+    # the old scratch's last readers finished on the stream before the larger one replaced it
+    assert events[1:] == [("sync",), ("alloc", int(5000 * (1 + _nvimgcodec._SCRATCH_SPARE)))]
+    assert grown == [d._scratch.ptr] and d._scratch_users == 1
+    d._release_scratch()
+    assert d._use_scratch(0) == d._scratch.ptr and len(events) == 3  # no windows: nothing to grow
