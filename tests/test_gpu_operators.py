@@ -304,6 +304,26 @@ def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
         batch_size=len(data), seed=99))
 
 
+@pytest.mark.parametrize("then_resize", [False, True])
+def test_a_corrupt_jpeg_in_mixed_decoding_is_the_decoders_error_naming_its_file(tmp_path, then_resize):
+    # the sample fails on the GPU, then on the host, in the background: the error still names the
+    # decoder, the sample's place in the batch and its file, whether the batch is a pipeline output
+    # or a GPU operator's input
+    folder = tmp_path / "a"
+    folder.mkdir()
+    for k, data in enumerate(_jpegs(4)[:4]):
+        (folder / f"img_{k}.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg at all" * 8 if k == 2 else data.tobytes())
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        images = fn.decoders.image(jpegs, device="mixed")
+        return fn.resize(images, resize_x=32, resize_y=32) if then_resize else images
+
+    with pytest.raises(RuntimeError, match=r"(?s)MIXED operator `penstock.fn.decoders.image`.*sample 2.*img_2.jpg"):
+        pipe().run()
+
+
 def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
     # several batches decode at once on the GPU decoder's stream while earlier ones are consumed:
     # each must land in its own output, whole images and windows alike

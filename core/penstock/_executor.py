@@ -183,7 +183,7 @@ class Executor:
             batch_size = it.batch_size if batch_key is None else len(values[batch_key])
             on_gpu = op.device != "cpu"
             if on_gpu:
-                self._complete(list(inputs) + list(arg_inputs.values()), op)
+                self._complete(list(inputs) + list(arg_inputs.values()))
             ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op, self.device if on_gpu else None)
             if check_layout is not None and len(inputs[0]):
@@ -207,6 +207,8 @@ class Executor:
             stats.runs += 1
             node_id = op.node.id
             for i, out in enumerate(outs):
+                if getattr(out, "_deferred", None) is not None:
+                    out._deferred_by = op  # its failures are this operator's, whoever completes it
                 if inputs:
                     src = out._source_info
                     if src is not inputs[0]._source_info and len(out) == len(inputs[0]) and not any(src):
@@ -216,28 +218,32 @@ class Executor:
             for key in drop:
                 values.pop(key, None)
 
-    def _complete(self, values: Sequence[Any], op: Operator | None) -> None:
+    def _complete(self, values: Sequence[Any]) -> None:
         """GPU batches whose filling was deferred (mixed decoding in the background) are queued on
-        the stream before anything reads them."""
+        the stream before anything reads them; a failure is reported as the producing operator's."""
         for v in values:
             if getattr(v, "_deferred", None) is not None:
                 try:
                     with self.device:
                         v._complete()
                 except BaseException as exc:  # noqa: BLE001 - reported at outputs()
-                    if op is None:
-                        raise
-                    raise _pipeline_error(op, exc, [v]) from exc
+                    raise _pipeline_error(v._deferred_by, exc, [v]) from exc
 
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)
         it.values = {}
-        if self.device is not None:  # the iteration is done on the GPU when this event is
-            self._complete(it.results, None)
-            event = self.device.record()
-            for out in it.results:
-                if hasattr(out, "_event"):
-                    out._event, out.stream = event, self.device.stream
+        # Outputs still decoding in the background (a mixed decoder's output is a pipeline output)
+        # are completed by whoever waits for the iteration: waiting for them here would keep this
+        # stage's worker from starting the next iteration's decoding meanwhile.
+        if self.device is not None and not _deferred(it.results):
+            self._stamp(it.results)
+
+    def _stamp(self, results: Sequence[Any]) -> None:
+        """The iteration is done on the GPU when this event is."""
+        event = self.device.record()
+        for out in results:
+            if hasattr(out, "_event"):
+                out._event, out.stream = event, self.device.stream
 
     def release(self, it: Iteration) -> None:
         """The user consumed the iteration: its GPU output slot is free."""
@@ -261,6 +267,9 @@ class Executor:
         if it.error is not None:
             raise it.error
         assert it.results is not None
+        if self.device is not None and _deferred(it.results):
+            self._complete(it.results)
+            self._stamp(it.results)
         return it.results
 
     def _take(self, gate: threading.Semaphore) -> bool:
@@ -283,6 +292,10 @@ class Executor:
 
     def __del__(self) -> None:
         self.shutdown()
+
+
+def _deferred(values: Sequence[Any]) -> bool:
+    return any(getattr(v, "_deferred", None) is not None for v in values)
 
 
 def _pipelined_groups(stages: Sequence[Sequence[Operator]]) -> list[list[Operator]]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import _engine
-from .._operator import SampleError
+from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers
 from ._decode_split import HostShare, host_cost
 from ..types import DALIDataType, DALIImageType
@@ -230,7 +230,14 @@ class MixedDecoder:
     def _host_part(self, ws, src, idx, crop, windows, shapes, upload, timed: bool = True) -> tuple:
         """The host's decoding of samples ``idx``; ``timed``: its time feeds the host's rate."""
         start = time.perf_counter()
-        buf, hshapes, offsets = self._decode_host(ws, src, idx, crop)
+        try:
+            buf, hshapes, offsets = self._decode_host(ws, src, idx, crop)
+        except Exception as exc:
+            err = exc if isinstance(exc, SampleError) else sample_error_from_engine(exc)
+            if err is None:
+                raise
+            # the host decoded a subset: its complaint is about the batch's sample idx[k]
+            raise SampleError(int(idx[err.sample]), err.args[0]) from exc
         if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], windows[idx], shapes[idx]).sum())
             self._share.measured("host", cost, time.perf_counter() - start)
