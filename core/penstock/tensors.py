@@ -400,6 +400,7 @@ class _StreamOrdered:
         self.stream = None
         self._event = None
         self._deferred = None  # queues the work that fills the batch (a decoder finishing in the background)
+        self._deferred_by = None  # the operator that deferred it (set by the executor), named in its failures
 
     def _complete(self) -> None:
         """Queues the deferred work that fills this batch, if any (on the calling thread's stream)."""
