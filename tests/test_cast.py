@@ -99,7 +99,8 @@ def test_engine_cast_truncates_on_request(ftype, itype):
     # crop and slice convert float data this way (the crop_conversion flag); fn.cast rounds
     x = np.array([-300.7, -2.5, -1.7, -0.5, 0.5, 1.7, 2.5, 3.5, 254.9, 300.2, 4e4, np.nan, np.inf, -np.inf], ftype)
     out = np.empty(x.size, itype)
-    _engine.cast(_engine.ThreadPool(1), x, int(to_dali_type(ftype)), out, int(to_dali_type(itype)), crop_conversion=True)
+    _engine.cast(_engine.ThreadPool(1), x, int(to_dali_type(ftype)), out, int(to_dali_type(itype)),
+                 crop_conversion=True)
     info = np.iinfo(itype)
     np.testing.assert_array_equal(out, np.array([_cut_and_clamp(float(v), info) for v in x], itype))
 
@@ -121,5 +122,6 @@ def test_engine_cast_to_float16_saturates_on_request(stype):
     wide = x.astype(np.float64)
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(plain, wide.astype(np.float16))
-        np.testing.assert_array_equal(cut, np.where(np.isnan(wide), wide, np.clip(wide, -65504, 65504)).astype(np.float16))
+        saturated = np.where(np.isnan(wide), wide, np.clip(wide, -65504, 65504))
+        np.testing.assert_array_equal(cut, saturated.astype(np.float16))
     assert np.isinf(plain).any() and np.isfinite(cut[~np.isnan(wide)]).all()

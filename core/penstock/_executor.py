@@ -8,9 +8,9 @@ Mixed and GPU operators enqueue their work on the pipeline's CUDA stream and ret
 iteration's GPU outputs carry an event recorded after its last kernel, so consumers wait on the
 GPU, not the host. A batch a mixed decoder is still filling in the background is completed by the
 first GPU operator that reads it or, when it is a pipeline output, by the thread that waits for
-the iteration, so no stage's worker blocks on it. With GPU stages, two gates bound memory: at most ``cpu_size`` iterations
-finished on the CPU wait for the GPU stages, and at most ``gpu_size`` iterations of GPU outputs
-exist until the user consumes them.
+the iteration, so no stage's worker blocks on it. With GPU stages, two gates bound memory: at
+most ``cpu_size`` iterations finished on the CPU wait for the GPU stages, and at most
+``gpu_size`` iterations of GPU outputs exist until the user consumes them.
 """
 from __future__ import annotations
 

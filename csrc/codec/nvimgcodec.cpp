@@ -204,7 +204,9 @@ const Driver& driver() {
 }
 
 void check_cuda(int status, const char* what) {
-  if (status != 0) throw std::runtime_error(std::string("ImageCodecDecoder: ") + what + " failed with CUDA error " + std::to_string(status));
+  if (status != 0)
+    throw std::runtime_error(std::string("ImageCodecDecoder: ") + what + " failed with CUDA error " +
+                             std::to_string(status));
 }
 
 // A kernel launch, its parameters integers (device addresses, counts): each is passed from 8 bytes,
