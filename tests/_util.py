@@ -77,3 +77,16 @@ def installed_or_skip(name: str):
     if getattr(module, "__file__", None) is None:
         pytest.skip(f"{name} is not installed", allow_module_level=True)
     return module
+
+
+def chroma_spread_per_block(rgb: np.ndarray) -> np.ndarray:
+    """Per 2x2 block of an RGB image, the largest spread of R-G and of B-G inside it: both depend
+    only on the chroma (R = Y + 1.402 Cr, G = Y - 0.344 Cb - 0.714 Cr, B = Y + 1.772 Cb), so a block
+    that shares one chroma sample has a spread of rounding only."""
+    h, w = (rgb.shape[0] // 2) * 2, (rgb.shape[1] // 2) * 2
+    px = rgb[:h, :w].astype(np.int32)
+    spreads = []
+    for diff in (px[..., 0] - px[..., 1], px[..., 2] - px[..., 1]):
+        blocks = diff.reshape(h // 2, 2, w // 2, 2).transpose(0, 2, 1, 3).reshape(h // 2, w // 2, 4)
+        spreads.append(blocks.max(-1) - blocks.min(-1))
+    return np.maximum(*spreads)

@@ -265,13 +265,16 @@ def _jpegs(count=6):
 
 
 def _decoded_on_both(source, graph, iterations=1, **pipe_kw):
-    """Per device ("cpu", "mixed"): per iteration, per output of ``graph(encoded, device)`` over
-    the encoded batches ``source`` gives, its samples on the host."""
+    """Per device ("cpu", "mixed"): per iteration, per output of ``graph(encoded, on)`` over the
+    encoded batches ``source`` gives, its samples on the host. ``on``: the decoders' arguments for
+    that device (mixed ones upsample chroma as the CPU does)."""
     outs = {}
     for device in ("cpu", "mixed"):
+        on = {"device": device, **({"jpeg_fancy_upsampling": True} if device == "mixed" else {})}
+
         @pipeline_def(num_threads=2, device_id=0, **pipe_kw)
         def pipe():
-            return graph(fn.external_source(source=source, batch_info=True), device)
+            return graph(fn.external_source(source=source, batch_info=True), on)
 
         p = pipe()
         outs[device] = [[[o.as_cpu().at(i) for i in range(len(o))] for o in p.run()] for _ in range(iterations)]
@@ -299,9 +302,60 @@ def _assert_decoded_alike(outs):
 def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
     data = _jpegs()
     _assert_decoded_alike(_decoded_on_both(
-        lambda info: data, lambda x, device: make(x, **({} if device == "cpu" else
-                                                        {"device": "mixed", "hw_decoder_load": hw_load})),
+        lambda info: data,
+        lambda x, on: make(x, **on, **({} if on["device"] == "cpu" else {"hw_decoder_load": hw_load})),
         batch_size=len(data), seed=99))
+
+
+def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monkeypatch):
+    # windows the host decodes beside the GPU (default hw_decoder_load) repeat each chroma sample
+    # too, so the batch comes out as if the GPU had decoded all of it
+    from penstock import _engine
+    from penstock.operators import _mixed_decode
+    monkeypatch.setattr(_mixed_decode, "_HOST_RATE_PER_THREAD", 1e12)  # the host takes every window it may
+    on_host = []
+    decode_images = _engine.decode_images
+
+    def spy(*args, **kwargs):
+        on_host.append((len(args[2]), kwargs.get("fancy_upsampling")))
+        return decode_images(*args, **kwargs)
+
+    monkeypatch.setattr(_engine, "decode_images", spy)
+    data = _jpegs()[:6]
+    outs = {}
+    for hw_load in (0.65, 1.0):  # with a host share, on the GPU alone
+        @pipeline_def(batch_size=6, num_threads=2, device_id=0)
+        def pipe():
+            return fn.decoders.image_crop(fn.external_source(source=lambda: data), device="mixed", crop=(20, 30),
+                                          hw_decoder_load=hw_load)
+
+        out = pipe().run()[0].as_cpu()
+        outs[hw_load] = [out.at(i) for i in range(len(out))]
+    assert sum(n for n, _ in on_host) >= 3 and all(fancy is False for _, fancy in on_host), on_host
+    _assert_decoded_alike({"cpu": [[outs[1.0]]], "mixed": [[outs[0.65]]]})
+
+
+@pytest.mark.parametrize("hw_load", [0.0, 1.0])  # nvImageCodec's CUDA decoder, its hardware decoder
+def test_mixed_decoders_upsample_chroma_as_asked(hw_load):
+    # a 4:2:0 JPEG of mid-range colour cells with edges inside the 2x2 blocks: without
+    # jpeg_fancy_upsampling each block shares one chroma sample (as in DALI's mixed decoders),
+    # with it the chroma is interpolated (as on the CPU)
+    from PIL import Image
+    from _util import chroma_spread_per_block
+    cells = np.random.default_rng(4).integers(64, 192, (20, 26, 3))
+    buf = io.BytesIO()
+    Image.fromarray(np.repeat(np.repeat(cells, 5, 0), 5, 1)[:96, :128].astype(np.uint8)).save(
+        buf, "JPEG", quality=95, subsampling=2)
+    data = [np.frombuffer(buf.getvalue(), np.uint8)] * 2
+    shared = {}
+    for fancy in (False, True):
+        @pipeline_def(batch_size=2, num_threads=2, device_id=0)
+        def pipe():
+            return fn.decoders.image(fn.external_source(source=lambda: data), device="mixed",
+                                     hw_decoder_load=hw_load, jpeg_fancy_upsampling=fancy)
+
+        shared[fancy] = (chroma_spread_per_block(pipe().run()[0].as_cpu().at(0)) <= 3).mean()
+    assert shared[False] > 0.99 and shared[True] < 0.5, shared
 
 
 @pytest.mark.parametrize("then_resize", [False, True])
@@ -331,7 +385,7 @@ def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
     batches = [[data[(i + k) % 6] for k in range(5)] for i in range(6)]
     _assert_decoded_alike(_decoded_on_both(
         lambda info: batches[info.iteration % 6],
-        lambda x, device: (fn.decoders.image(x, device=device), fn.decoders.image_random_crop(x, device=device, seed=3)),
+        lambda x, on: (fn.decoders.image(x, **on), fn.decoders.image_random_crop(x, **on, seed=3)),
         iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
 
 
@@ -342,8 +396,8 @@ def test_mixed_crops_decoded_through_scratch_in_runs_match_the_cpu_decoder(monke
     data = _jpegs()
     _assert_decoded_alike(_decoded_on_both(
         lambda info: data,
-        lambda x, device: (fn.decoders.image_random_crop(x, device=device, seed=5, hw_decoder_load=1.0),
-                           fn.decoders.image(x, device=device, output_type=types.BGR, hw_decoder_load=1.0)),
+        lambda x, on: (fn.decoders.image_random_crop(x, **on, seed=5, hw_decoder_load=1.0),
+                           fn.decoders.image(x, **on, output_type=types.BGR, hw_decoder_load=1.0)),
         batch_size=len(data), seed=99))
 
 
@@ -359,8 +413,8 @@ def test_mixed_decoders_leave_exif_oriented_jpegs_to_the_host():
     data[1] = np.frombuffer(turned.getvalue(), np.uint8)
     outs = _decoded_on_both(
         lambda info: data,
-        lambda x, device: (fn.decoders.image(x, device=device, hw_decoder_load=1.0),
-                           fn.decoders.image_random_crop(x, device=device, seed=5, hw_decoder_load=1.0)),
+        lambda x, on: (fn.decoders.image(x, **on, hw_decoder_load=1.0),
+                           fn.decoders.image_random_crop(x, **on, seed=5, hw_decoder_load=1.0)),
         batch_size=len(data), seed=99)
     assert outs["cpu"][0][0][1].shape[:2] == (img.width, img.height)  # turned
     _assert_decoded_alike(outs)
@@ -380,7 +434,7 @@ def test_mixed_decoders_take_gray_progressive_and_subsampled_jpegs():
         data.append(np.frombuffer(buf.getvalue(), np.uint8))
     _assert_decoded_alike(_decoded_on_both(
         lambda info: data,
-        lambda x, device: (fn.decoders.image(x, device=device), fn.decoders.image_random_crop(x, device=device, seed=2)),
+        lambda x, on: (fn.decoders.image(x, **on), fn.decoders.image_random_crop(x, **on, seed=2)),
         batch_size=len(data), seed=99))
 
 

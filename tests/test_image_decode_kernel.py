@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
+from _util import chroma_spread_per_block
 from penstock import _engine
 
 RGB, BGR, GRAY, YCBCR, ANY = 0, 1, 2, 3, 4
@@ -50,12 +51,12 @@ def batch(blobs):
     return data, shapes, offsets
 
 
-def decode(pool, blobs, output_type=RGB, adjust=True, crop=None, target=None, fast=False):
+def decode(pool, blobs, output_type=RGB, adjust=True, crop=None, target=None, fast=False, fancy=True):
     data, shapes, offsets = batch(blobs)
     crop = None if crop is None else np.asarray(crop, np.int64).reshape(len(blobs), 4)
     target = None if target is None else np.asarray(target, np.int64).reshape(len(blobs), 2)
     out, out_shapes, out_offsets, fallback = _engine.decode_images(
-        pool, data, shapes, offsets, output_type, adjust, crop, target, fast)
+        pool, data, shapes, offsets, output_type, adjust, crop, target, fast, fancy_upsampling=fancy)
     return [None if fb else out[o:o + s.prod()].reshape(s)
             for o, s, fb in zip(out_offsets, out_shapes, fallback)]
 
@@ -168,6 +169,27 @@ def test_jpeg_dct_scaling_with_crop(pool):
 def test_fast_idct_is_close(pool):
     blob = encode(photo(64, 80), "JPEG", quality=90)
     assert_close(decode1(pool, blob, fast=True), pil_rgb(blob), max_diff=16, mean_diff=2.0)
+
+
+def test_jpeg_without_fancy_upsampling_repeats_each_chroma_sample(pool):
+    # mid-range colours, so that no channel clips and hides the chroma
+    img = (photo(96, 128).astype(np.int32) // 2 + 64).astype(np.uint8)
+    blob = encode(img, "JPEG", quality=95, subsampling=2)  # 4:2:0: one chroma sample per 2x2 block
+    plain = decode1(pool, blob, fancy=False)
+    fancy = decode1(pool, blob)
+    assert (chroma_spread_per_block(plain) <= 3).mean() > 0.99
+    assert (chroma_spread_per_block(fancy) <= 3).mean() < 0.9  # interpolated between the samples
+    assert_close(plain, fancy, max_diff=40, mean_diff=3.0)  # the same image, chroma edges aside
+    full = encode(img, "JPEG", quality=95, subsampling=0)  # 4:4:4: nothing to upsample
+    np.testing.assert_array_equal(decode1(pool, full, fancy=False), decode1(pool, full))
+
+
+@pytest.mark.parametrize("window", [(0, 0, 96, 128), (17, 33, 50, 61), (1, 3, 5, 7), (91, 0, 5, 128)])
+def test_jpeg_roi_without_fancy_upsampling_equals_crop_of_full(pool, window):
+    blob = encode(photo(96, 128), "JPEG", quality=90, subsampling=2)
+    y, x, h, w = window
+    full = decode1(pool, blob, fancy=False)
+    np.testing.assert_array_equal(decode1(pool, blob, crop=window, fancy=False), full[y:y + h, x:x + w])
 
 
 # ---- EXIF orientation -----------------------------------------------------------------------

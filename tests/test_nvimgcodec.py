@@ -47,6 +47,18 @@ def _pack(datas):
     return np.concatenate(datas), starts, lengths
 
 
+@pytest.mark.parametrize("fancy", [False, True])
+def test_decoder_options_name_the_upsampling_and_the_hardware_decoders_batch(fancy):
+    text = _nvimgcodec.decoder_options(fancy, 256, 0, 500)
+    options = dict(token.split("=") for token in text.split())
+    assert options["nvjpeg_hw_decoder:fancy_upsampling"] == options["nvjpeg_cuda_decoder:fancy_upsampling"] \
+        == str(int(fancy))
+    assert options["nvjpeg_hw_decoder:preallocate_batch_size"] == "256"
+    assert options["nvjpeg_hw_decoder:preallocate_width_hint"] == "1"  # no hint: nvImageCodec's least
+    assert options["nvjpeg_hw_decoder:preallocate_height_hint"] == "500"
+    _nvimgcodec.open_decoder(_nvimgcodec.CPU_ONLY, 1, [("cpu", 1.0, _nvimgcodec.FIXED)], text)  # accepted
+
+
 def test_the_library_is_found():
     assert _nvimgcodec.library_dir() is not None
 

@@ -4,7 +4,7 @@
 //   peek_image_shapes(pool, data, shapes, offsets, output_type=ANY_DATA, adjust_orientation=True)
 //       -> (shapes int64 [N, 3] (H, W, C) in display orientation, fallback bool [N])
 //   decode_images(pool, data, shapes, offsets, output_type, adjust_orientation, crop=None,
-//                 target_hw=None, use_fast_idct=False)
+//                 target_hw=None, use_fast_idct=False, return_geometry=False, fancy_upsampling=True)
 //       -> (out uint8 [total], out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N])
 //
 // `fallback[i]` marks a sample in a format recognised but not decoded natively (TIFF, WebP,
@@ -259,7 +259,7 @@ py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I
 
 py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
                         int output_type, bool adjust_orientation, py::object crop, py::object target_hw,
-                        bool use_fast_idct, bool return_geometry) {
+                        bool use_fast_idct, bool return_geometry, bool fancy_upsampling) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
@@ -275,6 +275,7 @@ py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Ar
         plans[i] = plan_sample(encoded_sample(in, i), output_type, adjust_orientation,
                                crops ? crops + 4 * i : nullptr, targets ? targets + 2 * i : nullptr);
         plans[i].request.fast_idct = use_fast_idct;
+        plans[i].request.fancy_upsampling = fancy_upsampling;
       });
     });
   }
@@ -332,5 +333,5 @@ PENSTOCK_BINDINGS(image_decode) {
         py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
         py::arg("output_type"), py::arg("adjust_orientation") = true, py::arg("crop") = py::none(),
         py::arg("target_hw") = py::none(), py::arg("use_fast_idct") = false,
-        py::arg("return_geometry") = false);
+        py::arg("return_geometry") = false, py::arg("fancy_upsampling") = true);
 }

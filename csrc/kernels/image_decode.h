@@ -58,6 +58,7 @@ struct DecodeRequest {
   int scale_num = 8;         // JPEG only: DCT scaling by scale_num/8
   Window region;             // stored orientation, in (scaled) output pixels
   bool fast_idct = false;    // JPEG only
+  bool fancy_upsampling = true;  // JPEG only: interpolated chroma (false: each chroma sample repeated)
 };
 
 Format detect_format(const uint8_t* data, size_t size);

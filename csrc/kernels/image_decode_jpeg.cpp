@@ -156,7 +156,7 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
     c.scale_num = req.scale_num;
     c.scale_denom = 8;
     c.dct_method = req.fast_idct ? JDCT_IFAST : JDCT_ISLOW;
-    c.do_fancy_upsampling = TRUE;
+    c.do_fancy_upsampling = req.fancy_upsampling ? TRUE : FALSE;
     jpeg_start_decompress(&c);
 
     const Window& w = req.region;

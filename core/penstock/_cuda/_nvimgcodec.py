@@ -51,6 +51,18 @@ def library_dir() -> str | None:
     return None
 
 
+def decoder_options(fancy_upsampling: bool, batch_size: int, width_hint: int = 0, height_hint: int = 0) -> str:
+    """nvImageCodec's options for the mixed decoders' JPEGs. Chroma is upsampled as asked:
+    nvImageCodec's own default interpolates, slower on the hardware engines, and DALI's mixed
+    decoders do not. The hardware decoder's state is sized for a batch of ``batch_size`` images
+    of the hinted size when it is created, not grown by the batches."""
+    fancy = int(bool(fancy_upsampling))
+    return " ".join([f"nvjpeg_hw_decoder:fancy_upsampling={fancy}", f"nvjpeg_cuda_decoder:fancy_upsampling={fancy}",
+                     f"nvjpeg_hw_decoder:preallocate_batch_size={max(1, int(batch_size))}",
+                     f"nvjpeg_hw_decoder:preallocate_width_hint={max(1, int(width_hint))}",
+                     f"nvjpeg_hw_decoder:preallocate_height_hint={max(1, int(height_hint))}"])
+
+
 def open_decoder(device_id: int, cpu_threads: int, backends: list, options: str = "") -> Any:
     """A native decoder: ``backends`` = [(name, load_hint, policy)] in order of preference."""
     folder = library_dir()

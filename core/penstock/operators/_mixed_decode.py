@@ -114,9 +114,11 @@ class MixedDecoder:
             self._opened = True
             if not _has_nvimgcodec():
                 return []
-            from .._cuda._nvimgcodec import DeviceDecoder
-            options = ":fancy_upsampling=1" if self.op.args["jpeg_fancy_upsampling"] else ""
-            hw_load = float(self.op.args["hw_decoder_load"])
+            from .._cuda._nvimgcodec import DeviceDecoder, decoder_options
+            a = self.op.args
+            options = decoder_options(a["jpeg_fancy_upsampling"], ws.batch_size, a["preallocate_width_hint"],
+                                      a["preallocate_height_hint"])
+            hw_load = float(a["hw_decoder_load"])
             try:
                 self.decoders = [DeviceDecoder(ws.gpu, options, _codec_threads(ws.pool.num_threads), hw_load,
                                                adaptive=hw_load == DEFAULT_HW_LOAD) for _ in range(DEVICE_DECODERS)]
@@ -140,7 +142,8 @@ class MixedDecoder:
         pool = ws.pool if self._host_pool is None else self._host_pool
         buf, shapes, offsets, fallback = _engine.decode_images(
             pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
-            None if crop is None else np.ascontiguousarray(crop[idx]), None, args["use_fast_idct"])[:4]
+            None if crop is None else np.ascontiguousarray(crop[idx]), None, args["use_fast_idct"],
+            fancy_upsampling=args["jpeg_fancy_upsampling"])[:4]
         if fallback.any():
             buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback,
                                                            None if crop is None else crop[idx])
