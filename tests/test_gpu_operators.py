@@ -307,6 +307,56 @@ def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
         batch_size=len(data), seed=99))
 
 
+def test_a_batch_of_windows_decodes_without_waiting_for_the_pipelines_stream():
+    # the decoding goes to scratch memory at once; only the gather into the output waits for the
+    # output's `ready` event, here held back by a kernel spinning until the host lets it go
+    import threading
+    import time
+
+    from PIL import Image
+
+    from penstock import _engine
+    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
+    data = _jpegs(3)[:3]
+    encoded = np.concatenate(data)
+    shapes = np.array([np.asarray(Image.open(io.BytesIO(d.tobytes()))).shape for d in data], np.int64)
+    windows = np.array([[10, 20, 40, 50], [0, 0, 60, 30], [33, 7, 21, 90]], np.int64)
+    sizes = windows[:, 2] * windows[:, 3] * 3
+    out_offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    lengths = np.array([len(d) for d in data], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    out = cp.zeros(int(sizes.sum()), cp.uint8)
+    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
+    # the first call sets nvImageCodec up (allocations that synchronize the device)
+    decoder.decode(encoded, starts, lengths, shapes, windows, False, cp.empty_like(out), out_offsets,
+                   cp.cuda.Stream(non_blocking=True).record(), True)
+    decoder.own.stream.synchronize()
+    release = cp.cuda.alloc_pinned_memory(4)
+    flag = np.frombuffer(release, np.int32, 1)
+    flag[0] = 0
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(volatile int* go) { while (*go == 0) {} }''', "spin")
+    blocked = cp.cuda.Stream(non_blocking=True)
+    with blocked:
+        spin((1,), (1,), (release.ptr,))
+    watchdog = threading.Timer(20.0, flag.__setitem__, (0, 1))  # never hang the suite
+    watchdog.start()
+    try:
+        began = time.perf_counter()
+        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, False, out, out_offsets,
+                                    blocked.record(), True)
+        assert decoded.all() and time.perf_counter() - began < 10  # returned with the stream still blocked
+        assert not out.get().any()  # not gathered yet (read on the null stream, which does not wait for it)
+    finally:
+        flag[0] = 1
+        watchdog.cancel()
+    decoder.own.stream.synchronize()
+    host = _engine.decode_images(_engine.ThreadPool(2), encoded, lengths.reshape(-1, 1), starts, 0, True, windows,
+                                 fancy_upsampling=False)[0]
+    diff = np.abs(out.get().astype(int) - host)
+    assert diff.mean() < 1.0 and diff.max() <= 12
+    decoder.close()
+
+
 def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monkeypatch):
     # windows the host decodes beside the GPU (default hw_decoder_load) repeat each chroma sample
     # too, so the batch comes out as if the GPU had decoded all of it

@@ -9,8 +9,8 @@
 //
 // A decode call can also queue work of its own around the decoding on the same CUDA stream, with
 // the decoder's turn held and without the GIL (the CUDA driver's API, opened at run time too):
-// waiting for an event first, and a kernel (the crop windows' gather out of the decoded images)
-// and an event after it. The next batch's call then starts the moment this one ends, instead of
+// waiting for an event first, and a kernel (the crop windows' gather out of the decoded images),
+// which may wait for an event of its own, and an event after it. The next batch's call then starts the moment this one ends, instead of
 // after Python code that would first have to get the GIL back from the pipeline's threads.
 #include <dlfcn.h>
 
@@ -220,9 +220,10 @@ struct KernelLaunch {
 // The work queued around one decoding, on its stream.
 struct AroundDecoding {
   uintptr_t wait_event = 0;  // waited for before the decoding (0: none)
+  uintptr_t then_wait_event = 0;  // waited for after the decoding, before `then` (0: none)
   std::optional<KernelLaunch> then;  // launched after it
   uintptr_t done_event = 0;  // recorded last (0: none)
-  bool any() const { return wait_event || then || done_event; }
+  bool any() const { return wait_event || then_wait_event || then || done_event; }
 };
 
 // A batch's code streams, parsed (headers read) ahead of its decoding. Holds the encoded buffer,
@@ -417,6 +418,9 @@ class ImageCodecDecoder {
         api_.FutureDestroy(future);
         check(got, "waiting for the decoding");
       }
+      if (around.then_wait_event)
+        check_cuda(cuda->cuStreamWaitEvent(stream, reinterpret_cast<void*>(around.then_wait_event), 0),
+                   "waiting for the event after the decoding");
       if (around.then) {
         const KernelLaunch& k = *around.then;
         std::vector<uint64_t> values = k.params;
@@ -466,9 +470,10 @@ PENSTOCK_BINDINGS(nvimgcodec) {
           [](ImageCodecDecoder& self, const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
              I64Array pitches, uintptr_t cuda_stream, uintptr_t wait_event,
              std::optional<std::tuple<uintptr_t, unsigned, unsigned, std::vector<uint64_t>>> then,
-             uintptr_t done_event) {
+             uintptr_t then_wait_event, uintptr_t done_event) {
             AroundDecoding around;
             around.wait_event = wait_event;
+            around.then_wait_event = then_wait_event;
             if (then) {
               auto& [function, grid, block, params] = *then;
               if (!function || !grid || !block)
@@ -479,8 +484,8 @@ PENSTOCK_BINDINGS(nvimgcodec) {
             return self.decode(batch, dst, pitches, cuda_stream, around);
           },
           py::arg("batch"), py::arg("dst"), py::arg("pitches"), py::arg("cuda_stream"), py::arg("wait_event") = 0,
-          py::arg("then") = py::none(), py::arg("done_event") = 0,
-          "Decodes the parsed samples; on the stream, waits for `wait_event` first, launches `then` = "
-          "(CUfunction, grid, block, [integer parameters]) and records `done_event` after; returns "
-          "(decoded mask, seconds the decoder's turn was held)");
+          py::arg("then") = py::none(), py::arg("then_wait_event") = 0, py::arg("done_event") = 0,
+          "Decodes the parsed samples; on the stream, waits for `wait_event` first, then decodes, waits "
+          "for `then_wait_event`, launches `then` = (CUfunction, grid, block, [integer parameters]) and "
+          "records `done_event`; returns (decoded mask, seconds the decoder's turn was held)");
 }

@@ -5,13 +5,14 @@ batch at a time without the GIL, so the decoder runs beside the pipeline's Pytho
 process or CUDA context of its own. Measured on an H200 (256 ImageNet-like JPEGs per call, hardware
 backend): one decoder 24.8k img/s with 207 MB of device memory, output included; two 22.7k.
 
-A ``DeviceDecoder`` decodes on a stream of its own: it waits (on the GPU) for the pipeline's stream
-to have allocated the output batch, decodes whole images (the hardware engines do not decode
-regions) straight into the output where a sample is a whole RGB image, and otherwise into scratch
-memory (a run of samples at a time), from which one kernel copies each window into the output; the
-pipeline's stream then waits for an event recorded after that. The native call queues that wait,
-the kernel and the event itself, with the decoder's turn held, so the next batch's decoding starts
-as soon as one ends, without Python code in between.
+A ``DeviceDecoder`` decodes on a stream of its own. It decodes whole images (the hardware engines
+do not decode regions) straight into the output where a sample is a whole RGB image, and otherwise
+into scratch memory (a run of samples at a time), from which one kernel copies each window into the
+output; the pipeline's stream then waits for an event recorded after that. Its first write into the
+output waits (on the GPU) for the pipeline's stream to have allocated the output batch: a batch of
+windows decodes without waiting for the pipeline's kernels. The native call queues that wait, the
+kernel and the event itself, with the decoder's turn held, so the next batch's decoding starts as
+soon as one ends, without Python code in between.
 """
 from __future__ import annotations
 
@@ -114,6 +115,11 @@ class DeviceDecoder:
         # the windows' images go through the scratch memory in runs of at most SCRATCH_BYTES, each
         # run gathered out before any other call decodes into the same memory (stream order)
         runs = budget_runs(sizes, SCRATCH_BYTES) if (~whole).any() else [(0, n)]
+        # what the pipeline's stream did before ``ready`` may still use the output's memory: the
+        # first write into it waits. With no whole image that is the first gather, so the decoding
+        # into scratch does not wait for the pipeline's kernels queued before (the hardware
+        # engines would idle meanwhile).
+        ready_before_decoding = bool(whole.any())
         decoded = np.zeros(n, bool)
         seconds = 0.0
         with own.device:
@@ -135,9 +141,11 @@ class DeviceDecoder:
                     gather = own.kernels.gather_images_launch(
                         dst[crop], pitches[crop], windows[crop], shapes[crop, 2],
                         np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop]) if len(crop) else None
+                    wait = ready.ptr if k == 0 else 0
                     done_now, took = self.native.decode(
                         parsed, np.where(in_run, dst, np.uint64(0)), pitches, own.stream.ptr,
-                        wait_event=ready.ptr if k == 0 else 0, then=gather.native() if gather else None,
+                        wait_event=wait if ready_before_decoding else 0, then=gather.native() if gather else None,
+                        then_wait_event=0 if ready_before_decoding else wait,
                         done_event=done.ptr if k == len(runs) - 1 else 0)
                     decoded |= done_now
                     seconds += took
