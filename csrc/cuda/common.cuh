@@ -83,6 +83,25 @@ __device__ __forceinline__ int find_sample(const i64* block_start, int n, i64 bl
   return lo;
 }
 
+// Elements per thread of the batch kernels that loop over several (ITEMS in _cuda/kernels.py): a
+// thread finds its sample and reads the sample's descriptor once for all of them, instead of once
+// per element (which cost more than the element itself in crop_mirror_normalize and the gather).
+// Item j of a thread is element first_item + j * blockDim.x: consecutive threads, consecutive
+// elements.
+constexpr int kItems = 8;
+__device__ __forceinline__ i64 first_item(const i64* block_start, int s) {
+  return (i64(blockIdx.x) - block_start[s]) * blockDim.x * kItems + threadIdx.x;
+}
+
+// Calls body(i) with element index e as a u32 when all of the sample's `count` elements fit, else
+// as an i64: the per-element kernels divide the index by the sample's dimensions, and a 64-bit
+// division costs the GPU several times a 32-bit one (it dominated crop_mirror_normalize).
+template <typename Body>
+__device__ __forceinline__ void with_narrow_index(i64 e, i64 count, Body&& body) {
+  if (count <= i64(0xFFFFFFFFu)) body(u32(e));
+  else body(e);
+}
+
 // Per-axis window arithmetic (kernels/window.h): output x of a window [anchor, anchor + out)
 // reads source anchor + x (or anchor + out - 1 - x when flipped); -1 when outside the source.
 __device__ __forceinline__ i64 window_source(i64 anchor, i64 out, i64 extent, bool flip, i64 x) {

@@ -1,40 +1,55 @@
 // Fused crop + horizontal mirror + (x - mean) * (scale / std) + shift + channel move + type
-// conversion (kernels/crop_mirror_normalize.cpp), one thread per output element. Input samples
+// conversion (kernels/crop_mirror_normalize.cpp), kItems output elements per thread. Input samples
 // are channel-last with nd dims; the output has the channel at `cdim` and `cout` channels
 // (C, or C + 1 with pad_output: the extra channel is fill[C] everywhere). Window parts outside the
 // input take fill[c] as the output value.
 enum CmnDesc { kInOff, kOutOff, kMirror, kVolume, kInShape = 4, kAnchor = 12, kWin = 20, kDesc = 28 };
+
+// One output element e of sample s (descriptor d).
+template <typename In, typename Out>
+__device__ __forceinline__ void cmn_at(const In* src, Out* dst, const i64* d, int s, i64 e, i64 volume, int nd,
+                                       int C, int cout, int cdim, const float* mean, const float* inv_std,
+                                       float shift, const float* fill) {
+  with_narrow_index(e, volume, [&](auto i) {
+    using I = decltype(i);
+    // output coordinates, last dim first; k counts the window (non-channel) dims from the end
+    I rem = i;
+    i64 src_off = 0, in_stride = C;
+    int c = 0, k = nd - 2;
+    bool inside = true;
+    for (int dim = nd - 1; dim >= 0; --dim) {
+      if (dim == cdim) {
+        c = int(rem % I(cout));
+        rem /= I(cout);
+        continue;
+      }
+      I w = I(d[kWin + k]);
+      I x = rem % w;
+      rem /= w;
+      i64 sx = window_source(d[kAnchor + k], d[kWin + k], d[kInShape + k], k == nd - 2 && d[kMirror] != 0, i64(x));
+      inside = inside && sx >= 0;
+      src_off += sx * in_stride;
+      in_stride *= d[kInShape + k];
+      --k;
+    }
+    float v;
+    if (c >= C || !inside) v = fill[c];
+    else v = (to_float(src[d[kInOff] + src_off + c]) - mean[s * C + c]) * inv_std[s * C + c] + shift;
+    dst[d[kOutOff] + e] = pixel_from<Out>(v);
+  });
+}
 
 template <typename In, typename Out>
 __device__ void cmn(const In* src, Out* dst, const i64* desc, const i64* block_start, int n, int nd, int C,
                     int cout, int cdim, const float* mean, const float* inv_std, float shift, const float* fill) {
   int s = find_sample(block_start, n, blockIdx.x);
   const i64* d = desc + s * kDesc;
-  i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
-  if (e >= d[kVolume]) return;
-  // output coordinates, last dim first; k counts the window (non-channel) dims from the end
-  i64 rem = e, src_off = 0, in_stride = C;
-  int c = 0, k = nd - 2;
-  bool inside = true;
-  for (int dim = nd - 1; dim >= 0; --dim) {
-    if (dim == cdim) {
-      c = int(rem % cout);
-      rem /= cout;
-      continue;
-    }
-    i64 w = d[kWin + k];
-    i64 x = rem % w;
-    rem /= w;
-    i64 sx = window_source(d[kAnchor + k], w, d[kInShape + k], k == nd - 2 && d[kMirror] != 0, x);
-    inside = inside && sx >= 0;
-    src_off += sx * in_stride;
-    in_stride *= d[kInShape + k];
-    --k;
+  const i64 volume = d[kVolume], first = first_item(block_start, s);
+  for (int j = 0; j < kItems; ++j) {
+    i64 e = first + i64(j) * blockDim.x;
+    if (e >= volume) return;
+    cmn_at(src, dst, d, s, e, volume, nd, C, cout, cdim, mean, inv_std, shift, fill);
   }
-  float v;
-  if (c >= C || !inside) v = fill[c];
-  else v = (to_float(src[d[kInOff] + src_off + c]) - mean[s * C + c]) * inv_std[s * C + c] + shift;
-  dst[d[kOutOff] + e] = pixel_from<Out>(v);
 }
 
 #define PENSTOCK_CMN(I, O)                                                                              \

@@ -12,11 +12,20 @@ template <typename Out>
 __device__ void gather(Out* dst, const i64* desc, const i64* block_start, int n) {
   int s = find_sample(block_start, n, blockIdx.x);
   const i64* d = desc + s * kDesc;
-  i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
-  if (e >= d[kVolume]) return;
-  i64 C = d[kChannels], row = d[kOutW] * C, y = e / row, r = e - y * row, x = r / C, c = r - x * C;
+  const i64 volume = d[kVolume], pitch = d[kPitch], y0 = d[kY0], x0 = d[kX0], out_off = d[kOutOff];
+  const i64 channels = d[kChannels], width = d[kOutW];
+  const bool reverse = d[kReverse] != 0;
   const u8* src = reinterpret_cast<const u8*>(d[kSrc]);
-  dst[d[kOutOff] + e] = decoded_value<Out>(src[(d[kY0] + y) * d[kPitch] + (d[kX0] + x) * C + (d[kReverse] ? C - 1 - c : c)]);
+  const i64 first = first_item(block_start, s);
+  for (int j = 0; j < kItems; ++j) {
+    i64 e = first + i64(j) * blockDim.x;
+    if (e >= volume) return;
+    with_narrow_index(e, volume, [&](auto i) {
+      using I = decltype(i);
+      I C = I(channels), row = I(width) * C, y = i / row, r = i - y * row, x = r / C, c = r - x * C;
+      dst[out_off + e] = decoded_value<Out>(src[(y0 + y) * pitch + (x0 + x) * C + (reverse ? C - 1 - c : c)]);
+    });
+  }
 }
 
 extern "C" __global__ void gather_u8(u8* dst, const i64* desc, const i64* block_start, int n) {

@@ -19,6 +19,9 @@ from ._image_plans import IMAGE_TYPES, blur_weights, jpeg_plan, jpeg_tables
 from ._runtime import DeviceContext
 
 BLOCK = 256
+# Elements per thread of the kernels that loop over several (kItems in csrc/cuda/common.cuh): the
+# gather of decoded windows, crop_mirror_normalize and resize's two passes.
+ITEMS = 8
 MAX_DIMS = 8
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
 # runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
@@ -33,9 +36,11 @@ UNIT_NAMES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}  # element-size-generic ker
 COMPARISONS = range(9, 15)  # kEq .. kGe in the binary op codes
 
 
-def _blocks(work: np.ndarray) -> tuple[np.ndarray, int]:
-    """Block prefix sums (N + 1) for per-sample element counts, and the grid size."""
-    per = (np.asarray(work, np.int64) + BLOCK - 1) // BLOCK
+def _blocks(work: np.ndarray, items: int = 1) -> tuple[np.ndarray, int]:
+    """Block prefix sums (N + 1) for per-sample element counts, and the grid size, for kernels
+    whose threads take ``items`` elements each."""
+    per_block = BLOCK * items
+    per = (np.asarray(work, np.int64) + per_block - 1) // per_block
     start = np.zeros(len(per) + 1, np.int64)
     np.cumsum(per, out=start[1:])
     return start, int(start[-1])
@@ -129,11 +134,12 @@ class GpuKernels:
         return kernel(module, name, self.ctx.device_id)
 
     def _prepare_batch(self, module: str, name: str, work: np.ndarray, desc: np.ndarray, args_before: Sequence,
-                       args_after: Sequence, extra_params: Sequence[np.ndarray] = ()) -> tuple[Launch, list]:
+                       args_after: Sequence, extra_params: Sequence[np.ndarray] = (),
+                       items: int = 1) -> tuple[Launch, list]:
         """The launch of ``name(*args_before, desc, block_start, n, *args_after)`` over per-sample
-        ``work`` items, its parameters uploaded; extra host arrays are uploaded with the
-        descriptors and returned too."""
-        block_start, grid = _blocks(work)
+        ``work`` elements, ``items`` per thread, its parameters uploaded; extra host arrays are
+        uploaded with the descriptors and returned too."""
+        block_start, grid = _blocks(work, items)
         if grid == 0:
             return Launch(None, 0, ()), []
         dev = self.ctx.upload_params(np.ascontiguousarray(desc, np.int64), block_start, *extra_params)
@@ -142,9 +148,9 @@ class GpuKernels:
         return Launch(self._fn(module, name), grid, tuple(args)), dev[2:]
 
     def _launch_batch(self, module: str, name: str, work: np.ndarray, desc: np.ndarray, args_before: Sequence,
-                      args_after: Sequence, extra_params: Sequence[np.ndarray] = ()) -> list:
+                      args_after: Sequence, extra_params: Sequence[np.ndarray] = (), items: int = 1) -> list:
         """``_prepare_batch``'s launch, queued on the stream; returns the extra arrays."""
-        launch, extra = self._prepare_batch(module, name, work, desc, args_before, args_after, extra_params)
+        launch, extra = self._prepare_batch(module, name, work, desc, args_before, args_after, extra_params, items)
         launch.queue(self.ctx.stream)
         return extra
 
@@ -287,7 +293,7 @@ class GpuKernels:
         desc[:, 7] = channels
         desc[:, 8] = reverse
         name = "gather_f32" if dst.dtype == np.float32 else "gather_u8"
-        return self._prepare_batch("decode", name, desc[:, 6], desc, (dst,), ())[0]
+        return self._prepare_batch("decode", name, desc[:, 6], desc, (dst,), (), items=ITEMS)[0]
 
     def crop_mirror_normalize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray,
                               src_type: int, dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray,
@@ -316,7 +322,7 @@ class GpuKernels:
             "crop_mirror_normalize", f"cmn_{TYPE_NAMES[src_type]}_{TYPE_NAMES[dst_type]}", desc[:, 3], desc,
             (src, dst), (np.int32(nd), np.int32(c), np.int32(c + int(bool(pad))), np.int32(cdim),
                          lambda p: p[0], lambda p: p[1], np.float32(shift), lambda p: p[2]),
-            (np.asarray(mean, np.float32), inv_std, np.asarray(fill, np.float32)))
+            (np.asarray(mean, np.float32), inv_std, np.asarray(fill, np.float32)), items=ITEMS)
 
     def color_matrix(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
                      dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray, dst_type: int,
@@ -446,7 +452,7 @@ class GpuKernels:
         for start, end in runs:
             desc[start, 2] = 0
             np.cumsum(tmp_sizes[start:end - 1], out=desc[start + 1:end, 2])
-            blocks += [_blocks(tmp_sizes[start:end]), _blocks(out_sizes[start:end])]
+            blocks += [_blocks(tmp_sizes[start:end], ITEMS), _blocks(out_sizes[start:end], ITEMS)]
         tmp = self.ctx.empty(max(max(int(tmp_sizes[a:b].sum()) for a, b in runs), 1), np.float32)
         d_desc, *d_blocks = self.ctx.upload_params(desc, *(b for b, _ in blocks))
         stream = self.ctx.stream
