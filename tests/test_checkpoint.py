@@ -341,7 +341,9 @@ def test_gpu_pipeline_resumes_exactly_and_matches_the_cpu(smooth_jpeg_root):
         def g():
             jpegs, labels = fn.readers.file(file_root=smooth_jpeg_root, random_shuffle=True, initial_fill=4,
                                             name="R")
-            images = fn.decoders.image_random_crop(jpegs, device="mixed" if device == "gpu" else "cpu")
+            # on the GPU with chroma upsampled as on the CPU, to compare the two
+            images = fn.decoders.image_random_crop(
+                jpegs, **({"device": "mixed", "jpeg_fancy_upsampling": True} if device == "gpu" else {}))
             images = fn.resize(images, resize_x=12, resize_y=10)
             images = fn.crop_mirror_normalize(images, mirror=fn.random.coin_flip(), crop=(8, 8))
             return images, fn.random_resized_crop(images, size=(6, 6)), labels

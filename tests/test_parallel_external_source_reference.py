@@ -116,6 +116,19 @@ def _cuda_device() -> bool:
         return False
 
 
+def _decoded(path: str, fancy_upsampling: bool) -> np.ndarray:
+    """The JPEG's pixels as float32: with interpolated chroma as on the CPU (Pillow's decoding), or
+    with each chroma sample repeated as the mixed decoders do by default (DALI's
+    jpeg_fancy_upsampling=False; penstock's host decoder, itself checked in test_image_decode_kernel)."""
+    if fancy_upsampling:
+        return np.asarray(Image.open(path).convert("RGB"), np.float32)
+    from penstock import _engine
+    data = np.fromfile(path, np.uint8)
+    out, shapes = _engine.decode_images(_engine.ThreadPool(1), data, np.array([[len(data)]]), np.zeros(1, np.int64),
+                                        0, True, fancy_upsampling=False)[:2]
+    return out.reshape(shapes[0]).astype(np.float32)
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("mixed", marks=[
     pytest.mark.gpu, pytest.mark.skipif(not _cuda_device(), reason="needs a CUDA device")])])
 def test_reference_tutorial_runs(device, tmp_path):
@@ -130,7 +143,7 @@ def test_reference_tutorial_runs(device, tmp_path):
     for name in ("train", "val"):
         assert [int(out[f"{name}_1_{i}"][0]) for i in range(4)] == [0, 1, 2, 0]
     for i in range(4):
-        ref = np.asarray(Image.open(os.path.join(images, f"img{i}.jpg")).convert("RGB"), np.float32)
+        ref = _decoded(os.path.join(images, f"img{i}.jpg"), fancy_upsampling=device == "cpu")
         val, train = out[f"val_0_{i}"], out[f"train_0_{i}"]
         assert val.shape == train.shape == ref.shape and val.dtype == train.dtype == np.uint8
         # contrast 1.5 around the middle of the uint8 range; decoders may differ by IDCT rounding
