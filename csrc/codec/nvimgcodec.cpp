@@ -10,8 +10,9 @@
 // A decode call can also queue work of its own around the decoding on the same CUDA stream, with
 // the decoder's turn held and without the GIL (the CUDA driver's API, opened at run time too):
 // waiting for an event first, and a kernel (the crop windows' gather out of the decoded images),
-// which may wait for an event of its own, and an event after it. The next batch's call then starts the moment this one ends, instead of
-// after Python code that would first have to get the GIL back from the pipeline's threads.
+// which may wait for an event of its own, and an event after it. The next batch's call then starts
+// the moment this one ends, instead of after Python code that would first have to get the GIL back
+// from the pipeline's threads.
 #include <dlfcn.h>
 
 #include <algorithm>
