@@ -95,7 +95,7 @@ __device__ __forceinline__ i64 first_item(const i64* block_start, int s) {
 
 // Calls body(i) with element index e as a u32 when all of the sample's `count` elements fit, else
 // as an i64: the per-element kernels divide the index by the sample's dimensions, and a 64-bit
-// division costs the GPU several times a 32-bit one (it dominated crop_mirror_normalize).
+// division costs the GPU several times a 32-bit one.
 template <typename Body>
 __device__ __forceinline__ void with_narrow_index(i64 e, i64 count, Body&& body) {
   if (count <= i64(0xFFFFFFFFu)) body(u32(e));

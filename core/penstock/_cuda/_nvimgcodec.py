@@ -53,10 +53,10 @@ def library_dir() -> str | None:
 
 
 def decoder_options(fancy_upsampling: bool, batch_size: int, width_hint: int = 0, height_hint: int = 0) -> str:
-    """nvImageCodec's options for the mixed decoders' JPEGs. Chroma is upsampled as asked:
-    nvImageCodec's own default interpolates, slower on the hardware engines, and DALI's mixed
-    decoders do not. The hardware decoder's state is sized for a batch of ``batch_size`` images
-    of the hinted size when it is created, not grown by the batches."""
+    """nvImageCodec's options for the mixed decoders' JPEGs. Chroma is upsampled as asked, in both
+    of its JPEG decoders: nvImageCodec's own default interpolates, and DALI's mixed decoders do not.
+    The hardware decoder's state is sized for a batch of ``batch_size`` images of the hinted size
+    when it is created, as DALI asks."""
     fancy = int(bool(fancy_upsampling))
     return " ".join([f"nvjpeg_hw_decoder:fancy_upsampling={fancy}", f"nvjpeg_cuda_decoder:fancy_upsampling={fancy}",
                      f"nvjpeg_hw_decoder:preallocate_batch_size={max(1, int(batch_size))}",
