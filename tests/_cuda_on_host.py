@@ -33,11 +33,30 @@ static inline int find_sample(const i64* block_start, int n, i64 block) {
 """
 
 
-def compile_for_host(folder, kernel_file: str, harness: str) -> ctypes.CDLL:
-    """``harness`` with ``SOURCE`` standing for csrc/cuda/<kernel_file>, built as a shared library."""
+# instead of PRELUDE, for kernel files that use more of csrc/cuda/common.cuh: the file itself, behind
+# the CUDA qualifiers and thread indices
+WITH_COMMON = r"""
+#include <cmath>
+#include <cstdint>
+#define __device__
+#define __global__
+#define __host__
+#define __forceinline__ inline
+#define asm(...) ((void)0)  /* PTX: float16 conversions are not emulated */
+struct Dim { unsigned x; };
+static Dim blockIdx, threadIdx, blockDim;
+#include "COMMON"
+#undef asm
+"""
+
+
+def compile_for_host(folder, kernel_file: str, harness: str, with_common: bool = False) -> ctypes.CDLL:
+    """``harness`` with ``SOURCE`` standing for csrc/cuda/<kernel_file>, built as a shared library;
+    ``with_common``: after csrc/cuda/common.cuh (the harness then declares no thread indices)."""
     cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
     assert cxx, "a C++ compiler is needed (the engine is built with one)"
-    (folder / "harness.cpp").write_text(PRELUDE + harness.replace("SOURCE", os.path.join(CUDA_DIR, kernel_file)))
+    prelude = WITH_COMMON.replace("COMMON", os.path.join(CUDA_DIR, "common.cuh")) if with_common else PRELUDE
+    (folder / "harness.cpp").write_text(prelude + harness.replace("SOURCE", os.path.join(CUDA_DIR, kernel_file)))
     subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-o", str(folder / "h.so"),
                     str(folder / "harness.cpp")], check=True)
     return ctypes.CDLL(str(folder / "h.so"))
