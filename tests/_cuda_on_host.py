@@ -113,5 +113,8 @@ class HostContext:
         out[...] = host
         return out
 
+    def empty(self, count, dtype):
+        return np.empty(count, dtype)
+
     def new_batch(self, shapes, dtype, layout="", source_info=None):
         return empty_batch(shapes, dtype, layout, source_info)

@@ -1,0 +1,61 @@
+"""resize's GPU passes run on the host: csrc/cuda/resize.cu compiled as C++ with common.cuh
+(tests/_cuda_on_host.py) behind GpuKernels.resize, its taps by its own resize_taps kernel. Each
+thread of the two passes takes several elements (ITEMS), so outputs whose sizes are not multiples
+of a block's elements check the loop's ends; a small intermediate budget makes several runs.
+Results must equal the CPU kernel's within 1 (the GPU test runs the real kernels)."""
+import numpy as np
+import pytest
+
+from penstock import _engine
+from penstock._cuda import kernels as gpu_kernels
+from penstock._cuda.kernels import BLOCK, ITEMS
+
+from _cuda_on_host import HostContext, compile_for_host
+
+HARNESS = r"""
+#include "SOURCE"
+#define RUN(NAME, SIGNATURE, CALL)                                                  \
+  extern "C" void run_##NAME(int grid, int block, SIGNATURE) {                      \
+    blockDim.x = block;                                                             \
+    for (int b = 0; b < grid; ++b)                                                  \
+      for (int t = 0; t < block; ++t) { blockIdx.x = b; threadIdx.x = t; NAME CALL; } \
+  }
+#define COMMA ,
+RUN(resize_taps, const i64* axes COMMA const i64* bs COMMA int n COMMA const double* rois COMMA int aa COMMA
+    i32* starts COMMA i32* counts COMMA float* weights, (axes, bs, n, rois, aa, starts, counts, weights))
+RUN(resize_v_u8, const u8* src COMMA float* tmp COMMA const i64* desc COMMA const i64* bs COMMA int frames COMMA
+    const i32* starts COMMA const i32* counts COMMA const float* weights,
+    (src, tmp, desc, bs, frames, starts, counts, weights))
+RUN(resize_h_u8, const float* tmp COMMA u8* dst COMMA const i64* desc COMMA const i64* bs COMMA int frames COMMA
+    const i32* starts COMMA const i32* counts COMMA const float* weights,
+    (tmp, dst, desc, bs, frames, starts, counts, weights))
+"""
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    return HostContext(compile_for_host(tmp_path_factory.mktemp("resize"), "resize.cu", HARNESS, with_common=True))
+
+
+@pytest.mark.parametrize("tmp_elements", [1 << 22, 3000])  # one run; a run per image
+@pytest.mark.parametrize("filter_type", [1, 2])  # linear, cubic
+def test_resize_with_several_elements_per_thread_matches_the_cpu_kernel(ctx, monkeypatch, tmp_elements, filter_type):
+    monkeypatch.setattr(gpu_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
+    rng = np.random.default_rng(21)
+    images = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in [(61, 47), (30, 90), (17, 13)]]
+    src_shapes = np.array([im.shape for im in images], np.int64)
+    src_offsets = np.concatenate([[0], np.cumsum(src_shapes.prod(axis=1))[:-1]]).astype(np.int64)
+    src = np.concatenate([im.reshape(-1) for im in images])
+    dst_shapes = np.array([[37, 29, 3], [45, 61, 3], [33, 19, 3]], np.int64)
+    assert (dst_shapes.prod(axis=1) % (BLOCK * ITEMS) != 0).all()
+    dst_offsets = np.concatenate([[0], np.cumsum(dst_shapes.prod(axis=1))[:-1]]).astype(np.int64)
+    roi = np.column_stack([np.zeros((3, 2)), src_shapes[:, :2]]).astype(np.float64)
+    filters = np.full((3, 2), filter_type, np.int32)
+    outs = []
+    for kernels in (_engine, ctx.kernels):
+        dst = np.zeros(int(dst_shapes.prod(axis=1).sum()), np.uint8)
+        kernels.resize(_engine.ThreadPool(1), src, src_shapes, src_offsets, 0, dst, dst_shapes, dst_offsets, 0, 2,
+                       roi, filters, filters, True)
+        outs.append(dst.astype(int))
+    assert np.abs(outs[1] - outs[0]).max() <= 1
+    assert outs[0].std() > 10  # real images, not a constant
