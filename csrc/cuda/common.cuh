@@ -86,20 +86,23 @@ __device__ __forceinline__ int find_sample(const i64* block_start, int n, i64 bl
 // Elements per thread of the batch kernels that loop over several (ITEMS in _cuda/kernels.py): a
 // thread finds its sample and reads the sample's descriptor once for all of them, instead of once
 // per element (which cost more than the element itself in crop_mirror_normalize and the gather).
-// Item j of a thread is element first_item + j * blockDim.x: consecutive threads, consecutive
-// elements.
 constexpr int kItems = 8;
-__device__ __forceinline__ i64 first_item(const i64* block_start, int s) {
-  return (i64(blockIdx.x) - block_start[s]) * blockDim.x * kItems + threadIdx.x;
-}
 
-// Calls body(i) with element index e as a u32 when all of the sample's `count` elements fit, else
-// as an i64: the per-element kernels divide the index by the sample's dimensions, and a 64-bit
-// division costs the GPU several times a 32-bit one.
+// Calls body(e, i) for each of this thread's elements of sample s, which has `count` of them: e is
+// the element's index, i the same as a u32 where all of the sample's elements fit, else as an i64
+// (the kernels divide it by the sample's dimensions, and a 64-bit division costs the GPU several
+// times a 32-bit one). Item j is element first + j * blockDim.x: consecutive threads, consecutive
+// elements.
 template <typename Body>
-__device__ __forceinline__ void with_narrow_index(i64 e, i64 count, Body&& body) {
-  if (count <= i64(0xFFFFFFFFu)) body(u32(e));
-  else body(e);
+__device__ __forceinline__ void for_items(const i64* block_start, int s, i64 count, Body&& body) {
+  const i64 first = (i64(blockIdx.x) - block_start[s]) * blockDim.x * kItems + threadIdx.x;
+  const bool narrow = count <= i64(0xFFFFFFFFu);
+  for (int j = 0; j < kItems; ++j) {
+    i64 e = first + i64(j) * blockDim.x;
+    if (e >= count) return;
+    if (narrow) body(e, u32(e));
+    else body(e, e);
+  }
 }
 
 // Per-axis window arithmetic (kernels/window.h): output x of a window [anchor, anchor + out)

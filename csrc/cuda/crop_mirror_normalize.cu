@@ -5,12 +5,12 @@
 // input take fill[c] as the output value.
 enum CmnDesc { kInOff, kOutOff, kMirror, kVolume, kInShape = 4, kAnchor = 12, kWin = 20, kDesc = 28 };
 
-// One output element e of sample s (descriptor d).
 template <typename In, typename Out>
-__device__ __forceinline__ void cmn_at(const In* src, Out* dst, const i64* d, int s, i64 e, i64 volume, int nd,
-                                       int C, int cout, int cdim, const float* mean, const float* inv_std,
-                                       float shift, const float* fill) {
-  with_narrow_index(e, volume, [&](auto i) {
+__device__ void cmn(const In* src, Out* dst, const i64* desc, const i64* block_start, int n, int nd, int C,
+                    int cout, int cdim, const float* mean, const float* inv_std, float shift, const float* fill) {
+  int s = find_sample(block_start, n, blockIdx.x);
+  const i64* d = desc + s * kDesc;
+  for_items(block_start, s, d[kVolume], [&](i64 e, auto i) {
     using I = decltype(i);
     // output coordinates, last dim first; k counts the window (non-channel) dims from the end
     I rem = i;
@@ -37,19 +37,6 @@ __device__ __forceinline__ void cmn_at(const In* src, Out* dst, const i64* d, in
     else v = (to_float(src[d[kInOff] + src_off + c]) - mean[s * C + c]) * inv_std[s * C + c] + shift;
     dst[d[kOutOff] + e] = pixel_from<Out>(v);
   });
-}
-
-template <typename In, typename Out>
-__device__ void cmn(const In* src, Out* dst, const i64* desc, const i64* block_start, int n, int nd, int C,
-                    int cout, int cdim, const float* mean, const float* inv_std, float shift, const float* fill) {
-  int s = find_sample(block_start, n, blockIdx.x);
-  const i64* d = desc + s * kDesc;
-  const i64 volume = d[kVolume], first = first_item(block_start, s);
-  for (int j = 0; j < kItems; ++j) {
-    i64 e = first + i64(j) * blockDim.x;
-    if (e >= volume) return;
-    cmn_at(src, dst, d, s, e, volume, nd, C, cout, cdim, mean, inv_std, shift, fill);
-  }
 }
 
 #define PENSTOCK_CMN(I, O)                                                                              \

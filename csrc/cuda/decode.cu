@@ -16,16 +16,11 @@ __device__ void gather(Out* dst, const i64* desc, const i64* block_start, int n)
   const i64 channels = d[kChannels], width = d[kOutW];
   const bool reverse = d[kReverse] != 0;
   const u8* src = reinterpret_cast<const u8*>(d[kSrc]);
-  const i64 first = first_item(block_start, s);
-  for (int j = 0; j < kItems; ++j) {
-    i64 e = first + i64(j) * blockDim.x;
-    if (e >= volume) return;
-    with_narrow_index(e, volume, [&](auto i) {
-      using I = decltype(i);
-      I C = I(channels), row = I(width) * C, y = i / row, r = i - y * row, x = r / C, c = r - x * C;
-      dst[out_off + e] = decoded_value<Out>(src[(y0 + y) * pitch + (x0 + x) * C + (reverse ? C - 1 - c : c)]);
-    });
-  }
+  for_items(block_start, s, volume, [&](i64 e, auto i) {
+    using I = decltype(i);
+    I C = I(channels), row = I(width) * C, y = i / row, r = i - y * row, x = r / C, c = r - x * C;
+    dst[out_off + e] = decoded_value<Out>(src[(y0 + y) * pitch + (x0 + x) * C + (reverse ? C - 1 - c : c)]);
+  });
 }
 
 extern "C" __global__ void gather_u8(u8* dst, const i64* desc, const i64* block_start, int n) {

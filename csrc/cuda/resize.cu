@@ -104,24 +104,19 @@ __device__ void resize_vertical(const In* src, float* tmp, const i64* desc, cons
   const i64 start_y = d[kStartY], taps_y = d[kTapsY], tmp_off = d[kTmpOff];
   const In* base = src + d[kInOff] + d[kColLo] * d[kChannels];
   const float* weights_y = weights + d[kWeightY];
-  const i64 first = first_item(block_start, f);
-  for (int j = 0; j < kItems; ++j) {
-    i64 e = first + i64(j) * blockDim.x;
-    if (e >= volume) return;
-    with_narrow_index(e, volume, [&](auto i) {
-      using I = decltype(i);
-      I y = i / I(row), xc = i - y * I(row);
-      i32 taps = counts[start_y + y];
-      const float* w = weights_y + y * taps_y;
-      const In* p = base + i64(starts[start_y + y]) * stride + xc;
-      float acc = w[0] * to_float(p[0]);
-      i32 k = 1;
-      for (; k + 1 < taps; k += 2)  // pairs, as the CPU kernel sums them
-        acc += w[k] * to_float(p[k * stride]) + w[k + 1] * to_float(p[(k + 1) * stride]);
-      if (k < taps) acc += w[k] * to_float(p[k * stride]);
-      tmp[tmp_off + e] = acc;
-    });
-  }
+  for_items(block_start, f, volume, [&](i64 e, auto i) {
+    using I = decltype(i);
+    I y = i / I(row), xc = i - y * I(row);
+    i32 taps = counts[start_y + y];
+    const float* w = weights_y + y * taps_y;
+    const In* p = base + i64(starts[start_y + y]) * stride + xc;
+    float acc = w[0] * to_float(p[0]);
+    i32 k = 1;
+    for (; k + 1 < taps; k += 2)  // pairs, as the CPU kernel sums them
+      acc += w[k] * to_float(p[k * stride]) + w[k + 1] * to_float(p[(k + 1) * stride]);
+    if (k < taps) acc += w[k] * to_float(p[k * stride]);
+    tmp[tmp_off + e] = acc;
+  });
 }
 
 template <typename Out>
@@ -133,21 +128,16 @@ __device__ void resize_horizontal(const float* tmp, Out* dst, const i64* desc, c
   const i64 start_x = d[kStartX], taps_x = d[kTapsX], col_lo = d[kColLo], out_off = d[kOutOff];
   const float* base = tmp + d[kTmpOff];
   const float* weights_x = weights + d[kWeightX];
-  const i64 first = first_item(block_start, f);
-  for (int j = 0; j < kItems; ++j) {
-    i64 e = first + i64(j) * blockDim.x;
-    if (e >= volume) return;
-    with_narrow_index(e, volume, [&](auto i) {
-      using I = decltype(i);
-      I y = i / I(row), r = i - y * I(row), x = r / I(C), c = r - x * I(C);
-      i32 taps = counts[start_x + x];
-      const float* w = weights_x + x * taps_x;
-      const float* p = base + y * span + (i64(starts[start_x + x]) - col_lo) * C + c;
-      float acc = p[0] * w[0];
-      for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
-      dst[out_off + e] = pixel_from<Out>(acc);
-    });
-  }
+  for_items(block_start, f, volume, [&](i64 e, auto i) {
+    using I = decltype(i);
+    I y = i / I(row), r = i - y * I(row), x = r / I(C), c = r - x * I(C);
+    i32 taps = counts[start_x + x];
+    const float* w = weights_x + x * taps_x;
+    const float* p = base + y * span + (i64(starts[start_x + x]) - col_lo) * C + c;
+    float acc = p[0] * w[0];
+    for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
+    dst[out_off + e] = pixel_from<Out>(acc);
+  });
 }
 
 #define PENSTOCK_RESIZE(T)                                                                              \
