@@ -34,10 +34,15 @@ test: $(STAMP)
 	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
 
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
-# pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests.
+# pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests,
+# as users run them: in a process that imported torchvision first, then the mixed decoders' tests
+# once more after JAX and TensorFlow (those of them that are installed).
 gpu-test:
 	$(PYTHON) -m pip install -q --no-build-isolation --no-deps -e . -e plugins/pytorch -e plugins/jax -e plugins/tensorflow
-	$(PYTHON) -m pytest -q -p no:cacheprovider -m gpu tests
+	PENSTOCK_TEST_PRELOAD=torchvision $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu tests
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/test_image_decode_libraries.py
+	PENSTOCK_TEST_PRELOAD=$$($(PYTHON) -c "import importlib.util as u; print(','.join(n for n in ('jax', 'tensorflow') if u.find_spec(n)))") \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu -k "mixed or decod" tests
 
 # penstock against real NVIDIA DALI 2.4 (CPU only), case by case: needs `nvidia.dali` importable,
 # installed in the venv ($(PIP) install nvidia-dali-cuda130==2.4.0) or in another site-packages of

@@ -1,6 +1,12 @@
 import faulthandler
+import importlib
 import os
 import sys
+
+# `make gpu-test` runs the suite in processes that imported first what users import first
+# (torchvision, JAX, TensorFlow): their wheels bring libraries of their own into the process.
+for _name in filter(None, os.environ.get("PENSTOCK_TEST_PRELOAD", "").split(",")):
+    importlib.import_module(_name)
 
 import numpy as np
 import pytest
