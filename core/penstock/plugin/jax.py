@@ -1,4 +1,4 @@
-"""``penstock.plugin.jax``: provided by the ``penstock-jax`` distribution."""
+"""``penstock.plugin.jax``: provided by the ``penstock-data-jax`` distribution."""
 from ._resolve import install
 
-install(__name__, "penstock_jax", "penstock-jax")
+install(__name__, "penstock_jax", "penstock-data-jax")

@@ -1,4 +1,4 @@
-"""``penstock.plugin.pytorch``: provided by the ``penstock-pytorch`` distribution."""
+"""``penstock.plugin.pytorch``: provided by the ``penstock-data-pytorch`` distribution."""
 from ._resolve import install
 
-install(__name__, "penstock_pytorch", "penstock-pytorch")
+install(__name__, "penstock_pytorch", "penstock-data-pytorch")

@@ -6,7 +6,13 @@ tf.data datasets into external_source nodes; ``DALIIterator`` keeps the legacy o
 """
 import sys
 
-import tensorflow as tf
+try:
+    import tensorflow as tf
+except ModuleNotFoundError as missing:
+    if missing.name != "tensorflow":
+        raise
+    # not a declared dependency: users install tensorflow, tensorflow-cpu or a vendor build
+    raise ImportError("penstock.plugin.tf needs TensorFlow: pip install tensorflow (or tensorflow-cpu)") from None
 
 from penstock.plugin.base_iterator import LastBatchPolicy
 
