@@ -7,6 +7,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ._current import current_pipeline
 from ._registry import OpSchema, check_known, convert_arg, resolve_defaults, split_args
 from .data_node import DataNode
 
@@ -41,7 +42,6 @@ class OpNode:
                         for i in range(n_out)]
         self.resolved_seed: int = args.get("seed", -1) if args.get("seed", -1) is not None else -1
         self.py_object: Any = None  # Python callables etc. that the kernel needs (never serialized)
-        from .pipeline._current import current_pipeline
         pipe = current_pipeline()
         if pipe is not None:  # the pipeline keeps its nodes; a node must not keep its pipeline alive
             pipe._register_node(self)

@@ -17,7 +17,7 @@ from ..data_node import DataNode
 from ..tensors import TensorListCPU
 from ..types import (DALIDataType as T, ScalarConstant, _is_float, _is_int, _is_signed,
                      _python_scalar_type, _type_size, to_numpy_type)
-from ._batch import same_layout_or_empty
+from .._batch import same_layout_or_empty
 
 BINARY_CODES = {name: i for i, name in enumerate(
     ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "eq", "ne", "lt", "le",

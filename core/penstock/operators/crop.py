@@ -14,7 +14,7 @@ import numpy as np
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
-from ._batch import contiguous
+from .._batch import contiguous
 from .cast import cast_batch
 
 SPATIAL = "DHW"  # crop / crop_pos order for volumes; images use "HW"

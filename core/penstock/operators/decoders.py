@@ -20,7 +20,7 @@ from .._operator import Operator, SampleError, Workspace
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 from .crop import CROP_ARGS, crop_window_sizes
 from .properties import check_shape_type
 from .slicing import WINDOW_ARGS, check_slice_args, slice_window

@@ -49,7 +49,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
 from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
-from ._batch import empty_batch, host_buffer
+from .._batch import empty_batch, host_buffer
 
 EXTERNAL_SOURCE = OpSchema(
     "ExternalSource", "Data produced by Python: a callable, an iterable, or batches given with feed_input.",

@@ -38,10 +38,10 @@ from .._graph import make_op
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, describe, register, register_kernel
 from ..data_node import DataNode
-from ..pipeline import _current
+from .. import _current
 from ..tensors import TensorCPU, TensorListCPU, _as_host_array, _packed_offsets
 from ..types import CUDAStream, to_dali_type
-from ._batch import empty_batch
+from .._batch import empty_batch
 
 MAX_INPUTS = 256
 _running = threading.local()  # the stream of the GPU Python operator running on this thread

@@ -10,7 +10,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..data_node import DataNode, newaxis
 from ..tensors import TensorListCPU
-from ._batch import dense_batch
+from .._batch import dense_batch
 from .crop import slice_batch
 
 _MAX_DIMS = 16

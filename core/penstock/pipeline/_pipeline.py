@@ -14,10 +14,10 @@ from .._executor import Executor, Iteration
 from .._graph import OpNode, collect
 from .._registry import ArgumentValueError, as_argument_error, kernel_for
 from ..data_node import DataNode
-from ..operators._std_random import seed_seq
+from .._std_random import seed_seq
 from ..tensors import TensorListCPU, TensorListGPU
 from ..types import DALIDataType, PipelineAPIType
-from . import _current
+from .. import _current
 
 
 class StreamPolicy:

@@ -1,12 +1,12 @@
-"""Small helpers the operator kernels share: packed batch construction and shape arithmetic."""
+"""Packed batch construction and shape arithmetic, shared by the operator kernels and the workspace."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from .. import _engine
-from ..tensors import TensorListCPU, _packed_offsets
+from . import _engine
+from .tensors import TensorListCPU, _packed_offsets
 
 POOLED_BYTES = 1 << 20  # batches at least this large come from the engine's buffer pool
 
