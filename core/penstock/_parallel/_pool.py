@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._sources import wrap_source_error
 from ._shm import Segment, lease, new_memfd, output_starts
 from ._worker import worker_main
 
@@ -523,7 +524,6 @@ class ParallelSource:
             batch.free.append(batch.region)
             if bad.kind == "stop":
                 raise StopIteration
-            from ..operators.external_source import wrap_source_error
             note = "Traceback in the worker process:\n" + bad.traceback.rstrip()
             raise wrap_source_error(bad.error, self.label, epoch, iteration, bad.sample, note) from bad.error
         with self.pool.hub.cond:  # the regions are not closed meanwhile

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _hooks
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
@@ -127,6 +128,9 @@ def binary(op: str, a: Any, b: Any) -> DataNode:
 
 def unary(op: str, a: Any) -> DataNode:
     return _expression(op, a)
+
+
+_hooks.install(binary=binary, unary=unary)  # DataNode's arithmetic, comparison and bitwise operators
 
 
 def _broadcast_shapes(shapes: list[np.ndarray], n: int, what: str) -> np.ndarray:

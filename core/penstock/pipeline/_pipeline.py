@@ -14,6 +14,8 @@ from .._executor import Executor, Iteration
 from .._graph import OpNode, collect
 from .._registry import ArgumentValueError, as_argument_error, kernel_for
 from ..data_node import DataNode
+from ..operators.constant import constant_node
+from .._sources import parallel_spec
 from .._std_random import seed_seq
 from ..tensors import TensorListCPU, TensorListGPU
 from ..types import DALIDataType, PipelineAPIType
@@ -248,7 +250,6 @@ class Pipeline:
         self._sinks.append(node.source)
 
     def _normalize_outputs(self, outputs: Sequence[Any]) -> list[DataNode]:
-        from ..operators.constant import constant_node
         result = []
         for i, o in enumerate(outputs):
             if isinstance(o, DataNode):
@@ -609,10 +610,9 @@ class Pipeline:
         if self._py_pool is not None:
             return
         from .._parallel import WorkerPool
-        from ..operators.external_source import parallel_spec
         preserved = [n for n in self._nodes if n.preserve] + self._sinks
         specs = [parallel_spec(n, self._max_batch_size) for n in collect(self._outputs, preserved)
-                 if n.schema.name == "ExternalSource" and n.args.get("parallel")]
+                 if n.schema.is_source and n.args.get("parallel")]
         if specs:
             self._py_pool = WorkerPool(specs, self._py_num_workers, self._py_start_method,
                                        self._py_callback_pickler)
