@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-INSTALL_HINT = ("install the GPU extra for your CUDA version: pip install 'penstock[cuda13]' "
-                "(CUDA 13) or 'penstock[cuda12]' (CUDA 12)")
+from ..tensors._device import INSTALL_HINT
 
 
 def _import_cupy() -> Any:
