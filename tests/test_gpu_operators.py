@@ -64,8 +64,8 @@ def test_resize_matches_cpu(interp, size):
 
 @pytest.mark.parametrize("budget", [1, 3000])  # floats of the vertical pass's intermediate at a time
 def test_resize_with_its_intermediate_in_runs_matches_cpu(monkeypatch, budget):
-    from penstock._cuda import kernels
-    monkeypatch.setattr(kernels, "_RESIZE_TMP_ELEMENTS", budget)  # one frame per run / a few frames
+    from penstock._cuda.kernels import resize as resize_kernels
+    monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", budget)  # one frame per run / a few frames
     frames = [rng.integers(0, 256, (3, 20, 30, 3), dtype=np.uint8) for _ in range(2)]
     assert_same(lambda x: fn.resize(x, resize_y=24, resize_x=31), [IMAGES], ["HWC"])
     assert_same(lambda x: fn.resize(x, resize_x=17, resize_y=11), [frames], ["FHWC"])
