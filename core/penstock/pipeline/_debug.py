@@ -16,6 +16,7 @@ from .._operator import Workspace
 from .._registry import kernel_for
 from ..data_node import DataNode
 from ..tensors import TensorCPU, TensorListCPU
+from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
 
 class DataNodeDebug(DataNode):
@@ -124,16 +125,15 @@ class DebugPipeline(Pipeline):
                     op.reset_epoch()
 
     def _run_iteration(self) -> tuple:
-        from ._definition import _call_definition, _outputs_tuple
         self._calls = self._random_calls = 0
         self._iter_batch = None
         with self, _current.eager(self):
-            result = _call_definition(self._func, self._fargs, self._fkwargs, self._conditionals)
+            result = call_graph_function(self._func, self._fargs, self._fkwargs, self._conditionals)
         if self._kernels and self._calls != len(self._kernels):
             raise RuntimeError(f"debug mode: this iteration called {self._calls} operators, the first one "
                                f"{len(self._kernels)}; the operators must be the same every iteration")
         outs = []
-        for i, o in enumerate(_outputs_tuple(result)):
+        for i, o in enumerate(outputs_tuple(result)):
             outs.append(o.get() if isinstance(o, DataNodeDebug) else _as_batch(o, f"pipeline output {i}"))
         self._iteration += 1
         self._iter_in_epoch += 1
