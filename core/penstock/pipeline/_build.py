@@ -34,8 +34,8 @@ def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[Op
     return order
 
 
-class Build:
-    """Pipeline's build: a base of Pipeline, on the state its constructor sets."""
+class PipelineBuild:
+    """Building: a base of Pipeline, working on the state its constructor sets."""
 
     def _uses_gpu(self, nodes: Sequence[OpNode]) -> bool:
         return any(n.device in ("gpu", "mixed") for n in nodes)

@@ -15,8 +15,8 @@ from .._graph import OpNode
 from ..data_node import DataNode
 from ..operators.constant import constant_node
 from ..types import DALIDataType, PipelineAPIType
-from ._build import Build
-from ._run import Run
+from ._build import PipelineBuild
+from ._run import PipelineRun
 
 
 class StreamPolicy:
@@ -42,7 +42,7 @@ def _normalize_1x(value: Any, name: str) -> Any:
 
 
 
-class Pipeline(Build, Run):
+class Pipeline(PipelineBuild, PipelineRun):
     """A graph of operators that produces batches, run asynchronously by the native engine."""
 
     def __init__(self, batch_size: int | None = None, num_threads: int | None = None,

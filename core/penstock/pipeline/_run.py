@@ -10,8 +10,8 @@ from ..data_node import DataNode
 from ..types import PipelineAPIType
 
 
-class Run:
-    """Pipeline's run APIs: a base of Pipeline, on the state its constructor and build set."""
+class PipelineRun:
+    """The run APIs: a base of Pipeline, working on the state its constructor and build set."""
 
     @contextlib.contextmanager
     def _check_api(self, kind: PipelineAPIType):
@@ -39,7 +39,7 @@ class Run:
             self._api_check = prev
 
     def _iter_setup_defined(self) -> bool:
-        return type(self).iter_setup is not Run.iter_setup
+        return type(self).iter_setup is not PipelineRun.iter_setup
 
     def iter_setup(self) -> None:
         """Deprecated hook, called before every iteration (typically to feed_input)."""
