@@ -361,7 +361,7 @@ def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monke
     # windows the host decodes beside the GPU (default hw_decoder_load) repeat each chroma sample
     # too, so the batch comes out as if the GPU had decoded all of it
     from penstock import _engine
-    from penstock.operators import _mixed_decode
+    from penstock.operators import _image_decode_mixed as _mixed_decode
     monkeypatch.setattr(_mixed_decode, "_HOST_RATE_PER_THREAD", 1e12)  # the host takes every window it may
     on_host = []
     decode_images = _engine.decode_images

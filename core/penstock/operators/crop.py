@@ -1,4 +1,4 @@
-"""Window copies: ``crop``, ``pad`` and ``flip`` (one slice kernel per device; ``slice`` is in slicing.py).
+"""Window copies: ``crop``, ``pad`` and ``flip`` (one slice kernel per device; ``slice`` is in slice.py).
 
 Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window sizes from
 ``crop`` / ``crop_h|w|d`` (cut to whole numbers toward zero; a size <= 0 keeps the whole extent,
