@@ -102,6 +102,14 @@ def volumes(shapes: np.ndarray) -> np.ndarray:
     return shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
 
 
+def unit_name(itemsize: int, what: str) -> str:
+    """The kernel type name of an element-size-generic kernel (copies) for ``itemsize``-byte elements."""
+    unit = UNIT_NAMES.get(itemsize)
+    if unit is None:
+        raise TypeError(f"{what}: no GPU kernel for {itemsize}-byte elements")
+    return unit
+
+
 def image_type(code: int, what: str) -> str:
     """The kernel type name of an image operator's element type (those the CPU image kernels take)."""
     if code not in IMAGE_TYPES:

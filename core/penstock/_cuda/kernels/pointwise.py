@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import TYPE_NAMES, TYPE_OF, UNIT_NAMES, KernelFamily, volumes
+from ._launch import TYPE_NAMES, TYPE_OF, UNIT_NAMES, KernelFamily, unit_name, volumes
 
 
 class PointwiseKernels(KernelFamily):
@@ -33,9 +33,7 @@ class PointwiseKernels(KernelFamily):
     def gather_ranges(self, src_addr: np.ndarray, dst_addr: np.ndarray, counts: np.ndarray, itemsize: int) -> None:
         """Copies ``counts[i]`` elements of ``itemsize`` bytes from device address ``src_addr[i]``
         to ``dst_addr[i]``, every range in one launch."""
-        unit = UNIT_NAMES.get(itemsize)
-        if unit is None:
-            raise TypeError(f"gather: no GPU kernel for {itemsize}-byte elements")
+        unit = unit_name(itemsize, "gather")
         desc = np.stack([np.asarray(src_addr, np.uint64).view(np.int64), np.asarray(dst_addr, np.uint64).view(np.int64),
                          np.asarray(counts, np.int64)], 1)
         self._launch_batch("pointwise", f"copy_ranges_{unit}", desc[:, 2], desc, (), ())

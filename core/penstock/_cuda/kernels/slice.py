@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._launch import UNIT_NAMES, KernelFamily, check_dims, padded, row_major_strides, volumes
+from ._launch import KernelFamily, check_dims, padded, row_major_strides, unit_name, volumes
 
 
 class SliceKernels(KernelFamily):
@@ -23,9 +23,7 @@ class SliceKernels(KernelFamily):
         n, nd = src_shapes.shape
         check_dims(src_shapes, "slice")
         es = src.dtype.itemsize
-        unit = UNIT_NAMES.get(es)
-        if unit is None:
-            raise TypeError(f"slice: no GPU kernel for {es}-byte elements")
+        unit = unit_name(es, "slice")
         fill = np.ascontiguousarray(fill)
         if fill.dtype.itemsize != es or fill.ndim != 2 or fill.shape[0] != n:
             raise ValueError("slice: fill values must be [N, F] of the data type")
@@ -47,9 +45,7 @@ class SliceKernels(KernelFamily):
         n, nd = src_shapes.shape
         check_dims(src_shapes, "transpose")
         es = src.dtype.itemsize
-        unit = UNIT_NAMES.get(es)
-        if unit is None:
-            raise TypeError(f"transpose: no GPU kernel for {es}-byte elements")
+        unit = unit_name(es, "transpose")
         perm = list(perm)
         desc = np.zeros((n, 19), np.int64)
         desc[:, 0] = src_offsets
@@ -65,9 +61,7 @@ class SliceKernels(KernelFamily):
                axis: int, dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray) -> None:
         k, n = len(srcs), len(dst_shapes)
         es = dst.dtype.itemsize
-        unit = UNIT_NAMES.get(es)
-        if unit is None:
-            raise TypeError(f"concat: no GPU kernel for {es}-byte elements")
+        unit = unit_name(es, "concat")
         desc = np.zeros((n, 4 + 2 * k), np.int64)
         desc[:, 0] = dst_offsets
         desc[:, 1] = volumes(dst_shapes)
