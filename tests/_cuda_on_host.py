@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 
 from penstock._cuda.kernels import GpuKernels
-from penstock.operators._batch import empty_batch
+from penstock._batch import empty_batch
 
 CUDA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "cuda")
 

@@ -4,7 +4,7 @@ import gc
 import numpy as np
 
 from penstock import _engine
-from penstock.operators._batch import POOLED_BYTES, host_buffer
+from penstock._batch import POOLED_BYTES, host_buffer
 
 
 def _address(a: np.ndarray) -> int:

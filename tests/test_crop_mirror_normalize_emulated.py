@@ -1,5 +1,5 @@
 """crop_mirror_normalize's and the decoded windows' gather GPU kernels run on the host
-(csrc/cuda/crop_mirror_normalize.cu and decode.cu compiled as C++ with common.cuh,
+(csrc/cuda/crop_mirror_normalize.cu and image_decode.cu compiled as C++ with common.cuh,
 tests/_cuda_on_host.py) behind GpuKernels: each thread takes several elements (ITEMS), so samples
 whose sizes are not multiples of a block's elements check the loop's ends. Results must equal the
 CPU kernel's and numpy's; the GPU tests (tests/test_gpu_operators.py) run the real kernels."""
@@ -43,7 +43,7 @@ def cmn_ctx(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gather_ctx(tmp_path_factory):
-    return HostContext(compile_for_host(tmp_path_factory.mktemp("gather"), "decode.cu", GATHER_HARNESS,
+    return HostContext(compile_for_host(tmp_path_factory.mktemp("gather"), "image_decode.cu", GATHER_HARNESS,
                                         with_common=True))
 
 

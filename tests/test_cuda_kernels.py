@@ -39,3 +39,19 @@ def test_a_prepared_launch_gives_native_code_its_function_and_integer_parameters
     Launch(None, 0, ()).queue(stream=None)  # queues nothing
     with pytest.raises(TypeError, match="device arrays and integers, not float"):
         Launch(function, 1, (1.5,)).native()
+
+
+def test_each_kernel_family_module_launches_its_own_cuda_file():
+    """_cuda/kernels/<family>.py compiles and launches csrc/cuda/<family>.cu only (the emulated tests
+    replace the compiled kernels, so the file names are checked here)."""
+    import pathlib
+    import re
+
+    import penstock._cuda.kernels as kernels
+    cuda = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "cuda"
+    families = [p for p in pathlib.Path(kernels.__file__).parent.glob("*.py") if not p.name.startswith("_")]
+    assert families
+    for path in families:
+        assert (cuda / f"{path.stem}.cu").is_file(), f"{path.name} has no csrc/cuda/{path.stem}.cu"
+        used = set(re.findall(r'self\._(?:fn|launch_batch|prepare_batch|grid_stride)\(\s*"(\w+)"', path.read_text()))
+        assert used == {path.stem}, f"{path.name} launches kernels of {sorted(used)}"

@@ -4,7 +4,7 @@ import pytest
 
 import penstock.backend
 from penstock import _cuda, fn, pipeline_def
-from penstock._cuda import _runtime
+from penstock._cuda import _context, _runtime
 
 
 @pytest.fixture
@@ -54,13 +54,13 @@ def test_kernel_sources_are_found():
 
 def test_pooled_blocks_come_in_eight_size_classes_per_power_of_two():
     small = [1, 511, 1 << 16]
-    assert [_runtime._size_class(n) for n in small] == small  # the pool's own rounding is enough there
+    assert [_context._size_class(n) for n in small] == small  # the pool's own rounding is enough there
     rng = np.random.default_rng(0)
     for n in rng.integers((1 << 16) + 1, 1 << 31, 2000):
         n = int(n)
-        rounded = _runtime._size_class(n)
+        rounded = _context._size_class(n)
         assert n <= rounded < n * 1.125 + 1  # at most an eighth more
-        assert _runtime._size_class(rounded) == rounded  # a class is its own class
+        assert _context._size_class(rounded) == rounded  # a class is its own class
     # batches a little larger or smaller than the last one mostly share its class
-    classes = {_runtime._size_class(int(n)) for n in rng.normal(92e6, 2e6, 200)}
+    classes = {_context._size_class(int(n)) for n in rng.normal(92e6, 2e6, 200)}
     assert len(classes) <= 3

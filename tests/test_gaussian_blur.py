@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from pipeline_run import run_once
-from test_filter_kernel import reference
+from test_gaussian_blur_kernel import reference
 
 from penstock import fn, types
 

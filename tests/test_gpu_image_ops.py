@@ -184,7 +184,7 @@ def test_jpeg_compression_distortion_exact(quality):
     with alternating bias, edge replication, islow forward DCT, reciprocal quantization with the
     quality-scaled standard tables, dequantization, islow inverse DCT with saturation, fancy
     upsampling, fixed-point YCbCr->RGB); the entropy coding it skips is lossless. It must then give
-    the same bytes (it does on the host: tests/test_jpeg_distortion_emulated.py). A CPU build
+    the same bytes (it does on the host: tests/test_jpeg_compression_distortion_emulated.py). A CPU build
     against another libjpeg (IJG libjpeg 7+ downsamples differently) would not."""
     smooth = []
     for h, w in SIZES + ((3, 4), (17, 2), (9, 3)):

@@ -64,8 +64,8 @@ def test_resize_matches_cpu(interp, size):
 
 @pytest.mark.parametrize("budget", [1, 3000])  # floats of the vertical pass's intermediate at a time
 def test_resize_with_its_intermediate_in_runs_matches_cpu(monkeypatch, budget):
-    from penstock._cuda import kernels
-    monkeypatch.setattr(kernels, "_RESIZE_TMP_ELEMENTS", budget)  # one frame per run / a few frames
+    from penstock._cuda.kernels import resize as resize_kernels
+    monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", budget)  # one frame per run / a few frames
     frames = [rng.integers(0, 256, (3, 20, 30, 3), dtype=np.uint8) for _ in range(2)]
     assert_same(lambda x: fn.resize(x, resize_y=24, resize_x=31), [IMAGES], ["HWC"])
     assert_same(lambda x: fn.resize(x, resize_x=17, resize_y=11), [frames], ["FHWC"])
@@ -361,7 +361,7 @@ def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monke
     # windows the host decodes beside the GPU (default hw_decoder_load) repeat each chroma sample
     # too, so the batch comes out as if the GPU had decoded all of it
     from penstock import _engine
-    from penstock.operators import _mixed_decode
+    from penstock.operators import _image_decode_mixed as _mixed_decode
     monkeypatch.setattr(_mixed_decode, "_HOST_RATE_PER_THREAD", 1e12)  # the host takes every window it may
     on_host = []
     decode_images = _engine.decode_images

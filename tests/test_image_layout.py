@@ -6,7 +6,7 @@ import pytest
 
 from penstock import fn
 from penstock._registry import schemas
-from penstock.operators._image_layout import input_layout
+from penstock._image_layout import input_layout
 
 from _util import run_es, samples
 from test_resize_kernel import ref_resize, round_sat

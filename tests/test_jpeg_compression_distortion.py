@@ -1,7 +1,7 @@
 """jpeg_compression_distortion in pipelines against an OpenCV encode/decode round trip."""
 import numpy as np
 from pipeline_run import run_once
-from test_jpeg_distortion_kernel import cv2_roundtrip, smooth_image
+from test_jpeg_compression_distortion_kernel import cv2_roundtrip, smooth_image
 
 from penstock import fn
 

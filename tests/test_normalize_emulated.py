@@ -1,6 +1,6 @@
 """normalize's GPU path run on the host: csrc/cuda/normalize.cu compiled as C++
 (tests/_cuda_on_host.py) behind GpuKernels.normalize, with the engine's reduction (the same
-contract as reduce.cu) for the statistics. Results must equal the CPU operator's; the GPU test
+contract as reductions.cu) for the statistics. Results must equal the CPU operator's; the GPU test
 (tests/test_gpu_operators.py) runs the real kernels."""
 import types
 

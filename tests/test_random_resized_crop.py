@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from penstock import fn, ops, pipeline_def, types
-from penstock.operators.decoders import random_crop_windows
+from penstock.operators.image_decode import random_crop_windows
 
 from test_resize_kernel import ref_resize
 

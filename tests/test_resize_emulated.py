@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from penstock import _engine
-from penstock._cuda import kernels as gpu_kernels
+from penstock._cuda.kernels import resize as resize_kernels
 from penstock._cuda.kernels import BLOCK, ITEMS
 
 from _cuda_on_host import HostContext, compile_for_host
@@ -40,7 +40,7 @@ def ctx(tmp_path_factory):
 @pytest.mark.parametrize("tmp_elements", [1 << 22, 3000])  # one run; a run per image
 @pytest.mark.parametrize("filter_type", [1, 2])  # linear, cubic
 def test_resize_with_several_elements_per_thread_matches_the_cpu_kernel(ctx, monkeypatch, tmp_elements, filter_type):
-    monkeypatch.setattr(gpu_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
+    monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
     rng = np.random.default_rng(21)
     images = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in [(61, 47), (30, 90), (17, 13)]]
     src_shapes = np.array([im.shape for im in images], np.int64)

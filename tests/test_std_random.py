@@ -1,8 +1,8 @@
-"""operators/_std_random: the C++ standard library's engines and algorithms, checked against the
+"""_std_random: the C++ standard library's engines and algorithms, checked against the
 real thing (a small program compiled with the system's g++, which building penstock needs)."""
 import subprocess
 
-from penstock.operators._std_random import MT19937, MinstdRand0, seed_seq, std_shuffle
+from penstock._std_random import MT19937, MinstdRand0, seed_seq, std_shuffle
 
 CPP = r"""
 #include <algorithm>

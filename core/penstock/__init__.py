@@ -2,7 +2,7 @@
 from . import types
 from .data_node import DataNode, newaxis
 from .pipeline import OperatorConcurrency, Pipeline, StreamPolicy, pipeline_def
-from . import fn, ops, math, tensors, backend  # noqa: E402  (fn/ops need the registry filled)
+from . import backend, fn, math, ops, tensors
 
 __version__ = "0.1.0"
 

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _on_error
+from ._image_layout import input_layout  # the one check of the layouts a schema declares
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
 
@@ -171,7 +172,6 @@ class Executor:
             # inside a conditional branch the batch is the branch's samples (always one of the inputs)
             ref = node.batch_ref
             batch_key = (ref.source.id, ref.index) if ref is not None else None
-            from .operators._image_layout import input_layout  # the one check of declared layouts
             check = input_layout if op.schema.input_layouts and inputs else None
             plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], batch_key, check)
         return plan

@@ -1,14 +1,14 @@
-"""Builds the ``fn`` and ``ops`` namespaces from the operator registry."""
+"""The call semantics of ``fn``/``ops`` and the builders that fill those namespaces from the registry."""
 from __future__ import annotations
 
-import importlib
 import sys
 import types as _pytypes
 import warnings
 from typing import Any, Callable
 
+from ._current import eager_pipeline
 from ._graph import make_op
-from ._registry import OpSchema, describe, schemas, split_args
+from ._registry import OpSchema, describe, schemas, snake_case, split_args
 from .data_node import DataNode
 
 
@@ -16,11 +16,13 @@ def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str |
             py_object: Any = None) -> Any:
     """fn/ops call semantics: lists of DataNodes replicate the operator (multiple input sets); a
     list of plain values is one constant input (``fn.random.choice([10, 20, 30])``)."""
-    from .pipeline._debug import eager_pipeline, is_data
-    debug = eager_pipeline() is not None  # in debug mode a list of arrays is one batch, not input sets
-    inputs = tuple(x if _is_input_set(x) or not isinstance(x, list) or (debug and is_data(x)) else tuple(x)
-                   for x in inputs)
-    set_sizes = {len(x) for x in inputs if isinstance(x, list) and not (debug and is_data(x))}
+    eager = eager_pipeline()
+
+    def is_data(x: Any) -> bool:  # in debug mode a list of arrays is one batch, not input sets
+        return eager is not None and eager.is_data(x)
+
+    inputs = tuple(x if _is_input_set(x) or not isinstance(x, list) or is_data(x) else tuple(x) for x in inputs)
+    set_sizes = {len(x) for x in inputs if isinstance(x, list) and not is_data(x)}
     if set_sizes:
         if len(set_sizes) > 1:
             raise ValueError(f"{schema.fn_name}: lists of inputs must all have the same length")
@@ -32,7 +34,7 @@ def call_op(schema: OpSchema, inputs: tuple, kwargs: dict, default_device: str |
                 default_device = "gpu"
         results = []
         for k in range(n):
-            one = tuple(x[k] if isinstance(x, list) and not (debug and is_data(x)) else x for x in inputs)
+            one = tuple(x[k] if isinstance(x, list) and not is_data(x) else x for x in inputs)
             results.append(call_op(schema, one, kwargs, default_device, py_object))
         return results
     outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=py_object)
@@ -108,31 +110,24 @@ def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
     return mod
 
 
-def populate(fn_module: _pytypes.ModuleType, ops_module: _pytypes.ModuleType) -> None:
-    for schema in schemas().values():
-        if schema.internal:
-            continue
+def fill_fn(fn_module: _pytypes.ModuleType) -> None:
+    """Adds a function per registered operator to ``fn_module`` (``penstock.fn``), in submodules by
+    name (``fn.readers.file``), with the legacy flat names (``fn.file_reader``)."""
+    for schema in _exported():
         fn_path, _, leaf = schema.fn_name.rpartition(".")
         setattr(_submodule(fn_module, fn_path), leaf, make_fn(schema))
+        for legacy in schema.legacy_names:
+            setattr(fn_module, snake_case(legacy), make_fn(schema))
+
+
+def fill_ops(ops_module: _pytypes.ModuleType) -> None:
+    """Adds a class per registered operator to ``ops_module`` (``penstock.ops``), in submodules by
+    name (``ops.readers.File``), with the deprecated flat names (``ops.FileReader``)."""
+    for schema in _exported():
         setattr(_submodule(ops_module, schema.module), schema.class_name, make_ops_class(schema))
         for legacy in schema.legacy_names:
             setattr(ops_module, legacy, make_ops_class(schema, legacy, schema.name))
-            setattr(fn_module, _legacy_fn_name(legacy), make_fn(schema))
 
 
-def _legacy_fn_name(legacy: str) -> str:
-    from ._registry import snake_case
-    return snake_case(legacy)
-
-
-_populated = False
-
-
-def ensure_populated() -> None:
-    """Fills ``penstock.fn`` and ``penstock.ops`` once, whichever is imported first."""
-    global _populated
-    if _populated:
-        return
-    _populated = True
-    from . import operators  # noqa: F401  (imports every operator module: fills the registry)
-    populate(importlib.import_module("penstock.fn"), importlib.import_module("penstock.ops"))
+def _exported() -> list[OpSchema]:
+    return [schema for schema in schemas().values() if not schema.internal]

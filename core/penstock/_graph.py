@@ -7,6 +7,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from . import _hooks
+from ._current import current_pipeline, eager_pipeline
 from ._registry import OpSchema, check_known, convert_arg, resolve_defaults, split_args
 from .data_node import DataNode
 
@@ -41,7 +43,6 @@ class OpNode:
                         for i in range(n_out)]
         self.resolved_seed: int = args.get("seed", -1) if args.get("seed", -1) is not None else -1
         self.py_object: Any = None  # Python callables etc. that the kernel needs (never serialized)
-        from .pipeline._current import current_pipeline
         pipe = current_pipeline()
         if pipe is not None:  # the pipeline keeps its nodes; a node must not keep its pipeline alive
             pipe._register_node(self)
@@ -55,15 +56,13 @@ def _as_node(value: Any, what: str, device: str) -> DataNode:
     if isinstance(value, DataNode):
         return value
     if isinstance(value, (int, float, bool, list, tuple, np.ndarray, np.generic)):
-        from .operators.constant import constant_node
-        return constant_node(value, device="cpu" if device == "mixed" else device)
+        return _hooks.constant_node(value, device="cpu" if device == "mixed" else device)
     raise TypeError(f"{what}: an input must be a DataNode or a constant, got {type(value).__name__}")
 
 
 def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_device: str | None = None,
             py_object: Any = None) -> list[DataNode]:
     """Validates arguments and inputs and adds an operator node; returns its outputs."""
-    from .pipeline._debug import eager_pipeline
     debug = eager_pipeline()
     if debug is not None:  # debug mode: the operator runs now
         return debug.run_op(schema, inputs, kwargs, default_device, py_object)
@@ -98,14 +97,12 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
     scalars, tensors = split_args(schema, kwargs, label)
     for key, value in tensors.items():
         if not isinstance(value, DataNode):
-            from .operators.constant import constant_node
-            tensors[key] = constant_node(value, device="cpu")
+            tensors[key] = _hooks.constant_node(value, device="cpu")
         elif value.device != "cpu":
             raise ValueError(f"{label}: argument input '{key}' must be on the CPU")
     args = resolve_defaults(schema, scalars, tensors, label)
     args["name"] = name
-    from ._conditionals._scope import place
-    nodes, tensors, scope, batch_ref = place(schema, nodes, tensors)
+    nodes, tensors, scope, batch_ref = _hooks.place(schema, nodes, tensors)
     node = OpNode(schema, device, args, nodes, tensors, name)
     node.scope, node.batch_ref = scope, batch_ref
     node.py_object = py_object

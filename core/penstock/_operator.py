@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _engine
+from ._batch import contiguous, empty_batch
 from ._registry import OpSchema
 from .tensors import TensorListCPU
 
@@ -47,7 +48,6 @@ class Workspace:
                   like: Any = None) -> Any:
         """An uninitialized packed batch on this operator's device."""
         if self.gpu is None:
-            from .operators._batch import empty_batch
             return empty_batch(shapes, dtype, layout, source_info, like)
         return self.gpu.new_batch(shapes, dtype, layout, source_info)
 
@@ -60,7 +60,6 @@ class Workspace:
         if self.gpu is None:
             return batch
         out = self.new_batch(batch._shapes, batch._buf.dtype, batch._layout, batch._source_info)
-        from .operators._batch import contiguous
         self.gpu.upload(contiguous(batch)._buf[:batch._volume_total()], out._buf)
         return out
 

@@ -111,7 +111,7 @@ class OpSchema:
     is_source: bool = False           # produces data from outside the graph (batch size source)
     no_prune: bool = False
     internal: bool = False            # not exported to fn/ops (arithmetic, constants ...)
-    input_layouts: tuple[str, ...] = ()  # accepted layouts of input 0 (operators/_image_layout.input_layout)
+    input_layouts: tuple[str, ...] = ()  # accepted layouts of input 0 (_image_layout.input_layout)
     host_inputs: tuple[int, ...] = ()  # positional inputs a GPU kernel reads on the host (shapes, matrices)
 
     def __post_init__(self) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _hooks
+
 
 class DataNode:
     """An output of an operator in a pipeline graph.
@@ -39,39 +41,29 @@ class DataNode:
     def __hash__(self) -> int:
         return id(self)
 
-    # -- transfers and properties
+    # -- transfers and properties (operators: installed by penstock.operators, see _hooks)
     def gpu(self) -> "DataNode":
-        if self.device == "gpu":
-            return self
-        from .operators.transfer import to_device
-        return to_device(self, "gpu")
+        return self if self.device == "gpu" else _hooks.to_device(self, "gpu")
 
     def cpu(self) -> "DataNode":
-        if self.device == "cpu":
-            return self
-        from .operators.transfer import to_device
-        return to_device(self, "cpu")
+        return self if self.device == "cpu" else _hooks.to_device(self, "cpu")
 
     def shape(self, dtype: Any = None, device: str = "cpu") -> "DataNode":
-        from . import fn
-        return fn.shapes(self, dtype=dtype, device=device)
+        return _hooks.shapes(self, dtype=dtype, device=device)
 
     def property(self, key: str, device: str = "cpu") -> "DataNode":
-        from . import fn
-        return fn.get_property(self, key=key, device=device)
+        return _hooks.get_property(self, key=key, device=device)
 
     def source_info(self, device: str = "cpu") -> "DataNode":
         return self.property("source_info", device)
 
     # -- indexing
     def __getitem__(self, index: Any) -> "DataNode":
-        from .operators.subscript import subscript
-        return subscript(self, index)
+        return _hooks.subscript(self, index)
 
     # -- arithmetic (see operators/arithmetic.py)
     def _bin(self, op: str, other: Any, reflected: bool = False) -> "DataNode":
-        from .operators.arithmetic import binary
-        return binary(op, other, self) if reflected else binary(op, self, other)
+        return _hooks.binary(op, other, self) if reflected else _hooks.binary(op, self, other)
 
     def __add__(self, o): return self._bin("add", o)
     def __radd__(self, o): return self._bin("add", o, True)
@@ -105,19 +97,16 @@ class DataNode:
     def __rrshift__(self, o): return self._bin("shr", o, True)
 
     def __neg__(self):
-        from .operators.arithmetic import unary
-        return unary("neg", self)
+        return _hooks.unary("neg", self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        from .operators.arithmetic import unary
-        return unary("abs", self)
+        return _hooks.unary("abs", self)
 
     def __invert__(self):
-        from .operators.arithmetic import unary
-        return unary("bitnot", self)
+        return _hooks.unary("bitnot", self)
 
 
 class newaxis:

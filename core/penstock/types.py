@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _hooks
+
 __all__ = [
     "DALIDataType", "DALIImageType", "DALIInterpType", "PipelineAPIType", "TensorLayout",
     "SampleInfo", "BatchInfo", "Constant", "ScalarConstant", "CUDAStream",
@@ -230,5 +232,4 @@ def Constant(value: Any, dtype: DALIDataType | None = None, shape: Any = None,
         if isinstance(value, np.ndarray):
             value = value[()]
         return ScalarConstant(value, dtype)
-    from .operators.constant import constant_node
-    return constant_node(value, dtype=dtype, shape=shape, layout=layout, device=device, **kwargs)
+    return _hooks.constant_node(value, dtype=dtype, shape=shape, layout=layout, device=device, **kwargs)

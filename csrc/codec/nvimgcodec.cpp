@@ -4,8 +4,8 @@
 // pipeline's Python threads would hold, so it used to need decoder processes of its own, each with
 // a CUDA context (device memory) of its own.
 //
-// The few structures used are declared below with the layout of nvImageCodec's public header
-// (nvimgcodec.h, API 0.x): every one starts with (type, size, next) and the library checks the type.
+// The few structures used, and the entry points, are in nvimgcodec_api.h; the CUDA driver's in
+// cuda_driver.h.
 //
 // A decode call can also queue work of its own around the decoding on the same CUDA stream, with
 // the decoder's turn held and without the GIL (the CUDA driver's API, opened at run time too):
@@ -13,8 +13,6 @@
 // which may wait for an event of its own, and an event after it. The next batch's call then starts
 // the moment this one ends, instead of after Python code that would first have to get the GIL back
 // from the pipeline's threads.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -25,190 +23,14 @@
 #include <tuple>
 #include <vector>
 
+#include "codec/cuda_driver.h"
+#include "codec/nvimgcodec_api.h"
 #include "engine/module.h"
 
 namespace penstock {
 namespace {
 
-// structure types, enums and limits of the public header
-constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDecodeParams = 5, kImageInfo = 11, kImagePlaneInfo = 12;
-constexpr int kBackend = 17, kBackendParams = 29, kExecutionParams = 30;
-constexpr int kSampleUint8 = 0x0802, kFormatInterleavedRgb = 8, kColorSrgb = 1;
-constexpr int kBufferDevice = 1, kBufferHost = 2;
-constexpr int kProcessingSuccess = 1;
-constexpr int kMaxPlanes = 32, kMaxCodecName = 256;
-constexpr int kCpuOnlyDevice = -99999;
-constexpr uint32_t kOldestVersion = 900;  // 0.9.0 (major * 1000 + minor * 100 + patch): these layouts
-
-struct Header {
-  int struct_type;
-  size_t struct_size;
-  void* struct_next;
-};
-
-template <typename T>
-T make(int type) {
-  T s;
-  std::memset(&s, 0, sizeof(T));
-  s.hdr = Header{type, sizeof(T), nullptr};
-  return s;
-}
-
-struct Properties {
-  Header hdr;
-  uint32_t version, cudart_version;
-};
-
-struct CreateInfo {
-  Header hdr;
-  int load_builtin_modules, load_extension_modules;
-  const char* extension_modules_path;
-  int create_debug_messenger;
-  const void* debug_messenger_desc;
-  uint32_t message_severity, message_category;
-};
-
-struct Orientation {
-  Header hdr;
-  int rotated, flip_x, flip_y;
-};
-
-struct PlaneInfo {
-  Header hdr;
-  uint32_t width, height;
-  size_t row_stride;
-  uint32_t num_channels;
-  int sample_type;
-  uint8_t precision;
-};
-
-struct ImageInfo {
-  Header hdr;
-  char codec_name[kMaxCodecName];
-  int color_spec, chroma_subsampling, sample_format;
-  Orientation orientation;
-  uint32_t num_planes;
-  PlaneInfo plane_info[kMaxPlanes];
-  void* buffer;
-  int buffer_kind;
-  void* cuda_stream;
-};
-
-struct BackendParams {
-  Header hdr;
-  float load_hint;
-  int load_hint_policy;
-};
-
-struct Backend {
-  Header hdr;
-  int kind;
-  BackendParams params;
-};
-
-struct ExecutionParams {
-  Header hdr;
-  void* device_allocator;
-  void* pinned_allocator;
-  int max_num_cpu_threads;
-  void* executor;
-  int device_id, pre_init, skip_pre_sync, num_backends;
-  const Backend* backends;
-};
-
-struct DecodeParams {
-  Header hdr;
-  int apply_exif_orientation;
-};
-
-using Handle = void*;
-
-// The entry points used, looked up once per library path.
-struct Api {
-  int (*GetProperties)(Properties*);
-  int (*InstanceCreate)(Handle*, const CreateInfo*);
-  int (*InstanceDestroy)(Handle);
-  int (*DecoderCreate)(Handle, Handle*, const ExecutionParams*, const char*);
-  int (*DecoderDestroy)(Handle);
-  int (*CodeStreamCreateFromHostMem)(Handle, Handle*, const unsigned char*, size_t, const void*);
-  int (*CodeStreamGetImageInfo)(Handle, ImageInfo*);
-  int (*CodeStreamDestroy)(Handle);
-  int (*ImageCreate)(Handle, Handle*, const ImageInfo*);
-  int (*ImageDestroy)(Handle);
-  int (*DecoderDecode)(Handle, const Handle*, const Handle*, int, const DecodeParams*, Handle*);
-  int (*FutureWaitForAll)(Handle);
-  int (*FutureGetProcessingStatus)(Handle, int*, size_t*);
-  int (*FutureDestroy)(Handle);
-};
-
-template <typename F>
-void bind(void* lib, const char* name, F& fn) {
-  void* sym = dlsym(lib, name);
-  if (!sym) throw std::runtime_error(std::string("nvImageCodec: the library has no ") + name);
-  fn = reinterpret_cast<F>(sym);
-}
-
-const Api& api(const std::string& library) {
-  static std::mutex lock;
-  static std::vector<std::pair<std::string, std::unique_ptr<Api>>> loaded;
-  std::lock_guard<std::mutex> guard(lock);
-  for (auto& [path, a] : loaded)
-    if (path == library) return *a;
-  // never closed: CUDA libraries do not unload cleanly while the process runs
-  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) throw std::runtime_error("nvImageCodec: cannot load " + library + ": " + dlerror());
-  auto a = std::make_unique<Api>();
-  bind(lib, "nvimgcodecGetProperties", a->GetProperties);  // first: the version decides the rest
-  Properties props = make<Properties>(kProperties);
-  if (a->GetProperties(&props) != 0 || props.version < kOldestVersion)
-    throw std::runtime_error("nvImageCodec: " + library + " is version " + std::to_string(props.version / 1000) + "." +
-                             std::to_string(props.version % 1000 / 100) + "." + std::to_string(props.version % 100) +
-                             ", older than 0.9.0, whose C API penstock uses: upgrade nvidia-nvimgcodec-cu12/cu13");
-#define PENSTOCK_NVIMGCODEC_BIND(name) bind(lib, "nvimgcodec" #name, a->name);
-  PENSTOCK_NVIMGCODEC_BIND(InstanceCreate) PENSTOCK_NVIMGCODEC_BIND(InstanceDestroy)
-  PENSTOCK_NVIMGCODEC_BIND(DecoderCreate) PENSTOCK_NVIMGCODEC_BIND(DecoderDestroy) PENSTOCK_NVIMGCODEC_BIND(DecoderDecode)
-  PENSTOCK_NVIMGCODEC_BIND(CodeStreamCreateFromHostMem) PENSTOCK_NVIMGCODEC_BIND(CodeStreamGetImageInfo)
-  PENSTOCK_NVIMGCODEC_BIND(CodeStreamDestroy) PENSTOCK_NVIMGCODEC_BIND(ImageCreate) PENSTOCK_NVIMGCODEC_BIND(ImageDestroy)
-  PENSTOCK_NVIMGCODEC_BIND(FutureWaitForAll) PENSTOCK_NVIMGCODEC_BIND(FutureGetProcessingStatus)
-  PENSTOCK_NVIMGCODEC_BIND(FutureDestroy)
-#undef PENSTOCK_NVIMGCODEC_BIND
-  loaded.emplace_back(library, std::move(a));
-  return *loaded.back().second;
-}
-
-void check(int status, const char* what) {
-  if (status != 0) throw std::runtime_error(std::string("nvImageCodec: ") + what + " failed with status " + std::to_string(status));
-}
-
-// The few CUDA driver entry points for the work queued around a decoding (handles are the runtime
-// API's: cudaStream_t and cudaEvent_t are CUstream and CUevent).
-struct Driver {
-  int (*cuCtxGetCurrent)(void**);
-  int (*cuStreamWaitEvent)(void*, void*, unsigned);
-  int (*cuEventRecord)(void*, void*);
-  int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
-                        void**);
-};
-
-const Driver& driver() {
-  static const Driver loaded = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) throw std::runtime_error(std::string("ImageCodecDecoder: cannot load the CUDA driver: ") + dlerror());
-    Driver d;
-    bind(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent);
-    bind(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent);
-    bind(lib, "cuEventRecord", d.cuEventRecord);
-    bind(lib, "cuLaunchKernel", d.cuLaunchKernel);
-    return d;
-  }();
-  return loaded;
-}
-
-void check_cuda(int status, const char* what) {
-  if (status != 0)
-    throw std::runtime_error(std::string("ImageCodecDecoder: ") + what + " failed with CUDA error " +
-                             std::to_string(status));
-}
+using namespace codec;  // nvImageCodec's structures and entry points, the CUDA driver's
 
 // A kernel launch, its parameters integers (device addresses, counts): each is passed from 8 bytes,
 // of which the driver reads as many as the kernel's parameter has (little-endian).

@@ -1,5 +1,5 @@
 // Boxes and points: a per-sample affine map of coordinates (coord_transform, coord_flip and
-// bb_flip are all out = M p + T) and SSD box encoding (kernels/box_encoder.cpp).
+// bb_flip are all out = M p + T) and SSD box encoding (kernels/boxes.cpp).
 //
 // Products are rounded on their own (__fmul_rn) where the CPU computes them so, that no fused
 // multiply-add moves an IoU across a threshold the CPU's value stays on one side of.

@@ -83,7 +83,7 @@ __device__ __forceinline__ int find_sample(const i64* block_start, int n, i64 bl
   return lo;
 }
 
-// Elements per thread of the batch kernels that loop over several (ITEMS in _cuda/kernels.py): a
+// Elements per thread of the batch kernels that loop over several (ITEMS in _cuda/kernels/_launch.py): a
 // thread finds its sample and reads the sample's descriptor once for all of them, instead of once
 // per element (which cost more than the element itself in crop_mirror_normalize and the gather).
 constexpr int kItems = 8;

@@ -1,4 +1,4 @@
-// Element access shared by the statistics kernels (reduce.cpp, normalize.cpp): float16 read and
+// Element access shared by the statistics kernels (reductions.cpp, normalize.cpp): float16 read and
 // written through float, a dispatch that includes it, and the DType code of a numpy buffer.
 #pragma once
 #include <pybind11/numpy.h>

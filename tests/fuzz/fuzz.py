@@ -3,7 +3,7 @@ import sys
 
 import atheris
 
-with atheris.instrument_imports(include=["penstock.operators.readers_file", "penstock.operators.decoders"]):
+with atheris.instrument_imports(include=["penstock.operators.readers_file", "penstock.operators.image_decode"]):
     import targets  # noqa: E402  (the Python code under test is instrumented for coverage)
 
 

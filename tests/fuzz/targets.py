@@ -34,7 +34,7 @@ _load_engine()
 
 from penstock import _engine  # noqa: E402
 from penstock._operator import SampleError  # noqa: E402
-from penstock.operators import decoders  # noqa: E402
+from penstock.operators import image_decode as decoders  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
 from penstock.types import DALIImageType  # noqa: E402
 

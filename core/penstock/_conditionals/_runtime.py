@@ -10,9 +10,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _hooks
+from .._graph import make_op
 from ..data_node import DataNode
 from ..types import ScalarConstant
 from . import _scope
+from ._schemas import MERGE, PREDICATE
 from ._scope import Scope, bring, entered, scope_of
 
 _ABSENT = object()
@@ -64,8 +67,6 @@ def _predicate(test: DataNode, kind: str) -> DataNode:
                            "scalar (0-d tensors) inputs, that are placed on CPU")
     test = bring(test, _scope.current())
     if kind in ("and", "or"):
-        from .._graph import make_op
-        from ..operators.conditional import PREDICATE
         test = make_op(PREDICATE, (test,), {"kind": kind})[0]
     return test
 
@@ -80,11 +81,10 @@ def _as_node(value: Any, scope: Scope, name: str) -> DataNode:
     if not _is_plain(value):
         raise ValueError(f"variable '{name}' is a DataNode in one branch of a conditional and a "
                          f"{type(value).__name__} in the other; both branches must produce data")
-    from ..operators.constant import constant_node
     with entered(scope):
         if isinstance(value, ScalarConstant):
-            return constant_node(value.value, dtype=value.dtype, device="cpu")
-        return constant_node(value, device="cpu")
+            return _hooks.constant_node(value.value, dtype=value.dtype, device="cpu")
+        return _hooks.constant_node(value, device="cpu")
 
 
 def _merge(name: str, predicate: DataNode, true: tuple, false: tuple) -> Any:
@@ -109,8 +109,6 @@ def _merge(name: str, predicate: DataNode, true: tuple, false: tuple) -> Any:
             raise ValueError(f"variable '{name}' gets different Python values ({tv!r}, {fv!r}) in the branches "
                              "of a conditional whose condition is a DataNode; only data (DataNodes and numbers) "
                              "can differ per sample")
-    from .._graph import make_op
-    from ..operators.conditional import MERGE
     return make_op(MERGE, (_branch_value(fv, fs, name), _branch_value(tv, ts, name), predicate), {"what": name})[0]
 
 
@@ -183,8 +181,6 @@ def not_(a: Any) -> Any:
     if a.device != "cpu":
         raise RuntimeError(f"logical expression `not` is restricted to scalar (0-d tensors) inputs, that are "
                            f"placed on CPU; got a GPU input {a!r}")
-    from .._graph import make_op
-    from ..operators.conditional import PREDICATE
     return make_op(PREDICATE, (a,), {"kind": "not"})[0]
 
 
@@ -194,9 +190,3 @@ def jump_cond(test: Any) -> bool:
         raise NotImplementedError("an `if` on a DataNode whose branches contain `return`, `break` or "
                                   "`continue` is not supported; assign a variable in both branches instead")
     return bool(test)
-
-
-def call(func: Any) -> Any:
-    """The function to call: user functions are converted too (``@do_not_convert`` opts out)."""
-    from ._transform import convert
-    return convert(func)

@@ -11,7 +11,10 @@ import contextlib
 import threading
 from typing import Any, Iterator
 
+from .. import _hooks
+from .._graph import make_op
 from ..data_node import DataNode
+from ._schemas import MERGE, SPLIT
 
 _local = threading.local()
 
@@ -49,6 +52,7 @@ def enabled() -> bool:
 @contextlib.contextmanager
 def defining() -> Iterator[None]:
     """Marks the definition of a pipeline with enable_conditionals=True."""
+    _hooks.install(place=place)  # from now on every new operator is placed in the current scope
     saved = current()
     _local.depth = getattr(_local, "depth", 0) + 1
     _local.scope = None
@@ -86,8 +90,6 @@ def bring(node: Any, scope: Scope | None) -> Any:
     outer = bring(node, scope.parent)
     hit = scope._splits.get(id(outer))
     if hit is None:
-        from .._graph import make_op
-        from ..operators.conditional import SPLIT
         with entered(scope.parent):
             split = make_op(SPLIT, (outer, scope.predicate), {"branch": scope.branch})[0]
         split.source.scope = scope  # runs in the parent scope (batch_ref), its output belongs here
@@ -104,7 +106,6 @@ def place(schema: Any, nodes: list, tensors: dict) -> tuple[list, dict, Scope | 
     scope = current()
     if scope is None:
         return nodes, tensors, None, None
-    from ..operators.conditional import MERGE
     if schema is MERGE:  # reads both branches; its batch is the predicate's
         return nodes, tensors, scope, nodes[2]
     if schema.is_source:

@@ -6,7 +6,7 @@ In a converted function:
   variables the branches assign, and a call to ``_runtime.if_stmt``;
 * ``x if c else y``, ``a and b``, ``a or b`` and ``not a`` become ``_runtime`` calls taking the
   lazily evaluated operands as lambdas (short-circuit semantics);
-* every call ``f(...)`` becomes ``_runtime.call(f)(...)``, so user functions called from the
+* every call ``f(...)`` becomes ``call(f)(...)`` (``convert``), so user functions called from the
   pipeline are converted when called. Functions only passed around (``external_source``
   callbacks) are left untouched and stay picklable.
 
@@ -22,7 +22,9 @@ import textwrap
 import types
 from typing import Any
 
-_RT = "_ps_rt"  # the name of the runtime module inside converted code
+from . import _runtime
+
+_RT = "_ps_rt"  # the name of _CONVERTED_CODE_CALLS inside converted code
 _SKIP_MODULES = {"penstock", "nvidia", "numpy", "torch", "jax", "tensorflow", "cupy", "pytest", "_pytest"}
 _cache: dict[types.CodeType, types.CodeType | None] = {}
 
@@ -232,12 +234,18 @@ def convert(func: Any) -> Any:
     new_code = _cache[code]
     if new_code is None:
         return func
-    from . import _runtime
     cells = dict(zip(code.co_freevars, func.__closure__ or ()))
-    closure = tuple(cells[n] if n in cells else types.CellType(_runtime) for n in new_code.co_freevars)
+    closure = tuple(cells[n] if n in cells else types.CellType(_CONVERTED_CODE_CALLS) for n in new_code.co_freevars)
     new = types.FunctionType(new_code, func.__globals__, func.__name__, func.__defaults__, closure)
     new.__kwdefaults__ = func.__kwdefaults__
     new.__dict__.update(func.__dict__)
     new.__qualname__, new.__doc__, new.__module__ = func.__qualname__, func.__doc__, func.__module__
     new._penstock_converted = True
     return new
+
+
+# What converted code calls (``_ps_rt.<name>``): the runtime of the conditionals, and ``call``, which
+# converts the user functions a pipeline definition calls (``@do_not_convert`` opts out).
+_CONVERTED_CODE_CALLS = types.SimpleNamespace(
+    call=convert, **{name: getattr(_runtime, name)
+                     for name in ("if_stmt", "if_exp", "and_", "or_", "not_", "jump_cond", "pick")})

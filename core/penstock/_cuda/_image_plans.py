@@ -1,5 +1,5 @@
-"""Host planning for the GPU kernels of the image operators (csrc/cuda/jpeg_distortion.cu, blur.cu):
-pure numpy, shared by GpuKernels and the tests of the kernels' arithmetic."""
+"""Host planning for the GPU kernels of the image operators (csrc/cuda/jpeg_compression_distortion.cu,
+gaussian_blur.cu): pure numpy, shared by GpuKernels and the tests of the kernels' arithmetic."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +23,7 @@ def jpeg_tables(qualities: np.ndarray) -> np.ndarray:
 
 
 def jpeg_plan(shapes: np.ndarray, src_offsets: np.ndarray, dst_offsets: np.ndarray) -> tuple[np.ndarray, int]:
-    """Per-frame descriptors (csrc/cuda/jpeg_distortion.cu's JpegDesc) for (frames, H, W, C)
+    """Per-frame descriptors (csrc/cuda/jpeg_compression_distortion.cu's JpegDesc) for (frames, H, W, C)
     samples, and the bytes of decoded planes they need."""
     shapes = np.asarray(shapes, np.int64).reshape(-1, 4)
     frames = shapes[:, 0]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import _engine
-from ._runtime import DeviceContext
+from ._context import DeviceContext
 from .kernels import budget_runs
 
 CPU_ONLY = -99999  # nvImageCodec's device id for its CPU backends (host buffers)

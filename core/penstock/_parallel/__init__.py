@@ -1,4 +1,5 @@
 """Parallel external source: worker processes that run sources, batches through shared memory."""
-from ._pool import WorkerPool, cuda_context_exists
+from ._cuda_context import cuda_context_exists
+from ._pool import WorkerPool
 
 __all__ = ["WorkerPool", "cuda_context_exists"]

@@ -4,66 +4,21 @@ batches then view without a copy (one copy in all: the worker's, from the source
 from __future__ import annotations
 
 import collections
-import ctypes
 import functools
 import multiprocessing
-import multiprocessing.connection
 import os
-import pickle
 import sys
-import threading
 import time
 import weakref
-from multiprocessing.reduction import send_handle
 from typing import Any, Sequence
 
 import numpy as np
 
-from ._shm import Segment, lease, new_memfd, output_starts
+from .._sources import wrap_source_error
+from ._cuda_context import cuda_context_exists
+from ._hub import Batch, Hub, Region, stop_workers
+from ._shm import lease
 from ._worker import worker_main
-
-_POLL_S = 0.5  # how often a wait for results checks that the workers are alive
-
-
-def _driver_has_context() -> bool:
-    """Asks the CUDA driver, only when this process already loaded it (nothing is initialized
-    here): is a primary context active on some device, or a context current on this thread?"""
-    try:
-        with open("/proc/self/maps") as f:
-            if "libcuda.so" not in f.read():
-                return False
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    count = ctypes.c_int(0)
-    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:  # CUDA_ERROR_NOT_INITIALIZED: no context
-        return False
-    for ordinal in range(count.value):
-        dev, flags, active = ctypes.c_int(0), ctypes.c_uint(0), ctypes.c_int(0)
-        if (lib.cuDeviceGet(ctypes.byref(dev), ordinal) == 0 and
-                lib.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)) == 0 and
-                active.value):
-            return True
-    ctx = ctypes.c_void_p(0)
-    return lib.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and bool(ctx.value)
-
-
-def cuda_context_exists() -> bool:
-    """Whether this process already holds a CUDA context, judged without creating one and
-    without importing a framework: frameworks already imported are asked, then the driver."""
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_initialized():
-            return True
-    except Exception:  # noqa: BLE001 - a torch without CUDA support
-        pass
-    cupy = sys.modules.get("cupy")
-    try:
-        if cupy is not None and cupy.get_default_memory_pool().total_bytes() > 0:
-            return True
-    except Exception:  # noqa: BLE001
-        pass
-    return _driver_has_context()
 
 
 def _pickler_parts(pickler: Any) -> tuple[Any, dict, dict]:
@@ -81,272 +36,6 @@ def _pickler_parts(pickler: Any) -> tuple[Any, dict, dict]:
         raise TypeError("py_callback_pickler must have dumps and loads (a module such as pickle, dill or "
                         f"cloudpickle, or an object), got {module!r}")
     return module, dict(dumps_kw or {}), dict(loads_kw or {})
-
-
-def _stop_workers(procs: list, conns: list) -> None:
-    """Ends every worker (asked first, then terminated); idempotent."""
-    for c in conns:
-        try:
-            c.send(("stop",))
-        except Exception:  # noqa: BLE001 - a dead worker
-            pass
-    deadline = time.monotonic() + 2.0
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-        if p.is_alive():
-            p.terminate()
-            p.join(1.0)
-        if p.is_alive():
-            p.kill()
-            p.join(1.0)
-    for c in conns:
-        c.close()
-    procs.clear()
-    conns.clear()
-
-
-class _Region(Segment):
-    """A shared-memory region the pipeline owns; one batch of one source at a time is written into
-    it. Free regions wait in their source's ``regions`` deque (appends and pops are atomic: the
-    lease's finalizer puts a region back from whichever thread frees its batch's last view)."""
-
-    def __init__(self, rid: int, capacity: int):
-        super().__init__(*new_memfd(capacity))
-        self.rid = rid
-        self.sent: set[int] = set()  # workers that hold its descriptor
-        self.samples = 1             # samples of the batch it last carried
-
-
-class _Result:
-    __slots__ = ("kind", "meta", "error", "traceback", "sample", "text")
-
-
-class _Batch:
-    """One batch in flight: its parts (one task each, on possibly different workers), the region
-    they are written into, and the free list of its source that the region returns to."""
-    __slots__ = ("free", "region", "keys", "workers", "sizes", "results", "left", "placed", "failed",
-                 "discarded")
-
-    def __init__(self, free: collections.deque, region: _Region, parts: int):
-        self.free = free
-        self.region = region
-        self.keys: list[int] = []
-        self.workers: list[int] = []
-        self.sizes: list[list[int] | None] = [None] * parts
-        self.results: list[_Result | None] = [None] * parts
-        self.left = parts
-        self.placed = self.failed = self.discarded = False
-
-
-class _Hub:
-    """The workers, their batches in flight, and a receiver thread that handles every message from
-    the workers as it arrives: it places the parts of a batch as soon as their sizes are known, so
-    workers write them while the pipeline is busy elsewhere. Methods whose names end in ``_locked``
-    expect ``cond`` held. The hub holds no reference to the WorkerPool, whose finalizer closes it
-    (a pipeline garbage-collected mid-epoch still ends its workers)."""
-
-    def __init__(self, procs: list, conns: list):
-        self.procs = procs
-        self.conns = conns
-        self.regions: list[_Region] = []
-        self.cond = threading.Condition()
-        self.parts: dict[int, tuple[_Batch, int]] = {}  # task key -> its batch and part
-        self.outstanding = [0] * len(procs)
-        self.next_key = 0
-        self.failure: RuntimeError | None = None  # a worker's death, raised once by the next wait
-        self.closed = False
-        self.copied_bytes = 0
-        self._wake_r, self._wake_w = os.pipe()
-        self.thread = threading.Thread(target=self._run, name="penstock-es-receiver", daemon=True)
-        self.thread.start()
-
-    # -- lifetime
-    def close(self) -> None:
-        """Stops the receiver thread, which ends the workers and closes the regions; idempotent."""
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-            if self._wake_w >= 0:
-                os.write(self._wake_w, b"x")
-        if threading.current_thread() is self.thread:
-            return  # the loop ends after this call returns
-        self.thread.join()
-        with self.cond:
-            for fd in (self._wake_r, self._wake_w):
-                if fd >= 0:
-                    os.close(fd)
-            self._wake_r = self._wake_w = -1
-
-    def _run(self) -> None:
-        sentinels = {p.sentinel: w for w, p in enumerate(self.procs)}
-        conns = list(self.conns)
-        try:
-            while not self.closed:
-                ready = multiprocessing.connection.wait(conns + list(sentinels) + [self._wake_r], _POLL_S)
-                with self.cond:
-                    if self.closed:
-                        break
-                    for obj in ready:
-                        if self.closed:
-                            break
-                        if obj in sentinels:
-                            w = sentinels[obj]
-                            if not conns[w].poll():  # died with nothing left to read
-                                self._fail_locked(w)
-                                break
-                        elif obj is not self._wake_r:
-                            w = conns.index(obj)
-                            try:
-                                while not self.closed and obj.poll():
-                                    self._handle_locked(w, obj.recv())
-                            except (EOFError, OSError):
-                                self._fail_locked(w)
-                                break
-                    self.cond.notify_all()
-        except BaseException as exc:  # a bug here must fail run(), never leave it waiting
-            with self.cond:
-                self.failure = RuntimeError(f"external_source: the thread receiving the workers' batches "
-                                            f"failed: {type(exc).__name__}: {exc}")
-                self.closed = True
-                self.cond.notify_all()
-            raise
-        finally:
-            _stop_workers(self.procs, self.conns)
-            with self.cond:  # a batch still viewing one keeps its mapping until it is freed
-                for r in self.regions:
-                    r.close()
-                self.regions.clear()
-
-    def _fail_locked(self, worker: int) -> None:
-        p = self.procs[worker]
-        p.join(0.1)
-        code = p.exitcode
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        self.failure = RuntimeError(f"external_source worker process {worker} (pid {p.pid}) {how}; the "
-                                    "parallel external_source cannot continue")
-        self.closed = True
-        self.cond.notify_all()
-
-    def check_locked(self) -> None:
-        if self.failure is not None:
-            err, self.failure = self.failure, None
-            raise err
-        if self.closed:
-            raise RuntimeError("the external_source worker processes have been shut down (a worker died "
-                               "or the pipeline was closed); build a new pipeline")
-
-    def _send_locked(self, worker: int, msg: tuple, fd: int | None = None) -> None:
-        """``msg`` to a worker, then (a new region) the descriptor it announces."""
-        try:
-            self.conns[worker].send(msg)
-            if fd is not None:
-                send_handle(self.conns[worker], fd, self.procs[worker].pid)
-        except (OSError, ValueError):
-            self._fail_locked(worker)
-            os.write(self._wake_w, b"x")
-            if threading.current_thread() is not self.thread:
-                self.check_locked()
-
-    # -- the pipeline's side (its scheduling thread)
-    def submit(self, free: collections.deque, hint: int, name: str, payloads: Sequence[Any],
-               worker: int | None) -> _Batch:
-        """One batch as ``len(payloads)`` tasks; a single task writes its batch straight away, parts
-        of a batch wait for their places (see _place_locked)."""
-        with self.cond:
-            self.check_locked()
-            if free:
-                region = free.popleft()
-            else:
-                region = _Region(len(self.regions), hint)
-                self.regions.append(region)
-            batch = _Batch(free, region, len(payloads))
-            direct = len(payloads) == 1
-            for i, payload in enumerate(payloads):
-                w = int(np.argmin(self.outstanding)) if worker is None else worker
-                key = self.next_key
-                self.next_key += 1
-                self.outstanding[w] += 1
-                self.parts[key] = (batch, i)
-                batch.keys.append(key)
-                batch.workers.append(w)
-                if w not in region.sent:
-                    self._send_locked(w, ("region", region.rid, region.capacity), region.fd)
-                    region.sent.add(w)
-                self._send_locked(w, ("task", name, key, payload, region.rid, region.capacity, direct))
-            return batch
-
-    def wait(self, batch: _Batch) -> None:
-        with self.cond:
-            while batch.left:
-                self.check_locked()
-                self.cond.wait(_POLL_S)
-
-    def discard(self, batch: _Batch) -> None:
-        """A batch no longer wanted: its region goes back once no worker will write to it."""
-        with self.cond:
-            batch.discarded = True
-            if batch.left == 0:
-                batch.free.append(batch.region)
-            elif not batch.placed and not self.closed:
-                for i, s in enumerate(batch.sizes):
-                    if s is not None and batch.results[i] is None:
-                        self._drop_locked(batch, i)
-
-    # -- the receiver thread's side
-    def _handle_locked(self, w: int, msg: tuple) -> None:
-        kind, key = msg[0], msg[1]
-        batch, i = self.parts[key]
-        if kind != "ok" or len(batch.keys) == 1:  # the worker is done computing this part
-            self.outstanding[w] -= 1
-        if kind == "sizes":
-            batch.sizes[i] = msg[2]
-            if batch.failed or batch.discarded:
-                self._drop_locked(batch, i)
-            elif all(s is not None for s in batch.sizes):
-                self._place_locked(batch)
-            return
-        res = _Result()
-        res.kind = kind
-        if kind == "ok":
-            _, _, capacity, res.meta, nbytes = msg
-            batch.region.ensure(capacity)  # a worker grew it; no batch views it while in flight
-            self.copied_bytes += nbytes
-        elif kind == "error":
-            _, _, blob, res.traceback, res.sample, res.text = msg
-            try:
-                res.error = pickle.loads(blob) if blob is not None else RuntimeError(res.text)
-            except Exception:  # noqa: BLE001 - its class does not exist in this process
-                res.error = RuntimeError(res.text)
-        self._finish_locked(batch, i, res)
-        if kind in ("stop", "error") and not batch.placed:
-            batch.failed = True  # parts waiting for a place are not written
-            for j, s in enumerate(batch.sizes):
-                if s is not None and batch.results[j] is None:
-                    self._drop_locked(batch, j)
-
-    def _finish_locked(self, batch: _Batch, i: int, res: _Result) -> None:
-        batch.results[i] = res
-        batch.left -= 1
-        del self.parts[batch.keys[i]]
-        if batch.left == 0 and batch.discarded:
-            batch.free.append(batch.region)
-
-    def _drop_locked(self, batch: _Batch, i: int) -> None:
-        res = _Result()
-        res.kind = "dropped"
-        self._finish_locked(batch, i, res)
-        self._send_locked(batch.workers[i], ("drop", batch.keys[i]))
-
-    def _place_locked(self, batch: _Batch) -> None:
-        """Every part's size is known: each output's parts go back to back at their final offsets,
-        and the workers write them there."""
-        totals = [sum(col) for col in zip(*batch.sizes)]
-        starts, end = output_starts(totals)
-        batch.region.grow(end)  # the region is this batch's alone while in flight
-        batch.placed = True
-        for i, sizes in enumerate(batch.sizes):
-            self._send_locked(batch.workers[i], ("place", batch.keys[i], batch.region.capacity, list(starts)))
-            starts = [s + n for s, n in zip(starts, sizes)]
 
 
 class WorkerPool:
@@ -389,9 +78,9 @@ class WorkerPool:
                 procs.append(p)
                 conns.append(parent_end)
         except BaseException:
-            _stop_workers(procs, conns)
+            stop_workers(procs, conns)
             raise
-        self.hub = _Hub(procs, conns)
+        self.hub = Hub(procs, conns)
         self._finalizer = weakref.finalize(self, self.hub.close)
         # transport accounting: the time this process spends turning filled regions into batches
         # (the bytes copied, all by the workers, are ``copied_bytes``)
@@ -426,7 +115,7 @@ class WorkerPool:
         return self.hub.copied_bytes
 
     # -- batches
-    def assemble(self, batch: _Batch, source: "ParallelSource") -> list:
+    def assemble(self, batch: Batch, source: "ParallelSource") -> list:
         """The outputs of a finished batch as TensorListCPUs viewing its region (no copy); the region
         is leased to them and returns to the source's pool once they are all freed."""
         from ..tensors import TensorListCPU
@@ -479,12 +168,12 @@ class ParallelSource:
         self.label = spec["label"]
         self.depth = spec["depth"]
         self.dedicated = dedicated
-        self.regions: collections.deque[_Region] = collections.deque()  # free ones
+        self.regions: collections.deque[Region] = collections.deque()  # free ones
         self.last_bytes = 0  # the largest region a batch of this source needed
         self.epoch: int | None = None
         self.next_iteration = 0
-        self.in_flight: dict[int, _Batch] = {}                     # callables: iteration -> batch
-        self.fifo: collections.deque[_Batch] = collections.deque()  # iterators: next() requests in order
+        self.in_flight: dict[int, Batch] = {}                     # callables: iteration -> batch
+        self.fifo: collections.deque[Batch] = collections.deque()  # iterators: next() requests in order
 
     def capacity_hint(self) -> int:
         """The size of a new region: what batches needed so far, else bytes_per_sample_hint."""
@@ -495,7 +184,7 @@ class ParallelSource:
         step = -(-bs // self.pool.num_workers)
         return [range(b, min(bs, b + step)) for b in range(0, bs, step)]
 
-    def _submit(self, payloads: list, worker: int | None = None) -> _Batch:
+    def _submit(self, payloads: list, worker: int | None = None) -> Batch:
         return self.pool.hub.submit(self.regions, self.capacity_hint(), self.spec["name"], payloads, worker)
 
     def _payloads(self, epoch: int, iteration: int) -> list:
@@ -523,7 +212,6 @@ class ParallelSource:
             batch.free.append(batch.region)
             if bad.kind == "stop":
                 raise StopIteration
-            from ..operators.external_source import wrap_source_error
             note = "Traceback in the worker process:\n" + bad.traceback.rstrip()
             raise wrap_source_error(bad.error, self.label, epoch, iteration, bad.sample, note) from bad.error
         with self.pool.hub.cond:  # the regions are not closed meanwhile

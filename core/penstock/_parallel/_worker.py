@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._sources import SourceCaller, host_array, sample_arrays, sample_shapes
 from ._shm import Segment, output_starts
 
 _PR_SET_PDEATHSIG = 1
@@ -48,7 +49,6 @@ def load_sources(blob: Any, pickler: Any) -> dict:
 
 def _output_arrays(data: Any, label: str) -> tuple[np.dtype, np.ndarray, list]:
     """One output of a batch as (dtype, shapes, contiguous arrays to write back to back)."""
-    from ..operators.external_source import _host_array, sample_arrays, sample_shapes
     from ..tensors import TensorListCPU
     if isinstance(data, TensorListCPU):
         data = [data._sample_array(i) for i in range(len(data))]
@@ -56,7 +56,7 @@ def _output_arrays(data: Any, label: str) -> tuple[np.dtype, np.ndarray, list]:
         arrays = sample_arrays(data, label)
         dtype = arrays[0].dtype if arrays else np.dtype(np.uint8)
         return dtype, sample_shapes(arrays), arrays
-    arr = np.ascontiguousarray(_host_array(data, label))
+    arr = np.ascontiguousarray(host_array(data, label))
     if arr.ndim == 0:
         raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample dimension")
     shapes = np.tile(np.array(arr.shape[1:], np.int64), (arr.shape[0], 1)).reshape(arr.shape[0], arr.ndim - 1)
@@ -103,10 +103,9 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the pipeline's to handle
     _die_with_parent()
     from .. import _engine
-    from ..operators.external_source import _SourceCaller
     from ..types import SampleInfo
     sources = load_sources(sources_blob, pickler)
-    callers: dict[str, _SourceCaller] = {}
+    callers: dict[str, SourceCaller] = {}
     writer = _Writer(_engine.ThreadPool(1))
     later: collections.deque = collections.deque()  # tasks and stop read while serving placements
 
@@ -170,7 +169,7 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
         spec = sources[name]
         caller = callers.get(name)
         if caller is None:  # an iterator source is created in the one worker that runs it
-            caller = callers[name] = _SourceCaller(spec["source"], spec["batch"], spec["batch_info"],
+            caller = callers[name] = SourceCaller(spec["source"], spec["batch"], spec["batch_info"],
                                                    spec["cycle"], spec["num_outputs"])
         label, sample = spec["label"], None
         try:

@@ -1,4 +1,7 @@
 """Functional operator API: ``fn.resize(images, size=...)``. Generated from the registry."""
-from .._generate import ensure_populated as _ensure_populated
+import sys as _sys
 
-_ensure_populated()
+from .. import operators as _operators  # noqa: F401  (importing them declares every operator)
+from .._generate import fill_fn as _fill_fn
+
+_fill_fn(_sys.modules[__name__])

@@ -28,7 +28,7 @@ from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
-from ._std_random import MinstdRand0, std_shuffle
+from .._std_random import MinstdRand0, std_shuffle
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
 LIST_SHUFFLE_SEED = 524287

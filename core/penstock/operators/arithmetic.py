@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _hooks
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
@@ -17,7 +18,7 @@ from ..data_node import DataNode
 from ..tensors import TensorListCPU
 from ..types import (DALIDataType as T, ScalarConstant, _is_float, _is_int, _is_signed,
                      _python_scalar_type, _type_size, to_numpy_type)
-from ._batch import same_layout_or_empty
+from .._batch import same_layout_or_empty
 
 BINARY_CODES = {name: i for i, name in enumerate(
     ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "eq", "ne", "lt", "le",
@@ -127,6 +128,9 @@ def binary(op: str, a: Any, b: Any) -> DataNode:
 
 def unary(op: str, a: Any) -> DataNode:
     return _expression(op, a)
+
+
+_hooks.install(binary=binary, unary=unary)  # DataNode's arithmetic, comparison and bitwise operators
 
 
 def _broadcast_shapes(shapes: list[np.ndarray], n: int, what: str) -> np.ndarray:

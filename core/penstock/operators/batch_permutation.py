@@ -6,7 +6,7 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 from .sequences import gather_ranges
 
 BATCH_PERMUTATION = OpSchema(

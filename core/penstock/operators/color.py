@@ -12,7 +12,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, _is_float, to_numpy_type
-from ._batch import contiguous
+from .._batch import contiguous
 
 _LAYOUTS = ("HWC", "FHWC", "DHWC")
 

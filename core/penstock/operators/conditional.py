@@ -1,32 +1,17 @@
-"""Per-sample control flow (``enable_conditionals=True``): split a batch by a predicate, merge
-branch results back into sample order, and the logical operators on predicates.
+"""Kernels of per-sample control flow (``enable_conditionals=True``): split a batch by a predicate,
+merge branch results back into sample order, and the logical operators on predicates.
 
-Internal operators: the conditional statements of a pipeline definition insert them (see
-``penstock._conditionals``); they are not exported to ``fn``/``ops``.
+Internal operators: the conditional statements of a pipeline definition insert them; they are
+declared in ``penstock._conditionals._schemas`` and not exported to ``fn``/``ops``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .._conditionals._schemas import MERGE, PREDICATE, SPLIT
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import register
 from ..tensors import TensorListCPU
-
-SPLIT = OpSchema(
-    "_conditional.Split", "The samples whose predicate equals `branch` (zero-copy view, order kept).",
-    args=[Arg("branch", ArgType.BOOL, True, doc="which side of the predicate to keep")],
-    min_inputs=2, devices=("cpu", "gpu"), host_inputs=(1,), internal=True)
-
-MERGE = OpSchema(
-    "_conditional.Merge", "Interleaves the false-branch and true-branch batches back into sample order.",
-    args=[Arg("what", ArgType.STR, "", doc="the variable being merged (for error messages)")],
-    min_inputs=3, devices=("cpu", "gpu"), host_inputs=(2,), internal=True)
-
-PREDICATE = OpSchema(
-    "_conditional.Predicate", "Checks a predicate (0-d CPU samples) and applies `not` to it.",
-    args=[Arg("kind", ArgType.STR, "if", doc="'if', 'not', 'and' or 'or' (the expression checked)")],
-    devices=("cpu",), internal=True)
-
 
 def predicate_mask(tl: TensorListCPU, label: str, kind: str = "if") -> np.ndarray:
     """[N] bool: the samples of a predicate batch, which must be scalars (0-d)."""

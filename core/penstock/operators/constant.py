@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _hooks
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
@@ -56,6 +57,9 @@ def constant_node(value: Any, dtype: Any = None, shape: Any = None, layout: Any 
     if arr.dtype == np.bool_:
         args["idata"] = [int(v) for v in arr.reshape(-1)]
     return make_op(CONSTANT, (), args)[0]
+
+
+_hooks.install(constant_node=constant_node)  # constants where the core expects a DataNode
 
 
 @register(CONSTANT, device=("cpu", "gpu"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._operator import Operator
 from .._registry import OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 
 COPY = OpSchema("Copy", "Copies the input into a new buffer.", devices=("cpu", "gpu"))
 

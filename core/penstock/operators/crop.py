@@ -1,4 +1,4 @@
-"""Window copies: ``crop``, ``pad`` and ``flip`` (one slice kernel per device; ``slice`` is in slicing.py).
+"""Window copies: ``crop``, ``pad`` and ``flip`` (one slice kernel per device; ``slice`` is in slice.py).
 
 Also the crop-window arithmetic shared with ``crop_mirror_normalize``: window sizes from
 ``crop`` / ``crop_h|w|d`` (cut to whole numbers toward zero; a size <= 0 keeps the whole extent,
@@ -14,7 +14,7 @@ import numpy as np
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
-from ._batch import contiguous
+from .._batch import contiguous
 from .cast import cast_batch
 
 SPATIAL = "DHW"  # crop / crop_pos order for volumes; images use "HW"

@@ -8,7 +8,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
-from ._batch import contiguous
+from .._batch import contiguous
 from .crop import CROP_ARGS, crop_windows, layout_of, per_channel
 
 IN_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)

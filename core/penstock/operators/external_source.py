@@ -35,21 +35,20 @@ Regions grow on demand (``bytes_per_sample_hint`` sizes the first ones);
 from __future__ import annotations
 
 import collections
-import functools
 import inspect
 import threading
 import warnings
-from typing import Any, Sequence
-
-import numpy as np
+from typing import Any
 
 from .. import _engine
 from .._generate import OpsBase, call_op
 from .._operator import Operator
-from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
-from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
-from ..types import BatchInfo, DALIDataType, SampleInfo, to_dali_type
-from ._batch import empty_batch, host_buffer
+from .._registry import Arg, ArgType, OpSchema, register
+from .._sources import (SourceCaller, check_parallel_source, cycle_mode, is_generator_function, positional_arity,
+                        wrap_source_error)
+from ..tensors import TensorListCPU
+from ..types import SampleInfo
+from ._external_source_batches import check_batch, pack_samples, to_batch
 
 EXTERNAL_SOURCE = OpSchema(
     "ExternalSource", "Data produced by Python: a callable, an iterable, or batches given with feed_input.",
@@ -73,53 +72,17 @@ EXTERNAL_SOURCE = OpSchema(
     min_inputs=0, max_inputs=0, num_outputs=lambda a: a.get("num_outputs") or 1,
     devices=("cpu", "gpu"), is_source=True)
 
-_NO_CYCLE = (None, False, "no")
-
-
-def _cycle_mode(cycle: Any) -> str | None:
-    if cycle in _NO_CYCLE:
-        return None
-    if cycle is True or cycle == "quiet":
-        return "quiet"
-    if cycle == "raise":
-        return "raise"
-    raise ValueError(f"external_source: cycle must be True, False, None, 'quiet', 'raise' or 'no', got {cycle!r}")
-
-
-def _is_generator_function(obj: Any) -> bool:
-    while isinstance(obj, functools.partial):
-        obj = obj.func
-    return inspect.isgeneratorfunction(obj) or (
-        callable(obj) and not inspect.isfunction(obj) and inspect.isgeneratorfunction(getattr(obj, "__call__", None)))
-
-
-def _positional_arity(fn: Any) -> int:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return 1
-    kinds = [p for p in sig.parameters.values()]
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in kinds) or \
-            any(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in kinds):
-        raise TypeError("external_source: the source callable must take no argument or exactly one "
-                        "positional argument (no *args, **kwargs or keyword-only arguments)")
-    required = [p for p in kinds if p.default is p.empty]
-    if len(required) > 1:
-        raise TypeError("external_source: the source callable takes more than one argument")
-    takes_positional = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in kinds)
-    return 1 if takes_positional else 0
-
 
 def _check_source(source: Any, cycle: Any, batch: bool) -> None:
-    mode = _cycle_mode(cycle)
+    mode = cycle_mode(cycle)
     if source is None:
         return
-    if _is_generator_function(source):
+    if is_generator_function(source):
         return
     if callable(source):
         if mode is not None:
             raise ValueError("external_source: 'cycle' applies to iterables and generator functions, not callables")
-        _positional_arity(source)
+        positional_arity(source)
         return
     if inspect.isgenerator(source) and mode is not None:
         raise TypeError("external_source: a generator object cannot be cycled; pass the generator function")
@@ -135,265 +98,6 @@ def _per_output(value: Any, k: int, what: str) -> list:
             raise ValueError(f"external_source: '{what}' lists {len(value)} entries for {k} outputs")
         return list(value)
     return [value] * k
-
-
-def _gpu_data_error(label: str) -> TypeError:
-    return TypeError(f"{label}: the source gave GPU data to an external_source on the CPU; "
-                     "use device='gpu' (or return host arrays)")
-
-
-def _is_device_data(d: Any) -> bool:
-    """CUDA arrays: CuPy, torch CUDA tensors, anything with __cuda_array_interface__ or a CUDA
-    DLPack device."""
-    if isinstance(d, TensorListGPU) or hasattr(d, "__cuda_array_interface__"):
-        return True
-    device = getattr(d, "__dlpack_device__", None)
-    return device is not None and not isinstance(d, (np.ndarray, TensorCPU, TensorListCPU)) and device()[0] in (2, 3)
-
-
-def _stream_handle(stream: Any) -> int:
-    """A raw CUDA stream handle from a CuPy/torch stream or int (None: the legacy default stream)."""
-    if stream is None:
-        return 1
-    if isinstance(stream, int):
-        return stream
-    return int(getattr(stream, "ptr", getattr(stream, "cuda_stream", 0)))
-
-
-def device_batch(data: Any, label: str, copy: bool, cuda_stream: Any, use_copy_kernel: bool) -> TensorListGPU:
-    """GPU data as a device batch. The user's stream (``cuda_stream``) produced it: copies are
-    queued on that stream, and the batch carries an event the pipeline's stream waits for."""
-    import cupy as cp
-    handle = _stream_handle(cuda_stream)
-    stream = cp.cuda.ExternalStream(0 if handle == 1 else handle)
-    with stream:
-        if isinstance(data, TensorListGPU):
-            tl = TensorListGPU._from_packed(data._buf.copy() if copy else data._buf, data._shapes.copy(),
-                                            data._offsets.copy(), data._layout, data._source_info)
-        elif isinstance(data, (list, tuple)):
-            tl = TensorListGPU([cp.asarray(d) for d in data])  # packing copies
-        else:
-            arr = cp.asarray(data)
-            if arr.ndim == 0:
-                raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample "
-                                   "dimension (or return a list of samples)")
-            if copy:
-                dst = cp.empty_like(arr, order="C")
-                if use_copy_kernel or not arr.flags.c_contiguous:
-                    dst[...] = arr  # an element-wise kernel
-                else:
-                    rt = cp.cuda.runtime
-                    rt.memcpyAsync(dst.data.ptr, arr.data.ptr, arr.nbytes, rt.memcpyDeviceToDevice, stream.ptr)
-                arr = dst
-            tl = TensorListGPU(arr)
-        tl._event = stream.record()
-    return tl
-
-
-def _host_array(d: Any, label: str) -> np.ndarray:
-    if hasattr(d, "__cuda_array_interface__"):
-        raise _gpu_data_error(label)
-    if isinstance(d, TensorCPU):
-        return d._array
-    if isinstance(d, np.ndarray):
-        return d
-    if hasattr(d, "__dlpack__") and not hasattr(d, "__array_interface__"):
-        return np.from_dlpack(d)
-    return np.asarray(d)
-
-
-def sample_arrays(samples: Sequence[Any], label: str) -> list[np.ndarray]:
-    """The samples of one batch as C-contiguous host arrays of one dtype and ndim."""
-    arrays = [_host_array(d, label) for d in samples]
-    for i, a in enumerate(arrays):
-        if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
-            raise RuntimeError(f"{label}: the source gave sample {i} as a {a.ndim}-D {a.dtype} array but "
-                               f"sample 0 as a {arrays[0].ndim}-D {arrays[0].dtype} array; all samples of a "
-                               "batch must have the same type and number of dimensions")
-    return [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
-
-
-def sample_shapes(arrays: Sequence[np.ndarray]) -> np.ndarray:
-    return np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
-
-
-def pack_samples(pool: Any, samples: Sequence[Any], label: str) -> TensorListCPU:
-    """One packed batch from per-sample arrays: a single native copy with the GIL released."""
-    arrays = sample_arrays(samples, label)
-    if not arrays:
-        return TensorListCPU([])
-    dtype = arrays[0].dtype
-    out = empty_batch(sample_shapes(arrays), dtype)
-    _engine.gather(pool, arrays, out._offsets * dtype.itemsize, out._buf.view(np.uint8))
-    return out
-
-
-def _copied(pool: Any, tl: TensorListCPU) -> TensorListCPU:
-    buf = host_buffer(len(tl._buf), tl._buf.dtype)
-    _engine.copy(pool, tl._buf, buf)
-    out = TensorListCPU._from_packed(buf, tl._shapes.copy(), tl._offsets.copy(), tl._layout, tl._source_info)
-    out._packed = tl._packed
-    return out
-
-
-def to_batch(data: Any, label: str, pool: Any, copy: bool, device: str = "cpu", cuda_stream: Any = None,
-             use_copy_kernel: bool = False) -> Any:
-    """What a source returned as a batch; ``copy``: never alias the source's memory."""
-    if device == "gpu" and (_is_device_data(data) or (isinstance(data, (list, tuple)) and data
-                                                        and all(_is_device_data(d) for d in data))):
-        return device_batch(data, label, copy, cuda_stream, use_copy_kernel)
-    if isinstance(data, TensorListGPU):
-        raise _gpu_data_error(label)
-    if isinstance(data, TensorListCPU):
-        return _copied(pool, data) if copy else data
-    if isinstance(data, (list, tuple)):
-        infos = [d._source_info if isinstance(d, TensorCPU) else "" for d in data]
-        tl = pack_samples(pool, data, label)  # packing copies
-        tl._source_info = infos
-        return tl
-    arr = _host_array(data, label)
-    if arr.ndim == 0:
-        raise RuntimeError(f"{label}: the source gave a 0-D array; a batch needs a leading sample dimension "
-                           "(or return a list of samples)")
-    to_dali_type(arr.dtype)
-    if not arr.flags.c_contiguous:
-        return TensorListCPU(np.ascontiguousarray(arr))  # already a copy
-    tl = TensorListCPU(arr)
-    return _copied(pool, tl) if copy else tl
-
-
-def check_batch(tl: TensorListCPU, layout: str | None, dtype: Any, ndim: int | None, label: str) -> TensorListCPU:
-    """The declared dtype/ndim/layout hold for the batch (DALI raises RuntimeError otherwise)."""
-    if dtype is not None and tl.dtype != to_dali_type(dtype):
-        raise RuntimeError(f"{label}: expected data of type {DALIDataType(to_dali_type(dtype))} and got "
-                           f"{tl.dtype}")
-    if ndim is not None and tl.ndim() != ndim:
-        raise RuntimeError(f"{label}: expected data with {ndim} dimensions and got {tl.ndim()}-D samples")
-    if layout:
-        if len(layout) != tl.ndim():
-            raise ArgumentValueError(f"{label}: layout '{layout}' cannot describe {tl.ndim()}-D samples "
-                                     f"(it has {len(layout)} dimensions)")
-        tl.set_layout(layout)
-    return tl
-
-
-def wrap_source_error(exc: BaseException, label: str, epoch: int, iteration: int,
-                      sample: int | None = None, note: str = "") -> BaseException:
-    """``exc`` from a user's source, re-raised with where it happened; the original (and its
-    traceback) stays the ``__cause__``; ``note`` (a worker's traceback) is added as a note. Same
-    exception type when it can be rebuilt from a message, so ``except ValueError`` around
-    ``run()`` keeps working as with DALI."""
-    where = f"iteration {iteration} of epoch {epoch}" + ("" if sample is None else f", sample {sample}")
-    msg = f"{label}: the source raised {type(exc).__name__} in {where}: {exc}"
-    if note and not hasattr(exc, "add_note"):  # Python 3.10: no exception notes
-        msg, note = f"{msg}\n{note}", ""
-    try:
-        new = type(exc)(msg)
-        ok = isinstance(new, type(exc)) and new.args == (msg,)
-    except Exception:  # noqa: BLE001 - a constructor with another signature
-        ok = False
-    if not ok:
-        new = RuntimeError(msg)
-    if note:
-        new.add_note(note)
-    new.__cause__ = exc
-    return new
-
-
-def _check_parallel_source(label: str, source: Any, batch: bool, no_copy: Any) -> str:
-    """DALI's rules for a parallel source; returns its kind ('callable' or 'iterator')."""
-    if no_copy is False:
-        raise ValueError(f"{label}: no_copy=False cannot be used in parallel mode (data is always passed "
-                         "from the workers' shared memory)")
-    if source is None:
-        raise ValueError(f"{label}: argument 'parallel' (True) needs a source")
-    iterator = _is_generator_function(source) or not callable(source)
-    if iterator and not batch:
-        raise TypeError(f"{label}: a parallel source that is an iterable or a generator function must be "
-                        "run in a batch mode (batch=True)")
-    if not iterator and _positional_arity(source) != 1:
-        raise TypeError(f"{label}: a parallel source callable must take exactly one argument "
-                        f"({'the iteration index or BatchInfo' if batch else 'SampleInfo'})")
-    return "iterator" if iterator else "callable"
-
-
-def parallel_spec(node: Any, batch_size: int) -> dict:
-    """What the worker processes need to run this parallel source."""
-    a = node.args
-    label = f"external_source ('{node.name}')"
-    batch = bool(a.get("batch", True))
-    kind = _check_parallel_source(label, node.py_object, batch, a.get("no_copy"))
-    depth = a.get("prefetch_queue_depth") or 1
-    if depth < 1:
-        raise ValueError(f"{label}: prefetch_queue_depth must be at least 1, got {depth}")
-    hint = a.get("bytes_per_sample_hint")
-    if hint is not None and (isinstance(hint, bool) or not isinstance(hint, int) or hint < 0):
-        raise ValueError(f"{label}: bytes_per_sample_hint must be a non-negative int, got {hint!r}")
-    return {"name": node.name, "label": label, "source": node.py_object, "batch": batch, "kind": kind,
-            "batch_info": bool(a.get("batch_info")), "cycle": _cycle_mode(a.get("cycle")),
-            "num_outputs": a.get("num_outputs"), "depth": depth, "bytes_per_sample_hint": hint,
-            "batch_size": batch_size}
-
-
-class _SourceCaller:
-    """Calls a user's source for one batch, the same way in the pipeline and in a worker process."""
-
-    def __init__(self, source: Any, batch: bool, batch_info: bool, cycle: str | None, num_outputs: int | None):
-        self.source = source
-        self.batch = batch
-        self.batch_info = batch_info
-        self.cycle = cycle
-        self.k = num_outputs or 1
-        self.multi = num_outputs is not None
-        self._exhausted = False
-        self._iterator = None
-        if source is not None and not callable(source):
-            self._iterator = iter(source)  # taken once: an iterable yields one epoch unless cycled
-        elif source is not None and _is_generator_function(source):
-            self._iterator = source()
-        self._arity = (_positional_arity(source) if callable(source) and self._iterator is None else 0)
-
-    def _next(self) -> Any:
-        if self._exhausted and self.cycle is None:
-            raise StopIteration
-        try:
-            return next(self._iterator)
-        except StopIteration:
-            if self.cycle is None:
-                self._exhausted = True
-                raise
-            self._iterator = self.source() if _is_generator_function(self.source) else iter(self.source)
-            if self.cycle == "raise":
-                raise
-            return next(self._iterator)
-
-    def call_batch(self, epoch: int, iteration: int) -> Any:
-        if self._iterator is not None:
-            return self._next()
-        if self._arity == 0:
-            return self.source()
-        return self.source(BatchInfo(iteration, epoch) if self.batch_info else iteration)
-
-    def call_sample(self, info: SampleInfo) -> Any:
-        if self._iterator is not None:  # per-sample mode: one next() per sample
-            return self._next()
-        return self.source(info) if self._arity else self.source()
-
-    def outputs(self, result: Any, label: str) -> list:
-        """A batch-mode result split into its num_outputs outputs."""
-        if not self.multi:
-            return [result]
-        if not isinstance(result, (tuple, list)) or len(result) != self.k:
-            raise RuntimeError(f"{label}: the source must return {self.k} outputs (num_outputs={self.k})")
-        return list(result)
-
-    def sample_outputs(self, sample: Any, label: str, index: int) -> list:
-        if not self.multi:
-            return [sample]
-        if not isinstance(sample, (tuple, list)) or len(sample) != self.k:
-            raise RuntimeError(f"{label}: sample {index}: the source must return {self.k} outputs "
-                               f"(num_outputs={self.k})")
-        return list(sample)
 
 
 @register(EXTERNAL_SOURCE, device=("cpu", "gpu"))
@@ -426,7 +130,7 @@ class ExternalSource(Operator):
             return
         if a["prefetch_queue_depth"] is not None:
             raise ValueError(f"{self.label}: prefetch_queue_depth is only valid with parallel=True")
-        self._caller = _SourceCaller(self.source, a["batch"], a["batch_info"], _cycle_mode(a["cycle"]),
+        self._caller = SourceCaller(self.source, a["batch"], a["batch_info"], cycle_mode(a["cycle"]),
                                      a["num_outputs"])
         self.blocking = bool(a["blocking"])
         self._fed_cv = threading.Condition()
@@ -537,7 +241,7 @@ class ExternalSource(Operator):
         if state is not None and self._restarts():
             warn_restart(self.label, "a source that is an iterable or a generator")
             a = self.args
-            self._caller = _SourceCaller(self.source, a["batch"], a["batch_info"], _cycle_mode(a["cycle"]),
+            self._caller = SourceCaller(self.source, a["batch"], a["batch_info"], cycle_mode(a["cycle"]),
                                          a["num_outputs"])
 
     def run(self, ws):
@@ -573,7 +277,7 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
         raise ValueError("external_source: bytes_per_sample_hint is only valid with parallel=True")
     _check_source(source, cycle, bool(batch))
     if parallel:
-        _check_parallel_source(f"external_source ('{name}')" if name else "external_source", source,
+        check_parallel_source(f"external_source ('{name}')" if name else "external_source", source,
                                bool(batch), no_copy)
     args = {"num_outputs": num_outputs, "cycle": cycle, "name": name, "device": device, "layout": layout,
             "dtype": dtype, "ndim": ndim, "cuda_stream": cuda_stream, "use_copy_kernel": use_copy_kernel,
@@ -584,7 +288,7 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
     return [out] if num_outputs == 1 else out  # num_outputs always gives a list, as in DALI
 
 
-class ExternalSource(OpsBase):
+class ExternalSourceOpsBase(OpsBase):
     """``ops.ExternalSource``: arguments may be split between construction and call."""
 
     def __init__(self, source: Any = None, num_outputs: int | None = None, *, device: str = "cpu", **kwargs: Any):
@@ -606,4 +310,4 @@ class ExternalSource(OpsBase):
 
 
 EXTERNAL_SOURCE.fn_impl = external_source
-EXTERNAL_SOURCE.ops_impl = ExternalSource
+EXTERNAL_SOURCE.ops_impl = ExternalSourceOpsBase

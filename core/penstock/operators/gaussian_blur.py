@@ -6,8 +6,8 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_numpy_type
-from ._batch import contiguous
-from ._image_layout import as_outer_spatial_channels, split_layout
+from .._batch import contiguous
+from .._image_layout import as_outer_spatial_channels, split_layout
 
 GAUSSIAN_BLUR = OpSchema(
     "GaussianBlur",

@@ -7,7 +7,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, to_numpy_type
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 from .crop import round_half_away
 
 MAX_KEY = 0xFFFF

@@ -12,7 +12,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_dali_type
-from ._batch import contiguous
+from .._batch import contiguous
 from .crop import layout_of
 
 _GAUSSIAN, _SHOT, _SALT_AND_PEPPER = 0, 1, 2

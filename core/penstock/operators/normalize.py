@@ -9,7 +9,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType
-from ._batch import contiguous
+from .._batch import contiguous
 from .cast import cast_batch
 
 NORMALIZE = OpSchema(

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 
 ERASE = OpSchema(
     "Erase", "Fills regions (boxes given by anchor and shape along `axes`) with `fill_value`.",

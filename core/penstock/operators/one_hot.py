@@ -7,7 +7,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, to_numpy_type
-from ._batch import contiguous
+from .._batch import contiguous
 
 ONE_HOT = OpSchema(
     "OneHot", "One-hot encodes labels: a new axis of num_classes values (on_value at the label).",

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 
 
 @register(OpSchema(

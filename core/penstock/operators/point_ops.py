@@ -16,7 +16,7 @@ import numpy as np
 from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 
 _V = np.arange(256, dtype=np.float64)
 

@@ -1,8 +1,12 @@
 """Metadata as data: ``shapes`` (``DataNode.shape()``) and ``get_property`` (``source_info``, ``layout``)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from .. import _hooks
+from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
@@ -13,6 +17,17 @@ SHAPES = OpSchema("Shapes", "The shape of each sample as a 1-D tensor.",
 GET_PROPERTY = OpSchema("GetProperty", "A property of each sample ('source_info' or 'layout') as uint8 bytes.",
                         args=[Arg("key", ArgType.STR, doc="'source_info' or 'layout'")], devices=("cpu", "gpu"))
 
+
+
+def shapes(node: Any, dtype: Any = None, device: str = "cpu") -> Any:
+    return make_op(SHAPES, (node,), {"dtype": dtype, "device": device})[0]
+
+
+def get_property(node: Any, key: str, device: str = "cpu") -> Any:
+    return make_op(GET_PROPERTY, (node,), {"key": key, "device": device})[0]
+
+
+_hooks.install(shapes=shapes, get_property=get_property)  # DataNode.shape() and .property()
 
 # extents need a type that holds them exactly: no narrow integers (DALI's set)
 SHAPE_TYPES = (DALIDataType.INT32, DALIDataType.UINT32, DALIDataType.INT64, DALIDataType.UINT64,

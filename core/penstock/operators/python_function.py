@@ -38,10 +38,12 @@ from .._graph import make_op
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, describe, register, register_kernel
 from ..data_node import DataNode
-from ..pipeline import _current
-from ..tensors import TensorCPU, TensorListCPU, _as_host_array, _packed_offsets
+from .. import _current
+from ..tensors import TensorCPU, TensorListCPU
+from ..tensors._base import packed_offsets
+from ..tensors._host import as_host_array
 from ..types import CUDAStream, to_dali_type
-from ._batch import empty_batch
+from .._batch import empty_batch
 
 MAX_INPUTS = 256
 _running = threading.local()  # the stream of the GPU Python operator running on this thread
@@ -176,7 +178,7 @@ class DLPackFlavor(Flavor):
         return arr.__dlpack__()
 
     def host_out(self, obj: Any) -> np.ndarray:
-        return _as_host_array(obj)
+        return as_host_array(obj)
 
     def device_in(self, arr: Any) -> Any:
         return arr.toDlpack()
@@ -380,7 +382,7 @@ def _sample_views(buf: Any, tl: Any, conv: Callable) -> list:
     """Per-sample views of a batch's buffer (numpy or CuPy), each passed through ``conv``."""
     n = len(tl)
     packed = (tl._is_packed_cached() if isinstance(tl, TensorListCPU)
-              else np.array_equal(tl._offsets, _packed_offsets(tl._shapes)))
+              else np.array_equal(tl._offsets, packed_offsets(tl._shapes)))
     if n and packed and tl.is_dense_tensor():
         shape = tuple(tl._shapes[0].tolist())
         views = list(buf[:n * int(np.prod(shape, dtype=np.int64))].reshape((n,) + shape))

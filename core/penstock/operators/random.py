@@ -10,7 +10,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType as T, _is_float, to_numpy_type
-from ._batch import empty_batch
+from .._batch import empty_batch
 
 _SHAPE = Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="shape of each sample (default: scalar)")
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 from .boxes import box_batch, box_rows
 from .crop import per_sample_list
 

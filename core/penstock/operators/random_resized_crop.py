@@ -8,9 +8,9 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 from .crop import layout_of
-from .decoders import random_crop_windows
+from .image_decode import random_crop_windows
 from .resize import FILTER_ARGS, filters, resize_batch, spatial_layout
 
 WINDOW_ARGS = [

@@ -284,7 +284,7 @@ class COCOReaderCPU(Reader):
 
     def _masks(self, ws, indices: np.ndarray, paths: list[str]) -> TensorListCPU:
         """[H, W, 1] int32 label maps of the images ``indices``."""
-        from ._batch import empty_batch
+        from .._batch import empty_batch
         n = len(indices)
         shapes = np.stack([self.heights[indices], self.widths[indices], np.ones(n, np.int64)], 1)
         out = empty_batch(shapes, np.int32, "HWC", paths)

@@ -11,7 +11,7 @@ from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
-from ._std_random import std_shuffle
+from .._std_random import std_shuffle
 
 _LABEL = re.compile(r"-?[0-9]+")
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",

@@ -16,7 +16,7 @@ from .._operator import SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
-from ._batch import empty_batch
+from .._batch import empty_batch
 from ._reader import READER_ARGS, Reader
 from .crop import round_half_away
 

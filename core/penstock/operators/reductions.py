@@ -7,7 +7,7 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_numpy_type
-from ._batch import contiguous
+from .._batch import contiguous
 
 _AXES = [Arg("axes", ArgType.INT_LIST, optional=True, doc="axes to reduce (default: all)"),
          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="axes to reduce, by layout letters"),

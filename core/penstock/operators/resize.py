@@ -16,8 +16,8 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
-from ._batch import contiguous, empty_batch
-from ._image_layout import input_layout
+from .._batch import contiguous, empty_batch
+from .._image_layout import input_layout
 from .crop import default_layout, per_sample_list
 
 RESAMPLE_TYPES = (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.UINT16, DALIDataType.FLOAT)

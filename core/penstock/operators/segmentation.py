@@ -9,7 +9,7 @@ import numpy as np
 from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 
 RANDOM_MASK_PIXEL = OpSchema(
     "segmentation.RandomMaskPixel", "Coordinates (int64, one per mask dimension) of a random pixel: any "

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 
 
 def gather_ranges(ws, src, starts: np.ndarray, outs: list, counts: np.ndarray) -> None:

@@ -5,12 +5,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import _hooks
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..data_node import DataNode, newaxis
 from ..tensors import TensorListCPU
-from ._batch import dense_batch
+from .._batch import dense_batch
 from .crop import slice_batch
 
 _MAX_DIMS = 16
@@ -59,6 +60,9 @@ def subscript(node: DataNode, index: Any) -> DataNode:
         raise ValueError(f"at most {_MAX_DIMS} index entries are supported")
     return make_op(SUBSCRIPT, (node,), {"spec": tuple(spec), "values": tuple(values), **arg_nodes,
                                         "device": node.device})[0]
+
+
+_hooks.install(subscript=subscript)  # DataNode.__getitem__
 
 
 @register(SUBSCRIPT, device=("cpu", "gpu"))

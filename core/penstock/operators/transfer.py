@@ -2,10 +2,12 @@
 ``DataNode.cpu()`` (a GPU-stage copy back, allowed with the dynamic executor as in DALI)."""
 from __future__ import annotations
 
+from .. import _hooks
+from .._current import current_pipeline
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 
 TO_DEVICE = OpSchema("_ToDevice", "Copies a batch to the GPU ('mixed') or back to the host ('gpu').",
                      devices=("mixed", "gpu"), internal=True)
@@ -15,7 +17,6 @@ def to_device(node, device: str):
     # cpu -> gpu runs in the mixed stage; gpu -> cpu is a GPU-stage op producing host data.
     if device == "gpu":
         return make_op(TO_DEVICE, (node,), {"device": "mixed"})[0]
-    from ..pipeline._current import current_pipeline
     pipe = current_pipeline()
     if pipe is not None and not pipe.exec_dynamic:
         raise RuntimeError("this pipeline's executor doesn't support transition from GPU to CPU "
@@ -23,6 +24,9 @@ def to_device(node, device: str):
     out = make_op(TO_DEVICE, (node,), {"device": "gpu"})[0]
     out.device = "cpu"
     return out
+
+
+_hooks.install(to_device=to_device)  # DataNode.gpu() and .cpu()
 
 
 @register(TO_DEVICE, device=("mixed", "gpu"))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 
 _REVERSE = Arg("reverse_order", ArgType.BOOL, False,
                doc="apply this transform before the input one instead of after it")

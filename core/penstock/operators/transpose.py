@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 
 TRANSPOSE = OpSchema(
     "Transpose", "Permutes the dimensions of each sample.",

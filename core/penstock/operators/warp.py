@@ -14,8 +14,8 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIInterpType
-from ._batch import contiguous
-from ._image_layout import as_outer_spatial_channels, input_layout, split_layout
+from .._batch import contiguous
+from .._image_layout import as_outer_spatial_channels, input_layout, split_layout
 
 _INTERP_CODES = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1}
 

@@ -7,21 +7,17 @@ random generators keep their state; the order of operator calls must not change.
 """
 from __future__ import annotations
 
-import contextlib
-import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-from .. import _engine
+from .. import _current, _engine
 from .._operator import Workspace
 from .._registry import kernel_for
 from ..data_node import DataNode
 from ..tensors import TensorCPU, TensorListCPU
+from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
-
-_local = threading.local()
-
 
 class DataNodeDebug(DataNode):
     """An operator's output in debug mode: a DataNode that also holds this iteration's data."""
@@ -66,10 +62,6 @@ def is_data(value: Any) -> bool:
         hasattr(value, "detach") and hasattr(value, "cpu"))
 
 
-def eager_pipeline() -> "DebugPipeline | None":
-    return getattr(_local, "pipe", None)
-
-
 class DebugPipeline(Pipeline):
     """A pipeline whose graph function runs eagerly every iteration."""
 
@@ -87,6 +79,8 @@ class DebugPipeline(Pipeline):
 
     def _register_node(self, node: Any) -> None:
         """Debug nodes are not kept: the graph is re-created every iteration."""
+
+    is_data = staticmethod(is_data)  # fn/ops calls ask it: a list of arrays is one batch, not input sets
 
     # -- the pipeline API
     def build(self) -> None:
@@ -131,29 +125,19 @@ class DebugPipeline(Pipeline):
                     op.reset_epoch()
 
     def _run_iteration(self) -> tuple:
-        from ._definition import _call_definition, _outputs_tuple
         self._calls = self._random_calls = 0
         self._iter_batch = None
-        with self, self._eager():
-            result = _call_definition(self._func, self._fargs, self._fkwargs, self._conditionals)
+        with self, _current.eager(self):
+            result = call_graph_function(self._func, self._fargs, self._fkwargs, self._conditionals)
         if self._kernels and self._calls != len(self._kernels):
             raise RuntimeError(f"debug mode: this iteration called {self._calls} operators, the first one "
                                f"{len(self._kernels)}; the operators must be the same every iteration")
         outs = []
-        for i, o in enumerate(_outputs_tuple(result)):
+        for i, o in enumerate(outputs_tuple(result)):
             outs.append(o.get() if isinstance(o, DataNodeDebug) else _as_batch(o, f"pipeline output {i}"))
         self._iteration += 1
         self._iter_in_epoch += 1
         return tuple(outs)
-
-    @contextlib.contextmanager
-    def _eager(self) -> Iterator[None]:
-        saved = eager_pipeline()
-        _local.pipe = self
-        try:
-            yield
-        finally:
-            _local.pipe = saved
 
     # -- eager operator calls (from _graph.make_op)
     def run_op(self, schema: Any, inputs: tuple, kwargs: dict, default_device: str | None, py_object: Any) -> list:
@@ -162,7 +146,7 @@ class DebugPipeline(Pipeline):
         inputs = tuple(self._debug_node(x, label) if is_data(x) else x for x in inputs)
         kwargs = {k: self._debug_node(v, f"{label} argument '{k}'") if is_data(v) and k != "source" else v
                   for k, v in kwargs.items()}
-        with self._graph_mode():
+        with _current.eager(None):  # the call's node is built as in a graph, then run here
             outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=py_object)
         if not outs:
             return outs
@@ -195,14 +179,6 @@ class DebugPipeline(Pipeline):
 
     def _debug_node(self, value: Any, label: str) -> DataNodeDebug:
         return DataNodeDebug(_as_batch(value, label), f"{label} input")
-
-    @contextlib.contextmanager
-    def _graph_mode(self) -> Iterator[None]:
-        _local.pipe = None
-        try:
-            yield
-        finally:
-            _local.pipe = self
 
     def _kernel(self, node: Any) -> Any:
         """The operator instance of this call (created at the first iteration)."""

@@ -6,18 +6,11 @@ import inspect
 import warnings
 from typing import Any, Callable
 
-from ..data_node import DataNode
+from ._debug import debug_pipeline
+from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
 
 _CTOR_PARAMS = set(inspect.signature(Pipeline.__init__).parameters) - {"self"}
-
-
-def _outputs_tuple(result: Any) -> tuple:
-    if result is None:
-        return ()
-    if isinstance(result, tuple):
-        return result
-    return (result,)
 
 
 def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = False, **pipeline_kwargs: Any):
@@ -48,12 +41,11 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
                 if key in _CTOR_PARAMS and key not in params:
                     ctor[key] = kwargs.pop(key)
             if is_debug:
-                from ._debug import debug_pipeline
                 return debug_pipeline(func, args, kwargs, ctor, conditionals)
             pipe = Pipeline(**ctor)
             with pipe:
-                result = _call_definition(func, args, kwargs, conditionals)
-            outputs = _outputs_tuple(result)
+                result = call_graph_function(func, args, kwargs, conditionals)
+            outputs = outputs_tuple(result)
             if isinstance(result, list):
                 raise TypeError(f"'{func.__name__}' returned a list; return a DataNode or a tuple of "
                                 "them (a list would be one nested output)")
@@ -64,26 +56,6 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
         return create_pipeline
 
     return decorate(fn) if fn is not None else decorate
-
-
-def _call_definition(func: Callable, args: tuple, kwargs: dict, conditionals: bool) -> Any:
-    """Runs the graph function; with conditionals, its converted form in a conditional context."""
-    if not conditionals:
-        return func(*args, **kwargs)
-    from .._conditionals import _scope, convert
-    from .._conditionals._runtime import check_defined
-    if getattr(func, "_penstock_do_not_convert", False):
-        raise ValueError(f"@pipeline_def(enable_conditionals=True): '{func.__name__}' is marked "
-                         "@do_not_convert; the pipeline function itself is always converted")
-    converted = convert(func)
-    if converted is func:
-        raise RuntimeError(f"enable_conditionals=True: the source of '{func.__name__}' is not available, "
-                           "so its conditionals cannot be converted")
-    with _scope.defining():
-        result = converted(*args, **kwargs)
-    for value in result if isinstance(result, (tuple, list)) else (result,):
-        check_defined(value)
-    return result
 
 
 def do_not_convert(func: Callable) -> Callable:

@@ -1,23 +1,22 @@
-"""The Pipeline: graph definition, build, and the run APIs."""
+"""The Pipeline: its arguments, graph definition, introspection, serialization, checkpoints and
+lifetime; building is in _build.py, running in _run.py."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import _checkpoint, _engine
+from .. import _checkpoint, _current
 from .._executor import Executor, Iteration
-from .._graph import OpNode, collect
-from .._registry import ArgumentValueError, as_argument_error, kernel_for
+from .._graph import OpNode
 from ..data_node import DataNode
-from ..operators._std_random import seed_seq
-from ..tensors import TensorListCPU, TensorListGPU
+from ..operators.constant import constant_node
 from ..types import DALIDataType, PipelineAPIType
-from . import _current
+from ._build import PipelineBuild
+from ._run import PipelineRun
 
 
 class StreamPolicy:
@@ -41,28 +40,9 @@ def _normalize_1x(value: Any, name: str) -> Any:
     return value
 
 
-def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[OpNode]:
-    """Operators in the order DALI's Python front end adds them: depth first from each output in
-    turn, an operator after its inputs and argument inputs."""
-    order: list[OpNode] = []
-    seen: set[int] = set()
-
-    def visit(node: OpNode) -> None:
-        if node is None or node.id in seen:
-            return
-        seen.add(node.id)
-        for d in list(node.inputs) + list(node.arg_inputs.values()):
-            visit(d.source)
-        order.append(node)
-
-    for o in outputs:
-        visit(o.source)
-    for node in extra:
-        visit(node)
-    return order
 
 
-class Pipeline:
+class Pipeline(PipelineBuild, PipelineRun):
     """A graph of operators that produces batches, run asynchronously by the native engine."""
 
     def __init__(self, batch_size: int | None = None, num_threads: int | None = None,
@@ -248,7 +228,6 @@ class Pipeline:
         self._sinks.append(node.source)
 
     def _normalize_outputs(self, outputs: Sequence[Any]) -> list[DataNode]:
-        from ..operators.constant import constant_node
         result = []
         for i, o in enumerate(outputs):
             if isinstance(o, DataNode):
@@ -275,278 +254,6 @@ class Pipeline:
         elif isinstance(outs, list):
             outs = tuple(outs)  # define_graph traditionally returns a list
         self._outputs = self._normalize_outputs(outs)
-
-    # ---- build -----------------------------------------------------------------------------
-    def _uses_gpu(self, nodes: Sequence[OpNode]) -> bool:
-        return any(n.device in ("gpu", "mixed") for n in nodes)
-
-    def build(self) -> None:
-        if self._built:
-            return
-        if self._max_batch_size is None or self._max_batch_size < 1:
-            raise ArgumentValueError("the pipeline needs a positive batch_size to build "
-                                     f"(got {self._max_batch_size})")
-        if self._num_threads is None or self._num_threads < 1:
-            raise ValueError("the pipeline needs num_threads >= 1 to build; a pipeline without it is "
-                             "only usable for serialization")
-        self._define()
-        self.start_py_workers()
-        preserved = [n for n in self._nodes if n.preserve] + self._sinks
-        nodes = collect(self._outputs, preserved)
-        names = collections.Counter(n.name for n in nodes)
-        dup = [n for n, c in names.items() if c > 1]
-        if dup:
-            raise RuntimeError(f"operator name '{dup[0]}' is used by more than one operator")
-        if self._uses_gpu(nodes):
-            self._require_gpu()
-        # DALI's seeds: the pipeline seed's std::seed_seq gives 1024 values, handed out in the
-        # order DALI adds operators (depth first from the outputs) to those without their own
-        # seed, so a reader shuffles as DALI's does under the same pipeline seed
-        seeds = seed_seq([self._effective_seed & 0xFFFFFFFF], 1024)
-        k = 0
-        for n in _dali_order(self._outputs, preserved):
-            if not n.schema.is_random:
-                continue
-            explicit = n.args.get("seed", -1)
-            if explicit is not None and explicit >= 0:
-                n.resolved_seed = int(explicit)
-            else:
-                n.resolved_seed = seeds[k % len(seeds)]
-                k += 1
-        self._pool = _engine.ThreadPool(self._num_threads)
-        self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
-        for op in self._ops:
-            try:
-                op.setup()
-            except (ValueError, TypeError) as e:  # DALI reports these from its backend as RuntimeError
-                if isinstance(e, RuntimeError):
-                    raise
-                raise as_argument_error(e) from e
-        self._link_consumers()
-        self._source_ops = [op for op in self._ops if op.schema.is_source]
-        self._readers = {op.name: op for op in self._ops if op.schema.is_reader}
-        stages = [[op for op in self._ops if op.device == dev] for dev in ("cpu", "mixed", "gpu")]
-        if not self._stages_are_ordered(stages):
-            stages = [self._ops]
-        self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
-                                  self._exec_async, self._exec_pipelined, self._gpu,
-                                  (self._cpu_queue_size, self._gpu_queue_size))
-        if self._enable_checkpointing:
-            _checkpoint.enable(self)
-        if self._checkpoint is not None:
-            _checkpoint.restore(self, self._checkpoint)
-        self._built = True
-
-    def _link_consumers(self) -> None:
-        consumers = {op.node.id: [[] for _ in op.node.outputs] for op in self._ops}
-        for op in self._ops:
-            for d in op.node.inputs:
-                consumers[d.source.id][d.index].append(op)
-            for d in op.node.arg_inputs.values():
-                consumers[d.source.id][d.index].append(None)
-        for o in self._outputs:
-            consumers[o.source.id][o.index].append(None)
-        for op in self._ops:
-            op.link(consumers[op.node.id])
-
-    @staticmethod
-    def _stages_are_ordered(stages: list[list]) -> bool:
-        rank = {}
-        for k, ops in enumerate(stages):
-            for op in ops:
-                rank[op.node.id] = k
-        for k, ops in enumerate(stages):
-            for op in ops:
-                for d in list(op.node.inputs) + list(op.node.arg_inputs.values()):
-                    if rank[d.source.id] > k:
-                        return False
-        return True
-
-    def _require_gpu(self) -> None:
-        from .. import _cuda
-        reason = _cuda.unavailable_reason()
-        if reason is not None:
-            raise RuntimeError(f"this pipeline has GPU or mixed operators, but {reason}; "
-                               "run its operators with device='cpu' to use it without a GPU")
-        if self._device_id is None:
-            self._device_id = int(_cuda.require().cuda.runtime.getDevice())
-        self._gpu = _cuda.DeviceContext(self._device_id)
-
-    # ---- running ---------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _check_api(self, kind: PipelineAPIType):
-        if self._api_check:
-            if self._api_type is None:
-                self._api_type = kind
-            elif self._api_type != kind:
-                raise RuntimeError(f"Mixing pipeline API type. Currently used: {self._api_type}, "
-                                   f"but trying to use {kind}")
-        prev, self._api_check = self._api_check, False
-        try:
-            yield
-        finally:
-            self._api_check = prev
-
-    def enable_api_check(self, enable: bool) -> None:
-        self._api_check = bool(enable)
-
-    @contextlib.contextmanager
-    def _api_check_disabled(self):
-        prev, self._api_check = self._api_check, False
-        try:
-            yield
-        finally:
-            self._api_check = prev
-
-    def _iter_setup_defined(self) -> bool:
-        return type(self).iter_setup is not Pipeline.iter_setup
-
-    def iter_setup(self) -> None:
-        """Deprecated hook, called before every iteration (typically to feed_input)."""
-
-    def _schedule_one(self) -> bool | None:
-        """Schedules one iteration; False at the end of the epoch, None when a blocking push source
-        has no data yet while earlier iterations are pending (run() returns those first)."""
-        if self._last_iter:
-            return False
-        if self._pending and not all(op.ready() for op in self._source_ops if hasattr(op, "ready")):
-            return None
-        try:
-            if self._iter_setup_defined():
-                self.iter_setup()
-            fed: dict[int, Any] = {}
-            sizes: dict[str, int] = {}
-            for op in self._source_ops:
-                data = op.fetch(self._epoch, self._iter_in_epoch, self._max_batch_size)
-                fed[op.node.id] = data
-                sizes[op.name] = len(data[0] if isinstance(data, (list, tuple)) else data)
-        except StopIteration:
-            self._last_iter = True
-            return False
-        if len(set(sizes.values())) > 1:
-            raise RuntimeError(f"the sources of this pipeline gave batches of different sizes: {sizes}")
-        batch = next(iter(sizes.values())) if sizes else self._max_batch_size
-        if batch > self._max_batch_size:
-            raise RuntimeError(f"a source gave a batch of {batch} samples, more than the pipeline's "
-                               f"max_batch_size {self._max_batch_size}")
-        it = Iteration(self._iteration, self._epoch, batch, fed)
-        if self._enable_checkpointing:
-            _checkpoint.scheduled(self, it.index)
-        self._iteration += 1
-        self._iter_in_epoch += 1
-        self._executor.submit(it)
-        self._pending.append(it)
-        return True
-
-    def schedule_run(self) -> None:
-        with self._check_api(PipelineAPIType.SCHEDULED):
-            self.build()
-            first = self._first_iter and self._exec_pipelined
-            self._owed += max(self._cpu_queue_size, self._gpu_queue_size) if first else 1
-            while self._owed:
-                scheduled = self._schedule_one()
-                if scheduled is None:
-                    break
-                self._owed = self._owed - 1 if scheduled else 0
-            self._first_iter = False
-
-    def _pop_outputs(self) -> tuple:
-        if not self._pending:
-            raise StopIteration
-        it = self._pending.popleft()
-        try:
-            results = self._executor.wait(it)
-        finally:
-            self._executor.release(it)
-            if self._enable_checkpointing:
-                _checkpoint.consumed(self, it.index)
-        self._check_outputs(results)
-        return results
-
-    def outputs(self, cuda_stream: Any = None) -> tuple:
-        with self._check_api(PipelineAPIType.SCHEDULED):
-            self._check_stream_arg(cuda_stream)
-            return self._pop_outputs()
-
-    def share_outputs(self, cuda_stream: Any = None) -> tuple:
-        with self._check_api(PipelineAPIType.SCHEDULED):
-            self._check_stream_arg(cuda_stream)
-            if self._shared_unreleased and not self._exec_dynamic:
-                raise RuntimeError("share_outputs: release_outputs() must be called before the next "
-                                   "share_outputs() (buffers are reused without exec_dynamic)")
-            results = self._pop_outputs()
-            self._shared_unreleased = True
-            return results
-
-    def release_outputs(self) -> None:
-        with self._check_api(PipelineAPIType.SCHEDULED):
-            # Output buffers are never recycled while the caller holds them, so releasing only
-            # ends the share_outputs/release_outputs pairing.
-            self._shared_unreleased = False
-
-    def _check_stream_arg(self, cuda_stream: Any) -> None:
-        if cuda_stream is not None and not self._exec_dynamic:
-            raise ValueError("cuda_stream in outputs() requires exec_dynamic=True")
-
-    def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple:
-        with self._check_api(PipelineAPIType.BASIC):
-            self.build()
-            if pipeline_inputs:
-                if self._exec_pipelined and max(self._cpu_queue_size, self._gpu_queue_size) > 1:
-                    raise RuntimeError("run() with pipeline inputs needs prefetch_queue_depth=1 or "
-                                       "exec_pipelined=False, so each input is used by the run that receives it")
-                for name, data in pipeline_inputs.items():
-                    self.feed_input(name, data)
-            self._check_stream_arg(cuda_stream)
-            self.schedule_run()
-            return self._pop_outputs()
-
-    def empty(self) -> bool:
-        return not self._pending
-
-    def reset(self) -> None:
-        if self._last_iter:
-            self._last_iter = False
-            self._first_iter = True
-            self._epoch += 1
-            self._iter_in_epoch = 0
-            for op in self._source_ops if self._built else ():
-                op.reset_epoch()
-
-    def _check_outputs(self, results: Sequence[Any]) -> None:
-        for spec, name, get in ((self._output_dtype, "output_dtype", lambda t: t.dtype),
-                                (self._output_ndim, "output_ndim", lambda t: t.ndim()),
-                                (self._output_layout, "output_layout", lambda t: str(t.layout()))):
-            if spec is None:
-                continue
-            expected = spec if isinstance(spec, (list, tuple)) else [spec] * len(results)
-            if len(expected) != len(results):
-                raise RuntimeError(f"{name} lists {len(expected)} entries but the pipeline has "
-                                   f"{len(results)} outputs")
-            for i, (want, tl) in enumerate(zip(expected, results)):
-                if want is not None and get(tl) != want:
-                    raise RuntimeError(f"output {i}: {name} is {want} but the pipeline produced {get(tl)}")
-
-    # ---- inputs ----------------------------------------------------------------------------
-    def _find_op(self, name: str, what: str) -> Any:
-        self.build()
-        for op in self._ops:
-            if op.name == name:
-                return op
-        raise RuntimeError(f"{what}: the pipeline has no operator named '{name}'")
-
-    def feed_input(self, data_node: Any, data: Any, layout: str | None = None, cuda_stream: Any = None,
-                   use_copy_kernel: bool = False) -> None:
-        name = data_node.source.name if isinstance(data_node, DataNode) else str(data_node)
-        op = self._find_op(name, "feed_input")
-        if not hasattr(op, "feed"):
-            raise RuntimeError(f"feed_input: '{name}' is not an external_source")
-        op.feed(data, layout, cuda_stream, use_copy_kernel)
-
-    def input_feed_count(self, input_name: str) -> int:
-        op = self._find_op(input_name, "input_feed_count")
-        return max(0, (max(self._cpu_queue_size, self._gpu_queue_size) if self._first_iter else 1)
-                   - op.queued())
 
     # ---- readers ---------------------------------------------------------------------------
     def reader_meta(self, name: str | None = None) -> dict:
@@ -601,21 +308,6 @@ class Pipeline:
         if self._py_pool is None:
             return {"capacities": [], "per_sample_capacities": []}
         return self._py_pool.shm_statistics()
-
-    def start_py_workers(self) -> None:
-        """Starts the worker processes of parallel external sources (call before touching CUDA
-        when they are forked)."""
-        self._define()
-        if self._py_pool is not None:
-            return
-        from .._parallel import WorkerPool
-        from ..operators.external_source import parallel_spec
-        preserved = [n for n in self._nodes if n.preserve] + self._sinks
-        specs = [parallel_spec(n, self._max_batch_size) for n in collect(self._outputs, preserved)
-                 if n.schema.name == "ExternalSource" and n.args.get("parallel")]
-        if specs:
-            self._py_pool = WorkerPool(specs, self._py_num_workers, self._py_start_method,
-                                       self._py_callback_pickler)
 
     def save_graph_to_dot_file(self, filename: str, *, show_tensors: bool = False, show_ids: Any = None,
                                use_colors: bool = False) -> None:

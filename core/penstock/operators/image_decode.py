@@ -20,10 +20,10 @@ from .._operator import Operator, SampleError, Workspace
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, to_numpy_type
 from ..tensors import TensorListCPU
-from ._batch import contiguous, empty_batch
+from .._batch import contiguous, empty_batch
 from .crop import CROP_ARGS, crop_window_sizes
 from .properties import check_shape_type
-from .slicing import WINDOW_ARGS, check_slice_args, slice_window
+from .slice import WINDOW_ARGS, check_slice_args, slice_window
 
 _MIXED_ONLY = "only affects the mixed (GPU) backend; no effect on the CPU"
 _RESERVE = "mixed backend: reserved up front in the memory pool (bytes); no effect on the CPU"
@@ -279,9 +279,9 @@ class _DecoderBase(Operator):
         return [out]
 
     def _run_mixed(self, ws):
-        """device='mixed': host and GPU decoders share the batch (see _mixed_decode)."""
+        """device='mixed': host and GPU decoders share the batch (see _image_decode_mixed)."""
         if getattr(self, "_mixed", None) is None:
-            from ._mixed_decode import MixedDecoder
+            from ._image_decode_mixed import MixedDecoder
             self._mixed = MixedDecoder(self)
         src = _encoded(self, ws)
         shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["output_type"]))
@@ -431,7 +431,7 @@ class ImageDecoderCrop(_DecoderBase):
 
 @register(IMAGE_SLICE, device=("cpu", "mixed"))
 class ImageDecoderSlice(_DecoderBase):
-    """fn.slice's window (slicing.py) over the HWC output; the channels stay whole."""
+    """fn.slice's window (slice.py) over the HWC output; the channels stay whole."""
     crops = True
 
     def setup(self) -> None:

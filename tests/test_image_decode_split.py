@@ -1,7 +1,7 @@
-"""The host's share of a batch's JPEGs beside the GPU decoder (operators._decode_split)."""
+"""The host's share of a batch's JPEGs beside the GPU decoder (operators._image_decode_split)."""
 import numpy as np
 
-from penstock.operators._decode_split import HostShare, host_cost
+from penstock.operators._image_decode_split import HostShare, host_cost
 
 
 def _batch(rng, n=256):

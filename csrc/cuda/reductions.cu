@@ -100,7 +100,7 @@ __device__ void reduce_batch(int kind, const In* src, Out* dst, const i64* desc,
       break;
     }
     case kMean: case kMeanSquare: case kRms: {
-      if (kind == kMean && !Kind<Out>::is_float) {  // as reduce.cpp: the wrapped sum / count, truncating
+      if (kind == kMean && !Kind<Out>::is_float) {  // as reductions.cpp: the wrapped sum / count, truncating
         i64 n = d[kRCount];
         if (Kind<Out>::is_signed) {
           Out s = Out(reduce_warp<In, Out, i64, kSum>(x, d, nk, nr, o, lane, mean));

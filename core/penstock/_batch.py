@@ -1,12 +1,13 @@
-"""Small helpers the operator kernels share: packed batch construction and shape arithmetic."""
+"""Packed batch construction and shape arithmetic, shared by the operator kernels and the workspace."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from .. import _engine
-from ..tensors import TensorListCPU, _packed_offsets
+from . import _engine
+from .tensors import TensorListCPU
+from .tensors._base import packed_offsets
 
 POOLED_BYTES = 1 << 20  # batches at least this large come from the engine's buffer pool
 
@@ -32,7 +33,7 @@ def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: A
         out._packed = True  # same shapes and offsets as a packed batch
         return out
     shapes = np.ascontiguousarray(shapes, dtype=np.int64)
-    offsets = _packed_offsets(shapes)
+    offsets = packed_offsets(shapes)
     total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
     return TensorListCPU._from_packed(host_buffer(total, dtype), shapes, offsets, layout, source_info)
 

@@ -1,5 +1,5 @@
 """The mixed decoders' split of a batch between GPU decoders, and their failures sent to the host
-(operators._mixed_decode, with stand-in decoders); the decoding itself is tested on the GPU
+(operators._image_decode_mixed, with stand-in decoders); the decoding itself is tested on the GPU
 (tests/test_gpu_operators.py, mixed decoders)."""
 import time
 import types
@@ -7,7 +7,7 @@ import types
 import numpy as np
 import pytest
 
-from penstock.operators._mixed_decode import _split_by_bytes
+from penstock.operators._image_decode_mixed import _split_by_bytes
 
 
 def test_a_batch_splits_into_consecutive_runs_of_about_equal_bytes():
@@ -88,7 +88,7 @@ def _jpeg_batch(sizes, rng):
 @pytest.mark.parametrize("fancy", [False, True])
 def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
     from penstock import _engine
-    from penstock.operators import _mixed_decode
+    from penstock.operators import _image_decode_mixed as _mixed_decode
     rng = np.random.default_rng(5)
     src, shapes, encoded = _jpeg_batch([(8 + i, 12) for i in range(7)], rng)
     windows = np.zeros((7, 4), np.int64)
@@ -131,8 +131,8 @@ def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
 
 def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates():
     from penstock import _engine
-    from penstock.operators import _mixed_decode
-    from penstock.operators._decode_split import _SMOOTHING, HostShare, host_cost
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.operators._image_decode_split import _SMOOTHING, HostShare, host_cost
     rng = np.random.default_rng(6)
     src, shapes, _ = _jpeg_batch([(16 + 2 * i, 24) for i in range(12)], rng)
     windows = np.zeros((12, 4), np.int64)

@@ -1,4 +1,4 @@
-// JPEG compression artefacts (kernels/jpeg_distortion.cpp does a libjpeg-turbo encode/decode round
+// JPEG compression artefacts (kernels/jpeg_compression_distortion.cpp does a libjpeg-turbo encode/decode round
 // trip): the same arithmetic as libjpeg-turbo's defaults, without the entropy coding, which is
 // lossless. Colour: fixed-point RGB -> YCbCr, 4:2:0 chroma by 2x2 averaging (alternating rounding
 // bias), edge replication to whole blocks, integer "islow" forward DCT, quantization by the

@@ -6,7 +6,7 @@ and its CUDA decoder, as DALI does; other formats, and anything nvImageCodec can
 penstock's host decoder (region-of-interest decoding for windows) on threads of its own, at the
 same time. With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose
 windows it decodes at a fraction of a whole image's work (random crops), sized from both sides'
-measured rates so that they finish together (``_decode_split``): the GPU side decodes whole images
+measured rates so that they finish together (``_image_decode_split``): the GPU side decodes whole images
 and is bound by its engines, and the host has cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
@@ -27,7 +27,7 @@ import numpy as np
 from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers
-from ._decode_split import HostShare, host_cost
+from ._image_decode_split import HostShare, host_cost
 from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
 

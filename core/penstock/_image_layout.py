@@ -1,11 +1,13 @@
-"""Layout helpers shared by the image operators: where the spatial dims, frames and channels are."""
+"""Layouts: where the spatial dims, frames and channels of an image layout are (the image operators),
+and the check of the layouts a schema accepts (the executor, for every operator that declares them)."""
 from __future__ import annotations
 
 import re
 
 import numpy as np
 
-from .._registry import ArgumentValueError
+from ._registry import ArgumentValueError
+
 
 def split_layout(label: str, layout: str, ndim: int) -> tuple[int, int]:
     """(first spatial dim, number of spatial dims) of a layout made of leading non-spatial dims

@@ -1,4 +1,4 @@
-"""The CUDA jpeg_compression_distortion kernels (csrc/cuda/jpeg_distortion.cu) run on the host: the
+"""The CUDA jpeg_compression_distortion kernels (csrc/cuda/jpeg_compression_distortion.cu) run on the host: the
 .cu file is compiled as C++ with the few CUDA names it uses defined here, each launch is a loop
 over blocks and threads, and the result must equal the CPU operator's libjpeg-turbo round trip
 byte for byte (the GPU test compares the real launches with the CPU)."""
@@ -28,7 +28,7 @@ extern "C" void run(const u8* src, u8* planes, u8* dst, const i64* desc, const i
 
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
-    lib = compile_for_host(tmp_path_factory.mktemp("jpeg_emulated"), "jpeg_distortion.cu", HARNESS)
+    lib = compile_for_host(tmp_path_factory.mktemp("jpeg_emulated"), "jpeg_compression_distortion.cu", HARNESS)
 
     def ptr(a):
         return a.ctypes.data_as(ctypes.c_void_p)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
-from ._batch import contiguous
+from .._batch import contiguous
 from .crop import fill_for, layout_of, round_half_away, window_with_dtype
 
 STARTS = ("start", "rel_start")

@@ -1,4 +1,4 @@
-"""Pipeline-level tests of the image decoders (operators/decoders.py) against PIL / numpy."""
+"""Pipeline-level tests of the image decoders (operators/image_decode.py) against PIL / numpy."""
 import io
 
 import numpy as np
@@ -7,7 +7,7 @@ from PIL import Image, ImageOps
 from types import SimpleNamespace as types_ns
 
 from penstock import fn, ops, types
-from penstock.operators import decoders
+from penstock.operators import image_decode as decoders
 from penstock.pipeline import pipeline_def
 
 

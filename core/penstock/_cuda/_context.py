@@ -1,0 +1,149 @@
+"""The per-pipeline device context: its device, its one CUDA stream, the batch kernels that run on
+it, and pinned staging memory for host -> device copies."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..tensors import TensorListGPU
+from ._runtime import require
+from .kernels import GpuKernels
+
+
+def _size_class(count: int) -> int:
+    """``count`` rounded up to one of eight steps per power of two (beyond 2**16): batches vary in
+    size from one iteration to the next, and a pooled block freed by one then fits the next."""
+    if count <= 1 << 16:
+        return count
+    step = 1 << (count.bit_length() - 4)
+    return -(-count // step) * step
+
+
+class _PinnedBlock:
+    __slots__ = ("mem", "size", "event", "taken")
+
+    def __init__(self, cp: Any, size: int):
+        self.mem = cp.cuda.alloc_pinned_memory(size)
+        self.size = size
+        self.event = None  # recorded after the copy that reads the block
+        self.taken = False  # being filled by a thread (stages upload concurrently)
+
+    def free(self) -> bool:
+        return not self.taken and (self.event is None or self.event.done)
+
+
+class DeviceContext:
+    """One pipeline's GPU: the device, the stream every GPU operator of the pipeline runs on, and
+    pinned staging blocks. A staging block is reused only once the copy that read it has
+    finished on the stream (an event), so the host never waits for the GPU to stage data."""
+
+    def __init__(self, device_id: int):
+        cp = require()
+        self.cp = cp
+        self.device_id = int(device_id)
+        count = cp.cuda.runtime.getDeviceCount()
+        if not 0 <= self.device_id < count:
+            raise RuntimeError(f"device_id {device_id} is out of range: this machine has {count} CUDA device(s)")
+        self.device = cp.cuda.Device(self.device_id)
+        with self.device:
+            self.stream = cp.cuda.Stream(non_blocking=True)
+        self._blocks: list[_PinnedBlock] = []
+        self._lock = threading.Lock()
+        self._closers: list = []
+        self.kernels = GpuKernels(self)
+
+    def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None) -> Any:
+        """An uninitialized packed batch in device memory, produced on this context's stream."""
+        shapes = np.ascontiguousarray(shapes, np.int64)
+        total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+        buf = self.empty(total, dtype)
+        tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
+        tl.stream = self.stream
+        return tl
+
+    def empty(self, count: int, dtype: Any) -> Any:
+        """An uninitialized 1-D device array of ``count`` elements from this stream's pool, its
+        block sized to a size class (``_size_class``)."""
+        with self:
+            return self.cp.empty(_size_class(int(count)), np.dtype(dtype))[:count]
+
+    def __enter__(self) -> "DeviceContext":
+        self.device.__enter__()
+        self.stream.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stream.__exit__(*exc)
+        self.device.__exit__(*exc)
+
+    # -- host -> device --------------------------------------------------------------------
+    def _staging(self, nbytes: int) -> _PinnedBlock:
+        with self._lock:
+            for blk in self._blocks:
+                if blk.size >= nbytes and blk.free():
+                    blk.taken = True
+                    return blk
+            blk = _PinnedBlock(self.cp, max(nbytes, 1 << 16))
+            blk.taken = True
+            self._blocks.append(blk)
+            return blk
+
+    def reserve_staging(self, nbytes: int) -> None:
+        """Pins ``nbytes`` of staging memory ahead of the first copies."""
+        with self._lock:
+            self._blocks.append(_PinnedBlock(self.cp, int(nbytes)))
+
+    def upload(self, host: np.ndarray, out: Any = None) -> Any:
+        """Copies a host array to the device on this context's stream (through pinned staging)."""
+        cp = self.cp
+        host = np.ascontiguousarray(host)
+        if out is None:
+            with self:  # allocations belong to the stream that uses them (CuPy's pool is per stream)
+                out = cp.empty(host.shape, host.dtype)
+        nbytes = host.nbytes
+        if nbytes == 0:
+            return out
+        blk = self._staging(nbytes)
+        ctypes.memmove(blk.mem.ptr, host.ctypes.data, nbytes)  # without the GIL
+        cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.mem.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                                    self.stream.ptr)
+        blk.event = self.record()
+        blk.taken = False
+        return out
+
+    def upload_params(self, *arrays: np.ndarray) -> list:
+        """Several small host arrays (per-sample kernel parameters) in one copy; returns device
+        arrays (views of one buffer) in the same order."""
+        parts, offsets, total = [], [], 0
+        for a in arrays:
+            a = np.ascontiguousarray(a)
+            offsets.append(total)
+            parts.append(a)
+            total += (a.nbytes + 15) & ~15
+        packed = np.zeros(total, np.uint8)
+        for a, off in zip(parts, offsets):
+            packed[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
+        dev = self.upload(packed)
+        return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets)]
+
+    def on_close(self, release: Any) -> None:
+        """``release()`` drops resources that use the stream (codec objects, images in flight);
+        it runs at close, after the stream's work finished and before the stream goes away."""
+        self._closers.append(release)
+
+    def close(self) -> None:
+        """Waits for the stream's work, then releases what was registered with on_close."""
+        closers, self._closers = self._closers, []
+        if closers:
+            self.stream.synchronize()
+        for release in closers:
+            release()
+
+    def record(self) -> Any:
+        """An event after everything queued on the stream so far (recorded with the stream's device
+        current, whichever thread asks: events belong to a device)."""
+        with self.device:
+            return self.stream.record()

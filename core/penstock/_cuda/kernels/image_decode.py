@@ -1,0 +1,34 @@
+"""The gather of decoded image windows into a packed batch (csrc/cuda/image_decode.cu)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._launch import ITEMS, KernelFamily, Launch
+
+
+class ImageDecodeKernels(KernelFamily):
+    def gather_images(self, pointers: np.ndarray, pitches: np.ndarray, windows: np.ndarray,
+                      channels: np.ndarray, reverse: np.ndarray, dst: Any, dst_offsets: np.ndarray) -> None:
+        """Copies window (y, x, h, w) of uint8 HWC images at device addresses ``pointers`` (row
+        pitch in bytes, ``channels`` each, channel order reversed where ``reverse``) into the packed
+        batch ``dst`` (uint8, or float32 = v / 255)."""
+        launch = self.gather_images_launch(pointers, pitches, windows, channels, reverse, dst, dst_offsets)
+        launch.queue(self.ctx.stream)
+
+    def gather_images_launch(self, pointers: np.ndarray, pitches: np.ndarray, windows: np.ndarray,
+                             channels: np.ndarray, reverse: np.ndarray, dst: Any, dst_offsets: np.ndarray) -> Launch:
+        """``gather_images``' launch, prepared but not queued."""
+        n = len(pointers)
+        desc = np.zeros((n, 10), np.int64)
+        desc[:, 0] = np.asarray(pointers, np.uint64).view(np.int64)
+        desc[:, 1] = pitches
+        desc[:, 2:4] = windows[:, :2]
+        desc[:, 4] = dst_offsets
+        desc[:, 5] = windows[:, 3]
+        desc[:, 6] = windows[:, 2] * windows[:, 3] * channels
+        desc[:, 7] = channels
+        desc[:, 8] = reverse
+        name = "gather_f32" if dst.dtype == np.float32 else "gather_u8"
+        return self._prepare_batch("image_decode", name, desc[:, 6], desc, (dst,), (), items=ITEMS)[0]

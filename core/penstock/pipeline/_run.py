@@ -1,0 +1,188 @@
+"""Running a pipeline: scheduling iterations, handing out their outputs, and feeding inputs."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Sequence
+
+from .. import _checkpoint
+from .._executor import Iteration
+from ..data_node import DataNode
+from ..types import PipelineAPIType
+
+
+class PipelineRun:
+    """The run APIs: a base of Pipeline, working on the state its constructor and build set."""
+
+    @contextlib.contextmanager
+    def _check_api(self, kind: PipelineAPIType):
+        if self._api_check:
+            if self._api_type is None:
+                self._api_type = kind
+            elif self._api_type != kind:
+                raise RuntimeError(f"Mixing pipeline API type. Currently used: {self._api_type}, "
+                                   f"but trying to use {kind}")
+        prev, self._api_check = self._api_check, False
+        try:
+            yield
+        finally:
+            self._api_check = prev
+
+    def enable_api_check(self, enable: bool) -> None:
+        self._api_check = bool(enable)
+
+    @contextlib.contextmanager
+    def _api_check_disabled(self):
+        prev, self._api_check = self._api_check, False
+        try:
+            yield
+        finally:
+            self._api_check = prev
+
+    def _iter_setup_defined(self) -> bool:
+        return type(self).iter_setup is not PipelineRun.iter_setup
+
+    def iter_setup(self) -> None:
+        """Deprecated hook, called before every iteration (typically to feed_input)."""
+
+    def _schedule_one(self) -> bool | None:
+        """Schedules one iteration; False at the end of the epoch, None when a blocking push source
+        has no data yet while earlier iterations are pending (run() returns those first)."""
+        if self._last_iter:
+            return False
+        if self._pending and not all(op.ready() for op in self._source_ops if hasattr(op, "ready")):
+            return None
+        try:
+            if self._iter_setup_defined():
+                self.iter_setup()
+            fed: dict[int, Any] = {}
+            sizes: dict[str, int] = {}
+            for op in self._source_ops:
+                data = op.fetch(self._epoch, self._iter_in_epoch, self._max_batch_size)
+                fed[op.node.id] = data
+                sizes[op.name] = len(data[0] if isinstance(data, (list, tuple)) else data)
+        except StopIteration:
+            self._last_iter = True
+            return False
+        if len(set(sizes.values())) > 1:
+            raise RuntimeError(f"the sources of this pipeline gave batches of different sizes: {sizes}")
+        batch = next(iter(sizes.values())) if sizes else self._max_batch_size
+        if batch > self._max_batch_size:
+            raise RuntimeError(f"a source gave a batch of {batch} samples, more than the pipeline's "
+                               f"max_batch_size {self._max_batch_size}")
+        it = Iteration(self._iteration, self._epoch, batch, fed)
+        if self._enable_checkpointing:
+            _checkpoint.scheduled(self, it.index)
+        self._iteration += 1
+        self._iter_in_epoch += 1
+        self._executor.submit(it)
+        self._pending.append(it)
+        return True
+
+    def schedule_run(self) -> None:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            self.build()
+            first = self._first_iter and self._exec_pipelined
+            self._owed += max(self._cpu_queue_size, self._gpu_queue_size) if first else 1
+            while self._owed:
+                scheduled = self._schedule_one()
+                if scheduled is None:
+                    break
+                self._owed = self._owed - 1 if scheduled else 0
+            self._first_iter = False
+
+    def _pop_outputs(self) -> tuple:
+        if not self._pending:
+            raise StopIteration
+        it = self._pending.popleft()
+        try:
+            results = self._executor.wait(it)
+        finally:
+            self._executor.release(it)
+            if self._enable_checkpointing:
+                _checkpoint.consumed(self, it.index)
+        self._check_outputs(results)
+        return results
+
+    def outputs(self, cuda_stream: Any = None) -> tuple:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            self._check_stream_arg(cuda_stream)
+            return self._pop_outputs()
+
+    def share_outputs(self, cuda_stream: Any = None) -> tuple:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            self._check_stream_arg(cuda_stream)
+            if self._shared_unreleased and not self._exec_dynamic:
+                raise RuntimeError("share_outputs: release_outputs() must be called before the next "
+                                   "share_outputs() (buffers are reused without exec_dynamic)")
+            results = self._pop_outputs()
+            self._shared_unreleased = True
+            return results
+
+    def release_outputs(self) -> None:
+        with self._check_api(PipelineAPIType.SCHEDULED):
+            # Output buffers are never recycled while the caller holds them, so releasing only
+            # ends the share_outputs/release_outputs pairing.
+            self._shared_unreleased = False
+
+    def _check_stream_arg(self, cuda_stream: Any) -> None:
+        if cuda_stream is not None and not self._exec_dynamic:
+            raise ValueError("cuda_stream in outputs() requires exec_dynamic=True")
+
+    def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple:
+        with self._check_api(PipelineAPIType.BASIC):
+            self.build()
+            if pipeline_inputs:
+                if self._exec_pipelined and max(self._cpu_queue_size, self._gpu_queue_size) > 1:
+                    raise RuntimeError("run() with pipeline inputs needs prefetch_queue_depth=1 or "
+                                       "exec_pipelined=False, so each input is used by the run that receives it")
+                for name, data in pipeline_inputs.items():
+                    self.feed_input(name, data)
+            self._check_stream_arg(cuda_stream)
+            self.schedule_run()
+            return self._pop_outputs()
+
+    def empty(self) -> bool:
+        return not self._pending
+
+    def reset(self) -> None:
+        if self._last_iter:
+            self._last_iter = False
+            self._first_iter = True
+            self._epoch += 1
+            self._iter_in_epoch = 0
+            for op in self._source_ops if self._built else ():
+                op.reset_epoch()
+
+    def _check_outputs(self, results: Sequence[Any]) -> None:
+        for spec, name, get in ((self._output_dtype, "output_dtype", lambda t: t.dtype),
+                                (self._output_ndim, "output_ndim", lambda t: t.ndim()),
+                                (self._output_layout, "output_layout", lambda t: str(t.layout()))):
+            if spec is None:
+                continue
+            expected = spec if isinstance(spec, (list, tuple)) else [spec] * len(results)
+            if len(expected) != len(results):
+                raise RuntimeError(f"{name} lists {len(expected)} entries but the pipeline has "
+                                   f"{len(results)} outputs")
+            for i, (want, tl) in enumerate(zip(expected, results)):
+                if want is not None and get(tl) != want:
+                    raise RuntimeError(f"output {i}: {name} is {want} but the pipeline produced {get(tl)}")
+
+    def _find_op(self, name: str, what: str) -> Any:
+        self.build()
+        for op in self._ops:
+            if op.name == name:
+                return op
+        raise RuntimeError(f"{what}: the pipeline has no operator named '{name}'")
+
+    def feed_input(self, data_node: Any, data: Any, layout: str | None = None, cuda_stream: Any = None,
+                   use_copy_kernel: bool = False) -> None:
+        name = data_node.source.name if isinstance(data_node, DataNode) else str(data_node)
+        op = self._find_op(name, "feed_input")
+        if not hasattr(op, "feed"):
+            raise RuntimeError(f"feed_input: '{name}' is not an external_source")
+        op.feed(data, layout, cuda_stream, use_copy_kernel)
+
+    def input_feed_count(self, input_name: str) -> int:
+        op = self._find_op(input_name, "input_feed_count")
+        return max(0, (max(self._cpu_queue_size, self._gpu_queue_size) if self._first_iter else 1)
+                   - op.queued())

@@ -1,0 +1,154 @@
+"""What host and device tensors and batches share: the sample and batch bases, layouts and packed offsets."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..types import DALIDataType, TensorLayout, to_dali_type
+
+
+def layout_str(layout: Any) -> str:
+    return "" if layout is None else str(layout)
+
+
+def check_layout(layout: str, ndim: int, what: str) -> None:
+    if layout and len(layout) != ndim:
+        raise ValueError(f"{what}: layout '{layout}' has {len(layout)} dimensions but the "
+                         f"data has {ndim}")
+
+
+class _Tensor:
+    """What host and device tensors share: one sample held as an array (``_array``) and a layout."""
+    _array: Any
+    _layout: str
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    @property
+    def dtype(self) -> DALIDataType:
+        return to_dali_type(self._array.dtype)
+
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    def layout(self) -> TensorLayout:
+        return TensorLayout(self._layout)
+
+
+class _Batch:
+    """What host and device batches share: one packed buffer (``_buf``) with per-sample shapes
+    ``_shapes`` [N, ndim] and element offsets ``_offsets`` [N], a layout and source infos."""
+    _device: str  # "cpu" or "gpu", as shown by repr
+
+    def _set(self, buf: Any, shapes: np.ndarray, offsets: np.ndarray, layout: str) -> None:
+        self._packed = None
+        self._buf = buf
+        self._shapes = shapes
+        self._offsets = offsets
+        self._layout = layout_str(layout)
+        check_layout(self._layout, shapes.shape[1], type(self).__name__)
+
+    @classmethod
+    def _from_packed(cls, buf: Any, shapes: np.ndarray, offsets: np.ndarray | None = None,
+                     layout: str = "", source_info: Sequence[str] | None = None) -> Any:
+        """Wraps an already packed buffer (no copy): the constructor kernels use."""
+        tl = cls.__new__(cls)
+        tl._init_device_state()
+        if offsets is None:
+            offsets = packed_offsets(shapes)
+            tl._set(buf, shapes, offsets, layout)
+            tl._packed = True
+        else:
+            tl._set(buf, shapes, offsets, layout)
+        tl._source_info = list(source_info) if source_info is not None else [""] * len(shapes)
+        return tl
+
+    def _init_device_state(self) -> None:
+        """Device batches record their producer's stream here."""
+
+    # -- metadata
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def shape(self) -> list[tuple[int, ...]]:
+        return [tuple(int(e) for e in s) for s in self._shapes]
+
+    @property
+    def dtype(self) -> DALIDataType:
+        return to_dali_type(self._buf.dtype)
+
+    def ndim(self) -> int:
+        return int(self._shapes.shape[1])
+
+    def layout(self) -> TensorLayout:
+        return TensorLayout(self._layout)
+
+    def set_layout(self, layout: str) -> None:
+        check_layout(layout_str(layout), self.ndim(), f"{type(self).__name__}.set_layout")
+        self._layout = layout_str(layout)
+
+    def source_info(self, i: int) -> str:
+        return self._source_info[i]
+
+    def _volumes(self) -> np.ndarray:
+        return self._shapes.prod(axis=1) if self.ndim() else np.ones(len(self), np.int64)
+
+    def _is_packed(self) -> bool:
+        return bool(np.array_equal(self._offsets, packed_offsets(self._shapes)))
+
+    def _is_packed_cached(self) -> bool:
+        """Whether samples lie back to back from offset 0 (cached: batches are not mutated)."""
+        packed = getattr(self, "_packed", None)
+        if packed is None:
+            packed = self._packed = self._is_packed()
+        return packed
+
+    def _volume_total(self) -> int:
+        """Elements from the first sample's start to the last one's end (packed batches)."""
+        n = len(self)
+        if n == 0:
+            return 0
+        last = 1
+        for extent in self._shapes[-1].tolist():
+            last *= extent
+        return int(self._offsets[-1]) + last
+
+    def is_dense_tensor(self) -> bool:
+        return len(self) == 0 or bool((self._shapes == self._shapes[0]).all())
+
+    def _sample_slice(self, i: int) -> tuple[int, int, tuple[int, ...]]:
+        """(element offset, volume, shape) of sample ``i`` (negative indices count from the end)."""
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample index {i} out of range for a batch of {n}")
+        shape = tuple(int(e) for e in self._shapes[i % n])
+        return int(self._offsets[i % n]), int(np.prod(shape, dtype=np.int64)), shape
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def reset(self) -> None:
+        self._set(self._buf[:0].copy(), np.zeros((0, self.ndim()), np.int64), np.zeros((0,), np.int64),
+                  self._layout)
+        self._source_info = []
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(\n    dtype={self.dtype},\n    layout=\"{self._layout}\",\n"
+                f"    device=\"{self._device}\",\n    num_samples={len(self)},\n    shape={self.shape()})")
+
+    def _dense_shape(self) -> tuple[int, ...]:
+        if not self.is_dense_tensor():
+            raise RuntimeError(f"{type(self).__name__}: the samples of this batch have different shapes "
+                               f"({self.shape()[:4]}...); only uniform batches form one tensor")
+        return (len(self),) + (tuple(int(e) for e in self._shapes[0]) if len(self) else ())
+
+
+def packed_offsets(shapes: np.ndarray) -> np.ndarray:
+    n = len(shapes)
+    volumes = shapes.prod(axis=1) if shapes.shape[1] else np.ones(n, np.int64)
+    offsets = np.zeros(n, np.int64)
+    if n > 1:
+        np.cumsum(volumes[:-1], out=offsets[1:])
+    return offsets

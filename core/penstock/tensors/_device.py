@@ -1,0 +1,273 @@
+"""GPU tensors and batches: ``TensorGPU`` and ``TensorListGPU`` (CuPy memory, ordered by CUDA streams)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..types import to_dali_type
+from ._base import _Batch, _Tensor, check_layout, layout_str, packed_offsets
+from ._host import TensorCPU, TensorListCPU
+
+INSTALL_HINT = ("install the GPU extra for your CUDA version: pip install 'penstock-data[cuda13]' "
+                "(CUDA 13) or 'penstock-data[cuda12]' (CUDA 12)")
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError(f"GPU tensors need CuPy and a CUDA device: {INSTALL_HINT}") from None
+    return cupy
+
+
+class _StreamOrdered:
+    """GPU data produced on a CUDA stream: ``stream`` is the producer's stream and ``_event`` marks
+    the end of the producing work, so consumers wait on the GPU, never on the host."""
+    stream: Any
+    _event: Any
+
+    def _init_device_state(self) -> None:
+        self.stream = None
+        self._event = None
+        self._deferred = None  # queues the work that fills the batch (a decoder finishing in the background)
+        self._deferred_by = None  # the operator that deferred it (set by the executor), named in its failures
+
+    def _complete(self) -> None:
+        """Queues the deferred work that fills this batch, if any (on the calling thread's stream)."""
+        if self._deferred is not None:
+            fill, self._deferred = self._deferred, None
+            fill()
+
+    def _wait_on_host(self) -> None:
+        if self._event is not None:
+            self._event.synchronize()
+        elif self.stream is not None:
+            self.stream.synchronize()
+
+    def _order_stream_after(self, handle: int) -> None:
+        """Makes the CUDA stream ``handle`` (an int; 1 or 2 = the legacy/per-thread default
+        stream) wait for the producing work."""
+        cp = _cupy()
+        event = self._event
+        if event is None:
+            if self.stream is None:
+                return
+            with cp.cuda.Device(self._device_id):  # an event is recorded on its stream's device
+                event = self.stream.record()
+        cp.cuda.runtime.streamWaitEvent(0 if handle == 1 else handle, event.ptr, 0)
+
+    def _export(self, array: Any, stream: Any) -> Any:
+        """A DLPack capsule of ``array`` for a consumer working on ``stream`` (the DLPack protocol:
+        None = the legacy default stream, -1 = no ordering wanted). The consumer's stream waits
+        for the producer; when the consumer frees the data, the producer's stream waits for the
+        consumer's work before the memory can be reused (see _ConsumerGuard)."""
+        if stream is None:
+            stream = 1
+        stream = int(stream)
+        if stream != -1:
+            self._order_stream_after(stream)
+        if self.stream is not None and stream in _DEFAULT_STREAMS:
+            array = _ConsumerGuard.view(array, self.stream, stream)
+        try:
+            return array.__dlpack__(stream=-1)
+        except TypeError:  # CuPy without the stream argument
+            return array.toDlpack()
+
+
+# Stream handles that stay valid for the whole process (the legacy and per-thread default streams).
+_DEFAULT_STREAMS = (0, 1, 2)
+
+
+class _ConsumerGuard:
+    """Owns a device buffer lent through DLPack to a consumer working on a default stream (the
+    common case: PyTorch and JAX on their default streams). The producer's memory pool hands
+    memory back out to later work on the producer's stream; so when the consumer drops the buffer,
+    the producer's stream is made to wait for everything the consumer queued so far. A consumer
+    on a stream of its own keeps the batch alive while its work may still read it (as with any
+    DLPack exchange): its stream may be gone by the time the buffer is dropped."""
+    __slots__ = ("array", "producer", "consumer")
+
+    def __init__(self, array: Any, producer: Any, consumer: int):
+        self.array, self.producer, self.consumer = array, producer, consumer
+
+    @classmethod
+    def view(cls, array: Any, producer: Any, consumer: int) -> Any:
+        cp = _cupy()
+        guard = cls(array, producer, consumer)
+        mem = cp.cuda.UnownedMemory(array.data.ptr, array.nbytes, guard, array.device.id)
+        return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(mem, 0), strides=array.strides)
+
+    def __del__(self) -> None:
+        try:
+            cp = _cupy()
+            rt = cp.cuda.runtime
+            with cp.cuda.Device(self.array.device.id):
+                event = cp.cuda.Event(disable_timing=True)
+                rt.eventRecord(event.ptr, 0 if self.consumer == 1 else self.consumer)
+                self.producer.wait_event(event)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to order
+            pass
+
+
+class TensorGPU(_StreamOrdered, _Tensor):
+    """One sample in GPU memory (a CuPy array underneath)."""
+    __module__ = "penstock.tensors"
+
+    def __init__(self, data: Any, layout: str = "", device_id: int | None = None, stream: Any = None):
+        cp = _cupy()
+        self._init_device_state()
+        if isinstance(data, TensorGPU):
+            self._array, self.stream, self._event = data._array, data.stream, data._event
+        else:
+            self._array = cp.asarray(data)
+        if stream is not None:
+            self.stream = stream
+        self._layout = layout_str(layout)
+        check_layout(self._layout, self._array.ndim, "TensorGPU")
+        self._device_id = self._array.device.id if device_id is None else device_id
+
+    def device_id(self) -> int:
+        return self._device_id
+
+    def data_ptr(self) -> int:
+        return int(self._array.data.ptr)
+
+    def as_cpu(self) -> TensorCPU:
+        """A host copy, taken once the producing work has finished."""
+        self._wait_on_host()
+        return TensorCPU(_cupy().asnumpy(self._array), self._layout)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        iface = dict(self._array.__cuda_array_interface__)
+        iface["version"] = 3
+        iface["stream"] = int(self.stream.ptr) if self.stream is not None and self.stream.ptr else None
+        if iface["stream"] is None:
+            iface.pop("stream")
+        return iface
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self._export(self._array, stream)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self._device_id)  # kDLCUDA
+
+    def __repr__(self) -> str:
+        return (f"TensorGPU(\n    dtype={self.dtype},\n    layout=\"{self._layout}\",\n"
+                f"    device=\"gpu\",\n    shape={self.shape()})")
+
+
+class TensorListGPU(_StreamOrdered, _Batch):
+    """A batch in GPU memory: a packed CuPy buffer with per-sample shapes and offsets."""
+    __module__ = "penstock.tensors"
+    _device = "gpu"
+
+    def __init__(self, data: Any = None, layout: str = "", device_id: int | None = None, stream: Any = None):
+        cp = _cupy()
+        self._init_device_state()
+        infos = None
+        if data is None:
+            data = []
+        if isinstance(data, TensorListGPU):
+            buf, shapes, offsets = data._buf, data._shapes, data._offsets
+            layout = layout or data._layout
+            self.stream, self._event, infos = data.stream, data._event, data._source_info
+        elif isinstance(data, TensorListCPU):
+            buf, shapes, offsets = cp.asarray(data._buf), data._shapes, data._offsets
+            layout, infos = layout or data._layout, data._source_info
+        elif isinstance(data, (list, tuple)):
+            arrays = [cp.asarray(a._array if isinstance(a, TensorGPU) else a) for a in data]
+            for i, a in enumerate(arrays[1:], 1):
+                if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
+                    raise TypeError(f"TensorListGPU: sample {i} is {a.dtype} with {a.ndim} dims, sample 0 "
+                                    f"{arrays[0].dtype} with {arrays[0].ndim}; a batch needs one type and rank")
+            shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
+            buf = cp.concatenate([a.reshape(-1) for a in arrays]) if arrays else cp.zeros((0,), cp.uint8)
+            offsets = packed_offsets(shapes)
+        else:
+            arr = cp.ascontiguousarray(cp.asarray(data))
+            if arr.ndim == 0:
+                raise ValueError("TensorListGPU from a single array needs a leading batch dimension")
+            n = arr.shape[0]
+            shapes = np.tile(np.array(arr.shape[1:], np.int64), (n, 1)).reshape(n, arr.ndim - 1)
+            buf, offsets = arr.reshape(-1), packed_offsets(shapes)
+        to_dali_type(buf.dtype)
+        self._set(buf, shapes, offsets, layout)
+        self._source_info = list(infos) if infos is not None else [""] * len(shapes)
+        if stream is not None:
+            self.stream = stream
+        self._device_id = buf.device.id if device_id is None else device_id
+
+    @classmethod
+    def _from_packed(cls, buf: Any, shapes: np.ndarray, offsets: np.ndarray | None = None,
+                     layout: str = "", source_info: Sequence[str] | None = None) -> "TensorListGPU":
+        tl = super()._from_packed(buf, shapes, offsets, layout, source_info)
+        tl._device_id = buf.device.id
+        return tl
+
+    def device_id(self) -> int:
+        return self._device_id
+
+    def _sample_array(self, i: int) -> Any:
+        off, vol, shape = self._sample_slice(i)
+        return self._buf[off:off + vol].reshape(shape)
+
+    def __getitem__(self, i: int) -> TensorGPU:
+        t = TensorGPU(self._sample_array(i), self._layout, self._device_id, self.stream)
+        t._event = self._event
+        return t
+
+    def at(self, i: int) -> TensorGPU:
+        return self[i]
+
+    def _dense_array(self) -> Any:
+        shape = self._dense_shape()
+        n = int(np.prod(shape, dtype=np.int64))
+        if len(self) and not self._is_packed_cached():
+            return _cupy().stack([self._sample_array(i) for i in range(len(self))])
+        return self._buf[:n].reshape(shape)
+
+    def as_tensor(self) -> TensorGPU:
+        t = TensorGPU(self._dense_array(), "", self._device_id, self.stream)
+        t._event = self._event
+        return t
+
+    def as_reshaped_tensor(self, shape: Sequence[int]) -> TensorGPU:
+        t = TensorGPU(self._dense_array().reshape(tuple(shape)), "", self._device_id, self.stream)
+        t._event = self._event
+        return t
+
+    def as_cpu(self) -> TensorListCPU:
+        """A host copy, taken once the producing work has finished."""
+        self._wait_on_host()
+        host = _cupy().asnumpy(self._buf)
+        return TensorListCPU._from_packed(host, self._shapes.copy(), self._offsets.copy(), self._layout,
+                                          self._source_info)
+
+    def data_ptr(self) -> int:
+        return int(self._buf.data.ptr)
+
+    def copy_to_external(self, ptr: int, cuda_stream: Any = None, non_blocking: bool = False,
+                         use_copy_kernel: bool = False) -> None:
+        """Copies the samples back to back into device memory at ``ptr`` on ``cuda_stream``
+        (ordered after the producer; the host waits unless ``non_blocking``)."""
+        cp = _cupy()
+        src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
+            [self._sample_array(i).reshape(-1) for i in range(len(self))])
+        handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream", cuda_stream)))
+        self._order_stream_after(handle)
+        rt = cp.cuda.runtime
+        rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, 0 if handle == 1 else handle)
+        if not non_blocking:
+            rt.streamSynchronize(0 if handle == 1 else handle)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return self.as_tensor().__cuda_array_interface__
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self._export(self._dense_array(), stream)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self._device_id)

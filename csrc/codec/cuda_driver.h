@@ -1,0 +1,21 @@
+#pragma once
+
+namespace penstock::codec {
+
+// The few CUDA driver entry points for the work queued around a decoding (handles are the runtime
+// API's: cudaStream_t and cudaEvent_t are CUstream and CUevent).
+struct Driver {
+  int (*cuCtxGetCurrent)(void**);
+  int (*cuStreamWaitEvent)(void*, void*, unsigned);
+  int (*cuEventRecord)(void*, void*);
+  int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                        void**);
+};
+
+// The CUDA driver's entry points (libcuda.so.1, loaded on first use).
+const Driver& driver();
+
+// Throws for a non-zero status of a CUDA driver call.
+void check_cuda(int status, const char* what);
+
+}  // namespace penstock::codec

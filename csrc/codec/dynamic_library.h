@@ -1,0 +1,17 @@
+// Entry points of a library opened at run time (dlopen), looked up by name.
+#pragma once
+#include <dlfcn.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace penstock::codec {
+
+template <typename F>
+inline void bind(void* lib, const char* name, F& fn) {
+  void* sym = dlsym(lib, name);
+  if (!sym) throw std::runtime_error(std::string("nvImageCodec: the library has no ") + name);
+  fn = reinterpret_cast<F>(sym);
+}
+
+}  // namespace penstock::codec
