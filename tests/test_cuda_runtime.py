@@ -17,7 +17,7 @@ def no_cupy(monkeypatch):
 def test_without_cupy_the_reason_names_the_extra(no_cupy):
     assert not penstock.backend.cuda_available()
     reason = penstock.backend.cuda_unavailable_reason()
-    assert "penstock[cuda13]" in reason and "penstock[cuda12]" in reason
+    assert "penstock-data[cuda13]" in reason and "penstock-data[cuda12]" in reason
 
 
 def test_a_gpu_pipeline_without_cupy_fails_at_build_naming_the_extra(no_cupy):
@@ -25,7 +25,7 @@ def test_a_gpu_pipeline_without_cupy_fails_at_build_naming_the_extra(no_cupy):
     def pipe():
         return fn.external_source(source=lambda: [np.zeros(3, np.float32)] * 2).gpu()
 
-    with pytest.raises(RuntimeError, match=r"penstock\[cuda13\]"):
+    with pytest.raises(RuntimeError, match=r"penstock-data\[cuda13\]"):
         pipe().build()
 
 
