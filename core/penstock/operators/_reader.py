@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -290,6 +290,11 @@ class Reader(Operator):
 
     def load(self, ws, indices: np.ndarray) -> list:
         raise NotImplementedError
+
+    def sources(self, indices: Sequence[int]) -> list[str]:
+        """The source_info of samples ``indices`` (what their outputs carry): here the files of
+        ``self.paths``; readers whose samples are something else override it."""
+        return [self.paths[i] for i in indices]
 
     def next_indices(self, batch: int) -> np.ndarray:
         if self._samples is None:
