@@ -15,7 +15,9 @@ Beyond DALI, two guards against files that would give wrong data or exhaust memo
   over) fails as its sample's error, so ``on_error`` decides: decoded, part of it would be made
   up (grey rows, smeared blocks). DALI's CPU decoder decodes such files, printing libjpeg's
   warning; ``accept_corrupt_jpeg=True`` does the same (without the print). A file that simply
-  ends too early fails either way, as in DALI.
+  ends too early fails either way, as in DALI. On the mixed backend this holds for the JPEGs
+  decoded on the host; what nvImageCodec's GPU decoders do with such files is theirs (not
+  checked yet).
 * The pipeline's ``max_image_pixels``: an image whose header claims more pixels fails before
   anything is decoded (decompression bombs), naming the file and its size. Formats decoded
   through Pillow are also subject to Pillow's own ``Image.MAX_IMAGE_PIXELS``.
