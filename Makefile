@@ -54,10 +54,11 @@ differential: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
 
-# The fuzz targets' native code (decoders, file reading) built with AddressSanitizer and
+# The fuzz targets' native code (decoders, file reading, TFRecords) built with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build/fuzz/, then a longer fuzz run against it.
 FUZZ_SO   := build/fuzz/penstock/_engine$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
-FUZZ_SRC  := csrc/bindings.cpp $(wildcard csrc/engine/*.cpp) $(wildcard csrc/kernels/image_decode*.cpp) csrc/kernels/file_io.cpp
+FUZZ_SRC  := csrc/bindings.cpp $(wildcard csrc/engine/*.cpp) $(wildcard csrc/kernels/image_decode*.cpp) csrc/kernels/file_io.cpp \
+             csrc/kernels/readers_tfrecord.cpp
 FUZZ_RUNS ?= 200000
 
 $(FUZZ_SO): $(STAMP) $(FUZZ_SRC) $(wildcard csrc/*/*.h)

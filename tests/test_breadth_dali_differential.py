@@ -3,7 +3,8 @@ compared with real NVIDIA DALI 2.4 (skipped without DALI). Deterministic operato
 exactly or within float rounding."""
 import io
 import json
-import struct
+import os
+import sys
 import tarfile
 
 import numpy as np
@@ -12,6 +13,9 @@ import pytest
 dali = pytest.importorskip("nvidia.dali")
 
 import penstock  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from make_sample_data import tf_example, tfrecord_record  # noqa: E402
 
 pytestmark = pytest.mark.dali
 
@@ -151,24 +155,10 @@ def test_tfrecord_reader_matches_dali(tmp_path):
     import penstock.tfrecord as ptf
     import nvidia.dali.tfrecord as dtf
 
-    def varint(v):
-        out = bytearray()
-        while True:
-            b, v = v & 0x7F, v >> 7
-            out.append(b | (0x80 if v else 0))
-            if not v:
-                return bytes(out)
-
-    def field(n, p):
-        return varint(n << 3 | 2) + varint(len(p)) + p
-
     path, idx = tmp_path / "r.tfrecord", tmp_path / "r.idx"
     with open(path, "wb") as f:
         for i in range(3):
-            feats = field(1, field(1, b"label") + field(2, field(3, field(1, varint(i + 1))))) + \
-                field(1, field(1, b"data") + field(2, field(1, field(1, bytes([i]) * 4))))
-            ex = field(1, feats)
-            f.write(struct.pack("<Q", len(ex)) + b"\0" * 4 + ex + b"\0" * 4)
+            f.write(tfrecord_record(tf_example({"label": [i + 1], "data": bytes([i]) * 4})))
     ptf.make_index(str(path), str(idx))
 
     def reader(tf):

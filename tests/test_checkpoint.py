@@ -2,6 +2,7 @@
 the uninterrupted pipeline gives next, over several epochs, for every stateful operator; and the
 same seed gives the same batches whatever the threads, queue depths and executor modes."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -506,3 +507,122 @@ def test_decoder_skipping_corrupt_images_resumes_exactly(tmp_path):
         jpegs, label = fn.readers.file(files=files, random_shuffle=True, initial_fill=3, name="R")
         return fn.decoders.image_random_crop(jpegs, on_error="skip"), label
     check_resume(_maker(graph, batch_size=2), steps=12, stops=(2, 5, 9))
+
+
+# ---- integrity: nothing restores into silently different data -------------------------------------
+def _resigned(cpt: bytes, edit) -> bytes:
+    """The checkpoint edited by ``edit(state)`` and signed again: what a bug or a hand edit that also
+    recomputed the checksum would give."""
+    from penstock import _checkpoint
+    state = json.loads(cpt)
+    del state["sha256"]
+    edit(state)
+    return _checkpoint.serialize(dict(state, sha256=_checkpoint._digest(state)))
+
+
+def _shuffled_reader_pipeline(files, **kw):
+    def graph():
+        data, label = fn.readers.file(files=files, random_shuffle=True, initial_fill=5, name="R")
+        return data, fn.random.uniform(range=(0, 1), shape=(2,)), label
+    return _maker(graph, **kw)
+
+
+def test_every_changed_digit_and_flipped_bit_is_refused(label_files):
+    make = _shuffled_reader_pipeline(label_files)
+    pipe = make()
+    _drive(pipe, 4)
+    cpt = pipe.checkpoint()
+    rng = np.random.default_rng(0)
+    edits = [(i, ord(str((int(chr(b)) + 1) % 10))) for i, b in enumerate(cpt) if chr(b).isdigit()]
+    edits += [(int(i), cpt[i] ^ (1 << int(rng.integers(8)))) for i in rng.choice(len(cpt), 300, replace=False)]
+    assert len(edits) > 400
+    refused = "^checkpoint: (its SHA-256 does not match|the data is not|format version)"
+    for i, value in edits:
+        bad = cpt[:i] + bytes([value]) + cpt[i + 1:]
+        with pytest.raises(RuntimeError, match=refused):
+            make(checkpoint=bad)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s.update(iter=-1), "'iter' must be an integer in"),
+    (lambda s: s.update(epoch_idx=1.5), "'epoch_idx' must be an integer"),
+    (lambda s: s.update(iter_in_epoch=True), "'iter_in_epoch' must be an integer"),
+    (lambda s: s.update(iterator_data=None), "'iterator_data' must be a string"),
+    (lambda s: s["operators"].pop(), "one \\[name, state\\] pair per operator"),
+    (lambda s: s["pipeline"].update(batch_size=0), "the batch size must be an integer in \\[1,"),
+    (lambda s: s["operators"][0][1]["samples"]["read"].update(pos=13), "the read position must be .* \\[0, 13\\)"),
+    (lambda s: s["operators"][0][1]["samples"]["read"].update(shard=1), "shard read must be .* \\[0, 1\\)"),
+    (lambda s: s["operators"][0][1]["samples"]["read"].update(epoch=0), "the read epoch"),
+    (lambda s: s["operators"][0][1]["samples"]["buffer"].__setitem__(0, 99), "a buffered sample must be"),
+    (lambda s: s["operators"][0][1]["samples"]["buffer"].pop(), "holds 4 samples, this reader's holds 5"),
+    (lambda s: s["operators"][0][1]["samples"].update(rng=0), "the shuffle generator's state"),
+    (lambda s: s["operators"][0][1]["samples"].update(last=-2), "the last sample"),
+    (lambda s: s["operators"][0][1]["samples"]["passes"][0].__setitem__(1, 10 ** 12), "do not span"),
+    (lambda s: s["operators"][0][1]["samples"]["buffer"].__setitem__(
+        1, s["operators"][0][1]["samples"]["buffer"][0]), "holds a sample twice"),
+    (lambda s: s["operators"][0][1].update(samples=[]), "the saved state of readers.file \\('R'\\) is invalid"),
+    (lambda s: s["operators"][0][1].update(num_shards=0), "made for shard 0 of 0, this reader is shard 0 of 1"),
+])
+def test_out_of_range_values_are_refused_naming_them(label_files, edit, message):
+    make = _shuffled_reader_pipeline(label_files)
+    pipe = make()
+    _drive(pipe, 2)
+    bad = _resigned(pipe.checkpoint(), edit)
+    with pytest.raises(RuntimeError, match=message):
+        make(checkpoint=bad).build()
+
+
+def test_a_checkpoint_restores_only_into_its_batch_size(label_files):
+    pipe = _shuffled_reader_pipeline(label_files, batch_size=4)()
+    _drive(pipe, 2)
+    cpt = pipe.checkpoint()
+    with pytest.raises(RuntimeError, match="made of a pipeline with batch_size=4, this pipeline has batch_size=3"):
+        _shuffled_reader_pipeline(label_files, batch_size=3)(checkpoint=cpt).build()
+
+
+def test_a_checkpoint_restores_only_over_its_dataset(tmp_path, label_files):
+    pipe = _shuffled_reader_pipeline(label_files)()
+    _drive(pipe, 2)
+    cpt = pipe.checkpoint()
+    with pytest.raises(RuntimeError, match="made over 13 samples, the reader now finds 12"):
+        _shuffled_reader_pipeline(label_files[:12])(checkpoint=cpt).build()
+    renamed = label_files[:12] + [str(tmp_path / "other.jpg")]
+    (tmp_path / "other.jpg").write_bytes(b"\x0c")
+    with pytest.raises(RuntimeError, match="another dataset of 13 samples"):
+        _shuffled_reader_pipeline(renamed)(checkpoint=cpt).build()
+    with pytest.raises(RuntimeError, match="another dataset of 13 samples"):
+        _shuffled_reader_pipeline(label_files[::-1])(checkpoint=cpt).build()
+
+
+def test_a_dataset_moved_elsewhere_still_restores(tmp_path, label_files):
+    """The dataset's identity is its samples' names, not where they lie."""
+    moved = []
+    for path in label_files:
+        target = tmp_path / os.path.basename(path)
+        target.write_bytes(open(path, "rb").read())
+        moved.append(str(target))
+    make = _shuffled_reader_pipeline(label_files)
+    reference = _drive(make(), 9)
+    pipe = make()
+    _drive(pipe, 4)
+    _same(_drive(_shuffled_reader_pipeline(moved)(checkpoint=pipe.checkpoint()), 5), reference[4:])
+
+
+def test_a_checkpoint_restores_only_into_the_same_wiring():
+    def graph(swap):
+        def g():
+            a, b = fn.random.uniform(range=(0, 1), shape=(1,)), fn.random.uniform(range=(5, 6), shape=(1,))
+            return fn.cat(*((b, a) if swap else (a, b)))
+        return g
+    pipe = _maker(graph(False))()
+    cpt = pipe.checkpoint()
+    with pytest.raises(RuntimeError, match="cat \\('.*'\\) takes other inputs"):
+        _maker(graph(True))(checkpoint=cpt).build()
+
+
+def test_a_checkpoint_of_an_older_format_is_refused():
+    pipe = _maker(lambda: fn.random.uniform(range=(0, 1)))()
+    old = json.loads(pipe.checkpoint())
+    old["version"] = 1
+    with pytest.raises(RuntimeError, match="format version 1 is not supported"):
+        _maker(lambda: fn.random.uniform(range=(0, 1)))(checkpoint=json.dumps(old).encode())

@@ -167,7 +167,7 @@ def test_integer_dtypes_are_cpu_only():
     node = types_ns(args={"dtype": types.INT16}, name="d", device="mixed", resolved_seed=0,
                     schema=decoders.IMAGE)
     with pytest.raises(NotImplementedError, match="INT16 .*mixed"):
-        decoders.ImageDecoder(node, None).setup()
+        decoders.ImageDecoder(node, types_ns(max_image_pixels=None)).setup()
 
 
 def test_cache_arguments_belong_to_decoders_image_only():

@@ -30,10 +30,11 @@ def test_fewer_samples_than_parts_give_no_empty_runs():
 
 class _FakeOperator:
     label = "decoders.image"
+    max_pixels = None
 
     def __init__(self, fancy_upsampling=False):
         self.args = {"cache_size": 0, "adjust_orientation": True, "output_type": 0, "use_fast_idct": False,
-                     "jpeg_fancy_upsampling": fancy_upsampling}
+                     "jpeg_fancy_upsampling": fancy_upsampling, "accept_corrupt_jpeg": False}
 
 
 class _FakeDecoder:

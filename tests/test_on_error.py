@@ -170,3 +170,25 @@ def test_reader_and_decoder_skip_together_with_shuffle(tmp_path):
     # the directory is the reader's to skip, the corrupt files the decoder's
     assert by_op.pop(paths[5]) == {"Reader"}
     assert by_op and all(src in (paths[2], paths[9]) and ops == {"Decoder"} for src, ops in by_op.items())
+
+
+def test_reader_and_decoder_skips_name_files_alike(tmp_path):
+    """skipped_samples' source is the sample's source_info whichever operator skipped it: with
+    file_root, the path as listed (relative), for the reader's skips as for the decoder's."""
+    paths, labels = _dataset(tmp_path, 6, corrupt={1}, directories={4})
+    listing = tmp_path / "list.txt"
+    listing.write_text("".join(f"{os.path.basename(p)} {label}\n" for p, label in zip(paths, labels)))
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=None)
+    def p():
+        jpegs, lab = fn.readers.file(file_root=str(tmp_path), file_list=str(listing), on_error="skip", name="Reader")
+        return fn.decoders.image(jpegs, on_error="skip", name="Decoder"), lab
+
+    pipe = p()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        images, _ = pipe.run()
+        pipe.run()
+    assert images._source_info == ["img000.jpg", "img002.jpg"]
+    first = {s["source"]: s["operator"] for s in pipe.skipped_samples if s["iteration"] < 2}
+    assert first == {"img001.jpg": "Decoder", "img004.jpg": "Reader"}

@@ -1,5 +1,6 @@
-"""readers.tfrecord: TFRecords written by the test's own protobuf encoder (no TensorFlow)."""
-import struct
+"""readers.tfrecord: TFRecords written by an independent minimal protobuf encoder and CRC32C in
+plain Python (examples/make_sample_data.py), and by TensorFlow where it is installed."""
+import os
 import subprocess
 import sys
 
@@ -9,44 +10,14 @@ import pytest
 import penstock.tfrecord as tfrec
 from penstock import fn, ops, pipeline_def
 
-
-# ---- an independent minimal tf.train.Example writer ------------------------------------------
-def _varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
-def _field(num: int, payload: bytes) -> bytes:
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _feature(value) -> bytes:
-    if isinstance(value, bytes):
-        return _field(1, _field(1, value))
-    if isinstance(value, list) and value and isinstance(value[0], bytes):
-        return _field(1, b"".join(_field(1, v) for v in value))
-    arr = np.asarray(value)
-    if arr.dtype.kind == "f":
-        return _field(2, _field(1, arr.astype("<f4").tobytes()))
-    return _field(3, _field(1, b"".join(_varint(int(v)) for v in arr.reshape(-1))))
-
-
-def _example(features: dict) -> bytes:
-    entries = b"".join(_field(1, _field(1, k.encode()) + _field(2, _feature(v))) for k, v in features.items())
-    return _field(1, entries)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from make_sample_data import tf_example, tfrecord_record  # noqa: E402
 
 
 def _write(path, records):
     with open(path, "wb") as f:
         for rec in records:
-            data = _example(rec)
-            f.write(struct.pack("<Q", len(data)) + b"\0" * 4 + data + b"\0" * 4)  # CRCs are not checked
+            f.write(tfrecord_record(tf_example(rec)))
 
 
 def _records(n, offset=0):
@@ -186,3 +157,79 @@ def test_records_written_by_tensorflow(tmp_path):
         assert np.array(data.at(i)).tobytes() == d
         assert ints.at(i).tolist() == iv
         np.testing.assert_array_equal(floats.at(i), fv)
+
+
+# ---- CRC32C: records are checked as TensorFlow checks them -----------------------------------
+def _one_record_file(tmp_path, data: bytes, name="r"):
+    p, i = tmp_path / f"{name}.tfrecord", tmp_path / f"{name}.idx"
+    p.write_bytes(tfrecord_record(data))
+    tfrec.make_index(str(p), str(i))
+    return str(p), str(i)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 255, 767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 9, 100_003])
+def test_records_of_every_length_pass_the_check(tmp_path, size):
+    """Lengths around the native CRC's 8-byte words and its interleaved 3 x 256 and 3 x 8192 blocks."""
+    payload = np.random.default_rng(size).bytes(size)
+    path, idx = _one_record_file(tmp_path, tf_example({"data": payload}))
+    (data,), _ = _read([path], [idx], 1, features={"data": tfrec.FixedLenFeature((), tfrec.string, "")})
+    assert np.array(data.at(0)).tobytes() == payload
+
+
+# where a flipped byte lands in a record: [length 8][length CRC 4][data][data CRC 4]
+_FLIPS = {"length": (3, "length"), "length CRC": (9, "length"), "data": (20, "data"), "data CRC": (-2, "data")}
+
+
+@pytest.mark.parametrize("where", list(_FLIPS))
+def test_a_flipped_byte_is_a_data_loss_error(shards, where):
+    paths, idx, _ = shards
+    at, part = _FLIPS[where]
+    start, size = map(int, open(idx[1]).read().splitlines()[1].split())  # the second record
+    data = bytearray(open(paths[1], "rb").read())
+    data[start + at if at >= 0 else start + size + at] ^= 0x10
+    with open(paths[1], "wb") as f:
+        f.write(data)
+    with pytest.raises(RuntimeError) as info:
+        _read([paths[1]], [idx[1]], 4)
+    msg = str(info.value)
+    assert (f"corrupted record at offset {start} of '{paths[1]}': the CRC32C of its {part} does not match"
+            in msg) and "readers.tfrecord" in msg
+
+
+def test_a_corrupted_record_is_skipped_with_on_error(tmp_path, shards):
+    paths, idx, recs = shards
+    data = bytearray(open(paths[0], "rb").read())
+    data[20] ^= 0x01  # the first record's data
+    with open(paths[0], "wb") as f:
+        f.write(data)
+    with pytest.warns(RuntimeWarning, match="corrupted record at offset 0"):
+        (image, label, bbox, size), pipe = _read(paths, idx, 3, on_error="skip")
+    assert [label.at(k).tolist() for k in range(3)] == [recs[k]["label"] for k in (1, 2, 3)]
+    (skipped,) = pipe.skipped_samples
+    assert skipped["source"] == f"{paths[0]} at offset 0" and skipped["operator"] == "R"
+
+
+def test_tensorflow_finds_the_same_records_corrupt(tmp_path):
+    """TensorFlow as the reference: what it reads we read, what it calls DataLossError we refuse."""
+    from _util import installed_or_skip
+    tf = installed_or_skip("tensorflow")
+    good = tf_example({"data": b"payload" * 40})
+    feats = {"data": tfrec.FixedLenFeature((), tfrec.string, "")}
+    for k, flip in enumerate([None, 0, 8, 12, 12 + len(good)]):
+        path, idx = _one_record_file(tmp_path, good, name=f"f{k}")  # indexed before the damage
+        record = bytearray(open(path, "rb").read())
+        if flip is not None:
+            record[flip] ^= 0x04
+        open(path, "wb").write(record)
+        try:
+            list(tf.data.TFRecordDataset(path))
+            tf_ok = True
+        except tf.errors.DataLossError:
+            tf_ok = False
+        try:
+            _read([path], [idx], 1, features=feats)
+            ours_ok = True
+        except RuntimeError as exc:
+            assert "CRC32C" in str(exc)
+            ours_ok = False
+        assert (tf_ok, ours_ok) == (flip is None, flip is None)

@@ -1,8 +1,10 @@
 """``on_error="skip"`` (opt-in, beyond DALI): a reader or decoder drops a sample it cannot read or
 decode, and the batch is refilled from the next samples of the stream, so every batch stays full.
 
-Each skipped sample is recorded on its operator (``Pipeline.skipped_samples`` gathers them) and
-warned about once per file. The default, ``"raise"``, is DALI's behaviour: the iteration fails
+Each skipped sample is recorded on its operator (``Pipeline.skipped_samples`` gathers them) with
+its ``source``: the sample's source_info, as its outputs carry it (``readers.file``: the path as
+listed, relative to ``file_root``), whether a reader or a decoder skipped it; and warned about
+once per file. The default, ``"raise"``, is DALI's behaviour: the iteration fails
 naming the operator and the file.
 
 * A reader that cannot read a file replaces it with the next index of its stream.
@@ -80,8 +82,8 @@ def reader_load(reader: Any, ws: Any, indices: np.ndarray) -> list:
             err = as_sample_error(exc)
             if err is None or not 0 <= err.sample < len(indices):
                 raise
-            record(reader, reader.paths[indices[err.sample]] if hasattr(reader, "paths") else "",
-                   str(err.args[0] if err.args else err), ws.iteration)
+            record(reader, reader.sources([indices[err.sample]])[0], str(err.args[0] if err.args else err),
+                   ws.iteration)
             indices = np.concatenate([np.delete(indices, err.sample), reader.next_indices(1)])
     raise RuntimeError(f"{reader.label}: on_error='skip' gave up: every sample of the dataset failed "
                        "(see Pipeline.skipped_samples)")

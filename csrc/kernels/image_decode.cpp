@@ -1,11 +1,16 @@
 // Batch image decoding: format detection, per-sample planning (display-space crop window ->
 // stored region, DCT scale from a size hint, output colour), and the two bindings:
 //
-//   peek_image_shapes(pool, data, shapes, offsets, output_type=ANY_DATA, adjust_orientation=True)
+//   peek_image_shapes(pool, data, shapes, offsets, output_type=ANY_DATA, adjust_orientation=True,
+//                     max_pixels=None)
 //       -> (shapes int64 [N, 3] (H, W, C) in display orientation, fallback bool [N])
 //   decode_images(pool, data, shapes, offsets, output_type, adjust_orientation, crop=None,
-//                 target_hw=None, use_fast_idct=False, return_geometry=False, fancy_upsampling=True)
+//                 target_hw=None, use_fast_idct=False, return_geometry=False, fancy_upsampling=True,
+//                 max_pixels=None, accept_corrupt_jpeg=False)
 //       -> (out uint8 [total], out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N])
+//
+// An image whose header claims more than max_pixels pixels fails before anything is decoded
+// (decompression bombs: a few MB of file that decode to GBs).
 //
 // `fallback[i]` marks a sample in a format recognised but not decoded natively (TIFF, WebP,
 // JPEG 2000, RLE BMP): its shape row is zeros and it has no bytes in `out`; Python decodes it.
@@ -15,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "engine/module.h"
@@ -128,7 +134,7 @@ Window scale_window(const Window& s, int n) {
 }
 
 Plan plan_sample(const Encoded& e, int output_type, bool adjust_orientation, const int64_t* crop,
-                 const int64_t* target) {
+                 const int64_t* target, std::optional<int64_t> max_pixels) {
   Plan p;
   if (e.size == 0) throw DecodeError("empty input (0 bytes)");
   p.format = detect_format(e.data, e.size);
@@ -140,6 +146,12 @@ Plan plan_sample(const Encoded& e, int output_type, bool adjust_orientation, con
     return p;
   }
   if (info.height < 1 || info.width < 1) throw DecodeError("image has no pixels");
+  if (max_pixels && info.height * info.width > *max_pixels)
+    throw DecodeError(std::string(format_name(p.format)) + " image of " + std::to_string(info.height) + "x" +
+                      std::to_string(info.width) + " = " + std::to_string(info.height * info.width) +
+                      " pixels is over the pipeline's limit of max_image_pixels=" + std::to_string(*max_pixels) +
+                      " (a decompression bomb, or larger images than expected: raise the limit, or set "
+                      "it to None)");
   p.orientation = orientation_from_exif(adjust_orientation ? info.orientation : 1);
   int64_t disp_h, disp_w;
   display_size(info, p.orientation, disp_h, disp_w);
@@ -236,7 +248,7 @@ BatchView encoded_batch(py::array& data, I64Array& shapes, I64Array& offsets) {
 }
 
 py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
-                            int output_type, bool adjust_orientation) {
+                            int output_type, bool adjust_orientation, std::optional<int64_t> max_pixels) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
@@ -248,7 +260,8 @@ py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I
     py::gil_scoped_release nogil;
     pool.parallel_for(n, [&](int64_t i) {
       per_sample(i, [&] {
-        Plan p = plan_sample(encoded_sample(in, i), output_type, adjust_orientation, nullptr, nullptr);
+        Plan p = plan_sample(encoded_sample(in, i), output_type, adjust_orientation, nullptr, nullptr,
+                             max_pixels);
         o[3 * i] = p.out_h, o[3 * i + 1] = p.out_w, o[3 * i + 2] = p.out_c;
         fb[i] = p.fallback;
       });
@@ -259,7 +272,8 @@ py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I
 
 py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
                         int output_type, bool adjust_orientation, py::object crop, py::object target_hw,
-                        bool use_fast_idct, bool return_geometry, bool fancy_upsampling) {
+                        bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
+                        std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
@@ -273,9 +287,11 @@ py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Ar
     pool.parallel_for(n, [&](int64_t i) {
       per_sample(i, [&] {
         plans[i] = plan_sample(encoded_sample(in, i), output_type, adjust_orientation,
-                               crops ? crops + 4 * i : nullptr, targets ? targets + 2 * i : nullptr);
+                               crops ? crops + 4 * i : nullptr, targets ? targets + 2 * i : nullptr,
+                               max_pixels);
         plans[i].request.fast_idct = use_fast_idct;
         plans[i].request.fancy_upsampling = fancy_upsampling;
+        plans[i].request.accept_corrupt = accept_corrupt_jpeg;
       });
     });
   }
@@ -323,15 +339,20 @@ PENSTOCK_BINDINGS(image_decode) {
   using namespace penstock::image;
   m.def("peek_image_shapes", &peek_image_shapes,
         "Shapes (H, W, C) of encoded images from their headers, in display orientation, and "
-        "which samples need the Python (Pillow) fallback",
+        "which samples need the Python (Pillow) fallback; an image of more than max_pixels pixels "
+        "is an error of its sample",
         py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
-        py::arg("output_type") = int(kAnyData), py::arg("adjust_orientation") = true);
+        py::arg("output_type") = int(kAnyData), py::arg("adjust_orientation") = true,
+        py::arg("max_pixels") = py::none());
   m.def("decode_images", &decode_images,
         "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with "
         "return_geometry also [N, 3] (y0, x0, step): where each output starts in display "
-        "coordinates of the full-size image and how many full-size pixels one output pixel spans",
+        "coordinates of the full-size image and how many full-size pixels one output pixel spans. "
+        "An image of more than max_pixels pixels is an error of its sample, and so is a JPEG "
+        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg",
         py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
         py::arg("output_type"), py::arg("adjust_orientation") = true, py::arg("crop") = py::none(),
         py::arg("target_hw") = py::none(), py::arg("use_fast_idct") = false,
-        py::arg("return_geometry") = false, py::arg("fancy_upsampling") = true);
+        py::arg("return_geometry") = false, py::arg("fancy_upsampling") = true,
+        py::arg("max_pixels") = py::none(), py::arg("accept_corrupt_jpeg") = false);
 }

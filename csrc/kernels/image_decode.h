@@ -59,6 +59,7 @@ struct DecodeRequest {
   Window region;             // stored orientation, in (scaled) output pixels
   bool fast_idct = false;    // JPEG only
   bool fancy_upsampling = true;  // JPEG only: interpolated chroma (false: each chroma sample repeated)
+  bool accept_corrupt = false;   // JPEG only: decode around corrupt data libjpeg only warns about
 };
 
 Format detect_format(const uint8_t* data, size_t size);

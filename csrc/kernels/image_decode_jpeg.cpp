@@ -23,6 +23,8 @@ struct ErrorManager {
   jpeg_error_mgr pub;
   jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  bool strict = false;   // corrupt-data warnings are errors (see on_message)
+  bool corrupt = false;  // the error is such a warning
 };
 
 [[noreturn]] void on_error(j_common_ptr cinfo) {
@@ -31,13 +33,23 @@ struct ErrorManager {
   longjmp(err->jump, 1);
 }
 
-// Warnings (level -1) are not printed. Running out of data is an error: libjpeg would pad a
-// truncated file with grey. Other corrupt-data warnings are tolerated, as PIL and OpenCV do.
+// Warnings (level -1) are never printed. Running out of data is always an error: libjpeg would
+// pad a truncated file with grey. libjpeg-turbo decodes around corrupt data (a scan cut short by
+// a marker, a bad Huffman code, a missing restart marker, bytes it cannot place) by inventing
+// coefficients, and says so only in a warning: when strict, every warning is an error but an
+// unknown JFIF revision, which says nothing of the pixels. Otherwise they are tolerated, as
+// DALI's CPU decoder, PIL and OpenCV do.
 void on_message(j_common_ptr cinfo, int level) {
   if (level != -1) return;
-  if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
-    auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  int code = cinfo->err->msg_code;
+  if (code == JWRN_JPEG_EOF) {
     std::snprintf(err->message, sizeof(err->message), "truncated JPEG data");
+    longjmp(err->jump, 1);
+  }
+  if (err->strict && code != JWRN_JFIF_MAJOR) {
+    cinfo->err->format_message(cinfo, err->message);
+    err->corrupt = true;
     longjmp(err->jump, 1);
   }
   cinfo->err->num_warnings++;
@@ -60,14 +72,19 @@ struct Session {
 // handler.
 template <typename F>
 void guarded(Session& s, F&& body) {
-  if (setjmp(s.err.jump)) throw DecodeError(std::string("invalid JPEG: ") + s.err.message);
+  if (setjmp(s.err.jump))
+    throw DecodeError(std::string("invalid JPEG: ") + s.err.message +
+                      (s.err.corrupt ? " (decoding it would give partly made-up pixels; the decoders' "
+                                       "accept_corrupt_jpeg=True decodes such files anyway, as DALI does)"
+                                     : ""));
   body();
 }
 
 // Inside guarded(): creates the decompressor and reads the header.
-void open(Session& s, const uint8_t* data, size_t size, bool save_app1) {
+void open(Session& s, const uint8_t* data, size_t size, bool save_app1, bool strict) {
   std::memset(&s.cinfo, 0, sizeof(s.cinfo));
   s.cinfo.err = jpeg_std_error(&s.err.pub);
+  s.err.strict = strict;
   s.err.pub.error_exit = on_error;
   s.err.pub.emit_message = on_message;
   jpeg_create_decompress(&s.cinfo);
@@ -127,7 +144,7 @@ ImageInfo read_jpeg_info(const uint8_t* data, size_t size) {
   Session s;
   ImageInfo info;
   guarded(s, [&] {
-    open(s, data, size, true);
+    open(s, data, size, true, false);  // the header only: no pixels to invent
     info.height = s.cinfo.image_height;
     info.width = s.cinfo.image_width;
     info.model = s.cinfo.jpeg_color_space == JCS_GRAYSCALE ? Model::Gray : Model::RGB;
@@ -140,7 +157,7 @@ ImageInfo read_jpeg_info(const uint8_t* data, size_t size) {
 void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uint8_t* dst) {
   Session s;
   guarded(s, [&] {
-    open(s, data, size, false);
+    open(s, data, size, false, !req.accept_corrupt);
     jpeg_decompress_struct& c = s.cinfo;
     bool cmyk = is_cmyk(c);
     bool bgr = req.model == Model::BGR;
@@ -186,7 +203,11 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
       if (cmyk) cmyk_row(src, w.w, c.saw_Adobe_marker, bgr, out_row);
       else std::memcpy(out_row, src, size_t(w.w) * comps);
     }
-    jpeg_abort_decompress(&c);  // rows below the window are never decoded
+    // Through to the end marker when every row was read, so that corruption libjpeg only notices
+    // there (bytes left over after a scan a flipped bit made end early) is reported too; rows
+    // below a window are never decoded.
+    if (w.y + w.h == int64_t(c.output_height)) jpeg_finish_decompress(&c);
+    else jpeg_abort_decompress(&c);
   });
 }
 

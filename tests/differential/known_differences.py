@@ -11,10 +11,16 @@ _SQUEEZE_RANGE = ("DALI 2.4 skips squeeze axes outside 0..ndim-1 (negative ones 
 _ON_ERROR = ("on_error is a penstock-only argument (skip or raise on a bad sample); DALI 2.4 has no such "
              "argument and raises KeyError naming it")
 
+_ACCEPT_CORRUPT_JPEG = ("accept_corrupt_jpeg is a penstock-only argument (decode JPEGs in which libjpeg-turbo "
+                        "finds corrupt data, as DALI always does; by default penstock refuses them); DALI 2.4 "
+                        "has no such argument and raises KeyError naming it")
+
+_DECODERS = ("decoders.image", "decoders.image_crop", "decoders.image_random_crop", "decoders.image_slice")
+
 INTENDED: dict[str, str] = {
     **{f"{op}[on_error='bogus']": _ON_ERROR
-       for op in ("decoders.image", "decoders.image_crop", "decoders.image_random_crop", "decoders.image_slice",
-                  "readers.coco", "readers.numpy", "readers.webdataset")},
+       for op in _DECODERS + ("readers.coco", "readers.numpy", "readers.webdataset")},
+    **{f"{op}[accept_corrupt_jpeg=True]": _ACCEPT_CORRUPT_JPEG for op in _DECODERS},
     'lookup_table[keys=[]]': ("DALI 2.4's process dies on an explicitly empty 'keys'; penstock takes it as no "
                               "table (every value becomes default_value), as DALI does when keys is left out"),
     'crop_mirror_normalize[scale=0.0]': ("DALI 2.4 outputs NaN (float) or 0 (uint8) for scale=0 whatever the shift; "

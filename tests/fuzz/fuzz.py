@@ -3,7 +3,8 @@ import sys
 
 import atheris
 
-with atheris.instrument_imports(include=["penstock.operators.readers_file", "penstock.operators.image_decode"]):
+with atheris.instrument_imports(include=["penstock.operators.readers_file", "penstock.operators.image_decode",
+                                          "penstock._checkpoint", "penstock.operators._reader"]):
     import targets  # noqa: E402  (the Python code under test is instrumented for coverage)
 
 

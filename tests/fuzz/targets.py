@@ -6,17 +6,21 @@ penstock._engine, or the sanitizer build named by PENSTOCK_FUZZ_ENGINE (see READ
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
 import io
+import json
 import os
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 
-_CORE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "core")
-if _CORE not in sys.path:
-    sys.path.insert(0, _CORE)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+for _path in (os.path.join(_ROOT, "core"), os.path.join(_ROOT, "examples")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 
 def _load_engine() -> None:
@@ -32,7 +36,8 @@ def _load_engine() -> None:
 
 _load_engine()
 
-from penstock import _engine  # noqa: E402
+from make_sample_data import tf_example, tfrecord_record  # noqa: E402
+from penstock import _checkpoint, _engine, fn, pipeline_def  # noqa: E402
 from penstock._operator import SampleError  # noqa: E402
 from penstock.operators import image_decode as decoders  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
@@ -128,7 +133,115 @@ def file_list(data: bytes) -> None:
         assert n == len(op.paths) == len(op.labels) > 0
 
 
-TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list}
+_TMP = tempfile.mkdtemp(prefix="penstock-fuzz-")
+_FEATURES = ["data", "floats", "ints"]  # of every kind: bytes, float, int64
+
+
+def tfrecord(data: bytes) -> None:
+    """readers.tfrecord's native read: the CRC32C checks, then the tf.train.Example parser. Option
+    bit 0 frames the rest as one record with valid CRCs (so the parser sees it), else the rest is
+    the whole file, its one index entry spanning it."""
+    if not data:
+        return
+    body = tfrecord_record(data[1:]) if data[0] & 1 else bytes(data[1:])
+    path = os.path.join(_TMP, "fuzz.tfrecord")
+    with open(path, "wb") as f:
+        f.write(body)
+    try:
+        parsed = _engine.tfrecord_read(_POOL, [path], np.zeros(1, np.int64), np.array([len(body)], np.int64),
+                                       _FEATURES, [0, 1, 2])
+    except _engine.SampleError:
+        return
+    for values, counts, found in parsed:
+        assert len(counts) == len(found) == 1 and int(counts.sum()) == len(values)
+
+
+_CKPT_FILES = 11
+
+
+def _checkpoint_pipelines() -> list:
+    """Two running pipelines (a shuffle buffer; shuffle_after_epoch with shards) over files whose
+    bytes are their index, and a checkpoint of each taken mid-epoch."""
+    if not _CKPT_PIPES:
+        files = []
+        for i in range(_CKPT_FILES):
+            files.append(os.path.join(_TMP, f"{i:02d}.bin"))
+            with open(files[-1], "wb") as f:
+                f.write(bytes([i]))
+        for kw in (dict(random_shuffle=True, initial_fill=4), dict(shuffle_after_epoch=True, num_shards=2, shard_id=1)):
+            @pipeline_def(batch_size=3, num_threads=1, device_id=None, seed=5, enable_checkpointing=True,
+                          exec_async=False, exec_pipelined=False)
+            def pipe():
+                data, _ = fn.readers.file(files=files, name="R", **kw)
+                return data, fn.random.uniform(range=(0, 1))
+            p = pipe()
+            p.build()
+            for _ in range(5):
+                p.run()
+            _CKPT_PIPES.append((p, p.checkpoint()))
+    return _CKPT_PIPES
+
+
+_CKPT_PIPES: list = []
+# what a mutated value becomes: counters at and across the edges of their ranges, other types
+_PALETTE = [-1, 0, 1, 2, 3, 4, 5, _CKPT_FILES - 1, _CKPT_FILES, 2 ** 31 - 1, 2 ** 31, 2 ** 63, -(2 ** 63) - 1,
+            None, True, 1.5, "", "x", [], {}, [0, 0], "eJwDAAAAAAE="]
+
+
+def _leaves(node, path=()):
+    """(path, value) of every value in a parsed checkpoint."""
+    yield path, node
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in items:
+        yield from _leaves(child, path + (key,))
+
+
+def checkpoint(data: bytes) -> None:
+    """Checkpoint parsing and restore: edits of a valid checkpoint, either as bytes (its checksum
+    then fails) or, with option bit 0, as values of its parsed JSON signed again (reaching the
+    range checks). Layout: [options] then (place, change) byte pairs. A restore must end in a
+    RuntimeError about the checkpoint, or restore a pipeline that then runs and gives samples of
+    its dataset only."""
+    if not data:
+        return
+    pipe, cpt = _checkpoint_pipelines()[(data[0] >> 1) & 1]
+    edits = data[1:]
+    if data[0] & 1:
+        state = json.loads(cpt)
+        del state["sha256"]
+        for k in range(0, len(edits) - 1, 2):
+            places = list(_leaves(state))[1:]
+            if not places:  # every key deleted
+                break
+            path, _ = places[edits[k] % len(places)]
+            parent = state
+            for key in path[:-1]:
+                parent = parent[key]
+            if edits[k + 1] == 255 and isinstance(parent, dict):
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = copy.deepcopy(_PALETTE[edits[k + 1] % len(_PALETTE)])
+        blob = _checkpoint.serialize(dict(state, sha256=_checkpoint._digest(state)))
+    else:
+        blob = bytearray(cpt)
+        for k in range(0, len(edits) - 1, 2):
+            blob[edits[k] * 7 % len(blob)] = edits[k + 1]
+        blob = bytes(blob)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pipe._restore_in_place(blob)
+    except RuntimeError as exc:
+        if "checkpoint" not in str(exc):
+            raise AssertionError(f"a refused checkpoint without saying so: {exc!r}") from exc
+        return
+    for _ in range(3):
+        samples, _ = pipe.run()
+        assert len(samples) == 3 and all(0 <= int(np.asarray(samples.at(i))[0]) < _CKPT_FILES for i in range(3))
+
+
+TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "tfrecord": tfrecord,
+           "checkpoint": checkpoint}
 
 
 _IMAGES: list[bytes] = []
@@ -164,6 +277,12 @@ def seeds(target: str) -> list[bytes]:
     """Valid inputs to start from: every image unedited with several options, well-formed file lists."""
     if target == "file_list":
         return [b"a.jpg 0\nb/c.png 1\n", b"x 3\n\n  y 4  \n", b"with space.jpg 7\n", b"-1 -1\n"]
+    if target == "tfrecord":
+        examples = [tf_example({"data": b"abc", "floats": [1.5, -2.0], "ints": [1, -1, 2 ** 40]}),
+                    tf_example({"data": [b"x", b"yz"], "other": [3]}), tf_example({})]
+        return [b"\x01" + ex for ex in examples] + [b"\x00" + tfrecord_record(ex) for ex in examples]
+    if target == "checkpoint":
+        return [bytes([opts]) for opts in range(4)] + [bytes([1, 40, 3, 2, 9]), bytes([3, 7, 12])]
     if target == "decode":
         return [bytes([i, opts, 255]) for i in range(len(_images())) for opts in (0, 8 | 16, 2 | 32, 3 | 64)]
     blobs = _encoded([("TIFF", {}), ("WEBP", {"quality": 80}), ("BMP", {"compression": "rle8"})])

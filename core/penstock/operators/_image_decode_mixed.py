@@ -143,7 +143,8 @@ class MixedDecoder:
         buf, shapes, offsets, fallback = _engine.decode_images(
             pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
             None if crop is None else np.ascontiguousarray(crop[idx]), None, args["use_fast_idct"],
-            fancy_upsampling=args["jpeg_fancy_upsampling"])[:4]
+            fancy_upsampling=args["jpeg_fancy_upsampling"], max_pixels=self.op.max_pixels,
+            accept_corrupt_jpeg=args["accept_corrupt_jpeg"])[:4]
         if fallback.any():
             buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback,
                                                            None if crop is None else crop[idx])

@@ -17,13 +17,15 @@ as DALI does), so a reader gives DALI's samples one by one.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
 from collections import deque
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import _engine
-from .._checkpoint import decode_ints, encode_ints
+from .._checkpoint import check_int, decode_ints, encode_ints
 from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
@@ -215,6 +217,53 @@ class SampleBuffer:
         return np.fromiter((self._one(k == 0) for k in range(batch)), np.int64, batch)
 
 
+def check_samples_state(state: dict, size: int, num_shards: int, shard_id: int, fill: int, shuffled: bool,
+                        reshuffled: bool) -> None:
+    """A saved ``SampleBuffer`` state (with its ``ReadOrder``'s) of a reader with these settings:
+    every value in the range the reader can reach, the buffer's passes contiguous, spanning the
+    buffer and each without a repeated sample. A ValueError names the first that is not."""
+    buffer, passes = state["buffer"], state["passes"]
+    if not isinstance(buffer, list) or not isinstance(passes, list) or bool(buffer) != bool(passes):
+        raise ValueError("the shuffle buffer and its passes must be lists, both empty or neither")
+    if buffer and len(buffer) != fill:
+        raise ValueError(f"the shuffle buffer holds {len(buffer)} samples, this reader's holds {fill}")
+    for index in buffer:
+        check_int(index, "a buffered sample", 0, size)
+    end = passes[0][0] if passes else 0
+    for span in passes:
+        if not (isinstance(span, list) and len(span) == 2 and check_int(span[0], "a pass's start") == end):
+            raise ValueError(f"the buffer's passes must be contiguous [start, end) pairs, got {passes}")
+        end = check_int(span[1], "a pass's end", span[0])
+    if passes and end - passes[0][0] != len(buffer):
+        raise ValueError(f"the buffer's passes {passes} do not span its {len(buffer)} samples")
+    for first, last in passes:
+        members = [buffer[c % len(buffer)] for c in range(first, last)]
+        if len(set(members)) != len(members):
+            raise ValueError("a pass of the shuffle buffer holds a sample twice")
+    check_int(state["returned"], "the samples handed out of the pass")
+    check_int(state["last"], "the last sample", -1, size)
+    check_int(state["pass_index"], "the pass index")
+    if shuffled:
+        check_int(state["rng"], "the shuffle generator's state", 1, MinstdRand0._MOD)
+    elif state["rng"] is not None:
+        raise ValueError("an unshuffled reader has no generator state")
+    if "prelude" in state:
+        for index in decode_ints(state["prelude"]):
+            check_int(index, "a sample left of an elastic epoch", 0, size)
+        check_int(state["prelude_pad_to"], "the elastic epoch's padding")
+    read = state["read"]
+    check_int(read["pos"], "the read position", 0, size)
+    if check_int(read["shard"], "the shard read", 0, num_shards) != shard_id:
+        raise ValueError(f"the read order is of shard {read['shard']}, the reader's is shard {shard_id}")
+    check_int(read["pass_shard"], "the shard of the pass", 0, num_shards)
+    check_int(read["read_in_pass"], "the samples read in the pass", 0, size + 1)
+    check_int(read["epoch"], "the read epoch", 1)
+    if reshuffled != ("order" in read):
+        raise ValueError("a saved list order goes with shuffle_after_epoch, and only with it")
+    if reshuffled and sorted(decode_ints(read["order"])) != list(range(size)):
+        raise ValueError("the saved list order is not a permutation of the dataset")
+
+
 def _reshuffle_list(order: list, epoch: int) -> list:
     """shuffle_after_epoch: the list order of pass ``epoch`` (each pass shuffles the previous one)."""
     return std_shuffle(order, LIST_SHUFFLE_SEED + epoch)
@@ -264,6 +313,7 @@ class Reader(Operator):
     def _start(self) -> None:
         a = self.args
         self.size = self.scan()
+        self._dataset_digest: str | None = None
         if self.size == 0:
             raise RuntimeError(f"{self.label}: no samples found")
         if self.size < a["num_shards"]:
@@ -290,6 +340,41 @@ class Reader(Operator):
 
     def load(self, ws, indices: np.ndarray) -> list:
         raise NotImplementedError
+
+    def sources(self, indices: Sequence[int]) -> list[str]:
+        """The source_info of samples ``indices`` (what their outputs carry): here the files of
+        ``self.paths``; readers whose samples are something else override it."""
+        return [self.paths[i] for i in indices]
+
+    def dataset_digest(self) -> str:
+        """A digest of the names (without directories) of every sample, in the list's order: a
+        checkpoint restores only over the dataset it was made over, wherever that lies now."""
+        if self._dataset_digest is None:
+            names = "\n".join(os.path.basename(s) for s in self.sources(range(self.size)))
+            self._dataset_digest = hashlib.sha256(names.encode("utf-8", "surrogateescape")).hexdigest()
+        return self._dataset_digest
+
+    def check_dataset(self, size: Any, digest: Any) -> None:
+        """Raises unless this reader reads the dataset a checkpoint with ``size`` and ``digest``
+        (``dataset_digest``) was made over."""
+        if self._samples is None:
+            self._start()
+        if size != self.size:
+            raise RuntimeError(f"{self.label}: the checkpoint was made over {size} samples, the reader now "
+                               f"finds {self.size}; restore over the same dataset")
+        if digest != self.dataset_digest():
+            raise RuntimeError(f"{self.label}: the checkpoint was made over another dataset of {size} samples "
+                               "(their file names, or their order, differ); restore over the same dataset")
+
+    def _check_state(self, state: dict) -> None:
+        """Raises ValueError unless a saved state (of this reader or, elastically, of another shard)
+        holds only values a reader like this one can reach."""
+        a = self.args
+        size = check_int(state["size"], "the dataset size", 1)
+        shards = check_int(state["num_shards"], "num_shards", 1, size + 1)
+        shard = check_int(state["shard_id"], "shard_id", 0, shards)
+        check_samples_state(state["samples"], size, shards, shard, self._samples.fill, a["random_shuffle"],
+                            a["shuffle_after_epoch"])
 
     def next_indices(self, batch: int) -> np.ndarray:
         if self._samples is None:
@@ -351,6 +436,7 @@ class Reader(Operator):
         if (state["num_shards"], state["shard_id"]) != (a["num_shards"], a["shard_id"]):
             raise RuntimeError(f"{self.label}: the checkpoint was made for shard {state['shard_id']} of "
                                f"{state['num_shards']}, this reader is shard {a['shard_id']} of {a['num_shards']}")
+        self._check_state(state)
         self._samples.set_state(state["samples"])
 
     # -- elastic restore: the checkpoints of every shard of another sharding
@@ -372,6 +458,8 @@ class Reader(Operator):
         if any(st["size"] != self.size for st in states):
             raise RuntimeError(f"{self.label}: the checkpoints were made over another dataset size than "
                                f"this reader's {self.size} samples")
+        for st in states:
+            self._check_state(st)
         unseen = [self._unseen(st) for st in states]
         passes = {p for p, _ in unseen}
         if len(passes) > 1:

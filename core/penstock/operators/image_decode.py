@@ -7,6 +7,20 @@ are flagged by the kernel and decoded here through Pillow (an optional dependenc
 HWC uint8 (or float ``v / 255``, or another integer type's range: _scaled) in the requested
 ``output_type``, rotated to the EXIF display orientation unless ``adjust_orientation=False``;
 crop windows are in display coordinates.
+
+Beyond DALI, two guards against files that would give wrong data or exhaust memory:
+
+* ``accept_corrupt_jpeg=False`` (default): a JPEG in which libjpeg-turbo finds corrupt data it
+  can decode around (a scan cut short, a bad Huffman code, a missing restart marker, bytes left
+  over) fails as its sample's error, so ``on_error`` decides: decoded, part of it would be made
+  up (grey rows, smeared blocks). DALI's CPU decoder decodes such files, printing libjpeg's
+  warning; ``accept_corrupt_jpeg=True`` does the same (without the print). A file that simply
+  ends too early fails either way, as in DALI. On the mixed backend this holds for the JPEGs
+  decoded on the host; what nvImageCodec's GPU decoders do with such files is theirs (not
+  checked yet).
+* The pipeline's ``max_image_pixels``: an image whose header claims more pixels fails before
+  anything is decoded (decompression bombs), naming the file and its size. Formats decoded
+  through Pillow are also subject to Pillow's own ``Image.MAX_IMAGE_PIXELS``.
 """
 from __future__ import annotations
 
@@ -55,6 +69,10 @@ _DECODER_ARGS = [
     Arg("device_memory_padding_jpeg2k", ArgType.INT, 0, "device memory " + _RESERVE),
     Arg("host_memory_padding_jpeg2k", ArgType.INT, 0, "pinned host memory " + _RESERVE),
     Arg("affine", ArgType.BOOL, True, _MIXED_ONLY + " (thread affinity)"),
+    Arg("accept_corrupt_jpeg", ArgType.BOOL, False,
+        "beyond DALI: decode JPEGs in which libjpeg-turbo finds corrupt data (a scan cut short, bad Huffman "
+        "codes, missing restart markers), filling in what it cannot decode, as DALI does; by default such a "
+        "file is an error of its sample, which on_error handles"),
     ON_ERROR_ARG,
 ]
 
@@ -120,8 +138,9 @@ def _format_name(blob: bytes) -> str:
     return next((name for magic, name in _FALLBACK_FORMATS if blob.startswith(magic)), "image")
 
 
-def _pillow_open(op: Operator, blob: bytes, i: int, adjust: bool):
-    """The decoded Pillow image of a fallback sample, in display orientation when adjust."""
+def _pillow_open(op: Operator, blob: bytes, i: int, adjust: bool, max_pixels: int | None = None):
+    """The decoded Pillow image of a fallback sample, in display orientation when adjust; an image
+    of more than ``max_pixels`` pixels fails before it is decoded."""
     mods = _pillow()
     if mods is None:
         raise SampleError(i, f"decoding {_format_name(blob)} images needs Pillow, which is not installed "
@@ -129,8 +148,15 @@ def _pillow_open(op: Operator, blob: bytes, i: int, adjust: bool):
     Image, ImageOps = mods
     try:
         img = Image.open(io.BytesIO(blob))
+        if max_pixels is not None and img.width * img.height > max_pixels:
+            raise SampleError(i, f"{_format_name(blob)} image of {img.height}x{img.width} = {img.width * img.height} "
+                                 f"pixels is over the pipeline's limit of max_image_pixels={max_pixels} (a "
+                                 "decompression bomb, or larger images than expected: raise the limit, or set it "
+                                 "to None)")
         img.load()
         return ImageOps.exif_transpose(img) if adjust else img
+    except SampleError:
+        raise
     except Exception as exc:  # Pillow raises many types for corrupt files
         raise SampleError(i, f"invalid {_format_name(blob)} image: {exc}") from None
 
@@ -212,6 +238,10 @@ class _DecoderBase(Operator):
     """Decodes a batch; the crop variants choose a window per sample from the display shapes."""
     crops = False  # subclasses that implement windows()
 
+    def __init__(self, node, pipeline) -> None:
+        super().__init__(node, pipeline)
+        self.max_pixels: int | None = pipeline.max_image_pixels
+
     def setup(self) -> None:
         dtype = self.args["dtype"]
         if dtype not in _OUTPUT_DTYPES:
@@ -254,7 +284,7 @@ class _DecoderBase(Operator):
         output_type = int(self.args["output_type"])
         adjust = self.args["adjust_orientation"]
         fused = getattr(self, "_resize", None) is not None
-        shapes = display_shapes(self, ws, src, adjust) if self.crops or fused else None
+        shapes = display_shapes(self, ws, src, adjust, max_pixels=self.max_pixels) if self.crops or fused else None
         crop = self.windows(ws, shapes) if self.crops else None
         if fused:
             regions = crop[:, 2:4] if crop is not None else shapes[:, :2]
@@ -263,7 +293,9 @@ class _DecoderBase(Operator):
         else:
             target = None
         decoded = _engine.decode_images(ws.pool, src._buf, src._shapes, src._offsets, output_type, adjust,
-                                        crop, target, self.args["use_fast_idct"], return_geometry=fused)
+                                        crop, target, self.args["use_fast_idct"], return_geometry=fused,
+                                        max_pixels=self.max_pixels,
+                                        accept_corrupt_jpeg=self.args["accept_corrupt_jpeg"])
         buf, shapes, offsets, fallback = decoded[:4]
         if fallback.any():
             buf, shapes, offsets = self._with_fallbacks(src, buf, shapes, offsets, fallback, crop)
@@ -284,7 +316,8 @@ class _DecoderBase(Operator):
             from ._image_decode_mixed import MixedDecoder
             self._mixed = MixedDecoder(self)
         src = _encoded(self, ws)
-        shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["output_type"]))
+        shapes = display_shapes(self, ws, src, self.args["adjust_orientation"], int(self.args["output_type"]),
+                                self.max_pixels)
         return self._mixed.decode(ws, src, shapes, self.windows(ws, shapes) if self.crops else None)
 
     def _with_fallbacks(self, src, buf, shapes, offsets, fallback, crop):
@@ -292,7 +325,7 @@ class _DecoderBase(Operator):
         samples = [buf[o:o + s.prod()].reshape(s) for o, s in zip(offsets, shapes)]
         adjust = self.args["adjust_orientation"]
         for i in np.nonzero(fallback)[0]:
-            px = _stored_pixels(_pillow_open(self, _blob(src, i), i, adjust))
+            px = _stored_pixels(_pillow_open(self, _blob(src, i), i, adjust, self.max_pixels))
             if crop is not None:
                 y, x, h, w = crop[i]
                 if y < 0 or x < 0 or h < 1 or w < 1 or y + h > px.shape[0] or x + w > px.shape[1]:
@@ -319,13 +352,15 @@ def _blob(src, i: int) -> bytes:
     return src._sample_array(int(i)).tobytes()
 
 
-def display_shapes(op: Operator, ws, src, adjust: bool, output_type: int = DALIImageType.ANY_DATA) -> np.ndarray:
-    """[N, 3] (H, W, C) as displayed; Pillow supplies the samples the kernel leaves to it."""
+def display_shapes(op: Operator, ws, src, adjust: bool, output_type: int = DALIImageType.ANY_DATA,
+                   max_pixels: int | None = None) -> np.ndarray:
+    """[N, 3] (H, W, C) as displayed; Pillow supplies the samples the kernel leaves to it. An image
+    of more than ``max_pixels`` pixels is its sample's error."""
     shapes, fallback = _engine.peek_image_shapes(ws.pool, src._buf, src._shapes, src._offsets,
-                                                 int(output_type), adjust)
+                                                 int(output_type), adjust, max_pixels)
     for i in np.nonzero(fallback)[0]:
         # the same path as decoding (Pillow's own handling of TIFF orientation included)
-        img = _pillow_open(op, _blob(src, i), i, adjust)
+        img = _pillow_open(op, _blob(src, i), i, adjust, max_pixels)
         shapes[i] = (img.height, img.width, _channels(int(output_type), _MODE_CHANNELS[_stored_mode(img)]))
     return shapes
 

@@ -107,9 +107,12 @@ class FileReaderCPU(Reader):
             labels += [label] * len(found)
         return paths, labels
 
+    def sources(self, indices) -> list[str]:
+        return [self.names[i] for i in indices]
+
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
-        names = [self.names[i] for i in indices]
+        names = self.sources(indices)
         buf, sizes = _engine.read_files(ws.pool, paths)
         shapes = sizes.reshape(-1, 1)
         data = TensorListCPU._from_packed(buf, shapes, source_info=names)

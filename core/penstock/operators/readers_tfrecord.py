@@ -73,11 +73,16 @@ class TFRecordReaderCPU(Reader):
         self.names = list(self.features)
         return len(table)
 
+    def sources(self, indices) -> list[str]:
+        indices = np.asarray(indices, np.int64)
+        return [f"{self.files[k]} at offset {o}"
+                for k, o in zip(self.file_of[indices], self.offsets[indices].tolist())]
+
     def load(self, ws, indices: np.ndarray):
         paths = [self.files[k] for k in self.file_of[indices]]
         parsed = _engine.tfrecord_read(ws.pool, paths, self.offsets[indices], self.sizes[indices], self.names,
                                        [_KINDS[self.features[n].dtype] for n in self.names])
-        info = [f"{p} at offset {o}" for p, o in zip(paths, self.offsets[indices].tolist())]
+        info = self.sources(indices)
         return [self._output(name, self.features[name], values, counts, found, info)
                 for name, (values, counts, found) in zip(self.names, parsed)]
 

@@ -132,9 +132,12 @@ class WebdatasetReaderCPU(Reader):
                                    f"{self.sizes[bad[0], g]} bytes, not a whole number of {dt.name} values")
         return len(names)
 
+    def sources(self, indices) -> list[str]:
+        return [self.names[i] for i in indices]
+
     def load(self, ws, indices: np.ndarray):
         paths = [self.shards[k] for k in self.shard_of[indices]]
-        info = [self.names[i] for i in indices]
+        info = self.sources(indices)
         outs = []
         for g, dt in enumerate(self.dtypes):
             sizes = self.sizes[indices, g]

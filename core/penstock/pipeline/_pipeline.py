@@ -19,6 +19,11 @@ from ._build import PipelineBuild
 from ._run import PipelineRun
 
 
+# The default of Pipeline(max_image_pixels=): 16384 x 16384, above any camera's (150 MP at most)
+# and any common dataset's images, far below what a decompression bomb claims.
+MAX_IMAGE_PIXELS = 1 << 28
+
+
 class StreamPolicy:
     SINGLE = 0
     PER_BACKEND = 1
@@ -54,7 +59,8 @@ class Pipeline(PipelineBuild, PipelineRun):
                  py_start_method: str = "fork", py_callback_pickler: Any = None,
                  output_dtype: Any = None, output_ndim: Any = None, output_layout: Any = None,
                  exec_dynamic: bool | None = None, experimental_exec_dynamic: bool | None = None,
-                 stream_policy: Any = None, concurrency: Any = None):
+                 stream_policy: Any = None, concurrency: Any = None,
+                 max_image_pixels: int | None = MAX_IMAGE_PIXELS):
         self._max_batch_size = _normalize_1x(batch_size, "batch_size")
         self._num_threads = _normalize_1x(num_threads, "num_threads")
         self._device_id = None if device_id is None or device_id == -99999 else _normalize_1x(device_id, "device_id")
@@ -98,6 +104,9 @@ class Pipeline(PipelineBuild, PipelineRun):
         if default_cuda_stream_priority is not None and default_cuda_stream_priority != 0:
             warnings.warn("default_cuda_stream_priority is deprecated and has no effect", DeprecationWarning, 2)
         self._enable_memory_stats = bool(enable_memory_stats)
+        if max_image_pixels is not None and (type(max_image_pixels) is not int or max_image_pixels < 1):
+            raise ValueError(f"max_image_pixels must be a positive int or None, got {max_image_pixels!r}")
+        self._max_image_pixels = max_image_pixels
         self._enable_checkpointing = bool(enable_checkpointing)
         self._checkpoint = None if checkpoint is None else _checkpoint.parse(checkpoint)
         self._restored = checkpoint is not None
@@ -181,6 +190,8 @@ class Pipeline(PipelineBuild, PipelineRun):
     cpu_queue_size = property(lambda self: self._cpu_queue_size)
     gpu_queue_size = property(lambda self: self._gpu_queue_size)
     enable_memory_stats = property(lambda self: self._enable_memory_stats)
+    # beyond DALI: images whose headers claim more pixels fail to decode (decompression bombs)
+    max_image_pixels = property(lambda self: self._max_image_pixels)
     py_num_workers = property(lambda self: self._py_num_workers)
     py_start_method = property(lambda self: self._py_start_method)
     enable_checkpointing = property(lambda self: self._enable_checkpointing)

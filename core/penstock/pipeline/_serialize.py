@@ -19,7 +19,7 @@ FORMAT = "penstock-pipeline"
 VERSION = 1
 _CTOR_KEYS = ("batch_size", "num_threads", "device_id", "seed", "exec_pipelined", "prefetch_queue_depth",
               "exec_async", "bytes_per_sample", "set_affinity", "exec_dynamic", "output_dtype",
-              "output_ndim", "output_layout", "py_num_workers", "py_start_method")
+              "output_ndim", "output_layout", "py_num_workers", "py_start_method", "max_image_pixels")
 
 
 def _encode(value: Any) -> Any:
@@ -62,7 +62,8 @@ def _ctor_params(pipe: Any) -> dict:
             "bytes_per_sample": pipe._bytes_per_sample, "set_affinity": pipe._set_affinity,
             "exec_dynamic": pipe._exec_dynamic, "output_dtype": pipe._output_dtype,
             "output_ndim": pipe._output_ndim, "output_layout": pipe._output_layout,
-            "py_num_workers": pipe._py_num_workers, "py_start_method": pipe._py_start_method}
+            "py_num_workers": pipe._py_num_workers, "py_start_method": pipe._py_start_method,
+            "max_image_pixels": pipe._max_image_pixels}
 
 
 def serialize(pipe: Any) -> bytes:

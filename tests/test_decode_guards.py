@@ -1,0 +1,244 @@
+"""The decoders' guards against files that would give silently wrong data or exhaust memory
+(beyond DALI): JPEGs libjpeg-turbo finds corrupt data in fail as their sample's error unless
+``accept_corrupt_jpeg=True``, and images whose headers claim more than the pipeline's
+``max_image_pixels`` fail before anything is decoded, naming the file and the size."""
+import io
+import os
+import struct
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from penstock import fn, pipeline_def
+from penstock.pipeline import Pipeline
+from penstock.pipeline._pipeline import MAX_IMAGE_PIXELS
+
+
+def _photo(h=64, w=96, seed=0):
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    img = np.stack([x * 255 // w, y * 255 // h, (x + y) * 127 // (h + w)], -1)
+    return np.clip(img + rng.integers(-20, 20, img.shape), 0, 255).astype(np.uint8)
+
+
+def _jpeg(img, **kw) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, "JPEG", quality=90, **kw)
+    return buf.getvalue()
+
+
+def _scan_start(data: bytes) -> int:
+    sos = data.index(b"\xff\xda")
+    return sos + 2 + int.from_bytes(data[sos + 2:sos + 4], "big")
+
+
+GOOD = _jpeg(_photo())
+_SCAN = _scan_start(GOOD)
+_MIDDLE = _SCAN + (len(GOOD) - _SCAN) // 2
+
+
+def _garbage_in_scan() -> bytes:
+    b = bytearray(GOOD)
+    b[_MIDDLE:_MIDDLE + 8] = b"\xff\x00" * 4  # stuffed 0xFF bytes: codes no Huffman table has
+    return bytes(b)
+
+
+def _bits_flipped() -> bytes:
+    b = bytearray(GOOD)
+    b[_MIDDLE] ^= 0x55
+    b[_MIDDLE + 1] ^= 0xAA
+    return bytes(b)
+
+
+def _restart_marker_damaged() -> bytes:
+    data = _jpeg(_photo(seed=1), restart_marker_blocks=4)
+    first = data.index(b"\xff\xd0", _scan_start(data))
+    return data[:first] + b"\xff\xd5" + data[first + 2:]
+
+
+# what libjpeg-turbo warns about in each (DALI 2.4's CPU decoder prints it and decodes the file)
+CORRUPT = {
+    "cut mid-scan, end marker appended": (GOOD[:_MIDDLE] + b"\xff\xd9", "premature end of data segment"),
+    "garbage in the scan": (_garbage_in_scan(), "Corrupt JPEG data"),
+    "two bytes of the scan flipped": (_bits_flipped(), "extraneous bytes before marker 0xd9"),
+    "a restart marker damaged": (_restart_marker_damaged(), "instead of RST0"),
+}
+
+
+def _files(tmp_path, blobs: dict) -> list:
+    paths = []
+    for name, data in blobs.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        paths.append(str(p))
+    return paths
+
+
+def _decode_files(paths, decoder=fn.decoders.image, on_error="raise", batch=None, **kw):
+    @pipeline_def(batch_size=batch or len(paths), num_threads=2, device_id=None, **kw.pop("pipe", {}))
+    def pipe():
+        data, _ = fn.readers.file(files=paths, on_error="raise")
+        return decoder(data, on_error=on_error, **kw)
+
+    p = pipe()
+    return p, p.run()[0]
+
+
+# ---- corrupt JPEG data ---------------------------------------------------------------------------
+@pytest.mark.parametrize("case", list(CORRUPT))
+def test_corrupt_jpeg_data_is_an_error_naming_the_file(tmp_path, case):
+    blob, warning = CORRUPT[case]
+    (path,) = _files(tmp_path, {"bad.jpg": blob})
+    with pytest.raises(RuntimeError) as info:
+        _decode_files([path])
+    msg = str(info.value)
+    assert "decoders.image" in msg and "bad.jpg" in msg and warning in msg and "accept_corrupt_jpeg" in msg
+
+
+@pytest.mark.parametrize("case", list(CORRUPT))
+def test_accept_corrupt_jpeg_decodes_as_dali_does(tmp_path, case):
+    (path,) = _files(tmp_path, {"bad.jpg": CORRUPT[case][0]})
+    _, out = _decode_files([path], accept_corrupt_jpeg=True)
+    assert np.array(out[0]).shape[2] == 3 and np.array(out[0]).size > 0
+
+
+def test_the_rows_past_a_cut_are_made_up(tmp_path):
+    """What the default refuses: libjpeg-turbo fills the rows after the cut with flat grey."""
+    (path,) = _files(tmp_path, {"cut.jpg": CORRUPT["cut mid-scan, end marker appended"][0]})
+    _, out = _decode_files([path], accept_corrupt_jpeg=True)
+    img = np.array(out[0]).astype(int)
+    whole = np.asarray(Image.open(io.BytesIO(GOOD)).convert("RGB")).astype(int)
+    assert img.shape == whole.shape
+    assert np.abs(img[:8] - whole[:8]).max() <= 2          # the rows before the cut are the file's
+    assert img[-8:].std() < 1 and np.abs(img[-8:] - 128).max() <= 1  # after it: grey, not the picture
+    assert np.abs(img[-8:] - whole[-8:]).mean() > 20
+
+
+def test_a_window_above_the_damage_decodes(tmp_path):
+    """Rows a crop never reaches are never decoded: its pixels are the file's own."""
+    (path,) = _files(tmp_path, {"cut.jpg": CORRUPT["cut mid-scan, end marker appended"][0]})
+    _, out = _decode_files([path], decoder=fn.decoders.image_crop, crop=(8, 96), crop_pos_y=0.0)
+    whole = np.asarray(Image.open(io.BytesIO(GOOD)).convert("RGB")).astype(int)
+    assert np.abs(np.array(out[0]).astype(int) - whole[:8]).max() <= 2
+    with pytest.raises(RuntimeError, match="premature end of data segment"):
+        _decode_files([path], decoder=fn.decoders.image_crop, crop=(8, 96), crop_pos_y=1.0)
+
+
+def test_on_error_skip_drops_corrupt_jpegs(tmp_path):
+    blobs = {"a.jpg": GOOD, **{f"bad{k}.jpg": blob for k, (blob, _) in enumerate(CORRUPT.values())},
+             "b.jpg": _jpeg(_photo(seed=3))}
+    paths = _files(tmp_path, blobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pipe, out = _decode_files(paths, on_error="skip", batch=2)
+    assert [s.split(os.sep)[-1] for s in out._source_info] == ["a.jpg", "b.jpg"]
+    assert [os.path.basename(s["source"]) for s in pipe.skipped_samples[:4]] == [f"bad{k}.jpg" for k in range(4)]
+
+
+@pytest.mark.parametrize("kw", [{}, {"progressive": True}, {"restart_marker_blocks": 4}, {"subsampling": 0}])
+def test_valid_jpegs_still_decode_exactly(tmp_path, kw):
+    blob = _jpeg(_photo(seed=5), **kw)
+    paths = _files(tmp_path, {"ok.jpg": blob, "trailing.jpg": blob + b"data after the end marker" * 4})
+    _, out = _decode_files(paths)
+    want = np.asarray(Image.open(io.BytesIO(blob)).convert("RGB")).astype(int)
+    for k in range(2):
+        assert np.abs(np.array(out[k]).astype(int) - want).max() <= 2
+
+
+def test_dali_decodes_what_accept_corrupt_jpeg_decodes(tmp_path):
+    """DALI 2.4's CPU decoder only prints libjpeg-turbo's warnings: the same pixels."""
+    dali = pytest.importorskip("nvidia.dali")
+    paths = _files(tmp_path, {f"bad{k}.jpg": blob for k, (blob, _) in enumerate(CORRUPT.values())})
+    _, ours = _decode_files(paths, accept_corrupt_jpeg=True)
+
+    @dali.pipeline_def(batch_size=len(paths), num_threads=1, device_id=None)
+    def theirs():
+        data, _ = dali.fn.readers.file(files=paths)
+        return dali.fn.decoders.image(data, device="cpu")
+
+    p = theirs()
+    p.build()
+    (out,) = p.run()
+    for k in range(len(paths)):
+        assert np.abs(np.array(ours[k]).astype(int) - np.array(out[k]).astype(int)).mean() < 1
+
+
+# ---- decompression bombs -------------------------------------------------------------------------
+def _png_bomb(height: int, width: int) -> bytes:
+    """A grey PNG of height x width black pixels: ~4 KB of file per megapixel."""
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+    deflate = zlib.compressobj(1)
+    row = bytes(width + 1)  # filter byte 0, then the row
+    idat = b"".join(deflate.compress(row) for _ in range(height)) + deflate.flush()
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory):
+    """16400 x 16400 pixels, just over the default cap, in 1.2 MB."""
+    path = tmp_path_factory.mktemp("bomb") / "bomb.png"
+    path.write_bytes(_png_bomb(16400, 16400))
+    return str(path)
+
+
+def test_default_cap_refuses_a_bomb_before_decoding(bomb):
+    with pytest.raises(RuntimeError) as info:
+        _decode_files([bomb])
+    msg = str(info.value)
+    assert "bomb.png" in msg and "PNG image of 16400x16400 = 268960000 pixels" in msg
+    assert f"max_image_pixels={MAX_IMAGE_PIXELS}" in msg and MAX_IMAGE_PIXELS == 16384 * 16384
+
+
+@pytest.mark.parametrize("decoder", [fn.decoders.image, fn.decoders.image_random_crop, fn.decoders.image_slice])
+def test_pipeline_cap_applies_to_every_decoder(tmp_path, decoder):
+    paths = _files(tmp_path, {"small.jpg": _jpeg(_photo(8, 8)), "big.jpg": GOOD})
+    kw = {"start": [0, 0], "end": [4, 4], "axes": [0, 1]} if decoder is fn.decoders.image_slice else {}
+    with pytest.raises(RuntimeError, match=r"(?s)big\.jpg.*64x96 = 6144 pixels.*max_image_pixels=6000"):
+        _decode_files(paths, decoder=decoder, pipe={"max_image_pixels": 6000}, **kw)
+    _, out = _decode_files(paths, decoder=decoder, pipe={"max_image_pixels": 6144}, **kw)
+    assert len(out) == 2
+
+
+def test_cap_covers_formats_decoded_through_pillow(tmp_path):
+    buf = io.BytesIO()
+    Image.fromarray(_photo()).save(buf, "TIFF")
+    (path,) = _files(tmp_path, {"big.tif": buf.getvalue()})
+    with pytest.raises(RuntimeError, match=r"(?s)big\.tif.*TIFF image of 64x96 = 6144 pixels.*max_image_pixels=100"):
+        _decode_files([path], pipe={"max_image_pixels": 100})
+
+
+def test_on_error_skip_drops_images_over_the_cap(tmp_path):
+    paths = _files(tmp_path, {"a.jpg": _jpeg(_photo(8, 8)), "big.jpg": GOOD, "b.jpg": _jpeg(_photo(8, 8, 1))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pipe, out = _decode_files(paths, on_error="skip", batch=2, pipe={"max_image_pixels": 1000})
+    assert len(out) == 2 and "big.jpg" in pipe.skipped_samples[0]["source"]
+    assert "max_image_pixels=1000" in pipe.skipped_samples[0]["reason"]
+
+
+def test_cap_none_lifts_it_and_bad_values_are_refused(tmp_path):
+    (path,) = _files(tmp_path, {"a.jpg": GOOD})
+    pipe, out = _decode_files([path], pipe={"max_image_pixels": None})
+    assert pipe.max_image_pixels is None and np.array(out[0]).shape == (64, 96, 3)
+    for bad in (0, -1, 2.5, True, "1000"):
+        with pytest.raises(ValueError, match="max_image_pixels must be a positive int or None"):
+            Pipeline(batch_size=1, num_threads=1, device_id=None, max_image_pixels=bad)
+
+
+def test_peek_image_shape_reads_headers_whatever_their_size(bomb):
+    _, out = _decode_files([bomb], decoder=lambda data, on_error: fn.peek_image_shape(data))
+    assert np.array(out[0]).tolist() == [16400, 16400, 3]
+
+
+def test_cap_survives_serialization():
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, max_image_pixels=12345)
+    def pipe():
+        return fn.decoders.image(fn.external_source(name="jpegs"))
+
+    again = Pipeline.deserialize(pipe().serialize())
+    assert again.max_image_pixels == 12345
