@@ -34,7 +34,6 @@ import multiprocessing
 import os
 import sys
 import zlib
-from collections.abc import Sequence
 
 import numpy as np
 
