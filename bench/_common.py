@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import resource
@@ -83,6 +84,14 @@ def report(bench: str, runs: dict[str, list[dict]], target: float | dict | None 
 
 
 # ---- systems ----------------------------------------------------------------------------------
+
+def module_exists(name: str) -> bool:
+    """Whether ``name`` (dotted) can be imported here, without importing it (only its parents)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
 
 def dali_available(plugin: str | None = None) -> bool:
     """Whether real NVIDIA DALI (and its framework plugin, when named) imports in this Python."""

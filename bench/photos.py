@@ -76,7 +76,7 @@ SETS = {
     # bytes per pixel at quality 90 against ImageNet's ~0.5-0.6 at its mixed qualities); 92 gives
     # ImageNet's bytes per picture at its pixel counts, which is what decoders spend time on.
     "imagenet-like": PhotoSetSpec("imagenet-like", "short", (300, 500), 92, (0.3, 0.5), (0.8, 1.1), False, 16, 2048),
-    "high-res": PhotoSetSpec("high-res", "long", (1600, 4000), 90, (1.0, 1.0), (0.9, 1.2), True, 8, 512),
+    "high-res": PhotoSetSpec("high-res", "long", (1600, 4000), 90, (1.0, 1.0), (0.9, 1.2), True, 8, 256),
 }
 OBJECT_COVERAGE = (1.0, 1.6)  # the objects' total area over the scene's (they overlap, and fade at their edges)
 TEXTURE_SHARE = 0.35          # objects that are a texture
