@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import _loader_bench  # noqa: E402
-from _common import cycling, library, timed, with_dali  # noqa: E402
+from _common import cycling, library, timed  # noqa: E402
 from _pipelines import CPU_BATCH as BATCH, CPU_THREADS as THREADS, rn50_graph  # noqa: E402
 
 
@@ -42,5 +42,4 @@ def loader_rate(system: str, root: str, batches: int) -> dict:
 
 
 if __name__ == "__main__":
-    _loader_bench.main(__file__, __doc__, "jax", with_dali(["penstock"], plugin="jax"), loader_rate,
-                       overhead_batches=3500)
+    _loader_bench.main(__file__, __doc__, "jax", ["penstock"], loader_rate, overhead_batches=3500)

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import _loader_bench  # noqa: E402
-from _common import cycling, library, timed, with_dali  # noqa: E402
+from _common import cycling, library, timed  # noqa: E402
 from _pipelines import CPU_BATCH as BATCH, CPU_THREADS as THREADS, rn50_pipeline  # noqa: E402
 
 
@@ -35,5 +35,5 @@ def loader_rate(system: str, root: str, batches: int) -> dict:
 
 
 if __name__ == "__main__":
-    systems = with_dali(["penstock", "dataloader"], plugin="pytorch", at=1)
-    _loader_bench.main(__file__, __doc__, "pytorch", systems, loader_rate, overhead_batches=7000)
+    _loader_bench.main(__file__, __doc__, "pytorch", ["penstock", "dataloader"], loader_rate, overhead_batches=7000,
+                       dali_at=1)
