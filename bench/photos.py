@@ -73,8 +73,8 @@ class PhotoSetSpec:
 
 SETS = {
     # Quality 92, not 90: the source photographs are cleaner than ImageNet's camera pictures (0.35
-    # bytes per pixel at quality 90 against ImageNet's ~0.5-0.6 at its mixed qualities); 92 gives
-    # ImageNet's bytes per picture at its pixel counts, which is what decoders spend time on.
+    # bytes per pixel at quality 90 against ImageNet's ~0.5-0.6 at its mixed qualities); 92 brings
+    # a picture to ~90 KB (ImageNet's average ~110 KB), and bytes are what Huffman decoding costs.
     "imagenet-like": PhotoSetSpec("imagenet-like", "short", (300, 500), 92, (0.3, 0.5), (0.8, 1.1), False, 16, 2048),
     "high-res": PhotoSetSpec("high-res", "long", (1600, 4000), 90, (1.0, 1.0), (0.9, 1.2), True, 8, 256),
 }
