@@ -2,88 +2,79 @@
 
 The pipeline of examples/detection_coco.py (readers.coco -> random_bbox_crop -> decoders.image_slice
 -> resize 300x300 -> flip of image and boxes -> crop_mirror_normalize -> box_encoder with the 8732
-SSD300 anchors), batch 32, 2 threads, over a generated COCO-like set (500x375 JPEGs, 1-8 boxes
-each). Each system runs in its own subprocess, alternating over rounds; one JSON line per system
-with the median throughput, then the ratio (target: penstock >= 1.3x DALI).
+SSD300 anchors), batch 32, 2 threads, over a generated photo set (bench/photos.py, default
+imagenet-like: COCO's pictures are of that size, 640x480 at most) with 1-8 random boxes per picture
+in a COCO instances file. Each system runs in its own subprocess, alternating over rounds; one JSON
+line per system with the median throughput, then the ratio (target: penstock >= 1.3x DALI).
+
+    python bench/coco_cpu.py [--set imagenet-like] [--images 512] [--batches 8] [--rounds 3]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
-import time
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
+
+import photos  # noqa: E402
+from _common import (EXAMPLES, alternating_rounds, bench_parser, library, parsed, peak_rss_mb, report,  # noqa: E402
+                     run_worker, timed, with_dali)
 
 BATCH, THREADS = 32, 2
+CATEGORIES = 80
 
 
-def worker(system: str, root: str, annotations: str, batches: int) -> None:
+def write_instances(root: str, seed: int = 0) -> str:
+    """A COCO instances file for the pictures under ``root`` (1-8 boxes of 5-60% of each side, in
+    random categories), written beside the folder; returns its path."""
+    from PIL import Image
+    path = root + "-coco-instances.json"
+    if os.path.exists(path):
+        return path
+    names = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root) for f in files)
+    rng = np.random.default_rng(seed)
+    images, annotations = [], []
+    for image_id, name in enumerate(names, 1):
+        with Image.open(os.path.join(root, name)) as im:  # reads the header only
+            w, h = im.size
+        images.append({"id": image_id, "file_name": name, "width": w, "height": h})
+        n = int(rng.integers(1, 9))
+        sizes = rng.uniform(0.05, 0.6, (n, 2)) * (w, h)
+        corners = rng.uniform(0, 1, (n, 2)) * ((w, h) - sizes)
+        for (x, y), (bw, bh) in zip(corners.tolist(), sizes.tolist()):
+            annotations.append({"id": len(annotations) + 1, "image_id": image_id, "bbox": [x, y, bw, bh],
+                                "category_id": int(rng.integers(1, CATEGORIES + 1)), "iscrowd": 0, "area": bw * bh})
+    with open(path + ".tmp", "w") as f:
+        json.dump({"images": images, "annotations": annotations,
+                   "categories": [{"id": c, "name": f"cat{c}"} for c in range(1, CATEGORIES + 1)]}, f)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def worker(system: str, root: str, annotations: str, args: argparse.Namespace) -> dict:
+    sys.path.insert(0, EXAMPLES)
     from detection_coco import ssd300_anchors, ssd_pipeline
-    if system == "penstock":
-        import penstock as lib
-    else:
-        import nvidia.dali as lib
-    pipe = ssd_pipeline(lib, root, annotations, BATCH, THREADS, ssd300_anchors(), seed=7)
+    pipe = ssd_pipeline(library(system), root, annotations, BATCH, THREADS, ssd300_anchors(), seed=7)
     pipe.build()
-    for _ in range(2):
-        pipe.run()
-    start = time.perf_counter()
-    for _ in range(batches):
-        pipe.run()
-    rate = batches * BATCH / (time.perf_counter() - start)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"img_per_s": rate, "peak_rss_mb": round(rss / 1024, 1)}))
-
-
-def available_systems() -> list[str]:
-    systems = ["penstock"]
-    try:
-        import nvidia.dali  # noqa: F401
-        systems.append("dali")
-    except ImportError:
-        pass
-    return systems
+    return {**timed(pipe.run, BATCH, steps=args.batches, warmup_steps=2).rates(), "peak_rss_mb": peak_rss_mb()}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--data", default=os.path.join(HERE, "..", "data", "bench_coco_like"))
-    ap.add_argument("--images", type=int, default=256)
-    ap.add_argument("--batches", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--worker", metavar="SYSTEM")
-    args = ap.parse_args()
-    root, annotations = os.path.join(args.data, "images"), os.path.join(args.data, "instances.json")
-    if args.worker:
-        worker(args.worker, root, annotations, args.batches)
+    ap = bench_parser(__doc__, batches=8, worker=("SYSTEM", "ROOT", "ANNOTATIONS"), dataset={"default_images": 512})
+    args = parsed(ap, worker)
+    if args is None:
         return
-    from detection_coco import make_coco_like
-    make_coco_like(args.data, images=args.images)
-    systems = available_systems()
-    results: dict[str, list[dict]] = {s: [] for s in systems}
-    for _ in range(args.rounds):
-        for system in systems:
-            out = subprocess.run([sys.executable, __file__, "--worker", system, "--data", args.data,
-                                  "--batches", str(args.batches)], capture_output=True, text=True)
-            if out.returncode != 0:
-                raise RuntimeError(f"{system} failed:\n{out.stderr[-2000:]}")
-            results[system].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    medians = {}
-    for system, runs in results.items():
-        medians[system] = statistics.median(r["img_per_s"] for r in runs)
-        print(json.dumps({"bench": "coco_cpu", "pipeline": "ssd", "system": system, "batch": BATCH,
-                          "threads": THREADS, "img_per_s": round(medians[system], 1),
-                          "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "rounds": len(runs)}))
-    if "dali" in medians:
-        print(json.dumps({"bench": "coco_cpu", "pipeline": "ssd",
-                          "ratios": {"penstock_vs_dali": round(medians["penstock"] / medians["dali"], 2)},
-                          "target": 1.3}))
+    root = photos.prepared(args)
+    annotations = write_instances(root)
+    runs = alternating_rounds(args.rounds, with_dali(["penstock"]), lambda s: run_worker(
+        __file__, ["--worker", s, root, annotations, "--batches", str(args.batches)]))
+    report("coco_cpu", runs, target={"penstock_vs_dali": 1.3}, set=args.set, pipeline="ssd", batch=BATCH,
+           threads=THREADS)
 
 
 if __name__ == "__main__":

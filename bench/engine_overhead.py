@@ -8,10 +8,14 @@ If NVIDIA DALI is installed, the same two pipelines are measured with it in the 
 from __future__ import annotations
 
 import argparse
-import json
-import time
+import os
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import dali_available, emit, timed  # noqa: E402
 
 BATCH = 256
 N_OPS = 10
@@ -36,12 +40,8 @@ def build(lib, n_ops: int, exec_async: bool):
 
 def seconds_per_iteration(p, iterations: int) -> tuple[float, float]:
     """(wall, process CPU) seconds per iteration; CPU time is robust to other load on the machine."""
-    for _ in range(20):
-        p.run()
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(iterations):
-        p.run()
-    return (time.perf_counter() - wall) / iterations, (time.process_time() - cpu) / iterations
+    t = timed(p.run, 1, steps=iterations, warmup_steps=20)
+    return t.seconds_per_step, t.cpu_seconds / t.steps
 
 
 def measure(lib, name: str, iterations: int, exec_async: bool) -> None:
@@ -50,12 +50,12 @@ def measure(lib, name: str, iterations: int, exec_async: bool) -> None:
     full_pipe = build(lib, N_OPS, exec_async)
     n_nodes = _count_ops(lib, full_pipe)
     full, full_cpu = seconds_per_iteration(full_pipe, iterations)
-    print(json.dumps({"bench": "engine_overhead", "system": name, "batch": BATCH, "exec_async": exec_async,
-                      "empty_pipeline_us": round(empty * 1e6, 1),
-                      "elementwise_ops": n_nodes, "elementwise_pipeline_us": round(full * 1e6, 1),
-                      "overhead_per_op_us": round((full - empty) / n_nodes * 1e6, 2),
-                      "cpu_overhead_per_op_us": round((full_cpu - empty_cpu) / n_nodes * 1e6, 2),
-                      "target_per_op_us": 50}))
+    emit({"bench": "engine_overhead", "system": name, "batch": BATCH, "exec_async": exec_async,
+          "empty_pipeline_us": round(empty * 1e6, 1),
+          "elementwise_ops": n_nodes, "elementwise_pipeline_us": round(full * 1e6, 1),
+          "overhead_per_op_us": round((full - empty) / n_nodes * 1e6, 2),
+          "cpu_overhead_per_op_us": round((full_cpu - empty_cpu) / n_nodes * 1e6, 2),
+          "target_per_op_us": 50})
 
 
 def _count_ops(lib, p) -> int:
@@ -71,11 +71,10 @@ def main() -> None:
     import penstock
     for exec_async in (True, False):
         measure(penstock, "penstock", args.iterations, exec_async)
-    try:
-        import nvidia.dali as dali
-    except ImportError:
-        print(json.dumps({"bench": "engine_overhead", "system": "dali", "skipped": "nvidia-dali not installed"}))
+    if not dali_available():
+        emit({"bench": "engine_overhead", "system": "dali", "skipped": "nvidia-dali not installed"})
         return
+    import nvidia.dali as dali
     measure(dali, "dali", args.iterations, True)
 
 

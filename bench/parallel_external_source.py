@@ -2,7 +2,7 @@
 
 A per-sample callback reads one JPEG file and its label (py_num_workers=2 worker processes),
 then decode and resize to 224×224 on the CPU (``--no-decode``: nothing, the transport alone),
-batch 64, 2 threads, over generated ImageNet-like JPEGs (500×375). Each system runs in its own
+batch 64, 2 threads, over a generated photo set (bench/photos.py, default imagenet-like). Each system runs in its own
 subprocess, alternating over rounds; one JSON line per system with the median img/s. For penstock also the per-batch transport cost in the pipeline
 process (a filled shared-memory region -> the pipeline's batch, in µs; the batch views the region)
 and the bytes copied per sample on the way from the worker's array to the batch (all of it in the
@@ -11,18 +11,18 @@ workers, once: bytes_copied_per_sample / payload_bytes_per_sample = copies per s
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
+
+import photos  # noqa: E402
+from _common import (alternating_rounds, bench_parser, emit, library, parsed, run_worker, summary,  # noqa: E402
+                     with_dali)
 
 BATCH, THREADS, WORKERS = 64, 2, 2
 
@@ -31,7 +31,7 @@ class JpegSource:
     """Per-sample callback: (encoded JPEG, label) for ``idx_in_epoch``; StopIteration at the end."""
 
     def __init__(self, root: str):
-        classes = sorted(os.listdir(root))
+        classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
         self.files = [(os.path.join(root, c, f), k) for k, c in enumerate(classes)
                       for f in sorted(os.listdir(os.path.join(root, c)))]
         self.iterations = len(self.files) // BATCH
@@ -66,10 +66,7 @@ def build(lib, root: str, parallel: bool, decode: bool = True):
 
 
 def measure(system: str, root: str, batches: int, decode: bool) -> dict:
-    if system == "dali":
-        import nvidia.dali as lib
-    else:
-        import penstock as lib
+    lib = library("dali" if system == "dali" else "penstock")
     pipe = build(lib, root, parallel=system != "penstock_serial", decode=decode)
 
     def next_batch():
@@ -98,48 +95,25 @@ def measure(system: str, root: str, batches: int, decode: bool) -> dict:
     return result
 
 
-def available_systems() -> list[str]:
-    systems = ["penstock", "penstock_serial"]
-    try:
-        import nvidia.dali  # noqa: F401
-        systems.insert(1, "dali")
-    except ImportError:
-        pass
-    return systems
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--root", default=os.path.join(HERE, "..", "data", "bench_parallel_es"))
-    ap.add_argument("--images", type=int, default=256)
-    ap.add_argument("--batches", type=int, default=12)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = bench_parser(__doc__, batches=12, worker=("SYSTEM", "ROOT"), dataset={"default_images": 512})
     ap.add_argument("--no-decode", action="store_true",
                     help="the pipeline outputs the files as read: measures the transport alone")
-    ap.add_argument("--worker", metavar="SYSTEM")
-    args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(measure(args.worker, args.root, args.batches, not args.no_decode)))
+    args = parsed(ap, lambda system, root, a: measure(system, root, a.batches, not a.no_decode))
+    if args is None:
         return
-    from make_sample_data import make_dataset
-    make_dataset(args.root, classes=4, per_class=args.images // 4, size=(375, 500))
-    systems = available_systems()
-    runs: dict[str, list[dict]] = {s: [] for s in systems}
-    for _ in range(args.rounds):
-        for s in systems:
-            cmd = [sys.executable, __file__, "--root", args.root, "--batches", str(args.batches), "--worker", s]
-            out = subprocess.run(cmd + ["--no-decode"] * args.no_decode, capture_output=True, text=True, check=True)
-            runs[s].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    for s in systems:
-        rates = [r["img_per_s"] for r in runs[s]]
-        line = {"system": s, "bench": "parallel_external_source" + "_transport" * args.no_decode, "batch": BATCH,
-                "py_num_workers": WORKERS,
-                "img_per_s": round(statistics.median(rates), 1), "rounds": [round(r, 1) for r in rates]}
-        extra = {k: statistics.median(r[k] for r in runs[s]) for k in runs[s][0] if k != "img_per_s"}
-        line.update(extra)
-        if "dali" in runs:
-            line["vs_dali"] = round(line["img_per_s"] / statistics.median(r["img_per_s"] for r in runs["dali"]), 2)
-        print(json.dumps(line))
+    root = photos.prepared(args)
+    systems = with_dali(["penstock", "penstock_serial"], at=1)
+    runs = alternating_rounds(args.rounds, systems, lambda s: run_worker(
+        __file__, ["--worker", s, root, "--batches", str(args.batches)] + ["--no-decode"] * args.no_decode))
+    dali_rate = summary(runs["dali"])["img_per_s"] if "dali" in runs else None
+    for s, results in runs.items():
+        line = {"system": s, "bench": "parallel_external_source" + "_transport" * args.no_decode, "set": args.set,
+                "batch": BATCH, "py_num_workers": WORKERS, **summary(results),
+                "img_per_s_rounds": [round(r["img_per_s"], 1) for r in results]}
+        if dali_rate:
+            line["vs_dali"] = round(line["img_per_s"] / dali_rate, 2)
+        emit(line)
 
 
 if __name__ == "__main__":

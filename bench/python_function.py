@@ -2,8 +2,9 @@
 
 Prints one JSON line per system and configuration:
   * "decoded_images": file reader -> CPU JPEG decode -> per-sample python_function computing each
-    image's mean colour (every 4th pixel) in numpy (batch 64, 2 threads): images/s, and the same pipeline without the
-    Python operator for reference;
+    image's mean colour (every 4th pixel) in numpy (batch 64, 2 threads), over a generated photo set
+    (bench/photos.py, default imagenet-like): images/s, and the same pipeline without the Python
+    operator for reference;
   * "overhead": batch 64 of tiny samples through python_function(lambda x: x): the operator's
     time per batch beyond its function calls (converting, calling, packing), per batch and sample.
 penstock runs with the default executor, with exec_async=False/exec_pipelined=False (DALI's
@@ -14,13 +15,16 @@ the same run when ``import nvidia.dali`` works.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import photos  # noqa: E402
+from _common import dali_available, emit, timed  # noqa: E402
 
 BATCH = 64
 THREADS = 2
@@ -63,12 +67,7 @@ def build_tiny(lib, exec_async: bool):
 
 
 def seconds_per_batch(p, iterations: int) -> float:
-    for _ in range(5):
-        p.run()
-    start = time.perf_counter()
-    for _ in range(iterations):
-        p.run()
-    return (time.perf_counter() - start) / iterations
+    return timed(p.run, BATCH, steps=iterations, warmup_steps=5).seconds_per_step
 
 
 def function_seconds(lib, root: str) -> float:
@@ -101,57 +100,51 @@ def measure(lib, name: str, root: str, iterations: int, rounds: int, sync_too: b
             without.append(seconds_per_batch(build_images(lib, root, False, exec_async), iterations))
         t_fn, t_plain = float(np.median(with_fn)), float(np.median(without))
         t_calls = function_seconds(lib, root)
-        print(json.dumps({"bench": "python_function", "case": "decoded_images", "system": name,
-                          "exec_async": exec_async, "batch": BATCH, "threads": THREADS,
-                          "img_per_s": round(BATCH / t_fn, 1),
-                          "img_per_s_without_python_function": round(BATCH / t_plain, 1),
-                          "added_ms_per_batch": round((t_fn - t_plain) * 1e3, 2),
-                          "function_alone_ms_per_batch": round(t_calls * 1e3, 2)}))
+        emit({"bench": "python_function", "case": "decoded_images", "system": name,
+              "exec_async": exec_async, "batch": BATCH, "threads": THREADS,
+              "img_per_s": round(BATCH / t_fn, 1),
+              "img_per_s_without_python_function": round(BATCH / t_plain, 1),
+              "added_ms_per_batch": round((t_fn - t_plain) * 1e3, 2),
+              "function_alone_ms_per_batch": round(t_calls * 1e3, 2)})
         if name.startswith("penstock"):
             p = build_tiny(lib, exec_async)
             seconds_per_batch(p, iterations * 4)
             op = next(n for n, s in p.executor_statistics().items() if "PythonFunction" in n)
             op_s = p.executor_statistics()[op]["total_seconds"] / p.executor_statistics()[op]["runs"]
             overhead = op_s - identity_calls_seconds(50)
-            print(json.dumps({"bench": "python_function", "case": "overhead", "system": name,
-                              "exec_async": exec_async, "batch": BATCH,
-                              "per_batch_overhead_us": round(overhead * 1e6, 1),
-                              "per_sample_overhead_us": round(overhead / BATCH * 1e6, 2)}))
+            emit({"bench": "python_function", "case": "overhead", "system": name,
+                  "exec_async": exec_async, "batch": BATCH,
+                  "per_batch_overhead_us": round(overhead * 1e6, 1),
+                  "per_sample_overhead_us": round(overhead / BATCH * 1e6, 2)})
         else:
             p = build_tiny(lib, exec_async)
             t = seconds_per_batch(p, iterations * 4)
-            print(json.dumps({"bench": "python_function", "case": "overhead", "system": name,
-                              "exec_async": exec_async, "batch": BATCH,
-                              "pipeline_us_per_batch": round(t * 1e6, 1)}))
+            emit({"bench": "python_function", "case": "overhead", "system": name,
+                  "exec_async": exec_async, "batch": BATCH,
+                  "pipeline_us_per_batch": round(t * 1e6, 1)})
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--images", help="folder of JPEGs (default: generated ImageNet-like ones)")
+    photos.add_arguments(ap, default_images=512)
+    ap.add_argument("--folder", help="a folder of JPEGs in class sub-folders, instead of a generated set")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = args.images
-        if root is None:
-            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-            from make_sample_data import make_dataset
-            root = make_dataset(os.path.join(tmp, "images"), classes=4, per_class=32)
-        import penstock
-        measure(penstock, "penstock", root, args.iterations, args.rounds)
-        # the same with Python operators run in line with the native ones (as DALI does): what
-        # their own pipelined worker gains
-        from penstock.operators.python_function import PythonFunctionCPU
-        PythonFunctionCPU.runs_python = False
-        measure(penstock, "penstock_python_in_line", root, args.iterations, args.rounds, sync_too=False)
-        PythonFunctionCPU.runs_python = True
-        try:
-            import nvidia.dali as dali
-            import nvidia.dali.types  # noqa: F401
-        except ImportError:
-            print(json.dumps({"bench": "python_function", "system": "dali", "skipped": "nvidia-dali not installed"}))
-            return
-        measure(dali, "dali", root, args.iterations, args.rounds)
+    root = args.folder or photos.prepared(args)
+    import penstock
+    measure(penstock, "penstock", root, args.iterations, args.rounds)
+    # the same with Python operators run in line with the native ones (as DALI does): what
+    # their own pipelined worker gains
+    from penstock.operators.python_function import PythonFunctionCPU
+    PythonFunctionCPU.runs_python = False
+    measure(penstock, "penstock_python_in_line", root, args.iterations, args.rounds, sync_too=False)
+    PythonFunctionCPU.runs_python = True
+    if not dali_available():
+        emit({"bench": "python_function", "system": "dali", "skipped": "nvidia-dali not installed"})
+        return
+    import nvidia.dali as dali
+    measure(dali, "dali", root, args.iterations, args.rounds)
 
 
 if __name__ == "__main__":

@@ -1,180 +1,137 @@
 """ResNet-50 input pipelines on the GPU: penstock vs NVIDIA DALI 2.4, side by side in one run.
 
-Batch 256, num_threads = host cores, over generated ImageNet-like JPEGs (≈430×520, quality 90):
-  train: readers.file (shuffle) -> decoders.image_random_crop(device="mixed") -> resize 224×224
-         -> crop_mirror_normalize (float CHW, ImageNet mean/std, coin-flip mirror)
-  val:   decoders.image(device="mixed") -> resize(resize_shorter=256) -> crop_mirror_normalize(crop 224)
-Each (system, pipeline) runs in its own process, alternating over rounds. One JSON line per system
-and pipeline: median img/s, peak GPU memory (device memory in use above the process's baseline,
-other processes' included), host CPU seconds per image (child processes' included); then the
-ratios. DALI is included when `import nvidia.dali` works.
+A sweep over photo sets (bench/photos.py: imagenet-like, high-res), pipelines (train, val of
+_pipelines.py, batch 256, mixed decoders) and host threads (4, 8, 16). Every (system, set,
+pipeline, threads) runs in its own process; the sweep repeats in rounds, each round running
+every case once, so the systems alternate. Systems: penstock (default settings), DALI with its
+defaults (the reference) and DALI tuned (hw_decoder_load=0.9), DALI when `import nvidia.dali`
+works. One JSON line per (system, set, pipeline, threads): median img/s, peak GPU memory (device
+memory in use above the process's start, sampled every 2 ms), host CPU ms per image (the
+process's and its children's), the GPU's name; then per (set, pipeline, threads) the ratios
+against both DALI settings with the targets of issue 34.
+
+    python bench/rn50_gpu.py --dry-run                       # the plan and its estimated time
+    python bench/rn50_gpu.py --sets imagenet-like --pipelines train   # 27 processes, ~4 minutes
+    python bench/rn50_gpu.py --sets high-res --threads 16             # issue 34's targets there are at 16
+    python bench/rn50_gpu.py --sets noise --threads 16                # the synthetic stress case
 """
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
-import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, HERE)
+
+import photos  # noqa: E402
+from _common import (GpuMemorySampler, alternating_rounds, bench_parser, dali_available, emit, gpu_name,  # noqa: E402
+                     library, median, module_exists, parsed, run_worker, summary, timed)
+from _pipelines import KINDS, rn50_pipeline  # noqa: E402
 
 BATCH = 256
-MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
-STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+# The systems, each a library and the decoder arguments it runs with.
+SYSTEMS = {"penstock": ("penstock", {}), "dali": ("dali", {}), "dali-tuned": ("dali", {"hw_decoder_load": 0.9})}
+# Issue 34's targets: penstock over DALI's defaults, per set and host threads; >= 1.0 over DALI tuned.
+TARGETS = {"imagenet-like": {16: 1.15, 8: 1.3, 4: 1.5}, "high-res": {16: 1.15}}
+TUNED_TARGET = 1.0
+SECONDS_PER_PROCESS = 7.0  # start-up, CUDA and the decoders' set-up, warm-up and timing: for --dry-run
 
 
-def build(lib, kind: str, root: str, threads: int, hw_load: float | None):
-    fn, types = lib.fn, lib.types
-    decoder_args = {} if hw_load is None else {"hw_decoder_load": hw_load}
-
-    @lib.pipeline_def(batch_size=BATCH, num_threads=threads, device_id=0, seed=7)
-    def pipe():
-        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(kind == "train"), name="Reader")
-        if kind == "train":
-            images = fn.decoders.image_random_crop(jpegs, device="mixed", output_type=types.RGB, **decoder_args)
-            images = fn.resize(images, resize_x=224, resize_y=224)
-            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=MEAN, std=STD,
-                                              mirror=fn.random.coin_flip())
-        else:
-            images = fn.decoders.image(jpegs, device="mixed", output_type=types.RGB, **decoder_args)
-            images = fn.resize(images, resize_shorter=256)
-            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", crop=(224, 224),
-                                              mean=MEAN, std=STD)
-        return images, labels.gpu()
-
-    return pipe()
-
-
-class _GpuMemory:
-    """Peak device memory in use, sampled every 2 ms, above the level when sampling started."""
-
-    def __init__(self):
-        import cupy
-        self.rt = cupy.cuda.runtime
-        self.base = self._used()
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _used(self) -> int:
-        free, total = self.rt.memGetInfo()
-        return total - free
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.002):
-            self.peak = max(self.peak, self._used() - self.base)
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.peak
-
-
-def _cpu_seconds() -> float:
-    """CPU time of this process and of its live child processes."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    total = usage.ru_utime + usage.ru_stime
-    tick = os.sysconf("SC_CLK_TCK")
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as f:
-                children = f.read().split()
-        except OSError:
-            continue
-        for pid in children:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-            except (OSError, IndexError, ValueError):
-                pass
-    return total
-
-
-def worker(system: str, kind: str, root: str, batches: int, threads: int, hw_load: float | None) -> None:
+def worker(system: str, kind: str, root: str, threads: str, args: argparse.Namespace) -> dict:
+    lib_name, decoder_args = SYSTEMS[system]
+    threads, seconds = int(threads), args.seconds
+    if args.device == "cpu":  # the smoke run of the sweep's machinery: same pipelines, CPU decoders
+        pipe = rn50_pipeline(library(lib_name), kind, root, BATCH, threads, decoder_args=decoder_args)
+        pipe.build()
+        t = timed(pipe.run, BATCH, seconds=seconds, warmup_steps=1)
+        return {"img_per_s": round(t.items_per_s, 1), "peak_gpu_mb": None,
+                "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps}
+    if lib_name == "penstock" and not module_exists("nvidia.nvimgcodec"):
+        # without it penstock's mixed decoders decode on the host: a number, but not of the GPU path
+        raise SystemExit("penstock's GPU decoding needs nvImageCodec (nvidia-nvimgcodec-cu13), which staging "
+                         "DALI brings; install it or put DALI's site folder on PYTHONPATH")
     import cupy
     cupy.cuda.runtime.setDevice(0)
-    memory = _GpuMemory()
-    if system == "penstock":
-        import penstock as lib
-    else:
-        import nvidia.dali as lib
-    pipe = build(lib, kind, root, threads, hw_load)
+    memory = GpuMemorySampler()
+    pipe = rn50_pipeline(library(lib_name), kind, root, BATCH, threads, device="gpu", decoder_args=decoder_args)
     pipe.build()
     # warm up for a second at least: with 4 batches (50 ms) the first process after the GPU sat idle
     # measured up to 40% slower than the next ones (clocks ramping up, caches filling)
-    warm_until = time.perf_counter() + 1.0
-    for k in itertools.count():
-        pipe.run()
-        if k >= 3 and time.perf_counter() > warm_until:
-            break
-    cupy.cuda.runtime.deviceSynchronize()
-    cpu0 = _cpu_seconds()
-    start = time.perf_counter()
-    for _ in range(batches):
-        pipe.run()
-    cupy.cuda.runtime.deviceSynchronize()
-    seconds = time.perf_counter() - start
-    cpu = _cpu_seconds() - cpu0
-    images = batches * BATCH
-    print(json.dumps({"img_per_s": images / seconds, "peak_gpu_mb": round(memory.stop() / 2**20, 1),
-                      "host_cpu_ms_per_img": round(1000 * cpu / images, 3)}))
+    t = timed(pipe.run, BATCH, seconds=seconds, warmup_steps=4, warmup_seconds=1.0,
+              sync=cupy.cuda.runtime.deviceSynchronize)
+    return {"img_per_s": round(t.items_per_s, 1), "peak_gpu_mb": memory.stop_mb(),
+            "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps}
+
+
+def ratio_lines(results: dict, card: str | None) -> None:
+    """Per (set, pipeline, threads): penstock over DALI default and DALI tuned, with the targets."""
+    cases = sorted({key[1:] for key in results})
+    for set_name, kind, threads in cases:
+        rate = {system: median(results[(system, set_name, kind, threads)], "img_per_s")
+                for system in SYSTEMS if (system, set_name, kind, threads) in results}
+        if "penstock" not in rate or len(rate) == 1:
+            continue
+        line = {"bench": "rn50_gpu", "gpu": card, "set": set_name, "pipeline": kind, "threads": threads}
+        target = TARGETS.get(set_name, {}).get(threads)
+        if "dali" in rate:
+            ratio = rate["penstock"] / rate["dali"]
+            line.update(penstock_vs_dali=round(ratio, 3), target=target,
+                        met=None if target is None else ratio >= target)
+        if "dali-tuned" in rate:
+            ratio = rate["penstock"] / rate["dali-tuned"]
+            line.update(penstock_vs_dali_tuned=round(ratio, 3), target_vs_tuned=TUNED_TARGET,
+                        met_vs_tuned=ratio >= TUNED_TARGET)
+        emit(line)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--root", default="/tmp/penstock_bench_imagenet_like")
-    ap.add_argument("--images", type=int, default=2048)
-    ap.add_argument("--batches", type=int, default=100)  # 24 batches (0.3 s) varied by 10% run to run
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--pipelines", default="train,val")
-    ap.add_argument("--hw-decoder-load", type=float, default=None, help="pass to both systems (default: theirs)")
-    ap.add_argument("--worker", nargs=2, metavar=("SYSTEM", "PIPELINE"))
-    args = ap.parse_args()
-    if args.worker:
-        worker(args.worker[0], args.worker[1], args.root, args.batches, args.threads, args.hw_decoder_load)
+    ap = bench_parser(__doc__, worker=("SYSTEM", "PIPELINE", "ROOT", "THREADS"),
+                      dataset={"default_set": "imagenet-like,high-res", "sweep": True})
+    ap.add_argument("--threads", default="4,8,16", help="host threads per pipeline, comma-separated")
+    ap.add_argument("--pipelines", default=",".join(KINDS))
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="of " + ", ".join(SYSTEMS))
+    ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per process, after the warm-up")
+    ap.add_argument("--dry-run", action="store_true", help="make the sets, print the plan, run nothing")
+    ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu",
+                    help="cpu: the same sweep with CPU decoders, to check the bench itself without a GPU")
+    args = parsed(ap, worker)
+    if args is None:
         return
-    from make_sample_data import make_dataset
-    make_dataset(args.root, classes=16, per_class=args.images // 16, size=(430, 520), noise_sigma=17.0)
-    systems = ["penstock"]
-    try:
-        import nvidia.dali  # noqa: F401
-        systems.append("dali")
-    except ImportError:
-        pass
-    extra = [] if args.hw_decoder_load is None else ["--hw-decoder-load", str(args.hw_decoder_load)]
-    for kind in args.pipelines.split(","):
-        runs: dict[str, list[dict]] = {s: [] for s in systems}
-        for _ in range(args.rounds):
-            for system in systems:
-                out = subprocess.run([sys.executable, __file__, "--worker", system, kind, "--root", args.root,
-                                      "--batches", str(args.batches), "--threads", str(args.threads)] + extra,
-                                     capture_output=True, text=True)
-                if out.returncode != 0:
-                    raise RuntimeError(f"{system}/{kind} failed:\n{out.stderr[-3000:]}")
-                runs[system].append(json.loads(out.stdout.strip().splitlines()[-1]))
-        medians = {}
-        for system, results in runs.items():
-            medians[system] = statistics.median(r["img_per_s"] for r in results)
-            print(json.dumps({"bench": "rn50_gpu", "pipeline": kind, "system": system, "batch": BATCH,
-                              "threads": args.threads, "hw_decoder_load": args.hw_decoder_load,
-                              "img_per_s": round(medians[system], 1),
-                              "peak_gpu_mb": max(r["peak_gpu_mb"] for r in results),
-                              "host_cpu_ms_per_img": statistics.median(r["host_cpu_ms_per_img"] for r in results),
-                              "rounds": len(results)}), flush=True)
-        if "dali" in medians:
-            print(json.dumps({"bench": "rn50_gpu", "pipeline": kind,
-                              "penstock_vs_dali": round(medians["penstock"] / medians["dali"], 2), "target": 1.15}),
-                  flush=True)
+
+    sets = args.sets.split(",")
+    roots = {name: photos.prepared(args, name) for name in sets}
+    dali = dali_available()
+    systems = [s for s in args.systems.split(",") if SYSTEMS[s][0] == "penstock" or dali]
+    # the systems side by side within each round: each case's systems run one after the other
+    cases = [(system, *case) for case in itertools.product(sets, args.pipelines.split(","),
+                                                           map(int, args.threads.split(",")))
+             for system in systems]
+    processes = len(cases) * args.rounds
+    card = gpu_name() if args.device == "gpu" else "none (CPU smoke run)"
+    minutes = processes * (SECONDS_PER_PROCESS + args.seconds) / 60
+    emit({"bench": "rn50_gpu", "plan": {"systems": systems, "sets": sets, "cases": len(cases), "rounds": args.rounds,
+                                        "processes": processes, "gpu": card, "host_cores": os.cpu_count(),
+                                        "estimated_minutes": round(minutes, 1)}})
+    if args.dry_run:
+        return
+
+    def run(case: tuple) -> dict:
+        system, set_name, kind, threads = case
+        result = run_worker(__file__, ["--worker", system, kind, roots[set_name], str(threads),
+                                       "--seconds", str(args.seconds), "--device", args.device])
+        # each process's result as it comes: a sweep cut off by a time limit still leaves its rounds
+        emit({"bench": "rn50_gpu_process", "system": system, "set": set_name, "pipeline": kind, "threads": threads,
+              **result})
+        return result
+
+    results = alternating_rounds(args.rounds, cases, run)
+    for (system, set_name, kind, threads), runs in results.items():
+        emit({"bench": "rn50_gpu", "gpu": card, "system": system, "set": set_name, "pipeline": kind,
+              "threads": threads, "batch": BATCH, "decoder_args": SYSTEMS[system][1],
+              **summary(runs), "img_per_s_rounds": [round(r["img_per_s"]) for r in runs]})
+    ratio_lines(results, card)
 
 
 if __name__ == "__main__":

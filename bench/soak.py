@@ -1,7 +1,8 @@
 """Soak: many epochs over a small dataset through every kind of operator; resources must stay flat.
 
 Each epoch runs (a) a reader pipeline (readers.file -> decoders -> geometry -> colour -> CMN,
-random operators, shapes) through the PyTorch iterator over the reader's epoch, and (b) an
+random operators, shapes) through the PyTorch iterator over the reader's epoch, over pictures of
+the imagenet-like photo set (bench/photos.py), and (b) an
 external-source pipeline (serial, and parallel when this build supports it) through run().
 After each epoch it samples resident memory, open file descriptors, threads, child processes
 and shared-memory segments (and GPU memory in use when CuPy sees a GPU). After the warm-up
@@ -23,27 +24,19 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import photos  # noqa: E402
+from _common import LIBRARIES, emit, run_worker, with_dali  # noqa: E402
+
 BATCH = 8
-
-
-def make_dataset(root: str, n: int) -> None:
-    from PIL import Image
-    rng = np.random.default_rng(0)
-    for i in range(n):
-        cls = os.path.join(root, f"class{i % 2}")
-        os.makedirs(cls, exist_ok=True)
-        px = rng.integers(0, 256, (48 + i % 7, 64 + i % 5, 3), dtype=np.uint8)
-        Image.fromarray(px).save(os.path.join(cls, f"img{i:04d}.jpg"), quality=90)
 
 
 def reader_pipeline(lib, root: str, gpu: bool = False):
@@ -167,32 +160,31 @@ def sample() -> dict:
 # ---- the soak ---------------------------------------------------------------------------------
 
 def soak(lib_name: str, epochs: int, warmup: int, images: int, gpu: bool = False) -> dict:
+    root, _ = photos.photo_set("imagenet-like", images)  # before the libraries start threads: it may fork
     lib = importlib.import_module(lib_name)
     iterators = importlib.import_module(f"{lib_name}.plugin.pytorch")
     notes = []
-    with tempfile.TemporaryDirectory() as root:
-        make_dataset(root, images)
-        loader = iterators.DALIGenericIterator(reader_pipeline(lib, root, gpu), ["data", "label", "shape"],
-                                               reader_name="Reader")
-        sources = [source_pipeline(lib, False)]
-        try:
-            sources.append(source_pipeline(lib, True))
-            sources[-1].build()
-        except NotImplementedError as exc:
-            sources.pop()
-            notes.append(f"parallel external source not run: {exc}")
-        curve, checksum = [], 0.0
-        start = time.monotonic()
-        for _ in range(epochs):
-            steps = 0
-            for batch in loader:
-                checksum += float(batch[0]["label"].sum())
-                steps += 1
-            for pipe in sources:
-                for _ in range(steps):
-                    checksum += float(np.asarray(pipe.run()[0].as_array()).mean())
-            curve.append(sample())
-        seconds = time.monotonic() - start
+    loader = iterators.DALIGenericIterator(reader_pipeline(lib, root, gpu), ["data", "label", "shape"],
+                                           reader_name="Reader")
+    sources = [source_pipeline(lib, False)]
+    try:
+        sources.append(source_pipeline(lib, True))
+        sources[-1].build()
+    except NotImplementedError as exc:
+        sources.pop()
+        notes.append(f"parallel external source not run: {exc}")
+    curve, checksum = [], 0.0
+    start = time.monotonic()
+    for _ in range(epochs):
+        steps = 0
+        for batch in loader:
+            checksum += float(batch[0]["label"].sum())
+            steps += 1
+        for pipe in sources:
+            for _ in range(steps):
+                checksum += float(np.asarray(pipe.run()[0].as_array()).mean())
+        curve.append(sample())
+    seconds = time.monotonic() - start
     return verdict(lib_name + (" (GPU)" if gpu else ""), curve, warmup, seconds, notes)
 
 
@@ -247,29 +239,21 @@ def main() -> int:
     ap.add_argument("--lib", default=None, help=argparse.SUPPRESS)  # one system, in this process
     a = ap.parse_args()
     if a.lib:
-        print(json.dumps(soak(a.lib, a.epochs, a.warmup, a.images, a.gpu)), flush=True)
+        emit(soak(a.lib, a.epochs, a.warmup, a.images, a.gpu))
         return 0
-    systems = ["penstock"]
-    try:
-        importlib.import_module("nvidia.dali")
-        systems.append("nvidia.dali")
-    except ImportError:
-        pass
+    photos.photo_set("imagenet-like", a.images)  # made once, before the systems' processes read it
     results = []
-    for lib in systems:  # each in its own process: resident memory is per process
-        out = subprocess.run([sys.executable, __file__, "--lib", lib, "--epochs", str(a.epochs),
-                              "--warmup", str(a.warmup), "--images", str(a.images)] + (["--gpu"] if a.gpu else []),
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            print(json.dumps({"system": lib, "ok": False, "error": out.stderr[-2000:]}), flush=True)
-            results.append(None)
-            continue
-        line = out.stdout.strip().splitlines()[-1]
-        print(line, flush=True)
-        results.append(json.loads(line))
-    if a.plot and all(results):
+    for system in with_dali(["penstock"]):  # each in its own process: resident memory is per process
+        try:
+            result = run_worker(__file__, ["--lib", LIBRARIES[system], "--epochs", str(a.epochs), "--warmup",
+                                           str(a.warmup), "--images", str(a.images)] + (["--gpu"] if a.gpu else []))
+        except RuntimeError as exc:
+            result = {"system": LIBRARIES[system], "ok": False, "error": str(exc)[-2000:]}
+        emit(result)
+        results.append(result)
+    if a.plot and all("curve" in r for r in results):
         plot(results, a.plot)
-    return 0 if results[0] and results[0]["ok"] else 1
+    return 0 if results[0]["ok"] else 1
 
 
 if __name__ == "__main__":

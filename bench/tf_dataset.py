@@ -1,8 +1,8 @@
 """ResNet-50 train input pipeline into TensorFlow: penstock's DALIDataset vs an equivalent tf.data pipeline.
 
-Same generated JPEGs as rn50_cpu.py (≈500×400, ≈95 KB), batch 64, 2 threads:
+The same generated photo set as rn50_cpu.py (bench/photos.py, default imagenet-like), batch 64, 2 threads:
   penstock:  readers.file (shuffle) -> decoders.image_random_crop -> resize 224×224 -> crop_mirror_normalize
-             (float CHW, ImageNet mean/std, random mirror), as a DALIDataset (rn50_cpu.py's pipeline)
+             (float CHW, ImageNet mean/std, random mirror), as a DALIDataset (_pipelines.py's train pipeline)
   tf_data:   list_files + shuffle -> tf.image.sample_distorted_bounding_box + tf.io.decode_and_crop_jpeg
              (same area/aspect ranges, 10 attempts) -> tf.image.resize 224×224 (bilinear, antialiased like
              penstock's resize) -> random flip -> normalize -> CHW; map(AUTOTUNE) + batch + prefetch(AUTOTUNE),
@@ -15,19 +15,16 @@ median img/s and img per CPU-second, then the ratios (target: DALIDataset >= 1.3
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
 
-from rn50_cpu import BATCH, MEAN, STD, THREADS, dali_like_pipeline  # noqa: E402
+import photos  # noqa: E402
+from _common import (IMAGENET_MEAN, IMAGENET_STD, alternating_rounds, bench_parser, emit, parsed,  # noqa: E402
+                     peak_rss_mb, ratios, report, run_worker, summary, timed)
+from _pipelines import CPU_BATCH as BATCH, CPU_THREADS as THREADS, rn50_pipeline  # noqa: E402
 
 SYSTEMS = ("penstock", "tf_data", "tf_data_noaa", "penstock_run")
 
@@ -36,7 +33,7 @@ def penstock_dataset(root: str):
     import tensorflow as tf
     import penstock
     import penstock.plugin.tf as dali_tf
-    pipe = dali_like_pipeline(penstock, "train", root)
+    pipe = rn50_pipeline(penstock, "train", root, BATCH, THREADS)
     return dali_tf.DALIDataset(pipe, output_dtypes=(tf.float32, tf.int32),
                                output_shapes=((BATCH, 3, 224, 224), (BATCH, 1)),
                                batch_size=BATCH, num_threads=THREADS, device_id=None)
@@ -50,8 +47,8 @@ def tf_data_dataset(root: str, antialias: bool):
         for f in sorted(os.listdir(os.path.join(root, c))):
             paths.append(os.path.join(root, c, f))
             labels.append(k)
-    mean = tf.constant(MEAN, tf.float32)
-    std = tf.constant(STD, tf.float32)
+    mean = tf.constant(IMAGENET_MEAN, tf.float32)
+    std = tf.constant(IMAGENET_STD, tf.float32)
 
     def load(path, label):
         data = tf.io.read_file(path)
@@ -75,83 +72,39 @@ def tf_data_dataset(root: str, antialias: bool):
     return ds.with_options(options)
 
 
-def timed(step, batches: int) -> tuple[float, float]:
-    """(img/s, img per CPU-second of the whole process) over ``batches`` calls of ``step`` after 3 warm-ups.
-
-    The second is what a system gets out of the CPU: on a shared, oversubscribed machine wall-clock
-    rates favour whichever system runs more threads, CPU efficiency does not."""
-    for _ in range(3):
-        step()
-    start, cpu = time.perf_counter(), time.process_time()
-    for _ in range(batches):
-        step()
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return batches * BATCH / wall, batches * BATCH / cpu
-
-
-def run_dataset(ds, batches: int) -> tuple[float, float]:
-    it = iter(ds)
-    return timed(lambda: next(it), batches)
-
-
-def run_pipeline(root: str, batches: int) -> tuple[float, float]:
-    import penstock
-    pipe = dali_like_pipeline(penstock, "train", root)
-    return timed(pipe.run, batches)
-
-
-def worker(system: str, root: str, batches: int) -> None:
+def worker(system: str, root: str, args: argparse.Namespace) -> dict:
     if system == "penstock_run":
-        rate, efficiency = run_pipeline(root, batches)
+        import penstock
+        pipe = rn50_pipeline(penstock, "train", root, BATCH, THREADS)
+        pipe.build()
+        step = pipe.run
     else:
         import tensorflow as tf
         tf.config.threading.set_inter_op_parallelism_threads(THREADS)
         tf.config.threading.set_intra_op_parallelism_threads(THREADS)
         ds = penstock_dataset(root) if system == "penstock" else tf_data_dataset(root, system == "tf_data")
-        rate, efficiency = run_dataset(ds, batches)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"img_per_s": rate, "img_per_cpu_s": efficiency, "peak_rss_mb": round(rss / 1024, 1)}))
+        it = iter(ds)
+        step = lambda: next(it)  # noqa: E731
+    t = timed(step, BATCH, steps=args.batches)
+    # img per CPU-second is what a system gets out of the CPU: on a shared, oversubscribed machine
+    # wall-clock rates favour whichever system runs more threads, CPU efficiency does not
+    return {"img_per_s": t.items_per_s, "img_per_cpu_s": t.items_per_s / t.cores_busy, "peak_rss_mb": peak_rss_mb()}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--root", default=os.path.join(HERE, "..", "data", "bench_imagenet_like"))
-    ap.add_argument("--images", type=int, default=512)
-    ap.add_argument("--batches", type=int, default=15)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = bench_parser(__doc__, batches=15, worker=("SYSTEM", "ROOT"), dataset={"default_images": 512})
     ap.add_argument("--systems", default=",".join(SYSTEMS))
-    ap.add_argument("--worker", metavar="SYSTEM")
-    args = ap.parse_args()
-    if args.worker:
-        worker(args.worker, args.root, args.batches)
+    args = parsed(ap, worker)
+    if args is None:
         return
-    from make_sample_data import make_dataset
-    make_dataset(args.root, classes=8, per_class=args.images // 8, size=(400, 500), noise_sigma=17.0)
-    systems = args.systems.split(",")
-    results: dict[str, list[dict]] = {s: [] for s in systems}
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    for _ in range(args.rounds):
-        for system in systems:
-            out = subprocess.run([sys.executable, __file__, "--worker", system, "--root", args.root,
-                                  "--batches", str(args.batches)], capture_output=True, text=True, env=env)
-            if out.returncode != 0:
-                raise RuntimeError(f"{system} failed:\n{out.stderr[-2000:]}")
-            results[system].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    medians, efficiency = {}, {}
-    for system, runs in results.items():
-        medians[system] = statistics.median(r["img_per_s"] for r in runs)
-        efficiency[system] = statistics.median(r["img_per_cpu_s"] for r in runs)
-        print(json.dumps({"bench": "tf_dataset", "pipeline": "train", "system": system, "batch": BATCH,
-                          "threads": THREADS, "img_per_s": round(medians[system], 1),
-                          "img_per_cpu_s": round(efficiency[system], 1),
-                          "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "rounds": len(runs)}))
-    if "penstock" in medians:
-        others = [s for s in medians if s != "penstock"]
-        print(json.dumps({"bench": "tf_dataset", "pipeline": "train",
-                          "ratios": {f"penstock_vs_{s}": round(medians["penstock"] / medians[s], 2) for s in others},
-                          "cpu_efficiency_ratios": {f"penstock_vs_{s}": round(efficiency["penstock"] / efficiency[s], 2)
-                                                    for s in others},
-                          "target": {"penstock_vs_tf_data": 1.3}}))
+    root = photos.prepared(args)
+    runs = alternating_rounds(args.rounds, args.systems.split(","), lambda s: run_worker(
+        __file__, ["--worker", s, root, "--batches", str(args.batches)], env={"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    report("tf_dataset", runs, target={"penstock_vs_tf_data": 1.3}, set=args.set, pipeline="train", batch=BATCH,
+           threads=THREADS)
+    if "penstock" in runs and len(runs) > 1:
+        efficiency = {s: summary(r)["img_per_cpu_s"] for s, r in runs.items()}
+        emit({"bench": "tf_dataset", "set": args.set, "pipeline": "train", "cpu_efficiency_ratios": ratios(efficiency)})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,339 @@
+"""What the benchmarks share: systems in separate processes, alternating rounds, timing with CPU
+accounting, medians, one JSON line per result, GPU memory and the card's name.
+
+The method (design §4): every system runs in a process of its own (its memory and threads are its
+own), the systems take turns round after round (drift of clocks and of other load on the machine
+hits all of them alike), and a result is the median over rounds.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "examples")
+
+IMAGENET_MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+IMAGENET_STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+# The library behind each system name that follows DALI's API.
+LIBRARIES = {"penstock": "penstock", "dali": "nvidia.dali"}
+
+K = TypeVar("K", bound=Hashable)
+
+
+# ---- output -----------------------------------------------------------------------------------
+
+def emit(record: dict) -> None:
+    """One result: a JSON object on a line of its own, flushed (a long sweep shows its progress)."""
+    print(json.dumps(record), flush=True)
+
+
+def median(runs: Sequence[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def ratios(medians: dict[str, float], subject: str = "penstock") -> dict[str, float]:
+    """``subject``'s value over each other system's: {"penstock_vs_dali": 1.23, ...}."""
+    return {f"{subject}_vs_{s}": round(medians[subject] / v, 2) for s, v in medians.items() if s != subject and v}
+
+
+def summary(results: Sequence[dict]) -> dict:
+    """The rounds of one system and case in one record: the median of every number, the maximum
+    of peaks (``peak_*``), and how many rounds."""
+    out: dict[str, Any] = {}
+    for key in results[0]:
+        values = [r[key] for r in results]
+        if None in values:  # not measured here (GPU memory on a CPU run)
+            out[key] = None
+            continue
+        value = max(values) if key.startswith("peak_") else statistics.median(values)
+        out[key] = round(value, 1 if key.endswith("_per_s") else 3)
+    out["rounds"] = len(results)
+    return out
+
+
+def report(bench: str, runs: dict[str, list[dict]], target: float | dict | None = None,
+           **labels: Any) -> dict[str, float]:
+    """One line per system (the medians over its rounds of every measured number; the maximum of
+    peaks, ``peak_*``), then the ratios of penstock's img/s over the others' with ``target``
+    (when there are others); returns the median img/s per system."""
+    rates = {}
+    for system, results in runs.items():
+        emit({"bench": bench, **labels, "system": system, **summary(results)})
+        rates[system] = statistics.median(r["img_per_s"] for r in results)
+    if "penstock" in rates and len(rates) > 1:
+        line = {"bench": bench, **labels, "ratios": ratios(rates)}
+        competitors = [v for s, v in rates.items() if not s.startswith("penstock")]
+        if len(competitors) > 1:
+            line["penstock_vs_best"] = round(rates["penstock"] / max(competitors), 2)
+        emit(line if target is None else {**line, "target": target})
+    return rates
+
+
+# ---- systems ----------------------------------------------------------------------------------
+
+def module_exists(name: str) -> bool:
+    """Whether ``name`` (dotted) can be imported here, without importing it (only its parents)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
+def dali_available(plugin: str | None = None) -> bool:
+    """Whether real NVIDIA DALI (and its framework plugin, when named) imports in this Python."""
+    try:
+        importlib.import_module("nvidia.dali" + (f".plugin.{plugin}" if plugin else ""))
+        return True
+    except ImportError:
+        return False
+
+
+def with_dali(systems: list[str], plugin: str | None = None, at: int | None = None) -> list[str]:
+    """``systems`` with "dali" inserted (at index ``at``, else last) when DALI imports here."""
+    if not dali_available(plugin):
+        return list(systems)
+    out = list(systems)
+    out.insert(len(out) if at is None else at, "dali")
+    return out
+
+
+def library(system: str, plugin: str | None = None) -> Any:
+    """The module of a DALI-API system ("penstock", "dali"), or its framework plugin when named."""
+    base = LIBRARIES[system]
+    return importlib.import_module(f"{base}.plugin.{plugin}" if plugin else base)
+
+
+# ---- processes and rounds ---------------------------------------------------------------------
+
+def bench_parser(doc: str, *, batches: int | None = None, rounds: int | None = 3, worker: Sequence[str] = (),
+                 dataset: dict | None = None) -> argparse.ArgumentParser:
+    """A benchmark's argument parser with the options they share: --batches (timed per process,
+    when given a default), --rounds, the hidden --worker by which a benchmark starts itself in a
+    process of its own (``worker`` names its arguments), and, given ``dataset`` (the arguments of
+    photos.add_arguments), the photo set's options."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if dataset is not None:
+        import photos
+        photos.add_arguments(ap, **dataset)
+    if batches is not None:
+        ap.add_argument("--batches", type=int, default=batches, help="timed batches per process")
+    ap.add_argument("--rounds", type=int, default=rounds, help="alternating rounds; medians are reported")
+    if worker:
+        ap.add_argument("--worker", nargs=len(worker), metavar=tuple(worker), help=argparse.SUPPRESS)
+    return ap
+
+
+def parsed(ap: argparse.ArgumentParser, worker: Callable[..., dict]) -> argparse.Namespace | None:
+    """The arguments; or, in a benchmark's worker process (--worker given), None after running
+    ``worker(*worker_arguments, args)`` and printing its result."""
+    args = ap.parse_args()
+    if getattr(args, "worker", None):
+        emit(worker(*args.worker, args))
+        return None
+    return args
+
+
+def run_worker(script: str, args: Sequence[str], env: dict | None = None) -> dict:
+    """Runs ``python script *args`` in a fresh process; returns the JSON object of its last line."""
+    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
+                         env=None if env is None else {**os.environ, **env})
+    if out.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(script)} {' '.join(args)} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def alternating_rounds(rounds: int, jobs: Sequence[K], run: Callable[[K], dict]) -> dict[K, list[dict]]:
+    """``run(job)`` for every job, round after round (each round runs every job once, in order)."""
+    results: dict[K, list[dict]] = {job: [] for job in jobs}
+    for _ in range(rounds):
+        for job in jobs:
+            results[job].append(run(job))
+    return results
+
+
+# ---- timing and CPU accounting ----------------------------------------------------------------
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its live child processes (DataLoader workers, decoder or
+    source workers): what the system costs the host. Children that have exited count through
+    RUSAGE_CHILDREN only once waited for, so live ones are read from /proc."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    total = usage.ru_utime + usage.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                children = f.read().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            except (OSError, IndexError, ValueError):
+                pass
+    return total
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process plus the largest of its waited-for children (MB)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round((own + children) / 1024, 1)
+
+
+@dataclass
+class Timing:
+    steps: int
+    seconds: float
+    cpu_seconds: float  # this process and its children, over the same steps
+    items_per_step: int
+
+    @property
+    def items_per_s(self) -> float:
+        return self.steps * self.items_per_step / self.seconds
+
+    @property
+    def seconds_per_step(self) -> float:
+        return self.seconds / self.steps
+
+    @property
+    def cpu_ms_per_item(self) -> float:
+        return 1000 * self.cpu_seconds / (self.steps * self.items_per_step)
+
+    @property
+    def cores_busy(self) -> float:
+        """Host cores this process and its children kept busy on average."""
+        return self.cpu_seconds / self.seconds
+
+    def rates(self) -> dict:
+        """What a worker reports of it: images per second and host CPU milliseconds per image."""
+        return {"img_per_s": round(self.items_per_s, 1), "host_cpu_ms_per_img": round(self.cpu_ms_per_item, 3)}
+
+
+def timed(step: Callable[[], Any], items_per_step: int, *, steps: int | None = None, seconds: float | None = None,
+          warmup_steps: int = 3, warmup_seconds: float = 0.0, sync: Callable[[], Any] = lambda: None) -> Timing:
+    """Times ``step()`` after a warm-up of ``warmup_steps`` calls and at least ``warmup_seconds``:
+    ``steps`` calls, or as many as fill ``seconds`` (at least 3). ``sync`` waits for queued device
+    work, before the clock starts and before it stops."""
+    if (steps is None) == (seconds is None):
+        raise ValueError("timed: give steps or seconds")
+    warm_until = time.perf_counter() + warmup_seconds
+    done = 0
+    while done < warmup_steps or time.perf_counter() < warm_until:
+        step()
+        done += 1
+
+    def more(n: int, elapsed: float) -> bool:
+        return n < steps if steps is not None else (n < 3 or elapsed < seconds)
+
+    sync()
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    n = 0
+    while more(n, time.perf_counter() - start):
+        step()
+        n += 1
+    sync()
+    return Timing(n, time.perf_counter() - start, cpu_seconds() - cpu0, items_per_step)
+
+
+def cycling(iterable: Iterable) -> Callable[[], Any]:
+    """A step that returns the iterable's next item, starting it over at its end (a DataLoader's
+    epochs; DALI iterators with auto_reset start over on the call after StopIteration)."""
+    it = iter(iterable)
+
+    def step():
+        nonlocal it
+        try:
+            return next(it)
+        except StopIteration:
+            it = iter(iterable)
+            return next(it)
+    return step
+
+
+# ---- the GPU ----------------------------------------------------------------------------------
+
+def gpu_name() -> str | None:
+    """The GPU's name as nvidia-smi gives it (else CuPy's, else torch's), or None without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    for probe in (_cupy_gpu_name, _torch_gpu_name):
+        try:
+            name = probe()
+            if name:
+                return name
+        except Exception:  # noqa: BLE001 - no such library, or no device: try the next
+            continue
+    return None
+
+
+def _cupy_gpu_name() -> str:
+    import cupy
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def _torch_gpu_name() -> str | None:
+    import torch
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def _device_memory_used() -> Callable[[], int]:
+    """A function giving the bytes in use on device 0 (all processes'), through CuPy or torch."""
+    try:
+        import cupy
+        runtime = cupy.cuda.runtime
+
+        def used() -> int:
+            free, total = runtime.memGetInfo()
+            return total - free
+    except ImportError:
+        import torch
+
+        def used() -> int:
+            free, total = torch.cuda.mem_get_info(0)
+            return total - free
+    return used
+
+
+class GpuMemorySampler:
+    """Peak device memory in use above the level when sampling started, sampled every 2 ms (other
+    processes' included: run nothing else on the GPU meanwhile)."""
+
+    def __init__(self) -> None:
+        self._used = _device_memory_used()
+        self.base = self._used()
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.002):
+            self.peak = max(self.peak, self._used() - self.base)
+
+    def stop_mb(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return round(self.peak / 2**20, 1)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One command on a GPU machine: makes ready what the GPU benchmarks need there, then runs one of
+# them, its JSON lines also written to $OUT/<bench>.jsonl (or ./<bench>.jsonl without $OUT).
+#
+#   bash bench/gpu_run.sh rn50_gpu --sets imagenet-like       # the sweep, one set per command
+#   bash bench/gpu_run.sh rn50_gpu --sets high-res
+#   bash bench/gpu_run.sh train_e2e --models resnet18
+#   bash bench/gpu_run.sh train_e2e --models resnet50
+#
+# What it expects there (a machine with CUDA, the machine's python3 holding torch, torchvision
+# and CuPy; nothing fetched from a network):
+#   - real DALI 2.4 in $HOME/dalisite, staged by /work/shared/tools/dali-on-device.sh (it brings
+#     nvImageCodec too, which penstock's GPU decoders need); without it only penstock runs;
+#   - the photo sets' source photographs: scikit-image's wheel in .whl/ (carried), installed here
+#     with --no-deps (only its data files are read), unless scikit-image is installed already.
+# penstock itself is installed in place as `make gpu-test` does, once per machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bench=${1:?usage: bash bench/gpu_run.sh BENCH [its options]}
+shift
+PY=${PYTHON:-python3}
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/bench_site --upgrade .whl/*.whl
+  export PYTHONPATH=/tmp/bench_site${PYTHONPATH:+:$PYTHONPATH}
+fi
+if [ -d "$HOME/dalisite" ]; then
+  export PYTHONPATH=$HOME/dalisite${PYTHONPATH:+:$PYTHONPATH}
+else
+  echo "gpu_run: no \$HOME/dalisite: DALI is not staged, penstock runs alone" >&2
+fi
+# installed already (an earlier command on this machine) from this very checkout: not again
+if ! $PY -c "import os, penstock, penstock.plugin.pytorch; assert os.path.realpath(penstock.__file__).startswith(os.path.realpath('core'))" 2>/dev/null; then
+  $PY -m pip install -q --no-build-isolation --no-deps -e . -e plugins/pytorch
+fi
+
+export PYTHONUNBUFFERED=1
+start=$(date +%s)
+$PY "bench/$bench.py" "$@" | tee "${OUT:-.}/$bench.jsonl"
+echo "gpu_run: $bench took $(( $(date +%s) - start )) s" >&2

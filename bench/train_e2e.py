@@ -1,0 +1,204 @@
+"""End-to-end training throughput: a real training step fed by each loader, against the model's
+speed on synthetic data (its ceiling). This is the number users feel.
+
+Models (torchvision, bf16 autocast, channels_last, SGD with momentum, batch 256):
+  resnet50 at 224 px, resnet18 at 176 px (small and fast: the loader has to keep up)
+Feeds:
+  synthetic   one fixed batch already on the GPU: the ceiling
+  penstock    the ResNet-50 train pipeline of _pipelines.py on the GPU (mixed decoders, output
+              HWC float, handed over as NCHW channels_last without a copy) through
+              penstock.plugin.pytorch.DALIClassificationIterator
+  dali        the same pipeline and iterator in NVIDIA DALI 2.4 (when it imports)
+  dataloader  torch.utils.data.DataLoader over torchvision's ImageFolder with RandomResizedCrop,
+              RandomHorizontalFlip, ToTensor, Normalize; N workers, pin_memory, copied to the GPU
+The data: a generated photo set (bench/photos.py, default imagenet-like). Every (model, feed) runs
+in its own process, alternating over rounds: the model is warmed up on synthetic data (cuDNN's
+autotuning) before the loader starts, then trained for a warm-up and --seconds timed. One JSON
+line per (model, feed) with the median training img/s, its fraction of the ceiling, and the host
+cores the process (with its loader's threads and worker processes) kept busy and left free, and
+the loader's share (busy beyond the ceiling run's); then per model the issue's target (penstock
+within 5% of the ceiling on resnet18). On the CPU (--device cpu) the numbers mean nothing: the
+run checks that every feed works.
+
+    python bench/train_e2e.py --models resnet18                  # on the GPU, about 4 minutes
+    python bench/train_e2e.py --models resnet50
+    python bench/train_e2e.py --device cpu                        # smoke run of every path on the CPU:
+                                                                  # tiny model, batch 8, 1 round
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import photos  # noqa: E402
+from _common import (IMAGENET_MEAN, IMAGENET_STD, alternating_rounds, bench_parser, cycling, emit,  # noqa: E402
+                     gpu_name, library, parsed, run_worker, summary, timed, with_dali)
+from _pipelines import rn50_pipeline  # noqa: E402
+
+MODELS = {"resnet50": 224, "resnet18": 176}  # model -> training resolution
+FEEDS = ("synthetic", "penstock", "dataloader")  # and "dali" when it imports
+TARGET_FRACTION = {"resnet18": 0.95}  # issue 34: penstock within 5% of the ceiling
+
+
+# ---- the model and its training step ---------------------------------------------------------
+
+def make_model(name: str, device: str):
+    """The torchvision model, channels_last on ``device``; on the CPU (smoke runs) a tiny network
+    instead, so that the run checks the feeding paths in seconds."""
+    import torch
+    if device == "cpu":
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, stride=4), torch.nn.ReLU(),
+                                    torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 1000))
+    else:
+        import torchvision
+        model = getattr(torchvision.models, name)(num_classes=1000)
+    return model.to(device, memory_format=torch.channels_last)
+
+
+def trainer(model, device: str):
+    """A function doing one SGD step on a batch under bf16 autocast: torchvision's reference loop."""
+    import torch
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def train(images, labels) -> None:
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = loss_fn(model(images), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return train
+
+
+# ---- the feeds: each a function giving the next (images NCHW channels_last, labels) on the device ----
+
+def synthetic_feed(batch: int, size: int, device: str):
+    import torch
+    images = torch.randn(batch, 3, size, size, device=device).contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(0, 1000, (batch,), device=device)
+    return lambda: (images, labels)
+
+
+def pipeline_feed(system: str, root: str, batch: int, size: int, threads: int, device: str):
+    """penstock's or DALI's train pipeline through its DALIClassificationIterator. The pipeline
+    writes HWC; its permutation to NCHW is channels_last as it stands (no copy)."""
+    pipe = rn50_pipeline(library(system), "train", root, batch, threads, device="gpu" if device == "cuda" else "cpu",
+                         size=size, layout="HWC")
+    next_output = cycling(library(system, "pytorch").DALIClassificationIterator(pipe, reader_name="Reader",
+                                                                                auto_reset=True))
+
+    def next_batch():
+        out = next_output()[0]
+        return out["data"].permute(0, 3, 1, 2), out["label"].squeeze(-1).long().to(device, non_blocking=True)
+    return next_batch
+
+
+def dataloader_feed(root: str, batch: int, size: int, workers: int, device: str):
+    """torchvision's ImageNet recipe in a DataLoader; without torchvision (the CPU test machine)
+    the same steps in PIL and torch from torch_baseline.py, at 224 px."""
+    import torch
+    try:
+        import torchvision.transforms as T
+        from torchvision.datasets import ImageFolder
+    except ImportError:
+        from torch_baseline import make_loader
+        loader = make_loader("train", root, batch, workers)
+    else:
+        transform = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.ToTensor(),
+                               T.Normalize([m / 255 for m in IMAGENET_MEAN], [s / 255 for s in IMAGENET_STD])])
+        loader = torch.utils.data.DataLoader(ImageFolder(root, transform), batch_size=batch, shuffle=True,
+                                             num_workers=workers, pin_memory=device == "cuda", drop_last=True,
+                                             persistent_workers=True)
+    next_output = cycling(loader)
+
+    def next_batch():
+        images, labels = next_output()
+        images = images.to(device, non_blocking=True).contiguous(memory_format=torch.channels_last)
+        return images, labels.to(device, non_blocking=True)
+    return next_batch
+
+
+def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Fills the options left unset: a GPU run's, or a CPU smoke run's (small and short)."""
+    smoke = args.device == "cpu"
+    for name, gpu_default, cpu_default in (("batch", 256, 8), ("rounds", 3, 1), ("seconds", 6.0, 1.0),
+                                           ("warmup_seconds", 4.0, 0.0)):
+        if getattr(args, name) is None:
+            setattr(args, name, cpu_default if smoke else gpu_default)
+    return args
+
+
+def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> dict:
+    import torch
+    args = with_defaults(args)
+    size = MODELS[model_name]
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    torch.backends.cudnn.benchmark = True
+    train = trainer(make_model(model_name, args.device), args.device)
+    # the model first, on synthetic data: cuDNN's autotuning happens here, not while a loader that
+    # has already started fills its queues (a backlog would be counted as the loader's speed)
+    warm = synthetic_feed(args.batch, size, args.device)
+    for _ in range(3):
+        train(*warm())
+    sync()
+    if feed == "synthetic":
+        next_batch = warm
+    elif feed == "dataloader":
+        next_batch = dataloader_feed(root, args.batch, size, args.threads, args.device)
+    else:
+        next_batch = pipeline_feed(feed, root, args.batch, size, args.threads, args.device)
+    # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
+    t = timed(lambda: train(*next_batch()), args.batch, seconds=args.seconds, warmup_steps=5,
+              warmup_seconds=args.warmup_seconds, sync=sync)
+    return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps}
+
+
+def main() -> None:
+    ap = bench_parser(__doc__, rounds=None, worker=("FEED", "MODEL", "ROOT"), dataset={})
+    ap.add_argument("--models", default=",".join(MODELS), help="of " + ", ".join(MODELS))
+    ap.add_argument("--feeds", default=None, help="of synthetic, penstock, dali, dataloader (default: all there are)")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                    help="cpu: a smoke run (tiny model; batch, rounds and seconds shrink unless given)")
+    ap.add_argument("--batch", type=int, default=None, help="default 256 (8 on the CPU)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="the pipelines' threads and the DataLoader's workers (default: host cores)")
+    ap.add_argument("--seconds", type=float, default=None, help="timed seconds per process (default 6; 1 on the CPU)")
+    ap.add_argument("--warmup-seconds", type=float, default=None, help="default 4 (0 on the CPU)")
+    args = parsed(ap, worker)
+    if args is None:
+        return
+    with_defaults(args)
+    smoke = args.device == "cpu"
+    root = photos.prepared(args)
+    feeds = args.feeds.split(",") if args.feeds else with_dali(list(FEEDS), plugin="pytorch", at=2)
+    models = args.models.split(",")
+    card = None if smoke else gpu_name()
+    passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
+              "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds)]
+    runs = alternating_rounds(args.rounds, [(m, f) for m in models for f in feeds],
+                              lambda job: run_worker(__file__, ["--worker", job[1], job[0], root, *passed]))
+    cores = os.cpu_count()
+    for model in models:
+        rates = {feed: summary(runs[(model, feed)]) for feed in feeds}
+        ceiling = rates.get("synthetic")
+        for feed, line in rates.items():
+            extra = {"host_cores_free": round(cores - line["host_cores_busy"], 2)}
+            if ceiling:  # the training loop's own host CPU is the ceiling run's: the rest is the loader's
+                extra["fraction_of_ceiling"] = round(line["img_per_s"] / ceiling["img_per_s"], 3)
+                extra["loader_cores_busy"] = round(line["host_cores_busy"] - ceiling["host_cores_busy"], 2)
+            emit({"bench": "train_e2e", "gpu": card, "device": args.device, "model": model, "size": MODELS[model],
+                  "feed": feed, "set": args.set, "batch": args.batch, "threads": args.threads, "host_cores": cores,
+                  **line, **extra, **({"smoke": True, "tiny_model": True} if smoke else {})})
+        target = TARGET_FRACTION.get(model)
+        if ceiling and "penstock" in rates and target and not smoke:
+            fraction = rates["penstock"]["img_per_s"] / ceiling["img_per_s"]
+            emit({"bench": "train_e2e", "gpu": card, "model": model, "penstock_fraction_of_ceiling": round(fraction, 3),
+                  "target": target, "met": fraction >= target})
+
+
+if __name__ == "__main__":
+    main()
