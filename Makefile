@@ -10,8 +10,12 @@ STAMP  := $(VENV)/.installed
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The pinned test set, then core (compiles csrc/ into penstock._engine) and the three plugins.
-$(STAMP): $(VENV)/bin/python requirements-ci.txt pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
+# torch's CPU-only build from PyTorch's CPU index (alone: requirements-torch-cpu.txt says why), the
+# pinned test set with the examples' dependencies, then core (compiles csrc/ into penstock._engine)
+# and the three plugins.
+$(STAMP): $(VENV)/bin/python requirements-ci.txt requirements-torch-cpu.txt requirements-examples.txt \
+          pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
+	$(PIP) install -q --no-deps -r requirements-torch-cpu.txt
 	$(PIP) install -q -r requirements-ci.txt
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	$(PIP) install -q --no-build-isolation --no-deps -e plugins/pytorch -e plugins/jax -e plugins/tensorflow
