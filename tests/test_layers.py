@@ -19,8 +19,9 @@ LAYERS = {
     "runtimes": {"_cuda", "_parallel", "_conditionals"},
     "operators": {"operators"},
     "front ends": {"pipeline", "fn", "ops", "experimental", "math", "backend", "backend_impl", "auto_aug",
-                   "__init__"},
+                   "profiler", "utils", "__init__"},
     "plugins": {"plugin"},
+    "tools": {"__main__"},  # python -m penstock
 }
 RANK = {name: rank for rank, names in enumerate(LAYERS.values()) for name in names}
 LAYER_OF_RANK = list(LAYERS)
