@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz differential
+.PHONY: demo test install gpu-test bench clean fuzz differential stubs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ $(STAMP): $(VENV)/bin/python requirements-ci.txt requirements-torch-cpu.txt requ
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Type stubs of fn and ops (penstock/fn/*.pyi, penstock/ops/*.pyi) from the operator registry; the
+# build writes them too, so this is for a registry edited since.
+stubs: $(STAMP)
+	$(PY) -m penstock._stubs core/penstock
 
 # The demo needs only the core (numpy, Pillow for its sample JPEGs): no framework is installed.
 DEMO_STAMP := $(VENV)/.demo

@@ -3,6 +3,7 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
@@ -98,6 +99,13 @@ class BuildExtWithPrivateLibs(build_ext):
         ext.library_dirs = [folder]
         ext.extra_link_args = ext.extra_link_args + [f"-l:{name}" for name in private]
         super().build_extension(ext)
+
+    def run(self) -> None:
+        super().run()
+        # fn/ops type stubs from the operator registry, beside the engine just built (it imports it)
+        package = os.path.dirname(self.get_ext_fullpath("penstock._engine"))
+        subprocess.run([sys.executable, "-m", "penstock._stubs", package], check=True,
+                       env={**os.environ, "PYTHONPATH": os.path.dirname(package)})
 
     def _private_files(self) -> dict[str, str]:
         """The private libraries in the build folder -> their place in the source tree."""

@@ -19,7 +19,7 @@ LAYERS = {
     "runtimes": {"_cuda", "_parallel", "_conditionals"},
     "operators": {"operators"},
     "front ends": {"pipeline", "fn", "ops", "experimental", "math", "backend", "backend_impl", "auto_aug",
-                   "profiler", "utils", "__init__"},
+                   "profiler", "utils", "_stubs", "__init__"},
     "plugins": {"plugin"},
     "tools": {"__main__"},  # python -m penstock
 }
