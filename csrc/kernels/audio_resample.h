@@ -1,0 +1,130 @@
+// Band-limited resampling with a windowed sinc, as DALI 2.4's audio resampler does it (used by
+// decoders.audio's sample_rate and by audio_resample): a Hann-windowed sinc of `lobes` zero
+// crossings per side, tabulated at 64 points per lobe and read with linear interpolation, applied
+// at the input rate (no extra low-pass when downsampling). Arithmetic in float, output positions
+// advanced in blocks of 256 from a double start, so the values match DALI's to float rounding.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/convert.h"
+
+namespace penstock {
+
+// Integer samples read and written as fractions of full scale (DALI's ConvertNorm): x / max and
+// round(f * max) saturated; floating-point samples as they are.
+template <typename T>
+inline float to_unit(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<float>(v);
+  } else {
+    return static_cast<float>(v) * (1.0f / static_cast<float>(std::numeric_limits<T>::max()));
+  }
+}
+
+template <typename T>
+inline T from_unit(float f) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(f);
+  } else {
+    return convert_sat<T>(f * static_cast<float>(std::numeric_limits<T>::max()));
+  }
+}
+
+// quality 0..100 -> zero crossings per side of the sinc (3 at 0, 16 at 50, 64 at 100)
+inline int resampling_lobes(double quality) {
+  return static_cast<int>(std::round(0.007 * quality * quality - 0.09 * quality + 3));
+}
+
+// ceil(n * out_rate / in_rate): the length a resampled signal gets
+inline int64_t resampled_length(int64_t n, double in_rate, double out_rate) {
+  return static_cast<int64_t>(std::ceil(n * out_rate / in_rate));
+}
+
+class SincResampler {
+ public:
+  explicit SincResampler(int lobes) : lobes_(lobes) {
+    const int coeffs = lobes * 64 + 1;
+    const float scale = 2.0f * lobes / (coeffs - 1);
+    const float envelope_scale = 2.0f / coeffs;
+    lookup_.assign(coeffs + 2, 0.0f);  // a zero on each side: reads at the edges interpolate to 0
+    const int center = static_cast<int>((coeffs - 1) * 0.5f);
+    for (int i = 0; i < coeffs; ++i) {
+      const float x = static_cast<float>(i - center);
+      const double y = x * scale;
+      const double sinc = y != 0 ? std::sin(y * M_PI) / (y * M_PI) : 1.0;
+      const double hann = 0.5 * (1 + std::cos(static_cast<double>(x * envelope_scale) * M_PI));
+      lookup_[i + 1] = static_cast<float>(sinc * hann);
+    }
+    center_ = static_cast<float>(center + 1);
+    inv_scale_ = 1 / scale;
+  }
+
+  // out[0, out_len) from in[0, n_in) (interleaved channels), both rates in samples per second.
+  template <typename Out, typename In>
+  void resample(Out* out, int64_t out_len, double out_rate, const In* in, int64_t n_in, double in_rate,
+                int channels) const {
+    if (out_rate == in_rate) {
+      const int64_t count = std::min(out_len, n_in) * channels;
+      for (int64_t k = 0; k < count; ++k) out[k] = from_unit<Out>(to_unit(in[k]));
+      for (int64_t k = count; k < out_len * channels; ++k) out[k] = Out(0);
+      return;
+    }
+    constexpr int64_t kBlock = 256;
+    const double scale = in_rate / out_rate;
+    const float fscale = static_cast<float>(scale);
+    std::vector<float> acc(channels);
+    for (int64_t block = 0; block < out_len; block += kBlock) {
+      const int64_t block_end = std::min(block + kBlock, out_len);
+      const double start = block * scale;
+      const int64_t base = static_cast<int64_t>(std::floor(start));
+      float pos = static_cast<float>(start - base);  // input position relative to `base`
+      for (int64_t o = block; o < block_end; ++o, pos += fscale) {
+        const int64_t centre = static_cast<int64_t>(std::ceil(pos));
+        const int64_t i0 = std::max<int64_t>(centre - lobes_, -base);
+        const int64_t i1 = std::min<int64_t>(centre + lobes_, n_in - base);
+        if (channels == 1) {
+          out[o] = from_unit<Out>(dot_mono(in + base, i0, i1, pos));
+          continue;
+        }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        float x = static_cast<float>(i0) - pos;
+        for (int64_t i = i0; i < i1; ++i, x += 1.0f) {
+          const float w = weight(x);
+          const In* frame = in + (base + i) * channels;
+          for (int c = 0; c < channels; ++c) acc[c] += to_unit(frame[c]) * w;
+        }
+        for (int c = 0; c < channels; ++c) out[o * channels + c] = from_unit<Out>(acc[c]);
+      }
+    }
+  }
+
+ private:
+  float weight(float x) const {
+    const float fi = x * inv_scale_ + center_;
+    const float fl = std::floor(fi);
+    const int i = static_cast<int>(fl);
+    if (i < 0 || i + 1 >= static_cast<int>(lookup_.size())) return 0.0f;
+    const float di = fi - fl;
+    return lookup_[i] + di * (lookup_[i + 1] - lookup_[i]);
+  }
+
+  // Four running sums over taps i0, i0+4, ... then the rest one by one: DALI's vector order.
+  template <typename In>
+  float dot_mono(const In* in, int64_t i0, int64_t i1, float pos) const {
+    float lane[4] = {0, 0, 0, 0};
+    int64_t i = i0;
+    for (; i + 3 < i1; i += 4)
+      for (int k = 0; k < 4; ++k) lane[k] += to_unit(in[i + k]) * weight(static_cast<float>(i + k) - pos);
+    float f = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    for (float x = static_cast<float>(i) - pos; i < i1; ++i, x += 1.0f) f += to_unit(in[i]) * weight(x);
+    return f;
+  }
+
+  int lobes_;
+  std::vector<float> lookup_;
+  float center_ = 0, inv_scale_ = 1;
+};
+
+}  // namespace penstock
