@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "engine/module.h"
@@ -172,20 +174,24 @@ void spectrogram(ThreadPool& pool, py::array src, I64Array lengths, I64Array src
   });
 }
 
-// The transform of every line along `axis` (zero-padded or cut to nfft) -> nfft / 2 + 1 bins.
-// Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner].
+// The transform of every line along `axis` (zero-padded or cut to nffts[i]) -> nffts[i] / 2 + 1
+// bins. Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner].
 void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
-                    I64Array dst_offsets, int64_t nfft, int power_kind) {
+                    I64Array dst_offsets, I64Array nffts, int power_kind) {
   check_type(src, int(DType::FLOAT), "power_spectrum", "the input");
   check_type(dst, int(DType::FLOAT), "power_spectrum", "the output");
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   if (in.ndim != 3) throw std::invalid_argument("power_spectrum: shapes must be [N, 3] (outer, length, inner)");
-  const int64_t bins = nfft / 2 + 1;
+  check_per_sample(nffts, in.num_samples, "power_spectrum", "nffts");
+  const int64_t* nfft = nffts.data();
   std::vector<int64_t> out_shape_data(in.num_samples * 3);
+  std::map<int64_t, std::unique_ptr<Transform>> transforms;  // one plan per distinct size
   for (int64_t i = 0; i < in.num_samples; ++i) {
+    if (nfft[i] < 1) throw std::invalid_argument("power_spectrum: nfft must be positive");
     out_shape_data[i * 3] = in.shape(i)[0];
-    out_shape_data[i * 3 + 1] = bins;
+    out_shape_data[i * 3 + 1] = nfft[i] / 2 + 1;
     out_shape_data[i * 3 + 2] = in.shape(i)[2];
+    if (!transforms.count(nfft[i])) transforms[nfft[i]] = std::make_unique<Transform>(nfft[i]);
   }
   I64Array out_shapes({in.num_samples, int64_t(3)}, out_shape_data.data());
   BatchView out = make_batch_view(dst, out_shapes, dst_offsets, true);
@@ -193,15 +199,15 @@ void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array s
   for (int64_t i = 0; i < in.num_samples; ++i)
     for (int64_t o = 0; o < in.shape(i)[0]; ++o) items.emplace_back(i, o);
   py::gil_scoped_release nogil;
-  const Transform transform(nfft);
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
     const auto [i, o] = items[k];
-    const int64_t len = in.shape(i)[1], inner = in.shape(i)[2];
+    const Transform& transform = *transforms.at(nfft[i]);
+    const int64_t len = in.shape(i)[1], inner = in.shape(i)[2], bins = nfft[i] / 2 + 1;
     const float* x = in.sample<float>(i) + o * len * inner;
     float* y = out.sample<float>(i) + o * bins * inner;
     thread_local std::vector<double> line;
-    line.assign(nfft, 0.0);
-    const int64_t take = std::min(len, nfft);
+    line.assign(nfft[i], 0.0);
+    const int64_t take = std::min(len, nfft[i]);
     for (int64_t j = 0; j < inner; ++j) {
       for (int64_t t = 0; t < take; ++t) line[t] = x[t * inner + j];
       transform.power(line.data(), power_kind, y + j, inner);
@@ -210,46 +216,56 @@ void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array s
 }
 
 // ---- a matrix along one axis: mel_filter_bank, mfcc ---------------------------------------------
-// out[o, r, j] = sum_c matrix[r, c] * x[o, c, j], samples as [outer, cols, inner]; zero
-// coefficients (most of a mel filter bank) are skipped.
+// out[o, r, j] = sum_c M[r, c] * x[o, c, j] with M = matrices[which[i]] for sample i, samples as
+// [outer, cols, inner]; zero coefficients (most of a mel filter bank) are skipped.
 void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
-                       I64Array dst_offsets, F64Array matrix) {
+                       I64Array dst_offsets, std::vector<F64Array> matrices, I64Array which) {
   check_type(src, int(DType::FLOAT), "matrix_along_axis", "the input");
   check_type(dst, int(DType::FLOAT), "matrix_along_axis", "the output");
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
-  if (in.ndim != 3 || matrix.ndim() != 2)
-    throw std::invalid_argument("matrix_along_axis: shapes must be [N, 3] and the matrix 2-D");
-  const int64_t rows = matrix.shape(0), cols = matrix.shape(1);
+  if (in.ndim != 3) throw std::invalid_argument("matrix_along_axis: shapes must be [N, 3]");
+  check_per_sample(which, in.num_samples, "matrix_along_axis", "which");
+  // each matrix's rows as lists of nonzero (column, coefficient)
+  using SparseRows = std::vector<std::vector<std::pair<int64_t, double>>>;
+  std::vector<SparseRows> sparse(matrices.size());
+  for (size_t m = 0; m < matrices.size(); ++m) {
+    const F64Array& a = matrices[m];
+    if (a.ndim() != 2) throw std::invalid_argument("matrix_along_axis: matrices must be 2-D");
+    sparse[m].resize(a.shape(0));
+    for (int64_t r = 0; r < a.shape(0); ++r)
+      for (int64_t c = 0; c < a.shape(1); ++c)
+        if (a.at(r, c) != 0) sparse[m][r].emplace_back(c, a.at(r, c));
+  }
+  const int64_t* pick = which.data();
   std::vector<int64_t> out_shape_data(in.num_samples * 3);
   for (int64_t i = 0; i < in.num_samples; ++i) {
-    if (in.shape(i)[1] != cols)
+    if (pick[i] < 0 || pick[i] >= static_cast<int64_t>(matrices.size()))
+      throw std::invalid_argument("matrix_along_axis: matrix index out of range");
+    const F64Array& a = matrices[pick[i]];
+    if (in.shape(i)[1] != a.shape(1))
       throw std::invalid_argument("matrix_along_axis: sample " + std::to_string(i) + " has " +
-                                  std::to_string(in.shape(i)[1]) + " values along the axis, the matrix " +
-                                  std::to_string(cols) + " columns");
+                                  std::to_string(in.shape(i)[1]) + " values along the axis, its matrix " +
+                                  std::to_string(a.shape(1)) + " columns");
     out_shape_data[i * 3] = in.shape(i)[0];
-    out_shape_data[i * 3 + 1] = rows;
+    out_shape_data[i * 3 + 1] = a.shape(0);
     out_shape_data[i * 3 + 2] = in.shape(i)[2];
   }
   I64Array out_shapes({in.num_samples, int64_t(3)}, out_shape_data.data());
   BatchView out = make_batch_view(dst, out_shapes, dst_offsets, true);
-  // each row's nonzero columns
-  std::vector<std::vector<std::pair<int64_t, double>>> nonzero(rows);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      if (matrix.at(r, c) != 0) nonzero[r].emplace_back(c, matrix.at(r, c));
   std::vector<std::pair<int64_t, int64_t>> items;  // (sample, outer index)
   for (int64_t i = 0; i < in.num_samples; ++i)
     for (int64_t o = 0; o < in.shape(i)[0]; ++o) items.emplace_back(i, o);
   py::gil_scoped_release nogil;
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
     const auto [i, o] = items[k];
-    const int64_t inner = in.shape(i)[2];
+    const SparseRows& rows = sparse[pick[i]];
+    const int64_t inner = in.shape(i)[2], cols = in.shape(i)[1], nrows = static_cast<int64_t>(rows.size());
     const float* x = in.sample<float>(i) + o * cols * inner;
-    float* y = out.sample<float>(i) + o * rows * inner;
+    float* y = out.sample<float>(i) + o * nrows * inner;
     thread_local std::vector<double> acc;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < nrows; ++r) {
       acc.assign(inner, 0.0);
-      for (const auto& [c, m] : nonzero[r]) {
+      for (const auto& [c, m] : rows[r]) {
         const float* xc = x + c * inner;
         for (int64_t j = 0; j < inner; ++j) acc[j] += m * xc[j];
       }
@@ -260,14 +276,16 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
 
 // ---- to_decibels --------------------------------------------------------------------------------
 // multiplier * log10(max(x / reference, 10^(cutoff_db / multiplier))); a reference of 0 takes each
-// sample's maximum. A ratio that is not a number (0 / 0) or not positive gives the cutoff, as in DALI.
+// sample's maximum. A ratio that is not a number (0 / 0) or not positive (a negative reference)
+// gives the cutoff, as in DALI.
 void to_decibels(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
                  I64Array dst_offsets, double multiplier, double reference, double cutoff_db) {
   check_type(src, int(DType::FLOAT), "to_decibels", "the input");
   check_type(dst, int(DType::FLOAT), "to_decibels", "the output");
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
-  const double floor_ratio = std::pow(10.0, cutoff_db / multiplier);
+  // the lowest ratio, in float as DALI holds it: a cutoff beyond float's range is 0 or infinite
+  const double floor_ratio = static_cast<float>(std::pow(10.0, cutoff_db / multiplier));
   py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const float* x = in.sample<float>(i);
@@ -288,7 +306,7 @@ void to_decibels(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_
 
 // ---- nonsilent_region ---------------------------------------------------------------------------
 // The mean square over the window_length samples ending at each position, in dB against the
-// reference power (0: the sample's largest), compared with cutoff_db: the region runs from the
+// reference power (<= 0: the sample's largest), compared with cutoff_db: the region runs from the
 // first loud window's first sample to the last loud position. A ratio that is not a number (a
 // silent sample against its own maximum, 0) counts as loud, as in DALI; no loud position gives (0, 0).
 py::tuple nonsilent_region(ThreadPool& pool, py::array src, int src_type, I64Array lengths, I64Array src_offsets,
@@ -361,10 +379,10 @@ PENSTOCK_BINDINGS(audio_features) {
         py::arg("centered"), py::arg("reflect"), py::arg("power"), py::arg("freq_major"));
   m.def("power_spectrum", &power_spectrum, "Power or magnitude spectrum along the middle axis of [outer, n, inner]",
         py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("nfft"), py::arg("power"));
+        py::arg("dst_offsets"), py::arg("nffts"), py::arg("power"));
   m.def("matrix_along_axis", &matrix_along_axis, "A matrix applied along the middle axis of [outer, n, inner]",
         py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("matrix"));
+        py::arg("dst_offsets"), py::arg("matrices"), py::arg("which"));
   m.def("to_decibels", &to_decibels, "multiplier * log10(max(x / reference, cutoff)) per sample", py::arg("pool"),
         py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"), py::arg("dst_offsets"),
         py::arg("multiplier"), py::arg("reference"), py::arg("cutoff_db"));

@@ -12,14 +12,17 @@
 
 namespace penstock {
 
-// Integer samples read and written as fractions of full scale (DALI's ConvertNorm): x / max and
-// round(f * max) saturated; floating-point samples as they are.
+// Integer samples read and written as fractions of full scale, as DALI's audio operators do:
+// signed x / max and round(f * max); unsigned ones span [-1, 1] too, x * 2 / max - 1 and
+// round((f + 1) * max / 2); saturated. Floating-point samples stay as they are.
 template <typename T>
 inline float to_unit(T v) {
   if constexpr (std::is_floating_point_v<T>) {
     return static_cast<float>(v);
-  } else {
+  } else if constexpr (std::is_signed_v<T>) {
     return static_cast<float>(v) * (1.0f / static_cast<float>(std::numeric_limits<T>::max()));
+  } else {
+    return static_cast<float>(v) * (2.0f / static_cast<float>(std::numeric_limits<T>::max())) - 1.0f;
   }
 }
 
@@ -27,8 +30,10 @@ template <typename T>
 inline T from_unit(float f) {
   if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(f);
-  } else {
+  } else if constexpr (std::is_signed_v<T>) {
     return convert_sat<T>(f * static_cast<float>(std::numeric_limits<T>::max()));
+  } else {
+    return convert_sat<T>((f + 1.0f) * (0.5f * static_cast<float>(std::numeric_limits<T>::max())));
   }
 }
 
@@ -62,15 +67,10 @@ class SincResampler {
   }
 
   // out[0, out_len) from in[0, n_in) (interleaved channels), both rates in samples per second.
+  // Equal rates are filtered too, as DALI's audio_resample does (the decoder skips the call).
   template <typename Out, typename In>
   void resample(Out* out, int64_t out_len, double out_rate, const In* in, int64_t n_in, double in_rate,
                 int channels) const {
-    if (out_rate == in_rate) {
-      const int64_t count = std::min(out_len, n_in) * channels;
-      for (int64_t k = 0; k < count; ++k) out[k] = from_unit<Out>(to_unit(in[k]));
-      for (int64_t k = count; k < out_len * channels; ++k) out[k] = Out(0);
-      return;
-    }
     constexpr int64_t kBlock = 256;
     const double scale = in_rate / out_rate;
     const float fscale = static_cast<float>(scale);

@@ -41,8 +41,9 @@ AUDIO = OpSchema(
     "decoders.Audio", "Decodes WAV, FLAC, OGG/Vorbis and Opus audio into samples and their sample rate.",
     args=[decoded_type_arg(),
           Arg("downmix", ArgType.BOOL, False, "average the channels into one (output (frames,))"),
-          Arg("sample_rate", ArgType.FLOAT, 0.0, tensor=True,
-              doc="resample to this rate (Hz); 0 keeps each file's own"),
+          Arg("sample_rate", ArgType.FLOAT, optional=True, tensor=True,
+              doc="resample to this rate (Hz; <= 0: no resampling); when given, it is the reported rate "
+                  "(default: each file's own rate, reported)"),
           QUALITY_ARG, ON_ERROR_ARG],
     num_outputs=2, legacy_names=("AudioDecoder",))
 
@@ -74,12 +75,13 @@ def load_libsndfile(label: str) -> str:
         return _library_version[0]
 
 
-def check_decoding_args(op: Operator) -> None:
+def check_decoding_args(op: Operator, resamples: bool) -> None:
+    """The output type, and the quality where resampling is asked for (as DALI checks it)."""
     a = op.args
     if a["dtype"] not in DECODED_TYPES:
         raise ArgumentValueError(f"{op.label}: dtype {a['dtype'].name} is not supported "
                                  f"({', '.join(t.name for t in DECODED_TYPES)})")
-    if not 0 <= a["quality"] <= 100:
+    if resamples and not 0 <= a["quality"] <= 100:
         raise ArgumentValueError(f"{op.label}: quality must lie in [0, 100], got {a['quality']}")
     load_libsndfile(op.label)
 
@@ -104,15 +106,16 @@ def rate_batch(rates: np.ndarray, source_info: list) -> TensorListCPU:
 @register(AUDIO)
 class AudioDecoder(Operator):
     def setup(self) -> None:
-        check_decoding_args(self)
+        check_decoding_args(self, self.given("sample_rate"))
 
     def run(self, ws):
         from ._batch import contiguous
         src = contiguous(ws.inputs[0])
         if src._buf.dtype != np.uint8:
             raise TypeError(f"{self.label}: encoded audio must be uint8 bytes, got {src._buf.dtype}")
-        rates = ws.per_sample("sample_rate", np.float64)
-        if (rates < 0).any():
-            raise ArgumentValueError(f"{self.label}: sample_rate must not be negative, got {rates.min()}")
-        audio, file_rates = decode_batch(ws, self, src, rates)
-        return [audio, rate_batch(np.where(rates > 0, rates, file_rates), src._source_info)]
+        if not ws.has_arg("sample_rate"):
+            audio, file_rates = decode_batch(ws, self, src, np.zeros(len(src)))
+            return [audio, rate_batch(file_rates, src._source_info)]
+        rates = ws.per_sample("sample_rate", np.float32).astype(np.float64)  # a float32 argument, as in DALI
+        audio, _ = decode_batch(ws, self, src, np.maximum(rates, 0))
+        return [audio, rate_batch(rates, src._source_info)]  # as given, as DALI reports it

@@ -64,16 +64,18 @@ class _AudioResample(Operator):
                              f"got {src.ndim()}-D")
         n = len(src)
         lengths = src._shapes[:, 0].astype(np.float64)
+        # rates and scales are float32 arguments, as in DALI: a scale of 1.37 is 1.37000000477
         if ws.has_arg("in_rate"):
-            in_rates, out_rates = ws.per_sample("in_rate", np.float64), ws.per_sample("out_rate", np.float64)
+            in_rates = ws.per_sample("in_rate", np.float32).astype(np.float64)
+            out_rates = ws.per_sample("out_rate", np.float32).astype(np.float64)
         elif ws.has_arg("scale"):
-            in_rates, out_rates = np.ones(n), ws.per_sample("scale", np.float64)
+            in_rates, out_rates = np.ones(n), ws.per_sample("scale", np.float32).astype(np.float64)
         else:  # a rate ratio that gives exactly out_length
             in_rates, out_rates = lengths, ws.per_sample("out_length", np.float64)
-        if (in_rates <= 0).any() or (out_rates <= 0).any():
-            raise ValueError(f"{self.label}: sample rates, scale and out_length must be positive")
-        equal = in_rates == out_rates
-        out_len = np.where(equal, lengths, np.ceil(lengths * out_rates / np.where(equal, 1, in_rates)))
+        if (in_rates <= 0).any() or (out_rates < 0).any():
+            raise ValueError(f"{self.label}: in_rate must be positive; out_rate, scale and out_length must not be "
+                             "negative")
+        out_len = np.ceil(lengths * out_rates / in_rates)
         shapes = src._shapes.copy()
         shapes[:, 0] = out_len.astype(np.int64)
         dtype = self.args["dtype"]
@@ -203,8 +205,8 @@ class Spectrogram(Operator):
 POWER_SPECTRUM = OpSchema(
     "PowerSpectrum", "Power (or magnitude) spectrum along one axis: nfft // 2 + 1 bins.",
     args=[Arg("axis", ArgType.INT, -1, doc="the transformed axis (negative: from the end)"),
-          Arg("nfft", ArgType.INT, optional=True, doc="FFT size (default: the axis' extent); the signal is cut or "
-                                                     "zero-padded to it"),
+          Arg("nfft", ArgType.INT, optional=True, doc="FFT size (default, or <= 0: each sample's extent along the "
+                                                     "axis); the signal is cut or zero-padded to it"),
           Arg("power", ArgType.INT, 2, doc="2: power spectrum, 1: magnitude")])
 
 
@@ -225,24 +227,19 @@ class PowerSpectrum(Operator):
     def setup(self) -> None:
         if self.args["power"] not in (1, 2):
             raise ArgumentValueError(f"{self.label}: power must be 1 (magnitude) or 2 (power)")
-        if self.args["nfft"] is not None and self.args["nfft"] < 1:
-            raise ArgumentValueError(f"{self.label}: nfft must be positive, got {self.args['nfft']}")
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         _float_input(self, src)
         axis = resolve_axis(self, self.args["axis"], src.ndim())
         nfft = self.args["nfft"]
-        if nfft is None:
-            extents = set(src._shapes[:, axis].tolist())
-            if len(extents) > 1:
-                raise ValueError(f"{self.label}: without nfft, every sample needs the same extent along axis {axis}")
-            nfft = extents.pop() if extents else 1
+        nffts = (np.maximum(src._shapes[:, axis], 1) if nfft is None or nfft <= 0
+                 else np.full(len(src), nfft)).astype(np.int64)
         shapes = src._shapes.copy()
-        shapes[:, axis] = nfft // 2 + 1
+        shapes[:, axis] = nffts // 2 + 1
         out = ws.new_batch(shapes, np.float32, src._layout, src._source_info)
         ws.kernels.power_spectrum(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
-                                  out._offsets, int(nfft), self.args["power"])
+                                  out._offsets, nffts, self.args["power"])
         return [out]
 
 
@@ -319,16 +316,16 @@ class MelFilterBank(Operator):
             raise ValueError(f"{self.label}: every sample needs the same number of frequency bins, got {sorted(bins)}")
         matrix = mel_matrix(bins.pop() if bins else 1, a["nfilter"], a["sample_rate"], a["freq_low"], self._high,
                             a["mel_formula"] == "htk", a["normalize"])
-        return [apply_matrix(ws, src, axis, matrix)]
+        return [apply_matrices(ws, src, axis, [matrix], np.zeros(len(src), np.int64))]
 
 
-def apply_matrix(ws, src, axis: int, matrix: np.ndarray):
-    """``matrix`` [rows, extent] applied along ``axis`` of every sample (one native call)."""
+def apply_matrices(ws, src, axis: int, matrices: list, which: np.ndarray):
+    """``matrices[which[i]]`` [rows, extent] applied along ``axis`` of sample i (one native call)."""
     shapes = src._shapes.copy()
-    shapes[:, axis] = matrix.shape[0]
+    shapes[:, axis] = [matrices[k].shape[0] for k in which]
     out = ws.new_batch(shapes, np.float32, src._layout, src._source_info)
     ws.kernels.matrix_along_axis(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
-                                 out._offsets, matrix)
+                                 out._offsets, matrices, np.asarray(which, np.int64))
     return out
 
 
@@ -382,8 +379,6 @@ class Mfcc(Operator):
             raise ArgumentValueError(f"{self.label}: the DCT of type 1 has no orthonormal form (normalize=True)")
         if a["n_mfcc"] < 1:
             raise ArgumentValueError(f"{self.label}: n_mfcc must be positive, got {a['n_mfcc']}")
-        if a["lifter"] < 0:
-            raise ArgumentValueError(f"{self.label}: lifter must not be negative, got {a['lifter']}")
 
     def run(self, ws):
         a = self.args
@@ -392,13 +387,13 @@ class Mfcc(Operator):
         axis = a["axis"]
         if not 0 <= axis < src.ndim():
             raise ValueError(f"{self.label}: axis {axis} is out of range for {src.ndim()}-D input")
-        extents = set(src._shapes[:, axis].tolist())
-        if len(extents) > 1:
-            raise ValueError(f"{self.label}: every sample needs the same extent along axis {axis}, got "
-                             f"{sorted(extents)}")
-        matrix = dct_matrix(a["n_mfcc"], extents.pop() if extents else 1, a["dct_type"], a["normalize"],
-                            a["lifter"])
-        return [apply_matrix(ws, src, axis, matrix)]
+        extents, which = np.unique(src._shapes[:, axis], return_inverse=True)  # a DCT per distinct length
+        if a["dct_type"] == 1 and (extents < 2).any():
+            raise ValueError(f"{self.label}: the DCT of type 1 needs at least 2 values along axis {axis}")
+        # as DALI: at most as many coefficients as values
+        matrices = [dct_matrix(min(a["n_mfcc"], int(e)), int(e), a["dct_type"], a["normalize"], a["lifter"])
+                    for e in extents]
+        return [apply_matrices(ws, src, axis, matrices, which.reshape(-1))]
 
 
 # ---- to_decibels -------------------------------------------------------------------------------
@@ -406,15 +401,16 @@ class Mfcc(Operator):
 TO_DECIBELS = OpSchema(
     "ToDecibels", "multiplier * log10(max(x / reference, 10 ** (cutoff_db / multiplier))).",
     args=[Arg("multiplier", ArgType.FLOAT, 10.0, doc="10 for power, 20 for magnitude"),
-          Arg("reference", ArgType.FLOAT, 0.0, doc="reference value; 0: each sample's maximum"),
+          Arg("reference", ArgType.FLOAT, optional=True, doc="reference value (positive; default: each sample's "
+                                                              "maximum)"),
           Arg("cutoff_db", ArgType.FLOAT, -200.0, doc="the lowest result (dB)")])
 
 
 @register(TO_DECIBELS)
 class ToDecibels(Operator):
     def setup(self) -> None:
-        if self.args["multiplier"] == 0:
-            raise ArgumentValueError(f"{self.label}: multiplier must not be 0")
+        if self.args["reference"] is not None and self.args["reference"] == 0:
+            raise ArgumentValueError(f"{self.label}: reference must not be 0 (leave it out for each sample's maximum)")
 
     def run(self, ws):
         a = self.args
@@ -422,7 +418,7 @@ class ToDecibels(Operator):
         _float_input(self, src)
         out = ws.new_batch(src._shapes, np.float32, src._layout, src._source_info)
         ws.kernels.to_decibels(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._offsets,
-                               a["multiplier"], a["reference"], a["cutoff_db"])
+                               a["multiplier"], a["reference"] or 0.0, a["cutoff_db"])
         return [out]
 
 
@@ -432,7 +428,8 @@ NONSILENT_REGION = OpSchema(
     "NonsilentRegion", "(begin, length) of the part of a 1-D signal louder than cutoff_db.",
     args=[Arg("cutoff_db", ArgType.FLOAT, -60.0, doc="threshold (dB) of the windowed power against the reference"),
           Arg("window_length", ArgType.INT, 2048, doc="samples averaged for the power"),
-          Arg("reference_power", ArgType.FLOAT, 0.0, doc="reference power; 0: the sample's largest windowed power"),
+          Arg("reference_power", ArgType.FLOAT, optional=True,
+              doc="reference power (positive; default: the sample's largest windowed power)"),
           Arg("reset_interval", ArgType.INT, 8192,
               doc="DALI recomputes its float running sum this often (a multiple of window_length, or -1: never); "
                   "penstock sums in double and needs no reset, but checks the value as DALI does")],
@@ -445,6 +442,8 @@ class NonsilentRegion(Operator):
         a = self.args
         if a["window_length"] < 1:
             raise ArgumentValueError(f"{self.label}: window_length must be positive, got {a['window_length']}")
+        if a["reference_power"] is not None and a["reference_power"] <= 0:
+            raise ArgumentValueError(f"{self.label}: reference_power must be positive, got {a['reference_power']}")
         if a["reset_interval"] != -1 and (a["reset_interval"] < 1 or a["reset_interval"] % a["window_length"]):
             raise ArgumentValueError(f"{self.label}: reset_interval ({a['reset_interval']}) must be -1 or a multiple "
                                      f"of window_length ({a['window_length']})")
@@ -456,7 +455,7 @@ class NonsilentRegion(Operator):
             raise ValueError(f"{self.label}: the input must be 1-D, got {src.ndim()}-D")
         begin, length = _engine.nonsilent_region(ws.pool, src._buf, int(to_dali_type(src._buf.dtype)), src._shapes,
                                                  src._offsets, a["cutoff_db"], a["window_length"],
-                                                 a["reference_power"])
+                                                 a["reference_power"] or 0.0)
         scalar = np.zeros((len(src), 0), np.int64)
         outs = []
         for values in (begin, length):

@@ -16,9 +16,11 @@ import json
 import numpy as np
 
 from .. import _engine
+from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import READER_ARGS, Reader
+from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
+from ._std_random import std_shuffle
 from .audio_decoders import QUALITY_ARG, check_decoding_args, decode_batch, decoded_type_arg, rate_batch
 
 
@@ -49,10 +51,14 @@ NEMO_ASR = OpSchema(
 @register(NEMO_ASR)
 class NemoAsrReader(Reader):
     def setup(self) -> None:
-        check_decoding_args(self)
+        check_decoding_args(self, self.args["sample_rate"] > 0)
         if self.args["min_duration"] < 0 or self.args["max_duration"] < 0:
             raise ArgumentValueError(f"{self.label}: min_duration and max_duration must not be negative")
         super().setup()
+
+    def list_order(self) -> list | None:
+        # as readers.file: shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
+        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
 
     def list_shuffle_seed(self) -> int:
         seed = self.args["shuffle_after_epoch_seed"]
@@ -105,7 +111,12 @@ class NemoAsrReader(Reader):
         buf, sizes = _engine.read_files(ws.pool, names)
         encoded = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=names)
         rates = np.full(len(indices), a["sample_rate"] if a["sample_rate"] > 0 else 0.0)
-        audio, file_rates = decode_batch(ws, self, encoded, rates, self._offsets[indices], self._durations[indices])
+        try:
+            audio, file_rates = decode_batch(ws, self, encoded, rates, self._offsets[indices],
+                                             self._durations[indices])
+        except _engine.SampleError as exc:  # a reader has no input to name the file: the message does
+            bad = sample_error_from_engine(exc)
+            raise SampleError(bad.sample, f"'{names[bad.sample]}': {bad.args[0]}") from None
         outs = [audio]
         if a["read_sample_rate"]:
             outs.append(rate_batch(file_rates, names))
