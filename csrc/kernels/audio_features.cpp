@@ -174,6 +174,29 @@ void spectrogram(ThreadPool& pool, py::array src, I64Array lengths, I64Array src
   });
 }
 
+// The output of a kernel that maps the middle axis of [outer, n, inner] samples to extents[i]
+// values, and its work items: one per (sample, outer index).
+struct MiddleAxisOutput {
+  I64Array shapes;
+  BatchView view;
+  std::vector<std::pair<int64_t, int64_t>> items;
+};
+
+MiddleAxisOutput middle_axis_output(const BatchView& in, const std::vector<int64_t>& extents, py::array& dst,
+                                    I64Array& dst_offsets) {
+  MiddleAxisOutput out;
+  std::vector<int64_t> shape_data(in.num_samples * 3);
+  for (int64_t i = 0; i < in.num_samples; ++i) {
+    shape_data[i * 3] = in.shape(i)[0];
+    shape_data[i * 3 + 1] = extents[i];
+    shape_data[i * 3 + 2] = in.shape(i)[2];
+    for (int64_t o = 0; o < in.shape(i)[0]; ++o) out.items.emplace_back(i, o);
+  }
+  out.shapes = I64Array({in.num_samples, int64_t(3)}, shape_data.data());
+  out.view = make_batch_view(dst, out.shapes, dst_offsets, true);
+  return out;
+}
+
 // The transform of every line along `axis` (zero-padded or cut to nffts[i]) -> nffts[i] / 2 + 1
 // bins. Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner].
 void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
@@ -184,20 +207,16 @@ void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array s
   if (in.ndim != 3) throw std::invalid_argument("power_spectrum: shapes must be [N, 3] (outer, length, inner)");
   check_per_sample(nffts, in.num_samples, "power_spectrum", "nffts");
   const int64_t* nfft = nffts.data();
-  std::vector<int64_t> out_shape_data(in.num_samples * 3);
+  std::vector<int64_t> bins(in.num_samples);
   std::map<int64_t, std::unique_ptr<Transform>> transforms;  // one plan per distinct size
   for (int64_t i = 0; i < in.num_samples; ++i) {
     if (nfft[i] < 1) throw std::invalid_argument("power_spectrum: nfft must be positive");
-    out_shape_data[i * 3] = in.shape(i)[0];
-    out_shape_data[i * 3 + 1] = nfft[i] / 2 + 1;
-    out_shape_data[i * 3 + 2] = in.shape(i)[2];
+    bins[i] = nfft[i] / 2 + 1;
     if (!transforms.count(nfft[i])) transforms[nfft[i]] = std::make_unique<Transform>(nfft[i]);
   }
-  I64Array out_shapes({in.num_samples, int64_t(3)}, out_shape_data.data());
-  BatchView out = make_batch_view(dst, out_shapes, dst_offsets, true);
-  std::vector<std::pair<int64_t, int64_t>> items;  // (sample, outer index)
-  for (int64_t i = 0; i < in.num_samples; ++i)
-    for (int64_t o = 0; o < in.shape(i)[0]; ++o) items.emplace_back(i, o);
+  MiddleAxisOutput plan = middle_axis_output(in, bins, dst, dst_offsets);
+  const BatchView& out = plan.view;
+  const auto& items = plan.items;
   py::gil_scoped_release nogil;
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
     const auto [i, o] = items[k];
@@ -237,7 +256,7 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
         if (a.at(r, c) != 0) sparse[m][r].emplace_back(c, a.at(r, c));
   }
   const int64_t* pick = which.data();
-  std::vector<int64_t> out_shape_data(in.num_samples * 3);
+  std::vector<int64_t> rows_out(in.num_samples);
   for (int64_t i = 0; i < in.num_samples; ++i) {
     if (pick[i] < 0 || pick[i] >= static_cast<int64_t>(matrices.size()))
       throw std::invalid_argument("matrix_along_axis: matrix index out of range");
@@ -246,15 +265,11 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
       throw std::invalid_argument("matrix_along_axis: sample " + std::to_string(i) + " has " +
                                   std::to_string(in.shape(i)[1]) + " values along the axis, its matrix " +
                                   std::to_string(a.shape(1)) + " columns");
-    out_shape_data[i * 3] = in.shape(i)[0];
-    out_shape_data[i * 3 + 1] = a.shape(0);
-    out_shape_data[i * 3 + 2] = in.shape(i)[2];
+    rows_out[i] = a.shape(0);
   }
-  I64Array out_shapes({in.num_samples, int64_t(3)}, out_shape_data.data());
-  BatchView out = make_batch_view(dst, out_shapes, dst_offsets, true);
-  std::vector<std::pair<int64_t, int64_t>> items;  // (sample, outer index)
-  for (int64_t i = 0; i < in.num_samples; ++i)
-    for (int64_t o = 0; o < in.shape(i)[0]; ++o) items.emplace_back(i, o);
+  MiddleAxisOutput plan = middle_axis_output(in, rows_out, dst, dst_offsets);
+  const BatchView& out = plan.view;
+  const auto& items = plan.items;
   py::gil_scoped_release nogil;
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
     const auto [i, o] = items[k];
