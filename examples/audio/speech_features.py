@@ -1,4 +1,4 @@
-"""A speech-recognition front end, written as for DALI (only the import differs), feeding PyTorch.
+"""A speech-recognition front end, written as for DALI (the same code runs on both), feeding PyTorch.
 
 NeMo ASR manifest -> readers.nemo_asr (reads and decodes each file at its own rate) ->
 audio_resample to 16 kHz -> preemphasis_filter -> spectrogram (25 ms windows every 10 ms) ->
@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 
-from penstock import fn, pipeline_def, types
+import penstock
 from penstock.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
 
 SAMPLE_RATE = 16000
@@ -54,25 +54,31 @@ def make_manifest(folder: str, count: int = 12, seed: int = 0) -> str:
     return manifest
 
 
-@pipeline_def
-def speech_pipeline(manifest: str, shard_id: int = 0, num_shards: int = 1):
-    audio, rate, text = fn.readers.nemo_asr(manifest_filepaths=[manifest], dtype=types.FLOAT, downmix=True,
-                                            shard_id=shard_id, num_shards=num_shards, random_shuffle=True,
-                                            name="Reader")
-    audio = fn.audio_resample(audio, in_rate=rate, out_rate=float(SAMPLE_RATE))
-    audio = fn.preemphasis_filter(audio, preemph_coeff=0.97)
-    spectrum = fn.spectrogram(audio, nfft=NFFT, window_length=WINDOW, window_step=STEP)
-    mel = fn.mel_filter_bank(spectrum, sample_rate=float(SAMPLE_RATE), nfilter=BANDS)
-    log_mel = fn.to_decibels(mel, multiplier=10.0, reference=1.0, cutoff_db=-80.0)
-    frames = fn.slice(fn.shapes(log_mel), 1, 1, axes=[0])      # frames per utterance, before padding
-    features = fn.normalize(log_mel, axes=[1], epsilon=1e-5)    # zero mean, unit variance per band
-    features = fn.pad(features, axes=[1], fill_value=0.0)
-    text_length = fn.shapes(text)
-    return features, frames, fn.pad(text, fill_value=0), text_length
+def speech_pipeline(lib, manifest: str, batch_size: int, threads: int = 2, shard_id: int = 0, num_shards: int = 1,
+                    seed: int = 1):
+    """The front end as a pipeline of ``lib``: ``penstock`` or ``nvidia.dali`` (bench/audio_cpu.py)."""
+    fn, types = lib.fn, lib.types
+
+    @lib.pipeline_def(batch_size=batch_size, num_threads=threads, device_id=None, seed=seed)
+    def pipe():
+        audio, rate, text = fn.readers.nemo_asr(manifest_filepaths=[manifest], dtype=types.FLOAT, downmix=True,
+                                                shard_id=shard_id, num_shards=num_shards, random_shuffle=True,
+                                                name="Reader")
+        audio = fn.audio_resample(audio, in_rate=rate, out_rate=float(SAMPLE_RATE))
+        audio = fn.preemphasis_filter(audio, preemph_coeff=0.97)
+        spectrum = fn.spectrogram(audio, nfft=NFFT, window_length=WINDOW, window_step=STEP)
+        mel = fn.mel_filter_bank(spectrum, sample_rate=float(SAMPLE_RATE), nfilter=BANDS)
+        log_mel = fn.to_decibels(mel, multiplier=10.0, reference=1.0, cutoff_db=-80.0)
+        frames = fn.slice(fn.shapes(log_mel), 1, 1, axes=[0])      # frames per utterance, before padding
+        features = fn.normalize(log_mel, axes=[1], epsilon=1e-5)    # zero mean, unit variance per band
+        features = fn.pad(features, axes=[1], fill_value=0.0)
+        return features, frames, fn.pad(text, fill_value=0), fn.shapes(text)
+
+    return pipe()
 
 
 def loader(manifest: str, batch_size: int, threads: int = 2) -> DALIGenericIterator:
-    pipe = speech_pipeline(manifest, batch_size=batch_size, num_threads=threads, device_id=None, seed=1)
+    pipe = speech_pipeline(penstock, manifest, batch_size, threads)
     pipe.build()
     return DALIGenericIterator([pipe], ["features", "frames", "text", "text_length"], reader_name="Reader",
                                last_batch_policy=LastBatchPolicy.PARTIAL)
