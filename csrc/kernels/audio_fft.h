@@ -1,6 +1,7 @@
 // The discrete Fourier transform of real signals of any length, in double precision, for the
-// spectrogram and power_spectrum kernels: iterative radix-2 for powers of two, Bluestein's chirp
-// (through a power-of-two transform) for other lengths. A plan is built once per batch call and
+// spectrogram and power_spectrum kernels: an even length as a complex transform of half the
+// length; iterative radix-2 for powers of two, Bluestein's chirp (through a power-of-two
+// transform) for other lengths. A plan is built once per batch call and
 // shared by the threads; each thread brings its own scratch.
 #pragma once
 #include <cmath>
@@ -50,42 +51,38 @@ class Radix2Fft {
 
 inline bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-// Bins 0..n/2 of the transform of n real values.
-class RealDft {
+// In-place transform of any length: radix-2, or Bluestein's chirp through a radix-2 transform of a
+// power of two >= 2n - 1 (x_k w_k convolved with conj(w), w_k = exp(-i pi k^2 / n)).
+class ComplexDft {
  public:
-  explicit RealDft(int64_t n) : n_(n), inner_(work_size(n)) {
-    if (!is_power_of_two(n)) {  // Bluestein: x_k w_k convolved with conj(w), w_k = exp(-i pi k^2 / n)
-      const int64_t m = inner_.size();
-      chirp_.resize(n);
-      for (int64_t k = 0; k < n; ++k) chirp_[k] = std::polar(1.0, -M_PI * double((k * k) % (2 * n)) / n);
-      kernel_.assign(m, cdouble(0));
-      for (int64_t k = 0; k < n; ++k) kernel_[k] = std::conj(chirp_[k]);
-      for (int64_t k = 1; k < n; ++k) kernel_[m - k] = std::conj(chirp_[k]);
-      inner_.run(kernel_.data());
-    }
+  explicit ComplexDft(int64_t n) : n_(n), inner_(work_size(n)) {
+    if (is_power_of_two(n)) return;
+    const int64_t m = inner_.size();
+    chirp_.resize(n);
+    for (int64_t k = 0; k < n; ++k) chirp_[k] = std::polar(1.0, -M_PI * double((k * k) % (2 * n)) / n);
+    kernel_.assign(m, cdouble(0));
+    for (int64_t k = 0; k < n; ++k) kernel_[k] = std::conj(chirp_[k]);
+    for (int64_t k = 1; k < n; ++k) kernel_[m - k] = std::conj(chirp_[k]);
+    inner_.run(kernel_.data());
   }
 
   int64_t size() const { return n_; }
-  int64_t bins() const { return n_ / 2 + 1; }
-  // Complex values of scratch a thread needs for run().
-  int64_t scratch_size() const { return inner_.size(); }
+  // Complex values of scratch a thread needs for run() (none for powers of two).
+  int64_t scratch_size() const { return chirp_.empty() ? 0 : inner_.size(); }
 
-  // `x`: n real values; writes bins() values to `out`.
-  void run(const double* x, cdouble* out, cdouble* scratch) const {
-    const int64_t m = inner_.size();
+  void run(cdouble* x, cdouble* scratch) const {
     if (chirp_.empty()) {
-      for (int64_t k = 0; k < n_; ++k) scratch[k] = x[k];
-      inner_.run(scratch);
-      for (int64_t k = 0; k < bins(); ++k) out[k] = scratch[k];
+      inner_.run(x);
       return;
     }
+    const int64_t m = inner_.size();
     for (int64_t k = 0; k < n_; ++k) scratch[k] = x[k] * chirp_[k];
     for (int64_t k = n_; k < m; ++k) scratch[k] = 0;
     inner_.run(scratch);
     for (int64_t k = 0; k < m; ++k) scratch[k] = std::conj(scratch[k] * kernel_[k]);  // inverse via conj
     inner_.run(scratch);
     const double inv = 1.0 / m;
-    for (int64_t k = 0; k < bins(); ++k) out[k] = std::conj(scratch[k]) * inv * chirp_[k];
+    for (int64_t k = 0; k < n_; ++k) x[k] = std::conj(scratch[k]) * inv * chirp_[k];
   }
 
  private:
@@ -99,6 +96,50 @@ class RealDft {
   int64_t n_;
   Radix2Fft inner_;
   std::vector<cdouble> chirp_, kernel_;
+};
+
+// Bins 0..n/2 of the transform of n real values: an even n as n/2 complex values (even samples
+// real, odd ones imaginary), split afterwards; an odd n as n complex values.
+class RealDft {
+ public:
+  explicit RealDft(int64_t n) : n_(n), half_(n % 2 == 0 && n >= 2 ? n / 2 : n) {
+    if (packed()) {
+      split_.resize(n / 2 + 1);
+      for (int64_t k = 0; k <= n / 2; ++k) split_[k] = std::polar(1.0, -2 * M_PI * k / n);
+    }
+  }
+
+  int64_t size() const { return n_; }
+  int64_t bins() const { return n_ / 2 + 1; }
+  // Complex values of scratch a thread needs for run().
+  int64_t scratch_size() const { return half_.size() + half_.scratch_size(); }
+
+  // `x`: n real values; writes bins() values to `out`.
+  void run(const double* x, cdouble* out, cdouble* scratch) const {
+    cdouble* z = scratch;
+    cdouble* more = scratch + half_.size();
+    if (!packed()) {
+      for (int64_t k = 0; k < n_; ++k) z[k] = x[k];
+      half_.run(z, more);
+      for (int64_t k = 0; k < bins(); ++k) out[k] = z[k];
+      return;
+    }
+    const int64_t h = n_ / 2;
+    for (int64_t k = 0; k < h; ++k) z[k] = cdouble(x[2 * k], x[2 * k + 1]);
+    half_.run(z, more);
+    for (int64_t k = 0; k <= h; ++k) {
+      const cdouble a = z[k % h], b = std::conj(z[(h - k) % h]);
+      const cdouble even = 0.5 * (a + b), odd = cdouble(0, -0.5) * (a - b);
+      out[k] = even + split_[k] * odd;
+    }
+  }
+
+ private:
+  bool packed() const { return n_ % 2 == 0 && n_ >= 2; }
+
+  int64_t n_;
+  ComplexDft half_;
+  std::vector<cdouble> split_;
 };
 
 }  // namespace penstock
