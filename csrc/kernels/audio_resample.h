@@ -83,6 +83,7 @@ class SincResampler {
     const double scale = in_rate / out_rate;
     const float fscale = static_cast<float>(scale);
     std::vector<float> acc(channels), weights(2 * lobes_ + 1);
+    WeightsKey key;
     for (int64_t block = 0; block < out_len; block += kBlock) {
       const int64_t block_end = std::min(block + kBlock, out_len);
       const double start = block * scale;
@@ -93,7 +94,7 @@ class SincResampler {
         if (static_cast<float>(centre) < pos) ++centre;
         const int64_t i0 = std::max<int64_t>(centre - lobes_, -base);
         const int64_t taps = std::max<int64_t>(std::min<int64_t>(centre + lobes_, n_in - base) - i0, 0);
-        fill_weights(static_cast<float>(i0) - pos, taps, weights.data());
+        fill_weights(static_cast<float>(i0) - pos, taps, weights.data(), key);
         const In* x = in + (base + i0) * channels;
         if (channels == 1) {
           out[o] = from_unit<Out>(dot(x, weights.data(), taps));
@@ -108,12 +109,21 @@ class SincResampler {
   }
 
  private:
+  // What the weights of the last output were computed from: an integer rate ratio (48 -> 16 kHz)
+  // gives every output the same ones.
+  struct WeightsKey {
+    int64_t first = -1, taps = -1;
+    float di = -1;
+  };
+
   // The weights of taps x0, x0 + 1, ...: the table read with linear interpolation. x0 >= -lobes, so
   // the table position is positive and truncation is floor.
-  void fill_weights(float x0, int64_t taps, float* w) const {
+  void fill_weights(float x0, int64_t taps, float* w, WeightsKey& key) const {
     const float fi = x0 * kPerUnit + center_;
     const int64_t first = static_cast<int64_t>(fi);
     const float di = fi - static_cast<float>(first);
+    if (first == key.first && di == key.di && taps == key.taps) return;  // `w` holds them already
+    key = {first, taps, di};
     const int64_t last = first + (taps - 1) * kPerUnit;
     if (first < 0 || last + 1 >= static_cast<int64_t>(lookup_.size())) {  // outside the window: none
       std::fill(w, w + taps, 0.0f);
