@@ -26,20 +26,17 @@ from ..types import DALIDataType
 
 DECODED_TYPES = (DALIDataType.INT16, DALIDataType.INT32, DALIDataType.FLOAT)
 
-# the arguments decoders.audio and readers.nemo_asr share (the reader's defaults differ)
+# the arguments decoders.audio and readers.nemo_asr share (their other defaults differ)
 QUALITY_ARG = Arg("quality", ArgType.FLOAT, 50.0,
                   "resampling quality, 0..100: the windowed sinc's zero crossings per side grow from 3 to 64 "
                   "(16 at 50)")
-
-
-def decoded_type_arg(doc_extra: str = "") -> Arg:
-    return Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT,
-               "output type: FLOAT (in [-1, 1]), INT16 or INT32 (full-scale integers)" + doc_extra)
+DECODED_TYPE_ARG = Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT,
+                       "output type: FLOAT (in [-1, 1]), INT16 or INT32 (full-scale integers)")
 
 
 AUDIO = OpSchema(
     "decoders.Audio", "Decodes WAV, FLAC, OGG/Vorbis and Opus audio into samples and their sample rate.",
-    args=[decoded_type_arg(),
+    args=[DECODED_TYPE_ARG,
           Arg("downmix", ArgType.BOOL, False, "average the channels into one (output (frames,))"),
           Arg("sample_rate", ArgType.FLOAT, optional=True, tensor=True,
               doc="resample to this rate (Hz; <= 0: no resampling); when given, it is the reported rate "
@@ -59,8 +56,7 @@ def _libsndfile_path() -> str | None:
             found = sorted(glob.glob(os.path.join(folder, "libsndfile*")))
             if found:
                 return found[0]
-    name = ctypes.util.find_library("sndfile")
-    return name
+    return ctypes.util.find_library("sndfile")
 
 
 def load_libsndfile(label: str) -> str:

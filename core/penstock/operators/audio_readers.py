@@ -21,7 +21,7 @@ from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
 from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
 from ._std_random import std_shuffle
-from .audio_decoders import QUALITY_ARG, check_decoding_args, decode_batch, decoded_type_arg, rate_batch
+from .audio_decoders import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
 
 
 def _outputs(args: dict) -> int:
@@ -34,7 +34,7 @@ NEMO_ASR = OpSchema(
     args=[Arg("manifest_filepaths", ArgType.STR_LIST, doc="manifest files (JSON lines)"),
           Arg("sample_rate", ArgType.FLOAT, -1.0, doc="resample to this rate (Hz); -1 keeps each file's own"),
           QUALITY_ARG,
-          decoded_type_arg(),
+          DECODED_TYPE_ARG,
           Arg("downmix", ArgType.BOOL, True, doc="average the channels into one (output (frames,))"),
           Arg("read_sample_rate", ArgType.BOOL, True, doc="output each file's own sample rate"),
           Arg("read_text", ArgType.BOOL, True, doc="output each transcript as UTF-8 bytes",
