@@ -197,6 +197,14 @@ MiddleAxisOutput middle_axis_output(const BatchView& in, const std::vector<int64
   return out;
 }
 
+// body(sample, outer index) for every work item of `plan`, in parallel with the GIL released.
+template <typename Body>
+void for_each_item(ThreadPool& pool, const MiddleAxisOutput& plan, Body body) {
+  py::gil_scoped_release nogil;
+  pool.parallel_for(static_cast<int64_t>(plan.items.size()),
+                    [&](int64_t k) { body(plan.items[k].first, plan.items[k].second); });
+}
+
 // The transform of every line along `axis` (zero-padded or cut to nffts[i]) -> nffts[i] / 2 + 1
 // bins. Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner].
 void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
@@ -216,10 +224,7 @@ void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array s
   }
   MiddleAxisOutput plan = middle_axis_output(in, bins, dst, dst_offsets);
   const BatchView& out = plan.view;
-  const auto& items = plan.items;
-  py::gil_scoped_release nogil;
-  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-    const auto [i, o] = items[k];
+  for_each_item(pool, plan, [&](int64_t i, int64_t o) {
     const Transform& transform = *transforms.at(nfft[i]);
     const int64_t len = in.shape(i)[1], inner = in.shape(i)[2], bins = nfft[i] / 2 + 1;
     const float* x = in.sample<float>(i) + o * len * inner;
@@ -269,10 +274,7 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
   }
   MiddleAxisOutput plan = middle_axis_output(in, rows_out, dst, dst_offsets);
   const BatchView& out = plan.view;
-  const auto& items = plan.items;
-  py::gil_scoped_release nogil;
-  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-    const auto [i, o] = items[k];
+  for_each_item(pool, plan, [&](int64_t i, int64_t o) {
     const SparseRows& rows = sparse[pick[i]];
     const int64_t inner = in.shape(i)[2], cols = in.shape(i)[1], nrows = static_cast<int64_t>(rows.size());
     const float* x = in.sample<float>(i) + o * cols * inner;
