@@ -212,10 +212,14 @@ py::tuple audio_decode(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
       if (a.info.channels < 1 || a.info.samplerate < 1 || a.info.frames < 0)
         throw SampleError(i, "cannot decode audio: invalid header (" + std::to_string(a.info.channels) +
                                  " channels, " + std::to_string(a.info.samplerate) + " Hz)");
-      // a stream of unknown length reports the largest count: never allocate from it
-      if (a.info.frames > (int64_t(1) << 40) / a.info.channels)
-        throw SampleError(i, "cannot decode audio: the file gives no usable length (" +
-                                 std::to_string(a.info.frames) + " frames)");
+      // Never allocate from a length no file of this size can hold (a stream of unknown length
+      // reports the largest count; a corrupt header anything): even silence compresses to less
+      // than 64 Ki samples per byte in these formats.
+      constexpr int64_t kMaxSamplesPerByte = 1 << 16;
+      if (a.info.frames > kMaxSamplesPerByte * (in.volume(i) + 4096) / a.info.channels)
+        throw SampleError(i, "cannot decode audio: the header claims " + std::to_string(a.info.frames) +
+                                 " frames, more than a file of " + std::to_string(in.volume(i)) +
+                                 " bytes can hold");
       const double rate = a.info.samplerate;
       a.first = start_s ? std::clamp<int64_t>(static_cast<int64_t>(start_s[i] * rate), 0, a.info.frames) : 0;
       a.frames = a.info.frames - a.first;

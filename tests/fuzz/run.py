@@ -16,7 +16,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("decode", "pillow", "file_list")
+TARGET_NAMES = ("decode", "pillow", "file_list", "audio", "nemo_manifest")
 
 
 def _sanitizer_env(so: str) -> dict:
@@ -41,9 +41,9 @@ def run(target: str, runs: int, env: dict, seed: int) -> int:
         os.makedirs(crashes, exist_ok=True)
         cmd = [sys.executable, os.path.join(HERE, "fuzz.py"), target, f"-runs={runs}", f"-seed={seed}",
                "-timeout=20", "-rss_limit_mb=4096", f"-artifact_prefix={crashes}{os.sep}"]
-        # decode inputs are edits of built-in images (no coverage reaches libFuzzer from the
-        # native code): every length is useful from the start
-        cmd += ["-len_control=0", "-max_len=256"] if target == "decode" else ["-max_len=65536"]
+        # decode and audio inputs are edits of built-in files (no coverage reaches libFuzzer from
+        # the native code): every length is useful from the start
+        cmd += ["-len_control=0", "-max_len=256"] if target in ("decode", "audio") else ["-max_len=65536"]
         # only the native decoders are built with the sanitizers; elsewhere libasan's coverage
         # stubs would hide atheris' Python coverage from libFuzzer
         env = env if target == "decode" else {}

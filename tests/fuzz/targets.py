@@ -35,10 +35,13 @@ _load_engine()
 from penstock import _engine  # noqa: E402
 from penstock._operator import SampleError  # noqa: E402
 from penstock.operators import decoders  # noqa: E402
+from penstock.operators.audio_decoders import load_libsndfile  # noqa: E402
+from penstock.operators.audio_readers import NemoAsrReader  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
 from penstock.types import DALIImageType  # noqa: E402
 
 _POOL = _engine.ThreadPool(1)
+load_libsndfile("fuzz")
 _OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY, DALIImageType.YCbCr,
                  DALIImageType.ANY_DATA)
 MAX_PIXELS = 1 << 22  # decoding a header's claimed size beyond this only measures memory
@@ -50,18 +53,19 @@ class _Op:
     name = "target"
 
 
-def decode_blob(data: bytes) -> tuple[int, bytes]:
-    """(options, encoded image) of a decode input: a valid image of every format with bytes
-    overwritten and the end cut, so random inputs reach past the headers (the native code gives
-    libFuzzer no coverage, see README.md); option bit 7 takes the rest as raw bytes instead.
+def decode_blob(data: bytes, originals: list[bytes] | None = None) -> tuple[int, bytes]:
+    """(options, encoded file) of a decode input: a valid file (``originals``, default: an image
+    of every format) with bytes overwritten and the end cut, so random inputs reach past the
+    headers (the native code gives libFuzzer no coverage, see README.md); option bit 7 takes the
+    rest as raw bytes instead.
 
-    Layout: [image index] [options] [cut] then (offset lo, offset hi, value) triples."""
+    Layout: [file index] [options] [cut] then (offset lo, offset hi, value) triples."""
     if len(data) < 3:
         return 0, b""
     opts = data[1]
     if opts & 128:
         return opts, bytes(data[2:])
-    images = _images()
+    images = originals or _images()
     blob = bytearray(images[data[0] % len(images)])
     edits = data[3:]
     for k in range(0, len(edits) - 2, 3):
@@ -97,6 +101,39 @@ def decode(data: bytes) -> None:
         pass
 
 
+def audio(data: bytes) -> None:
+    """The audio decoder (libsndfile: WAV, FLAC, OGG/Vorbis, Opus), every output type, downmixed
+    or not, resampled or not."""
+    opts, raw = decode_blob(data, _audio_files())
+    if not raw:
+        return
+    blob = np.frombuffer(raw, np.uint8).copy()
+    out_type = (5, 6, 9)[opts % 3]  # INT16, INT32, FLOAT
+    rates = np.array([(0.0, 8000.0, 16000.0, 44100.0)[(opts >> 2) % 4]])
+    try:
+        _engine.audio_decode(_POOL, blob, np.array([[blob.size]], np.int64), np.zeros(1, np.int64), out_type,
+                             bool(opts & 16), rates, 50.0, None, None)
+    except _engine.SampleError:
+        pass
+
+
+def nemo_manifest(data: bytes) -> None:
+    """readers.nemo_asr's parsing of NeMo manifests (JSON lines)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "manifest.json")
+        with open(path, "wb") as f:
+            f.write(data)
+        op = _Op()
+        op.args = {"manifest_filepaths": (path,), "min_duration": 0.0, "max_duration": 0.0}
+        try:
+            n = NemoAsrReader.scan(op)
+        except (ValueError, RuntimeError) as exc:
+            if not str(exc).startswith(op.label):
+                raise AssertionError(f"error without the operator's name: {exc!r}") from exc
+            return
+        assert n == len(op.paths) > 0
+
+
 def pillow(data: bytes) -> None:
     """The Pillow fallback (TIFF, WebP, JPEG 2000, compressed BMP) and its colour conversions."""
     if len(data) < 2:
@@ -128,7 +165,8 @@ def file_list(data: bytes) -> None:
         assert n == len(op.paths) == len(op.labels) > 0
 
 
-TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list}
+TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "audio": audio,
+           "nemo_manifest": nemo_manifest}
 
 
 _IMAGES: list[bytes] = []
@@ -160,8 +198,28 @@ def _images() -> list[bytes]:
     return _IMAGES
 
 
+_AUDIO: list[bytes] = []
+
+
+def _audio_files() -> list[bytes]:
+    """Valid files of every audio container (the audio target edits them)."""
+    if not _AUDIO:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from _audio_data import CONTAINERS, encode, signal
+        for k, container in enumerate(CONTAINERS):
+            rate = 16000 if container == "opus" else (8000, 22050)[k % 2]
+            _AUDIO.append(encode(signal("chirp", 600, rate, 1 + k % 2, k), rate, container).tobytes())
+    return _AUDIO
+
+
 def seeds(target: str) -> list[bytes]:
-    """Valid inputs to start from: every image unedited with several options, well-formed file lists."""
+    """Valid inputs to start from: every image and audio file unedited with several options,
+    well-formed file lists and manifests."""
+    if target == "audio":
+        return [bytes([i, opts, 255]) for i in range(len(_audio_files())) for opts in (0, 1 | 4 | 16, 2 | 12)]
+    if target == "nemo_manifest":
+        return [b'{"audio_filepath": "a.wav", "duration": 1.5, "text": "hello"}\n',
+                b'{"audio_filepath": "b.flac", "offset": 0.5, "duration": 2}\n\n{"audio_filepath": "c.ogg"}\n']
     if target == "file_list":
         return [b"a.jpg 0\nb/c.png 1\n", b"x 3\n\n  y 4  \n", b"with space.jpg 7\n", b"-1 -1\n"]
     if target == "decode":

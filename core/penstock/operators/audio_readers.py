@@ -72,6 +72,8 @@ class NemoAsrReader(Reader):
             try:
                 with open(manifest, encoding="utf-8") as f:
                     lines = f.readlines()
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{self.label}: manifest '{manifest}' is not UTF-8 text: {e}") from None
             except OSError as e:
                 raise RuntimeError(f"{self.label}: cannot read manifest '{manifest}': {e}") from None
             for line_no, line in enumerate(lines, 1):
