@@ -159,6 +159,8 @@ def _resample_cases() -> list[AudioCase]:
                            [Step("audio_resample", {}, {"scale": 1})], "pcm"))
     cases.append(AudioCase("experimental.audio_resample:deprecated_alias", [(mono, None)],
                            [Step("experimental.audio_resample", {"scale": 0.5})], "pcm"))
+    cases.append(AudioCase("audio_resample:error:empty_input", [([np.zeros(0, np.float32), mono[1]], None)],
+                           [Step("audio_resample", {"out_length": 7})], "structure"))
     for label, kwargs in (("none", {}), ("scale_and_length", {"scale": 2.0, "out_length": 5}),
                           ("in_rate_only", {"in_rate": 2.0}), ("quality_101", {"scale": 2.0, "quality": 101.0})):
         cases.append(AudioCase(f"audio_resample:error:{label}", [(mono, None)], [Step("audio_resample", kwargs)],

@@ -6,11 +6,12 @@ operator's arithmetic is one native call per batch (``csrc/kernels/audio_feature
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
 from .. import _engine
-from .._operator import Operator
+from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, to_dali_type, to_numpy_type
 from ._batch import contiguous, empty_batch
@@ -71,11 +72,14 @@ class _AudioResample(Operator):
         elif ws.has_arg("scale"):
             in_rates, out_rates = np.ones(n), ws.per_sample("scale", np.float32).astype(np.float64)
         else:  # a rate ratio that gives exactly out_length
-            in_rates, out_rates = lengths, ws.per_sample("out_length", np.float64)
+            in_rates, out_rates = np.maximum(lengths, 1), ws.per_sample("out_length", np.float64)
         if (in_rates <= 0).any() or (out_rates < 0).any():
             raise ValueError(f"{self.label}: in_rate must be positive; out_rate, scale and out_length must not be "
                              "negative")
-        out_len = np.ceil(lengths * out_rates / in_rates)
+        out_len = out_rates if ws.has_arg("out_length") else np.ceil(lengths * out_rates / in_rates)
+        empty = np.nonzero((lengths == 0) & (out_len > 0))[0]
+        if len(empty):
+            raise SampleError(int(empty[0]), f"{self.label}: cannot make a non-empty signal from an empty one")
         shapes = src._shapes.copy()
         shapes[:, 0] = out_len.astype(np.int64)
         dtype = self.args["dtype"]
@@ -319,7 +323,7 @@ class MelFilterBank(Operator):
         return [apply_matrices(ws, src, axis, [matrix], np.zeros(len(src), np.int64))]
 
 
-def apply_matrices(ws, src, axis: int, matrices: list, which: np.ndarray):
+def apply_matrices(ws, src, axis: int, matrices: list, which: np.ndarray) -> Any:
     """``matrices[which[i]]`` [rows, extent] applied along ``axis`` of sample i (one native call)."""
     shapes = src._shapes.copy()
     shapes[:, axis] = [matrices[k].shape[0] for k in which]
