@@ -229,7 +229,12 @@ def _feature_cases() -> list[AudioCase]:
     cases.append(AudioCase("mfcc:error:dct1_ortho", [(sig, None)], log_mel + [Step("mfcc", {"dct_type": 1,
                                                                                         "normalize": True})],
                            "structure"))
-    lines = [np.random.default_rng(7).standard_normal((4, n)).astype(np.float32) for n in (30, 17, 64, 5)]
+    rng = np.random.default_rng(7)
+    planes = [np.abs(rng.standard_normal((2, 129, n))).astype(np.float32) for n in (5, 1, 9, 3)]
+    cases.append(AudioCase("mel_filter_bank:3d_cft", [(planes, "cft")], [Step("mel_filter_bank", {
+        "nfilter": 12, "sample_rate": 8000.0})]))
+    cases.append(AudioCase("power_spectrum:3d_axis1", [(planes, None)], [Step("power_spectrum", {"axis": 1})]))
+    lines = [rng.standard_normal((4, n)).astype(np.float32) for n in (30, 17, 64, 5)]
     for label, kw in (("default", {}), ("nfft_short", {"nfft": 16}), ("nfft_long", {"nfft": 100}),
                       ("axis0", {"axis": 0}), ("magnitude", {"power": 1}), ("axis0_nfft", {"axis": 0, "nfft": 6})):
         src = lines if "nfft" in kw or kw.get("axis") == 0 else [x[:, :17] for x in lines]
@@ -308,6 +313,8 @@ def _nemo_cases() -> list[AudioCase]:
                 ("after_epoch_seed", {"shuffle_after_epoch": True, "shuffle_after_epoch_seed": 77, "read_idxs": True})]
     cases = [AudioCase(f"readers.nemo_asr:{label}", [], [Step("readers.nemo_asr", dict(base, **kw))], "pcm")
              for label, kw in variants]
+    cases.append(AudioCase("readers.nemo_asr:two_manifests", [], [Step("readers.nemo_asr", {
+        "manifest_filepaths": [manifest, manifest], "read_idxs": True, "shard_id": 1, "num_shards": 2})], "pcm"))
     cases.append(AudioCase("nemo_asr_reader:deprecated_alias", [], [Step("nemo_asr_reader", dict(base))], "pcm"))
     return cases
 
