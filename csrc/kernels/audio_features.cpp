@@ -292,29 +292,24 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
 }
 
 // ---- to_decibels --------------------------------------------------------------------------------
-// multiplier * log10(max(x / reference, 10^(cutoff_db / multiplier))); a reference of 0 takes each
-// sample's maximum. A ratio that is not a number (0 / 0) or not positive (a negative reference)
-// gives the cutoff, as in DALI.
+// multiplier * log10(max(x / refs[i], floor_ratio)), floor_ratio = 10^(cutoff_db / multiplier) as a
+// float; the operator gives each sample's reference (its maximum by default, from the reduction
+// kernel). A ratio that is not a number (0 / 0) or not positive (a negative reference) gives the
+// floor, as in DALI.
 void to_decibels(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
-                 I64Array dst_offsets, double multiplier, double reference, double cutoff_db) {
+                 I64Array dst_offsets, double multiplier, F32Array refs, double floor_ratio) {
   check_type(src, int(DType::FLOAT), "to_decibels", "the input");
   check_type(dst, int(DType::FLOAT), "to_decibels", "the output");
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
-  // the lowest ratio, in float as DALI holds it: a cutoff beyond float's range is 0 or infinite
-  const double floor_ratio = static_cast<float>(std::pow(10.0, cutoff_db / multiplier));
+  check_per_sample(refs, in.num_samples, "to_decibels", "refs");
+  const float* ref = refs.data();
   py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const float* x = in.sample<float>(i);
     float* y = out.sample<float>(i);
-    const int64_t n = in.volume(i);
-    double ref = reference;
-    if (ref == 0) {
-      ref = n ? -std::numeric_limits<double>::infinity() : 1.0;
-      for (int64_t t = 0; t < n; ++t) ref = std::max<double>(ref, x[t]);
-    }
-    const double inv = 1.0 / ref;
-    for (int64_t t = 0; t < n; ++t) {
+    const double inv = 1.0 / ref[i];
+    for (int64_t t = 0, n = in.volume(i); t < n; ++t) {
       const double ratio = x[t] * inv;
       y[t] = static_cast<float>(multiplier * std::log10(ratio > floor_ratio ? ratio : floor_ratio));
     }
@@ -400,9 +395,9 @@ PENSTOCK_BINDINGS(audio_features) {
   m.def("matrix_along_axis", &matrix_along_axis, "A matrix applied along the middle axis of [outer, n, inner]",
         py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
         py::arg("dst_offsets"), py::arg("matrices"), py::arg("which"));
-  m.def("to_decibels", &to_decibels, "multiplier * log10(max(x / reference, cutoff)) per sample", py::arg("pool"),
+  m.def("to_decibels", &to_decibels, "multiplier * log10(max(x / refs[i], floor_ratio))", py::arg("pool"),
         py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"), py::arg("dst_offsets"),
-        py::arg("multiplier"), py::arg("reference"), py::arg("cutoff_db"));
+        py::arg("multiplier"), py::arg("refs"), py::arg("floor_ratio"));
   m.def("nonsilent_region", &nonsilent_region, "(begin, length) int32 of each sample's non-silent region",
         py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("lengths"), py::arg("src_offsets"),
         py::arg("cutoff_db"), py::arg("window_length"), py::arg("reference_power"));

@@ -4,9 +4,10 @@ NeMo ASR manifest -> readers.nemo_asr (reads and decodes each file at its own ra
 audio_resample to 16 kHz -> preemphasis_filter -> spectrogram (25 ms windows every 10 ms) ->
 mel_filter_bank (64 bands) -> to_decibels -> normalize (per band) -> pad (to the batch's longest
 utterance) -> DALIGenericIterator: float32 features [batch, 64, frames], their lengths, and the
-transcripts as padded UTF-8 bytes with their lengths.
+transcripts as padded UTF-8 bytes with their lengths. With --device gpu the audio moves to the GPU
+after resampling and the features are computed there (cuFFT for the spectrogram).
 
-    python examples/audio/speech_features.py [--manifest FILE] [--batch-size 8] [--batches 4]
+    python examples/audio/speech_features.py [--manifest FILE] [--batch-size 8] [--batches 4] [--device cpu|gpu]
 
 Without --manifest it writes a small one of speech-like audio (WAV, FLAC and OGG/Vorbis at 8 to
 48 kHz) into a temporary folder first.
@@ -55,16 +56,20 @@ def make_manifest(folder: str, count: int = 12, seed: int = 0) -> str:
 
 
 def speech_pipeline(lib, manifest: str, batch_size: int, threads: int = 2, shard_id: int = 0, num_shards: int = 1,
-                    seed: int = 1):
-    """The front end as a pipeline of ``lib``: ``penstock`` or ``nvidia.dali`` (bench/audio_cpu.py)."""
+                    seed: int = 1, device: str = "cpu"):
+    """The front end as a pipeline of ``lib``: ``penstock`` or ``nvidia.dali`` (bench/audio_cpu.py);
+    ``device="gpu"`` computes the features on GPU 0."""
     fn, types = lib.fn, lib.types
 
-    @lib.pipeline_def(batch_size=batch_size, num_threads=threads, device_id=None, seed=seed)
+    @lib.pipeline_def(batch_size=batch_size, num_threads=threads, device_id=0 if device == "gpu" else None,
+                      seed=seed)
     def pipe():
         audio, rate, text = fn.readers.nemo_asr(manifest_filepaths=[manifest], dtype=types.FLOAT, downmix=True,
                                                 shard_id=shard_id, num_shards=num_shards, random_shuffle=True,
                                                 name="Reader")
         audio = fn.audio_resample(audio, in_rate=rate, out_rate=float(SAMPLE_RATE))
+        if device == "gpu":
+            audio = audio.gpu()
         audio = fn.preemphasis_filter(audio, preemph_coeff=0.97)
         spectrum = fn.spectrogram(audio, nfft=NFFT, window_length=WINDOW, window_step=STEP)
         mel = fn.mel_filter_bank(spectrum, sample_rate=float(SAMPLE_RATE), nfilter=BANDS)
@@ -77,8 +82,8 @@ def speech_pipeline(lib, manifest: str, batch_size: int, threads: int = 2, shard
     return pipe()
 
 
-def loader(manifest: str, batch_size: int, threads: int = 2) -> DALIGenericIterator:
-    pipe = speech_pipeline(penstock, manifest, batch_size, threads)
+def loader(manifest: str, batch_size: int, threads: int = 2, device: str = "cpu") -> DALIGenericIterator:
+    pipe = speech_pipeline(penstock, manifest, batch_size, threads, device=device)
     pipe.build()
     return DALIGenericIterator([pipe], ["features", "frames", "text", "text_length"], reader_name="Reader",
                                last_batch_policy=LastBatchPolicy.PARTIAL)
@@ -89,11 +94,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--manifest", help="NeMo manifest (JSON lines); default: a generated one")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--batches", type=int, default=4, help="batches to show")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where the features are computed")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         manifest = args.manifest or make_manifest(folder)
         summary = []
-        for k, batch in enumerate(loader(manifest, args.batch_size)):
+        for k, batch in enumerate(loader(manifest, args.batch_size, device=args.device)):
             if k == args.batches:
                 break
             b = batch[0]

@@ -1,7 +1,10 @@
 """The speech feature chain, as DALI 2.4 computes it: ``audio_resample``, ``preemphasis_filter``,
 ``spectrogram``, ``power_spectrum``, ``mel_filter_bank``, ``to_decibels``, ``mfcc`` and
-``nonsilent_region``. The planning (output shapes, matrices, per-sample values) is here; every
-operator's arithmetic is one native call per batch (``csrc/kernels/audio_features.cpp``).
+``nonsilent_region``. The planning (output shapes, matrices, per-sample values) is here, once for
+both devices; every operator's arithmetic is one native call per batch on the CPU
+(``csrc/kernels/audio_features.cpp``) and one launch per step on the GPU (``_cuda/audio.py``,
+``csrc/cuda/audio.cu``: spectrogram, power_spectrum, mel_filter_bank, mfcc, to_decibels,
+preemphasis_filter; audio_resample and nonsilent_region run on the CPU only).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, to_dali_type, to_numpy_type
 from ._batch import contiguous, empty_batch
+from .reductions import _KIND_CODES
 
 # ---- audio_resample ----------------------------------------------------------------------------
 
@@ -34,6 +38,14 @@ EXPERIMENTAL_AUDIO_RESAMPLE = OpSchema(
 _RESAMPLED_TYPES = (DALIDataType.UINT8, DALIDataType.UINT16, DALIDataType.UINT32, DALIDataType.UINT64,
                     DALIDataType.INT8, DALIDataType.INT16, DALIDataType.INT32, DALIDataType.INT64,
                     DALIDataType.FLOAT)
+
+
+def _kernels(ws) -> Any:
+    """The feature kernels of the operator's device: the engine's, or the GPU's (same signatures)."""
+    if ws.gpu is None:
+        return _engine
+    from .._cuda.audio import audio_kernels
+    return audio_kernels(ws.gpu)
 
 
 def _float_input(op: Operator, batch) -> None:
@@ -107,11 +119,13 @@ PREEMPHASIS = OpSchema(
     "PreemphasisFilter", "y[t] = x[t] - coeff * x[t-1] over each sample's elements in order.",
     args=[Arg("preemph_coeff", ArgType.FLOAT, 0.97, tensor=True, doc="the filter's coefficient"),
           Arg("border", ArgType.STR, "clamp", doc="x[-1]: 'zero', 'clamp' (x[0]) or 'reflect' (x[1])"),
-          Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT, doc="output type")])
+          Arg("dtype", ArgType.DTYPE, DALIDataType.FLOAT,
+              doc="output type (on the GPU: FLOAT, from INT16, INT32 or FLOAT input)")],
+    devices=("cpu", "gpu"))
 _BORDERS = {"zero": 0, "clamp": 1, "reflect": 2}
 
 
-@register(PREEMPHASIS)
+@register(PREEMPHASIS, device=("cpu", "gpu"))
 class PreemphasisFilter(Operator):
     def setup(self) -> None:
         if self.args["border"] not in _BORDERS:
@@ -122,7 +136,7 @@ class PreemphasisFilter(Operator):
         src = contiguous(ws.inputs[0])
         out_type = to_numpy_type(self.args["dtype"])
         out = ws.new_batch(src._shapes, out_type, src._layout, src._source_info)
-        ws.kernels.preemphasis(ws.pool, src._buf, int(to_dali_type(src._buf.dtype)), src._shapes, src._offsets,
+        _kernels(ws).preemphasis(ws.pool, src._buf, int(to_dali_type(src._buf.dtype)), src._shapes, src._offsets,
                                out._buf, int(self.args["dtype"]), out._offsets,
                                ws.per_sample("preemph_coeff", np.float32), _BORDERS[self.args["border"]])
         return [out]
@@ -141,7 +155,8 @@ SPECTROGRAM = OpSchema(
           Arg("center_windows", ArgType.BOOL, True, doc="centre window t on sample t * window_step (padding the "
                                                         "signal) instead of starting it there"),
           Arg("reflect_padding", ArgType.BOOL, True, doc="pad by reflection (else zeros) when centred"),
-          Arg("layout", ArgType.LAYOUT, "ft", doc="'ft' (frequency x time) or 'tf'")])
+          Arg("layout", ArgType.LAYOUT, "ft", doc="'ft' (frequency x time) or 'tf'")],
+    devices=("cpu", "gpu"))
 
 
 def hann_window(length: int) -> np.ndarray:
@@ -160,7 +175,7 @@ def signal_lengths(op: Operator, src) -> np.ndarray:
     return shapes.prod(axis=1).reshape(-1, 1).astype(np.int64)
 
 
-@register(SPECTROGRAM)
+@register(SPECTROGRAM, device=("cpu", "gpu"))
 class Spectrogram(Operator):
     def setup(self) -> None:
         a = self.args
@@ -198,7 +213,7 @@ class Spectrogram(Operator):
         freq_major = a["layout"] == "ft"
         shapes = np.stack([bins, frames] if freq_major else [frames, bins], axis=1).astype(np.int64)
         out = ws.new_batch(shapes, np.float32, a["layout"], src._source_info)
-        ws.kernels.spectrogram(ws.pool, src._buf, lengths, src._offsets, out._buf, out._shapes, out._offsets,
+        _kernels(ws).spectrogram(ws.pool, src._buf, lengths, src._offsets, out._buf, out._shapes, out._offsets,
                                self._window, self._nfft, step, a["center_windows"], a["reflect_padding"],
                                a["power"], freq_major)
         return [out]
@@ -211,7 +226,8 @@ POWER_SPECTRUM = OpSchema(
     args=[Arg("axis", ArgType.INT, -1, doc="the transformed axis (negative: from the end)"),
           Arg("nfft", ArgType.INT, optional=True, doc="FFT size (default, or <= 0: each sample's extent along the "
                                                      "axis); the signal is cut or zero-padded to it"),
-          Arg("power", ArgType.INT, 2, doc="2: power spectrum, 1: magnitude")])
+          Arg("power", ArgType.INT, 2, doc="2: power spectrum, 1: magnitude")],
+    devices=("cpu", "gpu"))
 
 
 def outer_inner(shapes: np.ndarray, axis: int) -> np.ndarray:
@@ -226,7 +242,7 @@ def resolve_axis(op: Operator, axis: int, ndim: int) -> int:
     return axis % ndim
 
 
-@register(POWER_SPECTRUM)
+@register(POWER_SPECTRUM, device=("cpu", "gpu"))
 class PowerSpectrum(Operator):
     def setup(self) -> None:
         if self.args["power"] not in (1, 2):
@@ -242,7 +258,7 @@ class PowerSpectrum(Operator):
         shapes = src._shapes.copy()
         shapes[:, axis] = nffts // 2 + 1
         out = ws.new_batch(shapes, np.float32, src._layout, src._source_info)
-        ws.kernels.power_spectrum(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
+        _kernels(ws).power_spectrum(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
                                   out._offsets, nffts, self.args["power"])
         return [out]
 
@@ -256,7 +272,8 @@ MEL_FILTER_BANK = OpSchema(
           Arg("freq_low", ArgType.FLOAT, 0.0, doc="lowest frequency (Hz)"),
           Arg("freq_high", ArgType.FLOAT, 0.0, doc="highest frequency (Hz); 0: sample_rate / 2"),
           Arg("mel_formula", ArgType.STR, "slaney", doc="'slaney' or 'htk'"),
-          Arg("normalize", ArgType.BOOL, True, doc="divide each filter by its width in Hz / 2 (equal area)")])
+          Arg("normalize", ArgType.BOOL, True, doc="divide each filter by its width in Hz / 2 (equal area)")],
+    devices=("cpu", "gpu"))
 
 
 def hz_to_mel(hz: np.ndarray, htk: bool) -> np.ndarray:
@@ -295,7 +312,7 @@ def frequency_axis(layout: str, ndim: int) -> int:
     return layout.index("f") if "f" in layout else max(ndim - 2, 0)
 
 
-@register(MEL_FILTER_BANK)
+@register(MEL_FILTER_BANK, device=("cpu", "gpu"))
 class MelFilterBank(Operator):
     def setup(self) -> None:
         a = self.args
@@ -328,7 +345,7 @@ def apply_matrices(ws, src, axis: int, matrices: list, which: np.ndarray) -> Any
     shapes = src._shapes.copy()
     shapes[:, axis] = [matrices[k].shape[0] for k in which]
     out = ws.new_batch(shapes, np.float32, src._layout, src._source_info)
-    ws.kernels.matrix_along_axis(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
+    _kernels(ws).matrix_along_axis(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
                                  out._offsets, matrices, np.asarray(which, np.int64))
     return out
 
@@ -342,7 +359,8 @@ MFCC = OpSchema(
           Arg("normalize", ArgType.BOOL, False, doc="orthonormal DCT (not for type 1)"),
           Arg("lifter", ArgType.FLOAT, 0.0, doc="cepstral liftering: coefficient k times "
                                                "1 + lifter / 2 * sin(pi (k + 1) / lifter); 0: none"),
-          Arg("axis", ArgType.INT, 0, doc="the axis the DCT runs along")])
+          Arg("axis", ArgType.INT, 0, doc="the axis the DCT runs along")],
+    devices=("cpu", "gpu"))
 
 
 @functools.lru_cache(maxsize=32)
@@ -373,7 +391,7 @@ def dct_matrix(n_out: int, n: int, dct_type: int, normalize: bool, lifter: float
     return m
 
 
-@register(MFCC)
+@register(MFCC, device=("cpu", "gpu"))
 class Mfcc(Operator):
     def setup(self) -> None:
         a = self.args
@@ -407,10 +425,11 @@ TO_DECIBELS = OpSchema(
     args=[Arg("multiplier", ArgType.FLOAT, 10.0, doc="10 for power, 20 for magnitude"),
           Arg("reference", ArgType.FLOAT, optional=True, doc="reference value (positive; default: each sample's "
                                                               "maximum)"),
-          Arg("cutoff_db", ArgType.FLOAT, -200.0, doc="the lowest result (dB)")])
+          Arg("cutoff_db", ArgType.FLOAT, -200.0, doc="the lowest result (dB)")],
+    devices=("cpu", "gpu"))
 
 
-@register(TO_DECIBELS)
+@register(TO_DECIBELS, device=("cpu", "gpu"))
 class ToDecibels(Operator):
     def setup(self) -> None:
         if self.args["reference"] is not None and self.args["reference"] == 0:
@@ -421,9 +440,24 @@ class ToDecibels(Operator):
         src = contiguous(ws.inputs[0])
         _float_input(self, src)
         out = ws.new_batch(src._shapes, np.float32, src._layout, src._source_info)
-        ws.kernels.to_decibels(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._offsets,
-                               a["multiplier"], a["reference"] or 0.0, a["cutoff_db"])
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # float32 holds the floor as DALI does
+            floor_ratio = float(np.float32(np.power(10.0, np.divide(a["cutoff_db"], a["multiplier"]))))
+        _kernels(ws).to_decibels(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._offsets,
+                                 a["multiplier"], self._references(ws, src), floor_ratio)
         return [out]
+
+    def _references(self, ws, src) -> Any:
+        """float32 [N] on the operator's device: the given reference, or each sample's maximum
+        (the reduction kernel; an empty sample keeps 1, it has nothing to divide)."""
+        n = len(src)
+        if self.args["reference"] is not None:
+            return ws.device_array(np.full(n, self.args["reference"], np.float32))
+        refs = ws.device_array(np.ones(n, np.float32))
+        filled = np.nonzero(src._shapes.prod(axis=1) > 0)[0] if src._shapes.shape[1] else np.arange(n)
+        if len(filled):
+            ws.kernels.reduce(ws.pool, _KIND_CODES["max"], src._buf, src._shapes[filled], src._offsets[filled],
+                              tuple(range(src.ndim())), refs, filled.astype(np.int64))
+        return refs
 
 
 # ---- nonsilent_region --------------------------------------------------------------------------
