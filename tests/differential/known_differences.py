@@ -40,7 +40,7 @@ INTENDED: dict[str, str] = {
 _SHUFFLE_AFTER_EPOCH = ("shuffle_after_epoch gives a new permutation every epoch, not DALI 2.4's (as readers.file: "
                         "its per-epoch list shuffle could not be reproduced)")
 
-# The last full run compared 7106 cases; the 21 that differ are all listed here.
+# The last full run compared 7110 cases; the 21 that differ are all listed here.
 OPEN: dict[str, str] = {
     "readers.nemo_asr:after_epoch": _SHUFFLE_AFTER_EPOCH,
     "readers.nemo_asr:after_epoch_seed": _SHUFFLE_AFTER_EPOCH,
