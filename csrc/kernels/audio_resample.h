@@ -59,17 +59,24 @@ class SincResampler {
     const float scale = 2.0f * lobes / (coeffs - 1);
     const float envelope_scale = 2.0f / coeffs;
     // a zero on each side (reads at the edges interpolate to 0), and room for one more unit
-    lookup_.assign(coeffs + 2 + kPerUnit, 0.0f);
+    std::vector<float> lookup(coeffs + 2 + kPerUnit, 0.0f);
     const int center = static_cast<int>((coeffs - 1) * 0.5f);
     for (int i = 0; i < coeffs; ++i) {
       const float x = static_cast<float>(i - center);
       const double y = x * scale;
       const double sinc = y != 0 ? std::sin(y * M_PI) / (y * M_PI) : 1.0;
       const double hann = 0.5 * (1 + std::cos(static_cast<double>(x * envelope_scale) * M_PI));
-      lookup_[i + 1] = static_cast<float>(sinc * hann);
+      lookup[i + 1] = static_cast<float>(sinc * hann);
     }
-    slope_.assign(lookup_.size(), 0.0f);
-    for (size_t i = 0; i + 1 < lookup_.size(); ++i) slope_[i] = lookup_[i + 1] - lookup_[i];
+    // by phase: entry p + kPerUnit * u at [p][u], so the taps of one output read contiguous values
+    table_size_ = static_cast<int64_t>(lookup.size());
+    units_ = table_size_ / kPerUnit + 1;
+    value_.assign(kPerUnit * units_, 0.0f);
+    slope_.assign(kPerUnit * units_, 0.0f);
+    for (int64_t i = 0; i + 1 < table_size_; ++i) {
+      value_[(i % kPerUnit) * units_ + i / kPerUnit] = lookup[i];
+      slope_[(i % kPerUnit) * units_ + i / kPerUnit] = lookup[i + 1] - lookup[i];
+    }
     center_ = static_cast<float>(center + 1);
   }
 
@@ -125,14 +132,13 @@ class SincResampler {
     if (first == key.first && di == key.di && taps == key.taps) return;  // `w` holds them already
     key = {first, taps, di};
     const int64_t last = first + (taps - 1) * kPerUnit;
-    if (first < 0 || last + 1 >= static_cast<int64_t>(lookup_.size())) {  // outside the window: none
+    if (first < 0 || last + 1 >= table_size_) {  // outside the window: none
       std::fill(w, w + taps, 0.0f);
       return;
     }
-    for (int64_t t = 0; t < taps; ++t) {
-      const int64_t j = first + t * kPerUnit;
-      w[t] = lookup_[j] + di * slope_[j];
-    }
+    const float* value = value_.data() + (first % kPerUnit) * units_ + first / kPerUnit;
+    const float* slope = slope_.data() + (first % kPerUnit) * units_ + first / kPerUnit;
+    for (int64_t t = 0; t < taps; ++t) w[t] = value[t] + di * slope[t];
   }
 
   // Four running sums over taps 0, 4, ... then the rest one by one (DALI's vector order).
@@ -148,7 +154,8 @@ class SincResampler {
   }
 
   int lobes_;
-  std::vector<float> lookup_, slope_;
+  int64_t table_size_ = 0, units_ = 0;
+  std::vector<float> value_, slope_;  // the table's values and slopes by phase
   float center_ = 0;
 };
 
