@@ -61,30 +61,47 @@ extern "C" __global__ void audio_power(const float* bins, float* dst, const i64*
 // ---- power_spectrum's lines: desc [src offset, outer, length, inner, first row, dst offset, nfft]
 enum LineDesc { kLSrcOff, kLOuter, kLLength, kLInner, kLRow, kLDstOff, kLNfft, kLDesc };
 
+// Thread e of a launch over every line (o, j) of every sample, `per_line` threads a line: its
+// sample's descriptor, line, and index k within the line (valid false past the sample's work).
+struct LineItem {
+  const i64* d;
+  i64 line, o, j, k;
+  bool valid;
+};
+
+__device__ __forceinline__ LineItem line_item(const i64* desc, const i64* block_start, int n, i64 per_line) {
+  const int s = find_sample(block_start, n, blockIdx.x);
+  LineItem it;
+  it.d = desc + s * kLDesc;
+  const i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
+  const i64 inner = it.d[kLInner];
+  it.valid = e < it.d[kLOuter] * inner * per_line;
+  it.line = e / per_line;
+  it.k = e % per_line;
+  it.o = it.line / inner;
+  it.j = it.line % inner;
+  return it;
+}
+
 // rows [sum of outer * inner, nfft]: line (o, j) of a sample, cut or zero-padded
 extern "C" __global__ void audio_lines(const float* src, float* rows, const i64* desc, const i64* block_start, int n,
                                        int nfft) {
-  const int s = find_sample(block_start, n, blockIdx.x);
-  const i64* d = desc + s * kLDesc;
-  const i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
-  const i64 inner = d[kLInner], lines = d[kLOuter] * inner;
-  if (e >= lines * nfft) return;
-  const i64 line = e / nfft, t = e % nfft, o = line / inner, j = line % inner;
-  rows[(d[kLRow] + line) * nfft + t] = t < d[kLLength] ? src[d[kLSrcOff] + (o * d[kLLength] + t) * inner + j] : 0.0f;
+  const LineItem it = line_item(desc, block_start, n, nfft);
+  if (!it.valid) return;
+  const i64* d = it.d;
+  rows[(d[kLRow] + it.line) * nfft + it.k] =
+      it.k < d[kLLength] ? src[d[kLSrcOff] + (it.o * d[kLLength] + it.k) * d[kLInner] + it.j] : 0.0f;
 }
 
 // bins of line (o, j) written to [outer, nbins, inner]
 extern "C" __global__ void audio_line_power(const float* bins, float* dst, const i64* desc, const i64* block_start,
                                             int n, int nbins, int power) {
-  const int s = find_sample(block_start, n, blockIdx.x);
-  const i64* d = desc + s * kLDesc;
-  const i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
-  const i64 inner = d[kLInner], lines = d[kLOuter] * inner;
-  if (e >= lines * nbins) return;
-  const i64 line = e / nbins, k = e % nbins, o = line / inner, j = line % inner;
-  const float* c = bins + 2 * ((d[kLRow] + line) * nbins + k);
+  const LineItem it = line_item(desc, block_start, n, nbins);
+  if (!it.valid) return;
+  const i64* d = it.d;
+  const float* c = bins + 2 * ((d[kLRow] + it.line) * nbins + it.k);
   const float p = c[0] * c[0] + c[1] * c[1];
-  dst[d[kLDstOff] + (o * nbins + k) * inner + j] = power == 2 ? p : sqrtf(p);
+  dst[d[kLDstOff] + (it.o * nbins + it.k) * d[kLInner] + it.j] = power == 2 ? p : sqrtf(p);
 }
 
 // ---- a matrix along the middle axis: desc [src offset, dst offset, outer, cols, inner, rows, matrix offset]

@@ -117,23 +117,6 @@ def audio(data: bytes) -> None:
         pass
 
 
-def nemo_manifest(data: bytes) -> None:
-    """readers.nemo_asr's parsing of NeMo manifests (JSON lines)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "manifest.json")
-        with open(path, "wb") as f:
-            f.write(data)
-        op = _Op()
-        op.args = {"manifest_filepaths": (path,), "min_duration": 0.0, "max_duration": 0.0}
-        try:
-            n = NemoAsrReader.scan(op)
-        except (ValueError, RuntimeError) as exc:
-            if not str(exc).startswith(op.label):
-                raise AssertionError(f"error without the operator's name: {exc!r}") from exc
-            return
-        assert n == len(op.paths) > 0
-
-
 def pillow(data: bytes) -> None:
     """The Pillow fallback (TIFF, WebP, JPEG 2000, compressed BMP) and its colour conversions."""
     if len(data) < 2:
@@ -148,21 +131,39 @@ def pillow(data: bytes) -> None:
         pass
 
 
-def file_list(data: bytes) -> None:
-    """readers.file's parsing of a file_list: 'path label' lines."""
+def _scan(scan, data: bytes, file_name: str, args_for) -> tuple[_Op, int] | None:
+    """A reader's ``scan`` of a file holding ``data`` (``args_for(path)``: the reader's arguments):
+    the operator and its count, or None after a clean error naming the operator."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "list.txt")
+        path = os.path.join(tmp, file_name)
         with open(path, "wb") as f:
             f.write(data)
         op = _Op()
-        op.args = {"file_root": None, "file_list": path, "files": None, "labels": None}
+        op.args = args_for(path)
         try:
-            n = FileReaderCPU.scan(op)
+            return op, scan(op)
         except (ValueError, RuntimeError) as exc:
             if not str(exc).startswith(op.label):
                 raise AssertionError(f"error without the operator's name: {exc!r}") from exc
-            return
+            return None
+
+
+def file_list(data: bytes) -> None:
+    """readers.file's parsing of a file_list: 'path label' lines."""
+    found = _scan(FileReaderCPU.scan, data, "list.txt",
+                  lambda path: {"file_root": None, "file_list": path, "files": None, "labels": None})
+    if found:
+        op, n = found
         assert n == len(op.paths) == len(op.labels) > 0
+
+
+def nemo_manifest(data: bytes) -> None:
+    """readers.nemo_asr's parsing of NeMo manifests (JSON lines)."""
+    found = _scan(NemoAsrReader.scan, data, "manifest.json",
+                  lambda path: {"manifest_filepaths": (path,), "min_duration": 0.0, "max_duration": 0.0})
+    if found:
+        op, n = found
+        assert n == len(op.paths) > 0
 
 
 TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "audio": audio,
