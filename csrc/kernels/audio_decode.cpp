@@ -1,4 +1,4 @@
-// decoders.audio and readers.nemo_asr (operators/audio_decoders.py): WAV, FLAC, OGG/Vorbis and
+// decoders.audio and readers.nemo_asr (operators/audio_decode.py): WAV, FLAC, OGG/Vorbis and
 // Opus through libsndfile, a batch per call with the GIL released. libsndfile is opened at run
 // time (dlopen) from the path Python gives (the copy the soundfile wheel bundles, or the
 // system's), so the engine builds and imports without it. Its few entry points are declared here

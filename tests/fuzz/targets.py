@@ -40,8 +40,8 @@ from make_sample_data import tf_example, tfrecord_record  # noqa: E402
 from penstock import _checkpoint, _engine, fn, pipeline_def  # noqa: E402
 from penstock._operator import SampleError  # noqa: E402
 from penstock.operators import image_decode as decoders  # noqa: E402
-from penstock.operators.audio_decoders import load_libsndfile  # noqa: E402
-from penstock.operators.audio_readers import NemoAsrReader  # noqa: E402
+from penstock.operators.audio_decode import load_libsndfile  # noqa: E402
+from penstock.operators.readers_nemo_asr import NemoAsrReader  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
 from penstock.types import DALIImageType  # noqa: E402
 

@@ -2,9 +2,10 @@
 ``spectrogram``, ``power_spectrum``, ``mel_filter_bank``, ``to_decibels``, ``mfcc`` and
 ``nonsilent_region``. The planning (output shapes, matrices, per-sample values) is here, once for
 both devices; every operator's arithmetic is one native call per batch on the CPU
-(``csrc/kernels/audio_features.cpp``) and one launch per step on the GPU (``_cuda/audio.py``,
-``csrc/cuda/audio.cu``: spectrogram, power_spectrum, mel_filter_bank, mfcc, to_decibels,
-preemphasis_filter; audio_resample and nonsilent_region run on the CPU only).
+(``csrc/kernels/audio_features.cpp``) and one launch per step on the GPU
+(``_cuda/kernels/audio_features.py``, ``csrc/cuda/audio_features.cu``: spectrogram, power_spectrum,
+mel_filter_bank, mfcc, to_decibels, preemphasis_filter; audio_resample and nonsilent_region run on
+the CPU only).
 """
 from __future__ import annotations
 
@@ -39,13 +40,6 @@ _RESAMPLED_TYPES = (DALIDataType.UINT8, DALIDataType.UINT16, DALIDataType.UINT32
                     DALIDataType.INT8, DALIDataType.INT16, DALIDataType.INT32, DALIDataType.INT64,
                     DALIDataType.FLOAT)
 
-
-def _kernels(ws) -> Any:
-    """The feature kernels of the operator's device: the engine's, or the GPU's (same signatures)."""
-    if ws.gpu is None:
-        return _engine
-    from .._cuda.audio import audio_kernels
-    return audio_kernels(ws.gpu)
 
 
 def _float_input(op: Operator, batch) -> None:
@@ -136,7 +130,7 @@ class PreemphasisFilter(Operator):
         src = contiguous(ws.inputs[0])
         out_type = to_numpy_type(self.args["dtype"])
         out = ws.new_batch(src._shapes, out_type, src._layout, src._source_info)
-        _kernels(ws).preemphasis(ws.pool, src._buf, int(to_dali_type(src._buf.dtype)), src._shapes, src._offsets,
+        ws.kernels.preemphasis(ws.pool, src._buf, int(to_dali_type(src._buf.dtype)), src._shapes, src._offsets,
                                out._buf, int(self.args["dtype"]), out._offsets,
                                ws.per_sample("preemph_coeff", np.float32), _BORDERS[self.args["border"]])
         return [out]
@@ -213,7 +207,7 @@ class Spectrogram(Operator):
         freq_major = a["layout"] == "ft"
         shapes = np.stack([bins, frames] if freq_major else [frames, bins], axis=1).astype(np.int64)
         out = ws.new_batch(shapes, np.float32, a["layout"], src._source_info)
-        _kernels(ws).spectrogram(ws.pool, src._buf, lengths, src._offsets, out._buf, out._shapes, out._offsets,
+        ws.kernels.spectrogram(ws.pool, src._buf, lengths, src._offsets, out._buf, out._shapes, out._offsets,
                                self._window, self._nfft, step, a["center_windows"], a["reflect_padding"],
                                a["power"], freq_major)
         return [out]
@@ -258,7 +252,7 @@ class PowerSpectrum(Operator):
         shapes = src._shapes.copy()
         shapes[:, axis] = nffts // 2 + 1
         out = ws.new_batch(shapes, np.float32, src._layout, src._source_info)
-        _kernels(ws).power_spectrum(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
+        ws.kernels.power_spectrum(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
                                   out._offsets, nffts, self.args["power"])
         return [out]
 
@@ -345,7 +339,7 @@ def apply_matrices(ws, src, axis: int, matrices: list, which: np.ndarray) -> Any
     shapes = src._shapes.copy()
     shapes[:, axis] = [matrices[k].shape[0] for k in which]
     out = ws.new_batch(shapes, np.float32, src._layout, src._source_info)
-    _kernels(ws).matrix_along_axis(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
+    ws.kernels.matrix_along_axis(ws.pool, src._buf, outer_inner(src._shapes, axis), src._offsets, out._buf,
                                  out._offsets, matrices, np.asarray(which, np.int64))
     return out
 
@@ -442,7 +436,7 @@ class ToDecibels(Operator):
         out = ws.new_batch(src._shapes, np.float32, src._layout, src._source_info)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # float32 holds the floor as DALI does
             floor_ratio = float(np.float32(np.power(10.0, np.divide(a["cutoff_db"], a["multiplier"]))))
-        _kernels(ws).to_decibels(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._offsets,
+        ws.kernels.to_decibels(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._offsets,
                                  a["multiplier"], self._references(ws, src), floor_ratio)
         return [out]
 

@@ -1,25 +1,17 @@
-"""The speech feature kernels on the GPU (csrc/cuda/audio.cu), with the signatures of the engine's
-CPU kernels (csrc/kernels/audio_features.cpp), so operators/audio_features.py plans once for both
-devices. Every method is one launch per step and batch; the transforms of a batch are one batched
+"""The speech feature kernels on the GPU (csrc/cuda/audio_features.cu), with the signatures of the
+engine's CPU kernels (csrc/kernels/audio_features.cpp), so operators/audio_features.py plans once
+for both devices. Every method is one launch per step and batch; the transforms of a batch are one batched
 cuFFT plan through CuPy's rfft (one per distinct size)."""
 from __future__ import annotations
 
 import contextlib
-import weakref
 from typing import Any
 
 import numpy as np
 
-_BY_CONTEXT: "weakref.WeakKeyDictionary[Any, AudioGpuKernels]" = weakref.WeakKeyDictionary()
+from ._launch import KernelFamily
+
 _PREEMPHASIS_INPUTS = {np.dtype(np.int16): "i16", np.dtype(np.int32): "i32", np.dtype(np.float32): "f32"}
-
-
-def audio_kernels(ctx: Any) -> "AudioGpuKernels":
-    """The audio kernels of a pipeline's device context (made once per context)."""
-    kernels = _BY_CONTEXT.get(ctx)
-    if kernels is None:
-        kernels = _BY_CONTEXT[ctx] = AudioGpuKernels(ctx)
-    return kernels
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
@@ -28,14 +20,10 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-class AudioGpuKernels:
-    def __init__(self, ctx: Any):
-        self.ctx = ctx
-        self.cp = ctx.cp
-
-    def _launch(self, name: str, work: np.ndarray, desc: np.ndarray, before: tuple, after: tuple,
-                extra: tuple = ()) -> None:
-        self.ctx.kernels._launch_batch("audio", name, np.asarray(work, np.int64), desc, before, after, extra)
+class AudioFeatureKernels(KernelFamily):
+    def _audio_launch(self, name: str, work: np.ndarray, desc: np.ndarray, before: tuple, after: tuple,
+                      extra: tuple = ()) -> None:
+        self._launch_batch("audio_features", name, np.asarray(work, np.int64), desc, before, after, extra)
 
     def _rfft(self, rows: Any, count: int, nfft: int) -> Any:
         """The bins of ``count`` rows of ``nfft`` values, as interleaved float32 (re, im) pairs."""
@@ -54,13 +42,13 @@ class AudioGpuKernels:
             return
         rows = self.ctx.empty(total * nfft, np.float32)
         desc = np.stack([src_offsets, lengths[:, 0], first, frames], axis=1).astype(np.int64)
-        self._launch("audio_frames", frames * nfft, desc, (src, rows),
+        self._audio_launch("audio_frames", frames * nfft, desc, (src, rows),
                      (lambda p: p[0], np.int32(len(window)), np.int32(nfft), np.int32(step), np.int32(centered),
                       np.int32(reflect)), (np.asarray(window, np.float64),))
         bins = self._rfft(rows, total, nfft)
         nbins = nfft // 2 + 1
         desc = np.stack([first, frames, dst_offsets], axis=1).astype(np.int64)
-        self._launch("audio_power", frames * nbins, desc, (bins, dst),
+        self._audio_launch("audio_power", frames * nbins, desc, (bins, dst),
                      (np.int32(nbins), np.int32(power), np.int32(freq_major)))
 
     def power_spectrum(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
@@ -76,9 +64,9 @@ class AudioGpuKernels:
             desc = np.stack([src_offsets[pick], shapes[pick, 0], shapes[pick, 1], shapes[pick, 2], first,
                              dst_offsets[pick], np.full(len(pick), nfft)], axis=1).astype(np.int64)
             rows = self.ctx.empty(total * nfft, np.float32)
-            self._launch("audio_lines", lines * nfft, desc, (src, rows), (np.int32(nfft),))
+            self._audio_launch("audio_lines", lines * nfft, desc, (src, rows), (np.int32(nfft),))
             bins = self._rfft(rows, total, nfft)
-            self._launch("audio_line_power", lines * nbins, desc, (bins, dst), (np.int32(nbins), np.int32(power)))
+            self._audio_launch("audio_line_power", lines * nbins, desc, (bins, dst), (np.int32(nbins), np.int32(power)))
 
     def matrix_along_axis(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
                           dst_offsets: np.ndarray, matrices: list, which: np.ndarray) -> None:
@@ -90,7 +78,7 @@ class AudioGpuKernels:
         desc = np.stack([src_offsets, dst_offsets, shapes[:, 0], shapes[:, 1], shapes[:, 2], rows,
                          _offsets(sizes)[which]], axis=1).astype(np.int64)
         flat = np.concatenate([np.asarray(m, np.float64).reshape(-1) for m in matrices])
-        self._launch("audio_matrix", shapes[:, 0] * rows * shapes[:, 2], desc, (src, dst), (lambda p: p[0],),
+        self._audio_launch("audio_matrix", shapes[:, 0] * rows * shapes[:, 2], desc, (src, dst), (lambda p: p[0],),
                      (flat,))
 
     def to_decibels(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
@@ -98,7 +86,7 @@ class AudioGpuKernels:
         """``refs``: float32 [N] on the device."""
         volumes = shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
         desc = np.stack([src_offsets, dst_offsets, volumes], axis=1).astype(np.int64)
-        self._launch("audio_decibels", volumes, desc, (src, dst, refs),
+        self._audio_launch("audio_decibels", volumes, desc, (src, dst, refs),
                      (np.float64(multiplier), np.float64(floor_ratio)))
 
     def preemphasis(self, pool: Any, src: Any, src_type: int, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,
@@ -109,5 +97,5 @@ class AudioGpuKernels:
                                       f"output; got {src.dtype} into {dst.dtype}")
         volumes = shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
         desc = np.stack([src_offsets, dst_offsets, volumes], axis=1).astype(np.int64)
-        self._launch(f"audio_preemphasis_{name}", volumes, desc, (src, dst), (lambda p: p[0], np.int32(border)),
+        self._audio_launch(f"audio_preemphasis_{name}", volumes, desc, (src, dst), (lambda p: p[0], np.int32(border)),
                      (np.asarray(coeffs, np.float32),))

@@ -1,4 +1,4 @@
-"""The speech feature operators' GPU kernels (csrc/cuda/audio.cu, cuFFT through CuPy) against the
+"""The speech feature operators' GPU kernels (csrc/cuda/audio_features.cu, cuFFT through CuPy) against the
 CPU: the same graph run on both devices must agree within float rounding, and the example's front
 end runs with its features on the GPU. Needs CuPy and a CUDA device."""
 import numpy as np

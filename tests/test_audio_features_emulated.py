@@ -1,8 +1,8 @@
-"""The GPU path of the speech feature operators run on the host: csrc/cuda/audio.cu compiled as C++
-(tests/_cuda_on_host.py) behind _cuda/audio.py, numpy's FFT standing in for CuPy's (cuFFT) and the
-engine's reduction for reduce.cu. Results must equal the CPU operators' within float rounding
+"""The GPU path of the speech feature operators run on the host: csrc/cuda/audio_features.cu
+compiled as C++ (tests/_cuda_on_host.py) behind _cuda/kernels/audio_features.py, numpy's FFT
+standing in for CuPy's (cuFFT) and the engine's reduction for reductions.cu. Results must equal the CPU operators' within float rounding
 (the frames are transformed in float32 here, in double on the CPU). The GPU tests
-(tests/test_audio_gpu.py) run the real kernels and cuFFT."""
+(tests/test_audio_features_gpu.py) run the real kernels and cuFFT."""
 import types
 
 import numpy as np
@@ -61,7 +61,7 @@ RUN_PREEMPHASIS(i16) RUN_PREEMPHASIS(i32) RUN_PREEMPHASIS(f32)
 
 @pytest.fixture(scope="module")
 def gpu(tmp_path_factory):
-    ctx = HostContext(compile_for_host(tmp_path_factory.mktemp("audio_emulated"), "audio.cu", HARNESS))
+    ctx = HostContext(compile_for_host(tmp_path_factory.mktemp("audio_emulated"), "audio_features.cu", HARNESS))
     ctx.kernels.reduce = _engine.reduce  # reduce.cu is tested against the CPU on the GPU
     return ctx
 

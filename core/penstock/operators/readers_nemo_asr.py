@@ -21,7 +21,7 @@ from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
 from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
 from .._std_random import std_shuffle
-from .audio_decoders import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
+from .audio_decode import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
 
 
 def _outputs(args: dict) -> int:
