@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/elementwise.h"
 
 namespace penstock {
 namespace {
@@ -22,14 +22,15 @@ void cast_range(const In* src, Out* dst, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; ++i) dst[i] = Truncate ? convert_trunc<Out>(src[i]) : convert_sat<Out>(src[i]);
 }
 
+}  // namespace
+
 // crop_conversion: crop and slice outputs' conversion (DALI's): float -> integer truncates toward
 // zero instead of rounding, and float16 saturates to +-65504 instead of overflowing to inf.
-void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code, bool crop_conversion) {
+void cast(ThreadPool& pool, Array src, int src_code, Array dst, int dst_code, bool crop_conversion) {
   if (src.size() != dst.size()) throw std::invalid_argument("cast: buffer sizes differ");
   const void* s = src.data();
   void* d = dst.mutable_data();
   int64_t n = src.size();
-  py::gil_scoped_release nogil;
   auto half = static_cast<int>(DType::FLOAT16);
   if (src_code == half && dst_code == half) {
     std::memcpy(d, s, n * 2);
@@ -66,6 +67,8 @@ void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_
     });
   }
 }
+
+namespace {
 
 // ---- binary -----------------------------------------------------------------------------
 
@@ -283,19 +286,21 @@ void binary_typed(ThreadPool& pool, int op, const BatchView& a, const BatchView&
 #undef PENSTOCK_CMP
 }
 
+}  // namespace
 
 void binary(ThreadPool& pool, int op, int code,
-            py::array a, I64Array a_shapes, I64Array a_offsets,
-            py::array b, I64Array b_shapes, I64Array b_offsets,
-            py::array out, I64Array out_shapes, I64Array out_offsets) {
+            Array a, I64Array a_shapes, I64Array a_offsets,
+            Array b, I64Array b_shapes, I64Array b_offsets,
+            Array out, I64Array out_shapes, I64Array out_offsets) {
   if (code == static_cast<int>(DType::FLOAT16))
     throw std::invalid_argument("arithmetic on FLOAT16 is not supported on the CPU");
   BatchView va = make_batch_view(a, a_shapes, a_offsets, false);
   BatchView vb = make_batch_view(b, b_shapes, b_offsets, false);
   BatchView vo = make_batch_view(out, out_shapes, out_offsets, true);
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_NUMERIC(code, T, binary_typed<T>(pool, op, va, vb, vo));
 }
+
+namespace {
 
 // ---- unary ------------------------------------------------------------------------------
 
@@ -349,14 +354,15 @@ inline T apply_unary(int op, T x) {
   }
 }
 
-void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
+}  // namespace
+
+void unary(ThreadPool& pool, int op, int code, Array src, Array dst) {
   if (src.size() != dst.size()) throw std::invalid_argument("unary: buffer sizes differ");
   if (code == static_cast<int>(DType::FLOAT16))
     throw std::invalid_argument("arithmetic on FLOAT16 is not supported on the CPU");
   const void* s = src.data();
   void* d = dst.mutable_data();
   int64_t n = src.size();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_NUMERIC(code, T, {
     apply_unary<T>(op, T(0));  // validates op for this type before the parallel loop
     pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
@@ -367,15 +373,4 @@ void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(elementwise) {
-  using namespace penstock;
-  m.def("cast", &cast, "Convert a buffer element by element (DALI's rounding and saturation; with "
-        "crop_conversion, crop and slice's: truncating, and saturating float16)",
-        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("dst"), py::arg("dst_type"),
-        py::arg("crop_conversion") = false);
-  m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting");
-  m.def("unary", &unary, "Unary element-wise op");
-}

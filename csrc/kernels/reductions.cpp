@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/reductions.h"
 #include "kernels/numeric.h"
 
 namespace penstock {
@@ -175,16 +175,18 @@ void minmax_item(bool is_min, const In* x, In* dst, const SamplePlan& p, const I
   });
 }
 
-using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using F64Array = ArrayOf<double, true>;
 
-void reduce(ThreadPool& pool, int kind, py::array src, I64Array src_shapes, I64Array src_offsets,
-            std::vector<int64_t> axes, py::array dst, I64Array dst_offsets, int ddof, std::optional<F64Array> mean,
+}  // namespace
+
+void reduce(ThreadPool& pool, int kind, Array src, I64Array src_shapes, I64Array src_offsets,
+            std::vector<int64_t> axes, Array dst, I64Array dst_offsets, int ddof, std::optional<F64Array> mean,
             std::optional<I64Array> mean_offsets) {
   if (kind < kSum || kind > kStdDev) throw std::invalid_argument("reduce: unknown kind " + std::to_string(kind));
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   int nd = static_cast<int>(in.ndim);
   if (nd > kMaxDims) throw std::invalid_argument("reduce: at most 32 dimensions");
-  if (!(dst.flags() & py::array::c_style) || !dst.writeable())
+  if (!dst.c_contiguous() || !dst.writeable())
     throw std::invalid_argument("reduce: the output buffer must be contiguous and writable");
   if (dst_offsets.ndim() != 1 || dst_offsets.shape(0) != in.num_samples)
     throw std::invalid_argument("reduce: dst_offsets must have one entry per sample");
@@ -225,11 +227,10 @@ void reduce(ThreadPool& pool, int kind, py::array src, I64Array src_shapes, I64A
   void* out = dst.mutable_data();
   const double* mu = central ? mean->data() : nullptr;
   void (*store)(void*, int64_t, double) = nullptr;
-  bool int_mean = kind == kMean && dst.dtype().kind() != 'f';
+  bool int_mean = kind == kMean && dst.kind() != 'f';
   if (kind != kSum && kind != kMin && kind != kMax && !int_mean) {
     PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, { store = &store_double<Out>; });
   }
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_WITH_HALF(src_code, In, {
     const In* xs = static_cast<const In*>(x);
     if (kind == kSum || int_mean) {
@@ -253,15 +254,4 @@ void reduce(ThreadPool& pool, int kind, py::array src, I64Array src_shapes, I64A
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(reduce) {
-  using namespace penstock;
-  m.def("reduce", &reduce,
-        "Reduction `kind` (0 sum, 1 mean, 2 mean_square, 3 rms, 4 min, 5 max, 6 variance, 7 std_dev) of every "
-        "sample over `axes`, written at dst_offsets; variance and std_dev read mean[mean_offsets[i] + output]",
-        py::arg("pool"), py::arg("kind"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"),
-        py::arg("axes"), py::arg("dst"), py::arg("dst_offsets"), py::arg("ddof") = 0,
-        py::arg("mean") = py::none(), py::arg("mean_offsets") = py::none());
-}

@@ -1,0 +1,20 @@
+// readers.numpy's kernels (readers_numpy.cpp): .npy headers and windows of the arrays.
+#pragma once
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/kernel.h"
+
+namespace penstock {
+
+// (dtype codes int32 [N], elem sizes int64 [N], fortran uint8 [N], data offsets int64 [N],
+// ndims int64 [N], shapes int64 [N, max_ndim] (zero padded))
+using NpyHeaders = std::tuple<ArrayOf<int32_t>, I64Array, ArrayOf<uint8_t>, I64Array, I64Array, I64Array>;
+NpyHeaders npy_headers(ThreadPool& pool, const std::vector<std::string>& paths);
+
+void npy_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array data_offsets,
+              ArrayOf<uint8_t> fortran, I64Array src_shapes, I64Array anchors, Array out, I64Array out_shapes,
+              I64Array out_offsets, int64_t elem_size, ArrayOf<uint8_t> fill);
+
+}  // namespace penstock
