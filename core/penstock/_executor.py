@@ -73,8 +73,9 @@ class OpStats:
         self.seconds = 0.0
         self.output_bytes = 0
         self.total_bytes = 0  # of every run's output buffers
-        # (start, end, thread id, iteration) of each run while a profiler records it (penstock.profiler)
-        self.timeline: list[tuple[float, float, int, int]] | None = None
+        # (start, end, thread id, iteration, output bytes) of each run while a profiler records it
+        # (penstock.profiler)
+        self.timeline: list[tuple[float, float, int, int, int]] | None = None
         # per output, bytes of this iteration's samples (real) and of its buffer (reserved), and their peaks
         self.real: list[int] = []
         self.reserved: list[int] = []
@@ -213,8 +214,6 @@ class Executor:
             end = time.perf_counter()
             stats.seconds += end - start
             stats.runs += 1
-            if stats.timeline is not None:
-                stats.timeline.append((start, end, threading.get_ident(), it.index))
             node_id = op.node.id
             for i, out in enumerate(outs):
                 if getattr(out, "_deferred", None) is not None:
@@ -225,6 +224,8 @@ class Executor:
                         out._source_info = inputs[0]._source_info
                 values[(node_id, i)] = out
             stats.record_outputs(outs)
+            if stats.timeline is not None:
+                stats.timeline.append((start, end, threading.get_ident(), it.index, stats.output_bytes))
             for key in drop:
                 values.pop(key, None)
 

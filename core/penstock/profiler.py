@@ -6,9 +6,9 @@ Chrome-trace/Perfetto timeline.
 
 or from Python: ``penstock.profiler.profile(pipe, batches=50).report()``.
 
-It reads what the executor records for every run anyway (per-operator seconds, runs and output
-bytes, ``Pipeline.executor_statistics``); only while it measures does each operator run also
-append its start and end to a list, for the timeline.
+While it runs a pipeline, the executor appends each operator run's start, end, iteration and output
+bytes to a list; the report counts the runs of the iterations it consumed while measuring (a
+pipelined executor runs stages of later iterations meanwhile, and ran some of these earlier).
 """
 from __future__ import annotations
 
@@ -111,36 +111,38 @@ def profile(pipeline: Pipeline | Callable[[], Pipeline], batches: int = 20, warm
     if not isinstance(pipe, Pipeline):
         raise TypeError(f"expected a Pipeline or a function returning one, got {type(pipe).__name__}")
     pipe.build()
-    for _ in range(warmup):
-        pipe.run()
     executor = pipe._executor
+    for s in executor.stats.values():
+        s.timeline = []
+    try:
+        for _ in range(warmup):
+            pipe.run()
+        first = pipe._pending[0].index if pipe._pending else pipe._iteration  # the next run()'s iteration
+        sampler = _Sampler(pipe)
+        waits: list[tuple[float, float]] = []
+        ready = 0
+        cpu_start, start = os.times(), time.perf_counter()
+        sampler.start()
+        try:
+            for _ in range(batches):
+                ready += sum(it.done.is_set() for it in tuple(pipe._pending))
+                asked = time.perf_counter()
+                pipe.run()
+                waits.append((asked, time.perf_counter()))
+        finally:
+            sampler.stop()
+        wall = time.perf_counter() - start
+        cpu = os.times()
+        cpu_seconds = (cpu.user - cpu_start.user) + (cpu.system - cpu_start.system)
+        timelines = {name: [run for run in tuple(s.timeline) if first <= run[3] < first + batches]
+                     for name, s in executor.stats.items()}
+    finally:
+        for s in executor.stats.values():
+            s.timeline = None
     names = pipe.operator_names()
     ops = {op.name: op for stage in executor.stages for op in stage}
-    before = {name: (s.runs, s.seconds, s.total_bytes) for name, s in executor.stats.items()}
-    if trace:
-        for s in executor.stats.values():
-            s.timeline = []
-    sampler = _Sampler(pipe)
-    waits: list[tuple[float, float]] = []
-    ready = 0
-    cpu_start, start = os.times(), time.perf_counter()
-    sampler.start()
-    try:
-        for _ in range(batches):
-            ready += sum(it.done.is_set() for it in tuple(pipe._pending))
-            asked = time.perf_counter()
-            pipe.run()
-            waits.append((asked, time.perf_counter()))
-    finally:
-        sampler.stop()
-    wall = time.perf_counter() - start
-    cpu = os.times()
-    cpu_seconds = (cpu.user - cpu_start.user) + (cpu.system - cpu_start.system)
-
-    measured = {}
-    for name, s in executor.stats.items():
-        runs, seconds, nbytes = before[name]
-        measured[name] = (s.runs - runs, s.seconds - seconds, s.total_bytes - nbytes)
+    measured = {name: (len(runs), sum(end - begin for begin, end, *_ in runs), sum(run[4] for run in runs))
+                for name, runs in timelines.items()}
     total = sum(seconds for _, seconds, _ in measured.values()) or 1e-12
     operators = sorted((OperatorProfile(names[name], ops[name].schema.fn_name, ops[name].device, runs, seconds,
                                         seconds / total, nbytes / runs if runs else 0.0)
@@ -153,9 +155,7 @@ def profile(pipeline: Pipeline | Callable[[], Pipeline], batches: int = 20, warm
         cpu_count=os.cpu_count() or 1, gpu_utilisation=sampler.gpu_mean(), gpu_note=sampler.gpu_note, bottleneck="")
     result.bottleneck = bottleneck(result)
     if trace:
-        write_trace(trace, executor, names, waits, sampler.queue, start)
-        for s in executor.stats.values():
-            s.timeline = None
+        write_trace(trace, executor, timelines, names, waits, sampler.queue, start)
         result.trace_path = trace
     return result
 
@@ -235,8 +235,8 @@ class _Sampler:
         return sum(self.gpu) / len(self.gpu) if self.gpu else None
 
 
-def write_trace(path: str, executor: Any, names: dict[str, str], waits: list[tuple[float, float]],
-                queue: list[tuple[float, int]], origin: float) -> None:
+def write_trace(path: str, executor: Any, timelines: dict[str, list[tuple]], names: dict[str, str],
+                waits: list[tuple[float, float]], queue: list[tuple[float, int]], origin: float) -> None:
     """A Chrome-trace JSON (Perfetto and chrome://tracing read it): one slice per operator run on
     the thread that ran it, the consumer's waits on a track of their own, and the queue as a counter."""
     pid = os.getpid()
@@ -255,7 +255,7 @@ def write_trace(path: str, executor: Any, names: dict[str, str], waits: list[tup
 
     for stage in executor.stages:
         for op in stage:
-            for start, end, ident, iteration in executor.stats[op.name].timeline or ():
+            for start, end, ident, iteration, _ in timelines[op.name]:
                 events.append({"ph": "X", "name": names[op.name], "cat": op.device, "pid": pid,
                                "tid": tid(ident, threads.get(ident, f"thread {ident}")), "ts": us(start),
                                "dur": round((end - start) * 1e6, 3), "args": {"iteration": iteration}})
