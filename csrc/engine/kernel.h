@@ -128,6 +128,8 @@ struct BatchView {
   const int64_t* shape(int64_t i) const { return shapes + i * ndim; }
   template <typename T>
   T* sample(int64_t i) const { return static_cast<T*>(data) + offsets[i]; }
+  // sample i's first byte, whatever the element type
+  char* sample_bytes(int64_t i) const { return static_cast<char*>(data) + offsets[i] * elem_size; }
 };
 
 // Builds a BatchView from (buffer, shapes[N, ndim], offsets[N]), checking that every sample lies

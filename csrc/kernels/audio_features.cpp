@@ -52,19 +52,21 @@ void audio_resample(ThreadPool& pool, Array src, int src_type, I64Array shapes, 
       throw std::invalid_argument("audio_resample: input and output channels differ");
   const double* ir = in_rates.data();
   const double* orate = out_rates.data();
+  if (src_type == int(DType::BOOL) || dst_type == int(DType::BOOL))
+    throw std::invalid_argument("audio_resample: boolean audio is not supported");
   const SincResampler resampler(resampling_lobes(quality));
+  SincResampler::StoreUnit store = nullptr;
+  PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
+    if constexpr (!std::is_same_v<Out, bool>) store = &SincResampler::store_unit<Out>;
+  })
   PENSTOCK_DISPATCH_NUMERIC(src_type, In, {
-    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
-      if constexpr (!std::is_same_v<In, bool> && !std::is_same_v<Out, bool>) {
-        pool.parallel_for(in.num_samples, [&](int64_t i) {
-          const int channels = in.ndim == 2 ? static_cast<int>(in.shape(i)[1]) : 1;
-          resampler.resample(out.sample<Out>(i), out.shape(i)[0], orate[i], in.sample<In>(i), in.shape(i)[0], ir[i],
-                             channels);
-        });
-      } else {
-        throw std::invalid_argument("audio_resample: boolean audio is not supported");
-      }
-    })
+    if constexpr (!std::is_same_v<In, bool>) {
+      pool.parallel_for(in.num_samples, [&](int64_t i) {
+        const int channels = in.ndim == 2 ? static_cast<int>(in.shape(i)[1]) : 1;
+        resampler.resample_into(out.sample_bytes(i), out.elem_size, store, out.shape(i)[0], orate[i],
+                                in.sample<In>(i), in.shape(i)[0], ir[i], channels);
+      });
+    }
   })
 }
 
@@ -72,6 +74,23 @@ namespace {
 
 // ---- preemphasis_filter -------------------------------------------------------------------------
 enum class Border { kZero = 0, kClamp = 1, kReflect = 2 };
+
+// Elements read as float, and floats written with DALI's conversion: one function per type, so the
+// filter itself is compiled once, not once per pair of types.
+using LoadFloats = void (*)(const void* src, int64_t n, float* dst);
+using StoreFloats = void (*)(const float* src, int64_t n, void* dst);
+
+template <typename In>
+void load_floats(const void* src, int64_t n, float* dst) {
+  auto* x = static_cast<const In*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(x[i]);
+}
+
+template <typename Out>
+void store_floats(const float* src, int64_t n, void* dst) {
+  auto* y = static_cast<Out*>(dst);
+  for (int64_t i = 0; i < n; ++i) y[i] = convert_sat<Out>(src[i]);
+}
 
 }  // namespace
 
@@ -86,24 +105,28 @@ void preemphasis(ThreadPool& pool, Array src, int src_type, I64Array shapes, I64
   check_per_sample(coeffs, in.num_samples, "preemphasis_filter", "coeffs");
   const float* coeff = coeffs.data();
   const Border mode = static_cast<Border>(border);
-  PENSTOCK_DISPATCH_NUMERIC(src_type, In, {
-    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
-      pool.parallel_for(in.num_samples, [&](int64_t i) {
-        const In* x = in.sample<In>(i);
-        Out* y = out.sample<Out>(i);
-        const int64_t n = in.volume(i);
-        if (n == 0) return;
-        const float c = coeff[i];
-        float before = mode == Border::kZero ? 0.0f
-                       : mode == Border::kReflect && n > 1 ? static_cast<float>(x[1]) : static_cast<float>(x[0]);
-        for (int64_t t = 0; t < n; ++t) {
-          const float v = static_cast<float>(x[t]);
-          y[t] = convert_sat<Out>(v - c * before);
-          before = v;
-        }
-      });
-    })
-  })
+  LoadFloats load;
+  StoreFloats store;
+  PENSTOCK_DISPATCH_NUMERIC(src_type, In, load = &load_floats<In>)
+  PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, store = &store_floats<Out>)
+  pool.parallel_for(in.num_samples, [&](int64_t i) {
+    const int64_t n = in.volume(i);
+    if (n == 0) return;
+    const float c = coeff[i];
+    constexpr int64_t kBlock = 1024;
+    float x[kBlock], y[kBlock];
+    load(in.sample_bytes(i), std::min<int64_t>(n, 2), x);
+    float before = mode == Border::kZero ? 0.0f : mode == Border::kReflect && n > 1 ? x[1] : x[0];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t m = std::min(kBlock, n - b);
+      load(in.sample_bytes(i) + b * in.elem_size, m, x);
+      for (int64_t t = 0; t < m; ++t) {
+        y[t] = x[t] - c * before;
+        before = x[t];
+      }
+      store(y, m, out.sample_bytes(i) + b * out.elem_size);
+    }
+  });
 }
 
 namespace {

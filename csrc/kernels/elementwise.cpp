@@ -17,9 +17,35 @@ constexpr int64_t kGrain = 1 << 15;  // elements per task
 
 // ---- cast -------------------------------------------------------------------------------
 
+// Converts elements [b, e) of src into dst. One function per (input, output) type, chosen once per
+// call: the driver (the parallel loop) is the same code for all of them.
+using CastRange = void (*)(const void* src, void* dst, int64_t b, int64_t e);
+
 template <bool Truncate, typename Out, typename In>
-void cast_range(const In* src, Out* dst, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) dst[i] = Truncate ? convert_trunc<Out>(src[i]) : convert_sat<Out>(src[i]);
+void cast_range(const void* src, void* dst, int64_t b, int64_t e) {
+  auto* in = static_cast<const In*>(src);
+  auto* out = static_cast<Out*>(dst);
+  for (int64_t i = b; i < e; ++i) out[i] = Truncate ? convert_trunc<Out>(in[i]) : convert_sat<Out>(in[i]);
+}
+
+template <bool Truncate, typename Out>
+void cast_from_half(const void* src, void* dst, int64_t b, int64_t e) {
+  auto* in = static_cast<const uint16_t*>(src);
+  auto* out = static_cast<Out*>(dst);
+  for (int64_t i = b; i < e; ++i) {
+    float v = half_to_float(in[i]);
+    out[i] = Truncate ? convert_trunc<Out>(v) : convert_sat<Out>(v);
+  }
+}
+
+template <bool Saturate, typename In>
+void cast_to_half(const void* src, void* dst, int64_t b, int64_t e) {
+  auto* in = static_cast<const In*>(src);
+  auto* out = static_cast<uint16_t*>(dst);
+  for (int64_t i = b; i < e; ++i) {
+    float v = static_cast<float>(in[i]);
+    out[i] = Saturate ? float_to_half_sat(v) : float_to_half(v);
+  }
 }
 
 }  // namespace
@@ -34,38 +60,22 @@ void cast(ThreadPool& pool, Array src, int src_code, Array dst, int dst_code, bo
   auto half = static_cast<int>(DType::FLOAT16);
   if (src_code == half && dst_code == half) {
     std::memcpy(d, s, n * 2);
-  } else if (src_code == half) {
-    PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
-      pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-        auto* in = static_cast<const uint16_t*>(s);
-        auto* out = static_cast<Out*>(d);
-        for (int64_t i = b; i < e; ++i) {
-          float v = half_to_float(in[i]);
-          out[i] = crop_conversion ? convert_trunc<Out>(v) : convert_sat<Out>(v);
-        }
-      });
-    });
+    return;
+  }
+  CastRange range;
+  if (src_code == half) {
+    PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, range = crop_conversion ? &cast_from_half<true, Out>
+                                                                      : &cast_from_half<false, Out>);
   } else if (dst_code == half) {
-    PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
-      pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-        auto* in = static_cast<const In*>(s);
-        auto* out = static_cast<uint16_t*>(d);
-        for (int64_t i = b; i < e; ++i) {
-          float v = static_cast<float>(in[i]);
-          out[i] = crop_conversion ? float_to_half_sat(v) : float_to_half(v);
-        }
-      });
-    });
+    PENSTOCK_DISPATCH_NUMERIC(src_code, In, range = crop_conversion ? &cast_to_half<true, In>
+                                                                     : &cast_to_half<false, In>);
   } else {
     PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
-      PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
-        pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-          if (crop_conversion) cast_range<true, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
-          else cast_range<false, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
-        });
-      });
+      PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, range = crop_conversion ? &cast_range<true, Out, In>
+                                                                        : &cast_range<false, Out, In>);
     });
   }
+  pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) { range(s, d, b, e); });
 }
 
 namespace {
@@ -190,8 +200,17 @@ void make_plan(const int64_t* out_shape, int64_t nd, const int64_t* a_shape, int
   }
 }
 
+// Rows [row_begin, row_end) of one sample planned by `p`. One function per (op, type), chosen once
+// per call: the driver (planning, grouping, the parallel loop) is the same code for all of them.
+using BinaryRows = void (*)(const Plan& p, const void* a, const void* b, void* out, int64_t row_begin,
+                            int64_t row_end);
+
 template <int OP, typename T, typename Out>
-void binary_rows(const Plan& p, const T* a, const T* b, Out* out, int64_t row_begin, int64_t row_end) {
+void binary_rows(const Plan& p, const void* a_data, const void* b_data, void* out_data, int64_t row_begin,
+                 int64_t row_end) {
+  auto* a = static_cast<const T*>(a_data);
+  auto* b = static_cast<const T*>(b_data);
+  auto* out = static_cast<Out*>(out_data);
   int last = p.nd - 1;
   int64_t inner = p.shape[last], sa = p.stride_a[last], sb = p.stride_b[last];
   for (int64_t r = row_begin; r < row_end; ++r) {
@@ -225,8 +244,8 @@ struct RowTask {
   int64_t sample, row_begin, row_end;
 };
 
-template <int OP, typename T, typename Out>
-void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, const BatchView& out) {
+void binary_batch(ThreadPool& pool, BinaryRows rows_of, const BatchView& a, const BatchView& b,
+                  const BatchView& out) {
   int64_t n = out.num_samples;
   std::vector<Plan> plans(n);
   std::vector<RowTask> tasks;
@@ -257,8 +276,7 @@ void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, cons
       const RowTask& task = tasks[t];
       int64_t i = task.sample;
       int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
-      binary_rows<OP, T, Out>(plans[i], a.sample<T>(ia), b.sample<T>(ib), out.sample<Out>(i),
-                              task.row_begin, task.row_end);
+      rows_of(plans[i], a.sample_bytes(ia), b.sample_bytes(ib), out.sample_bytes(i), task.row_begin, task.row_end);
     }
   };
   int64_t groups = static_cast<int64_t>(group_begin.size()) - 1;
@@ -270,9 +288,9 @@ void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, cons
 }
 
 template <typename T>
-void binary_typed(ThreadPool& pool, int op, const BatchView& a, const BatchView& b, const BatchView& out) {
-#define PENSTOCK_BIN(OPC) case OPC: return binary_batch<OPC, T, T>(pool, a, b, out);
-#define PENSTOCK_CMP(OPC) case OPC: return binary_batch<OPC, T, bool>(pool, a, b, out);
+BinaryRows binary_rows_of(int op) {
+#define PENSTOCK_BIN(OPC) case OPC: return &binary_rows<OPC, T, T>;
+#define PENSTOCK_CMP(OPC) case OPC: return &binary_rows<OPC, T, bool>;
   switch (op) {
     PENSTOCK_BIN(kAdd) PENSTOCK_BIN(kSub) PENSTOCK_BIN(kMul) PENSTOCK_BIN(kDiv)
     PENSTOCK_BIN(kFloorDiv) PENSTOCK_BIN(kMod) PENSTOCK_BIN(kPow) PENSTOCK_BIN(kMin)
@@ -297,7 +315,9 @@ void binary(ThreadPool& pool, int op, int code,
   BatchView va = make_batch_view(a, a_shapes, a_offsets, false);
   BatchView vb = make_batch_view(b, b_shapes, b_offsets, false);
   BatchView vo = make_batch_view(out, out_shapes, out_offsets, true);
-  PENSTOCK_DISPATCH_NUMERIC(code, T, binary_typed<T>(pool, op, va, vb, vo));
+  BinaryRows rows_of;
+  PENSTOCK_DISPATCH_NUMERIC(code, T, rows_of = binary_rows_of<T>(op));
+  binary_batch(pool, rows_of, va, vb, vo);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 // divided by the count, truncating. Work items are ranges of one sample's outputs, each summed in order.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -124,8 +125,14 @@ void store_double(void* dst, int64_t i, double v) {
   static_cast<Out*>(dst)[i] = cast_to<Out>(v);
 }
 
+// The work item kernels, one function per type (or pair of types), chosen once per call: the
+// parallel loop that runs them is the same code for all.
+using SumItem = void (*)(const void* x, void* dst, const SamplePlan& p, const Item& it, bool divide);
+
 template <typename In, typename Out>
-void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it, bool divide) {
+void sum_item(const void* x_data, void* dst_data, const SamplePlan& p, const Item& it, bool divide) {
+  auto* x = static_cast<const In*>(x_data);
+  auto* dst = static_cast<Out*>(dst_data);
   using A = std::conditional_t<is_floating_v<Out>, double, std::conditional_t<std::is_signed_v<Out>, int64_t, uint64_t>>;
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     A acc = 0;
@@ -141,9 +148,13 @@ void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it, bool d
   });
 }
 
+using MomentItem = void (*)(int kind, const void* x, void* dst, void (*store)(void*, int64_t, double),
+                           const SamplePlan& p, const Item& it, const double* mean, int ddof);
+
 template <typename In>
-void moment_item(int kind, const In* x, void* dst, void (*store)(void*, int64_t, double), const SamplePlan& p,
+void moment_item(int kind, const void* x_data, void* dst, void (*store)(void*, int64_t, double), const SamplePlan& p,
                  const Item& it, const double* mean, int ddof) {
+  auto* x = static_cast<const In*>(x_data);
   double count = static_cast<double>(p.count);
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     double acc = 0, r;
@@ -166,8 +177,12 @@ void moment_item(int kind, const In* x, void* dst, void (*store)(void*, int64_t,
   });
 }
 
+using MinMaxItem = void (*)(bool is_min, const void* x, void* dst, const SamplePlan& p, const Item& it);
+
 template <typename In>
-void minmax_item(bool is_min, const In* x, In* dst, const SamplePlan& p, const Item& it) {
+void minmax_item(bool is_min, const void* x_data, void* dst_data, const SamplePlan& p, const Item& it) {
+  auto* x = static_cast<const In*>(x_data);
+  auto* dst = static_cast<In*>(dst_data);
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     auto acc = value_of(x[base]);
     for_each_reduced(x, p, base, [&](auto v) { acc = pick(acc, v, is_min); });
@@ -231,27 +246,23 @@ void reduce(ThreadPool& pool, int kind, Array src, I64Array src_shapes, I64Array
   if (kind != kSum && kind != kMin && kind != kMax && !int_mean) {
     PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, { store = &store_double<Out>; });
   }
-  PENSTOCK_DISPATCH_WITH_HALF(src_code, In, {
-    const In* xs = static_cast<const In*>(x);
-    if (kind == kSum || int_mean) {
-      PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, {
-        pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-          const Item& it = items[k];
-          sum_item<In, Out>(xs, static_cast<Out*>(out), plans[it.sample], it, int_mean);
-        });
-      });
-    } else if (kind == kMin || kind == kMax) {
-      pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-        const Item& it = items[k];
-        minmax_item<In>(kind == kMin, xs, static_cast<In*>(out), plans[it.sample], it);
-      });
-    } else {
-      pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-        const Item& it = items[k];
-        moment_item<In>(kind, xs, out, store, plans[it.sample], it, mu, ddof);
-      });
-    }
-  });
+  std::function<void(const Item&)> run_item;
+  if (kind == kSum || int_mean) {
+    SumItem sum = nullptr;
+    PENSTOCK_DISPATCH_WITH_HALF(src_code, In, {
+      PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, sum = &sum_item<In, Out>);
+    });
+    run_item = [&](const Item& it) { sum(x, out, plans[it.sample], it, int_mean); };
+  } else if (kind == kMin || kind == kMax) {
+    MinMaxItem minmax = nullptr;
+    PENSTOCK_DISPATCH_WITH_HALF(src_code, In, minmax = &minmax_item<In>);
+    run_item = [&](const Item& it) { minmax(kind == kMin, x, out, plans[it.sample], it); };
+  } else {
+    MomentItem moment = nullptr;
+    PENSTOCK_DISPATCH_WITH_HALF(src_code, In, moment = &moment_item<In>);
+    run_item = [&](const Item& it) { moment(kind, x, out, store, plans[it.sample], it, mu, ddof); };
+  }
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) { run_item(items[k]); });
 }
 
 }  // namespace penstock
