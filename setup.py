@@ -14,11 +14,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _stale(obj: str, src: str) -> bool:
-    """Whether an object file is older than its source or a header it included (gcc's -MMD list
-    beside it), so that a rebuild compiles only those."""
+    """Whether an object file is older than its source, a header it included (gcc's -MMD list
+    beside it) or this file (its flags), so that a rebuild compiles only those."""
     try:
         with open(os.path.splitext(obj)[0] + ".d") as f:
-            deps = f.read().replace("\\\n", " ").split(":", 1)[1].split()
+            deps = f.read().replace("\\\n", " ").split(":", 1)[1].split() + [__file__]
     except (OSError, IndexError):
         return True
     built = os.path.getmtime(obj)
@@ -45,11 +45,13 @@ def _tree(pattern: str) -> list[str]:
     return sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", pattern), recursive=True))
 
 
-# Optimization per unit (bench/build_times.py measures what each costs): -O2 for the kernels; -O3
-# buys these kernels nothing measurable (csrc/README.md) and costs a fifth more compile time. The
-# bindings are argument conversion, and at -O1 the cheapest unit to compile of its size.
-OPT_LEVEL = {"csrc/bindings.cpp": "-O1"}
-DEFAULT_OPT_LEVEL = "-O2"
+# Optimization per unit: -O3, which makes the image and audio kernels up to 4 times faster than -O2
+# does (colour 4x, resize 2.5x, blur 1.7x, resampling, reductions; bench/cpu_kernels.py); -O2 for
+# the two it makes no faster (element-wise arithmetic, warp: slower at -O3) and costs most
+# (element-wise: 21 CPU-s instead of 9; bench/build_times.py); -O1 for the bindings, which are
+# argument conversion.
+OPT_LEVEL = {"csrc/bindings.cpp": "-O1", "csrc/kernels/elementwise.cpp": "-O2", "csrc/kernels/warp.cpp": "-O2"}
+DEFAULT_OPT_LEVEL = "-O3"
 # The longest units go first, so that no compile job is left with one of them at the end.
 LONGEST = ["csrc/bindings.cpp", "csrc/kernels/elementwise.cpp", "csrc/kernels/reductions.cpp"]
 sources = sorted(_tree("*.cpp"), key=lambda path: LONGEST.index(path) if path in LONGEST else len(LONGEST))
@@ -67,7 +69,7 @@ ext = Pybind11Extension(
     sources,
     include_dirs=[os.path.join(HERE, "csrc")],
     libraries=["pthread", "dl"],
-    depends=_tree("*.h"),  # a header edit rebuilds the extension
+    depends=_tree("*.h") + [__file__],  # a header or flag edit rebuilds the extension
     cxx_std=17,
     define_macros=[("PENSTOCK_PRIVATE_LIBS", f'"{PRIVATE_LIBS}"')],
     extra_compile_args=["-fvisibility=hidden", "-Wall", "-Wno-unused-function", "-MMD"],
@@ -122,7 +124,7 @@ class BuildExtWithPrivateLibs(build_ext):
 
         def compile_at_its_level(obj, src, src_ext, cc_args, extra_postargs, pp_opts):
             level = OPT_LEVEL.get(os.path.relpath(src, HERE), DEFAULT_OPT_LEVEL)
-            compile_unit(obj, src, src_ext, cc_args, extra_postargs + [level], pp_opts)
+            compile_unit(obj, src, src_ext, cc_args, extra_postargs + level.split(), pp_opts)
 
         self.compiler._compile = compile_at_its_level
         super().build_extension(ext)
