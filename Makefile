@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheel-test
+.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ wheel: $(VENV)/bin/python
 	$(PIP) wheel -q --no-build-isolation --no-deps -w build/wheel .
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --strip -w dist build/wheel/penstock_data-*.whl
 
+# Wheels for each CPython 3.10-3.14 that runs here as python3.1x (or those named:
+# make wheels WHEEL_PYTHONS="/opt/py312/bin/python3.12 ..."), each built from a venv of its own.
+WHEEL_PYTHONS ?= $(foreach v,10 11 12 13 14,$(shell python3.$(v) -c "" 2>/dev/null && echo python3.$(v)))
+wheels:
+	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
+
 # The wheel installed into a fresh venv with no compiler on PATH runs the README's CPU example
 # (make test runs that too); here also the source distribution's round trip, which compiles the
 # engine once more from the sdist (minutes, so not in make test).
@@ -95,4 +101,4 @@ fuzz: $(FUZZ_SO)
 	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS)
 
 clean:
-	rm -rf build dist $(VENV) core/penstock/*.so core/*.egg-info plugins/*/*.egg-info
+	rm -rf build dist $(VENV) .venv-wheel-* core/penstock/*.so core/*.egg-info plugins/*/*.egg-info
