@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -16,7 +17,7 @@ from ..data_node import DataNode
 from ..operators.constant import constant_node
 from ..types import DALIDataType, PipelineAPIType
 from ._build import PipelineBuild
-from ._run import PipelineRun
+from ._run import PipelineRun, one_caller
 
 
 # The default of Pipeline(max_image_pixels=): 16384 x 16384, above any camera's (150 MP at most)
@@ -136,6 +137,8 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._pool = None
         self._py_pool = None               # parallel external_source workers (penstock._parallel)
         self._owed = 0                     # iterations to schedule once blocking sources get data
+        self._run_lock = threading.RLock()  # one caller of the run methods at a time (one_caller)
+        self._calling_sources = False      # while iter_setup and the sources run
         self._pending: collections.deque[Iteration] = collections.deque()
         self._first_iter = True
         self._last_iter = False
@@ -364,6 +367,7 @@ class Pipeline(PipelineBuild, PipelineRun):
         next. Written to ``filename`` too when given."""
         return self._checkpoint_with(filename)
 
+    @one_caller
     def _checkpoint_with(self, filename: str | None = None, iterator_data: str = "", unconsumed: int = 0) -> bytes:
         data = _checkpoint.capture(self, iterator_data, unconsumed)
         if filename is not None:
@@ -371,6 +375,7 @@ class Pipeline(PipelineBuild, PipelineRun):
                 f.write(data)
         return data
 
+    @one_caller
     def _restore_in_place(self, checkpoint: Any) -> None:
         """Rewinds (or advances) a built pipeline to a checkpoint; prefetched work is dropped."""
         _checkpoint.rewind(self, checkpoint)
