@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 import threading
 import warnings
 from typing import Any, Callable, Sequence
@@ -13,6 +14,7 @@ import numpy as np
 from .. import _checkpoint, _current
 from .._executor import Executor, Iteration
 from .._graph import OpNode
+from .._sources import thread_stacks
 from ..data_node import DataNode
 from ..operators.constant import constant_node
 from ..types import DALIDataType, PipelineAPIType
@@ -61,7 +63,7 @@ class Pipeline(PipelineBuild, PipelineRun):
                  output_dtype: Any = None, output_ndim: Any = None, output_layout: Any = None,
                  exec_dynamic: bool | None = None, experimental_exec_dynamic: bool | None = None,
                  stream_policy: Any = None, concurrency: Any = None,
-                 max_image_pixels: int | None = MAX_IMAGE_PIXELS):
+                 max_image_pixels: int | None = MAX_IMAGE_PIXELS, source_timeout: float | None = None):
         self._max_batch_size = _normalize_1x(batch_size, "batch_size")
         self._num_threads = _normalize_1x(num_threads, "num_threads")
         self._device_id = None if device_id is None or device_id == -99999 else _normalize_1x(device_id, "device_id")
@@ -108,6 +110,10 @@ class Pipeline(PipelineBuild, PipelineRun):
         if max_image_pixels is not None and (type(max_image_pixels) is not int or max_image_pixels < 1):
             raise ValueError(f"max_image_pixels must be a positive int or None, got {max_image_pixels!r}")
         self._max_image_pixels = max_image_pixels
+        if source_timeout is not None and (isinstance(source_timeout, bool) or
+                                           not isinstance(source_timeout, (int, float)) or not source_timeout > 0):
+            raise ValueError(f"source_timeout must be a positive number of seconds or None, got {source_timeout!r}")
+        self._source_timeout = source_timeout
         self._enable_checkpointing = bool(enable_checkpointing)
         self._checkpoint = None if checkpoint is None else _checkpoint.parse(checkpoint)
         self._restored = checkpoint is not None
@@ -195,6 +201,8 @@ class Pipeline(PipelineBuild, PipelineRun):
     enable_memory_stats = property(lambda self: self._enable_memory_stats)
     # beyond DALI: images whose headers claim more pixels fail to decode (decompression bombs)
     max_image_pixels = property(lambda self: self._max_image_pixels)
+    # beyond DALI: seconds a Python source may take for one batch before run() fails (None: no limit)
+    source_timeout = property(lambda self: self._source_timeout)
     py_num_workers = property(lambda self: self._py_num_workers)
     py_start_method = property(lambda self: self._py_start_method)
     enable_checkpointing = property(lambda self: self._enable_checkpointing)
@@ -322,6 +330,21 @@ class Pipeline(PipelineBuild, PipelineRun):
         if self._py_pool is None:
             return {"capacities": [], "per_sample_capacities": []}
         return self._py_pool.shm_statistics()
+
+    def dump_stacks(self, file: Any = None) -> str:
+        """Where a pipeline that does not return is (beyond DALI): every thread's stack in this
+        process, as faulthandler prints them, then what each worker process of the parallel
+        external sources runs (source, iteration, sample) and its threads' stacks. Call it from
+        any thread while ``run()`` waits: a watchdog, or a signal handler
+        (``signal.signal(signal.SIGUSR1, lambda *_: pipe.dump_stacks())``). Written to ``file``
+        (``sys.stderr`` by default) and returned."""
+        text = f"penstock pipeline, process {os.getpid()}:\n{thread_stacks()}"
+        if self._py_pool is not None and self._py_pool.alive:
+            text += "\n" + self._py_pool.stacks()
+        file = sys.stderr if file is None else file
+        file.write(text)
+        file.flush()
+        return text
 
     def save_graph_to_dot_file(self, filename: str, *, show_tensors: bool = False, show_ids: Any = None,
                                use_colors: bool = False) -> None:
