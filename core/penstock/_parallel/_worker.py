@@ -4,10 +4,10 @@ of a batch) once, straight into the pipeline's shared-memory region at its final
 Messages from the pipeline: ("region", id, capacity) followed by the region's file descriptor;
 ("task", source, key, payload, region, capacity, direct); ("place", key, capacity, starts);
 ("drop", key); ("stop",).
-Replies: ("ready",) once, when the sources are loaded; ("ok", key, capacity, outputs, nbytes); ("sizes", key, bytes per output) from a
-task that is one part of a batch (not ``direct``): its outputs wait here until the pipeline knows
-every part's size and answers "place" with where they go; ("stop", key) for StopIteration;
-("error", key, exception, traceback, sample, text).
+Replies: ("ready",) once, when the sources are loaded; ("ok", key, capacity, outputs, nbytes);
+("sizes", key, bytes per output) from a task that is one part of a batch (not ``direct``): its
+outputs wait here until the pipeline knows every part's size and answers "place" with where they
+go; ("stop", key) for StopIteration; ("error", key, exception, traceback, sample, text).
 
 A second connection, the control one, is the worker's lifeline: its thread ``_watch_parent``
 ends the worker as soon as the pipeline's process is gone (its end of the connection closes
