@@ -84,7 +84,9 @@ def test_errors_name_the_operator_and_sample():
     with pytest.raises(ValueError, match="'end_frame' and 'sequence_length'"):
         _decode([data], end_frame=3, sequence_length=2)
     with pytest.raises(RuntimeError, match="out of range.*pad_mode='none'"):
-        _decode([data], start_frame=28, sequence_length=4, pad_mode="none")
+        _decode([data], frames=[3, 30], pad_mode="none")
+    short, = _decode([data], start_frame=28, sequence_length=4, pad_mode="none")
+    check_frames(short, clip(), [28, 29], "h264")
     with pytest.raises(ValueError, match="pad_mode"):
         _decode([data], pad_mode="wrap")
     with pytest.raises(RuntimeError, match="(?s)decoders.video.*(cannot be read|decoding failed|ended before)"):

@@ -41,6 +41,9 @@ INTENDED: dict[str, str] = {
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
+    'experimental.readers.video[sequence_length=3,image_type=types.YCbCr,vp9_a]': (
+        "DALI 2.4's CPU reader fails to convert frames to YCbCr (libswscale rejects its request); penstock gives "
+        "the video's own YCbCr planes, chroma upsampled, as FHWC"),
 }
 
 _SHUFFLE_AFTER_EPOCH = ("shuffle_after_epoch gives a new permutation every epoch, not DALI 2.4's (as readers.file: "

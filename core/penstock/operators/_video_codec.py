@@ -116,15 +116,21 @@ def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex
         raise ValueError(f"{what} cannot be read as a video: {e}") from None
 
 
+YUV420 = {"yuv420p": 0, "yuvj420p": 1}  # 8-bit 4:2:0 formats converted natively -> full range or not
+
+
 def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, frames: np.ndarray, out: np.ndarray,
-                what: str, pixel_format: str = "rgb24", seek: bool = True, threads: int = 1) -> None:
+                what: str, pool: Any, pixel_format: str = "rgb24", seek: bool = True, threads: int = 1) -> None:
     """Decodes the frames numbered ``frames`` (any order, repeats allowed, all in range) into
     ``out[k]`` for ``frames[k]`` (``out``: [len(frames), H, W, C] uint8). ``seek=False`` decodes
-    from the first frame on instead of seeking to keyframes."""
+    from the first frame on instead of seeking to keyframes. RGB from 8-bit 4:2:0 video is
+    converted by the engine (``yuv420_to_rgb``, every frame in one call on ``pool``); other
+    formats and colour spaces by libswscale."""
     frames = np.asarray(frames, np.int64)
     if not len(frames):
         return
     wanted, first_slot = np.unique(frames, return_index=True)
+    planar: list[tuple[int, Any]] = []  # (slot, frame) converted natively after decoding
     try:
         with open_video(av, source) as container:
             stream = video_stream(container, what)
@@ -132,20 +138,37 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
             stream.codec_context.thread_count = threads
             done = 0
             for k, frame in _decode_frames(container, stream, index, wanted, seek, what):
-                pixels = frame.to_ndarray(format=pixel_format)
-                if pixels.shape[:2] != out.shape[1:3]:
-                    raise ValueError(f"{what}: frame {int(wanted[k])} is {pixels.shape[1]}x{pixels.shape[0]}, the "
-                                     f"video {out.shape[2]}x{out.shape[1]}: frame sizes that change are not supported")
-                out[first_slot[k]] = pixels.reshape(out.shape[1:])
+                if (frame.height, frame.width) != out.shape[1:3]:
+                    raise ValueError(f"{what}: frame {int(wanted[k])} is {frame.width}x{frame.height}, the video "
+                                     f"{out.shape[2]}x{out.shape[1]}: frame sizes that change are not supported")
+                if pixel_format == "rgb24" and frame.format.name in YUV420:
+                    planar.append((int(first_slot[k]), frame))
+                else:
+                    out[first_slot[k]] = frame.to_ndarray(format=pixel_format).reshape(out.shape[1:])
                 done += 1
     except av.error.FFmpegError as e:
         raise ValueError(f"{what}: decoding failed: {e}") from None
     if done < len(wanted):
         raise ValueError(f"{what}: the video ended before frame {int(wanted[done])} was decoded "
                          "(the file may be truncated or corrupt)")
+    if planar:
+        _yuv420_to_rgb(pool, planar, out)
     slot_of = first_slot[np.searchsorted(wanted, frames)]
     for k in np.flatnonzero(slot_of != np.arange(len(frames))):
         out[k] = out[slot_of[k]]
+
+
+def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
+    from .. import _engine
+    planes = [[np.frombuffer(p, np.uint8) for p in frame.planes[:3]] for _, frame in planar]
+    address = np.array([[a.ctypes.data for a in f] for f in planes], np.uint64)
+    frame_bytes = int(np.prod(out.shape[1:]))
+    _engine.yuv420_to_rgb(pool, address[:, 0].copy(), address[:, 1].copy(), address[:, 2].copy(),
+                          np.array([f.planes[0].line_size for _, f in planar], np.int64),
+                          np.array([f.planes[1].line_size for _, f in planar], np.int64),
+                          np.full(len(planar), out.shape[1], np.int64), np.full(len(planar), out.shape[2], np.int64),
+                          np.array([YUV420[f.format.name] for _, f in planar], np.int64),
+                          np.array([out.ctypes.data + slot * frame_bytes for slot, _ in planar], np.uint64))
 
 
 def _decode_frames(container: Any, stream: Any, index: VideoIndex, wanted: np.ndarray, seek: bool, what: str):
@@ -217,6 +240,14 @@ class DecodeThreads:
         self._name = name
         self._workers: Workers | None = None
         self.count = 0
+        self._local = threading.local()
+
+    def own_pool(self) -> Any:
+        """A one-thread engine pool of the calling thread, for the engine calls of one sample."""
+        if not hasattr(self._local, "pool"):
+            from .. import _engine
+            self._local.pool = _engine.ThreadPool(1)
+        return self._local.pool
 
     def map(self, count: int, task: Callable[[int], Any], threads: int) -> list:
         """``task(i)`` for i in range(count), on up to ``threads`` threads; a failing sample's

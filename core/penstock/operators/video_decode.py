@@ -25,7 +25,7 @@ from ._video_codec import (PAD_MODES, DecodeThreads, VideoIndex, decode_into, fi
                            require_av)
 from ._video_nvdec import VideoDevice
 
-PAD_MODE_DOC = ("frames past the end: 'none' (an error for the decoder; shorter sequences for the reader), "
+PAD_MODE_DOC = ("frames past the end: 'none' (a shorter sequence; an error for frames named in 'frames'), "
                 "'constant' (fill_value), 'edge'/'repeat' (the last frame), 'reflect_1001'/'symmetric' (mirrored "
                 "with the last frame repeated), 'reflect_101'/'reflect' (mirrored without repeating it)")
 FILL_VALUE_ARG = Arg("fill_value", ArgType.INT_LIST, (0,),
@@ -106,14 +106,15 @@ class VideoDecoding:
         per_decoder = max(1, threads // max(1, n))  # FFmpeg's own threads where samples are fewer than threads
 
         def decode(i: int) -> None:
+            pool = ws.pool if n == 1 else self.threads.own_pool()  # the engine's pool runs one call at a time
             sample = out._buf[out._offsets[i]:out._offsets[i] + int(shapes[i].prod())].reshape(shapes[i])
             wanted = frames[i] >= 0
             if wanted.all():
-                decode_into(self.av, sources[i], indices[i], frames[i], sample, what[i], pixel_format, seek,
+                decode_into(self.av, sources[i], indices[i], frames[i], sample, what[i], pool, pixel_format, seek,
                             per_decoder)
                 return
             part = np.empty((int(wanted.sum()), *shapes[i][1:]), np.uint8)
-            decode_into(self.av, sources[i], indices[i], frames[i][wanted], part, what[i], pixel_format, seek,
+            decode_into(self.av, sources[i], indices[i], frames[i][wanted], part, what[i], pool, pixel_format, seek,
                         per_decoder)
             sample[wanted] = part
             sample[~wanted] = colour
@@ -167,12 +168,16 @@ class VideoDecoder(VideoDecoding, Operator):
                 if not len(positions[-1]):
                     raise SampleError(i, f"{self.label}: the frame range selects no frame")
         out = []
+        explicit = ws.has_arg("frames")
         for i, p in enumerate(positions):
             if (p < 0).any():
                 raise SampleError(i, f"{self.label}: frame numbers must not be negative, got {int(p[p < 0][0])}")
-            if self.pad == "none" and (p >= counts[i]).any():
-                raise SampleError(i, f"{self.label}: frame {int(p[p >= counts[i]][0])} is out of range for a video of "
-                                     f"{counts[i]} frames (pad_mode='none')")
+            past = p >= counts[i]
+            if self.pad == "none" and past.any():
+                if explicit or past.all():
+                    raise SampleError(i, f"{self.label}: frame {int(p[past][0])} is out of range for a video of "
+                                         f"{counts[i]} frames (pad_mode='none')")
+                p = p[~past]  # a frame range that runs past the end: a shorter sequence
             out.append(pad_indices(p, int(counts[i]), self.pad))
         return out
 
