@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "engine/module.h"
 
@@ -15,6 +16,20 @@ namespace {
 using U64Array = py::array_t<uint64_t, py::array::c_style>;
 
 inline uint8_t to_u8(float v) { return uint8_t(std::min(std::max(v + 0.5f, 0.f), 255.f)); }
+
+// Where chroma sample positions (centred between luma samples) put luma index i of n: the two
+// chroma samples around it and the weight of the second.
+struct Tap {
+  int32_t first, second;
+  float weight;
+};
+
+inline Tap tap(int64_t i, int64_t chroma_count) {
+  const float c = (i + 0.5f) * 0.5f - 0.5f;
+  if (c < 0.f) return {0, 0, 0.f};
+  const int32_t first = int32_t(std::min<int64_t>(int64_t(c), chroma_count - 1));
+  return {first, int32_t(std::min<int64_t>(first + 1, chroma_count - 1)), c - std::floor(c)};
+}
 
 // frame k: planes at y_addr/u_addr/v_addr[k] with rows y_pitch/c_pitch[k] bytes apart -> height x width x 3
 // at dst_addr[k]; full_range[k] selects the matrix.
@@ -33,41 +48,34 @@ void yuv420_to_rgb(ThreadPool& pool, U64Array y_addr, U64Array u_addr, U64Array 
   py::gil_scoped_release nogil;
   pool.parallel_for(row_start[n], [&](int64_t row) {
     const int64_t k = std::upper_bound(row_start.begin(), row_start.end(), row) - row_start.begin() - 1;
-    const int64_t y = row - row_start[k], w = ws[k], h = hs[k], cw = (w + 1) / 2, ch = (h + 1) / 2;
+    const int64_t y = row - row_start[k], w = ws[k], cw = (w + 1) / 2, ch = (hs[k] + 1) / 2;
+    thread_local std::vector<float> cb_row, cr_row;
+    cb_row.resize(cw);
+    cr_row.resize(cw);
+    // the chroma row at this luma row (vertical interpolation once per chroma sample) ...
+    const Tap v = tap(y, ch);
+    for (int64_t c = 0; c < cw; ++c) {
+      const uint8_t* cb = reinterpret_cast<const uint8_t*>(ua[k]) + c;
+      const uint8_t* cr = reinterpret_cast<const uint8_t*>(va[k]) + c;
+      const float b0 = cb[v.first * cp[k]], b1 = cb[v.second * cp[k]];
+      const float r0 = cr[v.first * cp[k]], r1 = cr[v.second * cp[k]];
+      cb_row[c] = b0 + (b1 - b0) * v.weight - 128.f;
+      cr_row[c] = r0 + (r1 - r0) * v.weight - 128.f;
+    }
+    // ... then horizontally per pixel
     const uint8_t* luma = reinterpret_cast<const uint8_t*>(ya[k]) + y * yp[k];
-    const uint8_t* cb = reinterpret_cast<const uint8_t*>(ua[k]);
-    const uint8_t* cr = reinterpret_cast<const uint8_t*>(va[k]);
     uint8_t* out = reinterpret_cast<uint8_t*>(da[k]) + y * w * 3;
-    // the chroma rows around this luma row, and the weight of the lower one
-    const float cy = (y + 0.5f) * 0.5f - 0.5f;
-    const int64_t r0 = std::clamp<int64_t>(int64_t(std::floor(cy)), 0, ch - 1), r1 = std::min(r0 + 1, ch - 1);
-    const float fy = cy >= 0.f ? cy - std::floor(cy) : 0.f;
     const bool full = fr[k] != 0;
+    const float ys = full ? 1.f : 1.164383f, yo = full ? 0.f : 16.f, rv = full ? 1.402f : 1.596027f,
+                gu = full ? 0.344136f : 0.391762f, gv = full ? 0.714136f : 0.812968f, bu = full ? 1.772f : 2.017232f;
     for (int64_t x = 0; x < w; ++x) {
-      const float cx = (x + 0.5f) * 0.5f - 0.5f;
-      const int64_t c0 = std::clamp<int64_t>(int64_t(std::floor(cx)), 0, cw - 1), c1 = std::min(c0 + 1, cw - 1);
-      const float fx = cx >= 0.f ? cx - std::floor(cx) : 0.f;
-      auto sample = [&](const uint8_t* plane) {
-        const uint8_t* a = plane + r0 * cp[k];
-        const uint8_t* b = plane + r1 * cp[k];
-        const float top = a[c0] + (a[c1] - a[c0]) * fx, bottom = b[c0] + (b[c1] - b[c0]) * fx;
-        return top + (bottom - top) * fy - 128.f;
-      };
-      const float u = sample(cb), v = sample(cr);
-      float l = luma[x], r, g, bl;
-      if (full) {
-        r = l + 1.402f * v;
-        g = l - 0.344136f * u - 0.714136f * v;
-        bl = l + 1.772f * u;
-      } else {
-        l = 1.164383f * (l - 16.f);
-        r = l + 1.596027f * v;
-        g = l - 0.391762f * u - 0.812968f * v;
-        bl = l + 2.017232f * u;
-      }
-      out[x * 3] = to_u8(r);
-      out[x * 3 + 1] = to_u8(g);
-      out[x * 3 + 2] = to_u8(bl);
+      const Tap h = tap(x, cw);
+      const float u = cb_row[h.first] + (cb_row[h.second] - cb_row[h.first]) * h.weight;
+      const float vv = cr_row[h.first] + (cr_row[h.second] - cr_row[h.first]) * h.weight;
+      const float l = ys * (float(luma[x]) - yo);
+      out[x * 3] = to_u8(l + rv * vv);
+      out[x * 3 + 1] = to_u8(l - gu * u - gv * vv);
+      out[x * 3 + 2] = to_u8(l + bu * u);
     }
   });
 }
