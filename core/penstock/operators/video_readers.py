@@ -278,6 +278,12 @@ class VideoReader(VideoDecoding, Reader):
         return pad_indices(positions - first, end - first, self.pad) + first
 
     def load(self, ws, indices: np.ndarray) -> list:
+        if ws.gpu is None:
+            return self._load(ws, indices)
+        with ws.gpu:  # the read-ahead thread: the pipeline's device current there too
+            return self._load(ws, indices)
+
+    def _load(self, ws, indices: np.ndarray) -> list:
         files = [self.sequences.file[i] for i in indices]
         frames = [self._frames_of(i) for i in indices]
         names = [self.files[f] for f in files]
