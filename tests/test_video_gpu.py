@@ -121,3 +121,22 @@ def test_sequence_rearrange_gpu():
     for a, b, s, o in zip(cpu, gpu, seqs, orders):
         np.testing.assert_array_equal(a, s[o])
         np.testing.assert_array_equal(b, s[o])
+
+
+def test_legacy_resize_reader_equals_cpu_read_and_resize(tmp_path):
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=0)
+    def gpu():
+        return fn.readers.video_resize(device="gpu", filenames=[path], sequence_length=4, resize_x=40, resize_y=30,
+                                       dtype=types.FLOAT)
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=None)
+    def cpu():
+        video = fn.experimental.readers.video(filenames=[path], sequence_length=4)
+        return fn.resize(video, resize_x=40, resize_y=30, dtype=types.FLOAT)
+    (a,), (b,) = gpu().run(), cpu().run()
+    for i in range(2):
+        x, y = np.asarray(a.as_cpu().at(i)), np.asarray(b.at(i))
+        assert x.shape == y.shape == (4, 30, 40, 3)
+        assert np.abs(x - y).max() <= 2.5

@@ -29,6 +29,7 @@ from ..tensors import TensorListCPU
 from ..types import DALIDataType, DALIImageType
 from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
 from ._video_codec import VideoIndex, fill_pixels, index_of, pad_indices
+from .resize import RESIZE, Resize, filters, resize_batch
 from .video_decode import FILL_VALUE_ARG, PAD_MODE_DOC, VideoDecoding, check_pad_mode
 
 FRAME_NUM_MODES = {False: "none", True: "scalar", "none": "none", "scalar": "scalar", "sequence": "sequence"}
@@ -107,6 +108,15 @@ LEGACY_VIDEO_READER = OpSchema(
           *READER_ARGS],
     min_inputs=0, num_outputs=_reader_outputs, devices=("gpu",), is_reader=True, is_random=True,
     legacy_names=("VideoReader",))
+
+
+LEGACY_VIDEO_RESIZE_READER = OpSchema(
+    "readers.VideoResize",
+    "Reads sequences of frames (FHWC) from video files on the GPU and resizes them, with labels, frame numbers "
+    "and timestamps (readers.video followed by resize's sizing and filters).",
+    args=[*LEGACY_VIDEO_READER.args, *(a for a in RESIZE.args if a.name not in ("save_attrs", "dtype"))],
+    min_inputs=0, num_outputs=_reader_outputs, devices=("gpu",), is_reader=True, is_random=True,
+    legacy_names=("VideoReaderResize",))
 
 
 class _Sequences:
@@ -373,6 +383,34 @@ class LegacyVideoReader(VideoReader):
         n = int(video._shapes.prod(axis=1).sum())  # packed: one element-wise pass (numpy or CuPy, on the stream)
         out._buf[:n] = video._buf[:n].astype(np.float32) * scale
         return out
+
+
+@register(LEGACY_VIDEO_RESIZE_READER, device="gpu")
+class LegacyVideoResizeReader(LegacyVideoReader, Resize):
+    """The legacy reader whose frames are resized as ``resize`` resizes FHWC sequences: every frame
+    of a sequence to the size its first frame's extent gives, planned per batch with that batch's
+    argument inputs (after the read-ahead), before the conversion to FLOAT."""
+
+    def setup(self) -> None:
+        Resize.setup(self)
+        LegacyVideoReader.setup(self)
+
+    def _convert(self, ws, video: Any) -> Any:
+        return video  # resized first, in run()
+
+    def run(self, ws):
+        outs = list(Reader.run(self, ws))
+        video = outs[0]
+        out_sizes, rois = self.plan(ws, "HW", video._shapes[:, 1:3].astype(np.float64))
+        minf, magf = filters(ws)
+        floats = self.args["dtype"] == DALIDataType.FLOAT
+        resized = resize_batch(ws, video, "FHWC", out_sizes, rois, minf, magf, self.args["antialias"],
+                               DALIDataType.FLOAT if floats else None)
+        if floats and self.args["normalized"]:
+            n = int(resized._shapes.prod(axis=1).sum())
+            resized._buf[:n] *= np.float32(1.0 / 255.0)
+        outs[0] = resized
+        return outs
 
 
 def _variable_rate(index: VideoIndex) -> bool:
