@@ -62,14 +62,21 @@ void yuv420_to_rgb(ThreadPool& pool, U64Array y_addr, U64Array u_addr, U64Array 
       cb_row[c] = b0 + (b1 - b0) * v.weight - 128.f;
       cr_row[c] = r0 + (r1 - r0) * v.weight - 128.f;
     }
-    // ... then horizontally per pixel
+    // ... then horizontally per pixel, with the taps of this width worked out once per thread
+    thread_local std::vector<Tap> taps;
+    thread_local int64_t taps_width = -1;
+    if (taps_width != w) {
+      taps.resize(w);
+      for (int64_t x = 0; x < w; ++x) taps[x] = tap(x, cw);
+      taps_width = w;
+    }
     const uint8_t* luma = reinterpret_cast<const uint8_t*>(ya[k]) + y * yp[k];
     uint8_t* out = reinterpret_cast<uint8_t*>(da[k]) + y * w * 3;
     const bool full = fr[k] != 0;
     const float ys = full ? 1.f : 1.164383f, yo = full ? 0.f : 16.f, rv = full ? 1.402f : 1.596027f,
                 gu = full ? 0.344136f : 0.391762f, gv = full ? 0.714136f : 0.812968f, bu = full ? 1.772f : 2.017232f;
     for (int64_t x = 0; x < w; ++x) {
-      const Tap h = tap(x, cw);
+      const Tap& h = taps[x];
       const float u = cb_row[h.first] + (cb_row[h.second] - cb_row[h.first]) * h.weight;
       const float vv = cr_row[h.first] + (cr_row[h.second] - cr_row[h.first]) * h.weight;
       const float l = ys * (float(luma[x]) - yo);

@@ -12,6 +12,7 @@ decoded on ``num_threads`` threads at once (``DecodeThreads``), one decoder per 
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import io
 import threading
@@ -131,23 +132,27 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
         return
     wanted, first_slot = np.unique(frames, return_index=True)
     planar: list[tuple[int, Any]] = []  # (slot, frame) converted natively after decoding
+    container = None
     try:
-        with open_video(av, source) as container:
-            stream = video_stream(container, what)
-            stream.thread_type = "AUTO" if threads > 1 else "SLICE"
-            stream.codec_context.thread_count = threads
-            done = 0
-            for k, frame in _decode_frames(container, stream, index, wanted, seek, what):
-                if (frame.height, frame.width) != out.shape[1:3]:
-                    raise ValueError(f"{what}: frame {int(wanted[k])} is {frame.width}x{frame.height}, the video "
-                                     f"{out.shape[2]}x{out.shape[1]}: frame sizes that change are not supported")
-                if pixel_format == "rgb24" and frame.format.name in YUV420:
-                    planar.append((int(first_slot[k]), frame))
-                else:
-                    out[first_slot[k]] = frame.to_ndarray(format=pixel_format).reshape(out.shape[1:])
-                done += 1
+        container, stream = _opened(av, source, what, threads)
+        done = 0
+        for k, frame in _decode_frames(container, stream, index, wanted, seek, what):
+            if (frame.height, frame.width) != out.shape[1:3]:
+                raise ValueError(f"{what}: frame {int(wanted[k])} is {frame.width}x{frame.height}, the video "
+                                 f"{out.shape[2]}x{out.shape[1]}: frame sizes that change are not supported")
+            if pixel_format == "rgb24" and frame.format.name in YUV420:
+                planar.append((int(first_slot[k]), frame))
+            else:
+                out[first_slot[k]] = frame.to_ndarray(format=pixel_format).reshape(out.shape[1:])
+            done += 1
     except av.error.FFmpegError as e:
+        _close(source, container)
         raise ValueError(f"{what}: decoding failed: {e}") from None
+    except BaseException:
+        _close(source, container)
+        raise
+    if not isinstance(source, str):
+        container.close()
     if done < len(wanted):
         raise ValueError(f"{what}: the video ended before frame {int(wanted[done])} was decoded "
                          "(the file may be truncated or corrupt)")
@@ -156,6 +161,44 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
     slot_of = first_slot[np.searchsorted(wanted, frames)]
     for k in np.flatnonzero(slot_of != np.arange(len(frames))):
         out[k] = out[slot_of[k]]
+
+
+class _OpenFiles(threading.local):
+    """The video files a decoding thread keeps open (readers come back to the same files): opening
+    one probes its streams, which costs as much as decoding a few frames."""
+    KEPT = 8
+
+    def __init__(self) -> None:
+        self.files: collections.OrderedDict = collections.OrderedDict()
+
+
+_open_files = _OpenFiles()
+
+
+def _opened(av: Any, source: str | bytes | np.ndarray, what: str, threads: int) -> tuple[Any, Any]:
+    """An open container over ``source`` and its video stream, set to decode on ``threads`` threads:
+    a file kept open by this thread (its position unknown: decoding seeks first), or a new one."""
+    key = (source, threads) if isinstance(source, str) else None
+    if key is not None and key in _open_files.files:
+        _open_files.files.move_to_end(key)
+        return _open_files.files[key]
+    container = open_video(av, source)
+    stream = video_stream(container, what)
+    stream.thread_type = "AUTO" if threads > 1 else "SLICE"
+    stream.codec_context.thread_count = threads
+    if key is not None:
+        _open_files.files[key] = (container, stream)
+        while len(_open_files.files) > _OpenFiles.KEPT:
+            _open_files.files.popitem(last=False)[1][0].close()
+    return container, stream
+
+
+def _close(source: Any, container: Any) -> None:
+    """Closes a container after a failure (and forgets it: its state is unknown)."""
+    for key in [k for k, (c, _) in _open_files.files.items() if c is container]:
+        del _open_files.files[key]
+    if container is not None:
+        container.close()
 
 
 def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
@@ -180,9 +223,9 @@ def _decode_frames(container: Any, stream: Any, index: VideoIndex, wanted: np.nd
     while k < len(wanted):
         key = index.keyframe_at_or_before(int(wanted[k]))
         if decoded is None or (seek and key > after):
-            if key > 0 and seek:
-                container.seek(int(index.pts[key]), stream=stream, backward=True, any_frame=False)
-                after = key
+            start = key if seek else 0  # the container may have been used before: always seek first
+            container.seek(int(index.pts[start]), stream=stream, backward=True, any_frame=False)
+            after = start
             decoded = container.decode(stream)
         for frame in decoded:
             number = number_of_pts.get(frame.pts) if frame.pts is not None else after
