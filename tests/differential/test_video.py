@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from _harness import compare, resolve, run, run_dali, settle, video_file  # noqa: E402
+from _harness import (BUILTIN_ERRORS, Outcome, _first_line, compare, in_dali_process, resolve, run, run_dali,  # noqa: E402
+                      settle, video_file)
 
 pytest.importorskip("av")
 
@@ -140,3 +141,38 @@ def test_file_list_and_file_root(tmp_path):
             if type(e).__name__ != "XFailed":
                 failures.append(str(e))
     assert not failures, "\n".join(failures)
+
+
+def video_input_run(library: str, path: str, sequence_length: int, batch: int, policy: str, iterations: int) -> Outcome:
+    """experimental.inputs.video over one fed file: ``iterations`` batches, then one run too many."""
+    import importlib
+    import numpy as np
+    lib = importlib.import_module(library)
+
+    @lib.pipeline_def(batch_size=batch, num_threads=1, device_id=None, prefetch_queue_depth=1)
+    def pipe():
+        return lib.fn.experimental.inputs.video(name="vid", sequence_length=sequence_length,
+                                                last_sequence_policy=policy)
+    try:
+        p = pipe()
+        p.build()
+        p.feed_input("vid", [np.fromfile(path, np.uint8)])
+        outputs = []
+        for _ in range(iterations):
+            out, = p.run()
+            outputs.append(("UINT8", out.layout(), [np.array(out[i]) for i in range(len(out))]))
+        return Outcome(outputs=outputs)
+    except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+        cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
+        return Outcome(error_class=cls.__name__, message=_first_line(e))
+
+
+@pytest.mark.parametrize("sequence_length,batch,policy,iterations", [(3, 2, "partial", 2), (5, 2, "pad", 2),
+                                                                     (4, 4, "partial", 1), (2, 3, "partial", 2)])
+def test_video_input(sequence_length, batch, policy, iterations):
+    from known_differences import INTENDED, OPEN
+    path = video_file(*A)
+    case_id = f"experimental.inputs.video[sequence_length={sequence_length},batch={batch},{policy}]"
+    ours = video_input_run("penstock", path, sequence_length, batch, policy, iterations)
+    theirs = in_dali_process(video_input_run, "nvidia.dali", path, sequence_length, batch, policy, iterations)
+    settle(case_id, INTENDED.get(case_id) or OPEN.get(case_id), compare(ours, theirs, tolerance=2.0))

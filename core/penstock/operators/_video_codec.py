@@ -117,6 +117,8 @@ def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex
         raise ValueError(f"{what} cannot be read as a video: {e}") from None
 
 
+# frames a seek must skip to be worth it (a seek flushes the decoder and re-reads from a keyframe)
+SEEK_GAIN = 4
 YUV420 = {"yuv420p": 0, "yuvj420p": 1}  # 8-bit 4:2:0 formats converted natively -> full range or not
 
 
@@ -216,13 +218,14 @@ def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
 
 def _decode_frames(container: Any, stream: Any, index: VideoIndex, wanted: np.ndarray, seek: bool, what: str):
     """Yields (k, frame) for each ``wanted[k]`` (sorted, unique) in order. Seeks to the keyframe at
-    or before a wanted frame whenever decoding on would pass a keyframe first."""
+    or before a wanted frame whenever decoding on would pass a keyframe more than ``SEEK_GAIN``
+    frames ahead first."""
     number_of_pts = {int(p): n for n, p in enumerate(index.pts)}
     decoded = None
     k, after = 0, 0     # after: frames numbered below it are behind the decoder
     while k < len(wanted):
         key = index.keyframe_at_or_before(int(wanted[k]))
-        if decoded is None or (seek and key > after):
+        if decoded is None or (seek and key > after + SEEK_GAIN):
             start = key if seek else 0  # the container may have been used before: always seek first
             container.seek(int(index.pts[start]), stream=stream, backward=True, any_frame=False)
             after = start
@@ -238,7 +241,7 @@ def _decode_frames(container: Any, stream: Any, index: VideoIndex, wanted: np.nd
             if number == wanted[k]:
                 yield k, frame
                 k += 1
-                if k == len(wanted) or (seek and index.keyframe_at_or_before(int(wanted[k])) > after):
+                if k == len(wanted) or (seek and index.keyframe_at_or_before(int(wanted[k])) > after + SEEK_GAIN):
                     break  # done, or a keyframe closer to the next wanted frame: seek there
         else:
             return  # the stream ended
