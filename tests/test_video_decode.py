@@ -134,3 +134,21 @@ def test_input_video_takes_one_video_per_feed():
     data = np.frombuffer(encoded("h264", "mp4"), np.uint8)
     with pytest.raises(RuntimeError, match="exactly one"):
         pipe.feed_input("vid", [data, data])
+
+
+def test_on_error_skip_replaces_a_corrupt_video(tmp_path):
+    from _video_data import write
+    good = encoded("h264", "mp4")
+    paths = [write(tmp_path, "a.mp4", good), write(tmp_path, "broken.mp4", good[:300]),
+             write(tmp_path, "c.mp4", good)]
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=None)
+    def p():
+        data, _ = fn.readers.file(files=paths)
+        return fn.decoders.video(data, sequence_length=2, on_error="skip")
+    pipe = p()
+    pipe.build()
+    with pytest.warns(RuntimeWarning, match="broken.mp4"):
+        out, = pipe.run()
+    assert [np.array(out.at(i)).shape for i in range(2)] == [(2, 48, 64, 3)] * 2
+    assert [s["source"] for s in pipe.skipped_samples][0].endswith("broken.mp4")
