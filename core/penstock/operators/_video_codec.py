@@ -56,6 +56,7 @@ class VideoIndex:
     width: int
     codec: str
     rate: Fraction | None    # the stream's average frame rate, when the container gives one
+    full_range: bool = False  # samples span 0..255 (JPEG's range), not 16..235
 
     @property
     def frames(self) -> int:
@@ -104,8 +105,9 @@ def build_index(container: Any, what: str) -> VideoIndex:
     order = np.argsort(pts_arr, kind="stable")
     keyframe = np.asarray(keys, bool)[order]
     keyframe[0] = True  # decoding can always start from the beginning
+    full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
     return VideoIndex(pts_arr[order], keyframe, stream.time_base or Fraction(1, 1), ctx.height, ctx.width,
-                      ctx.name, stream.average_rate)
+                      ctx.name, stream.average_rate, full)
 
 
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:
@@ -203,6 +205,11 @@ def _close(source: Any, container: Any) -> None:
         container.close()
 
 
+def _full_range(frame: Any) -> int:
+    """Whether a 4:2:0 frame's samples span 0..255 (JPEG's range: MJPEG, or a stream that says so)."""
+    return int(YUV420[frame.format.name] or getattr(frame, "color_range", 0) == 2)
+
+
 def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
     from .. import _engine
     planes = [[np.frombuffer(p, np.uint8) for p in frame.planes[:3]] for _, frame in planar]
@@ -212,7 +219,7 @@ def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
                           np.array([f.planes[0].line_size for _, f in planar], np.int64),
                           np.array([f.planes[1].line_size for _, f in planar], np.int64),
                           np.full(len(planar), out.shape[1], np.int64), np.full(len(planar), out.shape[2], np.int64),
-                          np.array([YUV420[f.format.name] for _, f in planar], np.int64),
+                          np.array([_full_range(f) for _, f in planar], np.int64),
                           np.array([out.ctypes.data + slot * frame_bytes for slot, _ in planar], np.uint64))
 
 

@@ -23,7 +23,6 @@ from ._video_codec import VideoIndex
 # FFmpeg codec names NVDEC decodes (8-bit 4:2:0)
 NVDEC_CODECS = {"h264": "H264", "hevc": "HEVC", "vp9": "VP9", "vp8": "VP8", "av1": "AV1", "mpeg4": "MPEG4",
                 "mjpeg": "JPEG", "mpeg2video": "MPEG2"}
-FULL_RANGE_CODECS = {"mjpeg"}
 KEPT_DECODERS = 16
 
 _load_lock = threading.Lock()
@@ -109,7 +108,7 @@ class VideoDevice:
                 dst_addr.append(base + int(out._offsets[i]) + k * frame_bytes)
                 heights.append(index.height)
                 widths.append(index.width)
-                full.append(int(index.codec in FULL_RANGE_CODECS))
+                full.append(int(index.full_range))
         if src_addr:
             ws.kernels.nv12_to_rgb(np.array(src_addr, np.uint64), np.array(pitches), np.array(heights),
                                    np.array(widths), np.array(full), np.array(dst_addr, np.uint64), colour)
