@@ -4,6 +4,7 @@ or MJPEG into MP4, MKV, WebM or AVI, at a constant or a variable frame rate.
 
 The frames are known, so a decoder's output can be checked against what was encoded (within the
 codec's loss) and matched to its frame number. Used by the video tests and bench/video.py.
+Without scikit-image the photographs are photo-like synthetic images (make_sample_data.py).
 """
 from __future__ import annotations
 
@@ -29,8 +30,13 @@ CONTAINER_OF = {"mp4": "mp4", "mkv": "matroska", "webm": "webm", "avi": "avi"}
 
 
 def photograph(name: str = "astronaut") -> np.ndarray:
-    """A real photograph, HWC uint8 RGB."""
-    from skimage import data
+    """A real photograph, HWC uint8 RGB (scikit-image's; where it is not installed, a photo-like
+    synthetic image of make_sample_data.py, seeded by the name)."""
+    try:
+        from skimage import data
+    except ImportError:
+        from make_sample_data import photo_like
+        return photo_like(np.random.default_rng(sum(map(ord, name))), 512, 512)
     img = getattr(data, name)()
     return img[..., :3] if img.ndim == 3 else np.repeat(img[..., None], 3, axis=2)
 
