@@ -1,0 +1,24 @@
+"""``imread``: image files read and decoded in one call."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._registry import get_schema
+from . import _batch, _ops
+
+
+def _encoded(path: Any) -> np.ndarray:
+    return np.fromfile(str(path), np.uint8)
+
+
+def imread(filepaths: Any, /, *, device: Any = "cpu", **kwargs: Any) -> Any:
+    """Reads and decodes images: one path gives a Tensor, a list of paths a Batch. ``device="gpu"``
+    decodes on the GPU; the other arguments are ``decoders.image``'s."""
+    if isinstance(filepaths, (str, bytes)) or hasattr(filepaths, "__fspath__"):
+        data, batch = _encoded(filepaths), None
+    else:
+        data = _batch.as_batch([_encoded(p) for p in filepaths], dtype=None)
+        batch = data.batch_size
+    return _ops.call(get_schema("decoders.Image"), (data,), kwargs, batch, device)
