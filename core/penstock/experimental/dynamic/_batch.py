@@ -157,6 +157,7 @@ class BatchSlicer:
         self._batch = batch
 
     def __getitem__(self, index: Any) -> Batch:
+        index = _tensor.expand_ellipsis(index, self._batch)
         return _call.apply(lambda node: _hooks.subscript(node, index), self._batch)
 
 
@@ -197,7 +198,7 @@ def _packed(samples: Sequence[Any], want: Any, target: Any) -> Any:
     arrays, on = [], []
     for s in samples:
         if isinstance(s, Batch):
-            raise ValueError("A list of Batch objects is not a valid argument type")
+            raise TypeError("A list of Batch objects is not a valid argument type: a Batch is many samples")
         if isinstance(s, _tensor.Tensor):
             arrays.append(s._array())
             on.append(s.device.device_type == "gpu")

@@ -5,6 +5,7 @@ thread's current device for operators and new contexts, as CUDA's current device
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Union
 
@@ -17,6 +18,12 @@ _local = threading.local()
 
 def _cupy() -> Any:
     return _cuda.require("a GPU device of the dynamic mode")
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_usable() -> bool:
+    """Whether CUDA is usable here (asked once: the answer does not change while the process runs)."""
+    return _cuda.available()
 
 
 class Device:
@@ -72,7 +79,7 @@ class Device:
         stack = getattr(_local, "stack", None)
         if stack:
             return stack[-1]
-        return Device("gpu") if _cuda.available() else CPU
+        return Device("gpu") if gpu_usable() else CPU
 
     def __enter__(self) -> "Device":
         if not hasattr(_local, "stack"):

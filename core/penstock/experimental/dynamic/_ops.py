@@ -8,6 +8,7 @@ operators take ``rng=`` (an ``ndd.random.RNG``; the thread's default one if not 
 """
 from __future__ import annotations
 
+import inspect
 import types as _pytypes
 from typing import Any, Callable
 
@@ -114,6 +115,24 @@ def call(schema: OpSchema, inputs: tuple, kwargs: dict, batch_size: int | None, 
     return results[0] if len(results) == 1 else tuple(results)
 
 
+def signature(schema: OpSchema) -> inspect.Signature:
+    """What a function takes: its inputs positionally, then ``batch_size``, ``device`` and the
+    operator's arguments by keyword (``rng`` for random operators, in place of ``seed``)."""
+    P = inspect.Parameter
+    named = schema.min_inputs if schema.max_inputs == -1 else schema.max_inputs
+    names = ["input"] if named == 1 else [f"input_{i}" for i in range(named)]
+    params = [P(n, P.POSITIONAL_ONLY, **({} if i < schema.min_inputs else {"default": None}))
+              for i, n in enumerate(names)]
+    if schema.max_inputs == -1:
+        params.append(P("inputs", P.VAR_POSITIONAL))
+    params += [P("batch_size", P.KEYWORD_ONLY, default=None), P("device", P.KEYWORD_ONLY, default=None)]
+    skip = set(NOT_ARGUMENTS) | {"device", "seed"}
+    params += [P(a, P.KEYWORD_ONLY, default=None) for a in sorted(schema.arguments) if a not in skip]
+    if schema.is_random:
+        params.append(P("rng", P.KEYWORD_ONLY, default=None))
+    return inspect.Signature(params)
+
+
 def make_function(schema: OpSchema) -> Callable:
     def op(*inputs: Any, batch_size: int | None = None, device: Any = None, **kwargs: Any) -> Any:
         return call(schema, inputs, kwargs, batch_size, device)
@@ -121,6 +140,7 @@ def make_function(schema: OpSchema) -> Callable:
     leaf = public_path(schema).rpartition(".")[2]
     op.__name__ = op.__qualname__ = leaf
     op.__doc__ = describe(schema)
+    op.__signature__ = signature(schema)
     return op
 
 

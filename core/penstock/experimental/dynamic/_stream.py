@@ -149,6 +149,6 @@ def get_current_stream() -> Stream | None:
     current = getattr(_local, "current", None)
     if current is not None:
         return current
-    if not _defaults or not _cuda.available():
+    if not _defaults:
         return None
     return get_default_stream()

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from ... import _hooks
+from ...data_node import newaxis
 from ...tensors import TensorListCPU, TensorListGPU
 from . import _batch, _call
 from ._convert import array_of, single, to_device
@@ -126,11 +127,27 @@ class Tensor(Data):
     def __getitem__(self, index: Any) -> "Tensor":
         """Elements of the sample, as numpy indexes them (ints, slices, ``...``, ``None``); a
         Tensor of the result, computed like any operator's."""
+        index = expand_ellipsis(index, self)
         return _call.apply(lambda node: _hooks.subscript(node, index), self)
 
     def __repr__(self) -> str:
         return _describe("Tensor", np.array2string(_host(self._array()), separator=" ", prefix="    "),
                          self, [f"shape={self.shape}"])
+
+
+def expand_ellipsis(index: Any, data: Data) -> Any:
+    """``index`` with its ``...`` replaced by the full slices it stands for (the pipeline's indexing
+    takes no ``...``: it needs the number of dimensions, which here is known)."""
+    items = index if isinstance(index, tuple) else (index,)
+    where = [k for k, item in enumerate(items) if item is Ellipsis]
+    if not where:
+        return index
+    if len(where) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    named = sum(1 for item in items if item is not Ellipsis and item is not None and item is not newaxis
+                and not isinstance(item, newaxis))
+    fill = (slice(None),) * max(data.ndim - named, 0)
+    return items[:where[0]] + fill + items[where[0] + 1:]
 
 
 def sample_view(storage: Any, i: int) -> Any:

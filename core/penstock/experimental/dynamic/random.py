@@ -114,6 +114,6 @@ def draw_seed(rng: Any = None) -> int:
     if rng is None:
         rng = get_default_rng()
     if not isinstance(rng, RNG):
-        raise ValueError(f"rng must be an instance of {__name__}.RNG, got {type(rng).__module__}."
+        raise TypeError(f"rng must be an instance of {__name__}.RNG, got {type(rng).__module__}."
                          f"{type(rng).__qualname__}")
     return ((rng() << 32) | rng()) >> 1  # 63 bits: an operator seed is a non-negative int64
