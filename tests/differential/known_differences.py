@@ -77,3 +77,12 @@ DYNAMIC_OPEN: dict[str, str] = {
     "numpy_and_torch_inputs": ("fn.flip gives an input without a layout the output layout 'HWC' in DALI 2.4, ''"
                                " in penstock (pipelines too: the operator table always gives flip a layout)"),
 }
+
+# The TorchVision-style API (test_torchvision.py), by case.
+_CROP_LARGER = ("a centre crop larger than the image: torchvision pads floor(slack / 2) before the image; DALI 2.4 "
+                "rounds half the (negative) slack away from zero, one pixel further when the slack is odd. penstock "
+                "pads as torchvision (test_torchvision.py checks it against torchvision)")
+TORCHVISION_INTENDED: dict[str, str] = {
+    "center_crop_larger[pil]": _CROP_LARGER,
+    "center_crop_larger[chw]": _CROP_LARGER,
+}

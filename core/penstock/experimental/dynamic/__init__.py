@@ -35,3 +35,19 @@ __all__ = ["Batch", "DType", "DataType", "Device", "DeviceLike", "EvalContext", 
 
 _ops.fill(_sys.modules[__name__])
 _readers.fill(_sys.modules[__name__])
+
+# Parts of DALI 2.4's dynamic mode penstock does not offer: asking for one says so.
+_NOT_OFFERED = {
+    "ExternalSource": "ndd.ExternalSource (call operators on your data directly, or use a pipeline's "
+                      "fn.external_source)",
+    "checkpoint": "ndd.checkpoint (save and restore each reader with get_state()/set_state(), and random "
+                  "state with ndd.random.RNG's state)",
+    "capture": "ndd.capture (prefetching captured operator sequences as a pipeline: use a pipeline)",
+    "pytorch": "ndd.pytorch (use Batch.torch() / Tensor.torch(), or penstock.plugin.pytorch's iterators)",
+}
+
+
+def __getattr__(name: str):
+    if name in _NOT_OFFERED:
+        raise NotImplementedError(f"penstock's dynamic mode does not offer {_NOT_OFFERED[name]}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

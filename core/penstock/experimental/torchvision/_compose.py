@@ -7,7 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ... import fn, pipeline_def
+from ... import fn
+from ...pipeline import pipeline_def
 from ..._conditionals import _scope
 from ...data_node import DataNode
 from .. import dynamic as ndd
