@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -147,14 +148,22 @@ class EvalContext:
         self._queue.put(invocation)
 
 
+# The worker gathers calls until none has come for QUIET_S (at most MAX_GATHER_S): a chain of calls
+# made one after another then runs as one graph, so kernels see their consumers (a decode feeding a
+# downscaling resize decodes smaller). A caller reading a result meanwhile runs it at once itself.
+QUIET_S = 0.0005
+MAX_GATHER_S = 0.005
+
+
 def _work(inbox: queue.SimpleQueue) -> None:
-    """The eager-mode worker: runs the calls handed to it, each time together with every call
-    handed to it meanwhile. None (the context is gone) ends it."""
+    """The eager-mode worker: runs the calls handed to it, each time together with the calls
+    handed to it just after (see QUIET_S). None (the context is gone) ends it."""
     while True:
         batch = [inbox.get()]
+        deadline = time.monotonic() + MAX_GATHER_S
         while batch[-1] is not None:
             try:
-                batch.append(inbox.get_nowait())
+                batch.append(inbox.get(timeout=min(QUIET_S, max(deadline - time.monotonic(), 0.0))))
             except queue.Empty:
                 break
         stop = batch[-1] is None
