@@ -33,18 +33,6 @@ class Batch(Data):
         storage, external = _storage_of(tensors, dtype, device, layout, copy)
         self._set_storage(storage, external)
 
-    @classmethod
-    def _of_result(cls, invocation: Any, index: int) -> "Batch":
-        b = cls.__new__(cls)
-        b._set_result(invocation, index)
-        return b
-
-    @classmethod
-    def _wrap(cls, storage: Any, external: bool = False) -> "Batch":
-        b = cls.__new__(cls)
-        b._set_storage(storage, external)
-        return b
-
     @staticmethod
     def broadcast(sample: Any, batch_size: int, device: Any = None, dtype: Any = None) -> "Batch":
         """A batch of ``batch_size`` copies of one sample."""

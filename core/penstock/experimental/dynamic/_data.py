@@ -19,6 +19,20 @@ class Data:
     _index: int = 0
     _external = False  # the storage is a view of the caller's memory
 
+    @classmethod
+    def _of_result(cls, invocation: Invocation, index: int) -> Any:
+        """Output ``index`` of a recorded call."""
+        data = cls.__new__(cls)
+        data._set_result(invocation, index)
+        return data
+
+    @classmethod
+    def _wrap(cls, storage: Any, external: bool = False) -> Any:
+        """A penstock batch (one sample for a Tensor) as it is."""
+        data = cls.__new__(cls)
+        data._set_storage(storage, external)
+        return data
+
     def _set_storage(self, storage: Any, external: bool = False) -> None:
         self._storage, self._external = storage, external
 

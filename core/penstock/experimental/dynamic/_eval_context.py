@@ -46,6 +46,7 @@ class EvalContext:
         self._lock = threading.RLock()
         self._active = 0
         self._recorded: list[weakref.ref] = []
+        self._prune_at = 64
         self._queue: queue.SimpleQueue | None = None
 
     # -- which context is current
@@ -129,7 +130,10 @@ class EvalContext:
 
     # -- calls made in it
     def _record(self, invocation: _invocation.Invocation) -> None:
-        self._recorded = [r for r in self._recorded if (inv := r()) is not None and inv.state is not _invocation.DONE]
+        if len(self._recorded) >= self._prune_at:  # finished and dropped calls leave the list now and then
+            self._recorded = [r for r in self._recorded
+                              if (inv := r()) is not None and inv.state is not _invocation.DONE]
+            self._prune_at = 2 * len(self._recorded) + 64
         self._recorded.append(weakref.ref(invocation))
 
     def evaluate_all(self) -> None:

@@ -37,18 +37,6 @@ class Tensor(Data):
         storage, external = _storage_of(data, dtype, device, layout, copy)
         self._set_storage(storage, external)
 
-    @classmethod
-    def _of_result(cls, invocation: Any, index: int) -> "Tensor":
-        t = cls.__new__(cls)
-        t._set_result(invocation, index)
-        return t
-
-    @classmethod
-    def _wrap(cls, storage: Any, external: bool = False) -> "Tensor":
-        t = cls.__new__(cls)
-        t._set_storage(storage, external)
-        return t
-
     def _value(self) -> Any:
         of_batch = getattr(self, "_of_batch", None)
         if of_batch is not None and self._storage is None:

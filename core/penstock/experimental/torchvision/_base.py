@@ -62,6 +62,13 @@ def interp_type(mode: Any) -> DALIInterpType:
     return _INTERP[mode]
 
 
+def probability(p: Any) -> float:
+    """``p`` checked as torchvision checks a probability."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"p should be a floating point value in the interval [0.0, 1.0], got {p!r}")
+    return float(p)
+
+
 class Transform:
     """Base of the transforms. Called on a PIL image or a torch tensor (CHW, or batches of them
     with leading dimensions) it runs in the dynamic mode and returns what torchvision returns;

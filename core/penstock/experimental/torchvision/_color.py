@@ -10,7 +10,7 @@ import numpy as np
 
 from ...types import DALIDataType
 from .. import dynamic as ndd
-from ._base import Spec, Transform
+from ._base import Spec, Transform, probability
 from ._params import Params
 
 
@@ -77,9 +77,7 @@ class RandomGrayscale(Transform):
 
     def __init__(self, p: float = 0.1, device: str = "cpu"):
         super().__init__(device)
-        if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"p should be a floating point value in the interval [0.0, 1.0], got {p!r}")
-        self.p = float(p)
+        self.p = probability(p)
 
     def _kernel(self, x: Any, P: Params, spec: Spec) -> Any:
         chosen = P.arg(P.coin(self.p), "int32")

@@ -12,7 +12,7 @@ from ...pipeline import pipeline_def
 from ..._conditionals import _scope
 from ...data_node import DataNode
 from .. import dynamic as ndd
-from ._base import Spec, Transform, to_dynamic
+from ._base import Spec, Transform, probability, to_dynamic
 from ._params import params_for
 
 
@@ -34,9 +34,7 @@ class RandomApply(Transform):
 
     def __init__(self, transforms: Sequence[Transform], p: float = 0.5, device: str = "cpu"):
         super().__init__(device)
-        if not 0.0 <= float(p) <= 1.0:
-            raise ValueError(f"p should be a floating point value in the interval [0.0, 1.0], got {p!r}")
-        self.transforms, self.p = list(transforms), float(p)
+        self.transforms, self.p = list(transforms), probability(p)
         self.output_kind = _output_kind(self.transforms)
 
     def apply(self, x: Any, spec: Spec) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Sequence
 
-from ._base import Spec, Transform, interp_type
+from ._base import Spec, Transform, probability, interp_type
 from ._params import Params
 
 
@@ -198,9 +198,7 @@ class _RandomFlip(Transform):
 
     def __init__(self, p: float = 0.5, device: str = "cpu"):
         super().__init__(device)
-        if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"p should be a floating point value in the interval [0.0, 1.0], got {p!r}")
-        self.p = float(p)
+        self.p = probability(p)
 
     def _kernel(self, x: Any, P: Params, spec: Spec) -> Any:
         flip = P.arg(P.coin(self.p), "int32")
