@@ -1,6 +1,6 @@
 """The dynamic mode's own machinery: how calls are recorded and evaluated (through the pipeline's
 executor, in groups, lazily or in the background), contexts, random state, readers as objects and
-their states, memory, threads and data exchange. Values against DALI: differential/test_dynamic.py;
+their states, memory, threads and data exchange. Values against DALI: differential/test_dynamic_mode.py;
 every operator against pipelines: test_dynamic_operators.py."""
 import io
 import os

@@ -35,7 +35,7 @@ INTENDED: dict[str, str] = {
 # None at present: the last full run compared 6723 cases and found only the INTENDED ones above.
 OPEN: dict[str, str] = {}
 
-# The dynamic mode (test_dynamic.py), by operator case id or API case name. The INTENDED differences
+# The dynamic mode (test_dynamic_mode.py), by operator case id or API case name. The INTENDED differences
 # above hold for the dynamic mode too, unless listed here with None.
 _DALI_DYNAMIC_ARGS = (
     "DALI 2.4's dynamic mode gives another outcome than its own pipelines for this call (test_operators.py "
@@ -78,10 +78,10 @@ DYNAMIC_OPEN: dict[str, str] = {
                                " in penstock (pipelines too: the operator table always gives flip a layout)"),
 }
 
-# The TorchVision-style API (test_torchvision.py), by case.
+# The TorchVision-style API (test_torchvision_api.py), by case.
 _CROP_LARGER = ("a centre crop larger than the image: torchvision pads floor(slack / 2) before the image; DALI 2.4 "
                 "rounds half the (negative) slack away from zero, one pixel further when the slack is odd. penstock "
-                "pads as torchvision (test_torchvision.py checks it against torchvision)")
+                "pads as torchvision (tests/test_torchvision.py checks it against torchvision)")
 TORCHVISION_INTENDED: dict[str, str] = {
     "center_crop_larger[pil]": _CROP_LARGER,
     "center_crop_larger[chw]": _CROP_LARGER,
