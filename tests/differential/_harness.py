@@ -62,6 +62,23 @@ def _jpegs() -> list[np.ndarray]:
     return out
 
 
+def _wavs() -> list[np.ndarray]:
+    """16-bit WAV files (mono 16 kHz, stereo 22.05 kHz) as bytes."""
+    import wave
+    out = []
+    for channels, rate, frames in ((1, 16000, 800), (2, 22050, 1000)):
+        t = np.arange(frames * channels) / (rate * channels)
+        pcm = (8000 * np.sin(2 * np.pi * 440 * t)).astype("<i2")
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:
+            w.setnchannels(channels)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm.tobytes())
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
 # input kinds: the arrays of one external source and its layout
 INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
@@ -80,6 +97,12 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "small_images": lambda: ([np.arange(4 * 5 * 3, dtype=np.int32).reshape(4, 5, 3),
                               np.arange(6 * 7 * 3, dtype=np.int32).reshape(6, 7, 3)], "HWC"),
     "planar": lambda: ([np.arange(3 * 24 * 32, dtype=np.int32).reshape(3, 24, 32)] * 2, "CHW"),
+    # audio: encoded files, 1-D signals, power spectrograms (frequency x time)
+    "wavs": lambda: (_wavs(), None),
+    "signals": lambda: ([np.sin(np.arange(3000, dtype=np.float32) * 0.05), np.cos(np.arange(1500, dtype=np.float32))],
+                        None),
+    "spectra": lambda: ([np.linspace(0.01, 2, 257 * 6, dtype=np.float32).reshape(257, 6),
+                         np.linspace(3, 0.01, 257 * 4, dtype=np.float32).reshape(257, 4)], "ft"),
 }
 
 
@@ -118,7 +141,7 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Ou
 
 def _run_dali(case: Any) -> Outcome:
     import nvidia.dali as dali
-    outcome = run(dali, case.graph, case.inputs)
+    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2))
     outcome.error = None  # DALI's exception objects do not cross processes; class and message do
     return outcome
 
