@@ -13,6 +13,7 @@ import pytest
 
 import penstock.experimental.dynamic as ndd
 from penstock import fn, pipeline_def
+from penstock import types as penstock_types
 from penstock.experimental.dynamic import _invocation
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -387,6 +388,39 @@ def test_tfrecord_reader_gives_a_dict_by_feature(tmp_path):
     assert set(out) == {"label", "v"}
     assert np.asarray(ndd.as_tensor(out["label"])).ravel().tolist() == [0, 1, 2]
     assert out["v"].shape == [(1,), (2,), (3,)]
+
+
+def test_nemo_asr_reader_matches_the_pipeline_and_resumes(tmp_path):
+    pytest.importorskip("soundfile")
+    from _audio_data import files as audio_files
+    entries = []
+    for i, container in enumerate(["wav16", "flac16", "wav16", "wavfloat", "flac24"]):
+        path = tmp_path / f"{i}.{container}"
+        audio_files(container, 1, seed=i)[0].tofile(path)
+        entries.append(f'{{"audio_filepath": "{path}", "duration": 10.0, "text": "t{i}"}}')
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text("\n".join(entries) + "\n")
+    kwargs = dict(manifest_filepaths=[str(manifest)], read_idxs=True, read_text=False, random_shuffle=True, seed=5)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        return tuple(fn.readers.nemo_asr(**kwargs, dtype=penstock_types.INT16))
+
+    p = pipe()
+    expected = [[(out[2].at(i).tolist(), out[0].at(i).tolist()) for i in range(2)] for out in (p.run() for _ in range(6))]
+    r = ndd.readers.NemoAsr(**kwargs, dtype=ndd.int16, enable_checkpointing=True)
+    got, state = [], None
+    for epoch in range(2):
+        for audio, _, idx in r.next_epoch(batch_size=2):
+            got.append([(np.asarray(i).tolist(), np.asarray(a).tolist()) for a, i in zip(audio.tensors, idx.tensors)])
+            if len(got) == 2:
+                state = r.get_state()
+    assert got == expected  # 5 samples: 3 batches an epoch
+    resumed = ndd.readers.NemoAsr(**kwargs, dtype=ndd.int16)
+    resumed.set_state(state)
+    # the stream goes on from the saved batch; the resumed reader's epochs count from there (as DALI's)
+    assert [[np.asarray(i).tolist() for i in idx.tensors] for _, _, idx in resumed.next_epoch(batch_size=2)] == \
+        [[i for i, _ in b] for b in got[2:5]]
 
 
 # ---- data exchange ------------------------------------------------------------------------------

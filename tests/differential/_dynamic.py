@@ -19,16 +19,21 @@ BATCH = 2  # the pipeline harness's batch size: operators without inputs make ba
 
 
 class _Namespace:
-    """``lib.fn`` over a dynamic mode: ``fn.experimental.x`` is the dynamic mode's ``x`` (DALI 2.x
-    moved those operators out of experimental), and a random operator draws from ``RNG(SEED)``."""
+    """``lib.fn`` over a dynamic mode: ``fn.experimental.x`` is the dynamic mode's
+    ``experimental.x``, else its ``x`` (an operator that left experimental before DALI 2.0), and a
+    random operator draws from ``RNG(SEED)``."""
 
-    def __init__(self, module: Any, ndd: Any):
-        self._module, self._ndd = module, ndd
+    def __init__(self, module: Any, ndd: Any, fallback: Any = None):
+        self._module, self._ndd, self._fallback = module, ndd, fallback
 
     def __getattr__(self, name: str) -> Any:
-        if name == "experimental":
-            return _Namespace(self._ndd, self._ndd)
-        target = getattr(self._module, name)
+        if self._module is self._ndd and name == "experimental":
+            return _Namespace(getattr(self._ndd, name, None), self._ndd, fallback=self._ndd)
+        target = getattr(self._module, name, None)
+        if target is None and self._fallback is not None:
+            target = getattr(self._fallback, name, None)
+        if target is None:
+            raise AttributeError(f"the dynamic mode has no {name!r} here")
         if callable(target):
             return _with_rng(target, self._ndd, self._module is getattr(self._ndd, "random", None))
         return _Namespace(target, self._ndd)
@@ -77,15 +82,13 @@ def run_dynamic(ndd: Any, types: Any, graph: Callable, inputs: list[str]) -> Out
 
 def has_function(ndd: Any, op: str) -> bool:
     """Whether a dynamic mode offers fn's operator ``op`` as a function."""
-    parts = op.split(".")
-    if parts[0] == "experimental":
-        parts = parts[1:]
-    f = ndd
-    for part in parts:
-        if not hasattr(f, part):
+    f = _Namespace(ndd, ndd)
+    for part in op.split("."):
+        try:
+            f = getattr(f, part)
+        except AttributeError:
             return False
-        f = getattr(f, part)
-    return callable(f) and not isinstance(f, type)
+    return callable(f) and not isinstance(f, _Namespace)
 
 
 def _run_dali_dynamic(case: Any) -> Outcome:

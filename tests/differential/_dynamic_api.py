@@ -298,6 +298,12 @@ def _desc_meta(x: Any) -> Any:
 
 
 @case
+def batch_permutation_needs_a_batch_size(ndd, _):
+    return (_desc_meta(ndd.batch_permutation(batch_size=4, rng=ndd.random.RNG(seed=1))),
+            _desc(ndd.batch_permutation()))
+
+
+@case
 def inconsistent_batch_sizes(ndd, _):
     a = ndd.batch([np.zeros(2)] * 2)
     return _desc(a + ndd.batch([np.zeros(2)] * 3))
@@ -552,6 +558,28 @@ def coco_reader(ndd, data):
 
 
 @case
+def nemo_asr_reader(ndd, data):
+    manifest = os.path.join(data, "nemo", "manifest.json")
+    r = ndd.readers.NemoAsr(manifest_filepaths=[manifest], dtype=ndd.int16, read_idxs=True, random_shuffle=True,
+                            seed=3)
+    epoch = [[_desc(b) for b in out] for out in r.next_epoch(batch_size=2)]
+    resampled = ndd.readers.NemoAsr(manifest_filepaths=[manifest], downmix=False, sample_rate=8000.0)
+    return epoch, [_desc_meta(b) for b in next(resampled.next_epoch(batch_size=3))], resampled.get_metadata()
+
+
+@case
+def speech_features(ndd, data):
+    wavs = sorted(os.path.join(data, "nemo", f) for f in os.listdir(os.path.join(data, "nemo")) if f.endswith(".wav"))
+    audio, rate = ndd.decoders.audio(ndd.batch([np.fromfile(f, np.uint8) for f in wavs]), downmix=True)
+    mel = ndd.mel_filter_bank(ndd.spectrogram(audio, nfft=64, window_length=64, window_step=32), sample_rate=16000.0)
+    db = ndd.to_decibels(mel, cutoff_db=-60.0)
+    # the decibels agree to float precision (test_audio.py compares them within 1e-3 dB): compared here by
+    # the loudest band of each frame and the count of values within 30 dB of the top
+    return (_desc(rate), db.shape, [np.asarray(t).argmax(axis=0).tolist() for t in db.tensors],
+            [int((np.asarray(t) > -30).sum()) for t in db.tensors])
+
+
+@case
 def imread_and_decode(ndd, data):
     files = sorted(os.path.join(data, "jpegs", f) for f in os.listdir(os.path.join(data, "jpegs")))
     one = ndd.imread(files[0])
@@ -578,6 +606,7 @@ def make_data(root: str) -> None:
     import json
     import sys
     import tarfile
+    import wave
     from PIL import Image
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
     from make_sample_data import photo_like, tf_example, tfrecord_record
@@ -616,6 +645,21 @@ def make_data(root: str) -> None:
     with open(os.path.join(root, "coco", "ann.json"), "w") as f:
         json.dump({"images": images, "annotations": anns,
                    "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}, f)
+    os.makedirs(os.path.join(root, "nemo"))
+    entries = []
+    for i, (rate, channels, frames) in enumerate([(16000, 1, 400), (22050, 2, 441), (8000, 1, 800), (16000, 1, 160)]):
+        path = os.path.join(root, "nemo", f"{i}.wav")
+        t = np.arange(frames)[:, None] / rate
+        pcm = (8000 * np.sin(2 * np.pi * (220 + 110 * i) * t + np.arange(channels))).astype(np.int16)
+        with wave.open(path, "wb") as w:
+            w.setnchannels(channels)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm.tobytes())
+        entries.append({"audio_filepath": path, "duration": frames / rate, "text": f"utterance {i}"})
+    entries[1].update(offset=0.005, duration=0.01)
+    with open(os.path.join(root, "nemo", "manifest.json"), "w") as f:
+        f.write("\n".join(json.dumps(e) for e in entries) + "\n")
 
 
 # ---- running a case -----------------------------------------------------------------------------

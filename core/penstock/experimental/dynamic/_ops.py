@@ -27,19 +27,29 @@ from ._type import DType
 NOT_IN_DYNAMIC_MODE = {"PythonFunction", "DLTensorPythonFunction", "ExternalSource", "Constant"}
 # fn arguments the dynamic mode does not take (DALI's signatures leave them out)
 NOT_ARGUMENTS = ("name", "preserve", "bytes_per_sample_hint")
+# Operators whose result is about a whole batch, which a call on one sample has not got (DALI asks for batch_size)
+BATCH_ONLY = {"BatchPermutation"}
 
 
-def dynamic_schemas() -> list[OpSchema]:
-    """The operators the dynamic mode offers as functions (readers are objects: ``ndd.readers``)."""
-    return [s for s in schemas().values()
-            if not s.internal and not s.is_reader and s.name not in NOT_IN_DYNAMIC_MODE]
+# Operators that left ``experimental`` before DALI 2.0: DALI's dynamic mode offers them by their
+# top-level name only (it leaves out names deprecated before 2.0)
+MOVED_OUT_OF_EXPERIMENTAL = {"experimental.Equalize", "experimental.AudioResample"}
 
 
 def public_path(schema: OpSchema) -> str:
-    """Where a function lives under ``ndd``: fn's path, without ``experimental.`` (DALI 2.x offers
-    those operators at the top level of the dynamic mode)."""
+    """Where a function lives under ``ndd``: fn's path, less ``experimental.`` for the operators
+    that moved out of it."""
     name = schema.fn_name
-    return name[len("experimental."):] if name.startswith("experimental.") else name
+    return name[len("experimental."):] if schema.name in MOVED_OUT_OF_EXPERIMENTAL else name
+
+
+def dynamic_schemas() -> list[OpSchema]:
+    """The operators the dynamic mode offers as functions (readers are objects: ``ndd.readers``);
+    a moved operator's old declaration gives way to its new one."""
+    offered = [s for s in schemas().values()
+               if not s.internal and not s.is_reader and s.name not in NOT_IN_DYNAMIC_MODE]
+    declared = {s.fn_name for s in offered}
+    return [s for s in offered if s.name not in MOVED_OUT_OF_EXPERIMENTAL or public_path(s) not in declared]
 
 
 def resolve_backend(schema: OpSchema, device: Any, input_devices: list[str]) -> str:
@@ -61,8 +71,9 @@ def resolve_backend(schema: OpSchema, device: Any, input_devices: list[str]) -> 
                      f"(it runs on: {', '.join(schema.devices)})")
 
 
-def _argument(name: str, value: Any, label: str) -> Any:
-    """A keyword argument as the pipeline's argument checking takes it."""
+def argument(name: str, value: Any, label: str) -> Any:
+    """A keyword argument as the pipeline's argument checking takes it (dynamic-mode types and
+    devices as fn's)."""
     if isinstance(value, DType):
         return value.type_id
     if isinstance(value, Device):
@@ -94,9 +105,11 @@ def call(schema: OpSchema, inputs: tuple, kwargs: dict, batch_size: int | None, 
             continue  # an optional input left out
         d = as_data(x)
         data.append(d if d is not None else _tensor.tensor(x))
-    kwargs = {k: _argument(k, v, label) for k, v in kwargs.items() if v is not None}
+    kwargs = {k: argument(k, v, label) for k, v in kwargs.items() if v is not None}
     arg_data = {k: v for k, v in kwargs.items() if isinstance(v, (_tensor.Tensor, _batch.Batch))}
     batch = batch_size_of(data + list(arg_data.values()), batch_size)
+    if batch is None and schema.name in BATCH_ONLY:
+        raise ValueError(f"`batch_size` must be given to {label}: it has no inputs to take a batch size from")
     backend = resolve_backend(schema, device, [d.device.device_type for d in data])
     if backend != "gpu":  # CPU and mixed kernels read their inputs on the host
         data = [d.cpu() if d.device.device_type == "gpu" else d for d in data]

@@ -24,6 +24,7 @@ from . import random
 from ._batch import Batch
 from ._eval_context import EvalContext
 from ._invocation import KernelHost, run_reader
+from ._ops import argument
 from ._tensor import Tensor, sample_view
 
 _STATE_FORMAT = "penstock-reader"
@@ -61,7 +62,7 @@ class Reader:
             raise ValueError(f'Invalid device "{device}" for operator `{label}`')
         if kwargs.get("seed") is None:
             kwargs["seed"] = random.draw_seed()  # reproducible under ndd.random.set_seed
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        kwargs = {k: argument(k, v, label) for k, v in kwargs.items() if v is not None}
         with _current.eager(None):
             self._node = make_op(self.schema, (), {**kwargs, "device": "cpu", "name": name})[0].source
         self._label = label
