@@ -423,6 +423,38 @@ def test_nemo_asr_reader_matches_the_pipeline_and_resumes(tmp_path):
         [[i for i, _ in b] for b in got[2:5]]
 
 
+def test_checkpoint_resumes_a_reader_switched_to_checkpointing_after_get_metadata(files, tmp_path):
+    reader = ndd.readers.File(file_root=files, random_shuffle=True, seed=6)
+    assert reader.get_metadata()["epoch_size"] == 12  # builds the reader's kernel before it is registered
+    rng = ndd.random.RNG(seed=3)
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.register(reader, "reader")
+    ckpt.register(rng, "rng")
+    epoch = reader.next_epoch(batch_size=4)
+    next(epoch)
+    rng()
+    ckpt.collect()
+    path = ckpt.save(str(tmp_path / "run.json"))
+    assert ckpt.save(str(tmp_path / "run.json")) == path  # without {seq} the file is replaced
+    expected = [_names(j) for j, _ in epoch], [rng() for _ in range(3)]
+    resumed = ndd.checkpoint.Checkpoint()
+    resumed.load(path)
+    reader2, rng2 = ndd.readers.File(file_root=files, random_shuffle=True, seed=6), ndd.random.RNG()
+    resumed.register(reader2, "reader")
+    resumed.register(rng2, "rng")
+    assert ([_names(j) for j, _ in reader2.next_epoch(batch_size=4)][:2], [rng2() for _ in range(3)]) == expected
+    with pytest.raises(ValueError, match="one field"):
+        ckpt.save(str(tmp_path / "{epoch}.json"))
+
+
+def test_parts_of_dali_s_dynamic_mode_not_offered_say_so():
+    for name in ("ExternalSource", "capture", "pytorch"):
+        with pytest.raises(NotImplementedError, match=f"ndd.{name}"):
+            getattr(ndd, name)
+    with pytest.raises(AttributeError):
+        ndd.no_such_thing
+
+
 # ---- data exchange ------------------------------------------------------------------------------
 def test_torch_tensors_in_and_out_share_memory():
     torch = pytest.importorskip("torch")

@@ -518,6 +518,159 @@ def reader_unknown_argument(ndd, data):
     return ndd.readers.File(file_rooot=os.path.join(data, "files"))
 
 
+# ---- checkpoints of readers and generators -------------------------------------------------------
+def _draws(rng: Any, n: int = 4) -> list:
+    return [rng() for _ in range(n)]
+
+
+@case
+def checkpoint_resumes_readers_and_generators(ndd, data):
+    import tempfile
+    root = os.path.join(data, "files")
+    reader = ndd.readers.File(file_root=root, random_shuffle=True, seed=3)
+    rng = ndd.random.RNG(seed=5)
+    ckpt = ndd.checkpoint.Checkpoint()
+    names = (ckpt.register(reader, "files"), ckpt.register(rng), ckpt.register(rng))
+    epoch = reader.next_epoch(batch_size=3)
+    next(epoch)
+    _draws(rng)
+    ckpt.collect()
+    flags = (ckpt.is_complete, ckpt.is_loaded, len(ckpt), "files" in ckpt, ckpt.names)
+    with tempfile.TemporaryDirectory() as d:
+        pattern = os.path.join(d, "ckpt_{seq:03d}.json")
+        saved = [os.path.basename(ckpt.save(pattern)) for _ in range(2)]
+        expected = ([_names(j) for j, _ in epoch], _draws(rng))
+        resumed = ndd.checkpoint.Checkpoint()
+        loaded = os.path.basename(resumed.load(pattern))
+        reader2, rng2 = ndd.readers.File(file_root=root, random_shuffle=True, seed=3), ndd.random.RNG(seed=99)
+        resumed.register(reader2, "files")
+        resumed.register(rng2)
+        got = ([_names(j) for j, _ in reader2.next_epoch(batch_size=3)][:len(expected[0])], _draws(rng2))
+        return names, flags, saved, loaded, (resumed.is_complete, resumed.is_loaded), got == expected
+
+
+@case
+def checkpoint_current_follows_the_context(ndd, _):
+    outer = ndd.checkpoint.current()
+    with ndd.EvalContext(num_threads=1) as ctx:
+        inner = ndd.checkpoint.current()
+        same = inner is ctx.checkpoint
+    return outer is ndd.checkpoint.current(), inner is outer, same
+
+
+@case
+def checkpoint_set_state_is_applied_on_register(ndd, _):
+    rng = ndd.random.RNG(seed=1)
+    state = rng.get_state()
+    first = _draws(rng)
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.set_state("g", state, op_type=ndd.random.RNG)
+    fresh = ndd.random.RNG(seed=2)
+    ckpt.register(fresh, "g")
+    return _draws(fresh) == first, ckpt.get_state("g") == state
+
+
+@case
+def checkpoint_restore_applies_pending_states(ndd, _):
+    a, b = ndd.random.RNG(seed=1), ndd.random.RNG(seed=2)
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.register(a, "a")
+    ckpt.register(b, "b")
+    ckpt.collect()
+    text = ckpt.serialize()
+    expected = (_draws(a), _draws(b))
+    other = ndd.checkpoint.Checkpoint()
+    c, d = ndd.random.RNG(seed=7), ndd.random.RNG(seed=8)
+    other.register(c, "a")
+    other.register(d, "b")
+    other.deserialize(text)
+    other.restore()
+    return (_draws(c), _draws(d)) == expected
+
+
+@case
+def checkpoint_register_after_collect(ndd, _):
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.register(ndd.random.RNG(seed=1), "a")
+    ckpt.collect()
+    ckpt.register(ndd.random.RNG(seed=1), "b")
+
+
+@case
+def checkpoint_register_under_another_name(ndd, _):
+    ckpt = ndd.checkpoint.Checkpoint()
+    rng = ndd.random.RNG(seed=1)
+    ckpt.register(rng, "a")
+    ckpt.register(rng, "b")
+
+
+@case
+def checkpoint_reserved_name(ndd, _):
+    ndd.checkpoint.Checkpoint().register(ndd.random.RNG(seed=1), "__op_3")
+
+
+@case
+def checkpoint_replacing_with_another_type(ndd, data):
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.register(ndd.random.RNG(seed=1), "a")
+    ckpt.register(ndd.readers.File(file_root=os.path.join(data, "files")), "a")
+
+
+@case
+def checkpoint_state_of_another_type(ndd, data):
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.set_state("a", ndd.random.RNG(seed=1).get_state(), op_type="RNG")
+    ckpt.register(ndd.readers.File(file_root=os.path.join(data, "files")), "a")
+
+
+@case
+def checkpoint_of_a_reader_that_read_without_checkpointing(ndd, data):
+    reader = ndd.readers.File(file_root=os.path.join(data, "files"))
+    next(reader.next_epoch(batch_size=2))
+    ndd.checkpoint.Checkpoint().register(reader, "r")
+
+
+@case
+def checkpoint_loaded_without_the_name(ndd, _):
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.register(ndd.random.RNG(seed=1), "a")
+    ckpt.collect()
+    other = ndd.checkpoint.Checkpoint()
+    other.deserialize(ckpt.serialize())
+    other.register(ndd.random.RNG(seed=1), "b")
+
+
+@case
+def checkpoint_unknown_name(ndd, _):
+    return ndd.checkpoint.Checkpoint().get_state("nothing")
+
+
+@case
+def checkpoint_empty_serialize(ndd, _):
+    return ndd.checkpoint.Checkpoint().serialize()
+
+
+@case
+def checkpoint_garbage(ndd, _):
+    ndd.checkpoint.Checkpoint().deserialize('{"states": 3}')
+
+
+@case
+def checkpoint_load_without_a_file(ndd, _):
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        ndd.checkpoint.Checkpoint().load(os.path.join(d, "ckpt_{seq}.json"))
+
+
+@case
+def checkpoint_restore_with_a_state_missing(ndd, _):
+    ckpt = ndd.checkpoint.Checkpoint()
+    ckpt.register(ndd.random.RNG(seed=1), "a")
+    ckpt.register(ndd.random.RNG(seed=1), "b")
+    ckpt.set_state("a", ndd.random.RNG(seed=3).get_state())
+    ckpt.restore()
+
+
 @case
 def numpy_reader(ndd, data):
     r = ndd.readers.Numpy(file_root=os.path.join(data, "npy"), file_filter="*.npy", seed=2)

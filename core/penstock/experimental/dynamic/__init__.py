@@ -12,7 +12,7 @@ import sys as _sys
 
 from ... import operators as _operators  # noqa: F401  (importing them declares every operator)
 from . import _ops, _readers
-from . import math, random  # noqa: F401
+from . import checkpoint, math, random  # noqa: F401
 from ._batch import Batch, as_batch, batch
 from ._device import Device, DeviceLike, device
 from ._eval_context import EvalContext
@@ -26,12 +26,12 @@ from ._thread_pool import ThreadPool, get_num_threads, set_num_threads
 from ._type import (DataType, DType, ImageType, InterpType, bfloat16, bool, dtype, float16, float32, float64,
                     int8, int16, int32, int64, type_id, uint8, uint16, uint32, uint64)
 
-__all__ = ["Batch", "DType", "DataType", "Device", "DeviceLike", "EvalContext", "EvalMode", "ImageType",
-           "InterpType", "ReaderState", "Stream", "Tensor", "ThreadPool", "as_batch", "as_tensor", "batch",
-           "bfloat16", "bool", "device", "dtype", "float16", "float32", "float64", "get_current_stream",
-           "get_default_stream", "get_num_threads", "imread", "int16", "int32", "int64", "int8", "math",
-           "random", "set_current_stream", "set_default_stream", "set_num_threads", "stream", "tensor",
-           "type_id", "uint16", "uint32", "uint64", "uint8"]
+__all__ = ["Batch", "DType", "DataType", "Device", "DeviceLike", "EvalContext", "EvalMode", "ImageType", "InterpType",
+           "ReaderState", "Stream", "Tensor", "ThreadPool", "as_batch", "as_tensor", "batch", "bfloat16", "bool",
+           "checkpoint", "device", "dtype", "float16", "float32", "float64", "get_current_stream",
+           "get_default_stream", "get_num_threads", "imread", "int16", "int32", "int64", "int8", "math", "random",
+           "set_current_stream", "set_default_stream", "set_num_threads", "stream", "tensor", "type_id", "uint16",
+           "uint32", "uint64", "uint8"]
 
 _ops.fill(_sys.modules[__name__])
 _readers.fill(_sys.modules[__name__])
@@ -40,8 +40,6 @@ _readers.fill(_sys.modules[__name__])
 _NOT_OFFERED = {
     "ExternalSource": "ndd.ExternalSource (call operators on your data directly, or use a pipeline's "
                       "fn.external_source)",
-    "checkpoint": "ndd.checkpoint (save and restore each reader with get_state()/set_state(), and random "
-                  "state with ndd.random.RNG's state)",
     "capture": "ndd.capture (prefetching captured operator sequences as a pipeline: use a pipeline)",
     "pytorch": "ndd.pytorch (use Batch.torch() / Tensor.torch(), or penstock.plugin.pytorch's iterators)",
 }

@@ -10,6 +10,7 @@ from typing import Any
 
 from ... import _cuda
 from . import _invocation, _stream
+from ._checkpoint import Checkpoint
 from ._device import CPU, Device
 from ._thread_pool import ThreadPool, default_pool
 
@@ -48,6 +49,7 @@ class EvalContext:
         self._recorded: list[weakref.ref] = []
         self._prune_at = 64
         self._queue: queue.SimpleQueue | None = None
+        self._checkpoint: Checkpoint | None = None
 
     # -- which context is current
     @staticmethod
@@ -116,6 +118,14 @@ class EvalContext:
         if self._own_stream is None:
             self._own_stream = _stream.stream(device_id=self._device.device_id)
         return self._own_stream
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        """The context's checkpoint (``ndd.checkpoint.current()`` in it); it lasts as long as the
+        context: ``clear()`` it to start another."""
+        if self._checkpoint is None:
+            self._checkpoint = Checkpoint()
+        return self._checkpoint
 
     def _gpu(self) -> Any:
         """The device context GPU kernels run in: this context's device and stream."""

@@ -154,6 +154,17 @@ class Reader:
         return dict(self._kernel(batch_size or self._op_batch or self._batch_size or 1).reader_meta())
 
     # -- checkpoints
+    def _enable_checkpointing(self) -> None:
+        """Turns checkpointing on (for ``Checkpoint.register``) before the reader has read."""
+        if self._checkpointing:
+            return
+        if self._iteration:
+            raise RuntimeError(f"The reader '{self._label}' has read with checkpointing disabled; pass "
+                               "enable_checkpointing=True to its constructor")
+        self._checkpointing = True
+        if self._op is not None:  # built by get_metadata(): its history starts now, before any read
+            self._op._history = History()
+
     def get_state(self, *, cuda_stream: Any = None) -> ReaderState:
         """The position after the last batch handed out."""
         if not self._checkpointing:
