@@ -170,7 +170,13 @@ def dtypes(ndd, _):
 @case
 def devices(ndd, _):
     d = ndd.device("cpu")
-    return (str(d), repr(d), d.device_type, d.device_id, str(ndd.Device("cpu")), d == ndd.Device("cpu"))
+    return (str(d), repr(d), d.device_type, d.device_id, str(ndd.Device("cpu")), d == ndd.Device("cpu"),
+            [ndd.Device.type_from_dlpack(k) for k in (1, 2)], str(ndd.Device.from_dlpack(np.zeros(2))))
+
+
+@case
+def device_from_an_unknown_dlpack_type(ndd, _):
+    return ndd.Device.type_from_dlpack(4)
 
 
 # ---- arithmetic ---------------------------------------------------------------------------------

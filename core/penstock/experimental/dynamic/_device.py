@@ -63,14 +63,19 @@ class Device:
         raise ValueError(f"Invalid device type: {device_type!r}")
 
     @staticmethod
+    def type_from_dlpack(kind: Any) -> str:
+        """"cpu" or "gpu" for a DLPack device type (host memory pinned for CUDA is "cpu", managed "gpu")."""
+        if int(kind) in (1, 3):  # kDLCPU, kDLCUDAHost
+            return "cpu"
+        if int(kind) in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            return "gpu"
+        raise ValueError(f"unsupported DLPack device type {kind}")
+
+    @staticmethod
     def from_dlpack(obj: Any) -> "Device":
         """The device of an object with ``__dlpack_device__``."""
         kind, ordinal = obj.__dlpack_device__()
-        if int(kind) in (1, 3):  # kDLCPU, kDLCUDAHost
-            return CPU
-        if int(kind) in (2, 13):  # kDLCUDA, kDLCUDAManaged
-            return Device("gpu", int(ordinal))
-        raise ValueError(f"unsupported DLPack device type {kind}")
+        return CPU if Device.type_from_dlpack(kind) == "cpu" else Device("gpu", int(ordinal))
 
     @staticmethod
     def current() -> "Device":
