@@ -353,9 +353,11 @@ def test_reader_sample_by_sample_and_direct_calls(files):
     samples = list(r.next_epoch())
     assert len(samples) == 12 and all(isinstance(s[0], ndd.Tensor) for s in samples)
     assert [bytes(np.asarray(s[0])).decode() for s in samples[:2]] == ["a0", "a1"]
-    calls = ndd.readers.File(file_root=files, batch_size=4)
-    data, labels = calls()
+    calls = ndd.readers.File(file_root=files, max_batch_size=4)
+    data, labels = calls(batch_size=4)
     assert isinstance(data, ndd.Batch) and data.batch_size == 4 and labels.shape == [(1,)] * 4
+    # a call without batch_size reads a sample, as DALI's
+    assert isinstance(ndd.readers.File(file_root=files, max_batch_size=4)()[0], ndd.Tensor)
 
 
 def test_numpy_reader_matches_the_pipeline(tmp_path):
@@ -453,6 +455,8 @@ def test_parts_of_dali_s_dynamic_mode_not_offered_say_so():
             getattr(ndd, name)
     with pytest.raises(AttributeError):
         ndd.no_such_thing
+    with pytest.raises(NotImplementedError, match="capture"):
+        ndd.readers.File(file_root=".").next_epoch(batch_size=2, capture=True)
 
 
 # ---- data exchange ------------------------------------------------------------------------------

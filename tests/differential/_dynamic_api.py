@@ -520,6 +520,30 @@ def reader_batch_size_is_kept(ndd, data):
 
 
 @case
+def reader_max_batch_size(ndd, data):
+    root = os.path.join(data, "files")
+    return ([b[0].batch_size for b in ndd.readers.File(file_root=root, max_batch_size=4).next_epoch()],
+            [b[0].batch_size for b in ndd.readers.File(8, file_root=root).next_epoch(batch_size=3)],
+            type(ndd.readers.File(file_root=root, max_batch_size=4)()[0]).__name__,
+            ndd.readers.File(file_root=root, max_batch_size=4)(batch_size=2)[0].batch_size)
+
+
+@case
+def reader_batch_size_above_the_maximum(ndd, data):
+    return next(ndd.readers.File(file_root=os.path.join(data, "files"), max_batch_size=2).next_epoch(batch_size=3))
+
+
+@case
+def reader_batch_size_is_not_a_constructor_argument(ndd, data):
+    return ndd.readers.File(file_root=os.path.join(data, "files"), batch_size=4)
+
+
+@case
+def reader_capture_needs_a_batch_size(ndd, data):
+    return next(ndd.readers.File(file_root=os.path.join(data, "files")).next_epoch(capture=True))
+
+
+@case
 def reader_unknown_argument(ndd, data):
     return ndd.readers.File(file_rooot=os.path.join(data, "files"))
 

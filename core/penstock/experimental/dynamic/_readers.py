@@ -11,6 +11,7 @@ reads) resumes there exactly.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import types as _pytypes
 from typing import Any, Iterator
@@ -55,9 +56,12 @@ class Reader:
     """Base of the generated reader classes (``schema`` names the operator)."""
     schema: OpSchema
 
-    def __init__(self, batch_size: int | None = None, name: str | None = None, device: Any = "cpu", *,
+    def __init__(self, max_batch_size: int | None = None, name: str | None = None, device: Any = "cpu", *,
                  enable_checkpointing: bool = False, **kwargs: Any):
         label = f"readers.{self.schema.class_name}"
+        for key in ("batch_size", "preserve", "bytes_per_sample_hint"):  # not arguments of a reader object
+            if key in kwargs:
+                raise TypeError(f"{self.schema.class_name}.__init__() got an unexpected keyword argument '{key}'")
         if str(device) not in self.schema.devices:
             raise ValueError(f'Invalid device "{device}" for operator `{label}`')
         if kwargs.get("seed") is None:
@@ -66,7 +70,7 @@ class Reader:
         with _current.eager(None):
             self._node = make_op(self.schema, (), {**kwargs, "device": "cpu", "name": name})[0].source
         self._label = label
-        self._batch_size = batch_size
+        self._max_batch = max_batch_size
         self._op: Any = None
         self._op_batch: int | None = None
         self._iteration = 0      # batches read so far
@@ -114,11 +118,23 @@ class Reader:
         elif self._style != style:
             raise RuntimeError("Cannot mix sample-by-sample epochs, batch epochs and direct calls on the same reader")
 
+    def _checked(self, batch_size: int | None) -> int | None:
+        if batch_size is not None and self._max_batch is not None and batch_size > self._max_batch:
+            raise ValueError(f"`batch_size` {batch_size} is larger than the `max_batch_size` {self._max_batch} "
+                             "specified when the operator was created")
+        return batch_size
+
     # -- epochs
-    def next_epoch(self, batch_size: int | None = None, ctx: EvalContext | None = None) -> Iterator[Any]:
-        """An iterator over the next epoch: tuples of Batches (``batch_size`` here or at
-        construction), else tuples of Tensors, one sample at a time. Finish it before the next."""
-        size = batch_size if batch_size is not None else self._batch_size
+    def next_epoch(self, batch_size: int | None = None, ctx: EvalContext | None = None,
+                   capture: bool = False) -> Iterator[Any]:
+        """An iterator over the next epoch: tuples of Batches (of ``batch_size``, else
+        ``max_batch_size``), else tuples of Tensors, one sample at a time. Finish it before the next."""
+        size = self._checked(batch_size) if batch_size is not None else self._max_batch
+        if capture:
+            if size is None:
+                raise ValueError("capture=True requires a non-None batch_size")
+            raise NotImplementedError("penstock's dynamic mode does not offer capture mode (next_epoch(capture=True)"
+                                      "); a pipeline runs a captured graph ahead of the loop")
         self._use("samples" if size is None else "batches")
         return self._epoch(size, ctx or EvalContext.current())
 
@@ -142,7 +158,7 @@ class Reader:
     def __call__(self, *, batch_size: int | None = None) -> Any:
         """The next batch (or sample, without a batch size) of the reader's stream."""
         self._use("calls")
-        size = batch_size if batch_size is not None else self._batch_size
+        size = self._checked(batch_size)
         self._kernel(size or 1)
         outs = self._read(size or 1, EvalContext.current())
         if size is None:
@@ -151,7 +167,7 @@ class Reader:
 
     def get_metadata(self, batch_size: int | None = None) -> dict:
         """epoch_size, epoch_size_padded, number_of_shards, shard_id, pad_last_batch, stick_to_shard."""
-        return dict(self._kernel(batch_size or self._op_batch or self._batch_size or 1).reader_meta())
+        return dict(self._kernel(self._checked(batch_size) or self._op_batch or self._max_batch or 1).reader_meta())
 
     # -- checkpoints
     def _enable_checkpointing(self) -> None:
@@ -201,9 +217,27 @@ class Reader:
             self._kernel(self._op_batch or 1)
 
 
+def _signature(schema: OpSchema) -> inspect.Signature:
+    """A reader's constructor: ``max_batch_size``, ``name``, ``device``, then its arguments by keyword."""
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD), P("max_batch_size", P.POSITIONAL_OR_KEYWORD, default=None),
+              P("name", P.POSITIONAL_OR_KEYWORD, default=None), P("device", P.POSITIONAL_OR_KEYWORD, default="cpu")]
+    skip = {"name", "device", "preserve", "bytes_per_sample_hint"}
+    params += [P(a, P.KEYWORD_ONLY, default=None) for a in sorted(schema.arguments) if a not in skip]
+    return inspect.Signature(params + [P("enable_checkpointing", P.KEYWORD_ONLY, default=False)])
+
+
+def reader_class(schema: OpSchema) -> type:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        Reader.__init__(self, *args, **kwargs)
+
+    __init__.__signature__ = _signature(schema)
+    return type(schema.class_name, (Reader,), {"schema": schema, "__init__": __init__, "__doc__": schema.doc,
+                                               "__module__": "penstock.experimental.dynamic.readers"})
+
+
 def reader_classes() -> list[type]:
-    return [type(s.class_name, (Reader,), {"schema": s, "__doc__": s.doc, "__module__": "penstock.experimental.dynamic.readers"})
-            for s in schemas().values() if s.is_reader and not s.internal]
+    return [reader_class(s) for s in schemas().values() if s.is_reader and not s.internal]
 
 
 def fill(root: _pytypes.ModuleType) -> None:
