@@ -140,7 +140,8 @@ def signature(schema: OpSchema) -> inspect.Signature:
         params.append(P("inputs", P.VAR_POSITIONAL))
     params += [P("batch_size", P.KEYWORD_ONLY, default=None), P("device", P.KEYWORD_ONLY, default=None)]
     skip = set(NOT_ARGUMENTS) | {"device", "seed"}
-    params += [P(a, P.KEYWORD_ONLY, default=None) for a in sorted(schema.arguments) if a not in skip]
+    accepted = set(schema.arguments) | set(schema.alias_of) | schema.ignored  # deprecated spellings too, as fn
+    params += [P(a, P.KEYWORD_ONLY, default=None) for a in sorted(accepted - skip)]
     if schema.is_random:
         params.append(P("rng", P.KEYWORD_ONLY, default=None))
     return inspect.Signature(params)
