@@ -60,6 +60,22 @@ def test_gpu_operators_give_the_cpu_operators_values(op, kwargs, tol):
         np.testing.assert_array_equal(got, again)
 
 
+def test_speech_features_on_the_gpu_give_the_cpu_s_values():
+    from _audio_data import signal
+    signals = ndd.batch([signal(kind, n, 16000, 1, k)[:, 0] for k, (kind, n) in
+                         enumerate([("speechlike", 16000), ("chirp", 731), ("tone", 4096)])])
+
+    def chain(x):
+        spec = ndd.spectrogram(ndd.preemphasis_filter(x), nfft=512, window_length=400, window_step=160)
+        db = ndd.to_decibels(ndd.mel_filter_bank(spec, sample_rate=16000.0, nfilter=64), cutoff_db=-80.0)
+        return db, ndd.mfcc(db, n_mfcc=13, normalize=True, lifter=22.0)
+
+    for on_cpu, on_gpu in zip(chain(signals), chain(signals.gpu())):
+        assert on_gpu.device.device_type == "gpu" and on_gpu.layout == on_cpu.layout
+        for got, want in zip(_samples(on_gpu), _samples(on_cpu)):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
 def test_arithmetic_and_chains_on_the_gpu_in_every_mode():
     b = ndd.batch(_images(), layout="HWC")
     want = [np.asarray(t) for t in (ndd.cast(ndd.flip(b, horizontal=1), dtype=ndd.float32) * 0.5 + 1).tensors]
