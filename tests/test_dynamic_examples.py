@@ -1,4 +1,5 @@
 """examples/dynamic: the getting-started script and the training loop fed by ndd.readers.File."""
+import importlib.util
 import math
 import os
 import sys
@@ -8,11 +9,20 @@ import pytest
 torch = pytest.importorskip("torch")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples", "dynamic"))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
-import getting_started  # noqa: E402
-import train_loop  # noqa: E402
 from make_sample_data import make_dataset  # noqa: E402
+
+
+def _example(name):
+    """examples/dynamic/<name>.py under a name of its own (examples of other folders share its file names)."""
+    spec = importlib.util.spec_from_file_location(f"dynamic_{name}", os.path.join(HERE, "..", "examples", "dynamic",
+                                                                                   f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+getting_started, train_loop = _example("getting_started"), _example("train_loop")
 
 
 @pytest.fixture(scope="module")
