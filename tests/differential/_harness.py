@@ -178,14 +178,9 @@ def _run_dali(case: Any) -> Outcome:
 _POOL: list = []
 
 
-def run_dali(case: Any) -> Outcome:
-    """``case`` on DALI in a worker process, so that a DALI crash is an outcome, not the end of the run."""
-    return in_dali_process(_run_dali, case)
-
-
-def in_dali_process(function: Callable[..., Outcome], *args: Any) -> Outcome:
-    """``function(*args)`` (a module-level function of the differential tests, returning an
-    Outcome) in the worker process that imports DALI."""
+def run_dali(case: Any, runner: Callable[[Any], Outcome] = _run_dali) -> Outcome:
+    """``runner(case)`` (by default: ``case`` on DALI) in a worker process, so that a DALI crash is
+    an outcome, not the end of the run. ``runner`` must be importable by name from this directory."""
     import concurrent.futures
     import multiprocessing
     if not _POOL:
@@ -193,7 +188,7 @@ def in_dali_process(function: Callable[..., Outcome], *args: Any) -> Outcome:
         os.environ["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
         _POOL.append(concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
     try:
-        return _POOL[0].submit(function, *args).result(timeout=120)
+        return _POOL[0].submit(runner, case).result(timeout=120)
     except concurrent.futures.process.BrokenProcessPool:
         _POOL.pop().shutdown(wait=False)
         return Outcome(crashed=True, message="the DALI process crashed")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from _harness import (BUILTIN_ERRORS, Outcome, _first_line, compare, in_dali_process, resolve, run, run_dali,  # noqa: E402
-                      settle, video_file)
+from _harness import (BUILTIN_ERRORS, Outcome, _first_line, compare, resolve, run, run_dali, settle,  # noqa: E402
+                      video_file)
 
 pytest.importorskip("av")
 
@@ -144,7 +144,7 @@ def test_file_list_and_file_root(tmp_path):
 
 
 def video_input_run(library: str, path: str, sequence_length: int, batch: int, policy: str, iterations: int) -> Outcome:
-    """experimental.inputs.video over one fed file: ``iterations`` batches, then one run too many."""
+    """experimental.inputs.video over one fed file: ``iterations`` batches."""
     import importlib
     import numpy as np
     lib = importlib.import_module(library)
@@ -167,6 +167,11 @@ def video_input_run(library: str, path: str, sequence_length: int, batch: int, p
         return Outcome(error_class=cls.__name__, message=_first_line(e))
 
 
+def video_input_dali(params: tuple) -> Outcome:
+    """video_input_run's parameters as one (run_dali's runners take one)."""
+    return video_input_run(*params)
+
+
 @pytest.mark.parametrize("sequence_length,batch,policy,iterations", [(3, 2, "partial", 2), (5, 2, "pad", 2),
                                                                      (4, 4, "partial", 1), (2, 3, "partial", 2)])
 def test_video_input(sequence_length, batch, policy, iterations):
@@ -174,5 +179,5 @@ def test_video_input(sequence_length, batch, policy, iterations):
     path = video_file(*A)
     case_id = f"experimental.inputs.video[sequence_length={sequence_length},batch={batch},{policy}]"
     ours = video_input_run("penstock", path, sequence_length, batch, policy, iterations)
-    theirs = in_dali_process(video_input_run, "nvidia.dali", path, sequence_length, batch, policy, iterations)
+    theirs = run_dali(("nvidia.dali", path, sequence_length, batch, policy, iterations), video_input_dali)
     settle(case_id, INTENDED.get(case_id) or OPEN.get(case_id), compare(ours, theirs, tolerance=2.0))
