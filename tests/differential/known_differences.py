@@ -19,7 +19,12 @@ _DECODERS = ("decoders.image", "decoders.image_crop", "decoders.image_random_cro
 
 INTENDED: dict[str, str] = {
     **{f"{op}[on_error='bogus']": _ON_ERROR
-       for op in _DECODERS + ("decoders.audio", "readers.coco", "readers.numpy", "readers.webdataset")},
+       for op in _DECODERS + ("decoders.audio", "readers.coco", "readers.numpy", "readers.webdataset", "decoders.video",
+                              "experimental.decoders.video")},
+    **{f"{op}[start_frame=-1]": ("DALI 2.4 accepts a negative start_frame; penstock raises rather than guess which "
+                                 "frame comes before the first") for op in ("decoders.video", "experimental.decoders.video")},
+    **{f"{op}[sequence_length=0]": ("DALI 2.4 accepts sequence_length=0; penstock raises: a sequence needs a frame")
+       for op in ("decoders.video", "experimental.decoders.video")},
     **{f"{op}[accept_corrupt_jpeg=True]": _ACCEPT_CORRUPT_JPEG for op in _DECODERS},
     'lookup_table[keys=[]]': ("DALI 2.4's process dies on an explicitly empty 'keys'; penstock takes it as no "
                               "table (every value becomes default_value), as DALI does when keys is left out"),
@@ -41,6 +46,9 @@ INTENDED: dict[str, str] = {
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
+    'experimental.readers.video[sequence_length=3,image_type=types.YCbCr,vp9_a]': (
+        "DALI 2.4's CPU reader fails to convert frames to YCbCr (libswscale rejects its request); penstock gives "
+        "the video's own YCbCr planes, chroma upsampled, as FHWC"),
 }
 
 _SHUFFLE_AFTER_EPOCH = ("shuffle_after_epoch gives a new permutation every epoch, not DALI 2.4's (as readers.file: "
