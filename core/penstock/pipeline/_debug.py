@@ -18,6 +18,7 @@ from ..data_node import DataNode
 from ..tensors import TensorCPU, TensorListCPU
 from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
+from ._run import one_caller
 
 class DataNodeDebug(DataNode):
     """An operator's output in debug mode: a DataNode that also holds this iteration's data."""
@@ -93,6 +94,7 @@ class DebugPipeline(Pipeline):
         self._pool = _engine.ThreadPool(self._num_threads)
         self._built = True
 
+    @one_caller
     def schedule_run(self) -> None:
         self.build()
         if self._last_iter:
@@ -115,6 +117,7 @@ class DebugPipeline(Pipeline):
         raise NotImplementedError("feed_input is not supported in debug mode: give the data to the operators "
                                   "in the pipeline function instead")
 
+    @one_caller
     def reset(self) -> None:
         if self._last_iter:
             self._last_iter = False
