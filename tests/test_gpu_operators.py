@@ -196,6 +196,14 @@ def test_arithmetic_matches_cpu():
                            dmath.clamp(x, -0.5, 0.5), x * 2.5 + 1), [f])
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_integer_power_with_negative_exponents_matches_cpu(dtype):
+    # 0 whatever the base, 1 and -1 included (DALI 2.4)
+    bases = [np.array([-3, -2, -1, 0, 1, 2, 3], dtype)] * 3
+    exponents = [np.full(7, e, dtype) for e in (-1, -2, -3)]
+    assert_same(lambda x, y: (x ** y, dmath.pow(x, y), x ** -1), [bases, exponents], atol_int=0)
+
+
 def test_transfers_round_trip_and_keep_metadata():
     data = [np.arange(12, dtype=np.int16).reshape(3, 4) * (k + 1) for k in range(3)]
 
