@@ -1,6 +1,6 @@
 """The GPU arithmetic kernels (csrc/cuda/elementwise.cu) run on the host: the .cu file compiled as
 C++ with common.cuh (tests/_cuda_on_host.py) behind GpuKernels.binary/unary, against the CPU
-engine's kernels element for element, for every integer type and operation, the corners of
+engine's kernels element for element, for every integer type (and booleans) and operation, the corners of
 integer arithmetic included (negative exponents, division by zero and -1, shifts past the width).
 The GPU tests (tests/test_gpu_operators.py) run the real kernels."""
 import numpy as np
@@ -22,7 +22,8 @@ extern "C" void run_{kind}_{t}(int grid, int block, int op, const {t}* a, const 
   for (int g = 0; g < grid; ++g)
     for (int k = 0; k < block; ++k) {{ blockIdx.x = g; threadIdx.x = k; {kind}_{t}(op, a, b, out, desc, bs, n, nd); }}
 }}
-""" for t in (TYPE_NAMES[int(d)] for d in INTEGERS) for kind, out in (("binary", t), ("compare", "bool"))) + "".join(f"""
+""" for t in (TYPE_NAMES[int(d)] for d in INTEGERS + [T.BOOL]) for kind, out in (("binary", t), ("compare", "bool"))
+) + "".join(f"""
 extern "C" void run_unary_{t}(int grid, int block, int op, const {t}* src, {t}* dst, i64 n) {{
   blockDim.x = block;
   gridDim.x = grid;
@@ -41,6 +42,9 @@ def gpu(tmp_path_factory):
 def _operands(dtype):
     """Every pairing of the values that make integer arithmetic's corners: 0, +-1, +-2, small
     positive and negative exponents, the type's extremes."""
+    if dtype == np.bool_:
+        a, b = np.meshgrid([False, True], [False, True], indexing="ij")
+        return a.reshape(-1), b.reshape(-1)
     info = np.iinfo(dtype)
     values = np.array(sorted({0, 1, 2, 3, 7, info.max, info.max - 1} | (
         {-1, -2, -3, -8, info.min, info.min + 1} if info.min < 0 else set())), dtype)
@@ -56,7 +60,7 @@ def _binary(kernels, op, code, a, b):
     return out
 
 
-@pytest.mark.parametrize("dtype", INTEGERS, ids=lambda t: t.name)
+@pytest.mark.parametrize("dtype", INTEGERS + [T.BOOL], ids=lambda t: t.name)
 @pytest.mark.parametrize("op", [name for name in BINARY_CODES if name not in ("atan2", "fpow")])
 def test_integer_binary_kernel_equals_the_cpu_kernel(gpu, dtype, op):
     a, b = _operands(to_numpy_type(dtype))

@@ -1,6 +1,7 @@
 """Every GPU kernel against its CPU sibling: the same graph run on both devices must agree
 (within 1 on integer pixels, 1e-5 relative on floats). Needs CuPy and a CUDA device."""
 import io
+import re
 
 import numpy as np
 import pytest
@@ -195,6 +196,16 @@ def test_arithmetic_matches_cpu():
     assert_same(lambda x: (dmath.sqrt(dmath.abs(x)), dmath.exp(x), dmath.atan2(x, 2.0),
                            dmath.clamp(x, -0.5, 0.5), x * 2.5 + 1), [f])
 
+
+@pytest.mark.parametrize("graph, words", [
+    (lambda x, y: (x > 0) + (y > 0), "Inputs to arithmetic operator `+` cannot be booleans"),
+    (lambda x, y: dmath.sqrt(x > 0), "Input to arithmetic operator `sqrt` cannot be a boolean"),
+    (lambda x, y: x[:, :2] + y[:3], "Can't broadcast shapes:")])
+def test_arithmetic_errors_on_the_gpu_carry_dalis_words(graph, words):
+    a = [rng.integers(-50, 50, (3, 4), dtype=np.int32) for _ in range(3)]
+    b = [rng.integers(-5, 5, (4,), dtype=np.int32) for _ in range(3)]
+    with pytest.raises(RuntimeError, match=re.escape(words)):
+        run_on("gpu", graph, [a, b])
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
 def test_integer_power_with_negative_exponents_matches_cpu(dtype):

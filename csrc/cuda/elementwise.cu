@@ -180,6 +180,7 @@ template <> struct Binary<bool> {
       case kBitAnd: case kMul: case kMin: return a && b;
       case kBitOr: case kAdd: case kMax: return a || b;
       case kBitXor: case kSub: return a != b;
+      case kShr: return a && !b;  // as integers: 1 >> 1 is 0
       default: return a;
     }
   }

@@ -12,6 +12,7 @@ import dataclasses
 import importlib.util
 import io
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -88,6 +89,7 @@ class Outcome:
     error: BaseException | None = None   # (penstock's own, in process)
     error_class: str | None = None       # the exception class of builtins that catches it, e.g. "RuntimeError"
     message: str = ""
+    text: str = ""                       # the whole message
     outputs: list | None = None          # per output: (dtype name, layout, [samples])
     crashed: bool = False                # the process running it died (DALI's crashes on some bad arguments)
 
@@ -113,7 +115,7 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Ou
                                  [np.array(o[i]) for i in range(len(o))]) for o in outs])
     except Exception as e:  # noqa: BLE001 - the outcome is what is compared
         cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
-        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e))
+        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e), text=str(e))
 
 
 def _run_dali(case: Any) -> Outcome:
@@ -141,8 +143,9 @@ def run_dali(case: Any) -> Outcome:
         return Outcome(crashed=True, message="the DALI process crashed")
 
 
-def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0) -> str | None:
-    """None when the outcomes agree, else what differs."""
+def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0,
+            text: bool = False) -> str | None:
+    """None when the outcomes agree, else what differs; ``text``: an error must carry DALI's words too."""
     if theirs.crashed:
         return None if ours.error is not None else "DALI crashes; penstock accepts it"
     if theirs.error_class is not None or ours.error is not None:
@@ -154,6 +157,9 @@ def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: flo
         if not isinstance(ours.error, want):
             return (f"DALI raises {want.__name__} ({theirs.message}), penstock {type(ours.error).__name__} "
                     f"({ours.message}), which `except {want.__name__}` misses")
+        words = dali_words(theirs.text)
+        if text and _squeezed(words) not in _squeezed(ours.text):
+            return f"penstock's error lacks DALI's words {words!r}: {ours.text!r}"
         return None
     if len(ours.outputs) != len(theirs.outputs):
         return f"{len(ours.outputs)} outputs, DALI {len(theirs.outputs)}"
@@ -192,6 +198,19 @@ def _first_line(e: BaseException) -> str:
     return (useful or lines or [""])[0][:160]
 
 
+def dali_words(message: str) -> str:
+    """What DALI's error message says of the problem, as code written for DALI matches it: past the
+    wrapping (the operator's traceback, an 'Assert on "..." failed:' prefix), up to the C++ context,
+    its first sentence."""
+    cause = message.split("encountered:\n", 1)[-1].split("\nC++ context", 1)[0].strip()
+    cause = re.sub(r'^Assert on ".*?" failed: ', "", cause)
+    return re.split(r"(?<=\.)\s", cause, maxsplit=1)[0]
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
 def settle(name: str, reason: str | None, diff: str | None) -> None:
     """Settles one compared case against known_differences (``reason``: its listed reason, if
     any): agreeing is a pass (a listed case that agrees now fails, so the list stays true), a
@@ -215,5 +234,5 @@ def check_case(case: Any) -> None:
     from known_differences import INTENDED, OPEN
     ours = run(penstock, case.graph, case.inputs)
     theirs = run_dali(case)
-    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
+    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance, text=getattr(case, "text", False))
     settle(case.id, INTENDED.get(case.id) or OPEN.get(case.id), diff)
