@@ -19,7 +19,7 @@ INPUT_KINDS = {
     "transforms.translation": [], "transforms.combine": ["matrices", "matrices"],
     "cast_like": ["images", "floats"], "cat": ["images", "images"], "stack": ["images", "images"],
     "normalize": ["floats"], "reshape": ["floats"], "reinterpret": ["floats"], "squeeze": ["floats"],
-    "expand_dims": ["floats"],
+    "expand_dims": ["floats"], "io.file.read": ["file_paths"],
 }
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {

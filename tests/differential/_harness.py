@@ -63,6 +63,20 @@ def _jpegs() -> list[np.ndarray]:
     return out
 
 
+def _file_paths() -> list[np.ndarray]:
+    """Two small files (written once), each path as the int8 array of its UTF-8 bytes."""
+    root = os.path.join(os.environ.get("TMPDIR", "/tmp"), "penstock_differential_files")
+    os.makedirs(root, exist_ok=True)
+    paths = []
+    for name, content in (("text.txt", b"penstock and DALI\n"), ("bytes.bin", bytes(range(256)) * 3)):
+        path = os.path.join(root, name)
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(content)
+        paths.append(np.frombuffer(path.encode(), np.int8))
+    return paths
+
+
 # input kinds: the arrays of one external source and its layout
 INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
@@ -81,6 +95,7 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "small_images": lambda: ([np.arange(4 * 5 * 3, dtype=np.int32).reshape(4, 5, 3),
                               np.arange(6 * 7 * 3, dtype=np.int32).reshape(6, 7, 3)], "HWC"),
     "planar": lambda: ([np.arange(3 * 24 * 32, dtype=np.int32).reshape(3, 24, 32)] * 2, "CHW"),
+    "file_paths": lambda: (_file_paths(), None),
 }
 
 

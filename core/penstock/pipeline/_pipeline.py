@@ -239,22 +239,25 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._sinks.append(node.source)
 
     def _normalize_outputs(self, outputs: Sequence[Any]) -> list[DataNode]:
+        # the refusals in DALI's words, which code written for it matches
         result = []
         for i, o in enumerate(outputs):
             if isinstance(o, DataNode):
                 result.append(o)
-            elif isinstance(o, list) and o and all(isinstance(x, DataNode) for x in o):
-                raise TypeError(f"pipeline output {i} is a list of DataNodes; return a tuple of "
-                                "outputs, not a nested list")
+            elif _holds_a_data_node(o):
+                raise TypeError(f"Illegal pipeline output type. The output {i} contains a nested `DataNode`. "
+                                "Missing list/tuple expansion (*) is the likely cause.")
             elif isinstance(o, (int, float, bool, list, tuple, np.ndarray, np.generic)):
                 with self:
                     result.append(constant_node(o, device="cpu"))
             else:
-                raise TypeError(f"pipeline output {i} must be a DataNode, got {type(o).__name__}")
+                raise TypeError(f"Illegal output type. The output {i} is a `{type(o)}`. Allowed types are "
+                                "``DataNode`` and types convertible to `types.Constant` (numerical constants, 1D "
+                                "lists/tuple of numbers and ND arrays).")
         return result
 
     def _define(self) -> None:
-        if self._outputs is not None:
+        if self._outputs:  # none set (or an empty set, as DALI takes it): the graph is define_graph()'s
             return
         with self:
             outs = self.define_graph()
@@ -392,3 +395,7 @@ class Pipeline(PipelineBuild, PipelineRun):
             self._shutdown()
         except Exception:  # noqa: BLE001 - interpreter teardown
             pass
+
+
+def _holds_a_data_node(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and any(isinstance(v, DataNode) or _holds_a_data_node(v) for v in value)
