@@ -207,6 +207,18 @@ def test_arithmetic_errors_on_the_gpu_carry_dalis_words(graph, words):
     with pytest.raises(RuntimeError, match=re.escape(words)):
         run_on("gpu", graph, [a, b])
 
+@pytest.mark.parametrize("layout, output_layout, crop", [
+    ("HWC", "WHC", {"crop": (8, 10)}), ("CHW", "HWC", {"crop": (8, 10)}),
+    ("FHWC", "FCHW", {"crop_d": 2, "crop_h": 8, "crop_w": 10}), ("FHWC", "CFHW", {"crop": (8, 10)})])
+def test_crop_mirror_normalize_of_planar_inputs_sequences_and_permuted_outputs_matches_cpu(layout, output_layout,
+                                                                                           crop):
+    frames = [rng.integers(0, 256, (3, h, w, 3), dtype=np.uint8) for h, w in ((20, 24), (17, 30))]
+    data = [np.ascontiguousarray(f[0].transpose(2, 0, 1)) if layout == "CHW" else f[0] if layout == "HWC" else f
+            for f in frames]
+    assert_same(lambda x: fn.crop_mirror_normalize(x, mean=[10.0, 20.0, 30.0], std=[2.0, 3.0, 4.0], mirror=1,
+                                                   output_layout=output_layout, **crop),
+                [data], layouts=[layout], rtol_float=1e-5)
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
 def test_integer_power_with_negative_exponents_matches_cpu(dtype):
     # 0 whatever the base, 1 and -1 included (DALI 2.4)

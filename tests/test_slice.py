@@ -103,7 +103,7 @@ def test_positional_inputs_with_per_sample_axes():
 @pytest.mark.parametrize("kwargs, message", [
     ({"start": [1], "shape": [2], "axes": [3]}, "out of range"),
     ({"start": [1, 1], "shape": [1, 1], "axes": [1, -2]}, "more than once"),
-    ({"start": [1], "shape": [2], "axis_names": "D"}, "not in the input layout"),
+    ({"start": [1], "shape": [2], "axis_names": "D"}, "Axis 'D' is not present in the input layout"),
     ({"start": [3], "end": [2], "axes": [1]}, "ends before it starts"),
     ({"start": [3], "shape": [-1], "axes": [1]}, "must not be negative"),
     ({"start": [1, 1], "shape": [1, 1, 1], "axes": [0, 1]}, "3 values for 2 axes"),

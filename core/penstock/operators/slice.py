@@ -16,7 +16,7 @@ import numpy as np
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from .._batch import contiguous
-from .crop import fill_for, layout_of, round_half_away, window_with_dtype
+from .crop import fill_for, layout_of, refuse_out_of_bounds, round_half_away, window_with_dtype
 
 STARTS = ("start", "rel_start")
 ENDS = ("end", "rel_end", "shape", "rel_shape")
@@ -70,8 +70,8 @@ def slice_axes(op, ws, shapes: np.ndarray, raw_layout: str, layout: str) -> tupl
         if names is not None:
             missing = [c for c in names if c not in layout]
             if missing:
-                raise ArgumentValueError(f"{label}: axis_names '{names}': '{''.join(missing)}' not in the input "
-                                         f"layout '{raw_layout}'")
+                raise ArgumentValueError(f"{label}: Axis '{missing[0]}' is not present in the input layout "
+                                         f"'{raw_layout}' (axis_names '{names}')")
             const = [layout.index(c) for c in names]
         row = np.asarray(const, np.int64).reshape(1, -1)
         axes, counts = np.repeat(row, n, axis=0), np.full(n, row.shape[1], np.int64)
@@ -85,8 +85,8 @@ def slice_axes(op, ws, shapes: np.ndarray, raw_layout: str, layout: str) -> tupl
     bad = valid & ((axes < -nd) | (axes >= nd))
     if bad.any():
         i, j = (int(v[0]) for v in np.nonzero(bad))
-        raise SampleError(i, f"{label}: axis {int(axes[i, j])} is out of range for {nd}-D input "
-                             f"(valid: {-nd}..{nd - 1})")
+        raise SampleError(i, f"Axis {int(axes[i, j])} out of range. Expected range is [{-nd}, {nd - 1}] for a "
+                             f"{nd}D input")
     axes = np.where(valid, np.where(axes < 0, axes + nd, axes), 0)
     ordered = np.sort(np.where(valid, axes, -1 - np.arange(axes.shape[1])), axis=1)
     dup = (np.diff(ordered, axis=1) == 0) & (ordered[:, 1:] >= 0)
@@ -228,11 +228,8 @@ class Slice(Operator):
         policy = self.args["out_of_bounds_policy"]
         if policy not in ("error", "pad", "trim_to_shape"):
             raise ValueError(f"{self.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape'")
-        outside = ((anchors < 0) | (anchors + shapes > src._shapes)).any(axis=1)
-        if policy == "error" and outside.any():
-            i = int(np.nonzero(outside)[0][0])
-            raise SampleError(i, f"{self.label}: slice {anchors[i].tolist()} + {shapes[i].tolist()} is outside "
-                                 f"the input of shape {src._shapes[i].tolist()}")
+        if policy == "error":
+            refuse_out_of_bounds(src._shapes, anchors, shapes)
         if policy == "trim_to_shape":
             lo, hi = np.clip(anchors, 0, src._shapes), np.clip(anchors + shapes, 0, src._shapes)
             anchors, shapes = lo, np.maximum(hi - lo, 0)
