@@ -20,9 +20,9 @@ def test_reshape_wildcard():
     np.testing.assert_array_equal(out.at(0), X.reshape(-1, 2))
 
 
-def test_reshape_zero_copies_dim():
-    (out,) = run_es(lambda a: fn.reshape(a, shape=[0, -1]), [X])
-    assert out.shape() == [(2, 12)]
+def test_reshape_zero_extent_is_refused():
+    with pytest.raises(RuntimeError, match="Extent of 0 is illegal; got: 0 x 0"):  # DALI 2.4 (and its words)
+        run_es(lambda a: fn.reshape(a, shape=[0, -1]), [X])
 
 
 def test_reshape_layout_cleared_when_shape_changes():
@@ -61,13 +61,14 @@ def test_reshape_rel_shape_per_sample_with_negative_extent():
     assert out.shape() == [(2, 12), (4, 3)]
 
 
-@pytest.mark.parametrize("shape, rel, message", [
-    ((4, 6), [-1, -1], "more than one negative"),
-    ((4, 6), [-1, 0], "has an extent of 0"),
-    ((4, 6), [0.5, 0], "has an extent of 0"),
-    ((4, 0), [-1, 1], "cannot infer the extent of dimension 0"),
-    ((4, 6), [-1, 0.01], "cannot infer the extent of dimension 0"),  # 0.06 rounds to 0
-    ((4, 6), [-1, 1.5], "the number of elements differs"),           # 24 // 9 = 2: 2 x 9 != 24
+@pytest.mark.parametrize("shape, rel, message", [  # DALI's words
+    ((4, 6), [-1, -1], "Only one negative extent is allowed"),
+    ((4, 6), [-1, 0], "Extent of 0 is illegal"),
+    ((4, 6), [0.5, 0], "Extent of 0 is illegal"),
+    ((4, 0), [-1, 1], "Cannot infer the extent of dimension 0 when the volume of remaining dimensions is 0. "
+                      "Input shape: 4 x 0"),
+    ((4, 6), [-1, 0.01], "Cannot infer the extent of dimension 0"),  # 0.06 rounds to 0
+    ((4, 6), [-1, 1.5], "Input and output samples must occupy the same size in bytes"),  # 24 // 9 = 2: 2 x 9 != 24
 ])
 def test_reshape_rel_shape_negative_extent_errors(shape, rel, message):
     with pytest.raises(RuntimeError, match=message):
@@ -75,7 +76,7 @@ def test_reshape_rel_shape_negative_extent_errors(shape, rel, message):
 
 
 def test_reshape_rel_shape_per_sample_negative_extent_errors():
-    with pytest.raises(RuntimeError, match="more than one negative"):
+    with pytest.raises(RuntimeError, match="Only one negative extent is allowed"):
         run_es(lambda x, r: fn.reshape(x, rel_shape=r), [np.zeros((4, 6), np.float32)],
                [np.array([-1, -1], np.float32)])
 
@@ -101,15 +102,20 @@ def test_reshape_src_dims():
     assert out.shape() == [(1, 3, 4)]
 
 
-@pytest.mark.parametrize("graph, message", [
-    (lambda a: fn.reshape(a, shape=[6, 4], rel_shape=[1, 1]), "'shape' and 'rel_shape' are mutually exclusive"),
-    (lambda a: fn.reshape(a, fn.shapes(a), rel_shape=[1, 1]), "a shape input and 'rel_shape'"),
-    (lambda a: fn.reshape(a, fn.shapes(a), shape=[6, 4]), "a shape input and 'shape'"),
+EXCLUSIVE = "Shape input, `shape` argument and `rel_shape` argument are mutually exclusive"
+
+
+@pytest.mark.parametrize("graph, message", [  # DALI's words
+    (lambda a: fn.reshape(a, shape=[6, 4], rel_shape=[1, 1]), EXCLUSIVE),
+    (lambda a: fn.reshape(a, fn.shapes(a), rel_shape=[1, 1]), EXCLUSIVE),
+    (lambda a: fn.reshape(a, fn.shapes(a), shape=[6, 4]), EXCLUSIVE),
     (lambda a: fn.reshape(a, rel_shape=[]), "'rel_shape' is an empty list"),
-    (lambda a: fn.reshape(a, src_dims=[2, 3]), r"src_dims \[2, 3\] out of range for 2-D"),
-    (lambda a: fn.reshape(a, src_dims=[-2, 0]), r"src_dims \[-2\] out of range"),
+    (lambda a: fn.reshape(a, src_dims=[2, 3]), r"`src_dims\[0\] == 2` is out of bounds. The indices in `src_dims` "
+                                               r"should be either valid dimension indices in range \[0..1\]"),
+    (lambda a: fn.reshape(a, src_dims=[-2, 0]), r"`src_dims\[0\] == -2` is out of bounds"),
     # checked even where 'shape' makes src_dims unused
-    (lambda a: fn.reshape(a, shape=[6, 4], src_dims=[2]), r"src_dims \[2\] out of range"),
+    (lambda a: fn.reshape(a, shape=[6, 4], src_dims=[2]), r"`src_dims\[0\] == 2` is out of bounds"),
+    (lambda a: fn.reshape(a, src_dims=[1, 0], rel_shape=[1]), "`src_dims` and `rel_shape` have different lengths: 2 vs 1"),
 ])
 def test_reshape_argument_errors(graph, message):
     with pytest.raises(RuntimeError, match=message):
@@ -227,3 +233,22 @@ def test_squeeze_errors(kwargs, shape, layout, message):
 def test_squeeze_error_names_the_sample():
     with pytest.raises(RuntimeError, match=r"sample 1 of shape \(2, 2\)"):
         run_es(lambda a: fn.squeeze(a, axes=[1]), [np.zeros((3, 1), np.int32), np.zeros((2, 2), np.int32)])
+
+
+def test_rel_shape_is_relative_to_the_input_dims_src_dims_maps():
+    # DALI 2.4: output dim k is rel_shape[k] times input dim src_dims[k]; -1 infers from the volume
+    (out,) = run_es(lambda a: fn.reshape(a, src_dims=[2, 0, 1], rel_shape=[0.5, 0.5, -1]),
+                    [np.zeros((20, 30, 10), np.uint8)])
+    assert out.shape() == [(5, 10, 120)]
+
+
+def test_a_shape_input_may_infer_an_extent_and_reinterpret_infers_in_bytes():
+    x = np.arange(24, dtype=np.uint8).reshape(2, 12)
+    (out,) = run_es(lambda a: fn.reshape(a, fn.python_function(a, function=lambda s: np.int32([s.shape[0], -1]))),
+                    [x])
+    assert out.shape() == [(2, 12)]
+    (out,) = run_es(lambda a: fn.reinterpret(a, shape=[-1, 2], dtype=types.INT16), [x])
+    assert out.shape() == [(6, 2)] and out.dtype == types.INT16
+    np.testing.assert_array_equal(out.at(0), x.view(np.int16).reshape(6, 2))
+    with pytest.raises(RuntimeError, match="The size, in bytes, of the innermost dimension is not divisible"):
+        run_es(lambda a: fn.reinterpret(a, dtype=types.INT32), [np.zeros((4, 6), np.uint8)])

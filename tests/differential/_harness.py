@@ -217,13 +217,14 @@ def dali_words(message: str) -> str:
     """What DALI's error message says of the problem, as code written for DALI matches it: past the
     wrapping (the operator's traceback, an 'Assert on "..." failed:' prefix), up to the C++ context,
     its first sentence."""
-    cause = message.split("encountered:\n", 1)[-1].split("\nC++ context", 1)[0].strip()
-    cause = re.sub(r'^Assert on ".*?" failed: ', "", cause)
+    cause = message.split("encountered:\n", 1)[-1].split("\nC++ context", 1)[0].split("\n\nAt:", 1)[0].strip()
+    cause = re.sub(r'^(Assert on ".*?" failed: |DLTensorPythonFunction error: (\w+: )?)', "", cause)
     return re.split(r"(?<=\.)\s", cause, maxsplit=1)[0]
 
 
 def _squeezed(text: str) -> str:
-    return " ".join(text.split()).lower()
+    """The words of a text, for comparing messages whatever their quoting and punctuation."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
 
 
 def settle(name: str, reason: str | None, diff: str | None) -> None:
