@@ -27,6 +27,9 @@ INTENDED: dict[str, str] = {
                                          "penstock computes (x - mean) / std * scale + shift, which is shift"),
     'pad[fill_value=-1.0]': ("DALI 2.4 converts an out-of-range fill value with a plain float-to-integer cast "
                              "(undefined in C++: -1 became 255); penstock clamps it to the output type's range"),
+    'device:cpu_only:device_id=0': ("without CUDA, DALI 2.4 refuses any pipeline given a device_id, at construction; "
+                                    "penstock runs one of CPU operators (as DALI does where a driver is installed), "
+                                    "and refuses GPU and mixed operators at build in DALI's words"),
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,

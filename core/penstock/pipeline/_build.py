@@ -126,8 +126,12 @@ class PipelineBuild:
         from .. import _cuda
         reason = _cuda.unavailable_reason()
         if reason is not None:
-            raise RuntimeError(f"this pipeline has GPU or mixed operators, but {reason}; "
-                               "run its operators with device='cpu' to use it without a GPU")
+            # DALI's words: its tests match them (with a device_id, DALI refuses at construction, where
+            # penstock runs pipelines of CPU operators)
+            asked = ("" if self._device_id is None else " You are trying to create a GPU DALI pipeline while CUDA "
+                     "is not available. Please install CUDA or set `device_id = None` in Pipeline constructor.")
+            raise RuntimeError(f"The pipeline requires a CUDA-capable GPU but {reason}{asked} (It has GPU or mixed "
+                               "operators: run them with device='cpu' to use it without a GPU.)")
         if self._device_id is None:
             self._device_id = int(_cuda.require().cuda.runtime.getDevice())
         self._gpu = _cuda.DeviceContext(self._device_id)
