@@ -221,6 +221,11 @@ def _is_data_node(v: Any) -> bool:
 def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
+    if isinstance(value, str) and kind in (int, float):  # DALI converts a string given for a number
+        try:
+            value = kind(value)
+        except ValueError as exc:
+            raise ArgumentTypeError(f"{op}: argument '{arg.name}' expects {arg.type.value}: {exc}") from None
     if kind is bool:
         if isinstance(value, (bool, np.bool_, int, np.integer)) and value in (0, 1):
             return bool(value)

@@ -61,8 +61,9 @@ class Pipeline(PipelineBuild, PipelineRun):
                  exec_dynamic: bool | None = None, experimental_exec_dynamic: bool | None = None,
                  stream_policy: Any = None, concurrency: Any = None,
                  max_image_pixels: int | None = MAX_IMAGE_PIXELS):
-        self._max_batch_size = _normalize_1x(batch_size, "batch_size")
-        self._num_threads = _normalize_1x(num_threads, "num_threads")
+        # kept as given (-1: not set, as DALI's default): build() refuses what cannot run, in DALI's words
+        self._max_batch_size = batch_size
+        self._num_threads = num_threads
         self._device_id = None if device_id is None or device_id == -99999 else _normalize_1x(device_id, "device_id")
         self._seed = _normalize_1x(seed, "seed")
         self._effective_seed = (self._seed if self._seed is not None
