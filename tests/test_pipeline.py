@@ -48,7 +48,10 @@ def test_positional_1x_form_and_sentinels():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         q = Pipeline(-1, -1, None, -1)
-    assert q.max_batch_size is None and q.num_threads is None and q.seed is None
+    # as DALI 2.4 keeps them: -1 for the batch size and threads (refused at build), None for the seed
+    assert q.max_batch_size == -1 and q.num_threads == -1 and q.seed is None
+    with pytest.raises(ValueError, match=r"Invalid batch size: -1. Please set a positive integer."):
+        q.build()
 
 
 def test_negative_seed_warns():
