@@ -66,14 +66,14 @@ def summary(results: Sequence[dict]) -> dict:
 
 
 def report(bench: str, runs: dict[str, list[dict]], target: float | dict | None = None,
-           **labels: Any) -> dict[str, float]:
+           rate_key: str = "img_per_s", **labels: Any) -> dict[str, float]:
     """One line per system (the medians over its rounds of every measured number; the maximum of
-    peaks, ``peak_*``), then the ratios of penstock's img/s over the others' with ``target``
-    (when there are others); returns the median img/s per system."""
+    peaks, ``peak_*``), then the ratios of penstock's rate (``rate_key``) over the others' with
+    ``target`` (when there are others); returns the median rate per system."""
     rates = {}
     for system, results in runs.items():
         emit({"bench": bench, **labels, "system": system, **summary(results)})
-        rates[system] = statistics.median(r["img_per_s"] for r in results)
+        rates[system] = statistics.median(r[rate_key] for r in results)
     if "penstock" in rates and len(rates) > 1:
         line = {"bench": bench, **labels, "ratios": ratios(rates)}
         competitors = [v for s, v in rates.items() if not s.startswith("penstock")]

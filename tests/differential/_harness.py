@@ -77,6 +77,23 @@ def _file_paths() -> list[np.ndarray]:
     return paths
 
 
+def _wavs() -> list[np.ndarray]:
+    """16-bit WAV files (mono 16 kHz, stereo 22.05 kHz) as bytes."""
+    import wave
+    out = []
+    for channels, rate, frames in ((1, 16000, 800), (2, 22050, 1000)):
+        t = np.arange(frames * channels) / (rate * channels)
+        pcm = (8000 * np.sin(2 * np.pi * 440 * t)).astype("<i2")
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:
+            w.setnchannels(channels)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm.tobytes())
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
 # input kinds: the arrays of one external source and its layout
 INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
@@ -96,6 +113,12 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
                               np.arange(6 * 7 * 3, dtype=np.int32).reshape(6, 7, 3)], "HWC"),
     "planar": lambda: ([np.arange(3 * 24 * 32, dtype=np.int32).reshape(3, 24, 32)] * 2, "CHW"),
     "file_paths": lambda: (_file_paths(), None),
+    # audio: encoded files, 1-D signals, power spectrograms (frequency x time)
+    "wavs": lambda: (_wavs(), None),
+    "signals": lambda: ([np.sin(np.arange(3000, dtype=np.float32) * 0.05), np.cos(np.arange(1500, dtype=np.float32))],
+                        None),
+    "spectra": lambda: ([np.linspace(0.01, 2, 257 * 6, dtype=np.float32).reshape(257, 6),
+                         np.linspace(3, 0.01, 257 * 4, dtype=np.float32).reshape(257, 4)], "ft"),
 }
 
 
@@ -135,7 +158,7 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, devic
 
 def _run_dali(case: Any) -> Outcome:
     import nvidia.dali as dali
-    outcome = run(dali, case.graph, case.inputs, device_id=getattr(case, "device_id", None))
+    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None))
     outcome.error = None  # DALI's exception objects do not cross processes; class and message do
     return outcome
 
@@ -248,7 +271,7 @@ def check_case(case: Any) -> None:
     """Runs ``case`` on penstock and DALI and settles it."""
     import penstock
     from known_differences import INTENDED, OPEN
-    ours = run(penstock, case.graph, case.inputs, device_id=getattr(case, "device_id", None))
+    ours = run(penstock, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None))
     theirs = run_dali(case)
     diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance, text=getattr(case, "text", False))
     words = getattr(case, "words", None)  # a phrase both errors must hold (what DALI's own tests match)

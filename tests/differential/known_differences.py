@@ -19,7 +19,7 @@ _DECODERS = ("decoders.image", "decoders.image_crop", "decoders.image_random_cro
 
 INTENDED: dict[str, str] = {
     **{f"{op}[on_error='bogus']": _ON_ERROR
-       for op in _DECODERS + ("readers.coco", "readers.numpy", "readers.webdataset")},
+       for op in _DECODERS + ("decoders.audio", "readers.coco", "readers.numpy", "readers.webdataset")},
     **{f"{op}[accept_corrupt_jpeg=True]": _ACCEPT_CORRUPT_JPEG for op in _DECODERS},
     'lookup_table[keys=[]]': ("DALI 2.4's process dies on an explicitly empty 'keys'; penstock takes it as no "
                               "table (every value becomes default_value), as DALI does when keys is left out"),
@@ -30,10 +30,27 @@ INTENDED: dict[str, str] = {
     'device:cpu_only:device_id=0': ("without CUDA, DALI 2.4 refuses any pipeline given a device_id, at construction; "
                                     "penstock runs one of CPU operators (as DALI does where a driver is installed), "
                                     "and refuses GPU and mixed operators at build in DALI's words"),
+    **{f"{op}[dtype=types.INT32]": (
+        "INT32 audio made from float arithmetic: the values agree to the float's precision (1.2e-7 of full "
+        "scale, a few hundred levels of 2**31), not to one level") for op in ("audio_resample",
+                                                                               "experimental.audio_resample")},
+    'nonsilent_region[cutoff_db=0.0]': ("a threshold equal to the largest windowed power: which positions reach it "
+                                        "is decided by rounding; penstock's running sums are in double, DALI's in "
+                                        "float"),
+    'nonsilent_region[window_length=-1]': ("DALI 2.4 accepts a negative window_length and returns a region; "
+                                           "penstock raises"),
+    'power_spectrum[nfft=2]': ("DALI 2.4's FFT library cannot plan a transform of 2 values and raises; penstock "
+                               "computes it"),
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
 }
 
-# None at present: the last full run compared 6723 cases and found only the INTENDED ones above.
-OPEN: dict[str, str] = {}
+_SHUFFLE_AFTER_EPOCH = ("shuffle_after_epoch gives a new permutation every epoch, not DALI 2.4's (as readers.file: "
+                        "its per-epoch list shuffle could not be reproduced)")
+
+# The last full run compared 7110 cases; the 21 that differ are all listed here.
+OPEN: dict[str, str] = {
+    "readers.nemo_asr:after_epoch": _SHUFFLE_AFTER_EPOCH,
+    "readers.nemo_asr:after_epoch_seed": _SHUFFLE_AFTER_EPOCH,
+}

@@ -16,10 +16,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "checkpoint")
+TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "checkpoint", "audio", "nemo_manifest")
 NATIVE_TARGETS = ("decode", "tfrecord")  # run against the sanitizer build of the engine
 # libFuzzer's input length: edits of built-in inputs need no more (see README.md)
-MAX_LEN = {"decode": 256, "checkpoint": 256, "tfrecord": 4096}
+MAX_LEN = {"decode": 256, "checkpoint": 256, "audio": 256, "tfrecord": 4096}
 
 
 def _sanitizer_env(so: str) -> dict:
@@ -44,9 +44,9 @@ def run(target: str, runs: int, env: dict, seed: int) -> int:
         os.makedirs(crashes, exist_ok=True)
         cmd = [sys.executable, os.path.join(HERE, "fuzz.py"), target, f"-runs={runs}", f"-seed={seed}",
                "-timeout=20", "-rss_limit_mb=4096", f"-artifact_prefix={crashes}{os.sep}"]
-        # decode and checkpoint inputs are edits of built-in inputs (no coverage reaches libFuzzer
+        # decode, checkpoint and audio inputs are edits of built-in inputs (no coverage reaches libFuzzer
         # from the native code): every length is useful from the start
-        cmd += ["-len_control=0"] if target in ("decode", "checkpoint") else []
+        cmd += ["-len_control=0"] if target in ("decode", "checkpoint", "audio") else []
         cmd += [f"-max_len={MAX_LEN.get(target, 65536)}"]
         # only the native code is built with the sanitizers; elsewhere libasan's coverage stubs
         # would hide atheris' Python coverage from libFuzzer

@@ -40,10 +40,13 @@ from make_sample_data import tf_example, tfrecord_record  # noqa: E402
 from penstock import _checkpoint, _engine, fn, pipeline_def  # noqa: E402
 from penstock._operator import SampleError  # noqa: E402
 from penstock.operators import image_decode as decoders  # noqa: E402
+from penstock.operators.audio_decode import load_libsndfile  # noqa: E402
+from penstock.operators.readers_nemo_asr import NemoAsrReader  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
 from penstock.types import DALIImageType  # noqa: E402
 
 _POOL = _engine.ThreadPool(1)
+load_libsndfile("fuzz")
 _OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY, DALIImageType.YCbCr,
                  DALIImageType.ANY_DATA)
 MAX_PIXELS = 1 << 22  # decoding a header's claimed size beyond this only measures memory
@@ -55,18 +58,19 @@ class _Op:
     name = "target"
 
 
-def decode_blob(data: bytes) -> tuple[int, bytes]:
-    """(options, encoded image) of a decode input: a valid image of every format with bytes
-    overwritten and the end cut, so random inputs reach past the headers (the native code gives
-    libFuzzer no coverage, see README.md); option bit 7 takes the rest as raw bytes instead.
+def decode_blob(data: bytes, originals: list[bytes] | None = None) -> tuple[int, bytes]:
+    """(options, encoded file) of a decode input: a valid file (``originals``, default: an image
+    of every format) with bytes overwritten and the end cut, so random inputs reach past the
+    headers (the native code gives libFuzzer no coverage, see README.md); option bit 7 takes the
+    rest as raw bytes instead.
 
-    Layout: [image index] [options] [cut] then (offset lo, offset hi, value) triples."""
+    Layout: [file index] [options] [cut] then (offset lo, offset hi, value) triples."""
     if len(data) < 3:
         return 0, b""
     opts = data[1]
     if opts & 128:
         return opts, bytes(data[2:])
-    images = _images()
+    images = originals or _images()
     blob = bytearray(images[data[0] % len(images)])
     edits = data[3:]
     for k in range(0, len(edits) - 2, 3):
@@ -102,6 +106,22 @@ def decode(data: bytes) -> None:
         pass
 
 
+def audio(data: bytes) -> None:
+    """The audio decoder (libsndfile: WAV, FLAC, OGG/Vorbis, Opus), every output type, downmixed
+    or not, resampled or not."""
+    opts, raw = decode_blob(data, _audio_files())
+    if not raw:
+        return
+    blob = np.frombuffer(raw, np.uint8).copy()
+    out_type = (5, 6, 9)[opts % 3]  # INT16, INT32, FLOAT
+    rates = np.array([(0.0, 8000.0, 16000.0, 44100.0)[(opts >> 2) % 4]])
+    try:
+        _engine.audio_decode(_POOL, blob, np.array([[blob.size]], np.int64), np.zeros(1, np.int64), out_type,
+                             bool(opts & 16), rates, 50.0, None, None)
+    except _engine.SampleError:
+        pass
+
+
 def pillow(data: bytes) -> None:
     """The Pillow fallback (TIFF, WebP, JPEG 2000, compressed BMP) and its colour conversions."""
     if len(data) < 2:
@@ -116,20 +136,29 @@ def pillow(data: bytes) -> None:
         pass
 
 
-def file_list(data: bytes) -> None:
-    """readers.file's parsing of a file_list: 'path label' lines."""
+def _scan(scan, data: bytes, file_name: str, args_for) -> tuple[_Op, int] | None:
+    """A reader's ``scan`` of a file holding ``data`` (``args_for(path)``: the reader's arguments):
+    the operator and its count, or None after a clean error naming the operator."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "list.txt")
+        path = os.path.join(tmp, file_name)
         with open(path, "wb") as f:
             f.write(data)
         op = _Op()
-        op.args = {"file_root": None, "file_list": path, "files": None, "labels": None}
+        op.args = args_for(path)
         try:
-            n = FileReaderCPU.scan(op)
+            return op, scan(op)
         except (ValueError, RuntimeError) as exc:
             if not str(exc).startswith(op.label):
                 raise AssertionError(f"error without the operator's name: {exc!r}") from exc
-            return
+            return None
+
+
+def file_list(data: bytes) -> None:
+    """readers.file's parsing of a file_list: 'path label' lines."""
+    found = _scan(FileReaderCPU.scan, data, "list.txt",
+                  lambda path: {"file_root": None, "file_list": path, "files": None, "labels": None})
+    if found:
+        op, n = found
         assert n == len(op.paths) == len(op.labels) > 0
 
 
@@ -240,8 +269,18 @@ def checkpoint(data: bytes) -> None:
         assert len(samples) == 3 and all(0 <= int(np.asarray(samples.at(i))[0]) < _CKPT_FILES for i in range(3))
 
 
+
+def nemo_manifest(data: bytes) -> None:
+    """readers.nemo_asr's parsing of NeMo manifests (JSON lines)."""
+    found = _scan(NemoAsrReader.scan, data, "manifest.json",
+                  lambda path: {"manifest_filepaths": (path,), "min_duration": 0.0, "max_duration": 0.0})
+    if found:
+        op, n = found
+        assert n == len(op.paths) > 0
+
+
 TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "tfrecord": tfrecord,
-           "checkpoint": checkpoint}
+           "checkpoint": checkpoint, "audio": audio, "nemo_manifest": nemo_manifest}
 
 
 _IMAGES: list[bytes] = []
@@ -273,8 +312,28 @@ def _images() -> list[bytes]:
     return _IMAGES
 
 
+_AUDIO: list[bytes] = []
+
+
+def _audio_files() -> list[bytes]:
+    """Valid files of every audio container (the audio target edits them)."""
+    if not _AUDIO:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from _audio_data import CONTAINERS, encode, signal
+        for k, container in enumerate(CONTAINERS):
+            rate = 16000 if container == "opus" else (8000, 22050)[k % 2]
+            _AUDIO.append(encode(signal("chirp", 600, rate, 1 + k % 2, k), rate, container).tobytes())
+    return _AUDIO
+
+
 def seeds(target: str) -> list[bytes]:
-    """Valid inputs to start from: every image unedited with several options, well-formed file lists."""
+    """Valid inputs to start from: every image and audio file unedited with several options,
+    well-formed file lists and manifests."""
+    if target == "audio":
+        return [bytes([i, opts, 255]) for i in range(len(_audio_files())) for opts in (0, 1 | 4 | 16, 2 | 12)]
+    if target == "nemo_manifest":
+        return [b'{"audio_filepath": "a.wav", "duration": 1.5, "text": "hello"}\n',
+                b'{"audio_filepath": "b.flac", "offset": 0.5, "duration": 2}\n\n{"audio_filepath": "c.ogg"}\n']
     if target == "file_list":
         return [b"a.jpg 0\nb/c.png 1\n", b"x 3\n\n  y 4  \n", b"with space.jpg 7\n", b"-1 -1\n"]
     if target == "tfrecord":

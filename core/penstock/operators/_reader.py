@@ -264,9 +264,9 @@ def check_samples_state(state: dict, size: int, num_shards: int, shard_id: int, 
         raise ValueError("the saved list order is not a permutation of the dataset")
 
 
-def _reshuffle_list(order: list, epoch: int) -> list:
+def _reshuffle_list(order: list, epoch: int, seed: int = LIST_SHUFFLE_SEED) -> list:
     """shuffle_after_epoch: the list order of pass ``epoch`` (each pass shuffles the previous one)."""
-    return std_shuffle(order, LIST_SHUFFLE_SEED + epoch)
+    return std_shuffle(order, seed + epoch)
 
 
 def _io_threads(num_threads: int) -> int:
@@ -324,11 +324,16 @@ class Reader(Operator):
     def _new_samples(self) -> None:
         """The read order and sample buffer of a reader that has read nothing yet."""
         a = self.args
-        reshuffle = _reshuffle_list if a["shuffle_after_epoch"] else None
+        seed = self.list_shuffle_seed()
+        reshuffle = (lambda order, epoch: _reshuffle_list(order, epoch, seed)) if a["shuffle_after_epoch"] else None
         order = ReadOrder(self.size, a["num_shards"], a["shard_id"],
                           a["stick_to_shard"] or a["shuffle_after_epoch"], self.list_order(), reshuffle)
         self._samples = SampleBuffer(order, a["initial_fill"], a["random_shuffle"], a["pad_last_batch"],
                                      self.seed)
+
+    def list_shuffle_seed(self) -> int:
+        """The seed of shuffle_after_epoch's list shuffles (readers.nemo_asr lets the user choose it)."""
+        return LIST_SHUFFLE_SEED
 
     def list_order(self) -> list | None:
         """The order a reader reads its list in (None: as scanned). DALI's file readers shuffle

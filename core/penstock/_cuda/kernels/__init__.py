@@ -9,6 +9,7 @@ one grid per batch (resize: one per pass) on the pipeline's stream; nothing wait
 One module per ``csrc/cuda/<family>.cu``, of the same name; ``_launch`` holds what they share.
 """
 from ._launch import BLOCK, ITEMS, Launch, budget_runs
+from .audio_features import AudioFeatureKernels
 from .boxes import BoxKernels
 from .color import ColorKernels
 from .crop_mirror_normalize import CropMirrorNormalizeKernels
@@ -29,7 +30,7 @@ from .warp import WarpKernels
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 
 
-class GpuKernels(BoxKernels, ColorKernels, CropMirrorNormalizeKernels, ElementwiseKernels, GaussianBlurKernels,
+class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormalizeKernels, ElementwiseKernels, GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
                  OneHotKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
                  WarpKernels):

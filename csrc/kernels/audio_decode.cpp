@@ -1,0 +1,282 @@
+// decoders.audio and readers.nemo_asr (operators/audio_decode.py): WAV, FLAC, OGG/Vorbis and
+// Opus through libsndfile, a batch per call with the GIL released. libsndfile is opened at run
+// time (dlopen) from the path Python gives (the copy the soundfile wheel bundles, or the
+// system's), so the engine builds and imports without it. Its few entry points are declared here
+// with the layout of libsndfile's public header, stable since 1.0.
+//
+// Per sample: the header is read (all samples in parallel), the output batch is allocated with the
+// GIL, then every sample is decoded in parallel: straight into the output type when neither
+// downmixing nor resampling is asked for (libsndfile's own integer and float conversions, as DALI
+// does), else to float, averaged over channels, resampled (audio_resample.h) and converted.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/module.h"
+#include "kernels/audio_resample.h"
+#include "kernels/numeric.h"
+
+namespace penstock {
+namespace {
+
+// ---- libsndfile's C API (sndfile.h) -------------------------------------------------------------
+using sf_count_t = int64_t;
+struct SNDFILE;
+struct SF_INFO {
+  sf_count_t frames;
+  int samplerate, channels, format, sections, seekable;
+};
+struct SF_VIRTUAL_IO {
+  sf_count_t (*get_filelen)(void*);
+  sf_count_t (*seek)(sf_count_t, int, void*);
+  sf_count_t (*read)(void*, sf_count_t, void*);
+  sf_count_t (*write)(const void*, sf_count_t, void*);
+  sf_count_t (*tell)(void*);
+};
+constexpr int SFM_READ = 0x10;
+
+struct Sndfile {
+  SNDFILE* (*open_virtual)(SF_VIRTUAL_IO*, int, SF_INFO*, void*) = nullptr;
+  int (*close)(SNDFILE*) = nullptr;
+  const char* (*strerror)(SNDFILE*) = nullptr;
+  sf_count_t (*seek)(SNDFILE*, sf_count_t, int) = nullptr;
+  sf_count_t (*readf_short)(SNDFILE*, int16_t*, sf_count_t) = nullptr;
+  sf_count_t (*readf_int)(SNDFILE*, int32_t*, sf_count_t) = nullptr;
+  sf_count_t (*readf_float)(SNDFILE*, float*, sf_count_t) = nullptr;
+  const char* (*version)() = nullptr;
+};
+
+std::mutex g_library_mutex;
+Sndfile* g_sndfile = nullptr;  // set once, never unloaded
+
+template <typename F>
+void load_symbol(void* handle, const char* name, F& slot, const std::string& path) {
+  slot = reinterpret_cast<F>(dlsym(handle, name));
+  if (!slot) throw std::runtime_error("libsndfile at '" + path + "' lacks " + name);
+}
+
+// Opens libsndfile from `path` (once per process; later calls return the loaded version).
+std::string audio_library(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_library_mutex);
+  if (!g_sndfile) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) throw std::runtime_error("cannot load libsndfile from '" + path + "': " + dlerror());
+    auto lib = std::make_unique<Sndfile>();
+    load_symbol(handle, "sf_open_virtual", lib->open_virtual, path);
+    load_symbol(handle, "sf_close", lib->close, path);
+    load_symbol(handle, "sf_strerror", lib->strerror, path);
+    load_symbol(handle, "sf_seek", lib->seek, path);
+    load_symbol(handle, "sf_readf_short", lib->readf_short, path);
+    load_symbol(handle, "sf_readf_int", lib->readf_int, path);
+    load_symbol(handle, "sf_readf_float", lib->readf_float, path);
+    load_symbol(handle, "sf_version_string", lib->version, path);
+    g_sndfile = lib.release();
+  }
+  return g_sndfile->version();
+}
+
+const Sndfile& sndfile() {
+  if (!g_sndfile) throw std::runtime_error("audio decoding: libsndfile is not loaded (audio_library first)");
+  return *g_sndfile;
+}
+
+// ---- an encoded file in memory, read through libsndfile's virtual I/O ----------------------------
+struct MemoryFile {
+  const uint8_t* data;
+  sf_count_t size, pos = 0;
+};
+
+sf_count_t vio_length(void* user) { return static_cast<MemoryFile*>(user)->size; }
+sf_count_t vio_seek(sf_count_t offset, int whence, void* user) {
+  auto* f = static_cast<MemoryFile*>(user);
+  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f->pos : f->size;
+  sf_count_t to = base + offset;
+  if (to < 0 || to > f->size) return -1;
+  return f->pos = to;
+}
+sf_count_t vio_read(void* dst, sf_count_t count, void* user) {
+  auto* f = static_cast<MemoryFile*>(user);
+  sf_count_t n = std::max<sf_count_t>(0, std::min(count, f->size - f->pos));
+  std::memcpy(dst, f->data + f->pos, n);
+  f->pos += n;
+  return n;
+}
+sf_count_t vio_write(const void*, sf_count_t, void*) { return 0; }
+sf_count_t vio_tell(void* user) { return static_cast<MemoryFile*>(user)->pos; }
+SF_VIRTUAL_IO g_vio = {vio_length, vio_seek, vio_read, vio_write, vio_tell};
+
+// One open file, closed when it goes.
+struct OpenAudio {
+  MemoryFile file{nullptr, 0};
+  SNDFILE* handle = nullptr;
+  SF_INFO info{};
+  int64_t first = 0, frames = 0;  // the decoded range [first, first + frames)
+  int64_t out_frames = 0;
+  int out_channels = 0;
+  double out_rate = 0;
+  ~OpenAudio() {
+    if (handle) sndfile().close(handle);
+  }
+};
+
+template <typename T>
+sf_count_t read_frames(SNDFILE* f, T* dst, sf_count_t frames) {
+  const Sndfile& lib = sndfile();
+  if constexpr (std::is_same_v<T, int16_t>) return lib.readf_short(f, dst, frames);
+  if constexpr (std::is_same_v<T, int32_t>) return lib.readf_int(f, dst, frames);
+  if constexpr (std::is_same_v<T, float>) return lib.readf_float(f, dst, frames);
+}
+
+// Frames [first, first + frames) of sample i as T (interleaved), or an error naming what failed.
+template <typename T>
+void read_range(OpenAudio& a, int64_t i, T* dst) {
+  if (a.first > 0 && sndfile().seek(a.handle, a.first, SEEK_SET) != a.first)
+    throw SampleError(i, "cannot seek to frame " + std::to_string(a.first) + ": " + sndfile().strerror(a.handle));
+  sf_count_t got = read_frames(a.handle, dst, a.frames);
+  if (got != a.frames)
+    throw SampleError(i, "truncated or corrupt audio: decoded " + std::to_string(std::max<sf_count_t>(got, 0)) +
+                             " of " + std::to_string(a.frames) + " frames (" + sndfile().strerror(a.handle) + ")");
+}
+
+template <typename Out>
+void decode_one(OpenAudio& a, int64_t i, Out* out, bool downmix, const SincResampler* resampler,
+                std::vector<float>& scratch, std::vector<float>& mixed) {
+  const int channels = a.info.channels;
+  const bool resample = a.out_rate != a.info.samplerate;
+  if (!resample && !(downmix && channels > 1)) {
+    read_range(a, i, out);
+    return;
+  }
+  scratch.resize(size_t(a.frames) * channels);
+  read_range(a, i, scratch.data());
+  const float* signal = scratch.data();
+  int signal_channels = channels;
+  if (downmix && channels > 1) {
+    mixed.resize(a.frames);
+    const float factor = 1.0f / channels;
+    for (int64_t t = 0; t < a.frames; ++t) {
+      float sum = scratch[t * channels];
+      for (int c = 1; c < channels; ++c) sum += scratch[t * channels + c];
+      mixed[t] = sum * factor;
+    }
+    signal = mixed.data();
+    signal_channels = 1;
+  }
+  if (resample) {
+    resampler->resample(out, a.out_frames, a.out_rate, signal, a.frames, a.info.samplerate, signal_channels);
+  } else {
+    for (int64_t k = 0; k < a.frames * signal_channels; ++k) out[k] = from_unit<Out>(signal[k]);
+  }
+}
+
+using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// Decodes a batch of encoded files. `target_rates[i]` > 0 resamples sample i to that rate;
+// `starts`/`durations` (seconds, optional) pick a range of each file (readers.nemo_asr's offset
+// and duration; a duration <= 0 runs to the end). Returns (buffer, shapes [N, 1 or 2], offsets,
+// the files' own sample rates [N] float32).
+py::tuple audio_decode(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets, int out_type,
+                       bool downmix, F64Array target_rates, double quality, std::optional<F64Array> starts,
+                       std::optional<F64Array> durations) {
+  BatchView in = make_batch_view(src, shapes, offsets, false);
+  if (dtype_code(src) != static_cast<int>(DType::UINT8))
+    throw std::invalid_argument("audio_decode: encoded audio must be uint8 bytes");
+  const int64_t n = in.num_samples;
+  auto check_n = [n](const F64Array& a, const char* what) {
+    if (a.ndim() != 1 || a.shape(0) != n) throw std::invalid_argument(std::string("audio_decode: ") + what + " must be [N]");
+  };
+  check_n(target_rates, "target_rates");
+  if (starts) check_n(*starts, "starts");
+  if (durations) check_n(*durations, "durations");
+  if (out_type != int(DType::INT16) && out_type != int(DType::INT32) && out_type != int(DType::FLOAT))
+    throw std::invalid_argument("audio_decode: the output type must be INT16, INT32 or FLOAT");
+  const Sndfile& lib = sndfile();
+  std::vector<OpenAudio> files(n);
+  const double* rates = target_rates.data();
+  const double* start_s = starts ? starts->data() : nullptr;
+  const double* duration_s = durations ? durations->data() : nullptr;
+  {
+    py::gil_scoped_release nogil;
+    pool.parallel_for(n, [&](int64_t i) {
+      OpenAudio& a = files[i];
+      a.file = MemoryFile{in.sample<uint8_t>(i), in.volume(i)};
+      a.handle = lib.open_virtual(&g_vio, SFM_READ, &a.info, &a.file);
+      if (!a.handle) throw SampleError(i, std::string("cannot decode audio: ") + lib.strerror(nullptr));
+      if (a.info.channels < 1 || a.info.samplerate < 1 || a.info.frames < 0)
+        throw SampleError(i, "cannot decode audio: invalid header (" + std::to_string(a.info.channels) +
+                                 " channels, " + std::to_string(a.info.samplerate) + " Hz)");
+      // Never allocate from a length no file of this size can hold (a stream of unknown length
+      // reports the largest count; a corrupt header anything): even silence compresses to less
+      // than 64 Ki samples per byte in these formats.
+      constexpr int64_t kMaxSamplesPerByte = 1 << 16;
+      if (a.info.frames > kMaxSamplesPerByte * (in.volume(i) + 4096) / a.info.channels)
+        throw SampleError(i, "cannot decode audio: the header claims " + std::to_string(a.info.frames) +
+                                 " frames, more than a file of " + std::to_string(in.volume(i)) +
+                                 " bytes can hold");
+      const double rate = a.info.samplerate;
+      a.first = start_s ? std::clamp<int64_t>(static_cast<int64_t>(start_s[i] * rate), 0, a.info.frames) : 0;
+      a.frames = a.info.frames - a.first;
+      if (duration_s && duration_s[i] > 0)
+        a.frames = std::min<int64_t>(a.frames, static_cast<int64_t>(duration_s[i] * rate));
+      a.out_rate = rates[i] > 0 ? rates[i] : rate;
+      a.out_frames = a.out_rate != rate ? resampled_length(a.frames, rate, a.out_rate) : a.frames;
+      a.out_channels = downmix ? 1 : a.info.channels;
+    });
+  }
+  // mono without downmixing keeps its channel axis, as in DALI: (n, 1)
+  const int ndim = downmix ? 1 : 2;
+  py::array_t<int64_t> out_shapes({n, int64_t(ndim)});
+  py::array_t<int64_t> out_offsets(n);
+  py::array_t<float> file_rates(n);
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out_shapes.mutable_at(i, 0) = files[i].out_frames;
+    if (ndim == 2) out_shapes.mutable_at(i, 1) = files[i].out_channels;
+    out_offsets.mutable_at(i) = total;
+    file_rates.mutable_at(i) = static_cast<float>(files[i].info.samplerate);
+    total += files[i].out_frames * files[i].out_channels;
+  }
+  const size_t elem = out_type == int(DType::INT16) ? 2 : 4;
+  py::array out = empty_pooled(size_t(total) * elem);
+  char* base = static_cast<char*>(out.mutable_data());
+  const int64_t* out_off = out_offsets.data();
+  {
+    py::gil_scoped_release nogil;
+    const SincResampler resampler(resampling_lobes(quality));
+    pool.parallel_for(n, [&](int64_t i) {
+      thread_local std::vector<float> scratch, mixed;
+      char* dst = base + out_off[i] * elem;
+      switch (static_cast<DType>(out_type)) {
+        case DType::INT16: decode_one(files[i], i, reinterpret_cast<int16_t*>(dst), downmix, &resampler, scratch, mixed); break;
+        case DType::INT32: decode_one(files[i], i, reinterpret_cast<int32_t*>(dst), downmix, &resampler, scratch, mixed); break;
+        default: decode_one(files[i], i, reinterpret_cast<float*>(dst), downmix, &resampler, scratch, mixed); break;
+      }
+    });
+  }
+  py::dtype dt = out_type == int(DType::INT16) ? py::dtype::of<int16_t>()
+                 : out_type == int(DType::INT32) ? py::dtype::of<int32_t>() : py::dtype::of<float>();
+  py::array typed(dt, {total}, {int64_t(elem)}, base, out);
+  return py::make_tuple(typed, out_shapes, out_offsets, file_rates);
+}
+
+}  // namespace
+}  // namespace penstock
+
+PENSTOCK_BINDINGS(audio_decode) {
+  using namespace penstock;
+  m.def("audio_library", &audio_library, "Loads libsndfile from a path (once); returns its version string",
+        py::arg("path"));
+  m.def("audio_decode", &audio_decode,
+        "Decodes a batch of encoded audio files (libsndfile) into one packed buffer, with optional downmixing, "
+        "resampling and a range per file",
+        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("offsets"), py::arg("out_type"),
+        py::arg("downmix"), py::arg("target_rates"), py::arg("quality"), py::arg("starts") = py::none(),
+        py::arg("durations") = py::none());
+}

@@ -1,0 +1,162 @@
+// Band-limited resampling with a windowed sinc, as DALI 2.4's audio resampler does it (used by
+// decoders.audio's sample_rate and by audio_resample): a Hann-windowed sinc of `lobes` zero
+// crossings per side, tabulated at 64 points per lobe and read with linear interpolation, applied
+// at the input rate (no extra low-pass when downsampling). Arithmetic in float, output positions
+// advanced in blocks of 256 from a double start; one interpolation fraction serves all taps of an
+// output (DALI computes it per tap: the values agree to about 1e-6 of full scale).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/convert.h"
+
+namespace penstock {
+
+// Integer samples read and written as fractions of full scale, as DALI's audio operators do:
+// signed x / max and round(f * max); unsigned ones span [-1, 1] too, x * 2 / max - 1 and
+// round((f + 1) * max / 2); saturated. Floating-point samples stay as they are.
+template <typename T>
+inline float to_unit(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<float>(v);
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<float>(v) * (1.0f / static_cast<float>(std::numeric_limits<T>::max()));
+  } else {
+    return static_cast<float>(v) * (2.0f / static_cast<float>(std::numeric_limits<T>::max())) - 1.0f;
+  }
+}
+
+template <typename T>
+inline T from_unit(float f) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(f);
+  } else if constexpr (std::is_signed_v<T>) {
+    return convert_sat<T>(f * static_cast<float>(std::numeric_limits<T>::max()));
+  } else {
+    return convert_sat<T>((f + 1.0f) * (0.5f * static_cast<float>(std::numeric_limits<T>::max())));
+  }
+}
+
+// quality 0..100 -> zero crossings per side of the sinc (3 at 0, 16 at 50, 64 at 100)
+inline int resampling_lobes(double quality) {
+  return static_cast<int>(std::round(0.007 * quality * quality - 0.09 * quality + 3));
+}
+
+// ceil(n * out_rate / in_rate): the length a resampled signal gets
+inline int64_t resampled_length(int64_t n, double in_rate, double out_rate) {
+  return static_cast<int64_t>(std::ceil(n * out_rate / in_rate));
+}
+
+class SincResampler {
+ public:
+  // The table holds 32 entries per unit of x (coeffs = 64 per lobe over [-lobes, lobes]), so the taps
+  // of one output, one unit apart, read entries 32 apart with the same interpolation fraction.
+  static constexpr int kPerUnit = 32;
+
+  explicit SincResampler(int lobes) : lobes_(lobes) {
+    const int coeffs = lobes * 2 * kPerUnit + 1;
+    const float scale = 2.0f * lobes / (coeffs - 1);
+    const float envelope_scale = 2.0f / coeffs;
+    // a zero on each side (reads at the edges interpolate to 0), and room for one more unit
+    std::vector<float> lookup(coeffs + 2 + kPerUnit, 0.0f);
+    const int center = static_cast<int>((coeffs - 1) * 0.5f);
+    for (int i = 0; i < coeffs; ++i) {
+      const float x = static_cast<float>(i - center);
+      const double y = x * scale;
+      const double sinc = y != 0 ? std::sin(y * M_PI) / (y * M_PI) : 1.0;
+      const double hann = 0.5 * (1 + std::cos(static_cast<double>(x * envelope_scale) * M_PI));
+      lookup[i + 1] = static_cast<float>(sinc * hann);
+    }
+    // by phase: entry p + kPerUnit * u at [p][u], so the taps of one output read contiguous values
+    table_size_ = static_cast<int64_t>(lookup.size());
+    units_ = table_size_ / kPerUnit + 1;
+    value_.assign(kPerUnit * units_, 0.0f);
+    slope_.assign(kPerUnit * units_, 0.0f);
+    for (int64_t i = 0; i + 1 < table_size_; ++i) {
+      value_[(i % kPerUnit) * units_ + i / kPerUnit] = lookup[i];
+      slope_[(i % kPerUnit) * units_ + i / kPerUnit] = lookup[i + 1] - lookup[i];
+    }
+    center_ = static_cast<float>(center + 1);
+  }
+
+  // out[0, out_len) from in[0, n_in) (interleaved channels), both rates in samples per second.
+  // Equal rates are filtered too, as DALI's audio_resample does (the decoder skips the call).
+  // Positions advance in float from a double start every 256 outputs, as in DALI.
+  template <typename Out, typename In>
+  void resample(Out* out, int64_t out_len, double out_rate, const In* in, int64_t n_in, double in_rate,
+                int channels) const {
+    constexpr int64_t kBlock = 256;
+    const double scale = in_rate / out_rate;
+    const float fscale = static_cast<float>(scale);
+    std::vector<float> acc(channels), weights(2 * lobes_ + 1);
+    WeightsKey key;
+    for (int64_t block = 0; block < out_len; block += kBlock) {
+      const int64_t block_end = std::min(block + kBlock, out_len);
+      const double start = block * scale;
+      const int64_t base = static_cast<int64_t>(std::floor(start));
+      float pos = static_cast<float>(start - base);  // input position relative to `base`
+      for (int64_t o = block; o < block_end; ++o, pos += fscale) {
+        int64_t centre = static_cast<int64_t>(pos);  // ceil(pos), pos >= 0, without a library call
+        if (static_cast<float>(centre) < pos) ++centre;
+        const int64_t i0 = std::max<int64_t>(centre - lobes_, -base);
+        const int64_t taps = std::max<int64_t>(std::min<int64_t>(centre + lobes_, n_in - base) - i0, 0);
+        fill_weights(static_cast<float>(i0) - pos, taps, weights.data(), key);
+        const In* x = in + (base + i0) * channels;
+        if (channels == 1) {
+          out[o] = from_unit<Out>(dot(x, weights.data(), taps));
+          continue;
+        }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t t = 0; t < taps; ++t)
+          for (int c = 0; c < channels; ++c) acc[c] += to_unit(x[t * channels + c]) * weights[t];
+        for (int c = 0; c < channels; ++c) out[o * channels + c] = from_unit<Out>(acc[c]);
+      }
+    }
+  }
+
+ private:
+  // What the weights of the last output were computed from: an integer rate ratio (48 -> 16 kHz)
+  // gives every output the same ones.
+  struct WeightsKey {
+    int64_t first = -1, taps = -1;
+    float di = -1;
+  };
+
+  // The weights of taps x0, x0 + 1, ...: the table read with linear interpolation. x0 >= -lobes, so
+  // the table position is positive and truncation is floor.
+  void fill_weights(float x0, int64_t taps, float* w, WeightsKey& key) const {
+    const float fi = x0 * kPerUnit + center_;
+    const int64_t first = static_cast<int64_t>(fi);
+    const float di = fi - static_cast<float>(first);
+    if (first == key.first && di == key.di && taps == key.taps) return;  // `w` holds them already
+    key = {first, taps, di};
+    const int64_t last = first + (taps - 1) * kPerUnit;
+    if (first < 0 || last + 1 >= table_size_) {  // outside the window: none
+      std::fill(w, w + taps, 0.0f);
+      return;
+    }
+    const float* value = value_.data() + (first % kPerUnit) * units_ + first / kPerUnit;
+    const float* slope = slope_.data() + (first % kPerUnit) * units_ + first / kPerUnit;
+    for (int64_t t = 0; t < taps; ++t) w[t] = value[t] + di * slope[t];
+  }
+
+  // Four running sums over taps 0, 4, ... then the rest one by one (DALI's vector order).
+  template <typename In>
+  static float dot(const In* x, const float* w, int64_t taps) {
+    float lane[4] = {0, 0, 0, 0};
+    int64_t t = 0;
+    for (; t + 3 < taps; t += 4)
+      for (int k = 0; k < 4; ++k) lane[k] += to_unit(x[t + k]) * w[t + k];
+    float f = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    for (; t < taps; ++t) f += to_unit(x[t]) * w[t];
+    return f;
+  }
+
+  int lobes_;
+  int64_t table_size_ = 0, units_ = 0;
+  std::vector<float> value_, slope_;  // the table's values and slopes by phase
+  float center_ = 0;
+};
+
+}  // namespace penstock
