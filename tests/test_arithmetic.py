@@ -445,3 +445,32 @@ def test_boolean_shifts_are_those_of_0_and_1():
     right, left = _run(lambda x, y: (x >> y, x << y), [a], [b])
     np.testing.assert_array_equal(right.at(0), a & ~b)
     np.testing.assert_array_equal(left.at(0), a)
+
+
+def test_ten_dimensions_broadcast_in_up_to_six_runs_of_dimensions():
+    rng = np.random.default_rng(3)
+    a = rng.random((2, 1, 1, 1, 3, 1, 2, 2, 3, 1), dtype=np.float32)
+    b = rng.random((1, 2, 3, 2, 1, 2, 1, 1, 1, 3), dtype=np.float32)
+    c = rng.random((3,), dtype=np.float32)
+    total, clamped = _run(lambda x, y, z: (x + y, dmath.clamp(x, y, z)), [a], [b], [c])
+    np.testing.assert_array_equal(total.at(0), a + b)
+    np.testing.assert_array_equal(clamped.at(0), np.minimum(np.maximum(a, b), c))
+
+
+def test_more_than_six_runs_of_broadcast_dimensions_are_refused_in_dalis_words():
+    a = np.ones((2, 1) * 5, np.float32)
+    with pytest.raises(RuntimeError, match="Broadcasting pattern too complex.*Got 10 groups"):
+        _run(lambda x, y: x + y, [a], [a.reshape((1, 2) * 5)])
+
+
+@pytest.mark.parametrize("graph, words", [
+    (lambda x: x + [x], "The input 1 of operator `+` must be a `DataNode` or a compatible constant. "
+                        "Got a `list` with nested `DataNode`(s)."),
+    (lambda x: dmath.max((x, x), 5), "The input 0 of operator `max` must be a `DataNode`"),
+    (lambda x: x + [[x]], "Unexpected type: <class 'list'>"),
+    (lambda x: x + [1, "two"], "Unexpected type: <class 'str'>"),
+])
+def test_lists_holding_data_nodes_are_not_operands(graph, words):
+    with pytest.raises(TypeError) as err:
+        _run(graph, [np.ones(3, np.float32)])
+    assert words in str(err.value)

@@ -80,6 +80,14 @@ def _conditional_context() -> list[Expression]:
              ("not", "not a"), ("and", "a and b"), ("or", "a or b"), ("if_comparison", "a if a < b else b")]]
 
 
+def _nested_nodes() -> list[Expression]:
+    """A list holding DataNodes as an operand (an operator's several outputs, passed whole)."""
+    return [Expression(f"nested:{name}", expr, (F, F)) for name, expr in
+            [("add", "a + [b]"), ("rmul", "[a, b] * b"), ("pow", "a ** [b]"), ("eq", "a == (b,)"),
+             ("math.max", "math.max([a, b], 5)"), ("math.clamp", "math.clamp(a, 0, [b])"),
+             ("math.atan2", "math.atan2(a, [b])"), ("nested_twice", "a + [[b]]")]]
+
+
 def _tensor(desc: int | str) -> tuple:
     """A source of ``desc`` dimensions (an int: without a layout) or with layout ``desc``."""
     ndim, layout = (desc, None) if isinstance(desc, int) else (len(desc), desc)
@@ -115,6 +123,13 @@ def _broadcasting() -> list[Expression]:
     cases += [Expression("broadcast:int_mul", "a * b", (_src("int32", (2, 3)), _src("int32", (2,)))),
               Expression("broadcast:clamp", "math.clamp(a, b, c)", (_f(2, 3), _f(3), _f(2, 4))),
               Expression("broadcast:clamp_ok", "math.clamp(a, b, c)", (_f(2, 3), _f(3), _f(2, 1)))]
+    # 10 dimensions: DALI computes up to 6 runs of dimensions broadcast alike and refuses more
+    alternating = (2, 1) * 5
+    cases += [Expression("broadcast:10_groups", "a + b", (_f(*alternating), _f(*alternating[::-1]))),
+              Expression("broadcast:6_groups_10d", "a * b", (_f(2, 1, 1, 1, 2, 1, 2, 2, 2, 1),
+                                                             _f(1, 2, 2, 2, 1, 2, 1, 1, 1, 2))),
+              Expression("broadcast:6_groups_10d_clamp", "math.clamp(a, b, c)",
+                         (_f(2, 1, 1, 1, 2, 1, 2, 2, 2, 1), _f(1, 2, 2, 2, 1, 2, 1, 1, 1, 2), _f(2)))]
     return cases
 
 
@@ -157,5 +172,5 @@ def _float16_and_constants() -> list[Expression]:
             Expression("constant:uint8_big", "a + 300", (U8,)), Expression("constant:array", "a - np.int32([1, 2, 3])", (I,))]
 
 
-EXPRESSIONS = (_booleans() + _bitwise() + _conditional_context() + _layouts() + _broadcasting()
+EXPRESSIONS = (_booleans() + _bitwise() + _conditional_context() + _nested_nodes() + _layouts() + _broadcasting()
                + _division_by_zero() + _integer_powers() + _float16_and_constants())

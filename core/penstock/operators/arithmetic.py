@@ -137,8 +137,20 @@ def _operand(value: Any, inputs: list) -> tuple:
                     "operand is a DataNode, a number or an array constant.)")
 
 
+def _refuse_nested_nodes(op: str, values: tuple) -> None:
+    """A list or tuple holding DataNodes (an operator's several outputs, most often) is not an
+    operand; refused in DALI's words, naming the operation as Python code spells it."""
+    for k, value in enumerate(values):
+        if isinstance(value, (list, tuple)) and any(isinstance(x, DataNode) for x in value):
+            name = "**" if op == "pow" else _symbol(op)
+            raise TypeError(f"The input {k} of operator `{name}` must be a `DataNode` or a compatible constant. "
+                            f"Got a `{type(value).__name__}` with nested `DataNode`(s).\n"
+                            "Did you pass a return value of an operator producing multiple outputs?")
+
+
 def expression(op: str, *values: Any) -> DataNode:
     """``op`` (a name of BINARY_CODES or UNARY_CODES, "fabs" or "clamp") over DataNodes and constants."""
+    _refuse_nested_nodes(op, values)
     inputs: list[DataNode] = []
     operands = tuple(_operand(v, inputs) for v in values)
     if not inputs:
@@ -184,7 +196,67 @@ def _broadcast_shapes(shapes: list[np.ndarray], n: int) -> np.ndarray:
         lines = [f"{' x '.join(str(int(e)) for e in s[min(i, len(s) - 1)])} "
                  f"(d={s.shape[1] - 1 - from_right}, belonging to sample_idx={i})" for s in shapes]
         raise ValueError("Can't broadcast shapes:\n" + "\n".join(lines))
+    _refuse_complex_broadcasting(padded, out)
     return out
+
+
+KERNEL_MAX_DIMS = 8  # the element-wise kernels' limit (csrc/kernels/elementwise.cpp, csrc/cuda)
+
+
+def _kernel_shapes(operand_shapes: list[np.ndarray], out: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The shapes the element-wise kernels read the operands and the output with: their own, up to
+    the kernels' dimension limit; beyond it, adjacent dimensions in which the same operands are
+    broadcast merge into one (the data stays where it is: samples are contiguous), as many as
+    the broadcast groups, which _refuse_complex_broadcasting keeps at 6 or fewer."""
+    n, nd = out.shape
+    if nd <= KERNEL_MAX_DIMS:
+        return operand_shapes, out
+    padded = []
+    for s in operand_shapes:
+        p = np.ones((s.shape[0], nd), np.int64)
+        if s.shape[1]:
+            p[:, nd - s.shape[1]:] = s
+        padded.append(p)
+    live = out != 1
+    broadcast = [(np.broadcast_to(p, (n, nd)) == 1) & live for p in padded]
+    groups: list[list[int]] = []
+    current = np.full((len(padded), n), -1, np.int64)  # per operand and sample: the group's pattern
+    for d in range(nd):
+        here = np.stack([np.where(live[:, d], b[:, d], -1) for b in broadcast])
+        fits = groups and np.all((here == -1) | (current == -1) | (here == current))
+        if fits:
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+            current = np.full_like(current, -1)
+        current = np.where(here == -1, current, here)
+    views = [np.stack([p[:, g].prod(axis=1) for g in groups], axis=1) for p in padded]
+    return views, np.stack([out[:, g].prod(axis=1) for g in groups], axis=1)
+
+
+MAX_BROADCAST_GROUPS = 6
+
+
+def _refuse_complex_broadcasting(padded: list[np.ndarray], out: np.ndarray) -> None:
+    """DALI computes a broadcast over runs of dimensions in which the same operands are
+    broadcast (dimensions of extent 1 dropped) and refuses more than 6 such runs: so does
+    penstock, in DALI's words, so that a pipeline it accepts DALI accepts too."""
+    n, nd = out.shape
+    live = out != 1
+    pattern = np.zeros((n, nd), np.int64)  # per dimension: which operands it broadcasts, as bits
+    for k, p in enumerate(padded):
+        pattern |= ((p == 1) & live).astype(np.int64) << k
+    previous = np.full(n, -1, np.int64)
+    groups = np.zeros(n, np.int64)
+    for d in range(nd):
+        current = np.where(live[:, d], pattern[:, d], previous)
+        groups += current != previous
+        previous = current
+    worst = int(groups.max(initial=0))
+    if worst > MAX_BROADCAST_GROUPS:
+        raise ValueError(f"Broadcasting pattern too complex. Can't operate with simplified shapes with more than "
+                         f"{MAX_BROADCAST_GROUPS} groups of dimensions. Got {worst} groups. For more details see "
+                         "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/math.html")
 
 
 def _output_layout(op: str, layouts: list[str], ndims: list[int], out_nd: int) -> str:
@@ -253,15 +325,18 @@ class Arithmetic(Operator):
             raise ValueError("Integer division by zero.")  # as DALI's CPU operator; a GPU kernel cannot raise: x // 0 is 0 there
         like = next((o for o in operands if shapes is o._shapes), None)
         out = ws.new_batch(shapes, to_numpy_type(out_type), layout, like=like)
+        views, out_view = _kernel_shapes([o._shapes for o in operands], shapes)
         if self.op == "clamp":  # max(x, lo), then min(that, hi), in the promoted type
             low = ws.new_batch(shapes, to_numpy_type(compute), layout)
-            self._binary(ws, "max", compute, operands[0], operands[1], low)
-            self._binary(ws, "min", compute, low, operands[2], out)
+            self._binary(ws, "max", compute, (operands[0], views[0]), (operands[1], views[1]), (low, out_view))
+            self._binary(ws, "min", compute, (low, out_view), (operands[2], views[2]), (out, out_view))
         else:
-            self._binary(ws, self.op, compute, operands[0], operands[1], out)
+            self._binary(ws, self.op, compute, (operands[0], views[0]), (operands[1], views[1]), (out, out_view))
         return [out]
 
     @staticmethod
-    def _binary(ws, op: str, compute: T, a, b, out) -> None:
-        ws.kernels.binary(ws.pool, BINARY_CODES[op], int(compute), a._buf, a._shapes, a._offsets,
-                          b._buf, b._shapes, b._offsets, out._buf, out._shapes, out._offsets)
+    def _binary(ws, op: str, compute: T, a: tuple, b: tuple, out: tuple) -> None:
+        """``a``, ``b``, ``out``: (batch, the shapes the kernel reads it with)."""
+        (a, a_shapes), (b, b_shapes), (out, out_shapes) = a, b, out
+        ws.kernels.binary(ws.pool, BINARY_CODES[op], int(compute), a._buf, a_shapes, a._offsets,
+                          b._buf, b_shapes, b._offsets, out._buf, out_shapes, out._offsets)
