@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .types import DALIDataType, DALIImageType, DALIInterpType, to_dali_type
+from .types import DALIDataType, DALIImageType, DALIInterpType, ScalarConstant, to_dali_type
 
 
 class ArgumentValueError(ValueError, RuntimeError):
@@ -263,6 +263,8 @@ def _convert(arg: Arg, value: Any, op: str) -> Any:
     t = arg.type
     if t is ArgType.ANY:
         return value
+    if isinstance(value, ScalarConstant):  # types.ScalarConstant(5) given for an argument: its value, as in DALI
+        value = value.value
     if t is ArgType.CALLABLE:
         if not callable(value):
             raise TypeError(f"{op}: argument '{arg.name}' expects a callable, got "

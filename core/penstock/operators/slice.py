@@ -25,13 +25,15 @@ ENDS = ("end", "rel_end", "shape", "rel_shape")
 def check_slice_args(op) -> None:
     """Build-time checks: the argument combinations DALI refuses before running."""
     given = {name for name in STARTS + ENDS + ("axes", "axis_names") if op.given(name)}
+    # DALI's words, then what was given
     if {"axes", "axis_names"} <= given:
-        raise ArgumentValueError(f"{op.label}: 'axes' and 'axis_names' are mutually exclusive")
+        raise ArgumentValueError(f"{op.label}: Arguments `axes` and `axis_names` are mutually exclusive")
     if set(STARTS) <= given:
-        raise ArgumentValueError(f"{op.label}: 'start' and 'rel_start' are mutually exclusive")
+        raise ArgumentValueError(f'{op.label}: "start" and "rel_start" arguments are mutually exclusive')
     ends = sorted(given & set(ENDS))
     if len(ends) > 1:
-        raise ArgumentValueError(f"{op.label}: {', '.join(ends)} are mutually exclusive (give one end or shape)")
+        raise ArgumentValueError(f'{op.label}: "end", "rel_end", "shape", and "rel_shape" arguments are mutually '
+                                 f"exclusive (given: {', '.join(ends)})")
     named = given & set(STARTS + ENDS)
     if len(op.node.inputs) == 3 and named:
         raise ArgumentValueError(f"{op.label}: the named window arguments ({', '.join(sorted(named))}) cannot "

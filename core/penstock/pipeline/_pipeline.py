@@ -14,7 +14,7 @@ from .._executor import Executor, Iteration
 from .._graph import OpNode
 from ..data_node import DataNode
 from ..operators.constant import constant_node
-from ..types import DALIDataType, PipelineAPIType
+from ..types import DALIDataType, PipelineAPIType, ScalarConstant
 from ._build import PipelineBuild
 from ._run import PipelineRun
 
@@ -251,6 +251,9 @@ class Pipeline(PipelineBuild, PipelineRun):
             elif isinstance(o, (int, float, bool, list, tuple, np.ndarray, np.generic)):
                 with self:
                     result.append(constant_node(o, device="cpu"))
+            elif isinstance(o, ScalarConstant):  # a 0-D constant of its own type
+                with self:
+                    result.append(constant_node(o.value, dtype=o.dtype, device="cpu"))
             else:
                 raise TypeError(f"Illegal output type. The output {i} is a `{type(o)}`. Allowed types are "
                                 "``DataNode`` and types convertible to `types.Constant` (numerical constants, 1D "
