@@ -2,9 +2,8 @@
 `nvidia.dali` replaced by `penstock` in the imports (`import penstock as dali`, so the page's
 `dali.pickling.pickle_by_value` and `dali.pipeline.experimental` read as written) and the CPU form of
 GPU placements (device="mixed"/"gpu" -> CPU, device_id=0 -> None, `.gpu()` dropped) so that they
-run in CI. The page's callbacks read `sample_info.iter_idx`, which DALI's SampleInfo does not have;
-they read `sample_info.iteration` here. The py_callback_pickler=dill example is
-tests/test_parallel_external_source.py's (with dill installed).
+run in CI. The page's callbacks read `sample_info.iter_idx`, which DALI's SampleInfo does not have
+(DALI names it `iteration`); penstock's has both, so they run as the page writes them.
 """
 import os
 import subprocess
@@ -161,12 +160,12 @@ def test_conditional_random_rotate(image_dirs):
 @do_not_convert
 def source_factory(size):
     def source_fun(sample_info):
-        return np.full(size, sample_info.iteration)
+        return np.full(size, sample_info.iter_idx)
     return source_fun
 
 
 def source_fun(sample_info):
-    return np.full((2, 2), sample_info.iteration)
+    return np.full((2, 2), sample_info.iter_idx)
 
 
 def test_callback_defined_outside_is_not_converted():
@@ -185,7 +184,7 @@ def test_do_not_convert_examples_parallel():
 
         def source_factory(size):
             def source_fun(sample_info):
-                return np.full(size, sample_info.iteration)
+                return np.full(size, sample_info.iter_idx)
             return source_fun
 
         source = source_factory(size=(2, 1))
@@ -215,6 +214,21 @@ def test_pickle_by_value():
         return fn.external_source(by_value, batch=False, parallel=True)
 
     np.testing.assert_array_equal(create_pipeline().run()[0].as_array(), [[10], [11]])
+
+
+def test_dill_as_the_callback_pickler():
+    import dill
+
+    @pipeline_def(py_callback_pickler=dill, batch_size=2, num_threads=1, device_id=None, py_start_method="spawn")
+    def create_pipeline():
+        src = fn.external_source(
+            lambda sample_info: np.int32([42]),
+            batch=False,
+            parallel=True,
+        )
+        return src
+
+    np.testing.assert_array_equal(create_pipeline().run()[0].as_array(), [[42], [42]])
 
 
 def test_a_fresh_import_holds_the_modules_the_page_reaches_as_attributes():
