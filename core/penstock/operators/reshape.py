@@ -35,6 +35,17 @@ def _volumes(shapes: np.ndarray) -> np.ndarray:
     return shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
 
 
+def _refuse_volume_change(label: str, shapes: np.ndarray, src_shapes: np.ndarray, why: str = "") -> None:
+    """A new shape must hold the sample's elements: refused in DALI's words, naming the sample."""
+    bad = np.nonzero(_volumes(shapes) != _volumes(src_shapes))[0]
+    if len(bad):
+        i = int(bad[0])
+        raise SampleError(i, f"{label}: The volume of the new shape should match the one of the original shape. "
+                             f"Requested a shape with {int(_volumes(shapes[i:i + 1])[0])} elements but the original "
+                             f"shape has {int(_volumes(src_shapes[i:i + 1])[0])} elements. (sample {i} of shape "
+                             f"{tuple(int(e) for e in src_shapes[i])}{'; ' + why if why else ''})")
+
+
 def _dims_text(shape) -> str:
     # DALI's way of printing a requested shape: its inferred (negative) extents as 0
     return " x ".join(str(max(int(e), 0)) for e in shape)
@@ -104,12 +115,7 @@ class _ReshapeBase(Operator):
         if src_dims is not None:
             cols = [src._shapes[:, d] if d >= 0 else np.ones(n, np.int64) for d in src_dims]
             shapes = np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
-            bad = np.nonzero(_volumes(shapes) != _volumes(src._shapes))[0]
-            if len(bad):
-                i = int(bad[0])
-                raise ValueError(f"{self.label}: The volume of the new shape should match the one of the original "
-                                 f"shape. Requested a shape with {int(_volumes(shapes[i:i + 1])[0])} elements but the "
-                                 f"original shape has {int(_volumes(src._shapes[i:i + 1])[0])} elements.")
+            _refuse_volume_change(self.label, shapes, src._shapes)
             return shapes
         shapes = src._shapes.copy()
         if out_itemsize != src._buf.dtype.itemsize and nd:  # reinterpret: the innermost extent takes the change
@@ -207,7 +213,7 @@ class Squeeze(Operator):
 
     def setup(self):
         if self.args["axes"] is not None and self.args["axis_names"] is not None:
-            raise ArgumentValueError(f"{self.label}: 'axes' and 'axis_names' are mutually exclusive")
+            raise ArgumentValueError(f"{self.label}: Provided both ``axes`` and ``axis_names`` arguments")
         if self.args["axes"] is None and self.args["axis_names"] is None:
             raise ArgumentValueError(f"{self.label}: give 'axes' or 'axis_names'")
 
@@ -217,8 +223,8 @@ class Squeeze(Operator):
         if self.args["axis_names"] is not None:
             missing = [c for c in self.args["axis_names"] if c not in layout]
             if missing:
-                raise ArgumentValueError(f"{self.label}: axis_names '{self.args['axis_names']}': "
-                                         f"'{''.join(missing)}' not in the input layout '{layout}'")
+                raise ArgumentValueError(f"{self.label}: Axis '{missing[0]}' is not present in the input layout "
+                                         f"'{layout}'")
             axes = [layout.index(c) for c in self.args["axis_names"]]
         else:
             axes = list(self.args["axes"])
@@ -226,14 +232,11 @@ class Squeeze(Operator):
         if bad:
             raise ArgumentValueError(f"{self.label}: axes {bad} out of range for {nd}-D input (valid: 0..{nd - 1})")
         if len(set(axes)) != len(axes):
-            raise ArgumentValueError(f"{self.label}: axes {axes} name a dimension more than once")
+            raise ArgumentValueError(f"{self.label}: Specified at least twice same dimension to remove. (axes {axes})")
         keep = [d for d in range(nd) if d not in axes]
         shapes = src._shapes[:, keep]
-        wrong = (src._shapes[:, axes] != 1).any(axis=1) & ((_volumes(src._shapes) != 0) | (_volumes(shapes) != 0))
-        if wrong.any():
-            i = int(np.nonzero(wrong)[0][0])
-            raise SampleError(i, f"{self.label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])}: only "
-                                 f"dimensions of extent 1 can be squeezed (axes {sorted(axes)})")
+        _refuse_volume_change(self.label, shapes, src._shapes, f"only dimensions of extent 1 can be squeezed "
+                                                                f"(axes {sorted(axes)})")
         return [reshaped(src, shapes, "".join(layout[d] for d in keep) if layout else "", self.label)]
 
 
