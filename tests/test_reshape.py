@@ -187,15 +187,17 @@ def test_expand_dims_layouts_zero_d_empty_axes_and_empty_samples():
     assert empty.shape() == [(0, 1, 3), (2, 1, 3)]
 
 
-@pytest.mark.parametrize("kwargs, layout, message", [
-    ({"axes": [-1]}, "HW", "must not be negative"),
-    ({"axes": [3]}, "HW", "do not fit"),
+@pytest.mark.parametrize("kwargs, layout, message", [  # DALI's words, which code written for DALI matches
+    ({"axes": [-1]}, "HW", "Axis value can't be negative"),
+    ({"axes": [3]}, "HW", "Data has not enough dimensions to add new axes at specified indices."),
     ({"axes": [0, 0]}, "HW", "more than once"),
-    ({"axes": [0, 1], "new_axis_names": "A"}, "HW", "1 letters for 2 axes"),
-    ({"axes": [0], "new_axis_names": "A"}, None, "needs an input with a layout"),
+    ({"axes": [0, 1], "new_axis_names": "A"}, "HW",
+     "Specified 2 new dimensions, but layout contains only 1 new dimension names"),
+    ({"axes": [0], "new_axis_names": "A"}, None,
+     "Specifying ``new_axis_names`` requires an input with a proper layout."),
 ])
 def test_expand_dims_errors(kwargs, layout, message):
-    with pytest.raises(RuntimeError, match=message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
         run_es(lambda a: fn.expand_dims(a, **kwargs), [np.zeros((2, 3), np.int32)], layouts=[layout])
 
 

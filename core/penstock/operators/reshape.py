@@ -247,24 +247,27 @@ class ExpandDims(Operator):
     and the new axes are named; without names, none (no axes: the input's)."""
 
     def setup(self):
+        # DALI's words, then what was given
         axes, names = list(self.args["axes"]), self.args["new_axis_names"]
         if any(a < 0 for a in axes):
-            raise ArgumentValueError(f"{self.label}: axes {axes} must not be negative (they are output positions)")
+            raise ArgumentValueError(f"{self.label}: Axis value can't be negative (axes {axes} are output positions)")
+        if names and len(names) != len(axes):
+            raise ArgumentValueError(f"{self.label}: Specified {len(axes)} new dimensions, but layout contains only "
+                                     f"{len(names)} new dimension names (new_axis_names '{names}')")
         if len(set(axes)) != len(axes):
             raise ArgumentValueError(f"{self.label}: axes {axes} name a position more than once")
-        if names and len(names) != len(axes):
-            raise ArgumentValueError(f"{self.label}: new_axis_names '{names}' has {len(names)} letters for "
-                                     f"{len(axes)} axes")
 
     def run(self, ws):
         src = ws.inputs[0]
         axes, names = list(self.args["axes"]), self.args["new_axis_names"]
         nd = src.ndim() + len(axes)
         if any(a >= nd for a in axes):
-            raise ArgumentValueError(f"{self.label}: axes {axes} do not fit: a {src.ndim()}-D input expanded by "
-                                     f"{len(axes)} has positions 0..{nd - 1}")
+            raise ArgumentValueError(f"{self.label}: Data has not enough dimensions to add new axes at specified "
+                                     f"indices. (axes {axes}: a {src.ndim()}-D input expanded by {len(axes)} has "
+                                     f"positions 0..{nd - 1})")
         if names and not src._layout and src.ndim():
-            raise ArgumentValueError(f"{self.label}: new_axis_names needs an input with a layout")
+            raise ArgumentValueError(f"{self.label}: Specifying ``new_axis_names`` requires an input with a proper "
+                                     "layout.")
         new = dict(zip(axes, names or [""] * len(axes)))
         old = iter(range(src.ndim()))
         dims = [None if d in new else next(old) for d in range(nd)]
