@@ -78,6 +78,8 @@ VALID_BY_ARGUMENT = {("readers.TFRecord", "features"): {"x": tfrecord.FixedLenFe
 def _with_required(schema, kwargs):
     required = {a.name: VALID_BY_ARGUMENT.get((schema.name, a.name), VALID[a.type])
                 for a in schema.arguments.values() if a.required}
+    if "cpu" not in schema.devices:  # GPU-only operators (readers.video): defined for their device
+        required["device"] = schema.devices[0]
     return {**required, **kwargs}
 
 

@@ -94,6 +94,31 @@ def _wavs() -> list[np.ndarray]:
     return out
 
 
+def video_file(name: str, codec: str, frames: int, height: int, width: int, seed: int, container: str = "webm",
+               vfr: bool = False) -> str:
+    """A natural-motion clip (examples/make_video_data.py) written once to a shared temporary
+    folder: penstock and the DALI process read the same bytes (encoders need not be deterministic)."""
+    import tempfile
+    from make_video_data import encode, natural_motion, variable_pts
+    folder = os.path.join(tempfile.gettempdir(), "penstock-differential-videos")
+    path = os.path.join(folder, f"{name}.{container}")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        data = encode(natural_motion(frames, height, width, seed=seed), codec, container,
+                      pts=variable_pts(frames, seed) if vfr else None, gop=8)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.replace(partial, path)
+    return path
+
+
+def _videos() -> list[np.ndarray]:
+    """A VP9 and an MJPEG clip (codecs DALI 2.4's CPU decodes), as bytes."""
+    paths = [video_file("vp9_a", "vp9", 12, 32, 48, 1), video_file("mjpeg_b", "mjpeg", 9, 24, 40, 2, "avi")]
+    return [np.fromfile(p, np.uint8) for p in paths]
+
+
 # input kinds: the arrays of one external source and its layout
 INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
@@ -115,6 +140,10 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "file_paths": lambda: (_file_paths(), None),
     # audio: encoded files, 1-D signals, power spectrograms (frequency x time)
     "wavs": lambda: (_wavs(), None),
+    # video: encoded clips, and frame sequences
+    "videos": lambda: (_videos(), None),
+    "sequences": lambda: ([np.arange(3 * 4 * 5 * 3, dtype=np.uint8).reshape(3, 4, 5, 3),
+                           np.arange(2 * 6 * 4 * 3, dtype=np.uint8).reshape(2, 6, 4, 3)], "FHWC"),
     "signals": lambda: ([np.sin(np.arange(3000, dtype=np.float32) * 0.05), np.cos(np.arange(1500, dtype=np.float32))],
                         None),
     "spectra": lambda: ([np.linspace(0.01, 2, 257 * 6, dtype=np.float32).reshape(257, 6),
@@ -166,8 +195,9 @@ def _run_dali(case: Any) -> Outcome:
 _POOL: list = []
 
 
-def run_dali(case: Any) -> Outcome:
-    """``case`` on DALI in a worker process, so that a DALI crash is an outcome, not the end of the run."""
+def run_dali(case: Any, runner: Callable[[Any], Outcome] = _run_dali) -> Outcome:
+    """``runner(case)`` (by default: ``case`` on DALI) in a worker process, so that a DALI crash is
+    an outcome, not the end of the run. ``runner`` must be importable by name from this directory."""
     import concurrent.futures
     import multiprocessing
     if not _POOL:
@@ -175,7 +205,7 @@ def run_dali(case: Any) -> Outcome:
         os.environ["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
         _POOL.append(concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
     try:
-        return _POOL[0].submit(_run_dali, case).result(timeout=120)
+        return _POOL[0].submit(runner, case).result(timeout=120)
     except concurrent.futures.process.BrokenProcessPool:
         _POOL.pop().shutdown(wait=False)
         return Outcome(crashed=True, message="the DALI process crashed")
