@@ -29,8 +29,15 @@ $(DEMO_STAMP): $(VENV)/bin/python pyproject.toml setup.py $(shell find csrc -nam
 demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+# NVIDIA DALI 2.4 (CPU) for the differential tests, in a site dir of its own (requirements-dali.txt)
+DALI_SITE ?= $(CURDIR)/$(VENV)/dali-site
+DALI_STAMP := $(DALI_SITE)/.installed
+$(DALI_STAMP): $(VENV)/bin/python requirements-dali.txt
+	$(PIP) install -q --no-deps --target $(DALI_SITE) -r requirements-dali.txt
+	touch $(DALI_STAMP)
+
+test: $(STAMP) $(DALI_STAMP)
+	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
 
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
@@ -44,11 +51,10 @@ gpu-test:
 	PENSTOCK_TEST_PRELOAD=$$($(PYTHON) -c "import importlib.util as u; print(','.join(n for n in ('jax', 'tensorflow') if u.find_spec(n)))") \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu -k "mixed or decod" tests
 
-# penstock against real NVIDIA DALI 2.4 (CPU only), case by case: needs `nvidia.dali` importable,
-# installed in the venv ($(PIP) install nvidia-dali-cuda130==2.4.0) or in another site-packages of
-# the same Python named by DALI_SITE. Prints how many cases ran and how many differ.
-DALI_SITE ?=
-differential: $(STAMP)
+# penstock against real NVIDIA DALI 2.4 (CPU only), case by case (`make test` runs them too), with
+# DALI from DALI_SITE (by default the one `make test` installs). Prints how many cases ran and how
+# many differ.
+differential: $(STAMP) $(DALI_STAMP)
 	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider --tb=line tests/differential
 
 bench: $(STAMP)

@@ -19,7 +19,8 @@ LAYERS = {
     "runtimes": {"_cuda", "_parallel", "_conditionals"},
     "operators": {"operators"},
     "front ends": {"pipeline", "fn", "ops", "experimental", "math", "backend", "backend_impl", "auto_aug",
-                   "__init__"},
+                   "external_source", "internal", "plugin_manager", "python_function_plugin", "reducers",
+                   "sysconfig", "__init__"},
     "plugins": {"plugin"},
 }
 RANK = {name: rank for rank, names in enumerate(LAYERS.values()) for name in names}

@@ -157,7 +157,6 @@ class SourceCaller:
         self.cycle = cycle
         self.k = num_outputs or 1
         self.multi = num_outputs is not None
-        self._exhausted = False
         self._iterator = None
         if source is not None and not callable(source):
             self._iterator = iter(source)  # taken once: an iterable yields one epoch unless cycled
@@ -166,13 +165,12 @@ class SourceCaller:
         self._arity = (positional_arity(source) if callable(source) and self._iterator is None else 0)
 
     def _next(self) -> Any:
-        if self._exhausted and self.cycle is None:
-            raise StopIteration
+        # Not cycled, the same iterator is asked again after its StopIteration (as DALI does): a
+        # generator or a list's iterator stays ended, an iterator object may start its next epoch.
         try:
             return next(self._iterator)
         except StopIteration:
             if self.cycle is None:
-                self._exhausted = True
                 raise
             self._iterator = self.source() if is_generator_function(self.source) else iter(self.source)
             if self.cycle == "raise":

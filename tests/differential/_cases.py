@@ -19,7 +19,7 @@ INPUT_KINDS = {
     "transforms.translation": [], "transforms.combine": ["matrices", "matrices"],
     "cast_like": ["images", "floats"], "cat": ["images", "images"], "stack": ["images", "images"],
     "normalize": ["floats"], "reshape": ["floats"], "reinterpret": ["floats"], "squeeze": ["floats"],
-    "expand_dims": ["floats"],
+    "expand_dims": ["floats"], "io.file.read": ["file_paths"],
     "decoders.audio": ["wavs"], "audio_resample": ["signals"], "experimental.audio_resample": ["signals"],
     "preemphasis_filter": ["signals"], "spectrogram": ["signals"], "nonsilent_region": ["signals"],
     "mel_filter_bank": ["spectra"], "mfcc": ["spectra"], "to_decibels": ["spectra"], "power_spectrum": ["spectra"],

@@ -12,6 +12,7 @@ import dataclasses
 import importlib.util
 import io
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -60,6 +61,20 @@ def _jpegs() -> list[np.ndarray]:
         Image.fromarray(img).save(buf, format="JPEG", quality=90)
         out.append(np.frombuffer(buf.getvalue(), np.uint8))
     return out
+
+
+def _file_paths() -> list[np.ndarray]:
+    """Two small files (written once), each path as the int8 array of its UTF-8 bytes."""
+    root = os.path.join(os.environ.get("TMPDIR", "/tmp"), "penstock_differential_files")
+    os.makedirs(root, exist_ok=True)
+    paths = []
+    for name, content in (("text.txt", b"penstock and DALI\n"), ("bytes.bin", bytes(range(256)) * 3)):
+        path = os.path.join(root, name)
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(content)
+        paths.append(np.frombuffer(path.encode(), np.int8))
+    return paths
 
 
 def _wavs() -> list[np.ndarray]:
@@ -122,6 +137,7 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "small_images": lambda: ([np.arange(4 * 5 * 3, dtype=np.int32).reshape(4, 5, 3),
                               np.arange(6 * 7 * 3, dtype=np.int32).reshape(6, 7, 3)], "HWC"),
     "planar": lambda: ([np.arange(3 * 24 * 32, dtype=np.int32).reshape(3, 24, 32)] * 2, "CHW"),
+    "file_paths": lambda: (_file_paths(), None),
     # audio: encoded files, 1-D signals, power spectrograms (frequency x time)
     "wavs": lambda: (_wavs(), None),
     # video: encoded clips, and frame sequences
@@ -140,6 +156,7 @@ class Outcome:
     error: BaseException | None = None   # (penstock's own, in process)
     error_class: str | None = None       # the exception class of builtins that catches it, e.g. "RuntimeError"
     message: str = ""
+    text: str = ""                       # the whole message
     outputs: list | None = None          # per output: (dtype name, layout, [samples])
     crashed: bool = False                # the process running it died (DALI's crashes on some bad arguments)
 
@@ -148,10 +165,10 @@ def _const(d: list) -> Callable[[], list]:
     return lambda: d  # no parameter: a one-parameter callable would be given the batch info
 
 
-def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Outcome:
+def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, device_id: int | None = None) -> Outcome:
     data = [INPUTS[k]() for k in inputs]
 
-    @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=7, prefetch_queue_depth=1)
+    @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=device_id, seed=7, prefetch_queue_depth=1)
     def pipe():
         nodes = [lib.fn.external_source(source=_const(d), layout=lay) for d, lay in data]
         out = graph(lib, *nodes)
@@ -165,12 +182,12 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Ou
                                  [np.array(o[i]) for i in range(len(o))]) for o in outs])
     except Exception as e:  # noqa: BLE001 - the outcome is what is compared
         cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
-        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e))
+        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e), text=str(e))
 
 
 def _run_dali(case: Any) -> Outcome:
     import nvidia.dali as dali
-    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2))
+    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None))
     outcome.error = None  # DALI's exception objects do not cross processes; class and message do
     return outcome
 
@@ -194,8 +211,9 @@ def run_dali(case: Any, runner: Callable[[Any], Outcome] = _run_dali) -> Outcome
         return Outcome(crashed=True, message="the DALI process crashed")
 
 
-def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0) -> str | None:
-    """None when the outcomes agree, else what differs."""
+def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0,
+            text: bool = False) -> str | None:
+    """None when the outcomes agree, else what differs; ``text``: an error must carry DALI's words too."""
     if theirs.crashed:
         return None if ours.error is not None else "DALI crashes; penstock accepts it"
     if theirs.error_class is not None or ours.error is not None:
@@ -207,6 +225,9 @@ def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: flo
         if not isinstance(ours.error, want):
             return (f"DALI raises {want.__name__} ({theirs.message}), penstock {type(ours.error).__name__} "
                     f"({ours.message}), which `except {want.__name__}` misses")
+        words = dali_words(theirs.text)
+        if text and _squeezed(words) not in _squeezed(ours.text):
+            return f"penstock's error lacks DALI's words {words!r}: {ours.text!r}"
         return None
     if len(ours.outputs) != len(theirs.outputs):
         return f"{len(ours.outputs)} outputs, DALI {len(theirs.outputs)}"
@@ -245,6 +266,20 @@ def _first_line(e: BaseException) -> str:
     return (useful or lines or [""])[0][:160]
 
 
+def dali_words(message: str) -> str:
+    """What DALI's error message says of the problem, as code written for DALI matches it: past the
+    wrapping (the operator's traceback, an 'Assert on "..." failed:' prefix), up to the C++ context,
+    its first sentence."""
+    cause = message.split("encountered:\n", 1)[-1].split("\nC++ context", 1)[0].split("\n\nAt:", 1)[0].strip()
+    cause = re.sub(r'^(Assert on ".*?" failed: |DLTensorPythonFunction error: (\w+: )?)', "", cause)
+    return re.split(r"(?<=\.)\s", cause, maxsplit=1)[0]
+
+
+def _squeezed(text: str) -> str:
+    """The words of a text, for comparing messages whatever their quoting and punctuation."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+
+
 def settle(name: str, reason: str | None, diff: str | None) -> None:
     """Settles one compared case against known_differences (``reason``: its listed reason, if
     any): agreeing is a pass (a listed case that agrees now fails, so the list stays true), a
@@ -266,7 +301,10 @@ def check_case(case: Any) -> None:
     """Runs ``case`` on penstock and DALI and settles it."""
     import penstock
     from known_differences import INTENDED, OPEN
-    ours = run(penstock, case.graph, case.inputs)
+    ours = run(penstock, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None))
     theirs = run_dali(case)
-    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
+    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance, text=getattr(case, "text", False))
+    words = getattr(case, "words", None)  # a phrase both errors must hold (what DALI's own tests match)
+    if diff is None and words and not (words in theirs.text and words in ours.text):
+        diff = f"the words {words!r} are not in both errors: DALI {theirs.text!r}, penstock {ours.text!r}"
     settle(case.id, INTENDED.get(case.id) or OPEN.get(case.id), diff)

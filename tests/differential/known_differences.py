@@ -32,6 +32,9 @@ INTENDED: dict[str, str] = {
                                          "penstock computes (x - mean) / std * scale + shift, which is shift"),
     'pad[fill_value=-1.0]': ("DALI 2.4 converts an out-of-range fill value with a plain float-to-integer cast "
                              "(undefined in C++: -1 became 255); penstock clamps it to the output type's range"),
+    'device:cpu_only:device_id=0': ("without CUDA, DALI 2.4 refuses any pipeline given a device_id, at construction; "
+                                    "penstock runs one of CPU operators (as DALI does where a driver is installed), "
+                                    "and refuses GPU and mixed operators at build in DALI's words"),
     **{f"{op}[dtype=types.INT32]": (
         "INT32 audio made from float arithmetic: the values agree to the float's precision (1.2e-7 of full "
         "scale, a few hundred levels of 2**31), not to one level") for op in ("audio_resample",

@@ -255,6 +255,18 @@ class ExternalSource(Operator):
     def get_state(self) -> dict | None:
         return {"restarts": True} if self._restarts() else None
 
+    def unsaved_state_warning(self) -> str | None:
+        # DALI's warning (its first sentence in its words): only a callable taking the iteration,
+        # BatchInfo or SampleInfo resumes where a checkpoint was taken
+        if self.source is None or (not self._restarts() and positional_arity(self.source) > 0):
+            return None
+        kind = ("SourceKind.GENERATOR_FUNC" if is_generator_function(self.source) else
+                "SourceKind.ITERABLE" if not callable(self.source) else None)
+        reason = f"with {kind} as a 'source'" if kind else "with parameterless callable as a 'source'"
+        return (f"Checkpointing enabled in a pipeline with external source operator, {reason}. The state of such a "
+                f"'source' is not captured ({self.label}): restored from a checkpoint, it starts again from its "
+                "beginning unless adjusted by hand, which may put it out of step with the other sources.")
+
     def set_state(self, state: dict | None) -> None:
         from .._checkpoint import warn_restart
         if self._parallel is not None:
@@ -318,6 +330,9 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
     return [out] if num_outputs == 1 else out  # num_outputs always gives a list, as in DALI
 
 
+_RUNTIME_CONFLICTS = ("source", "layout", "dtype", "ndim", "cuda_stream", "use_copy_kernel")
+
+
 class ExternalSourceOpsBase(OpsBase):
     """``ops.ExternalSource``: arguments may be split between construction and call."""
 
@@ -327,12 +342,15 @@ class ExternalSourceOpsBase(OpsBase):
 
     def __call__(self, *, source: Any = None, **kwargs: Any) -> Any:
         merged = {k: v for k, v in self._init.items() if v is not None}
-        given = dict(kwargs, source=source)
+        given = dict(source=source, **kwargs)
         for k, v in given.items():
             if v is None:
                 continue
-            if k in merged:
-                raise ValueError(f"external_source: argument '{k}' given both at construction and at call")
+            if k in merged and k != "name":  # the call may name the operator anew
+                # DALI's words and classes (RuntimeError for the data's description, ValueError for the rest)
+                if k in _RUNTIME_CONFLICTS:
+                    raise RuntimeError(f"``{k}`` already specified in constructor.")
+                raise ValueError(f"The argument ``{k}`` already specified in constructor.")
             merged[k] = v
         if "batch" not in merged:
             merged["batch"] = not merged.get("parallel", False)

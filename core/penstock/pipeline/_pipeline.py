@@ -17,7 +17,7 @@ from .._graph import OpNode
 from .._sources import thread_stacks
 from ..data_node import DataNode
 from ..operators.constant import constant_node
-from ..types import DALIDataType, PipelineAPIType
+from ..types import DALIDataType, PipelineAPIType, ScalarConstant
 from ._build import PipelineBuild
 from ._run import PipelineRun, one_caller
 
@@ -64,8 +64,9 @@ class Pipeline(PipelineBuild, PipelineRun):
                  exec_dynamic: bool | None = None, experimental_exec_dynamic: bool | None = None,
                  stream_policy: Any = None, concurrency: Any = None,
                  max_image_pixels: int | None = MAX_IMAGE_PIXELS, source_timeout: float | None = None):
-        self._max_batch_size = _normalize_1x(batch_size, "batch_size")
-        self._num_threads = _normalize_1x(num_threads, "num_threads")
+        # kept as given (-1: not set, as DALI's default): build() refuses what cannot run, in DALI's words
+        self._max_batch_size = batch_size
+        self._num_threads = num_threads
         self._device_id = None if device_id is None or device_id == -99999 else _normalize_1x(device_id, "device_id")
         self._seed = _normalize_1x(seed, "seed")
         self._effective_seed = (self._seed if self._seed is not None
@@ -250,22 +251,28 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._sinks.append(node.source)
 
     def _normalize_outputs(self, outputs: Sequence[Any]) -> list[DataNode]:
+        # the refusals in DALI's words, which code written for it matches
         result = []
         for i, o in enumerate(outputs):
             if isinstance(o, DataNode):
                 result.append(o)
-            elif isinstance(o, list) and o and all(isinstance(x, DataNode) for x in o):
-                raise TypeError(f"pipeline output {i} is a list of DataNodes; return a tuple of "
-                                "outputs, not a nested list")
+            elif _holds_a_data_node(o):
+                raise TypeError(f"Illegal pipeline output type. The output {i} contains a nested `DataNode`. "
+                                "Missing list/tuple expansion (*) is the likely cause.")
             elif isinstance(o, (int, float, bool, list, tuple, np.ndarray, np.generic)):
                 with self:
                     result.append(constant_node(o, device="cpu"))
+            elif isinstance(o, ScalarConstant):  # a 0-D constant of its own type
+                with self:
+                    result.append(constant_node(o.value, dtype=o.dtype, device="cpu"))
             else:
-                raise TypeError(f"pipeline output {i} must be a DataNode, got {type(o).__name__}")
+                raise TypeError(f"Illegal output type. The output {i} is a `{type(o)}`. Allowed types are "
+                                "``DataNode`` and types convertible to `types.Constant` (numerical constants, 1D "
+                                "lists/tuple of numbers and ND arrays).")
         return result
 
     def _define(self) -> None:
-        if self._outputs is not None:
+        if self._outputs:  # none set (or an empty set, as DALI takes it): the graph is define_graph()'s
             return
         with self:
             outs = self.define_graph()
@@ -420,3 +427,7 @@ class Pipeline(PipelineBuild, PipelineRun):
             self._shutdown()
         except Exception:  # noqa: BLE001 - interpreter teardown
             pass
+
+
+def _holds_a_data_node(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and any(isinstance(v, DataNode) or _holds_a_data_node(v) for v in value)
