@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import gc
 import importlib
 import os
@@ -52,7 +53,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import photos  # noqa: E402
-from _common import LIBRARIES, emit, run_worker, with_dali  # noqa: E402
+from _common import LIBRARIES, emit, process_gpu_mb, run_worker, with_dali  # noqa: E402
 
 BATCH = 8
 
@@ -313,13 +314,13 @@ def _os_threads() -> int:
 
 
 def _gpu_used_mb(device_id: int | None) -> float | None:
-    """Memory in use on the GPU (all of it: the soak's machine runs nothing else there)."""
-    if device_id is None:
-        return None
-    import cupy  # a GPU soak needs CuPy to watch the GPU's memory
-    with cupy.cuda.Device(device_id):
-        free, total = cupy.cuda.runtime.memGetInfo()
-    return (total - free) / 2 ** 20
+    """This process's memory on the GPU (NVML: what runs beside the soak there does not count)."""
+    return None if device_id is None else _gpu_reader(device_id)()
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_reader(device_id: int):
+    return process_gpu_mb(device_id)
 
 
 def _open_fds() -> tuple[int, int]:
