@@ -60,20 +60,22 @@ differential: $(STAMP) $(DALI_STAMP)
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
 
-# The fuzz targets' native code (decoders, file reading, TFRecords) built with AddressSanitizer and
-# UndefinedBehaviorSanitizer into build/fuzz/, then a longer fuzz run against it.
+# The fuzz targets' native code (image and audio decoders, file reading, TFRecords) built with
+# AddressSanitizer and UndefinedBehaviorSanitizer into build/fuzz/, then a longer fuzz run against
+# it: every target for FUZZ_SECONDS (or FUZZ_RUNS cases, if fewer; -1: no limit).
 FUZZ_SO   := build/fuzz/penstock/_engine$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 FUZZ_SRC  := csrc/bindings.cpp $(wildcard csrc/engine/*.cpp) $(wildcard csrc/kernels/image_decode*.cpp) csrc/kernels/file_io.cpp \
-             csrc/kernels/readers_tfrecord.cpp
-FUZZ_RUNS ?= 200000
+             csrc/kernels/readers_tfrecord.cpp csrc/kernels/audio_decode.cpp
+FUZZ_SECONDS ?= 600
+FUZZ_RUNS    ?= -1
 
 $(FUZZ_SO): $(STAMP) $(FUZZ_SRC) $(wildcard csrc/*/*.h)
 	mkdir -p $(dir $@)
 	g++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-	    -shared -fPIC -Icsrc $$($(PY) -m pybind11 --includes) $(FUZZ_SRC) -ljpeg -lpng -lpthread -o $@
+	    -shared -fPIC -Icsrc $$($(PY) -m pybind11 --includes) $(FUZZ_SRC) -ljpeg -lpng -lpthread -ldl -o $@
 
 fuzz: $(FUZZ_SO)
-	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS)
+	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS) --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build $(VENV) core/penstock/*.so core/*.egg-info plugins/*/*.egg-info

@@ -19,31 +19,14 @@ import os
 import sys
 import threading
 import time
-from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import photos  # noqa: E402
-from _common import emit, gpu_name  # noqa: E402
+from _common import emit, gpu_name, process_gpu_mb  # noqa: E402
 from _pipelines import rn50_pipeline  # noqa: E402
 from train_e2e import make_model, trainer  # noqa: E402
-
-
-def process_gpu_mb() -> Callable[[], float]:
-    """A function giving this process's device memory (MB) on GPU 0, from NVML: other processes on
-    the GPU (a test suite beside the soak) do not count."""
-    import pynvml
-    pynvml.nvmlInit()
-    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-    pid = os.getpid()
-
-    def used() -> float:
-        for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if proc.pid == pid:
-                return round((proc.usedGpuMemory or 0) / 2**20, 1)
-        return 0.0
-    return used
 
 
 def host_usage() -> dict:
@@ -106,7 +89,7 @@ def main() -> None:
                 torch.cuda.synchronize()
                 last = now
                 reports.append({"t_s": round(now - start), "steps": steps, "epochs": epochs,
-                                "img_per_s": round(images / (now - start)), "gpu_mb": gpu_mb(), **host_usage()})
+                                "img_per_s": round(images / (now - start)), "gpu_mb": round(gpu_mb(), 1), **host_usage()})
                 emit({"bench": "train_soak", **reports[-1]})
         epochs += 1
         if not np.array_equal(seen, expected):

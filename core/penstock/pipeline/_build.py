@@ -154,8 +154,8 @@ class PipelineBuild:
             return
         from .._parallel import WorkerPool
         preserved = [n for n in self._nodes if n.preserve] + self._sinks
-        specs = [parallel_spec(n, self._max_batch_size) for n in collect(self._outputs, preserved)
-                 if n.schema.is_source and n.args.get("parallel")]
+        specs = [parallel_spec(n, self._max_batch_size, self._source_timeout)
+                 for n in collect(self._outputs, preserved) if n.schema.is_source and n.args.get("parallel")]
         if specs:
             self._py_pool = WorkerPool(specs, self._py_num_workers, self._py_start_method,
                                        self._py_callback_pickler)

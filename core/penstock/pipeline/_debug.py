@@ -20,6 +20,7 @@ from ..tensors import TensorCPU, TensorListCPU
 from ._build import check_size_and_threads
 from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
+from ._run import one_caller
 
 class DataNodeDebug(DataNode):
     """An operator's output in debug mode: a DataNode that also holds this iteration's data."""
@@ -101,6 +102,7 @@ class DebugPipeline(Pipeline):
         self._pool = _engine.ThreadPool(self._num_threads)
         self._built = True
 
+    @one_caller
     def schedule_run(self) -> None:
         self.build()
         if self._last_iter:
@@ -132,6 +134,7 @@ class DebugPipeline(Pipeline):
             raise RuntimeError(f"feed_input: '{name}' is not an external_source")
         op.feed(data, layout, cuda_stream, use_copy_kernel)
 
+    @one_caller
     def reset(self) -> None:
         if self._last_iter:
             self._last_iter = False
