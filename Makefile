@@ -38,8 +38,15 @@ $(DEMO_STAMP): $(VENV)/bin/python pyproject.toml setup.py $(shell find csrc -nam
 demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+# NVIDIA DALI 2.4 (CPU) for the differential tests, in a site dir of its own (requirements-dali.txt)
+DALI_SITE ?= $(CURDIR)/$(VENV)/dali-site
+DALI_STAMP := $(DALI_SITE)/.installed
+$(DALI_STAMP): $(VENV)/bin/python requirements-dali.txt
+	$(PIP) install -q --no-deps --target $(DALI_SITE) -r requirements-dali.txt
+	touch $(DALI_STAMP)
+
+test: $(STAMP) $(DALI_STAMP)
+	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
 
 # A wheel of the core for $(PYTHON) (another CPython: make wheel PYTHON=python3.12 VENV=.venv-3.12),
@@ -75,22 +82,23 @@ gpu-test:
 	PENSTOCK_TEST_PRELOAD=$$($(PYTHON) -c "import importlib.util as u; print(','.join(n for n in ('jax', 'tensorflow') if u.find_spec(n)))") \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider -m gpu -k "mixed or decod" tests
 
-# penstock against real NVIDIA DALI 2.4 (CPU only), case by case: needs `nvidia.dali` importable,
-# installed in the venv ($(PIP) install nvidia-dali-cuda130==2.4.0) or in another site-packages of
-# the same Python named by DALI_SITE. Prints how many cases ran and how many differ.
-DALI_SITE ?=
-differential: $(STAMP)
+# penstock against real NVIDIA DALI 2.4 (CPU only), case by case (`make test` runs them too), with
+# DALI from DALI_SITE (by default the one `make test` installs). Prints how many cases ran and how
+# many differ.
+differential: $(STAMP) $(DALI_STAMP)
 	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider --tb=line tests/differential
 
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
 
 # The engine built with AddressSanitizer and UndefinedBehaviorSanitizer into build/fuzz/ (the fuzz
-# targets reach the decoders, file reading and TFRecords; the bindings reach every kernel), then a
-# longer fuzz run against it.
+# targets reach the image and audio decoders, file reading and TFRecords; the bindings reach every
+# kernel), then a longer fuzz run against it: every target for FUZZ_SECONDS (or FUZZ_RUNS cases, if
+# fewer; -1: no limit).
 FUZZ_SO   := build/fuzz/penstock/_engine$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 FUZZ_SRC  := $(shell find csrc -name '*.cpp')
-FUZZ_RUNS ?= 200000
+FUZZ_SECONDS ?= 600
+FUZZ_RUNS    ?= -1
 
 $(FUZZ_SO): $(STAMP) $(FUZZ_SRC) $(wildcard csrc/*/*.h)
 	mkdir -p $(dir $@)
@@ -98,7 +106,7 @@ $(FUZZ_SO): $(STAMP) $(FUZZ_SRC) $(wildcard csrc/*/*.h)
 	    -shared -fPIC -Icsrc $$($(PY) -m pybind11 --includes) $(FUZZ_SRC) -ljpeg -lpng -lpthread -ldl -o $@
 
 fuzz: $(FUZZ_SO)
-	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS)
+	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS) --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build dist $(VENV) .venv-wheel-* core/penstock/*.so core/*.egg-info plugins/*/*.egg-info

@@ -34,6 +34,7 @@
 #include "kernels/resize.h"
 #include "kernels/segmentation.h"
 #include "kernels/slice.h"
+#include "kernels/video.h"
 #include "kernels/warp.h"
 
 namespace py = pybind11;
@@ -151,6 +152,8 @@ PYBIND11_MODULE(_engine, m) {
         "poly_cnt"_a, "vertices"_a, "vert_off"_a, "rle"_a, "rle_off"_a, "rle_cnt"_a, "rle_counts"_a);
   m.def("gather", &gather, "Copy contiguous arrays to byte offsets of one buffer (GIL released)", without_gil,
         "pool"_a, "srcs"_a, "dst_offsets"_a, "dst"_a);
+  m.def("copy_ranges", &copy_ranges, "Copy byte ranges of one buffer to byte offsets of another (GIL released)",
+        without_gil, "pool"_a, "src"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "counts"_a);
 
   // ---- image decoding ----
   m.def("image_libraries", &image_libraries,
@@ -233,6 +236,12 @@ PYBIND11_MODULE(_engine, m) {
   m.def("nonsilent_region", &nonsilent_region, "(begin, length) int32 of each sample's non-silent region",
         without_gil, "pool"_a, "src"_a, "src_type"_a, "lengths"_a, "src_offsets"_a, "cutoff_db"_a,
         "window_length"_a, "reference_power"_a);
+
+  // ---- video ----
+  m.def("yuv420_to_rgb", &yuv420_to_rgb,
+        "Decoded 4:2:0 video frames to interleaved RGB (bilinear chroma, BT.601), every frame in one call",
+        without_gil, "pool"_a, "y_addr"_a, "u_addr"_a, "v_addr"_a, "y_pitch"_a, "c_pitch"_a, "heights"_a, "widths"_a,
+        "full_range"_a, "dst_addr"_a);
 
   // ---- element-wise, layout, statistics ----
   m.def("cast", &cast,

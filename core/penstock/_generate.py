@@ -86,16 +86,34 @@ class OpsBase:
         return call_op(self.schema, inputs, merged, default_device=self._device)
 
 
-def make_ops_class(schema: OpSchema, name: str | None = None, deprecated_for: str | None = None) -> type:
+def make_ops_class(schema: OpSchema, name: str | None = None, deprecation: str | None = None) -> type:
+    """``deprecation``: the warning an alias gives when constructed."""
     base = getattr(schema, "ops_impl", None) or OpsBase
     cls_name = name or schema.class_name
     body: dict[str, Any] = {"schema": schema, "__doc__": describe(schema), "__module__": "penstock.ops"}
-    if deprecated_for:
+    if deprecation:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warnings.warn(f"ops.{cls_name} is deprecated; use ops.{deprecated_for}", DeprecationWarning, 2)
+            warnings.warn(deprecation, DeprecationWarning, 2)
             base.__init__(self, *args, **kwargs)
         body["__init__"] = __init__
     return type(cls_name, (base,), body)
+
+
+def _moved(old: str, new: str) -> str:
+    return (f"`penstock.{old}` is now deprecated. Use `penstock.{new}` instead. (The operator moved; this "
+            "alias is kept for code written for the former name.)")
+
+
+def _deprecated_fn(schema: OpSchema, warning: str) -> Callable:
+    op_fn = make_fn(schema)
+
+    def alias(*inputs: Any, **kwargs: Any) -> Any:
+        warnings.warn(warning, DeprecationWarning, 2)
+        return op_fn(*inputs, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = op_fn.__name__
+    alias.__doc__ = f"{warning}\n\n{op_fn.__doc__}"
+    return alias
 
 
 def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
@@ -118,6 +136,9 @@ def fill_fn(fn_module: _pytypes.ModuleType) -> None:
         setattr(_submodule(fn_module, fn_path), leaf, make_fn(schema))
         for legacy in schema.legacy_names:
             setattr(fn_module, snake_case(legacy), make_fn(schema))
+        for former in schema.moved_from:
+            setattr(_submodule(fn_module, former), leaf,
+                    _deprecated_fn(schema, _moved(f"fn.{former}.{leaf}", f"fn.{schema.fn_name}")))
 
 
 def fill_ops(ops_module: _pytypes.ModuleType) -> None:
@@ -126,7 +147,11 @@ def fill_ops(ops_module: _pytypes.ModuleType) -> None:
     for schema in _exported():
         setattr(_submodule(ops_module, schema.module), schema.class_name, make_ops_class(schema))
         for legacy in schema.legacy_names:
-            setattr(ops_module, legacy, make_ops_class(schema, legacy, schema.name))
+            setattr(ops_module, legacy, make_ops_class(
+                schema, legacy, f"ops.{legacy} is deprecated; use ops.{schema.name}"))
+        for former in schema.moved_from:
+            setattr(_submodule(ops_module, former), schema.class_name, make_ops_class(
+                schema, deprecation=_moved(f"ops.{former}.{schema.class_name}", f"fn.{schema.fn_name}")))
 
 
 def _exported() -> list[OpSchema]:

@@ -2,8 +2,9 @@
 
 ``fn`` and ``ops`` are filled at import, so without stubs an IDE sees ``(*inputs, **kwargs)``. The
 build writes these (``setup.py``; ``make stubs`` in a checkout): ``fn/__init__.pyi`` and one
-``fn/<module>.pyi`` per submodule (``fn/readers.pyi`` ...), the same for ``ops``, each operator
-with its arguments, their types and defaults, and its doc.
+``fn/<module>.pyi`` per submodule (``fn/readers.pyi`` ...; a submodule with submodules of its own is
+a folder: ``fn/experimental/__init__.pyi``, ``fn/experimental/decoders.pyi``), the same for ``ops``,
+each operator with its arguments, their types and defaults, and its doc.
 
     python -m penstock._stubs [PACKAGE_DIR]   # default: this package's folder
 """
@@ -123,16 +124,37 @@ def _exported() -> list[OpSchema]:
     return sorted((s for s in schemas().values() if not s.internal), key=lambda s: s.fn_name)
 
 
+def _submodules() -> tuple[set[str], set[str]]:
+    """The submodules that hold operators or aliases of moved ones (``readers``, ``experimental.decoders``
+    ...) and those that hold submodules (``experimental``, ``io``), dotted."""
+    modules = {m for s in _exported() for m in (s.module, *s.moved_from)} - {""}
+    packages = {".".join(m.split(".")[:i]) for m in modules for i in range(1, m.count(".") + 1)}
+    return modules, packages
+
+
+def stub_path(api: str, module: str) -> str:
+    """Where the stub of ``api`` (``fn`` or ``ops``) and submodule ``module`` ("" for the top) goes."""
+    parts = [api, *module.split(".")] if module else [api]
+    return "/".join(parts + ["__init__"] if not module or module in _submodules()[1] else parts) + ".pyi"
+
+
 def generate() -> dict[str, str]:
     """Relative path (``fn/__init__.pyi`` ...) -> stub text."""
     files: dict[str, list[str]] = {}
-    modules = sorted({s.module for s in _exported()} - {""})
+    modules, packages = _submodules()
     for api, stub in (("fn", fn_stub), ("ops", ops_stub)):
         for schema in _exported():
-            key = f"{api}/{schema.module or '__init__'}.pyi"
-            files.setdefault(key, []).append(stub(schema))
-        top = files.setdefault(f"{api}/__init__.pyi", [])
-        top.insert(0, "".join(f"from . import {m} as {m}\n" for m in modules))
+            files.setdefault(stub_path(api, schema.module), []).append(stub(schema))
+        for parent in ["", *sorted(packages)]:
+            children = sorted(m.rpartition(".")[2] for m in modules | packages if m.rpartition(".")[0] == parent)
+            files.setdefault(stub_path(api, parent), []).insert(
+                0, "".join(f"from . import {child} as {child}\n" for child in children))
+        for schema in _exported():
+            name = schema.fn_name.rpartition(".")[2] if api == "fn" else schema.class_name
+            home = f"penstock.{api}" + (f".{schema.module}" if schema.module else "")
+            for former in schema.moved_from:  # deprecated: the operator's former place
+                files.setdefault(stub_path(api, former), []).append(f"from {home} import {name} as {name}\n")
+        top = files[stub_path(api, "")]
         for schema in _exported():
             for legacy in schema.legacy_names:
                 source = f"{schema.module}." if schema.module else ""
@@ -147,10 +169,20 @@ def generate() -> dict[str, str]:
 
 def write(package_dir: str) -> list[str]:
     """Writes the stubs (and the ``py.typed`` marker) into ``package_dir`` (the ``penstock``
-    folder); returns the paths written."""
+    folder), in place of those written before; returns the paths written."""
+    for api in ("fn", "ops"):
+        for folder, _, names in os.walk(os.path.join(package_dir, api)):
+            for name in names:
+                path = os.path.join(folder, name)
+                if name.endswith(".pyi"):
+                    with open(path) as f:
+                        generated = f.read(len(HEADER)) == HEADER
+                    if generated:
+                        os.remove(path)
     written = []
     for relative, text in generate().items():
         path = os.path.join(package_dir, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(text)
         written.append(path)

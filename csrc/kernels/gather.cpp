@@ -43,4 +43,21 @@ void gather(ThreadPool& pool, std::vector<Array> srcs, I64Array dst_offsets, Arr
   });
 }
 
+// Copies counts[i] bytes of src from byte src_offsets[i] to dst at byte dst_offsets[i], for every
+// range at once (frames of sequences reordered or picked: sequence_rearrange, element_extract).
+void copy_ranges(ThreadPool& pool, Array src, I64Array src_offsets, Array dst, I64Array dst_offsets,
+                 I64Array counts) {
+  int64_t n = counts.size();
+  if (src_offsets.size() != n || dst_offsets.size() != n)
+    throw std::invalid_argument("copy_ranges: one source and one destination offset per range are needed");
+  const int64_t *so = src_offsets.data(), *dof = dst_offsets.data(), *cnt = counts.data();
+  int64_t src_bytes = src.nbytes(), dst_bytes = dst.nbytes();
+  for (int64_t i = 0; i < n; ++i)
+    if (cnt[i] < 0 || so[i] < 0 || dof[i] < 0 || so[i] + cnt[i] > src_bytes || dof[i] + cnt[i] > dst_bytes)
+      throw std::out_of_range("copy_ranges: a range lies outside its buffer");
+  const char* s = static_cast<const char*>(src.data());
+  char* d = static_cast<char*>(dst.mutable_data());
+  pool.parallel_for(n, [&](int64_t i) { std::memcpy(d + dof[i], s + so[i], cnt[i]); });
+}
+
 }  // namespace penstock

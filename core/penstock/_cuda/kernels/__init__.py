@@ -25,6 +25,7 @@ from .pointwise import PointwiseKernels
 from .reductions import ReductionKernels
 from .resize import ResizeKernels
 from .slice import SliceKernels
+from .video import VideoKernels
 from .warp import WarpKernels
 
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
@@ -33,5 +34,5 @@ __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormalizeKernels, ElementwiseKernels, GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
                  OneHotKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
-                 WarpKernels):
+                 VideoKernels, WarpKernels):
     """The GPU kernels of one pipeline (its device and stream): every family's."""
