@@ -47,14 +47,21 @@ def _is_input_set(x: Any) -> bool:
     return isinstance(x, list) and any(isinstance(y, DataNode) for y in x)
 
 
-def make_fn(schema: OpSchema) -> Callable:
-    if getattr(schema, "fn_impl", None) is not None:
-        return schema.fn_impl
+def make_fn(schema: OpSchema, deprecated_name: str | None = None) -> Callable:
+    """``fn.<schema.fn_name>``; with ``deprecated_name``, that former name of it, which warns."""
+    impl = getattr(schema, "fn_impl", None)
+    if impl is not None and deprecated_name is None:
+        return impl
 
     def op_fn(*inputs: Any, **kwargs: Any) -> Any:
+        if deprecated_name is not None:
+            warnings.warn(f"penstock.fn.{deprecated_name} is deprecated; use penstock.fn.{schema.fn_name}",
+                          DeprecationWarning, 2)
+        if impl is not None:
+            return impl(*inputs, **kwargs)
         return call_op(schema, inputs, kwargs)
 
-    leaf = schema.fn_name.rpartition(".")[2]
+    leaf = (deprecated_name or schema.fn_name).rpartition(".")[2]
     op_fn.__name__ = op_fn.__qualname__ = leaf
     op_fn.__doc__ = describe(schema)
     return op_fn
@@ -87,12 +94,15 @@ class OpsBase:
 
 
 def make_ops_class(schema: OpSchema, name: str | None = None, deprecated_for: str | None = None) -> type:
+    """``ops.<name>`` (a path: ``readers.File``; default the schema's class name); with
+    ``deprecated_for``, a former name that warns when constructed."""
     base = getattr(schema, "ops_impl", None) or OpsBase
-    cls_name = name or schema.class_name
+    path = name or schema.class_name
+    cls_name = path.rpartition(".")[2]
     body: dict[str, Any] = {"schema": schema, "__doc__": describe(schema), "__module__": "penstock.ops"}
     if deprecated_for:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warnings.warn(f"ops.{cls_name} is deprecated; use ops.{deprecated_for}", DeprecationWarning, 2)
+            warnings.warn(f"ops.{path} is deprecated; use ops.{deprecated_for}", DeprecationWarning, 2)
             base.__init__(self, *args, **kwargs)
         body["__init__"] = __init__
     return type(cls_name, (base,), body)
@@ -117,7 +127,11 @@ def fill_fn(fn_module: _pytypes.ModuleType) -> None:
         fn_path, _, leaf = schema.fn_name.rpartition(".")
         setattr(_submodule(fn_module, fn_path), leaf, make_fn(schema))
         for legacy in schema.legacy_names:
-            setattr(fn_module, snake_case(legacy), make_fn(schema))
+            setattr(fn_module, snake_case(legacy), make_fn(schema, snake_case(legacy)))
+        for path in schema.deprecated_paths:
+            module, _, cls = path.rpartition(".")
+            setattr(_submodule(fn_module, module), snake_case(cls),
+                    make_fn(schema, (module + "." if module else "") + snake_case(cls)))
 
 
 def fill_ops(ops_module: _pytypes.ModuleType) -> None:
@@ -127,6 +141,9 @@ def fill_ops(ops_module: _pytypes.ModuleType) -> None:
         setattr(_submodule(ops_module, schema.module), schema.class_name, make_ops_class(schema))
         for legacy in schema.legacy_names:
             setattr(ops_module, legacy, make_ops_class(schema, legacy, schema.name))
+        for path in schema.deprecated_paths:
+            module, _, cls = path.rpartition(".")
+            setattr(_submodule(ops_module, module), cls, make_ops_class(schema, path, schema.name))
 
 
 def _exported() -> list[OpSchema]:

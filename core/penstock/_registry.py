@@ -106,6 +106,7 @@ class OpSchema:
     devices: tuple[str, ...] = ("cpu",)
     fn_name: str | None = None        # snake_case of the class name unless given
     legacy_names: tuple[str, ...] = ()  # flat ops aliases: "FileReader" ...
+    deprecated_paths: tuple[str, ...] = ()  # former ops paths, kept with a warning: "experimental.Equalize" ...
     is_reader: bool = False
     is_random: bool = False
     is_source: bool = False           # produces data from outside the graph (batch size source)
