@@ -86,6 +86,8 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "floats": lambda: ([np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6),
                         np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),
     "matrices": lambda: ([np.array([[1, 0, 2], [0, 1, 3]], np.float32)] * 2, None),
+    "filters": lambda: ([np.array([[0, 0.25, 0], [0.25, 0.5, 0.25], [0, -0.25, 0]], np.float32),
+                         np.array([[0.5, -0.5, 1.0], [0, 1, 0], [0.25, 0, 0]], np.float32)], None),
     "scalar_n": lambda: ([np.array(5, np.int32)] * 2, None),
     # shape corners (tests/differential/_corners.py)
     "unit_dims": lambda: ([np.arange(3, dtype=np.int32).reshape(1, 3, 1),

@@ -38,6 +38,15 @@ INTENDED: dict[str, str] = {
                                            "penstock raises"),
     'power_spectrum[nfft=2]': ("DALI 2.4's FFT library cannot plan a transform of 2 values and raises; penstock "
                                "computes it"),
+    'full[base]': ("DALI 2.4 raises ValueError when full's output (a scalar here) does not take the layout of a "
+                   "fill value that has one; penstock gives the output the 'layout' argument (none by default)"),
+    'water[mask=0]': ("DALI 2.4 outputs zeros for a constant mask=0 (a per-sample mask of 0 copies the sample); "
+                      "penstock copies the sample, as mask=0 is documented to"),
+    'sphere[mask=0]': ("DALI 2.4 ignores a constant mask=0 and applies the effect (a per-sample mask of 0 copies "
+                       "the sample); penstock copies the sample, as mask=0 is documented to"),
+    **{f"{op}[fill_value=-1.0]": ("DALI 2.4 converts an out-of-range fill value with a plain float-to-integer cast "
+                                  "(undefined in C++: -1 became 255); penstock clamps it to the output type's range")
+       for op in ("water", "sphere")},
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,

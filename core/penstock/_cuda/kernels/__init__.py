@@ -13,7 +13,9 @@ from .audio_features import AudioFeatureKernels
 from .boxes import BoxKernels
 from .color import ColorKernels
 from .crop_mirror_normalize import CropMirrorNormalizeKernels
+from .displacement import DisplacementKernels
 from .elementwise import ElementwiseKernels
+from .filter import FilterKernels
 from .gaussian_blur import GaussianBlurKernels
 from .image_decode import ImageDecodeKernels
 from .jpeg_compression_distortion import JpegCompressionDistortionKernels
@@ -30,7 +32,9 @@ from .warp import WarpKernels
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 
 
-class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormalizeKernels, ElementwiseKernels, GaussianBlurKernels,
+class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormalizeKernels, DisplacementKernels,
+                 ElementwiseKernels, FilterKernels,
+                 GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
                  OneHotKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
                  WarpKernels):
