@@ -22,6 +22,7 @@ from .jpeg_compression_distortion import JpegCompressionDistortionKernels
 from .normalize import NormalizeKernels
 from .occlusion import OcclusionKernels
 from .one_hot import OneHotKernels
+from .paste import PasteKernels
 from .point_ops import PointOpKernels
 from .pointwise import PointwiseKernels
 from .reductions import ReductionKernels
@@ -36,6 +37,6 @@ class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormal
                  ElementwiseKernels, FilterKernels,
                  GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
-                 OneHotKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
+                 OneHotKernels, PasteKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
                  WarpKernels):
     """The GPU kernels of one pipeline (its device and stream): every family's."""
