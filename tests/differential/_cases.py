@@ -28,6 +28,7 @@ INPUT_KINDS = {
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {
     "cast": {"dtype": T("FLOAT")},
+    "clahe": {"tiles_x": 4, "tiles_y": 3, "clip_limit": 2.0},
     "color_space_conversion": {"image_type": T("RGB"), "output_type": T("BGR")},
     "expand_dims": {"axes": [0]},
     "get_property": {"key": "layout"},

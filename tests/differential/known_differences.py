@@ -47,6 +47,9 @@ INTENDED: dict[str, str] = {
     **{f"{op}[fill_value=-1.0]": ("DALI 2.4 converts an out-of-range fill value with a plain float-to-integer cast "
                                   "(undefined in C++: -1 became 255); penstock clamps it to the output type's range")
        for op in ("water", "sphere")},
+    **{f"clahe[bins={v}]": ("DALI 2.4's CPU clahe ignores bins (it always takes OpenCV's 256 for uint8); penstock "
+                            "checks bins as documented (a power of 2) and supports 256")
+       for v in (257, 0, -1)},
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,

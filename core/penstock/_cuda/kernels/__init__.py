@@ -11,6 +11,7 @@ One module per ``csrc/cuda/<family>.cu``, of the same name; ``_launch`` holds wh
 from ._launch import BLOCK, ITEMS, Launch, budget_runs
 from .audio_features import AudioFeatureKernels
 from .boxes import BoxKernels
+from .clahe import ClaheKernels
 from .color import ColorKernels
 from .crop_mirror_normalize import CropMirrorNormalizeKernels
 from .displacement import DisplacementKernels
@@ -33,7 +34,7 @@ from .warp import WarpKernels
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 
 
-class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormalizeKernels, DisplacementKernels,
+class GpuKernels(AudioFeatureKernels, BoxKernels, ClaheKernels, ColorKernels, CropMirrorNormalizeKernels, DisplacementKernels,
                  ElementwiseKernels, FilterKernels,
                  GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
