@@ -59,7 +59,7 @@ def gpu(tmp_path_factory):
 def run_op(schema, inputs, layout, kw, gpu_ctx, arg_inputs=None):
     """The operator's output for one batch, on the CPU (gpu_ctx None) or the emulated GPU."""
     scalars, tensors = split_args(schema, dict(kw))
-    args = resolve_defaults(schema, scalars, tensors, schema.fn_name)
+    args = resolve_defaults(schema, scalars, {**tensors, **(arg_inputs or {})}, schema.fn_name)
     node = types.SimpleNamespace(args=args, name="op", schema=schema, device="gpu" if gpu_ctx else "cpu",
                                  resolved_seed=0, arg_inputs=arg_inputs or {})
     op = kernel_for(schema, node.device)(node, None)

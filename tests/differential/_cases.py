@@ -23,12 +23,13 @@ INPUT_KINDS = {
     "decoders.audio": ["wavs"], "audio_resample": ["signals"], "experimental.audio_resample": ["signals"],
     "preemphasis_filter": ["signals"], "spectrogram": ["signals"], "nonsilent_region": ["signals"],
     "mel_filter_bank": ["spectra"], "mfcc": ["spectra"], "to_decibels": ["spectra"], "power_spectrum": ["spectra"],
-    "zeros": [], "ones": [], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
+    "zeros": [], "ones": [], "debayer": ["bayer"], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
 }
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {
     "cast": {"dtype": T("FLOAT")},
     "clahe": {"tiles_x": 4, "tiles_y": 3, "clip_limit": 2.0},
+    "debayer": {"blue_position": [0, 0]},
     "color_space_conversion": {"image_type": T("RGB"), "output_type": T("BGR")},
     "expand_dims": {"axes": [0]},
     "get_property": {"key": "layout"},

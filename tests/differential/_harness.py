@@ -82,6 +82,7 @@ def _wavs() -> list[np.ndarray]:
 # input kinds: the arrays of one external source and its layout
 INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
+    "bayer": lambda: ([np.ascontiguousarray(im[:20, :, 1]) for im in _images()], "HW"),
     "jpegs": lambda: (_jpegs(), None),
     "floats": lambda: ([np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6),
                         np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),

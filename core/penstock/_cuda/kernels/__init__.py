@@ -14,6 +14,7 @@ from .boxes import BoxKernels
 from .clahe import ClaheKernels
 from .color import ColorKernels
 from .crop_mirror_normalize import CropMirrorNormalizeKernels
+from .debayer import DebayerKernels
 from .displacement import DisplacementKernels
 from .elementwise import ElementwiseKernels
 from .filter import FilterKernels
@@ -34,7 +35,7 @@ from .warp import WarpKernels
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 
 
-class GpuKernels(AudioFeatureKernels, BoxKernels, ClaheKernels, ColorKernels, CropMirrorNormalizeKernels, DisplacementKernels,
+class GpuKernels(AudioFeatureKernels, BoxKernels, ClaheKernels, ColorKernels, CropMirrorNormalizeKernels, DebayerKernels, DisplacementKernels,
                  ElementwiseKernels, FilterKernels,
                  GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
