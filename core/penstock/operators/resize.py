@@ -1,4 +1,7 @@
-"""``resize``: separable resampling of images, sequences and volumes (`_engine.resize`).
+"""``resize`` (and ``experimental.resize``, the same operator under the name DALI gives its GPU
+variant), ``resize_crop_mirror``: separable resampling of images, sequences and volumes
+(`_engine.resize`). resize_crop_mirror resamples only the part of the source that the crop window
+of the resized image covers, mirrored by swapping the window's ends: one kernel call.
 
 Output size rules (per sample, over the ROI extent), given in exactly one way: explicit sizes
 (`resize_x/y/z` or `size`; 0 = unset, negative = flip that axis), `resize_shorter` or
@@ -18,7 +21,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
 from .._batch import contiguous, empty_batch
 from .._image_layout import input_layout
-from .crop import default_layout, per_sample_list
+from .crop import CROP_ARGS, crop_window_sizes, default_layout, per_sample_list, round_half_away
 
 RESAMPLE_TYPES = (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.UINT16, DALIDataType.FLOAT)
 
@@ -168,7 +171,7 @@ class Resize(Operator):
             out_sizes, rois = self.plan(ws, letters, extents)
         minf, magf = filters(ws)
         out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
-        if not self.args["save_attrs"]:
+        if not self.args.get("save_attrs"):
             return [out]
         return [out, ws.from_host(empty_attrs(extents))]  # DALI's attributes: the input's spatial size
 
@@ -258,6 +261,61 @@ class Resize(Operator):
             shrink = np.minimum(1.0, np.min(cap / np.where(out > 0, out, 1.0), axis=1))
             out = np.where(uniform[:, None], out * shrink[:, None], np.minimum(out, cap))
         return out
+
+
+@register(OpSchema(RESIZE.name.replace("Resize", "experimental.Resize"), RESIZE.doc, args=RESIZE.args,
+                   num_outputs=RESIZE.num_outputs, devices=("cpu", "gpu"), input_layouts=RESIZE.input_layouts),
+          device=("cpu", "gpu"))
+class ExperimentalResize(Resize):
+    """DALI 2.4's GPU-only experimental resize: the same operator."""
+
+
+_RCM_CROP = [a for a in CROP_ARGS if a.name not in ("out_of_bounds_policy", "fill_values")]
+RESIZE_CROP_MIRROR = OpSchema(
+    "ResizeCropMirror", "Resizes, then crops a window of the resized image and optionally mirrors it, in one "
+    "resampling of the window's part of the source.",
+    args=[a for a in RESIZE.args if a.name != "save_attrs"] + _RCM_CROP
+    + [Arg("mirror", ArgType.INT, 0, tensor=True,
+           doc="flip mask: 1 horizontal, 2 vertical, 4 depthwise, or a bitwise combination")],
+    devices=("cpu", "gpu"), input_layouts=RESIZE.input_layouts, legacy_names=("FastResizeCropMirror",))
+
+
+@register(RESIZE_CROP_MIRROR, device=("cpu", "gpu"))
+class ResizeCropMirror(Resize):
+    def setup(self):
+        super().setup()
+        if self.args["rounding"] not in ("round", "truncate"):
+            raise ValueError(f"{self.label}: rounding must be 'round' or 'truncate', got '{self.args['rounding']}'")
+
+    def takes_prescaled_input(self) -> bool:
+        return False
+
+    def plan(self, ws, letters: str, extents: np.ndarray):
+        """The resize's sizes and ROIs narrowed to the crop window (mirrored where asked)."""
+        sizes, rois = super().plan(ws, letters, extents)
+        s = len(letters)
+        start, end = rois[:, :s].copy(), rois[:, s:].copy()
+        step = (end - start) / np.where(sizes > 0, sizes, 1)
+        pos_arg = {"D": "crop_pos_z", "H": "crop_pos_y", "W": "crop_pos_x"}
+        for axis, window in crop_window_sizes(ws, dict.fromkeys(letters)).items():
+            if window is None:
+                continue
+            d = letters.index(axis)
+            window = np.trunc(window).astype(np.int64)
+            window = np.where(window > 0, window, sizes[:, d])
+            pos = ws.per_sample(pos_arg[axis], np.float64)
+            if ((pos < 0) | (pos > 1)).any():
+                raise RuntimeError(f"{self.label}: {pos_arg[axis]} must be in [0, 1], got {pos[(pos < 0) | (pos > 1)][0]}")
+            raw = pos * (sizes[:, d] - window)
+            anchor = round_half_away(raw) if self.args["rounding"] == "round" else np.trunc(raw).astype(np.int64)
+            start[:, d], end[:, d] = start[:, d] + anchor * step[:, d], start[:, d] + (anchor + window) * step[:, d]
+            sizes[:, d] = window
+        mirror = ws.per_sample("mirror", np.int64)
+        for axis, bit in (("W", 1), ("H", 2), ("D", 4)):
+            if axis in letters:
+                d, flip = letters.index(axis), (mirror & bit) != 0
+                start[:, d], end[:, d] = np.where(flip, end[:, d], start[:, d]), np.where(flip, start[:, d], end[:, d])
+        return sizes, np.concatenate([start, end], axis=1)
 
 
 def empty_attrs(sizes: np.ndarray):
