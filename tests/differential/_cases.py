@@ -52,6 +52,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "squeeze": {"axes": [0]},
     "constant": {"fdata": [1.0, 2.0, 3.0]},
     "warp_affine": {"matrix": [1.0, 0.1, 2.0, 0.0, 1.0, 3.0]},
+    "experimental.warp_perspective": {"matrix": [1.1, 0.1, -2.3, -0.05, 0.95, 1.7, 0.001, 0.002, 1.0]},
     "random.uniform": {"shape": [3]},
     "random.normal": {"shape": [3]},
     "random.beta": {"shape": [3]},
@@ -63,7 +64,8 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
 # the harness's own source; readers with files of their own: readers.file in test_readers, readers.nemo_asr in
 # test_audio; operators DALI 2.4 runs on the GPU only (no CPU oracle: their GPU tests compare with penstock's CPU)
 SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "experimental.median_blur", "experimental.erode",
-            "experimental.dilate", "jitter", "experimental.resize"}
+            "experimental.dilate", "jitter", "experimental.resize",
+            "experimental.remap"}
 # cases DALI 2.4 never returns from (its worker would hold up every case after it)
 SKIP_CASES = {"nonsilent_region[reset_interval=0]"}
 COMMON = {"name", "preserve", "bytes_per_sample_hint", "device", "seed"}
