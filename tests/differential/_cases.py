@@ -42,6 +42,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "reshape": {"shape": [6, 4]},
     "reinterpret": {"dtype": T("INT32")},
     "resize": {"resize_x": 16, "resize_y": 12},
+    "tensor_resize": {"sizes": [12, 16], "axes": [0, 1]},
     "resize_crop_mirror": {"resize_x": 16, "resize_y": 12, "crop": [8, 10]},
     "slice": {"start": [2, 3], "shape": [5, 6], "axes": [0, 1]},
     "decoders.image_slice": {"start": [2, 3], "shape": [5, 6], "axes": [0, 1]},
@@ -70,7 +71,7 @@ SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "experimental
 SKIP_CASES = {"nonsilent_region[reset_interval=0]"}
 COMMON = {"name", "preserve", "bytes_per_sample_hint", "device", "seed"}
 # how an operator's output tolerance differs from +-1 level / 1e-3
-TOLERANCE = {"resize": 1, "resize_crop_mirror": 1, "rotate": 1, "warp_affine": 1, "gaussian_blur": 1, "filter": 1, "laplacian": 1}
+TOLERANCE = {"resize": 1, "resize_crop_mirror": 1, "tensor_resize": 1, "rotate": 1, "warp_affine": 1, "gaussian_blur": 1, "filter": 1, "laplacian": 1}
 
 
 def _variants(arg) -> list[Any]:
