@@ -23,11 +23,14 @@ INPUT_KINDS = {
     "decoders.audio": ["wavs"], "audio_resample": ["signals"], "experimental.audio_resample": ["signals"],
     "preemphasis_filter": ["signals"], "spectrogram": ["signals"], "nonsilent_region": ["signals"],
     "mel_filter_bank": ["spectra"], "mfcc": ["spectra"], "to_decibels": ["spectra"], "power_spectrum": ["spectra"],
-    "zeros": [], "ones": [], "debayer": ["bayer"], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
+    "zeros": [], "ones": [], "debayer": ["bayer"], "bbox_rotate": ["boxes"], "random_crop_generator": ["shape_vectors"],
+    "roi_random_crop": [], "segmentation.select_masks": ["mask_ids", "polygons", "vertices"], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
 }
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {
     "cast": {"dtype": T("FLOAT")},
+    "bbox_rotate": {"angle": 30.0, "input_shape": [100, 200]},
+    "roi_random_crop": {"crop_shape": [10, 20], "roi_start": [5, 5], "roi_end": [30, 40]},
     "clahe": {"tiles_x": 4, "tiles_y": 3, "clip_limit": 2.0},
     "debayer": {"blue_position": [0, 0]},
     "color_space_conversion": {"image_type": T("RGB"), "output_type": T("BGR")},
