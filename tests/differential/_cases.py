@@ -24,7 +24,7 @@ INPUT_KINDS = {
     "preemphasis_filter": ["signals"], "spectrogram": ["signals"], "nonsilent_region": ["signals"],
     "mel_filter_bank": ["spectra"], "mfcc": ["spectra"], "to_decibels": ["spectra"], "power_spectrum": ["spectra"],
     "zeros": [], "ones": [], "debayer": ["bayer"], "bbox_rotate": ["boxes"], "random_crop_generator": ["shape_vectors"],
-    "roi_random_crop": [], "segmentation.select_masks": ["mask_ids", "polygons", "vertices"], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
+    "roi_random_crop": [], "decoders.numpy": ["npy_files"], "segmentation.select_masks": ["mask_ids", "polygons", "vertices"], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
 }
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {

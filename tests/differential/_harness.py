@@ -62,6 +62,17 @@ def _jpegs() -> list[np.ndarray]:
     return out
 
 
+def _npy_files() -> list[np.ndarray]:
+    """.npy files (a C-order float array, a Fortran-order one) as bytes."""
+    out = []
+    for a in (np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4), np.asfortranarray(
+            np.linspace(250, -7, 10, dtype=np.float32).reshape(2, 5))):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
 def _wavs() -> list[np.ndarray]:
     """16-bit WAV files (mono 16 kHz, stereo 22.05 kHz) as bytes."""
     import wave
@@ -84,6 +95,7 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
     "bayer": lambda: ([np.ascontiguousarray(im[:20, :, 1]) for im in _images()], "HW"),
     "jpegs": lambda: (_jpegs(), None),
+    "npy_files": lambda: (_npy_files()[:1] * 2, None),
     "floats": lambda: ([np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6),
                         np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),
     "boxes": lambda: ([np.array([[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 0.2, 0.1]], np.float32)] * 2, None),
