@@ -139,7 +139,8 @@ def _const(d: list) -> Callable[[], list]:
     return lambda: d  # no parameter: a one-parameter callable would be given the batch info
 
 
-def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Outcome:
+def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, iterations: int = 1) -> Outcome:
+    """The outputs of ``iterations`` runs, each output's samples of every run in turn."""
     data = [INPUTS[k]() for k in inputs]
 
     @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=7, prefetch_queue_depth=1)
@@ -151,9 +152,11 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Ou
     try:
         p = pipe()
         p.build()
-        outs = p.run()
+        runs = [p.run() for _ in range(iterations)]
+        outs = runs[0]
         return Outcome(outputs=[(getattr(o.dtype, "name", str(o.dtype)).split(".")[-1], o.layout(),
-                                 [np.array(o[i]) for i in range(len(o))]) for o in outs])
+                                 [np.array(r[k][i]) for r in runs for i in range(len(r[k]))])
+                                for k, o in enumerate(outs)])
     except Exception as e:  # noqa: BLE001 - the outcome is what is compared
         cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
         return Outcome(error=e, error_class=cls.__name__, message=_first_line(e))
@@ -161,7 +164,7 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2) -> Ou
 
 def _run_dali(case: Any) -> Outcome:
     import nvidia.dali as dali
-    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2))
+    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "iterations", 1))
     outcome.error = None  # DALI's exception objects do not cross processes; class and message do
     return outcome
 
@@ -250,6 +253,16 @@ def settle(name: str, reason: str | None, diff: str | None) -> None:
         TALLY["known"] += 1
         pytest.xfail(f"{reason}: {diff}")
     pytest.fail(f"{name}: {diff}")
+
+
+def check_outcomes(case: Any) -> None:
+    """Runs ``case`` (its graph, inputs, batch_size, iterations) on penstock and DALI and settles it."""
+    import penstock
+    from known_differences import INTENDED, OPEN
+    ours = run(penstock, case.graph, list(case.inputs), getattr(case, "batch_size", 2), getattr(case, "iterations", 1))
+    theirs = run_dali(case)
+    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
+    settle(case.id, INTENDED.get(case.id) or OPEN.get(case.id), diff)
 
 
 def check_case(case: Any) -> None:
