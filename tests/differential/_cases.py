@@ -66,8 +66,9 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "mel_filter_bank": {"sample_rate": 16000.0, "nfilter": 20},
 }
 # the harness's own source; readers with files of their own: readers.file in test_readers, readers.nemo_asr in
-# test_audio; operators DALI 2.4 runs on the GPU only (no CPU oracle: their GPU tests compare with penstock's CPU)
-SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "experimental.median_blur", "experimental.erode",
+# test_audio, readers.mxnet in test_db_readers; operators DALI 2.4 runs on the GPU only (no CPU oracle: their GPU
+# tests compare with penstock's CPU); dump_image, which writes files into the working directory
+SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "readers.mxnet", "dump_image", "experimental.median_blur", "experimental.erode",
             "experimental.dilate", "jitter", "experimental.resize",
             "experimental.remap"}
 # cases DALI 2.4 never returns from (its worker would hold up every case after it)
