@@ -317,6 +317,22 @@ def _device_memory_used() -> Callable[[], int]:
     return used
 
 
+def process_gpu_mb(device_id: int = 0) -> Callable[[], float]:
+    """A function giving this process's device memory (MB) on GPU ``device_id``, from NVML: other
+    processes on the GPU (a test suite or another soak beside this one) do not count."""
+    import pynvml
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(device_id)
+    pid = os.getpid()
+
+    def used() -> float:
+        for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if proc.pid == pid:
+                return (proc.usedGpuMemory or 0) / 2**20
+        return 0.0
+    return used
+
+
 class GpuMemorySampler:
     """Peak device memory in use above the level when sampling started, sampled every 2 ms (other
     processes' included: run nothing else on the GPU meanwhile)."""

@@ -156,8 +156,8 @@ def test_bool_logic():
 
 
 @pytest.mark.parametrize("graph,symbol", [(lambda x, y: x + y, "+"), (lambda x, y: x - y, "-"),
-                                          (lambda x, y: x / y, "/"), (lambda x, y: x ** y, "**")])
-def test_arithmetic_on_two_booleans_rejected(graph, symbol):
+                                          (lambda x, y: x / y, "/"), (lambda x, y: x ** y, "pow")])
+def test_arithmetic_on_two_booleans_rejected(graph, symbol):  # ** is `pow` in DALI's message
     with pytest.raises(RuntimeError, match="boolean") as e:
         _run(graph, [np.array([True])], [np.array([False])])
     assert f"`{symbol}`" in str(e.value)
@@ -372,3 +372,105 @@ def test_clamp_with_datanode_bounds():
     hi = np.array([1.0, 1.0, 2.0], np.float32)
     out = _run(lambda a, l, h: dmath.clamp(a, l, h), [x], [lo], [hi])[0]
     np.testing.assert_allclose(out.at(0), np.clip(x, lo, hi))
+
+
+def _run_with_layouts(graph, *sources):
+    """sources: (array, layout) pairs, the same array for each of the 2 samples."""
+    @pipeline_def(batch_size=2, num_threads=2, device_id=None)
+    def p():
+        return graph(*[fn.external_source(source=_const([a, a]), layout=lay) for a, lay in sources])
+
+    return p().run()
+
+
+@pytest.mark.parametrize("layouts, expected", [
+    (("ABCD", "CD"), "ABCD"), (("D", "ABCD"), "ABCD"), (("ABCD", None), "ABCD"), (("C", None), "C")])
+def test_result_takes_the_longest_of_layouts_that_are_suffixes_of_one_another(layouts, expected):
+    shapes = {"ABCD": (2, 3, 4, 5), "CD": (4, 5), "D": (5,), "C": (5,)}
+    arrays = [np.ones(shapes[lay] if lay else shapes[layouts[0]], np.float32) for lay in layouts]
+    (out,) = _run_with_layouts(lambda a, b: a + b, *zip(arrays, layouts))
+    assert out.layout() == expected and out.at(0).shape == shapes[expected]
+
+
+def test_a_layout_of_more_dimensions_than_the_result_is_dropped():
+    # a 4-D operand without a layout and a 1-D "C": the result has 4 dimensions, no layout
+    (out,) = _run_with_layouts(lambda a, b: a * b, (np.ones((2, 3, 4, 5), np.float32), None),
+                               (np.ones(5, np.float32), "C"))
+    assert out.layout() == "" and out.at(0).shape == (2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("layouts", [("ABCD", "ABC"), ("X", "ABCD"), ("HW", "WH")])
+def test_layouts_that_do_not_agree_are_an_error(layouts):
+    arrays = [np.ones((4,) * len(lay), np.float32) for lay in layouts]
+    with pytest.raises(RuntimeError, match="They must be equal or one must be a suffix of the other"):
+        _run_with_layouts(lambda a, b: a - b, *zip(arrays, layouts))
+
+
+def test_shapes_that_do_not_broadcast_name_the_conflicting_dimension():
+    with pytest.raises(RuntimeError, match=r"Can't broadcast shapes:\n2 x 3 x 4 \(d=2, belonging to sample_idx=0\)\n"
+                                           r"2 x 3 x 3 \(d=2, belonging to sample_idx=0\)"):
+        _run(lambda x, y: x + y, [np.zeros((2, 3, 4), np.float32)], [np.zeros((2, 3, 3), np.float32)])
+
+
+@pytest.mark.parametrize("graph", [lambda x, y: x // y, lambda x, y: x % y, lambda x, y: x // 0])
+def test_integer_division_by_zero_is_an_error(graph):
+    with pytest.raises(ValueError, match="Integer division by zero"):
+        _run(graph, _arr([4, 5], np.int32), _arr([2, 0], np.int32))
+
+
+def test_clamp_promotes_over_its_three_operands_and_broadcasts_them():
+    x = np.array([[-5, 0, 5], [1, 2, 3]], np.int8)
+    out = _run(lambda v, lo, hi: dmath.clamp(v, lo, hi), [x], _arr([-1, 1, 2], np.int32), _arr([[3], [2]], np.int16))[0]
+    assert out.dtype == T.INT32
+    np.testing.assert_array_equal(out.at(0), np.clip(x, [-1, 1, 2], [[3], [2]]))
+
+
+@pytest.mark.parametrize("graph, word", [(lambda x, y: dmath.clamp(x, y, y), "clamp"),
+                                         (lambda x, y: dmath.min(x, y), "min"),
+                                         (lambda x, y: dmath.atan2(x, y), "atan2"),
+                                         (lambda x, y: dmath.fabs(x), "fabs")])
+def test_math_functions_refuse_booleans(graph, word):
+    with pytest.raises(RuntimeError, match=f"to arithmetic operator `{word}` cannot be "):
+        _run(graph, _arr([True], np.bool_), _arr([False], np.bool_))
+
+
+def test_fabs_of_integers_is_float():
+    out = _run(lambda x: dmath.fabs(x), _arr([-3, 2], np.int16))[0]
+    assert out.dtype == T.FLOAT
+    np.testing.assert_array_equal(out.at(0), [3.0, 2.0])
+
+
+def test_boolean_shifts_are_those_of_0_and_1():
+    a, b = np.array([True, False, True, False]), np.array([False, False, True, True])
+    right, left = _run(lambda x, y: (x >> y, x << y), [a], [b])
+    np.testing.assert_array_equal(right.at(0), a & ~b)
+    np.testing.assert_array_equal(left.at(0), a)
+
+
+def test_ten_dimensions_broadcast_in_up_to_six_runs_of_dimensions():
+    rng = np.random.default_rng(3)
+    a = rng.random((2, 1, 1, 1, 3, 1, 2, 2, 3, 1), dtype=np.float32)
+    b = rng.random((1, 2, 3, 2, 1, 2, 1, 1, 1, 3), dtype=np.float32)
+    c = rng.random((3,), dtype=np.float32)
+    total, clamped = _run(lambda x, y, z: (x + y, dmath.clamp(x, y, z)), [a], [b], [c])
+    np.testing.assert_array_equal(total.at(0), a + b)
+    np.testing.assert_array_equal(clamped.at(0), np.minimum(np.maximum(a, b), c))
+
+
+def test_more_than_six_runs_of_broadcast_dimensions_are_refused_in_dalis_words():
+    a = np.ones((2, 1) * 5, np.float32)
+    with pytest.raises(RuntimeError, match="Broadcasting pattern too complex.*Got 10 groups"):
+        _run(lambda x, y: x + y, [a], [a.reshape((1, 2) * 5)])
+
+
+@pytest.mark.parametrize("graph, words", [
+    (lambda x: x + [x], "The input 1 of operator `+` must be a `DataNode` or a compatible constant. "
+                        "Got a `list` with nested `DataNode`(s)."),
+    (lambda x: dmath.max((x, x), 5), "The input 0 of operator `max` must be a `DataNode`"),
+    (lambda x: x + [[x]], "Unexpected type: <class 'list'>"),
+    (lambda x: x + [1, "two"], "Unexpected type: <class 'str'>"),
+])
+def test_lists_holding_data_nodes_are_not_operands(graph, words):
+    with pytest.raises(TypeError) as err:
+        _run(graph, [np.ones(3, np.float32)])
+    assert words in str(err.value)

@@ -60,7 +60,7 @@ def test_crop_pad_policy_and_fill():
 
 
 def test_crop_error_and_trim_policies():
-    with pytest.raises(Exception, match="outside"):
+    with pytest.raises(Exception, match="Slice can't be placed out of bounds with current policy"):
         run(fn.crop, [IMG], crop=(12, 4))
     out, _ = run(fn.crop, [IMG], crop=(12, 4), crop_pos_y=0.0, crop_pos_x=1.0, out_of_bounds_policy="trim_to_shape")
     np.testing.assert_array_equal(out[0], IMG[:, 8:12])
@@ -120,7 +120,7 @@ def test_crop_sizes_are_cut_to_whole_numbers_and_nonpositive_keeps_the_extent():
 @pytest.mark.parametrize("kwargs, message", [
     ({"crop": (4, 6), "crop_h": 0.0}, "'crop_h' and 'crop_w' together"),
     ({"crop_w": 6.0}, "'crop_h' and 'crop_w' together"),
-    ({"crop": (4, 6), "crop_d": 0.0}, "'crop_d' needs 'crop_h' and 'crop_w'"),
+    ({"crop": (4, 6), "crop_d": 0.0}, "`crop_d` argument must be provided together with `crop_w` and `crop_h`"),
     ({"crop": (4, 6), "crop_h": 4.0, "crop_w": 0.0}, "either 'crop' or"),
     ({"crop": (4,)}, "'crop' needs 2 values"),
 ])
@@ -242,7 +242,7 @@ def test_slice_arguments():
     np.testing.assert_array_equal(out[0], IMG[5:10, 6:12])
     out, _ = run(fn.slice, [IMG], start=(1,), shape=(2,), axes=(2,))
     np.testing.assert_array_equal(out[0], IMG[:, :, 1:3])
-    with pytest.raises(Exception, match="outside"):
+    with pytest.raises(Exception, match="Slice can't be placed out of bounds with current policy"):
         run(fn.slice, [IMG], start=(0, 0), end=(20, 5))
     out, _ = run(fn.slice, [IMG], start=(0, 0), end=(20, 5), out_of_bounds_policy="trim_to_shape")
     np.testing.assert_array_equal(out[0], IMG[0:5, :])
@@ -349,3 +349,11 @@ def test_flip_depthwise_without_a_depth_dim_is_ignored():
     np.testing.assert_array_equal(out[0], IMG[:, ::-1])
     out, _ = run(fn.flip, [IMG], horizontal=0, depthwise=1)
     np.testing.assert_array_equal(out[0], IMG)
+
+
+def test_a_depth_crops_the_frames_of_a_sequence_and_a_layoutless_image_is_hwc():
+    seq = np.random.default_rng(6).integers(0, 256, (5, 10, 12, 3), dtype=np.uint8)
+    out, tl = run(fn.crop, [seq], layout="FHWC", crop=(2, 4, 6), crop_pos_z=1.0)
+    np.testing.assert_array_equal(out[0], seq[3:5, 3:7, 3:9])
+    out, tl = run(fn.crop, [IMG], layout=None, crop=(4, 6))
+    assert tl.layout() == "HWC"

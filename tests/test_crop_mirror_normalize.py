@@ -102,7 +102,7 @@ def test_out_of_bounds_pad_uses_fill_values():
     # anchor y = round(0 * (40 - 44)) = 0: rows 40..43 are outside
     np.testing.assert_allclose(out[0][:40], IMG.astype(np.float32))
     np.testing.assert_array_equal(out[0][40:], np.broadcast_to(np.float32([1, 2, 3]), (4, 50, 3)))
-    with pytest.raises(Exception, match="outside"):
+    with pytest.raises(Exception, match="Slice can't be placed out of bounds with current policy"):
         run([IMG], crop=(44, 50))
 
 
@@ -138,7 +138,9 @@ def test_coin_flip_mirror_and_random_crop_position():
 
 def test_sequences_and_legacy_ops():
     seq = np.random.default_rng(2).integers(0, 256, (3, 8, 9, 3), dtype=np.uint8)
-    out, tl = run([seq], layout="FHWC", crop=(4, 5), mean=MEAN, std=STD)
+    with pytest.raises(RuntimeError, match="The requested output layout is not a permutation of input layout"):
+        run([seq], layout="FHWC", crop=(4, 5), mean=MEAN, std=STD)  # the default "CHW", as in DALI
+    out, tl = run([seq], layout="FHWC", crop=(4, 5), mean=MEAN, std=STD, output_layout="FCHW")
     assert tl.layout() == "FCHW" and out[0].shape == (3, 3, 4, 5)
     for f in range(3):
         np.testing.assert_allclose(out[0][f], reference(seq[f], MEAN, STD, window=((2, 2), (4, 5))),
@@ -162,7 +164,7 @@ def test_crop_window_sizes_and_argument_pairs():
     np.testing.assert_allclose(out[0], reference(IMG, window=((0, 25), (40, 1))))
     for kwargs, message in (({"crop_h": 0.0}, "'crop_h' and 'crop_w' together"),
                             ({"crop_w": 8.0}, "'crop_h' and 'crop_w' together"),
-                            ({"crop_d": 2.0}, "'crop_d' needs 'crop_h' and 'crop_w'")):
+                            ({"crop_d": 2.0}, "`crop_d` argument must be provided together with `crop_w` and")):
         with pytest.raises(RuntimeError, match=f"crop_mirror_normalize .*{message}"):
             run([IMG], **kwargs)
 
@@ -180,12 +182,20 @@ def test_fill_values_count_only_with_the_pad_policy():
     out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", fill_values=(),
                  output_layout="HWC")  # none given: zeros
     np.testing.assert_array_equal(out[0][40:], 0)
+    # with one mean and one std (DALI's rule): one fill value or one per output channel
     with pytest.raises(RuntimeError, match="'fill_values' has 2 values for 3 output channels"):
         run([IMG], crop=(20, 30), out_of_bounds_policy="pad", fill_values=(0.5, 1.5))
     # with pad_output the output has 4 channels: one value per input channel is not enough either
     for fill in ((1, 2), (1, 2, 3)):
         with pytest.raises(RuntimeError, match=f"'fill_values' has {len(fill)} values for 4 output channels"):
             run([IMG], crop=(20, 30), out_of_bounds_policy="pad", pad_output=True, fill_values=fill)
+    # with a per-channel mean or std, fewer values may be given: the others are 0
+    out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", pad_output=True,
+                 fill_values=(1, 2, 3), mean=MEAN, output_layout="HWC")
+    np.testing.assert_array_equal(out[0][40:], np.broadcast_to(np.float32([1, 2, 3, 0]), (4, 50, 4)))
+    with pytest.raises(RuntimeError, match="'fill_values' has 5 values for 4 output channels"):
+        run([IMG], crop=(20, 30), out_of_bounds_policy="pad", pad_output=True, fill_values=(1, 2, 3, 4, 5),
+            mean=MEAN)
     out, _ = run([IMG], crop=(44, 50), crop_pos_y=0.0, out_of_bounds_policy="pad", pad_output=True,
                  fill_values=(1, 2, 3, 0), output_layout="HWC")
     np.testing.assert_array_equal(out[0][40:], np.broadcast_to(np.float32([1, 2, 3, 0]), (4, 50, 4)))
@@ -219,3 +229,38 @@ def test_fill_values_are_cut_toward_zero_for_integer_outputs(dtype):
     expected = np.clip(np.trunc(fill), info.min, info.max)
     np.testing.assert_array_equal(out[0][40:], np.broadcast_to(expected, (4, 50, 4)))
     np.testing.assert_array_equal(out[0][:40, :, 3], expected[3])
+
+
+@pytest.mark.parametrize("output_layout", ["WHC", "CWH", "HCW", "HWC", "CHW"])
+def test_any_permutation_of_the_input_layout_is_an_output_layout(output_layout):
+    out, tl = run([IMG], crop=(8, 10), mean=MEAN, std=STD, mirror=1, output_layout=output_layout)
+    hwc = reference(IMG, MEAN, STD, window=((16, 20), (8, 10)), mirror=True, chw=False)
+    assert tl.layout() == output_layout
+    np.testing.assert_allclose(out[0], np.transpose(hwc, ["HWC".index(c) for c in output_layout]), rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("layout, output_layout", [("CHW", "HWC"), ("CHW", "CHW"), ("FCHW", "FHWC"),
+                                                   ("CFHW", "FCHW")])
+def test_planar_inputs(layout, output_layout):
+    seq = np.random.default_rng(4).integers(0, 256, (2, 12, 14, 3), dtype=np.uint8)  # FHWC
+    frames = seq if "F" in layout else seq[:1]
+    data = np.transpose(frames, ["FHWC".index(c) for c in layout]) if "F" in layout else \
+        np.transpose(frames[0], ["HWC".index(c) for c in layout])
+    out, tl = run([np.ascontiguousarray(data)], layout=layout, crop=(5, 6), mean=MEAN, std=STD,
+                  output_layout=output_layout)
+    expected = np.stack([reference(f, MEAN, STD, window=((4, 4), (5, 6)), chw=False) for f in frames])
+    source = "FHWC" if "F" in layout else "HWC"
+    expected = expected if "F" in layout else expected[0]
+    assert tl.layout() == output_layout
+    np.testing.assert_allclose(out[0], np.transpose(expected, [source.index(c) for c in output_layout]),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_depth_crops_the_frames_of_a_sequence():
+    seq = np.random.default_rng(5).integers(0, 256, (6, 12, 14, 3), dtype=np.uint8)
+    out, tl = run([seq], layout="FHWC", crop_d=3, crop_h=5, crop_w=6, crop_pos_z=0.5, mean=MEAN, std=STD,
+                  output_layout="FCHW")
+    # frames: round(0.5 * (6 - 3)) = 2 (ties away from zero) -> frames 2..4
+    expected = np.stack([reference(f, MEAN, STD, window=((4, 4), (5, 6))) for f in seq[2:5]])
+    np.testing.assert_allclose(out[0], expected, rtol=1e-5, atol=1e-5)

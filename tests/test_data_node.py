@@ -176,6 +176,24 @@ def test_external_source_layout_must_fit_ndim(layout):
                                           (lambda x: fn.flip(x), "xyz"),
                                           (lambda x: fn.brightness(x, brightness=1.5), "CHW")])
 def test_operator_rejects_a_layout_it_cannot_take(graph, layout):
-    with pytest.raises(ValueError, match=f"layout '{layout}'") as e:
+    with pytest.raises(ValueError, match=f'The layout "{layout}" does not match any of the allowed layouts') as e:
         run_es(graph, [np.zeros((3, 4, 3), np.uint8)], layouts=[layout])
     assert isinstance(e.value, RuntimeError)
+
+
+def test_gpu_data_given_to_a_cpu_operator_is_refused_in_dalis_words():
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def as_input():
+        return fn.cast(fn.random.uniform(shape=[2]).gpu(), dtype=types.INT32, device="cpu")
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def as_argument():
+        window = fn.random.uniform(range=[0.1, 0.3], shape=[1])
+        return fn.slice(fn.random.uniform(shape=[8]), rel_start=window.gpu(), rel_shape=window, device="cpu")
+
+    with pytest.raises(RuntimeError, match='The input 0 for cpu operator `penstock.fn.cast` is stored on '
+                                           'incompatible device "gpu". Valid device is "cpu".'):
+        as_input()
+    with pytest.raises(ValueError, match="Invalid device \"gpu\" for argument 'rel_start' of operator "
+                                         "'penstock.fn.slice'. Named arguments must be on CPU."):
+        as_argument()

@@ -46,16 +46,19 @@ def test_data_inputs_of_every_kind():
     def pipe():
         a = fn.flip(imgs, horizontal=1, vertical=0)                     # list of arrays
         b = fn.flip(TensorListCPU(imgs, "HWC"), horizontal=0, vertical=1)  # TensorList
-        c = fn.flip(dense, horizontal=1, vertical=0)                    # array, leading batch dim
-        d = fn.flip(torch.from_numpy(dense), horizontal=1, vertical=0)  # torch tensor
-        return a, b, c, d
+        c = fn.flip(list(torch.from_numpy(dense)), horizontal=1, vertical=0)  # list of torch tensors
+        # a lone array or tensor is a constant, every sample's (DALI's classification)
+        d = fn.flip(dense[0], horizontal=1, vertical=0)
+        e = fn.flip(torch.from_numpy(dense[1]), horizontal=1, vertical=0)
+        return a, b, c, d, e
 
-    a, b, c, d = pipe().run()
+    a, b, c, d, e = pipe().run()
     for i in range(B):
         np.testing.assert_array_equal(a.at(i), imgs[i][:, ::-1])
         np.testing.assert_array_equal(b.at(i), imgs[i][::-1])
+        np.testing.assert_array_equal(d.at(i), dense[0][:, ::-1])
+        np.testing.assert_array_equal(e.at(i), dense[1][:, ::-1])
     np.testing.assert_array_equal(c.as_array(), dense[:, :, ::-1])
-    np.testing.assert_array_equal(d.as_array(), dense[:, :, ::-1])
 
 
 def test_python_control_flow_on_values_and_iterations():
@@ -141,5 +144,52 @@ def test_operators_must_not_change_between_iterations():
 
     p = pipe()
     p.run()
-    with pytest.raises(RuntimeError, match="the same every iteration"):
+    with pytest.raises(RuntimeError, match="Unexpected operator 'cast'. Debug mode does not support changing the "
+                                           "order of operators executed within the pipeline"):
+        p.run()
+
+
+def test_random_operators_draw_as_in_standard_mode():
+    # the same seeds as a standard pipeline (handed out in call order), so debug mode reproduces it
+    def graph():
+        return fn.random.coin_flip(), fn.random.normal(shape=[2]), fn.random.uniform(range=[0, 1])
+
+    standard = pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=47)(graph)()
+    debug = _debug(seed=47)(graph)()
+    for _ in range(2):
+        for s, d in zip(standard.run(), debug.run()):
+            np.testing.assert_array_equal(s.as_array(), d.as_array())
+
+
+def test_feed_input_in_debug_mode_feeds_the_named_external_source():
+    p = _debug()(lambda: fn.external_source(name="x"))()
+    fed = [np.full((B, 2), k, np.float32) for k in range(3)]
+    for batch in fed:  # before the graph function ran once: kept until the source exists
+        p.feed_input("x", batch)
+    for batch in fed:
+        np.testing.assert_array_equal(p.run()[0].as_array(), batch)
+
+
+@pytest.mark.parametrize("change, words", [
+    ("inputs", "Trying to use operator 'cat' with different number of inputs than when it was built. Expected: 1"),
+    ("kwargs", "Trying to use operator 'cat' with different number of keyword arguments than when it was built"),
+    ("batch", "Input 1 for operator 'cat' is a constant but was a batch when created"),
+])
+def test_operator_calls_must_keep_their_inputs_and_arguments(change, words):
+    calls = []
+
+    @_debug()
+    def pipe():
+        calls.append(1)
+        first = len(calls) == 1
+        batch = [np.zeros(1, np.float32)] * B
+        if change == "inputs":
+            return fn.cat(*([batch] if first else [batch, batch]))
+        if change == "kwargs":
+            return fn.cat(batch, batch, **({"axis": 0} if first else {}))
+        return fn.cat(batch, batch if first else np.zeros(1, np.float32))
+
+    p = pipe()
+    p.run()
+    with pytest.raises(RuntimeError, match=words):
         p.run()

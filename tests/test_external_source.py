@@ -415,7 +415,7 @@ def test_ops_external_source():
 
 def test_ops_external_source_arg_twice_rejected():
     es = ops.ExternalSource(layout="HW")
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError, match="``layout`` already specified in constructor"):  # DALI's words and class
         _pipe(lambda: es(layout="HW"))
 
 

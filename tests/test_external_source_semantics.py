@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from penstock import fn, ops, pipeline_def, types
+from penstock import Pipeline, fn, ops, pipeline_def, types
 
 
 def _pipe(graph, batch_size=2, **kw):
@@ -197,17 +197,26 @@ def test_non_blocking_without_data_raises():
 
 # ---- ops API -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("arg", [{"layout": "HW"}, {"dtype": types.UINT8}, {"blocking": True}])
-def test_ops_argument_in_init_and_call_rejected(arg):
+# DALI's classes and words: RuntimeError for what describes the data, ValueError for the rest
+@pytest.mark.parametrize("arg, error", [({"layout": "HW"}, RuntimeError), ({"dtype": types.UINT8}, RuntimeError),
+                                        ({"blocking": True}, ValueError), ({"no_copy": True}, ValueError)])
+def test_ops_argument_in_init_and_call_rejected(arg, error):
     es = ops.ExternalSource(**arg)
-    with pytest.raises(ValueError, match=list(arg)[0]):
+    with pytest.raises(error, match=f"``{list(arg)[0]}`` already specified in constructor"):
         es(**arg)
 
 
 def test_ops_source_in_init_and_call_rejected():
     es = ops.ExternalSource(source=lambda: [np.zeros(1)] * 2)
-    with pytest.raises(ValueError, match="source"):
+    with pytest.raises(RuntimeError, match="``source`` already specified in constructor"):
         es(source=lambda: [np.zeros(1)] * 2)
+
+
+def test_ops_name_may_be_given_again_at_call():
+    pipe = Pipeline(batch_size=2, num_threads=1, device_id=None)
+    with pipe:
+        pipe.set_outputs(ops.ExternalSource(source=lambda: [np.zeros(1)] * 2, name="a")(name="b"))
+    assert pipe.run()[0].shape() == [(1,), (1,)]
 
 
 def test_feed_input_layout_that_does_not_fit_is_dropped_with_warning():

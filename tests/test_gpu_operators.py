@@ -1,6 +1,7 @@
 """Every GPU kernel against its CPU sibling: the same graph run on both devices must agree
 (within 1 on integer pixels, 1e-5 relative on floats). Needs CuPy and a CUDA device."""
 import io
+import re
 
 import numpy as np
 import pytest
@@ -194,6 +195,36 @@ def test_arithmetic_matches_cpu():
                 [a, b], atol_int=0)
     assert_same(lambda x: (dmath.sqrt(dmath.abs(x)), dmath.exp(x), dmath.atan2(x, 2.0),
                            dmath.clamp(x, -0.5, 0.5), x * 2.5 + 1), [f])
+
+
+@pytest.mark.parametrize("graph, words", [
+    (lambda x, y: (x > 0) + (y > 0), "Inputs to arithmetic operator `+` cannot be booleans"),
+    (lambda x, y: dmath.sqrt(x > 0), "Input to arithmetic operator `sqrt` cannot be a boolean"),
+    (lambda x, y: x[:, :2] + y[:3], "Can't broadcast shapes:")])
+def test_arithmetic_errors_on_the_gpu_carry_dalis_words(graph, words):
+    a = [rng.integers(-50, 50, (3, 4), dtype=np.int32) for _ in range(3)]
+    b = [rng.integers(-5, 5, (4,), dtype=np.int32) for _ in range(3)]
+    with pytest.raises(RuntimeError, match=re.escape(words)):
+        run_on("gpu", graph, [a, b])
+
+@pytest.mark.parametrize("layout, output_layout, crop", [
+    ("HWC", "WHC", {"crop": (8, 10)}), ("CHW", "HWC", {"crop": (8, 10)}),
+    ("FHWC", "FCHW", {"crop_d": 2, "crop_h": 8, "crop_w": 10}), ("FHWC", "CFHW", {"crop": (8, 10)})])
+def test_crop_mirror_normalize_of_planar_inputs_sequences_and_permuted_outputs_matches_cpu(layout, output_layout,
+                                                                                           crop):
+    frames = [rng.integers(0, 256, (3, h, w, 3), dtype=np.uint8) for h, w in ((20, 24), (17, 30))]
+    data = [np.ascontiguousarray(f[0].transpose(2, 0, 1)) if layout == "CHW" else f[0] if layout == "HWC" else f
+            for f in frames]
+    assert_same(lambda x: fn.crop_mirror_normalize(x, mean=[10.0, 20.0, 30.0], std=[2.0, 3.0, 4.0], mirror=1,
+                                                   output_layout=output_layout, **crop),
+                [data], layouts=[layout], rtol_float=1e-5)
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_integer_power_with_negative_exponents_matches_cpu(dtype):
+    # 0 whatever the base, 1 and -1 included (DALI 2.4)
+    bases = [np.array([-3, -2, -1, 0, 1, 2, 3], dtype)] * 3
+    exponents = [np.full(7, e, dtype) for e in (-1, -2, -3)]
+    assert_same(lambda x, y: (x ** y, dmath.pow(x, y), x ** -1), [bases, exponents], atol_int=0)
 
 
 def test_transfers_round_trip_and_keep_metadata():

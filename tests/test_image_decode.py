@@ -319,6 +319,16 @@ def test_legacy_ops_aliases():
     assert outs[4][0].tolist() == [40, 60, 3]
 
 
+def test_experimental_decoder_paths_are_deprecated_aliases():
+    blob = encode(IMG, "PNG")
+    with pytest.warns(DeprecationWarning, match=r"`penstock.fn.experimental.decoders.image_crop` is now deprecated. "
+                                                r"Use `penstock.fn.decoders.image_crop` instead"):
+        outs = run([blob], lambda e: (fn.experimental.decoders.image(e), fn.experimental.decoders.image_crop(
+            e, crop=(10, 10)), ops.experimental.decoders.ImageSlice(start=[1, 2], shape=[3, 4], axes=[0, 1])(e)))
+    np.testing.assert_array_equal(outs[0][0], IMG)
+    np.testing.assert_array_equal(outs[1][0], run([blob], lambda e: fn.decoders.image_crop(e, crop=(10, 10)))[0][0])
+    np.testing.assert_array_equal(outs[2][0], IMG[1:4, 2:6])
+
 def test_missing_pillow_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(decoders, "_pillow", lambda: None)
     with pytest.raises(Exception, match="needs Pillow"):

@@ -28,10 +28,10 @@ def test_resize_reads_4d_samples_without_layout_as_frames():
     assert got[0].shape == (3, 6, 8, 3)  # frames kept: not resized as a 3-D volume
 
 
-@pytest.mark.parametrize("shape, layout, message", [
-    ((12, 16), None, "2-dimensional samples without a layout"),
-    ((2, 2, 2, 12, 16, 3), None, "6-dimensional samples without a layout"),
-    ((12, 16, 3), "WHC", "layout 'WHC' of input 0 is not one of the accepted layouts"),
+@pytest.mark.parametrize("shape, layout, message", [  # DALI's words
+    ((12, 16), None, "The number of dimensions 2 does not match any of the allowed layouts for input 0"),
+    ((2, 2, 2, 12, 16, 3), None, "The number of dimensions 6 does not match any of the allowed layouts"),
+    ((12, 16, 3), "WHC", 'The layout "WHC" does not match any of the allowed layouts for input 0'),
 ])
 def test_resize_rejects_layouts_it_does_not_accept(shape, layout, message):
     x = RNG.integers(0, 256, shape, dtype=np.uint8)
@@ -39,7 +39,7 @@ def test_resize_rejects_layouts_it_does_not_accept(shape, layout, message):
         run_es(lambda s: fn.resize(s, resize_x=4, resize_y=4), [x], layouts=[layout])
     text = str(info.value)
     assert "resize ('" in text and message in text  # names the operator instance
-    assert "HWC, FHWC, CHW" in text  # the valid layouts are listed
+    assert "Valid layouts are:\nHWC\nFHWC\nCHW" in text  # the valid layouts are listed
 
 
 def test_resize_accepts_every_declared_layout():
@@ -88,5 +88,5 @@ def test_declared_layouts_are_well_formed(name):
 ])
 def test_operators_declaring_layouts_share_the_check(build):
     x = RNG.integers(0, 256, (8, 8), dtype=np.uint8)  # 2-D: no declared layout has 2 dims
-    with pytest.raises(RuntimeError, match="2-dimensional samples without a layout"):
+    with pytest.raises(RuntimeError, match="The number of dimensions 2 does not match any of the allowed layouts"):
         run_es(build, [x])

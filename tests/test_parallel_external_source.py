@@ -363,6 +363,71 @@ def test_sigint_in_parent_leaves_no_worker():
     assert _wait_dead(pids)
 
 
+# ---- the workers live as long as the pipeline's process, not the thread that built it --------
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_pipeline_built_in_a_thread_that_exits(method):
+    """Servers and frameworks build pipelines in helper threads (here one that also runs the first
+    iteration, so it ends after the workers are up): the workers outlive the thread."""
+    pipe = _pipe(lambda: fn.external_source(batch_cb, batch_info=True, parallel=True), py_start_method=method)
+    first = []
+    builder = threading.Thread(target=lambda: first.append(pipe.run()))
+    builder.start()
+    builder.join()
+    pids = pipe._py_pool.pids()
+    outs = first + [pipe.run() for _ in range(3)]
+    for it, (out,) in enumerate(outs):
+        assert _vals(out) == [[it * 10 + k] * 3 for k in range(4)]
+    assert all(_alive(p) for p in pids)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_end_when_the_parent_process_is_killed(method, tmp_path):
+    """kill -9 of the pipeline's process ends its workers, also while they run a source that does not
+    return and while a process forked from it after the workers started lives on."""
+    script = tmp_path / "parent.py"  # a file: spawned workers import the source from it
+    script.write_text(textwrap.dedent(f"""
+        import os, sys, threading, time
+        sys.path.insert(0, {os.path.join(_ROOT, 'core')!r})
+        import numpy as np
+        from penstock import fn, pipeline_def
+
+        def cb(iteration):
+            if iteration >= 1:
+                time.sleep(3600)  # both workers are inside the source when the parent dies
+            return np.zeros((4, 8), np.uint8)
+
+        @pipeline_def(batch_size=4, num_threads=1, device_id=None, py_num_workers=2,
+                      py_start_method={method!r}, prefetch_queue_depth=1)
+        def p():
+            return fn.external_source(cb, parallel=True, prefetch_queue_depth=2)
+
+        if __name__ == "__main__":
+            pipe = p()
+            builder = threading.Thread(target=pipe.run)  # builds the pipeline, runs iteration 0
+            builder.start()
+            builder.join()
+            child = os.fork()
+            if child == 0:  # a process forked after the workers, which outlives the parent
+                time.sleep(120)
+                os._exit(0)
+            print(*pipe._py_pool.pids(), child, flush=True)
+            time.sleep(3600)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    *pids, child = [int(x) for x in proc.stdout.readline().split()] or [0]
+    try:
+        assert len(pids) == 2, proc.stderr.read().decode()[-2000:]
+        assert all(_alive(p) for p in pids)
+        proc.kill()
+        proc.wait(30)
+        assert _wait_dead(pids, timeout=30)
+    finally:
+        for pid in [proc.pid, child, *pids]:
+            if pid and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 # ---- start_py_workers, fork after CUDA ------------------------------------------------------
 
 def test_start_py_workers_before_build():

@@ -48,7 +48,10 @@ def test_positional_1x_form_and_sentinels():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         q = Pipeline(-1, -1, None, -1)
-    assert q.max_batch_size is None and q.num_threads is None and q.seed is None
+    # as DALI 2.4 keeps them: -1 for the batch size and threads (refused at build), None for the seed
+    assert q.max_batch_size == -1 and q.num_threads == -1 and q.seed is None
+    with pytest.raises(ValueError, match=r"Invalid batch size: -1. Please set a positive integer."):
+        q.build()
 
 
 def test_negative_seed_warns():
@@ -231,12 +234,14 @@ def test_with_pipe_set_outputs():
     assert a.at(1).tolist() == [0, 1] and b.at(1).tolist() == [1, 2]
 
 
-def test_no_outputs_graph_runs():
+def test_a_graph_without_outputs_is_not_implemented():
+    # DALI 2.4: a graph function that returns nothing leaves define_graph() to define the graph
     @pipeline_def(batch_size=1, num_threads=1, device_id=None)
     def p():
         return None
 
-    assert p().num_outputs == 0
+    with pytest.raises(NotImplementedError):
+        p().num_outputs
 
 
 def test_constant_outputs():
@@ -606,10 +611,11 @@ def test_reader_shuffle_follows_pipeline_seed(tmp_path):
 
 
 @pytest.mark.parametrize("exec_async", [True, False])
-def test_pipeline_without_outputs_runs(exec_async):
-    p = pipeline_def(batch_size=2, num_threads=1, device_id=None, exec_async=exec_async)(lambda: None)()
-    assert p.run() == ()
-    assert p.run() == ()
+def test_pipeline_without_outputs_does_not_run(exec_async):
+    # as in DALI 2.4: an empty set of outputs is no graph (define_graph() is asked, and the base has none)
+    p = pipeline_def(batch_size=2, num_threads=1, device_id=None, exec_async=exec_async)(lambda: ())()
+    with pytest.raises(NotImplementedError):
+        p.run()
 
 
 def test_feed_input_forms():

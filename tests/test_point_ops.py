@@ -123,7 +123,7 @@ def test_equalize_takes_frames_and_planar_channels_one_by_one():
 
 def test_experimental_equalize_is_a_deprecated_alias():
     imgs = _images(2)
-    with pytest.warns(DeprecationWarning, match="fn.experimental.equalize is deprecated; use penstock.fn.equalize"):
+    with pytest.warns(DeprecationWarning, match="fn.experimental.equalize` is now deprecated. Use `penstock.fn.equalize"):
         @pipeline_def(batch_size=2, num_threads=1, device_id=None)
         def pipe():
             return fn.experimental.equalize(fn.external_source(source=lambda: imgs, batch=True, layout="HWC"))

@@ -59,10 +59,14 @@ def test_several_outputs_and_output_layouts():
         assert o3.at(i).shape == () and o3.at(i) == a[i].shape[0]
 
 
-def test_one_layout_string_applies_to_the_first_output():
+def test_one_layout_string_applies_to_every_output():
+    # DALI 2.4: a string is every output's layout, a list the first outputs'
     data = _ragged()
-    o1, o2 = _run(lambda x: tuple(fn.python_function(x, function=lambda s: (s, s[..., 0]), num_outputs=2,
+    o1, o2 = _run(lambda x: tuple(fn.python_function(x, function=lambda s: (s, s // 2), num_outputs=2,
                                                      output_layouts="HWC")), [data])
+    assert o1.layout() == "HWC" and o2.layout() == "HWC"
+    o1, o2 = _run(lambda x: tuple(fn.python_function(x, function=lambda s: (s, s[..., 0]), num_outputs=2,
+                                                     output_layouts=["HWC"])), [data])
     assert o1.layout() == "HWC" and o2.layout() == ""
 
 
@@ -160,10 +164,10 @@ def test_exception_in_batch_mode_and_pipeline_keeps_reporting():
     assert "in <listcomp>" in str(info.value) or "in broken" in str(info.value)
 
 
-@pytest.mark.parametrize("fn_, k, msg", [
-    (lambda s: s, 2, "must return a tuple"),
-    (lambda s: (s, s, s), 2, "returned 3 outputs"),
-    (lambda s: None, 1, "returned None"),
+@pytest.mark.parametrize("fn_, k, msg", [  # DALI's words
+    (lambda s: s, 2, "must be a tuple"),
+    (lambda s: (s, s, s), 2, "Unexpected number of outputs from Pythonfunction operator - got 3, expected 2"),
+    (lambda s: None, 1, "returned 0 outputs and 1 were expected"),
     (lambda s: (s, s), 1, "num_outputs=1"),
     (lambda s: s, 0, "num_outputs=0"),
 ])
@@ -191,10 +195,10 @@ def test_a_returned_penstock_tensor_keeps_its_layout():
 
 
 def test_needs_a_current_pipeline():
-    with pytest.raises(RuntimeError, match="pipeline is current"):
+    with pytest.raises(RuntimeError, match="Current Pipeline not set!.*pipeline is current"):
         fn.python_function(function=lambda: np.zeros(1))
     op = ops.PythonFunction(function=lambda: np.zeros(1))
-    with pytest.raises(RuntimeError, match="pipeline is current"):
+    with pytest.raises(RuntimeError, match="Current Pipeline not set!"):
         op()
 
 
@@ -202,7 +206,7 @@ def test_multiple_input_sets_and_bad_arguments_are_rejected():
     pipe = Pipeline(batch_size=2, num_threads=1, device_id=None)
     with pipe:
         x = fn.external_source(source=_const(_ragged(2)))
-        with pytest.raises(TypeError, match="multiple input sets"):
+        with pytest.raises(TypeError, match="Python Operators do not support Multiple Input Sets"):
             fn.python_function([x, x], function=lambda s: s)
         with pytest.raises(TypeError, match="'function' must be a callable"):
             fn.python_function(x, function=3)
@@ -210,6 +214,9 @@ def test_multiple_input_sets_and_bad_arguments_are_rejected():
             fn.python_function(x, function=lambda s: s, num_outputs=-1)
         with pytest.raises(TypeError, match="output_layouts"):
             fn.python_function(x, function=lambda s: s, output_layouts=[1])
+        with pytest.raises(RuntimeError, match=r"The length of the ``output_layouts`` \(=2\) is greater than the "
+                                               r"number of outputs \(=1\)"):
+            fn.python_function(x, function=lambda s: s, output_layouts=["HW", "HWC"])
 
 
 def test_not_serializable():

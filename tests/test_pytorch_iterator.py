@@ -159,9 +159,12 @@ def test_feed_ndarray_copies_into_a_preallocated_tensor():
     sample = torch.zeros(3, dtype=torch.int32)
     feed_ndarray(tl[1], sample)
     assert sample.tolist() == [3, 4, 5]
-    with pytest.raises(AssertionError, match="shapes"):
+    # DALI's words, which code written for DALI matches
+    with pytest.raises(AssertionError, match=r"Shapes do not match: DALI tensor has size \[2, 3\], but PyTorch "
+                                             r"Tensor has size \[3, 2\]"):
         feed_ndarray(tl, torch.zeros(3, 2, dtype=torch.int32))
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match="The element type of DALI Tensor/TensorList doesn't match the element "
+                                             "type of the target PyTorch Tensor: torch.int32 vs torch.float32"):
         feed_ndarray(tl, torch.zeros(2, 3, dtype=torch.float32))
 
 

@@ -1,12 +1,14 @@
 """The examples of the reference "Pipeline" page (shared/reference/002_2486f8f42ba7bbdf.txt), with
-`nvidia.dali` replaced by `penstock` in the imports and the CPU form of GPU placements
-(device="mixed"/"gpu" -> CPU, device_id=0 -> None, `.gpu()` dropped) so that they run in CI.
-
-The examples with ``external_source(parallel=True)`` and the default by-value pickler
-(`test_do_not_convert_examples_parallel`, `test_pickle_by_value`) need `penstock.pickling` and
-parallel external sources (branch `extsrc`). The page's callbacks read `sample_info.iteration`,
-which DALI's SampleInfo does not have either; they read `sample_info.iteration` here.
+`nvidia.dali` replaced by `penstock` in the imports (`import penstock as dali`, so the page's
+`dali.pickling.pickle_by_value` and `dali.pipeline.experimental` read as written) and the CPU form of
+GPU placements (device="mixed"/"gpu" -> CPU, device_id=0 -> None, `.gpu()` dropped) so that they
+run in CI. The page's callbacks read `sample_info.iter_idx`, which DALI's SampleInfo does not have
+(DALI names it `iteration`); penstock's has both, so they run as the page writes them.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -80,13 +82,13 @@ def test_current_pipeline_with_statement():
 
 
 def test_pipeline_def_returning_the_outputs_list():
-    # The page calls this equivalent to the example above; penstock follows the spec (api.md §3):
-    # a returned list is one nested output, which is an error naming the fix.
+    # The page calls this equivalent to the example above; DALI 2.4 takes the returned list as one
+    # output holding DataNodes, an error naming the fix (as penstock does, in DALI's words)
     @dali.pipeline_def(batch_size=N, num_threads=3, device_id=None)
     def my_pipe(my_source):
         return dali.fn.external_source(my_source, num_outputs=2)
 
-    with pytest.raises(TypeError, match="tuple"):
+    with pytest.raises(TypeError, match=r"The output 0 contains a nested `DataNode`. Missing list/tuple expansion"):
         my_pipe(my_source)
 
 
@@ -158,12 +160,12 @@ def test_conditional_random_rotate(image_dirs):
 @do_not_convert
 def source_factory(size):
     def source_fun(sample_info):
-        return np.full(size, sample_info.iteration)
+        return np.full(size, sample_info.iter_idx)
     return source_fun
 
 
 def source_fun(sample_info):
-    return np.full((2, 2), sample_info.iteration)
+    return np.full((2, 2), sample_info.iter_idx)
 
 
 def test_callback_defined_outside_is_not_converted():
@@ -182,7 +184,7 @@ def test_do_not_convert_examples_parallel():
 
         def source_factory(size):
             def source_fun(sample_info):
-                return np.full(size, sample_info.iteration)
+                return np.full(size, sample_info.iter_idx)
             return source_fun
 
         source = source_factory(size=(2, 1))
@@ -198,18 +200,42 @@ def test_do_not_convert_examples_parallel():
         np.testing.assert_array_equal(p.run()[0].as_array(), np.zeros((2, 2, 1)))
 
 
+@dali.pickling.pickle_by_value
+def by_value(sample_info):
+    return np.int32([sample_info.idx_in_epoch + by_value_offset])
+
+
+by_value_offset = 10  # a global the function reads: sent with it, by value
+
+
 def test_pickle_by_value():
-    from penstock import pickling
-
-    @pickling.pickle_by_value
-    def by_value(sample_info):
-        return np.int32([sample_info.idx_in_epoch])
-
     @pipeline_def(batch_size=2, num_threads=1, device_id=None, py_start_method="spawn", py_num_workers=1)
     def create_pipeline():
         return fn.external_source(by_value, batch=False, parallel=True)
 
-    np.testing.assert_array_equal(create_pipeline().run()[0].as_array(), [[0], [1]])
+    np.testing.assert_array_equal(create_pipeline().run()[0].as_array(), [[10], [11]])
+
+
+def test_dill_as_the_callback_pickler():
+    import dill
+
+    @pipeline_def(py_callback_pickler=dill, batch_size=2, num_threads=1, device_id=None, py_start_method="spawn")
+    def create_pipeline():
+        src = fn.external_source(
+            lambda sample_info: np.int32([42]),
+            batch=False,
+            parallel=True,
+        )
+        return src
+
+    np.testing.assert_array_equal(create_pipeline().run()[0].as_array(), [[42], [42]])
+
+
+def test_a_fresh_import_holds_the_modules_the_page_reaches_as_attributes():
+    # the page's first line after its import: `@dali.pickling.pickle_by_value` (no `import` of the module)
+    code = ("import penstock as dali; dali.pickling.pickle_by_value; dali.pipeline.experimental.pipeline_def; "
+            "dali.pipeline.do_not_convert; dali.types.DALIDataType.BOOL")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
 
 
 def test_run_with_pipeline_inputs():

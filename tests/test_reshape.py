@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -20,9 +22,9 @@ def test_reshape_wildcard():
     np.testing.assert_array_equal(out.at(0), X.reshape(-1, 2))
 
 
-def test_reshape_zero_copies_dim():
-    (out,) = run_es(lambda a: fn.reshape(a, shape=[0, -1]), [X])
-    assert out.shape() == [(2, 12)]
+def test_reshape_zero_extent_is_refused():
+    with pytest.raises(RuntimeError, match="Extent of 0 is illegal; got: 0 x 0"):  # DALI 2.4 (and its words)
+        run_es(lambda a: fn.reshape(a, shape=[0, -1]), [X])
 
 
 def test_reshape_layout_cleared_when_shape_changes():
@@ -61,13 +63,14 @@ def test_reshape_rel_shape_per_sample_with_negative_extent():
     assert out.shape() == [(2, 12), (4, 3)]
 
 
-@pytest.mark.parametrize("shape, rel, message", [
-    ((4, 6), [-1, -1], "more than one negative"),
-    ((4, 6), [-1, 0], "has an extent of 0"),
-    ((4, 6), [0.5, 0], "has an extent of 0"),
-    ((4, 0), [-1, 1], "cannot infer the extent of dimension 0"),
-    ((4, 6), [-1, 0.01], "cannot infer the extent of dimension 0"),  # 0.06 rounds to 0
-    ((4, 6), [-1, 1.5], "the number of elements differs"),           # 24 // 9 = 2: 2 x 9 != 24
+@pytest.mark.parametrize("shape, rel, message", [  # DALI's words
+    ((4, 6), [-1, -1], "Only one negative extent is allowed"),
+    ((4, 6), [-1, 0], "Extent of 0 is illegal"),
+    ((4, 6), [0.5, 0], "Extent of 0 is illegal"),
+    ((4, 0), [-1, 1], "Cannot infer the extent of dimension 0 when the volume of remaining dimensions is 0. "
+                      "Input shape: 4 x 0"),
+    ((4, 6), [-1, 0.01], "Cannot infer the extent of dimension 0"),  # 0.06 rounds to 0
+    ((4, 6), [-1, 1.5], "Input and output samples must occupy the same size in bytes"),  # 24 // 9 = 2: 2 x 9 != 24
 ])
 def test_reshape_rel_shape_negative_extent_errors(shape, rel, message):
     with pytest.raises(RuntimeError, match=message):
@@ -75,7 +78,7 @@ def test_reshape_rel_shape_negative_extent_errors(shape, rel, message):
 
 
 def test_reshape_rel_shape_per_sample_negative_extent_errors():
-    with pytest.raises(RuntimeError, match="more than one negative"):
+    with pytest.raises(RuntimeError, match="Only one negative extent is allowed"):
         run_es(lambda x, r: fn.reshape(x, rel_shape=r), [np.zeros((4, 6), np.float32)],
                [np.array([-1, -1], np.float32)])
 
@@ -101,15 +104,20 @@ def test_reshape_src_dims():
     assert out.shape() == [(1, 3, 4)]
 
 
-@pytest.mark.parametrize("graph, message", [
-    (lambda a: fn.reshape(a, shape=[6, 4], rel_shape=[1, 1]), "'shape' and 'rel_shape' are mutually exclusive"),
-    (lambda a: fn.reshape(a, fn.shapes(a), rel_shape=[1, 1]), "a shape input and 'rel_shape'"),
-    (lambda a: fn.reshape(a, fn.shapes(a), shape=[6, 4]), "a shape input and 'shape'"),
+EXCLUSIVE = "Shape input, `shape` argument and `rel_shape` argument are mutually exclusive"
+
+
+@pytest.mark.parametrize("graph, message", [  # DALI's words
+    (lambda a: fn.reshape(a, shape=[6, 4], rel_shape=[1, 1]), EXCLUSIVE),
+    (lambda a: fn.reshape(a, fn.shapes(a), rel_shape=[1, 1]), EXCLUSIVE),
+    (lambda a: fn.reshape(a, fn.shapes(a), shape=[6, 4]), EXCLUSIVE),
     (lambda a: fn.reshape(a, rel_shape=[]), "'rel_shape' is an empty list"),
-    (lambda a: fn.reshape(a, src_dims=[2, 3]), r"src_dims \[2, 3\] out of range for 2-D"),
-    (lambda a: fn.reshape(a, src_dims=[-2, 0]), r"src_dims \[-2\] out of range"),
+    (lambda a: fn.reshape(a, src_dims=[2, 3]), r"`src_dims\[0\] == 2` is out of bounds. The indices in `src_dims` "
+                                               r"should be either valid dimension indices in range \[0..1\]"),
+    (lambda a: fn.reshape(a, src_dims=[-2, 0]), r"`src_dims\[0\] == -2` is out of bounds"),
     # checked even where 'shape' makes src_dims unused
-    (lambda a: fn.reshape(a, shape=[6, 4], src_dims=[2]), r"src_dims \[2\] out of range"),
+    (lambda a: fn.reshape(a, shape=[6, 4], src_dims=[2]), r"`src_dims\[0\] == 2` is out of bounds"),
+    (lambda a: fn.reshape(a, src_dims=[1, 0], rel_shape=[1]), "`src_dims` and `rel_shape` have different lengths: 2 vs 1"),
 ])
 def test_reshape_argument_errors(graph, message):
     with pytest.raises(RuntimeError, match=message):
@@ -179,15 +187,17 @@ def test_expand_dims_layouts_zero_d_empty_axes_and_empty_samples():
     assert empty.shape() == [(0, 1, 3), (2, 1, 3)]
 
 
-@pytest.mark.parametrize("kwargs, layout, message", [
-    ({"axes": [-1]}, "HW", "must not be negative"),
-    ({"axes": [3]}, "HW", "do not fit"),
+@pytest.mark.parametrize("kwargs, layout, message", [  # DALI's words, which code written for DALI matches
+    ({"axes": [-1]}, "HW", "Axis value can't be negative"),
+    ({"axes": [3]}, "HW", "Data has not enough dimensions to add new axes at specified indices."),
     ({"axes": [0, 0]}, "HW", "more than once"),
-    ({"axes": [0, 1], "new_axis_names": "A"}, "HW", "1 letters for 2 axes"),
-    ({"axes": [0], "new_axis_names": "A"}, None, "needs an input with a layout"),
+    ({"axes": [0, 1], "new_axis_names": "A"}, "HW",
+     "Specified 2 new dimensions, but layout contains only 1 new dimension names"),
+    ({"axes": [0], "new_axis_names": "A"}, None,
+     "Specifying ``new_axis_names`` requires an input with a proper layout."),
 ])
 def test_expand_dims_errors(kwargs, layout, message):
-    with pytest.raises(RuntimeError, match=message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
         run_es(lambda a: fn.expand_dims(a, **kwargs), [np.zeros((2, 3), np.int32)], layouts=[layout])
 
 
@@ -213,17 +223,38 @@ def test_squeeze_by_names_to_zero_d_and_empty_samples():
     ({"axes": [0]}, (0, 1), "HC", "only dimensions of extent 1"),   # volume 0 -> 1
     ({"axes": [2]}, (3, 1), "HC", "out of range"),
     ({"axes": [-1]}, (3, 1), "HC", "out of range"),
-    ({"axes": [1, 1]}, (3, 1), "HC", "more than once"),
-    ({"axis_names": "W"}, (3, 1), "HC", "not in the input layout"),
-    ({"axis_names": "C"}, (3, 1), None, "not in the input layout"),
-    ({"axes": [1], "axis_names": "C"}, (3, 1), "HC", "mutually exclusive"),
+    # DALI's words, which code written for DALI matches
+    ({"axes": [0]}, (3, 1), "HC", "Requested a shape with 1 elements but the original shape has 3 elements."),
+    ({"axes": [1, 1]}, (3, 1), "HC", "Specified at least twice same dimension to remove."),
+    ({"axis_names": "W"}, (3, 1), "HC", "Axis 'W' is not present in the input layout"),
+    ({"axis_names": "C"}, (3, 1), None, "Axis 'C' is not present in the input layout"),
+    ({"axes": [1], "axis_names": "C"}, (3, 1), "HC", "Provided both ``axes`` and ``axis_names`` arguments"),
     ({}, (3, 1), "HC", "give 'axes' or 'axis_names'"),
 ])
 def test_squeeze_errors(kwargs, shape, layout, message):
-    with pytest.raises(RuntimeError, match=message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
         run_es(lambda a: fn.squeeze(a, **kwargs), [np.zeros(shape, np.int32)], layouts=[layout])
 
 
 def test_squeeze_error_names_the_sample():
     with pytest.raises(RuntimeError, match=r"sample 1 of shape \(2, 2\)"):
         run_es(lambda a: fn.squeeze(a, axes=[1]), [np.zeros((3, 1), np.int32), np.zeros((2, 2), np.int32)])
+
+
+def test_rel_shape_is_relative_to_the_input_dims_src_dims_maps():
+    # DALI 2.4: output dim k is rel_shape[k] times input dim src_dims[k]; -1 infers from the volume
+    (out,) = run_es(lambda a: fn.reshape(a, src_dims=[2, 0, 1], rel_shape=[0.5, 0.5, -1]),
+                    [np.zeros((20, 30, 10), np.uint8)])
+    assert out.shape() == [(5, 10, 120)]
+
+
+def test_a_shape_input_may_infer_an_extent_and_reinterpret_infers_in_bytes():
+    x = np.arange(24, dtype=np.uint8).reshape(2, 12)
+    (out,) = run_es(lambda a: fn.reshape(a, fn.python_function(a, function=lambda s: np.int32([s.shape[0], -1]))),
+                    [x])
+    assert out.shape() == [(2, 12)]
+    (out,) = run_es(lambda a: fn.reinterpret(a, shape=[-1, 2], dtype=types.INT16), [x])
+    assert out.shape() == [(6, 2)] and out.dtype == types.INT16
+    np.testing.assert_array_equal(out.at(0), x.view(np.int16).reshape(6, 2))
+    with pytest.raises(RuntimeError, match="The size, in bytes, of the innermost dimension is not divisible"):
+        run_es(lambda a: fn.reinterpret(a, dtype=types.INT32), [np.zeros((4, 6), np.uint8)])

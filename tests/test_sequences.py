@@ -52,3 +52,27 @@ def test_batch_permutation_properties(kw):
     if kw.get("no_fixed_points"):
         assert (idx != np.arange(9)).all()
     assert [int(moved.at(i)[0]) for i in range(9)] == idx.tolist()
+
+
+def test_sequence_rearrange_reorders_repeats_and_drops_frames():
+    rng = np.random.default_rng(1)
+    seqs = [rng.integers(0, 255, (f, 4, 3, 2), dtype=np.uint8) for f in (3, 5)]
+    out, = run_es(lambda x: fn.sequence_rearrange(x, new_order=[2, 0, 0, 1]), seqs, layouts=["FHWC"])
+    assert out.layout() == "FHWC"
+    for i, s in enumerate(seqs):
+        np.testing.assert_array_equal(out.at(i), s[[2, 0, 0, 1]])
+    orders = [np.array([1], np.int32), np.array([4, 3, 2, 1, 0, 0], np.int32)]
+    out, = run_es(lambda x, o: fn.sequence_rearrange(x, new_order=o), seqs, orders, layouts=["FHWC", None])
+    for i, s in enumerate(seqs):
+        np.testing.assert_array_equal(out.at(i), s[orders[i]])
+
+
+def test_sequence_rearrange_errors():
+    seqs = [np.zeros((3, 2), np.float32)] * 2
+    with pytest.raises(RuntimeError, match="outside \\[0, 3\\)"):
+        run_es(lambda x: fn.sequence_rearrange(x, new_order=[0, 3]), seqs)
+    with pytest.raises(RuntimeError, match="does not start with 'F'"):
+        run_es(lambda x: fn.sequence_rearrange(x, new_order=[0]), seqs, layouts=["HW"])
+    orders = [np.array([], np.int32), np.array([0], np.int32)]
+    with pytest.raises(RuntimeError, match="empty"):
+        run_es(lambda x, o: fn.sequence_rearrange(x, new_order=o), seqs, orders)

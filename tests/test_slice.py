@@ -3,7 +3,7 @@ as constants and argument inputs, positional anchor/shape inputs; against numpy 
 import numpy as np
 import pytest
 
-from penstock import fn, types
+from penstock import fn, pipeline_def, types
 
 from _util import run_es, samples
 
@@ -103,7 +103,7 @@ def test_positional_inputs_with_per_sample_axes():
 @pytest.mark.parametrize("kwargs, message", [
     ({"start": [1], "shape": [2], "axes": [3]}, "out of range"),
     ({"start": [1, 1], "shape": [1, 1], "axes": [1, -2]}, "more than once"),
-    ({"start": [1], "shape": [2], "axis_names": "D"}, "not in the input layout"),
+    ({"start": [1], "shape": [2], "axis_names": "D"}, "Axis 'D' is not present in the input layout"),
     ({"start": [3], "end": [2], "axes": [1]}, "ends before it starts"),
     ({"start": [3], "shape": [-1], "axes": [1]}, "must not be negative"),
     ({"start": [1, 1], "shape": [1, 1, 1], "axes": [0, 1]}, "3 values for 2 axes"),
@@ -114,10 +114,12 @@ def test_bad_windows_raise_runtime_errors_naming_slice(kwargs, message):
     assert "slice" in str(e.value)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"start": [1], "shape": [2], "axes": [0], "axis_names": "H"}, "mutually exclusive"),
-    ({"start": [1], "rel_start": [0.1], "shape": [2]}, "mutually exclusive"),
-    ({"start": [1], "end": [3], "shape": [2]}, "mutually exclusive"),
+@pytest.mark.parametrize("kwargs, message", [  # DALI's words, which code written for DALI matches
+    ({"start": [1], "shape": [2], "axes": [0], "axis_names": "H"},
+     "Arguments `axes` and `axis_names` are mutually exclusive"),
+    ({"start": [1], "rel_start": [0.1], "shape": [2]}, '"start" and "rel_start" arguments are mutually exclusive'),
+    ({"start": [1], "end": [3], "shape": [2]},
+     '"end", "rel_end", "shape", and "rel_shape" arguments are mutually exclusive'),
     ({"axes": [0]}, "give the window"),
 ])
 def test_conflicting_arguments_fail_at_build(kwargs, message):
@@ -187,3 +189,15 @@ def test_integer_fill_values_are_cut_toward_zero_and_clamped(dtype):
                                         fill_values=[fill]), [x])
         expected = np.clip(np.trunc(fill), info.min, info.max)
         np.testing.assert_array_equal(samples(tl)[0], np.pad(x, (1, 1), constant_values=expected))
+
+
+def test_scalar_constants_serve_as_window_arguments_and_as_outputs():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        data = fn.external_source(source=lambda: [np.arange(20, dtype=np.float32)] * 2)
+        length, at = types.ScalarConstant(4), types.ScalarConstant(5)
+        return fn.slice(data, start=at, shape=length, axes=[0]), length, at
+
+    window, length, at = pipe().run()
+    np.testing.assert_array_equal(window.at(1), np.arange(5, 9, dtype=np.float32))
+    assert np.array(length.at(0)) == 4 and length.at(0).dtype == np.int32 and np.array(at.at(1)) == 5

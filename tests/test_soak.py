@@ -18,7 +18,7 @@ def soak():
     return module
 
 
-def test_short_soak_is_flat():
+def test_short_soak_is_flat(soak):
     # a fresh interpreter (other tests' threads and files do not count); one-time allocations land
     # within the warm-up epochs, apart from the parallel source's slots (bounded, checked apart)
     code = (f"import json, importlib.util; spec = importlib.util.spec_from_file_location('soak', {_PATH!r}); "
@@ -35,6 +35,17 @@ def test_short_soak_is_flat():
     # the parallel source's shared-memory slots (counted apart from "fds") grow on demand, sometimes
     # after the warm-up, but never past their bound
     assert r["shm_slots_max"] <= r["shm_slot_bound"]
+    # ACCOUNTED_STEPS (25) iterations an epoch: 150, one restore from the checkpoint at iteration 100
+    # (CHECKPOINT_EVERY); every sample accounted for
+    accounts = r["accounts"]
+    assert set(accounts) == {"parallel_source", "skipping_reader"}
+    for account in accounts.values():
+        assert account["iterations"] == 150 and account["restores"] == 1 and account["restore_mismatches"] == 0
+        assert account["ok"], account
+    assert accounts["parallel_source"]["samples"] == 150 * soak.BATCH
+    reader = accounts["skipping_reader"]
+    assert reader["skipped"] > 0 and reader["returned"] == 150 * soak.BATCH
+    assert reader["stream_positions"] == reader["returned"] + reader["skipped"]
 
 
 def test_verdict_flags_growth(soak):

@@ -78,6 +78,8 @@ VALID_BY_ARGUMENT = {("readers.TFRecord", "features"): {"x": tfrecord.FixedLenFe
 def _with_required(schema, kwargs):
     required = {a.name: VALID_BY_ARGUMENT.get((schema.name, a.name), VALID[a.type])
                 for a in schema.arguments.values() if a.required}
+    if "cpu" not in schema.devices:  # GPU-only operators (readers.video): defined for their device
+        required["device"] = schema.devices[0]
     return {**required, **kwargs}
 
 
@@ -145,7 +147,8 @@ def test_unknown_argument_is_a_definition_error(schema):
 
 
 def test_error_shows_expected_and_given():
-    with pytest.raises(TypeError, match=r"resize: argument 'resize_x' expects float, got str \('1.5x'\)"):
+    with pytest.raises(TypeError, match=r"resize: argument 'resize_x' expects float: could not convert string to "
+                                        r"float: '1.5x'"):  # a string is converted as DALI converts it
         _define(schemas()["Resize"], {"resize_x": "1.5x"})
 
 

@@ -174,6 +174,10 @@ def enable(pipe: Any) -> None:
     pipe._ckpt_ops = [op for op in pipe._ops if op.tracks_state]
     for op in pipe._ckpt_ops:
         op._history = History()
+    for op in pipe._ops:
+        warning = op.unsaved_state_warning()
+        if warning:
+            warnings.warn(warning, UserWarning, 4)
 
 
 def capture(pipe: Any, iterator_data: str = "", unconsumed: int = 0) -> bytes:

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import _on_error
+from . import _on_error, _per_frame
 from ._image_layout import input_layout  # the one check of the layouts a schema declares
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
@@ -195,11 +195,12 @@ class Executor:
                 if batch_size == 0 and batch_key is not None:
                     outs = _no_samples(op)  # a conditional branch that no sample reached
                 else:
+                    run = _per_frame.run_per_frame if _per_frame.has_per_frame_args(ws) else type(op).run
                     if on_gpu:
                         with self.device:
-                            outs = op.run(ws)
+                            outs = run(op, ws)
                     else:
-                        outs = op.run(ws)
+                        outs = run(op, ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
                 if id(op) not in self._refills:
                     raise _pipeline_error(op, exc, inputs) from exc

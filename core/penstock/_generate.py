@@ -47,21 +47,14 @@ def _is_input_set(x: Any) -> bool:
     return isinstance(x, list) and any(isinstance(y, DataNode) for y in x)
 
 
-def make_fn(schema: OpSchema, deprecated_name: str | None = None) -> Callable:
-    """``fn.<schema.fn_name>``; with ``deprecated_name``, that former name of it, which warns."""
-    impl = getattr(schema, "fn_impl", None)
-    if impl is not None and deprecated_name is None:
-        return impl
+def make_fn(schema: OpSchema) -> Callable:
+    if getattr(schema, "fn_impl", None) is not None:
+        return schema.fn_impl
 
     def op_fn(*inputs: Any, **kwargs: Any) -> Any:
-        if deprecated_name is not None:
-            warnings.warn(f"penstock.fn.{deprecated_name} is deprecated; use penstock.fn.{schema.fn_name}",
-                          DeprecationWarning, 2)
-        if impl is not None:
-            return impl(*inputs, **kwargs)
         return call_op(schema, inputs, kwargs)
 
-    leaf = (deprecated_name or schema.fn_name).rpartition(".")[2]
+    leaf = schema.fn_name.rpartition(".")[2]
     op_fn.__name__ = op_fn.__qualname__ = leaf
     op_fn.__doc__ = describe(schema)
     return op_fn
@@ -93,19 +86,34 @@ class OpsBase:
         return call_op(self.schema, inputs, merged, default_device=self._device)
 
 
-def make_ops_class(schema: OpSchema, name: str | None = None, deprecated_for: str | None = None) -> type:
-    """``ops.<name>`` (a path: ``readers.File``; default the schema's class name); with
-    ``deprecated_for``, a former name that warns when constructed."""
+def make_ops_class(schema: OpSchema, name: str | None = None, deprecation: str | None = None) -> type:
+    """``deprecation``: the warning an alias gives when constructed."""
     base = getattr(schema, "ops_impl", None) or OpsBase
-    path = name or schema.class_name
-    cls_name = path.rpartition(".")[2]
+    cls_name = name or schema.class_name
     body: dict[str, Any] = {"schema": schema, "__doc__": describe(schema), "__module__": "penstock.ops"}
-    if deprecated_for:
+    if deprecation:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warnings.warn(f"ops.{path} is deprecated; use ops.{deprecated_for}", DeprecationWarning, 2)
+            warnings.warn(deprecation, DeprecationWarning, 2)
             base.__init__(self, *args, **kwargs)
         body["__init__"] = __init__
     return type(cls_name, (base,), body)
+
+
+def _moved(old: str, new: str) -> str:
+    return (f"`penstock.{old}` is now deprecated. Use `penstock.{new}` instead. (The operator moved; this "
+            "alias is kept for code written for the former name.)")
+
+
+def _deprecated_fn(schema: OpSchema, warning: str) -> Callable:
+    op_fn = make_fn(schema)
+
+    def alias(*inputs: Any, **kwargs: Any) -> Any:
+        warnings.warn(warning, DeprecationWarning, 2)
+        return op_fn(*inputs, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = op_fn.__name__
+    alias.__doc__ = f"{warning}\n\n{op_fn.__doc__}"
+    return alias
 
 
 def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
@@ -127,11 +135,10 @@ def fill_fn(fn_module: _pytypes.ModuleType) -> None:
         fn_path, _, leaf = schema.fn_name.rpartition(".")
         setattr(_submodule(fn_module, fn_path), leaf, make_fn(schema))
         for legacy in schema.legacy_names:
-            setattr(fn_module, snake_case(legacy), make_fn(schema, snake_case(legacy)))
-        for path in schema.deprecated_paths:
-            module, _, cls = path.rpartition(".")
-            setattr(_submodule(fn_module, module), snake_case(cls),
-                    make_fn(schema, (module + "." if module else "") + snake_case(cls)))
+            setattr(fn_module, snake_case(legacy), make_fn(schema))
+        for former in schema.moved_from:
+            setattr(_submodule(fn_module, former), leaf,
+                    _deprecated_fn(schema, _moved(f"fn.{former}.{leaf}", f"fn.{schema.fn_name}")))
 
 
 def fill_ops(ops_module: _pytypes.ModuleType) -> None:
@@ -140,10 +147,11 @@ def fill_ops(ops_module: _pytypes.ModuleType) -> None:
     for schema in _exported():
         setattr(_submodule(ops_module, schema.module), schema.class_name, make_ops_class(schema))
         for legacy in schema.legacy_names:
-            setattr(ops_module, legacy, make_ops_class(schema, legacy, schema.name))
-        for path in schema.deprecated_paths:
-            module, _, cls = path.rpartition(".")
-            setattr(_submodule(ops_module, module), cls, make_ops_class(schema, path, schema.name))
+            setattr(ops_module, legacy, make_ops_class(
+                schema, legacy, f"ops.{legacy} is deprecated; use ops.{schema.name}"))
+        for former in schema.moved_from:
+            setattr(_submodule(ops_module, former), schema.class_name, make_ops_class(
+                schema, deprecation=_moved(f"ops.{former}.{schema.class_name}", f"fn.{schema.fn_name}")))
 
 
 def _exported() -> list[OpSchema]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _hooks
 from ._current import current_pipeline, eager_pipeline
-from ._registry import OpSchema, check_known, convert_arg, resolve_defaults, split_args
+from ._registry import ArgumentValueError, OpSchema, check_known, convert_arg, resolve_defaults, split_args
 from .data_node import DataNode
 
 _ids = itertools.count()
@@ -84,9 +84,10 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
         raise ValueError(f"{label}: operator expects {expect} inputs, but received {n}")
     nodes = [_as_node(x, label, device) for x in inputs]
     for i, node in enumerate(nodes):
-        if device == "cpu" and node.device == "gpu":
-            raise ValueError(f"{label}: input {i} is on the GPU but the operator runs on the CPU; "
-                             "use .cpu() to move it, or run the operator with device='gpu'")
+        if device == "cpu" and node.device == "gpu":  # DALI's words, then how to fix it
+            raise ArgumentValueError(f"The input {i} for cpu operator `penstock.fn.{label}` is stored on incompatible "
+                                     'device "gpu". Valid device is "cpu". (Use .cpu() to move it, or run the '
+                                     "operator with device='gpu'.)")
         if device == "mixed" and node.device == "gpu":
             raise ValueError(f"{label}: a 'mixed' operator takes CPU inputs; input {i} is on the GPU")
     if device == "gpu":  # host data for a GPU operator goes to the GPU first, unless the kernel reads it there
@@ -98,8 +99,9 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
     for key, value in tensors.items():
         if not isinstance(value, DataNode):
             tensors[key] = _hooks.constant_node(value, device="cpu")
-        elif value.device != "cpu":
-            raise ValueError(f"{label}: argument input '{key}' must be on the CPU")
+        elif value.device != "cpu":  # DALI's words
+            raise ValueError(f"Invalid device \"{value.device}\" for argument '{key}' of operator "
+                             f"'penstock.fn.{label}'. Named arguments must be on CPU.")
     args = resolve_defaults(schema, scalars, tensors, label)
     args["name"] = name
     nodes, tensors, scope, batch_ref = _hooks.place(schema, nodes, tensors)

@@ -49,14 +49,15 @@ def input_layout(op, tl, index: int = 0) -> str:
     allowed = op.schema.input_layouts
     if not allowed:
         return layout
+    # the refusals in DALI's words, which code written for it matches
+    valid = "Valid layouts are:\n" + "\n".join(allowed)
     if not layout:
         match = next((l for l in allowed if len(l) == ndim), None)
         if match is None:
-            raise ArgumentValueError(f"{op.label}: input {index} has {ndim}-dimensional samples without a layout, "
-                             f"and no accepted layout has {ndim} dimensions; valid layouts: "
-                             f"{', '.join(allowed)}")
+            raise ArgumentValueError(f"{op.label}: The number of dimensions {ndim} does not match any of the allowed "
+                                     f"layouts for input {index}. {valid}\n(The samples have no layout.)")
         return match
     if layout not in allowed:
-        raise ArgumentValueError(f"{op.label}: the layout '{layout}' of input {index} is not one of the accepted "
-                         f"layouts: {', '.join(allowed)}")
+        raise ArgumentValueError(f'{op.label}: The layout "{layout}" does not match any of the allowed layouts for '
+                                 f"input {index}. {valid}")
     return layout

@@ -147,6 +147,10 @@ class Operator:
     # -- checkpoints (penstock._checkpoint)
     tracks_state = False  # state changes as iterations are prepared: recorded per iteration when checkpointing
 
+    def unsaved_state_warning(self) -> str | None:
+        """What a checkpoint of this operator misses (warned when checkpointing is enabled), or None."""
+        return None
+
     def get_state(self) -> Any:
         """Plain data from which ``set_state`` resumes this operator exactly (None: stateless). A
         random operator's draws are keyed on its seed and the iteration, so its seed is its state."""

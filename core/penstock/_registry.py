@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .types import DALIDataType, DALIImageType, DALIInterpType, to_dali_type
+from .types import DALIDataType, DALIImageType, DALIInterpType, ScalarConstant, to_dali_type
 
 
 class ArgumentValueError(ValueError, RuntimeError):
@@ -106,7 +106,7 @@ class OpSchema:
     devices: tuple[str, ...] = ("cpu",)
     fn_name: str | None = None        # snake_case of the class name unless given
     legacy_names: tuple[str, ...] = ()  # flat ops aliases: "FileReader" ...
-    deprecated_paths: tuple[str, ...] = ()  # former ops paths, kept with a warning: "experimental.Equalize" ...
+    moved_from: tuple[str, ...] = ()  # former module paths ("experimental.decoders"): deprecated aliases
     is_reader: bool = False
     is_random: bool = False
     is_source: bool = False           # produces data from outside the graph (batch size source)
@@ -221,6 +221,11 @@ def _is_data_node(v: Any) -> bool:
 def _scalar(value: Any, kind: type, arg: Arg, op: str) -> Any:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
+    if isinstance(value, str) and kind in (int, float):  # DALI converts a string given for a number
+        try:
+            value = kind(value)
+        except ValueError as exc:
+            raise ArgumentTypeError(f"{op}: argument '{arg.name}' expects {arg.type.value}: {exc}") from None
     if kind is bool:
         if isinstance(value, (bool, np.bool_, int, np.integer)) and value in (0, 1):
             return bool(value)
@@ -258,6 +263,8 @@ def _convert(arg: Arg, value: Any, op: str) -> Any:
     t = arg.type
     if t is ArgType.ANY:
         return value
+    if isinstance(value, ScalarConstant):  # types.ScalarConstant(5) given for an argument: its value, as in DALI
+        value = value.value
     if t is ArgType.CALLABLE:
         if not callable(value):
             raise TypeError(f"{op}: argument '{arg.name}' expects a callable, got "

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Sequence
+import queue
+import sys
+import threading
+import traceback
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -124,8 +128,9 @@ def check_parallel_source(label: str, source: Any, batch: bool, no_copy: Any) ->
     return "iterator" if iterator else "callable"
 
 
-def parallel_spec(node: Any, batch_size: int) -> dict:
-    """What the worker processes need to run this parallel source."""
+def parallel_spec(node: Any, batch_size: int, timeout: float | None) -> dict:
+    """What the worker processes need to run this parallel source; ``timeout`` is the pipeline's
+    source_timeout."""
     a = node.args
     label = f"external_source ('{node.name}')"
     batch = bool(a.get("batch", True))
@@ -139,7 +144,7 @@ def parallel_spec(node: Any, batch_size: int) -> dict:
     return {"name": node.name, "label": label, "source": node.py_object, "batch": batch, "kind": kind,
             "batch_info": bool(a.get("batch_info")), "cycle": cycle_mode(a.get("cycle")),
             "num_outputs": a.get("num_outputs"), "depth": depth, "bytes_per_sample_hint": hint,
-            "batch_size": batch_size}
+            "batch_size": batch_size, "timeout": timeout}
 
 
 class SourceCaller:
@@ -152,7 +157,6 @@ class SourceCaller:
         self.cycle = cycle
         self.k = num_outputs or 1
         self.multi = num_outputs is not None
-        self._exhausted = False
         self._iterator = None
         if source is not None and not callable(source):
             self._iterator = iter(source)  # taken once: an iterable yields one epoch unless cycled
@@ -161,13 +165,12 @@ class SourceCaller:
         self._arity = (positional_arity(source) if callable(source) and self._iterator is None else 0)
 
     def _next(self) -> Any:
-        if self._exhausted and self.cycle is None:
-            raise StopIteration
+        # Not cycled, the same iterator is asked again after its StopIteration (as DALI does): a
+        # generator or a list's iterator stays ended, an iterator object may start its next epoch.
         try:
             return next(self._iterator)
         except StopIteration:
             if self.cycle is None:
-                self._exhausted = True
                 raise
             self._iterator = self.source() if is_generator_function(self.source) else iter(self.source)
             if self.cycle == "raise":
@@ -201,3 +204,79 @@ class SourceCaller:
             raise RuntimeError(f"{label}: sample {index}: the source must return {self.k} outputs "
                                f"(num_outputs={self.k})")
         return list(sample)
+
+
+# ---- sources that hang ----------------------------------------------------------------------------
+
+def thread_stacks(only: int | None = None) -> str:
+    """Every thread's Python stack in this process, most recent call first, as faulthandler prints
+    them (with the threads' names), or only the thread whose ident is ``only``."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()
+    parts = []
+    for ident, frame in sys._current_frames().items():
+        if only is not None and ident != only:
+            continue
+        title = "Current thread" if ident == me else "Thread"
+        lines = [f'{title} 0x{ident:x} "{names.get(ident, "?")}" (most recent call first):']
+        lines += [f'  File "{f.filename}", line {f.lineno} in {f.name}'
+                  for f in reversed(traceback.extract_stack(frame))]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def source_timeout_error(label: str, timeout: float, epoch: int, iteration: int, sample: int | None,
+                         where: str, stack: str) -> RuntimeError:
+    """The error of a source that did not return within the pipeline's ``source_timeout``;
+    ``stack`` (where the source waits) becomes a note."""
+    what = f"sample {sample}" if sample is not None else "the whole batch (batch=True)"
+    msg = (f"{label}: the source did not return within source_timeout={timeout:g} s in iteration "
+           f"{iteration} of epoch {epoch}, {what} ({where}); the pipeline cannot go on: build a new one")
+    stack = f"Stack of the source, where it waits:\n{stack.rstrip()}"
+    if not hasattr(RuntimeError, "add_note"):  # Python 3.10: no exception notes
+        return RuntimeError(f"{msg}\n{stack}")
+    err = RuntimeError(msg)
+    err.add_note(stack)
+    return err
+
+
+class SourceThread:
+    """A daemon thread that calls a source for the pipeline, one call at a time, so that the
+    pipeline can stop waiting for a call that hangs (``source_timeout``). Unlike the engine's
+    worker threads, it is not waited for at exit: a call that hangs must not keep the process."""
+
+    def __init__(self, name: str):
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, args=(self._calls,), name=name, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _serve(calls: queue.SimpleQueue) -> None:
+        while True:
+            call = calls.get()
+            if call is None:
+                return
+            fn, args, result, done = call
+            try:
+                result.append((True, fn(*args)))
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+                result.append((False, exc))
+            done.set()
+            del call, fn, args, result, done
+
+    def call(self, fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
+        """``fn(*args)`` on the thread; raises TimeoutError when it has not returned in ``timeout``
+        seconds (it goes on running there)."""
+        result: list = []
+        done = threading.Event()
+        self._calls.put((fn, args, result, done))
+        if not done.wait(timeout):
+            raise TimeoutError
+        ok, value = result[0]
+        if ok:
+            return value
+        raise value
+
+    def close(self) -> None:
+        """The thread ends after the call it is running (never, for a call that hangs)."""
+        self._calls.put(None)

@@ -30,9 +30,15 @@ class DataNode:
     __str__ = __repr__
 
     def __bool__(self) -> bool:
-        raise TypeError(f"{self!r} has no truth value while the graph is defined: it is a batch. "
-                        "Data-dependent `if` needs enable_conditionals=True (which converts `if`, conditional "
-                        "expressions and and/or/not; loops and assertions on DataNodes stay unsupported)")
+        # DALI's words (code written for it matches them), then what penstock's conditionals convert
+        raise TypeError('"DataNode" was used in conditional context - it might have been used in truth evaluation '
+                        "for `if` statement, logical expression or cast to a boolean. To use conditional execution "
+                        "via `if` statements you need to specify `enable_conditionals=True` in "
+                        "`@nvidia.dali.pipeline_def` decorator. You can read more about conditional execution in "
+                        "specific section of the Pipeline documentation. Bool conversion can be achieved with the "
+                        f"`cast` operator. ({self!r} stands for a whole batch; enable_conditionals converts `if`, "
+                        "conditional expressions and and/or/not, while loops and assertions on DataNodes stay "
+                        "unsupported, and min()/max() need penstock.math.min/max.)")
 
     # Not iterable (it stands for a whole batch), and not an ``Iterable`` either: code tells a node
     # from a list of nodes that way. None also stops iter() from falling back on __getitem__.

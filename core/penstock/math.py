@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operators.arithmetic import binary, unary
+from .operators.arithmetic import binary, expression, unary
 
 __all__ = ["sqrt", "rsqrt", "cbrt", "exp", "log", "log2", "log10", "abs", "fabs", "floor", "ceil",
            "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
@@ -44,7 +44,7 @@ atanh = _unary("atanh", "Inverse hyperbolic tangent.")
 
 def fabs(x: Any) -> Any:
     """Absolute value as a floating-point number."""
-    return unary("abs", binary("mul", x, 1.0))
+    return unary("fabs", x)
 
 
 def min(a: Any, b: Any) -> Any:  # noqa: A001
@@ -74,4 +74,4 @@ def atan2(y: Any, x: Any) -> Any:
 
 def clamp(x: Any, lo: Any, hi: Any) -> Any:
     """min(max(x, lo), hi); the type promotes over all three operands."""
-    return binary("min", binary("max", x, lo), hi)
+    return expression("clamp", x, lo, hi)

@@ -163,6 +163,11 @@ class SampleInfo(NamedTuple):
     iteration: int
     epoch_idx: int
 
+    @property
+    def iter_idx(self) -> int:
+        """``iteration``, by the name the reference Pipeline page's callbacks read it with."""
+        return self.iteration
+
 
 class BatchInfo(NamedTuple):
     """What a batch ``external_source`` callback with ``batch_info=True`` receives."""

@@ -137,7 +137,7 @@ enum BinaryOp {
 template <typename T>
 __device__ __forceinline__ T int_pow(T base, T e) {
   typedef typename Unsigned<T>::type U;
-  if (Kind<T>::is_signed && e < T(0)) return base == T(1) ? T(1) : (base == T(-1) ? ((e & T(1)) ? T(-1) : T(1)) : T(0));
+  if (Kind<T>::is_signed && e < T(0)) return T(0);  // DALI: 0 whatever the base (1 and -1 too), as on the CPU
   U result = 1, bb = U(base);
   for (T k = e; k > T(0); k = T(k >> 1)) {
     if (k & T(1)) result = U(result * bb);
@@ -180,6 +180,7 @@ template <> struct Binary<bool> {
       case kBitAnd: case kMul: case kMin: return a && b;
       case kBitOr: case kAdd: case kMax: return a || b;
       case kBitXor: case kSub: return a != b;
+      case kShr: return a && !b;  // as integers: 1 >> 1 is 0
       default: return a;
     }
   }

@@ -100,6 +100,7 @@ inline auto apply_binary(T a, T b) {
     if constexpr (OP == kBitAnd || OP == kMul || OP == kMin) return bool(a && b);
     else if constexpr (OP == kBitOr || OP == kAdd || OP == kMax) return bool(a || b);
     else if constexpr (OP == kBitXor || OP == kSub) return bool(a != b);
+    else if constexpr (OP == kShr) return bool(a && !b);  // as integers: 1 >> 1 is 0
     else return bool(a);
   } else if constexpr (std::is_floating_point_v<T>) {
     if constexpr (OP == kAdd) return T(a + b);

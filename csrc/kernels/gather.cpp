@@ -50,6 +50,24 @@ void gather(ThreadPool& pool, std::vector<py::buffer> srcs, I64Array dst_offsets
   });
 }
 
+// Copies counts[i] bytes of src from byte src_offsets[i] to dst at byte dst_offsets[i], for every
+// range at once (frames of sequences reordered or picked: sequence_rearrange, element_extract).
+void copy_ranges(ThreadPool& pool, py::array src, I64Array src_offsets, py::array dst, I64Array dst_offsets,
+                 I64Array counts) {
+  int64_t n = counts.size();
+  if (src_offsets.size() != n || dst_offsets.size() != n)
+    throw std::invalid_argument("copy_ranges: one source and one destination offset per range are needed");
+  const int64_t *so = src_offsets.data(), *dof = dst_offsets.data(), *cnt = counts.data();
+  int64_t src_bytes = src.nbytes(), dst_bytes = dst.nbytes();
+  for (int64_t i = 0; i < n; ++i)
+    if (cnt[i] < 0 || so[i] < 0 || dof[i] < 0 || so[i] + cnt[i] > src_bytes || dof[i] + cnt[i] > dst_bytes)
+      throw std::out_of_range("copy_ranges: a range lies outside its buffer");
+  const char* s = static_cast<const char*>(src.data());
+  char* d = static_cast<char*>(dst.mutable_data());
+  py::gil_scoped_release nogil;
+  pool.parallel_for(n, [&](int64_t i) { std::memcpy(d + dof[i], s + so[i], cnt[i]); });
+}
+
 }  // namespace
 }  // namespace penstock
 
@@ -57,4 +75,7 @@ PENSTOCK_BINDINGS(gather) {
   using namespace penstock;
   m.def("gather", &gather, "Copy contiguous arrays to byte offsets of one buffer (GIL released)",
         py::arg("pool"), py::arg("srcs"), py::arg("dst_offsets"), py::arg("dst"));
+  m.def("copy_ranges", &copy_ranges, "Copy byte ranges of one buffer to byte offsets of another (GIL released)",
+        py::arg("pool"), py::arg("src"), py::arg("src_offsets"), py::arg("dst"), py::arg("dst_offsets"),
+        py::arg("counts"));
 }

@@ -19,12 +19,14 @@ INPUT_KINDS = {
     "transforms.translation": [], "transforms.combine": ["matrices", "matrices"],
     "cast_like": ["images", "floats"], "cat": ["images", "images"], "stack": ["images", "images"],
     "normalize": ["floats"], "reshape": ["floats"], "reinterpret": ["floats"], "squeeze": ["floats"],
-    "expand_dims": ["floats"],
+    "expand_dims": ["floats"], "io.file.read": ["file_paths"],
     "decoders.audio": ["wavs"], "audio_resample": ["signals"], "experimental.audio_resample": ["signals"],
     "preemphasis_filter": ["signals"], "spectrogram": ["signals"], "nonsilent_region": ["signals"],
     "mel_filter_bank": ["spectra"], "mfcc": ["spectra"], "to_decibels": ["spectra"], "power_spectrum": ["spectra"],
+    "decoders.video": ["videos"], "experimental.decoders.video": ["videos"], "sequence_rearrange": ["sequences"],
     "zeros": [], "ones": [], "debayer": ["bayer"], "bbox_rotate": ["boxes"], "random_crop_generator": ["shape_vectors"],
-    "roi_random_crop": [], "decoders.numpy": ["npy_files"], "segmentation.select_masks": ["mask_ids", "polygons", "vertices"], "full_like": ["images", "scalars"], "filter": ["images", "filters"],
+    "roi_random_crop": [], "decoders.numpy": ["npy_files"], "full_like": ["images", "scalars"],
+    "filter": ["images", "filters"], "segmentation.select_masks": ["mask_ids", "polygons", "vertices"],
 }
 # arguments an operator cannot do without, or without which it does nothing worth comparing
 BASE_ARGS: dict[str, dict[str, Any]] = {
@@ -64,13 +66,15 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "audio_resample": {"scale": 0.5},
     "experimental.audio_resample": {"scale": 0.5},
     "mel_filter_bank": {"sample_rate": 16000.0, "nfilter": 20},
+    "sequence_rearrange": {"new_order": [1, 0, 1]},
 }
 # the harness's own source; readers with files of their own: readers.file in test_readers, readers.nemo_asr in
-# test_audio, readers.mxnet in test_db_readers; operators DALI 2.4 runs on the GPU only (no CPU oracle: their GPU
-# tests compare with penstock's CPU); dump_image, which writes files into the working directory
-SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "readers.mxnet", "dump_image", "experimental.median_blur", "experimental.erode",
-            "experimental.dilate", "jitter", "experimental.resize",
-            "experimental.remap"}
+# test_audio, readers.mxnet in test_db_readers and the video reader in test_video; inputs.video takes its video
+# from feed_input; operators DALI 2.4 runs on the GPU only (no CPU oracle: their GPU tests compare with penstock's
+# CPU); dump_image, which writes files into the working directory
+SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "experimental.readers.video",
+            "experimental.inputs.video", "readers.mxnet", "dump_image", "experimental.median_blur",
+            "experimental.erode", "experimental.dilate", "jitter", "experimental.resize", "experimental.remap"}
 # cases DALI 2.4 never returns from (its worker would hold up every case after it)
 SKIP_CASES = {"nonsilent_region[reset_interval=0]"}
 COMMON = {"name", "preserve", "bytes_per_sample_hint", "device", "seed"}

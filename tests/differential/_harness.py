@@ -12,6 +12,7 @@ import dataclasses
 import importlib.util
 import io
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -73,6 +74,20 @@ def _npy_files() -> list[np.ndarray]:
     return out
 
 
+def _file_paths() -> list[np.ndarray]:
+    """Two small files (written once), each path as the int8 array of its UTF-8 bytes."""
+    root = os.path.join(os.environ.get("TMPDIR", "/tmp"), "penstock_differential_files")
+    os.makedirs(root, exist_ok=True)
+    paths = []
+    for name, content in (("text.txt", b"penstock and DALI\n"), ("bytes.bin", bytes(range(256)) * 3)):
+        path = os.path.join(root, name)
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(content)
+        paths.append(np.frombuffer(path.encode(), np.int8))
+    return paths
+
+
 def _wavs() -> list[np.ndarray]:
     """16-bit WAV files (mono 16 kHz, stereo 22.05 kHz) as bytes."""
     import wave
@@ -88,6 +103,31 @@ def _wavs() -> list[np.ndarray]:
             w.writeframes(pcm.tobytes())
         out.append(np.frombuffer(buf.getvalue(), np.uint8))
     return out
+
+
+def video_file(name: str, codec: str, frames: int, height: int, width: int, seed: int, container: str = "webm",
+               vfr: bool = False) -> str:
+    """A natural-motion clip (examples/make_video_data.py) written once to a shared temporary
+    folder: penstock and the DALI process read the same bytes (encoders need not be deterministic)."""
+    import tempfile
+    from make_video_data import encode, natural_motion, variable_pts
+    folder = os.path.join(tempfile.gettempdir(), "penstock-differential-videos")
+    path = os.path.join(folder, f"{name}.{container}")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        data = encode(natural_motion(frames, height, width, seed=seed), codec, container,
+                      pts=variable_pts(frames, seed) if vfr else None, gop=8)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.replace(partial, path)
+    return path
+
+
+def _videos() -> list[np.ndarray]:
+    """A VP9 and an MJPEG clip (codecs DALI 2.4's CPU decodes), as bytes."""
+    paths = [video_file("vp9_a", "vp9", 12, 32, 48, 1), video_file("mjpeg_b", "mjpeg", 9, 24, 40, 2, "avi")]
+    return [np.fromfile(p, np.uint8) for p in paths]
 
 
 # input kinds: the arrays of one external source and its layout
@@ -117,8 +157,13 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "small_images": lambda: ([np.arange(4 * 5 * 3, dtype=np.int32).reshape(4, 5, 3),
                               np.arange(6 * 7 * 3, dtype=np.int32).reshape(6, 7, 3)], "HWC"),
     "planar": lambda: ([np.arange(3 * 24 * 32, dtype=np.int32).reshape(3, 24, 32)] * 2, "CHW"),
+    "file_paths": lambda: (_file_paths(), None),
     # audio: encoded files, 1-D signals, power spectrograms (frequency x time)
     "wavs": lambda: (_wavs(), None),
+    # video: encoded clips, and frame sequences
+    "videos": lambda: (_videos(), None),
+    "sequences": lambda: ([np.arange(3 * 4 * 5 * 3, dtype=np.uint8).reshape(3, 4, 5, 3),
+                           np.arange(2 * 6 * 4 * 3, dtype=np.uint8).reshape(2, 6, 4, 3)], "FHWC"),
     "signals": lambda: ([np.sin(np.arange(3000, dtype=np.float32) * 0.05), np.cos(np.arange(1500, dtype=np.float32))],
                         None),
     "spectra": lambda: ([np.linspace(0.01, 2, 257 * 6, dtype=np.float32).reshape(257, 6),
@@ -131,6 +176,7 @@ class Outcome:
     error: BaseException | None = None   # (penstock's own, in process)
     error_class: str | None = None       # the exception class of builtins that catches it, e.g. "RuntimeError"
     message: str = ""
+    text: str = ""                       # the whole message
     outputs: list | None = None          # per output: (dtype name, layout, [samples])
     crashed: bool = False                # the process running it died (DALI's crashes on some bad arguments)
 
@@ -139,11 +185,12 @@ def _const(d: list) -> Callable[[], list]:
     return lambda: d  # no parameter: a one-parameter callable would be given the batch info
 
 
-def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, iterations: int = 1) -> Outcome:
+def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, device_id: int | None = None,
+        iterations: int = 1) -> Outcome:
     """The outputs of ``iterations`` runs, each output's samples of every run in turn."""
     data = [INPUTS[k]() for k in inputs]
 
-    @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=None, seed=7, prefetch_queue_depth=1)
+    @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=device_id, seed=7, prefetch_queue_depth=1)
     def pipe():
         nodes = [lib.fn.external_source(source=_const(d), layout=lay) for d, lay in data]
         out = graph(lib, *nodes)
@@ -159,12 +206,13 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, itera
                                 for k, o in enumerate(outs)])
     except Exception as e:  # noqa: BLE001 - the outcome is what is compared
         cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
-        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e))
+        return Outcome(error=e, error_class=cls.__name__, message=_first_line(e), text=str(e))
 
 
 def _run_dali(case: Any) -> Outcome:
     import nvidia.dali as dali
-    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "iterations", 1))
+    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None),
+                  getattr(case, "iterations", 1))
     outcome.error = None  # DALI's exception objects do not cross processes; class and message do
     return outcome
 
@@ -172,8 +220,9 @@ def _run_dali(case: Any) -> Outcome:
 _POOL: list = []
 
 
-def run_dali(case: Any) -> Outcome:
-    """``case`` on DALI in a worker process, so that a DALI crash is an outcome, not the end of the run."""
+def run_dali(case: Any, runner: Callable[[Any], Outcome] = _run_dali) -> Outcome:
+    """``runner(case)`` (by default: ``case`` on DALI) in a worker process, so that a DALI crash is
+    an outcome, not the end of the run. ``runner`` must be importable by name from this directory."""
     import concurrent.futures
     import multiprocessing
     if not _POOL:
@@ -181,14 +230,15 @@ def run_dali(case: Any) -> Outcome:
         os.environ["PYTHONPATH"] = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
         _POOL.append(concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
     try:
-        return _POOL[0].submit(_run_dali, case).result(timeout=120)
+        return _POOL[0].submit(runner, case).result(timeout=120)
     except concurrent.futures.process.BrokenProcessPool:
         _POOL.pop().shutdown(wait=False)
         return Outcome(crashed=True, message="the DALI process crashed")
 
 
-def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0) -> str | None:
-    """None when the outcomes agree, else what differs."""
+def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: float = 1.0,
+            text: bool = False) -> str | None:
+    """None when the outcomes agree, else what differs; ``text``: an error must carry DALI's words too."""
     if theirs.crashed:
         return None if ours.error is not None else "DALI crashes; penstock accepts it"
     if theirs.error_class is not None or ours.error is not None:
@@ -200,6 +250,9 @@ def compare(ours: Outcome, theirs: Outcome, random: bool = False, tolerance: flo
         if not isinstance(ours.error, want):
             return (f"DALI raises {want.__name__} ({theirs.message}), penstock {type(ours.error).__name__} "
                     f"({ours.message}), which `except {want.__name__}` misses")
+        words = dali_words(theirs.text)
+        if text and _squeezed(words) not in _squeezed(ours.text):
+            return f"penstock's error lacks DALI's words {words!r}: {ours.text!r}"
         return None
     if len(ours.outputs) != len(theirs.outputs):
         return f"{len(ours.outputs)} outputs, DALI {len(theirs.outputs)}"
@@ -238,6 +291,20 @@ def _first_line(e: BaseException) -> str:
     return (useful or lines or [""])[0][:160]
 
 
+def dali_words(message: str) -> str:
+    """What DALI's error message says of the problem, as code written for DALI matches it: past the
+    wrapping (the operator's traceback, an 'Assert on "..." failed:' prefix), up to the C++ context,
+    its first sentence."""
+    cause = message.split("encountered:\n", 1)[-1].split("\nC++ context", 1)[0].split("\n\nAt:", 1)[0].strip()
+    cause = re.sub(r'^(Assert on ".*?" failed: |DLTensorPythonFunction error: (\w+: )?)', "", cause)
+    return re.split(r"(?<=\.)\s", cause, maxsplit=1)[0]
+
+
+def _squeezed(text: str) -> str:
+    """The words of a text, for comparing messages whatever their quoting and punctuation."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+
+
 def settle(name: str, reason: str | None, diff: str | None) -> None:
     """Settles one compared case against known_differences (``reason``: its listed reason, if
     any): agreeing is a pass (a listed case that agrees now fails, so the list stays true), a
@@ -255,21 +322,15 @@ def settle(name: str, reason: str | None, diff: str | None) -> None:
     pytest.fail(f"{name}: {diff}")
 
 
-def check_outcomes(case: Any) -> None:
-    """Runs ``case`` (its graph, inputs, batch_size, iterations) on penstock and DALI and settles it."""
-    import penstock
-    from known_differences import INTENDED, OPEN
-    ours = run(penstock, case.graph, list(case.inputs), getattr(case, "batch_size", 2), getattr(case, "iterations", 1))
-    theirs = run_dali(case)
-    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
-    settle(case.id, INTENDED.get(case.id) or OPEN.get(case.id), diff)
-
-
 def check_case(case: Any) -> None:
     """Runs ``case`` on penstock and DALI and settles it."""
     import penstock
     from known_differences import INTENDED, OPEN
-    ours = run(penstock, case.graph, case.inputs)
+    ours = run(penstock, case.graph, list(case.inputs), getattr(case, "batch_size", 2), getattr(case, "device_id", None),
+               getattr(case, "iterations", 1))
     theirs = run_dali(case)
-    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
+    diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance, text=getattr(case, "text", False))
+    words = getattr(case, "words", None)  # a phrase both errors must hold (what DALI's own tests match)
+    if diff is None and words and not (words in theirs.text and words in ours.text):
+        diff = f"the words {words!r} are not in both errors: DALI {theirs.text!r}, penstock {ours.text!r}"
     settle(case.id, INTENDED.get(case.id) or OPEN.get(case.id), diff)

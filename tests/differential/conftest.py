@@ -1,5 +1,6 @@
-"""The differential tests need NVIDIA DALI 2.4 (CPU is enough); without it they are skipped, so
-``make test`` stays DALI-free. ``make differential`` runs them and prints how many cases differ."""
+"""The differential tests need NVIDIA DALI 2.4 (CPU is enough): ``make test`` installs it in a site
+dir of its own (requirements-dali.txt) and runs them; without DALI they are skipped.
+``make differential`` runs only them and prints how many cases differ."""
 import os
 import sys
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from _harness import check_outcomes
+from _harness import check_case
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from test_readers_mxnet import IMAGES, record, write_recordio  # noqa: E402
@@ -48,4 +48,4 @@ def recordio_files():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_mxnet_reader(case):
-    check_outcomes(case)
+    check_case(case)

@@ -1,7 +1,7 @@
 """Runs every fuzz target for a number of cases from the seed corpus (a fixed libFuzzer seed).
 
     python tests/fuzz/run.py --runs 3000                      # short run (make test)
-    python tests/fuzz/run.py --runs 200000 --sanitized SO     # make fuzz: ASan/UBSan engine
+    python tests/fuzz/run.py --runs -1 --seconds 600 --sanitized SO   # make fuzz: ASan/UBSan engine
 
 A crashing input is written to tests/fuzz/crashes/<target>/; once its bug is fixed it moves to
 tests/fuzz/regressions/<target>/, which test_fuzz_regressions.py replays on every test run.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "checkpoint", "audio", "nemo_manifest")
-NATIVE_TARGETS = ("decode", "tfrecord")  # run against the sanitizer build of the engine
+NATIVE_TARGETS = ("decode", "tfrecord", "audio")  # run against the sanitizer build of the engine
 # libFuzzer's input length: edits of built-in inputs need no more (see README.md)
 MAX_LEN = {"decode": 256, "checkpoint": 256, "audio": 256, "tfrecord": 4096}
 
@@ -31,7 +32,9 @@ def _sanitizer_env(so: str) -> dict:
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
 
 
-def run(target: str, runs: int, env: dict, seed: int) -> int:
+def run(target: str, runs: int, env: dict, seed: int, seconds: int = 0) -> int:
+    """Fuzzes ``target`` for ``runs`` cases (-1: no limit) or ``seconds`` (0: no limit), whichever
+    ends first; prints the cases run."""
     sys.path.insert(0, HERE)
     import targets  # the seeds; the fuzzer runs in its own process
     crashes = os.path.join(HERE, "crashes", target)
@@ -43,7 +46,8 @@ def run(target: str, runs: int, env: dict, seed: int) -> int:
         dirs = [corpus] + ([regressions] if os.path.isdir(regressions) else [])
         os.makedirs(crashes, exist_ok=True)
         cmd = [sys.executable, os.path.join(HERE, "fuzz.py"), target, f"-runs={runs}", f"-seed={seed}",
-               "-timeout=20", "-rss_limit_mb=4096", f"-artifact_prefix={crashes}{os.sep}"]
+               "-timeout=20", "-rss_limit_mb=4096", f"-max_total_time={seconds}",
+               f"-artifact_prefix={crashes}{os.sep}"]
         # decode, checkpoint and audio inputs are edits of built-in inputs (no coverage reaches libFuzzer
         # from the native code): every length is useful from the start
         cmd += ["-len_control=0"] if target in ("decode", "checkpoint", "audio") else []
@@ -57,7 +61,8 @@ def run(target: str, runs: int, env: dict, seed: int) -> int:
     if not os.listdir(crashes):
         os.rmdir(crashes)
     status = "ok" if r.returncode == 0 else f"FAILED (exit {r.returncode})"
-    print(f"fuzz {target}: {runs} runs in {took:.1f} s: {status}", flush=True)
+    done = re.findall(r"^Done (\d+) runs", r.stderr, re.M)  # libFuzzer's last words
+    print(f"fuzz {target}: {done[-1] if done else runs} runs in {took:.1f} s: {status}", flush=True)
     if r.returncode != 0:
         print(r.stderr[-6000:], file=sys.stderr)
     return r.returncode
@@ -65,13 +70,14 @@ def run(target: str, runs: int, env: dict, seed: int) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=3000, help="cases per target")
+    ap.add_argument("--runs", type=int, default=3000, help="cases per target (-1: no limit)")
+    ap.add_argument("--seconds", type=int, default=0, help="seconds per target at most (0: no limit)")
     ap.add_argument("--seed", type=int, default=1, help="libFuzzer's random seed")
     ap.add_argument("--sanitized", metavar="SO", help="the ASan/UBSan build of penstock._engine")
     ap.add_argument("--target", choices=TARGET_NAMES, action="append", help="default: all")
     a = ap.parse_args()
     env = _sanitizer_env(a.sanitized) if a.sanitized else {}
-    failed = [t for t in (a.target or TARGET_NAMES) if run(t, a.runs, env, a.seed) != 0]
+    failed = [t for t in (a.target or TARGET_NAMES) if run(t, a.runs, env, a.seed, a.seconds) != 0]
     return 1 if failed else 0
 
 

@@ -40,7 +40,7 @@ class DeviceContext:
     pinned staging blocks. A staging block is reused only once the copy that read it has
     finished on the stream (an event), so the host never waits for the GPU to stage data."""
 
-    def __init__(self, device_id: int):
+    def __init__(self, device_id: int, stream: Any = None):
         cp = require()
         self.cp = cp
         self.device_id = int(device_id)
@@ -48,8 +48,8 @@ class DeviceContext:
         if not 0 <= self.device_id < count:
             raise RuntimeError(f"device_id {device_id} is out of range: this machine has {count} CUDA device(s)")
         self.device = cp.cuda.Device(self.device_id)
-        with self.device:
-            self.stream = cp.cuda.Stream(non_blocking=True)
+        with self.device:  # a stream of its own, unless given one (the dynamic mode's contexts share theirs)
+            self.stream = cp.cuda.Stream(non_blocking=True) if stream is None else stream
         self._blocks: list[_PinnedBlock] = []
         self._lock = threading.Lock()
         self._closers: list = []

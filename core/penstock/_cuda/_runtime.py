@@ -12,16 +12,17 @@ def _import_cupy() -> Any:
 
 
 def unavailable_reason() -> str | None:
-    """None when GPU pipelines can run here, else why not (what to install or what is missing)."""
+    """None when GPU pipelines can run here, else why not (what to install or what is missing), as
+    a phrase that follows "requires a CUDA-capable GPU but" (DALI's words where it has them)."""
     try:
         cp = _import_cupy()
     except ImportError:
-        return f"CuPy is not installed: {INSTALL_HINT}"
+        return f"CuPy, which runs penstock's GPU operators, is not installed: {INSTALL_HINT}"
     try:
         if cp.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device is visible"
+            return "none are available."
     except Exception as exc:  # noqa: BLE001 - no driver, no device
-        return f"CUDA is not usable ({type(exc).__name__}: {exc})"
+        return f"the CUDA driver is not installed or its version is insufficient. ({type(exc).__name__}: {exc})"
     return None
 
 

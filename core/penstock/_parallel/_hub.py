@@ -8,6 +8,7 @@ import os
 import pickle
 import threading
 import time
+import weakref
 from multiprocessing.reduction import send_handle
 from typing import Any, Sequence
 
@@ -18,14 +19,39 @@ from ._shm import Segment, new_memfd, output_starts
 
 _POLL_S = 0.5  # how often a wait for results checks that the workers are alive
 
+# The pipeline's ends of the workers' control connections (their lifelines, see _worker.py). Only
+# this process may hold them, so that a worker's end closes exactly when this process ends: a
+# process forked from it (a worker, a DataLoader's worker, a user's fork) closes its copies at once;
+# a spawned or exec'd one never gets them (they are close-on-exec).
+_CONTROLS: "weakref.WeakSet" = weakref.WeakSet()
 
-def stop_workers(procs: list, conns: list) -> None:
-    """Ends every worker (asked first, then terminated); idempotent."""
+
+def _close_inherited_controls() -> None:
+    for control in list(_CONTROLS):
+        control.close()
+    _CONTROLS.clear()
+
+
+os.register_at_fork(after_in_child=_close_inherited_controls)
+
+
+def control_pipe(ctx: object) -> tuple:
+    """A worker's control connection: the pipeline's end (never inherited) and the worker's."""
+    ours, theirs = ctx.Pipe(duplex=True)
+    _CONTROLS.add(ours)
+    return ours, theirs
+
+
+def stop_workers(procs: list, conns: list, controls: list) -> None:
+    """Ends every worker (asked first, then its lifeline is cut, then terminated); idempotent."""
     for c in conns:
         try:
             c.send(("stop",))
         except Exception:  # noqa: BLE001 - a dead worker
             pass
+    for c in controls:  # a worker whose source hangs ends now, not after a timeout
+        c.close()
+    controls.clear()
     deadline = time.monotonic() + 2.0
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -81,25 +107,33 @@ class Hub:
     expect ``cond`` held. The hub holds no reference to the WorkerPool, whose finalizer closes it
     (a pipeline garbage-collected mid-epoch still ends its workers)."""
 
-    def __init__(self, procs: list, conns: list):
+    def __init__(self, procs: list, conns: list, controls: list):
         self.procs = procs
         self.conns = conns
+        self.controls = controls
+        self._report_lock = threading.Lock()  # one report asked of the workers at a time
+        self._reports = 0
         self.regions: list[Region] = []
         self.cond = threading.Condition()
         self.parts: dict[int, tuple[Batch, int]] = {}  # task key -> its batch and part
         self.outstanding = [0] * len(procs)
+        self.ready = [False] * len(procs)  # the worker has loaded its sources
         self.next_key = 0
         self.failure: RuntimeError | None = None  # a worker's death, raised once by the next wait
         self.closed = False
+        self.reason = "a worker died or the pipeline was closed"  # why, once closed
         self.copied_bytes = 0
         self._wake_r, self._wake_w = os.pipe()
         self.thread = threading.Thread(target=self._run, name="penstock-es-receiver", daemon=True)
         self.thread.start()
 
     # -- lifetime
-    def close(self) -> None:
-        """Stops the receiver thread, which ends the workers and closes the regions; idempotent."""
+    def close(self, reason: str | None = None) -> None:
+        """Stops the receiver thread, which ends the workers and closes the regions; idempotent.
+        ``reason`` is what later calls are told."""
         with self.cond:
+            if reason is not None and not self.closed:
+                self.reason = reason
             self.closed = True
             self.cond.notify_all()
             if self._wake_w >= 0:
@@ -147,7 +181,8 @@ class Hub:
                 self.cond.notify_all()
             raise
         finally:
-            stop_workers(self.procs, self.conns)
+            with self._report_lock:
+                stop_workers(self.procs, self.conns, self.controls)
             with self.cond:  # a batch still viewing one keeps its mapping until it is freed
                 for r in self.regions:
                     r.close()
@@ -168,8 +203,8 @@ class Hub:
             err, self.failure = self.failure, None
             raise err
         if self.closed:
-            raise RuntimeError("the external_source worker processes have been shut down (a worker died "
-                               "or the pipeline was closed); build a new pipeline")
+            raise RuntimeError(f"the external_source worker processes have been shut down ({self.reason}); "
+                               "build a new pipeline")
 
     def _send_locked(self, worker: int, msg: tuple, fd: int | None = None) -> None:
         """``msg`` to a worker, then (a new region) the descriptor it announces."""
@@ -211,11 +246,40 @@ class Hub:
                 self._send_locked(w, ("task", name, key, payload, region.rid, region.capacity, direct))
             return batch
 
-    def wait(self, batch: Batch) -> None:
+    def wait(self, batch: Batch, timeout: float | None = None) -> bool:
+        """Waits for every part of ``batch``; False when ``timeout`` seconds passed first, counted
+        from when every worker is ready (starting them, spawn's imports, is not the source's time)."""
+        deadline = None
         with self.cond:
             while batch.left:
                 self.check_locked()
-                self.cond.wait(_POLL_S)
+                if timeout is not None and deadline is None and all(self.ready):
+                    deadline = time.monotonic() + timeout
+                left = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+        return True
+
+    def report(self, worker: int, timeout: float) -> dict | None:
+        """What ``worker`` is running and every thread's stack there (see _worker.Running), asked on
+        its control connection, whose thread answers even while a source hangs; None when it does not
+        answer within ``timeout`` seconds (its main thread holds the GIL in native code) or is gone."""
+        with self._report_lock:
+            if not self.controls:
+                return None
+            self._reports += 1
+            control, n = self.controls[worker], self._reports
+            deadline = time.monotonic() + timeout
+            try:
+                control.send(("report", n))
+                while control.poll(max(0.0, deadline - time.monotonic())):
+                    answer, report = control.recv()
+                    if answer == n:  # not the late answer to an earlier request
+                        return report
+            except (EOFError, OSError):
+                pass
+            return None
 
     def discard(self, batch: Batch) -> None:
         """A batch no longer wanted: its region goes back once no worker will write to it."""
@@ -230,6 +294,9 @@ class Hub:
 
     # -- the receiver thread's side
     def _handle_locked(self, w: int, msg: tuple) -> None:
+        if msg[0] == "ready":
+            self.ready[w] = True
+            return
         kind, key = msg[0], msg[1]
         batch, i = self.parts[key]
         if kind != "ok" or len(batch.keys) == 1:  # the worker is done computing this part

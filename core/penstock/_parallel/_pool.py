@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import functools
 import multiprocessing
-import os
 import sys
 import time
 import weakref
@@ -14,11 +13,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._sources import wrap_source_error
+from .._sources import source_timeout_error, wrap_source_error
 from ._cuda_context import cuda_context_exists
-from ._hub import Batch, Hub, Region, stop_workers
+from ._hub import Batch, Hub, Region, control_pipe, stop_workers
 from ._shm import lease
 from ._worker import worker_main
+
+
+REPORT_TIMEOUT_S = 5.0  # how long a worker's lifeline thread has to answer (it needs the GIL)
+
+
+def _position(report: dict) -> str:
+    sample = "" if report["sample"] is None else f", sample {report['sample']}"
+    return f"iteration {report['iteration']} of epoch {report['epoch']}{sample}"
 
 
 def _pickler_parts(pickler: Any) -> tuple[Any, dict, dict]:
@@ -68,19 +75,23 @@ class WorkerPool:
         ctx = multiprocessing.get_context(start_method)
         procs: list = []
         conns: list = []
+        controls: list = []
         try:
             for w in range(num_workers):
                 parent_end, child_end = ctx.Pipe(duplex=True)
-                p = ctx.Process(target=worker_main, args=(w, child_end, blob, pickler_arg, os.getpid()),
+                control, worker_control = control_pipe(ctx)
+                controls.append(control)
+                p = ctx.Process(target=worker_main, args=(w, child_end, worker_control, blob, pickler_arg),
                                 name=f"penstock-es-worker-{w}", daemon=True)
                 p.start()
                 child_end.close()
+                worker_control.close()
                 procs.append(p)
                 conns.append(parent_end)
         except BaseException:
-            stop_workers(procs, conns)
+            stop_workers(procs, conns, controls)
             raise
-        self.hub = Hub(procs, conns)
+        self.hub = Hub(procs, conns, controls)
         self._finalizer = weakref.finalize(self, self.hub.close)
         # transport accounting: the time this process spends turning filled regions into batches
         # (the bytes copied, all by the workers, are ``copied_bytes``)
@@ -152,6 +163,21 @@ class WorkerPool:
         self.batches += 1
         return batches
 
+    def stacks(self) -> str:
+        """What each worker runs and its threads' stacks (Pipeline.dump_stacks)."""
+        parts = []
+        for w, p in enumerate(list(self.hub.procs)):
+            report = self.hub.report(w, REPORT_TIMEOUT_S)
+            title = f"external_source worker process {w} (pid {p.pid})"
+            if report is None:
+                parts.append(f"{title}: did not answer within {REPORT_TIMEOUT_S:g} s (it is gone, or its "
+                             "source holds the GIL in native code)\n")
+                continue
+            doing = "between tasks" if report["source"] is None else \
+                f"running {self.sources[report['source']].label}, {_position(report)}"
+            parts.append(f"{title}, {doing}:\n{report['stacks']}")
+        return "\n".join(parts)
+
     def shm_statistics(self) -> dict:
         regions = list(self.hub.regions)
         return {"capacities": [r.capacity for r in regions],
@@ -206,7 +232,8 @@ class ParallelSource:
                 self.in_flight[self.next_iteration] = self._submit(self._payloads(epoch, self.next_iteration))
                 self.next_iteration += 1
             batch = self.in_flight.pop(iteration)
-        self.pool.hub.wait(batch)
+        if not self.pool.hub.wait(batch, self.spec["timeout"]):
+            raise self._timed_out(batch, epoch, iteration)
         bad = next((r for r in batch.results if r.kind in ("stop", "error")), None)
         if bad is not None:
             batch.free.append(batch.region)
@@ -217,6 +244,28 @@ class ParallelSource:
         with self.pool.hub.cond:  # the regions are not closed meanwhile
             self.pool.hub.check_locked()
             return self.pool.assemble(batch, self)
+
+    def _timed_out(self, batch: Batch, epoch: int, iteration: int) -> RuntimeError:
+        """The error of a batch not done within source_timeout: it names the source, iteration and
+        sample a worker holding part of it is running (another parallel source of the pipeline,
+        perhaps) with that worker's stacks. The workers are ended: they may never return."""
+        hub = self.pool.hub
+        # a part still computing (not one computed and waiting for its place)
+        unfinished = [i for i, r in enumerate(batch.results) if r is None]
+        part = next((i for i in unfinished if batch.sizes[i] is None), unfinished[0])
+        w = batch.workers[part]
+        report = hub.report(w, REPORT_TIMEOUT_S)
+        where = f"in external_source worker process {w}, pid {hub.procs[w].pid}"
+        if report is not None and report["source"] is not None:
+            label = self.pool.sources[report["source"]].label
+            err = source_timeout_error(label, self.spec["timeout"], report["epoch"], report["iteration"],
+                                       report["sample"], where, report["stacks"])
+        else:
+            stack = (f"(the worker did not answer within {REPORT_TIMEOUT_S:g} s: its source may hold the GIL "
+                     "in native code)" if report is None else report["stacks"])
+            err = source_timeout_error(self.label, self.spec["timeout"], epoch, iteration, None, where, stack)
+        hub.close(f"a source did not return within source_timeout: {err.args[0]}")
+        return err
 
     def _cancel(self) -> None:
         for batch in self.in_flight.values():

@@ -4,36 +4,59 @@ of a batch) once, straight into the pipeline's shared-memory region at its final
 Messages from the pipeline: ("region", id, capacity) followed by the region's file descriptor;
 ("task", source, key, payload, region, capacity, direct); ("place", key, capacity, starts);
 ("drop", key); ("stop",).
-Replies: ("ok", key, capacity, outputs, nbytes); ("sizes", key, bytes per output) from a
-task that is one part of a batch (not ``direct``): its outputs wait here until the pipeline knows
-every part's size and answers "place" with where they go; ("stop", key) for StopIteration;
-("error", key, exception, traceback, sample, text).
+Replies: ("ready",) once, when the sources are loaded; ("ok", key, capacity, outputs, nbytes);
+("sizes", key, bytes per output) from a task that is one part of a batch (not ``direct``): its
+outputs wait here until the pipeline knows every part's size and answers "place" with where they
+go; ("stop", key) for StopIteration; ("error", key, exception, traceback, sample, text).
+
+A second connection, the control one, is the worker's lifeline: its thread ``_watch_parent``
+ends the worker as soon as the pipeline's process is gone (its end of the connection closes
+then, whichever thread built the pipeline and however the process ended) and answers
+("report", n) with (n, what the worker is running, every thread's stack).
 """
 from __future__ import annotations
 
 import collections
-import ctypes
 import os
 import pickle
 import signal
+import threading
 import traceback
 from multiprocessing.reduction import recv_handle
 from typing import Any
 
 import numpy as np
 
-from .._sources import SourceCaller, host_array, sample_arrays, sample_shapes
+from .._sources import SourceCaller, host_array, sample_arrays, sample_shapes, thread_stacks
 from ._shm import Segment, output_starts
 
-_PR_SET_PDEATHSIG = 1
+
+class Running:
+    """What the worker's main thread is running, for the reports: a source's name, the
+    iteration and epoch, and the sample in per-sample mode (None between tasks)."""
+
+    def __init__(self) -> None:
+        self.source: str | None = None
+        self.epoch = self.iteration = 0
+        self.sample: int | None = None
+
+    def report(self) -> dict:
+        return {"source": self.source, "epoch": self.epoch, "iteration": self.iteration,
+                "sample": self.sample, "stacks": thread_stacks()}
 
 
-def _die_with_parent() -> None:
-    """The kernel kills this worker when the pipeline's process dies (even by SIGKILL)."""
+def _watch_parent(control: Any, running: Running) -> None:
+    """Ends the worker when the pipeline's process is gone: the pipeline's end of ``control`` is
+    held by that process alone (closed in every process forked from it), so the connection ends
+    exactly when the process does. Unlike PR_SET_PDEATHSIG, which fires when the *thread* that
+    started the worker exits, this ties the worker to the process. Meanwhile it answers reports."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the parent-pid poll below still ends the worker
+        while True:
+            _, n = control.recv()
+            control.send((n, running.report()))
+    except (EOFError, OSError):
         pass
+    os._exit(0)
 
 
 def load_sources(blob: Any, pickler: Any) -> dict:
@@ -99,12 +122,15 @@ class _Writer:
         return seg.capacity, meta, sum(a.nbytes for a in srcs)
 
 
-def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_pid: int) -> None:
+def worker_main(index: int, conn: Any, control: Any, sources_blob: Any, pickler: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the pipeline's to handle
-    _die_with_parent()
+    running = Running()
+    threading.Thread(target=_watch_parent, args=(control, running), name="penstock-es-lifeline",
+                     daemon=True).start()
     from .. import _engine
     from ..types import SampleInfo
     sources = load_sources(sources_blob, pickler)
+    conn.send(("ready",))
     callers: dict[str, SourceCaller] = {}
     writer = _Writer(_engine.ThreadPool(1))
     later: collections.deque = collections.deque()  # tasks and stop read while serving placements
@@ -147,13 +173,10 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
                 later.append(msg)
 
     while True:
+        running.source = None  # between tasks
         if later:
             msg = later.popleft()
         else:
-            if not conn.poll(1.0):
-                if os.getppid() != parent_pid:
-                    return
-                continue
             try:
                 msg = receive()
             except (EOFError, OSError):
@@ -172,18 +195,20 @@ def worker_main(index: int, conn: Any, sources_blob: Any, pickler: Any, parent_p
             caller = callers[name] = SourceCaller(spec["source"], spec["batch"], spec["batch_info"],
                                                    spec["cycle"], spec["num_outputs"])
         label, sample = spec["label"], None
+        running.source = name
         try:
             if spec["batch"]:
-                epoch, iteration = payload
-                results = caller.outputs(caller.call_batch(epoch, iteration), label)
+                running.epoch, running.iteration = payload
+                results = caller.outputs(caller.call_batch(*payload), label)
                 outputs = [_output_arrays(r, label) for r in results]
             else:
                 per_sample = []
                 for info in payload:
-                    sample = info[1]
+                    sample = running.sample = info[1]
+                    running.iteration, running.epoch = info[2], info[3]
                     per_sample.append(caller.sample_outputs(caller.call_sample(SampleInfo(*info)), label, sample))
                     serve_placements()
-                sample = None
+                sample = running.sample = None
                 outputs = [_output_arrays([s[o] for s in per_sample], label) for o in range(caller.k)]
             if direct:
                 starts, _ = output_starts([_nbytes(o) for o in outputs])

@@ -29,6 +29,10 @@ def _value_array(value: Any, dtype: DALIDataType | None) -> np.ndarray:
     if isinstance(value, (list, tuple)) and not value:
         return np.zeros((0,), to_numpy_type(dtype) if dtype is not None else np.float32)
     arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf":  # DALI's words: the first value that is not a number
+        items = value if isinstance(value, (list, tuple)) else [value]
+        odd = next((x for x in items if not isinstance(x, (bool, int, float, np.number, np.bool_))), value)
+        raise TypeError(f"Unexpected type: {type(odd)}")
     if dtype is not None:
         return arr.astype(to_numpy_type(dtype))
     if arr.dtype == np.float64:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._image_layout import input_layout
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
@@ -18,6 +19,9 @@ from .._batch import contiguous
 from .cast import cast_batch
 
 SPATIAL = "DHW"  # crop / crop_pos order for volumes; images use "HW"
+# the layouts crop and crop_mirror_normalize take (DALI's list, in its order: a layout-less input is
+# read as the first one with as many dimensions)
+WINDOW_LAYOUTS = ("HWC", "CHW", "DHWC", "CDHW", "FHWC", "FCHW", "CFHW", "FDHWC", "FCDHW", "CFDHW")
 
 
 def default_layout(ndim: int) -> str:
@@ -27,6 +31,21 @@ def default_layout(ndim: int) -> str:
 
 def layout_of(tl) -> str:
     return tl._layout or default_layout(tl.ndim())
+
+
+def _dims(values) -> str:
+    return "{" + " x ".join(str(int(v)) for v in values) + "}"
+
+
+def refuse_out_of_bounds(shapes: np.ndarray, anchors: np.ndarray, windows: np.ndarray) -> None:
+    """The "error" policy: a window that reaches outside its sample is an error (DALI's words)."""
+    outside = ((anchors < 0) | (anchors + windows > shapes)).any(axis=1)
+    if outside.any():
+        i = int(np.nonzero(outside)[0][0])
+        raise SampleError(i, "Slice can't be placed out of bounds with current policy. Got: "
+                             f"input_shape={_dims(shapes[i])}, slice_anchor={_dims(anchors[i])}, "
+                             f"slice_shape={_dims(windows[i])} (out_of_bounds_policy 'pad' or 'trim_to_shape' "
+                             "takes such windows)")
 
 
 def round_half_away(x):
@@ -76,14 +95,18 @@ CROP_ARGS = [
 
 
 def crop_window_sizes(ws, axes: dict) -> dict:
-    """{axis letter: [N] sizes as given, or None (the whole extent)} for the spatial axes present."""
+    """{axis letter: [N] sizes as given, or None (the whole extent)} for the spatial axes present;
+    a depth given for a sequence of images (F, no D) crops its frames, as DALI does."""
     op = ws.op
+    if "D" not in axes and "F" in axes and (ws.has_arg("crop_d") or _crop_values(ws) == 3):
+        axes = {("D" if a == "F" else a): d for a, d in axes.items()}
     present = [a for a in SPATIAL if a in axes]
     separate = {"D": "crop_d", "H": "crop_h", "W": "crop_w"}
     if ws.has_arg("crop_h") != ws.has_arg("crop_w"):
         raise ArgumentValueError(f"{op.label}: give 'crop_h' and 'crop_w' together")
     if ws.has_arg("crop_d") and not ws.has_arg("crop_w"):
-        raise ArgumentValueError(f"{op.label}: 'crop_d' needs 'crop_h' and 'crop_w' too")
+        raise ArgumentValueError(f"{op.label}: `crop_d` argument must be provided together with `crop_w` and "
+                                 "`crop_h`")
     crop = per_sample_list(ws, "crop")
     if crop is not None:
         if ws.has_arg("crop_w") or ws.has_arg("crop_d"):
@@ -95,6 +118,11 @@ def crop_window_sizes(ws, axes: dict) -> dict:
     else:
         given = {a: ws.per_sample(separate[a], np.float64) for a in present if ws.has_arg(separate[a])}
     return {a: given.get(a) for a in present}
+
+
+def _crop_values(ws) -> int:
+    crop = per_sample_list(ws, "crop")
+    return 0 if crop is None else crop.shape[1]
 
 
 def crop_windows(ws, src, layout: str, allow_trim: bool = True):
@@ -112,10 +140,21 @@ def crop_windows(ws, src, layout: str, allow_trim: bool = True):
     if rounding not in ("round", "truncate"):
         raise ValueError(f"{op.label}: rounding must be 'round' or 'truncate', got '{rounding}'")
     pos_arg = {"D": "crop_pos_z", "H": "crop_pos_y", "W": "crop_pos_x"}
-    for a, size in crop_window_sizes(ws, axes).items():
+    sizes = crop_window_sizes(ws, axes)
+    dims = {a: axes["F" if a == "D" and "D" not in axes else a] for a in sizes}
+    for a in sorted(sizes, key=dims.get):  # DALI checks the positions in the order of the dims
+        if sizes[a] is None:
+            continue
+        pos = ws.per_sample(pos_arg[a], np.float64)
+        bad = (pos < 0) | (pos > 1)
+        if bad.any():
+            i = int(np.nonzero(bad)[0][0])
+            raise SampleError(i, f"Anchor for dimension {dims[a]} ({pos[i]:.6f}) is out of range [0.0, 1.0] "
+                                 f"({pos_arg[a]} is a position relative to the free room)")
+    for a, size in sizes.items():
         if size is None:
             continue
-        d = axes[a]
+        d = dims[a]
         size_i = np.trunc(size).astype(np.int64)  # DALI reads the sizes as integers
         size_i = np.where(size_i > 0, size_i, shapes[:, d])
         pos = ws.per_sample(pos_arg[a], np.float64)
@@ -123,11 +162,8 @@ def crop_windows(ws, src, layout: str, allow_trim: bool = True):
         anchors[:, d] = round_half_away(raw) if rounding == "round" else np.trunc(raw).astype(np.int64)
         out[:, d] = size_i
     lo, hi = anchors, anchors + out
-    outside = ((lo < 0) | (hi > shapes)).any(axis=1)
-    if policy == "error" and outside.any():
-        i = int(np.nonzero(outside)[0][0])
-        raise SampleError(i, f"{op.label}: crop window {lo[i].tolist()}..{hi[i].tolist()} lies outside the "
-                             f"input of shape {shapes[i].tolist()} (use out_of_bounds_policy='pad' or 'trim_to_shape')")
+    if policy == "error":
+        refuse_out_of_bounds(shapes, anchors, out)
     if policy == "trim_to_shape" and allow_trim:
         lo, hi = np.clip(lo, 0, shapes), np.clip(hi, 0, shapes)
         anchors, out = lo, np.maximum(hi - lo, 0)
@@ -209,19 +245,19 @@ CROP = OpSchema(
     "Crop", "Cuts a window out of each image (or volume / each frame of a sequence).",
     args=CROP_ARGS + [Arg("dtype", ArgType.DTYPE, optional=True, aliases=("output_dtype",),
                           ignored_aliases=("image_type",), doc="output type (default: input type)")],
-    devices=("cpu", "gpu"))
+    devices=("cpu", "gpu"), input_layouts=WINDOW_LAYOUTS)
 
 
 @register(CROP, device=("cpu", "gpu"))
 class Crop(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        layout = layout_of(src)
-        if not any(a in layout for a in "HW"):
-            raise ValueError(f"{self.label}: the input layout '{src._layout}' has no spatial dims")
+        layout = input_layout(self, src)
         anchors, shapes = crop_windows(ws, src, layout)
         fill, cdim = fill_for(ws, layout, self.args["fill_values"], self.args["out_of_bounds_policy"], shapes)
-        return [window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])]
+        out = window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])
+        out._layout = layout  # a batch without a layout comes out with the one it was read as (DALI's)
+        return [out]
 
 
 # ---- pad -----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
 from .._batch import contiguous
-from .crop import CROP_ARGS, crop_windows, layout_of, per_channel
+from .._image_layout import input_layout
+from .crop import CROP_ARGS, WINDOW_LAYOUTS, crop_windows, per_channel, per_sample_list
 
 IN_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)
 OUT_TYPES = (T.UINT8, T.INT8, T.FLOAT16, T.FLOAT)  # DALI's: no INT16 / INT32 output
@@ -25,40 +26,42 @@ CMN = OpSchema(
         Arg("shift", ArgType.FLOAT, 0.0, doc="added after scaling"),
         Arg("dtype", ArgType.DTYPE, T.FLOAT, aliases=("output_dtype",), ignored_aliases=("image_type",),
             doc="output type"),
-        Arg("output_layout", ArgType.LAYOUT, "CHW", doc="'CHW' (planar) or 'HWC' (interleaved), or the full layout"),
+        Arg("output_layout", ArgType.LAYOUT, "CHW",
+            doc="a permutation of the input layout ('CHW' planar, 'HWC' interleaved, 'FCHW' ...)"),
         Arg("pad_output", ArgType.BOOL, False,
             doc="append one channel: its fill value under the 'pad' policy (the last or only one), else 0")],
-    devices=("cpu", "gpu"))
+    devices=("cpu", "gpu"), input_layouts=WINDOW_LAYOUTS)
 
 
-def channel_placement(op, in_layout: str, requested: str) -> tuple[int, str]:
-    """(output dim of the channel, output layout) for a channel-last input layout."""
-    rest = in_layout[:-1]
-    interleaved = in_layout
-    first_spatial = next((i for i, c in enumerate(rest) if c in "DHW"), 0)
-    planar = rest[:first_spatial] + "C" + rest[first_spatial:]
-    if requested in ("", in_layout):
-        return len(in_layout) - 1, interleaved
-    if requested == planar:
-        return first_spatial, planar
-    # short forms ("CHW" / "HWC") for sequences and volumes: where C sits among the spatial dims
-    spatial_req = "".join(c for c in requested if c in "DHWC")
-    if sorted(requested) == sorted(spatial_req) and "C" in spatial_req:
-        if spatial_req.endswith("C"):
-            return len(in_layout) - 1, interleaved
-        if spatial_req.startswith("C"):
-            return first_spatial, planar
-    raise ValueError(f"{op.label}: output_layout '{requested}' is not supported for input layout '{in_layout}' "
-                     f"(use '{planar}' or '{interleaved}')")
+def output_order(requested: str, in_layout: str, interleaved: str) -> tuple[int, list | None]:
+    """Where the kernel puts the channel of the channel-last ``interleaved`` layout, and the
+    permutation of the kernel's output that gives ``requested`` (None: the kernel's output is it).
+    The kernel moves the channel anywhere, keeping the other dims in order; other orders of the
+    dims are a transposition after it."""
+    if sorted(requested) != sorted(in_layout):
+        raise ValueError("The requested output layout is not a permutation of input layout. "
+                         f"(output_layout '{requested}', input layout '{in_layout}')")
+    rest = interleaved[:-1]
+    if requested.replace("C", "") == rest:
+        return requested.index("C"), None
+    return len(interleaved) - 1, [interleaved.index(c) for c in requested]
+
+
+def _transposed(ws, src, perm: list, layout: str):
+    out = ws.new_batch(src._shapes[:, perm], src._buf.dtype, layout, src._source_info)
+    ws.kernels.transpose(ws.pool, src._buf, src._shapes, src._offsets, perm, out._buf, out._shapes, out._offsets)
+    return out
 
 
 @register(CMN, device=("cpu", "gpu"))
 class CropMirrorNormalize(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        layout = layout_of(src)
-        if not layout.endswith("C") or not any(c in layout for c in "HW"):
-            raise ValueError(f"{self.label}: expects channel-last images (HWC, FHWC, DHWC), got layout '{layout}'")
+        in_layout = input_layout(self, src)
+        layout = in_layout.replace("C", "") + "C"
+        cdim, after = output_order(self.args["output_layout"], in_layout, layout)
+        if layout != in_layout:  # planar input: the kernel reads channel-last samples
+            src = _transposed(ws, src, [in_layout.index(c) for c in layout], layout)
         if src.dtype not in IN_TYPES:
             raise TypeError(f"{self.label}: input type {src.dtype.name} is not supported "
                             f"(use {', '.join(t.name for t in IN_TYPES)})")
@@ -72,20 +75,25 @@ class CropMirrorNormalize(Operator):
             raise ValueError(f"{self.label}: all samples need the same number of channels, got {sorted(channels)}")
         c = channels.pop() if channels else 0
         anchors, windows = crop_windows(ws, src, layout)
-        cdim, out_layout = channel_placement(self, layout, self.args["output_layout"])
+        out_layout = layout[:-1][:cdim] + "C" + layout[:-1][cdim:]
         pad = bool(self.args["pad_output"])
         out_shapes = np.insert(windows[:, :-1], cdim, c + pad, axis=1)
-        # only the 'pad' policy fills, so only then must there be one value or one per output channel;
-        # the pad_output channel takes its fill value everywhere (0 under the other policies)
+        # only the 'pad' policy fills: one value for every output channel, or one per output channel;
+        # with a per-channel mean or std (as in DALI) fewer may be given, the rest being 0 (3 values
+        # for the 4 channels of pad_output). The pad_output channel takes its value everywhere (0
+        # under the other policies).
         fill = np.asarray(self.args["fill_values"], np.float32)
         if self.args["out_of_bounds_policy"] != "pad" or fill.size == 0:
             fill = np.zeros(1, np.float32)
-        if fill.size not in (1, c + pad):
-            raise ArgumentValueError(f"{self.label}: 'fill_values' has {fill.size} values for {c + pad} output "
-                                     "channels (give 1 or one per channel)")
+        per_channel_norm = max(per_sample_list(ws, "mean").shape[1], per_sample_list(ws, "std").shape[1]) > 1
+        if fill.size > c + pad or (fill.size not in (1, c + pad) and not per_channel_norm):
+            raise ArgumentValueError(f"{self.label}: The number of per-channel arguments should match the number of "
+                                     f"channels in the output slice: 'fill_values' has {fill.size} values for "
+                                     f"{c + pad} output channels")
         if np.dtype(to_numpy_type(dtype)).kind in "iu":  # DALI cuts fill values toward zero
             fill = np.trunc(fill)
-        fill = np.ascontiguousarray(np.broadcast_to(fill, (c + pad,)))
+        fill = np.ascontiguousarray(np.broadcast_to(fill, (c + pad,)) if fill.size == 1 else
+                                    np.pad(fill, (0, c + pad - fill.size)))
         mean = per_channel(ws, "mean", c, spare=int(pad))
         std = per_channel(ws, "std", c, spare=int(pad))
         if (std == 0).any():
@@ -96,4 +104,4 @@ class CropMirrorNormalize(Operator):
             ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
             int(dtype), np.ascontiguousarray(anchors[:, :-1]), mirror, np.ascontiguousarray(mean),
             np.ascontiguousarray(std), float(self.args["scale"]), float(self.args["shift"]), fill, cdim, pad)
-        return [out]
+        return [out if after is None else _transposed(ws, out, after, self.args["output_layout"])]

@@ -24,7 +24,7 @@ DEBAYER = OpSchema(
           Arg("algorithm", ArgType.STR, optional=True,
               doc="bilinear_ocv (default) or gray_ocv (one grey channel); edgeaware_ocv, vng_ocv and default_npp "
                   "are not implemented")],
-    devices=("cpu", "gpu"), input_layouts=("HW", "HWC", "FHW", "FHWC"), deprecated_paths=("experimental.Debayer",))
+    devices=("cpu", "gpu"), input_layouts=("HW", "HWC", "FHW", "FHWC"), moved_from=("experimental",))
 
 
 @register(DEBAYER, device=("cpu", "gpu"))

@@ -44,8 +44,8 @@ from .. import _engine
 from .._generate import OpsBase, call_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from .._sources import (SourceCaller, check_parallel_source, cycle_mode, is_generator_function, positional_arity,
-                        wrap_source_error)
+from .._sources import (SourceCaller, SourceThread, check_parallel_source, cycle_mode, is_generator_function,
+                        positional_arity, source_timeout_error, thread_stacks, wrap_source_error)
 from ..tensors import TensorListCPU
 from ..types import SampleInfo
 from ._external_source_batches import check_batch, pack_samples, to_batch
@@ -109,6 +109,10 @@ class ExternalSource(Operator):
         # would wait for a whole decode. A pool of one thread copies on the caller, in overlap.
         self._pool = _engine.ThreadPool(1)
         self._py_pool = getattr(pipeline, "_py_pool", None)
+        self._timeout = getattr(pipeline, "_source_timeout", None)
+        self._source_thread: SourceThread | None = None  # calls the source when a timeout is set
+        self._sample: int | None = None  # the sample the source is asked for (per-sample mode)
+        self._hung: str | None = None    # why the source cannot be called any more (it hangs)
 
     def setup(self) -> None:
         a = self.args
@@ -132,6 +136,8 @@ class ExternalSource(Operator):
             raise ValueError(f"{self.label}: prefetch_queue_depth is only valid with parallel=True")
         self._caller = SourceCaller(self.source, a["batch"], a["batch_info"], cycle_mode(a["cycle"]),
                                      a["num_outputs"])
+        if self._timeout is not None and self.source is not None:
+            self._source_thread = SourceThread(f"penstock-source-{self.name}")
         self.blocking = bool(a["blocking"])
         self._fed_cv = threading.Condition()
         self.fed: collections.deque = collections.deque()
@@ -170,6 +176,7 @@ class ExternalSource(Operator):
                              bool(self.args["use_copy_kernel"])) for d in c.outputs(result, self.label)]
         samples = []
         for j in range(batch_size):
+            self._sample = j
             info = SampleInfo(iteration * batch_size + j, j, iteration, epoch)
             try:
                 samples.append(c.sample_outputs(c.call_sample(info), self.label, j))
@@ -177,8 +184,26 @@ class ExternalSource(Operator):
                 raise
             except Exception as exc:
                 raise wrap_source_error(exc, self.label, epoch, iteration, j) from exc
+        self._sample = None
         return [pack_samples(self._pool, [s[o] for s in samples], self.label)
                 for o in range(self.k)]
+
+    def _pull_in_time(self, epoch: int, iteration: int, batch_size: int) -> list:
+        """``_pull``, on the source's thread when the pipeline has a source_timeout: a source that
+        does not return in time fails this run() and every later one."""
+        if self._source_thread is None:
+            return self._pull(epoch, iteration, batch_size)
+        if self._hung is not None:
+            raise RuntimeError(self._hung)
+        try:
+            return self._source_thread.call(self._pull, (epoch, iteration, batch_size), self._timeout)
+        except TimeoutError:
+            err = source_timeout_error(self.label, self._timeout, epoch, iteration, self._sample,
+                                       f"called in thread '{self._source_thread.thread.name}'",
+                                       thread_stacks(self._source_thread.thread.ident))
+            self._hung = (f"{self.label}: the source is still running the call that timed out in iteration "
+                          f"{iteration} of epoch {epoch}; the pipeline cannot go on: build a new one")
+            raise err from None
 
     def _take_fed(self) -> tuple:
         with self._fed_cv:
@@ -208,12 +233,17 @@ class ExternalSource(Operator):
                 layout = None
             batches, layouts = [batch], [layout or self.layouts[0]]
         else:
-            batches, layouts = self._pull(epoch, iteration, batch_size), self.layouts
+            batches, layouts = self._pull_in_time(epoch, iteration, batch_size), self.layouts
         return [check_batch(tl, lay, dt, nd, self.label)
                 for tl, lay, dt, nd in zip(batches, layouts, self.dtypes, self.ndims)]
 
     def reset_epoch(self) -> None:
         pass  # counters live in the pipeline; iterables are not rewound (DALI semantics)
+
+    def close(self) -> None:
+        if self._source_thread is not None:
+            self._source_thread.close()
+        super().close()
 
     # -- checkpoints: callables are indexed by the pipeline's counters, so they resume by themselves;
     # an iterable's position cannot be saved: it restarts from its beginning (as in DALI), warned
@@ -224,6 +254,18 @@ class ExternalSource(Operator):
 
     def get_state(self) -> dict | None:
         return {"restarts": True} if self._restarts() else None
+
+    def unsaved_state_warning(self) -> str | None:
+        # DALI's warning (its first sentence in its words): only a callable taking the iteration,
+        # BatchInfo or SampleInfo resumes where a checkpoint was taken
+        if self.source is None or (not self._restarts() and positional_arity(self.source) > 0):
+            return None
+        kind = ("SourceKind.GENERATOR_FUNC" if is_generator_function(self.source) else
+                "SourceKind.ITERABLE" if not callable(self.source) else None)
+        reason = f"with {kind} as a 'source'" if kind else "with parameterless callable as a 'source'"
+        return (f"Checkpointing enabled in a pipeline with external source operator, {reason}. The state of such a "
+                f"'source' is not captured ({self.label}): restored from a checkpoint, it starts again from its "
+                "beginning unless adjusted by hand, which may put it out of step with the other sources.")
 
     def set_state(self, state: dict | None) -> None:
         from .._checkpoint import warn_restart
@@ -288,6 +330,9 @@ def external_source(source: Any = None, num_outputs: int | None = None, *, cycle
     return [out] if num_outputs == 1 else out  # num_outputs always gives a list, as in DALI
 
 
+_RUNTIME_CONFLICTS = ("source", "layout", "dtype", "ndim", "cuda_stream", "use_copy_kernel")
+
+
 class ExternalSourceOpsBase(OpsBase):
     """``ops.ExternalSource``: arguments may be split between construction and call."""
 
@@ -297,12 +342,15 @@ class ExternalSourceOpsBase(OpsBase):
 
     def __call__(self, *, source: Any = None, **kwargs: Any) -> Any:
         merged = {k: v for k, v in self._init.items() if v is not None}
-        given = dict(kwargs, source=source)
+        given = dict(source=source, **kwargs)
         for k, v in given.items():
             if v is None:
                 continue
-            if k in merged:
-                raise ValueError(f"external_source: argument '{k}' given both at construction and at call")
+            if k in merged and k != "name":  # the call may name the operator anew
+                # DALI's words and classes (RuntimeError for the data's description, ValueError for the rest)
+                if k in _RUNTIME_CONFLICTS:
+                    raise RuntimeError(f"``{k}`` already specified in constructor.")
+                raise ValueError(f"The argument ``{k}`` already specified in constructor.")
             merged[k] = v
         if "batch" not in merged:
             merged["batch"] = not merged.get("parallel", False)

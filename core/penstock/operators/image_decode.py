@@ -101,18 +101,22 @@ _RANDOM_CROP_ARGS = [
 
 
 IMAGE = OpSchema("decoders.Image", "Decodes images (JPEG, PNG, BMP, PNM, TIFF, WebP, JPEG 2000) to HWC.",
-                 args=_DECODER_ARGS + _CACHE_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",))
+                 args=_DECODER_ARGS + _CACHE_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",),
+    moved_from=("experimental.decoders",))
 IMAGE_RANDOM_CROP = OpSchema(
     "decoders.ImageRandomCrop", "Decodes a random window (area and aspect ratio ranges) of each image.",
     args=_DECODER_ARGS + _RANDOM_CROP_ARGS, devices=("cpu", "mixed"), is_random=True,
-    legacy_names=("ImageDecoderRandomCrop",))
+    legacy_names=("ImageDecoderRandomCrop",),
+    moved_from=("experimental.decoders",))
 IMAGE_CROP = OpSchema("decoders.ImageCrop", "Decodes a fixed-size window of each image.",
                       args=_DECODER_ARGS + _CROP_ARGS, devices=("cpu", "mixed"),
-                      legacy_names=("ImageDecoderCrop",))
+                      legacy_names=("ImageDecoderCrop",),
+    moved_from=("experimental.decoders",))
 IMAGE_SLICE = OpSchema(
     "decoders.ImageSlice", "Decodes a window given by anchor/shape inputs or start/end arguments.",
     args=_DECODER_ARGS + WINDOW_ARGS, min_inputs=1, max_inputs=3, devices=("cpu", "mixed"),
-    legacy_names=("ImageDecoderSlice",))
+    legacy_names=("ImageDecoderSlice",),
+    moved_from=("experimental.decoders",))
 PEEK_IMAGE_SHAPE = OpSchema(
     "PeekImageShape", "The (H, W, C) shape an image decodes to, from its header only.",
     args=[Arg("dtype", ArgType.DTYPE, DALIDataType.INT64, "output type"),

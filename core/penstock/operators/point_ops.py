@@ -141,7 +141,7 @@ def _point_op(schema: OpSchema, lut: Callable, hist_kind: str | None) -> None:
 
 EQUALIZE = _schema("Equalize", "Histogram equalization of each channel of uint8 images (each frame of a sequence "
                    "on its own).", None, internal=False, input_layouts=_PLANE_LAYOUTS,
-                   deprecated_paths=("experimental.Equalize",))
+                   moved_from=("experimental",))
 AUTO_CONTRAST = _schema("_auto_aug.AutoContrast", "Stretches each channel to the full [0, 255] range.", None)
 CONTRAST = _schema("_auto_aug.Contrast", "Blends with the mean grey level (PIL's contrast enhancement).",
                    "blend factor: 0 = flat grey, 1 = unchanged")

@@ -82,29 +82,33 @@ DL_TENSOR_PYTHON_FUNCTION = make_schema(
 
 # ---- graph definition ----------------------------------------------------------------------
 
-def _check_output_layouts(value: Any, label: str) -> None:
+def _check_output_layouts(value: Any, label: str, n_out: int) -> None:
     items = [] if value is None else [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
         raise TypeError(f"{label}: output_layouts must be a layout string or a list of them, got {value!r}")
+    if not isinstance(value, str) and len(items) > n_out:
+        raise RuntimeError(f"{label}: The length of the ``output_layouts`` (={len(items)}) is greater than the "
+                           f"number of outputs (={n_out}).")
 
 
 def define(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, default_device: str | None = None) -> Any:
     """Adds a Python operator to the current pipeline (the one path ``fn`` and ``ops`` share)."""
     label = schema.fn_name
     if _current.current_pipeline() is None:
-        raise RuntimeError(f"{label}: a Python operator can only be used while a pipeline is current "
-                           "(inside a @pipeline_def function, define_graph(), or a `with pipe:` block)")
+        raise RuntimeError(f"Current Pipeline not set! {label}: a Python operator can only be used while a "
+                           "pipeline is current (inside a @pipeline_def function, define_graph(), or a "
+                           "`with pipe:` block)")
     for i, x in enumerate(inputs):
         if not isinstance(x, DataNode):
-            raise TypeError(f"{label}: input {i} must be a DataNode, got {type(x).__name__}; Python "
-                            "operators do not support multiple input sets (lists of inputs)")
+            raise TypeError(f"{label}: Expected inputs of type `DataNode`. Received input of type "
+                            f"'{type(x).__name__}'. Python Operators do not support Multiple Input Sets.")
     function = kwargs.get("function")
     if not callable(function):
         raise TypeError(f"{label}: argument 'function' must be a callable, got {type(function).__name__}")
     n_out = kwargs.get("num_outputs", 1)
     if not isinstance(n_out, (int, np.integer)) or isinstance(n_out, bool) or n_out < 0:
         raise ValueError(f"{label}: num_outputs must be a non-negative int, got {n_out!r}")
-    _check_output_layouts(kwargs.get("output_layouts"), label)
+    _check_output_layouts(kwargs.get("output_layouts"), label, n_out)
     outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=function)
     if not outs:
         return None
@@ -199,7 +203,8 @@ class DLPackFlavor(Flavor):
 
 
 def _layouts(value: Any, k: int) -> list[str]:
-    items = [] if value is None else [value] if isinstance(value, str) else list(value)
+    """A layout per output: one string is every output's (as in DALI), a list the first ones'."""
+    items = [value] * k if isinstance(value, str) else [] if value is None else list(value)
     return (items + [""] * k)[:k]
 
 
@@ -319,25 +324,27 @@ class PythonFunctionCPU(Operator):
                                    f"{type(result).__name__}{where}")
             return ()
         if result is None:
-            raise RuntimeError(f"{self.label}: the function returned None{where}, expected "
-                               f"{self.k} output(s)")
+            raise RuntimeError(f"{self.label}: Python function returned 0 outputs and {self.k} were expected "
+                               f"(None{where})")
         if self.k == 1:
             if isinstance(result, tuple):
                 raise TypeError(f"{self.label}: the function returned a tuple of {len(result)}{where} "
                                 "but num_outputs=1")
             return (result,)
         if not isinstance(result, tuple):
-            raise TypeError(f"{self.label}: with num_outputs={self.k} the function must return a tuple, "
-                            f"got {type(result).__name__}{where}")
+            raise TypeError(f"{self.label}: The output from a multi-output Pythonfunction operator must be a "
+                            f"tuple, got: {type(result)}{where} (num_outputs={self.k})")
         if len(result) != self.k:
-            raise ValueError(f"{self.label}: the function returned {len(result)} outputs{where}, "
-                             f"expected num_outputs={self.k}")
+            raise ValueError(f"{self.label}: Unexpected number of outputs from Pythonfunction operator - got "
+                             f"{len(result)}, expected {self.k}{where}")
         return result
 
     def _batch_output(self, batch: Any, o: int, n: int) -> Any:
         if isinstance(batch, (list, tuple)):
             if len(batch) != n:
-                raise RuntimeError(f"{self.label}: output {o} has {len(batch)} samples, the batch has {n}")
+                raise RuntimeError(f"{self.label}: Function called by DLTensorPythonFunction returned tensor list of "
+                                   f"wrong size at idx {o}. Returned list is of a size {len(batch)} and should be of "
+                                   f"size {n}")
             return self._gather(list(batch), o)
         arr = self._take(batch)  # one array whose outer dimension is the batch
         if arr.ndim == 0 or arr.shape[0] != n:

@@ -10,9 +10,9 @@ from ..tensors import TensorListCPU
 from ..types import to_numpy_type
 
 _RESHAPE_ARGS = [
-    Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="new shape; one -1 is inferred, 0 copies the input extent"),
+    Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="new shape; one -1 is inferred"),
     Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True,
-        doc="new shape relative to the input's; one negative entry is inferred"),
+        doc="new shape relative to the input's (to the input dims src_dims maps); one negative entry is inferred"),
     Arg("src_dims", ArgType.INT_LIST, optional=True, doc="input dims to keep, in order (-1 inserts a unit dim)"),
     Arg("layout", ArgType.LAYOUT, optional=True, doc="layout of the output"),
 ]
@@ -35,113 +35,159 @@ def _volumes(shapes: np.ndarray) -> np.ndarray:
     return shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
 
 
-def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, buf=None) -> TensorListCPU:
-    buf = src._buf if buf is None else buf
-    scale = buf.dtype.itemsize / src._buf.dtype.itemsize
-    in_vol = _volumes(src._shapes) / scale
-    bad = np.nonzero(_volumes(shapes) != in_vol)[0]
+def _refuse_volume_change(label: str, shapes: np.ndarray, src_shapes: np.ndarray, why: str = "") -> None:
+    """A new shape must hold the sample's elements: refused in DALI's words, naming the sample."""
+    bad = np.nonzero(_volumes(shapes) != _volumes(src_shapes))[0]
     if len(bad):
         i = int(bad[0])
-        raise ValueError(f"{label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])} cannot take shape "
-                         f"{tuple(int(e) for e in shapes[i])}: the number of elements differs")
-    offsets = (src._offsets / scale).astype(np.int64)
+        raise SampleError(i, f"{label}: The volume of the new shape should match the one of the original shape. "
+                             f"Requested a shape with {int(_volumes(shapes[i:i + 1])[0])} elements but the original "
+                             f"shape has {int(_volumes(src_shapes[i:i + 1])[0])} elements. (sample {i} of shape "
+                             f"{tuple(int(e) for e in src_shapes[i])}{'; ' + why if why else ''})")
+
+
+def _dims_text(shape) -> str:
+    # DALI's way of printing a requested shape: its inferred (negative) extents as 0
+    return " x ".join(str(max(int(e), 0)) for e in shape)
+
+
+def reshaped(src: TensorListCPU, shapes: np.ndarray, layout: str, label: str, buf=None) -> TensorListCPU:
+    buf = src._buf if buf is None else buf
+    in_size, out_size = src._buf.dtype.itemsize, buf.dtype.itemsize
+    bad = np.nonzero(_volumes(shapes) * out_size != _volumes(src._shapes) * in_size)[0]
+    if len(bad):
+        i = int(bad[0])
+        vol, new = int(_volumes(src._shapes[i:i + 1])[0]), int(_volumes(shapes[i:i + 1])[0])
+        raise ValueError(f"{label}: Input and output samples must occupy the same size in bytes. Sample index: {i}, "
+                         f"actual volume: {vol} ({vol * in_size} bytes), requested volume: {new} "
+                         f"({new * out_size} bytes); input shape: {_dims_text(src._shapes[i])}, requested shape: "
+                         f"{_dims_text(shapes[i])}")
+    if layout and len(layout) != shapes.shape[1]:
+        raise ValueError(f"{label}: Requested layout '{layout}' is not compatible with a {shapes.shape[1]}D shape")
+    offsets = (src._offsets * in_size // out_size).astype(np.int64)
     return type(src)._from_packed(buf, shapes, offsets, layout, src._source_info)
 
 
 class _ReshapeBase(Operator):
+    """The new shape, as DALI 2.4 makes it (the refusals in its words): a shape (input or argument;
+    one -1 is inferred, 0 is refused), a shape relative to the input's (rel_shape: per output dim,
+    relative to the input dim that src_dims maps to it), or the input dims that src_dims picks."""
+
     def setup(self):
-        a = self.args
-        given = [what for what, present in (("a shape input", len(self.node.inputs) > 1),
-                                            ("'shape'", self.given("shape")),
-                                            ("'rel_shape'", self.given("rel_shape")))
+        given = [present for present in (len(self.node.inputs) > 1, self.given("shape"), self.given("rel_shape"))
                  if present]
         if len(given) > 1:
-            raise ArgumentValueError(f"{self.label}: {' and '.join(given)} are mutually exclusive")
-        rel = a.get("rel_shape")
+            raise ArgumentValueError(f"{self.label}: Shape input, `shape` argument and `rel_shape` argument are "
+                                     "mutually exclusive")
+        rel = self.args.get("rel_shape")
         if rel == ():
             raise ArgumentValueError(f"{self.label}: 'rel_shape' is an empty list")
         if rel is not None and 0 in rel:
-            raise ArgumentValueError(f"{self.label}: 'rel_shape' {list(rel)} has an extent of 0")
+            raise ArgumentValueError(f"{self.label}: Extent of 0 is illegal ('rel_shape' {list(rel)})")
         if rel is not None and sum(r < 0 for r in rel) > 1:
-            raise ArgumentValueError(f"{self.label}: 'rel_shape' {list(rel)} has more than one negative "
-                                     "(inferred) extent")
+            raise ArgumentValueError(f"{self.label}: Only one negative extent is allowed; got: 'rel_shape' {list(rel)}")
 
-    def _target_shapes(self, ws, src: TensorListCPU) -> np.ndarray:
-        n, a = len(src), self.args
+    def _target_shapes(self, ws, src: TensorListCPU, out_itemsize: int) -> np.ndarray:
+        """Per-sample output shapes; extents are inferred from the byte size for ``out_itemsize``-byte
+        output elements."""
+        n, a, nd = len(src), self.args, src.ndim()
+        out_volumes = _volumes(src._shapes) * src._buf.dtype.itemsize // out_itemsize
+        src_dims = None if a["src_dims"] is None else list(a["src_dims"])
         # src_dims are checked even where a shape makes them unused, as DALI does
-        bad_dims = [d for d in a["src_dims"] or () if not -1 <= d < src.ndim()]
-        if bad_dims:
-            raise ValueError(f"{self.label}: src_dims {bad_dims} out of range for {src.ndim()}-D input "
-                             f"(valid: -1 for a new unit dim, 0..{src.ndim() - 1})")
-        if len(ws.inputs) > 1:
-            tl = ws.inputs[1].as_cpu()  # shapes are host data on either device
-            return tl.as_array().astype(np.int64).reshape(n, -1)
-        if ws.has_arg("shape"):
-            shape = ws.arg_inputs["shape"].as_array().astype(np.int64).reshape(n, -1) if "shape" in ws.arg_inputs \
-                else np.tile(np.array(a["shape"], np.int64), (n, 1))
-            shape = shape.copy()
-            zero = shape == 0
-            if zero.any():
-                if shape.shape[1] > src.ndim():
-                    raise ValueError(f"{self.label}: 0 (copy the input extent) needs a matching input dimension")
-                shape[zero] = src._shapes[:, :shape.shape[1]][zero]
-            wild = shape == -1
-            if (wild.sum(axis=1) > 1).any():
-                raise ValueError(f"{self.label}: at most one -1 is allowed in 'shape'")
-            if wild.any():
-                known = np.where(wild, 1, shape).prod(axis=1)
-                rows = wild.any(axis=1)
-                vol = _volumes(src._shapes)
-                if (vol[rows] % np.maximum(known[rows], 1)).any():
-                    raise ValueError(f"{self.label}: the input volume is not divisible by the known extents of 'shape'")
-                shape[wild] = (vol // np.maximum(known, 1))[rows]
-            return shape
+        for k, d in enumerate(src_dims or ()):
+            if not -1 <= d < nd:
+                raise ValueError(f"{self.label}: `src_dims[{k}] == {d}` is out of bounds. The indices in `src_dims` "
+                                 f"should be either valid dimension indices in range [0..{nd - 1}] or -1 to insert a "
+                                 "new dimension.")
+        if len(ws.inputs) > 1 or ws.has_arg("shape"):
+            return self._given_shapes(ws, src, out_volumes)
         if ws.has_arg("rel_shape"):
             rel = ws.arg_inputs["rel_shape"].as_array().astype(np.float32).reshape(n, -1) if "rel_shape" in ws.arg_inputs \
                 else np.tile(np.array(a["rel_shape"], np.float32), (n, 1))
-            if rel.shape[1] > src.ndim():
-                raise ValueError(f"{self.label}: rel_shape has more entries than the input has dimensions")
-            return self._rel_target_shapes(src, rel)
-        if a["src_dims"] is not None:
-            dims = list(a["src_dims"])
-            cols = [src._shapes[:, d] if d >= 0 else np.ones(n, np.int64) for d in dims]
-            return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
-        return src._shapes.copy()
+            if src_dims is None and rel.shape[1] > nd:
+                raise ValueError(f"{self.label}: `rel_shape` has more elements ({rel.shape[1]}) than there are "
+                                 f"dimensions in the input ({nd}). To add new dimensions, use `src_dims` to specify "
+                                 "the mapping between input and output dimensions.")
+            if src_dims is not None and len(src_dims) != rel.shape[1]:
+                raise ValueError(f"{self.label}: `src_dims` and `rel_shape` have different lengths: {len(src_dims)} vs "
+                                 f"{rel.shape[1]}")
+            return self._relative_shapes(src, rel, src_dims or list(range(rel.shape[1])), out_volumes)
+        if src_dims is not None:
+            cols = [src._shapes[:, d] if d >= 0 else np.ones(n, np.int64) for d in src_dims]
+            shapes = np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+            _refuse_volume_change(self.label, shapes, src._shapes)
+            return shapes
+        shapes = src._shapes.copy()
+        if out_itemsize != src._buf.dtype.itemsize and nd:  # reinterpret: the innermost extent takes the change
+            inner = shapes[:, -1] * src._buf.dtype.itemsize
+            if (inner % out_itemsize).any():
+                raise ValueError(f"{self.label}: The size, in bytes, of the innermost dimension is not divisible by "
+                                 "the sizes of the requested output type.")
+            shapes[:, -1] = inner // out_itemsize
+        return shapes
 
-    def _rel_target_shapes(self, src: TensorListCPU, rel: np.ndarray) -> np.ndarray:
-        """Extents scaled by ``rel`` (float32, as DALI, rounded half up); a negative entry is
-        inferred: the input volume divided (rounding down) by the other output extents."""
-        scaled = src._shapes[:, :rel.shape[1]].astype(np.float32) * rel
+    def _given_shapes(self, ws, src: TensorListCPU, out_volumes: np.ndarray) -> np.ndarray:
+        n = len(src)
+        if len(ws.inputs) > 1:
+            tl = ws.inputs[1].as_cpu()  # shapes are host data on either device
+            if np.dtype(tl._buf.dtype).kind not in "iu":
+                raise TypeError(f"{self.label}: Shape input must have integral type; got: {tl.dtype.name.lower()}")
+            shape = tl.as_array().astype(np.int64).reshape(n, -1)
+        elif "shape" in ws.arg_inputs:
+            shape = ws.arg_inputs["shape"].as_array().astype(np.int64).reshape(n, -1)
+        else:
+            shape = np.tile(np.array(self.args["shape"], np.int64), (n, 1))
+        shape = shape.copy()
+        for row in shape:
+            if (row == 0).any():
+                raise ValueError(f"{self.label}: Extent of 0 is illegal; got: {_dims_text(row)}")
+            if (row < 0).sum() > 1:
+                raise ValueError(f"{self.label}: Only one negative extent is allowed; got: {_dims_text(row)}")
+        wild = shape < 0
+        rows = wild.any(axis=1)
+        if rows.any():
+            known = np.where(wild, 1, shape).prod(axis=1)
+            shape[wild] = (out_volumes // known)[rows]  # a volume that does not divide is the size check's error
+        return shape
+
+    def _relative_shapes(self, src: TensorListCPU, rel: np.ndarray, dims: list, out_volumes: np.ndarray) -> np.ndarray:
+        """Extents of the mapped input dims (1 for a new one) scaled by ``rel`` (float32, as DALI,
+        rounded half up); a negative entry is inferred from the volume and the other extents."""
+        base = np.stack([src._shapes[:, d] if d >= 0 else np.ones(len(src), np.int64) for d in dims], axis=1)
+        scaled = base.astype(np.float32) * rel
         shape = np.floor(scaled).astype(np.int64)
         shape += (scaled - np.floor(scaled)) >= 0.5
         wild = rel < 0
         if (wild.sum(axis=1) > 1).any():
-            raise ValueError(f"{self.label}: 'rel_shape' has more than one negative (inferred) extent")
+            i = int(np.nonzero(wild.sum(axis=1) > 1)[0][0])
+            raise ValueError(f"{self.label}: Only one negative extent is allowed; got: 'rel_shape' {rel[i].tolist()} "
+                             f"for sample {i}")
         for i, d in zip(*np.nonzero(wild)):
             known = int(np.delete(shape[i], d).prod())
             if known == 0:
-                raise ValueError(f"{self.label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])}: "
-                                 f"cannot infer the extent of dimension {d} of 'rel_shape' when the other "
-                                 "extents have a volume of 0")
-            shape[i, d] = _volumes(src._shapes[i:i + 1])[0] // known
+                raise ValueError(f"{self.label}: Cannot infer the extent of dimension {d} when the volume of remaining "
+                                 f"dimensions is 0. Input shape: {_dims_text(src._shapes[i])}")
+            shape[i, d] = out_volumes[i] // known
         return shape
 
     def _layout(self, src: TensorListCPU, shapes: np.ndarray) -> str:
         a = self.args
         if a["layout"] is not None:
             return a["layout"]
-        if a["src_dims"] is not None and src._layout:
-            return "".join(src._layout[d] if d >= 0 else "" for d in a["src_dims"]) if -1 not in a["src_dims"] else ""
-        # DALI: without `layout` the input layout is kept when the number of dimensions matches,
-        # and reset to empty when it does not
-        return src._layout if shapes.shape[1] == src.ndim() else ""
+        # DALI: without `layout` the input layout is kept when the number of dimensions matches (also
+        # when src_dims reorders them); otherwise src_dims picks its letters (none for a new dim)
+        if shapes.shape[1] == src.ndim():
+            return src._layout
+        if a["src_dims"] is not None and src._layout and -1 not in a["src_dims"]:
+            return "".join(src._layout[d] for d in a["src_dims"])
+        return ""
 
 
 @register(RESHAPE, device=("cpu", "gpu"))
 class Reshape(_ReshapeBase):
     def run(self, ws):
         src = ws.inputs[0]
-        shapes = self._target_shapes(ws, src)
+        shapes = self._target_shapes(ws, src, src._buf.dtype.itemsize)
         return [reshaped(src, shapes, self._layout(src, shapes), self.label)]
 
 
@@ -150,15 +196,12 @@ class Reinterpret(_ReshapeBase):
     def run(self, ws):
         src = ws.inputs[0]
         buf = src._buf
-        shapes = self._target_shapes(ws, src)
         if self.args["dtype"] is not None:
             new = np.dtype(to_numpy_type(self.args["dtype"]))
             if src._buf.nbytes % new.itemsize:
                 raise ValueError(f"{self.label}: the data size is not a multiple of {new.name}'s size")
             buf = src._buf.view(new)
-            if np.array_equal(shapes, src._shapes) and new.itemsize != src._buf.dtype.itemsize and shapes.shape[1]:
-                shapes = shapes.copy()
-                shapes[:, -1] = shapes[:, -1] * src._buf.dtype.itemsize // new.itemsize
+        shapes = self._target_shapes(ws, src, buf.dtype.itemsize)
         return [reshaped(src, shapes, self._layout(src, shapes), self.label, buf)]
 
 
@@ -170,7 +213,7 @@ class Squeeze(Operator):
 
     def setup(self):
         if self.args["axes"] is not None and self.args["axis_names"] is not None:
-            raise ArgumentValueError(f"{self.label}: 'axes' and 'axis_names' are mutually exclusive")
+            raise ArgumentValueError(f"{self.label}: Provided both ``axes`` and ``axis_names`` arguments")
         if self.args["axes"] is None and self.args["axis_names"] is None:
             raise ArgumentValueError(f"{self.label}: give 'axes' or 'axis_names'")
 
@@ -180,8 +223,8 @@ class Squeeze(Operator):
         if self.args["axis_names"] is not None:
             missing = [c for c in self.args["axis_names"] if c not in layout]
             if missing:
-                raise ArgumentValueError(f"{self.label}: axis_names '{self.args['axis_names']}': "
-                                         f"'{''.join(missing)}' not in the input layout '{layout}'")
+                raise ArgumentValueError(f"{self.label}: Axis '{missing[0]}' is not present in the input layout "
+                                         f"'{layout}'")
             axes = [layout.index(c) for c in self.args["axis_names"]]
         else:
             axes = list(self.args["axes"])
@@ -189,14 +232,11 @@ class Squeeze(Operator):
         if bad:
             raise ArgumentValueError(f"{self.label}: axes {bad} out of range for {nd}-D input (valid: 0..{nd - 1})")
         if len(set(axes)) != len(axes):
-            raise ArgumentValueError(f"{self.label}: axes {axes} name a dimension more than once")
+            raise ArgumentValueError(f"{self.label}: Specified at least twice same dimension to remove. (axes {axes})")
         keep = [d for d in range(nd) if d not in axes]
         shapes = src._shapes[:, keep]
-        wrong = (src._shapes[:, axes] != 1).any(axis=1) & ((_volumes(src._shapes) != 0) | (_volumes(shapes) != 0))
-        if wrong.any():
-            i = int(np.nonzero(wrong)[0][0])
-            raise SampleError(i, f"{self.label}: sample {i} of shape {tuple(int(e) for e in src._shapes[i])}: only "
-                                 f"dimensions of extent 1 can be squeezed (axes {sorted(axes)})")
+        _refuse_volume_change(self.label, shapes, src._shapes, f"only dimensions of extent 1 can be squeezed "
+                                                                f"(axes {sorted(axes)})")
         return [reshaped(src, shapes, "".join(layout[d] for d in keep) if layout else "", self.label)]
 
 
@@ -207,24 +247,27 @@ class ExpandDims(Operator):
     and the new axes are named; without names, none (no axes: the input's)."""
 
     def setup(self):
+        # DALI's words, then what was given
         axes, names = list(self.args["axes"]), self.args["new_axis_names"]
         if any(a < 0 for a in axes):
-            raise ArgumentValueError(f"{self.label}: axes {axes} must not be negative (they are output positions)")
+            raise ArgumentValueError(f"{self.label}: Axis value can't be negative (axes {axes} are output positions)")
+        if names and len(names) != len(axes):
+            raise ArgumentValueError(f"{self.label}: Specified {len(axes)} new dimensions, but layout contains only "
+                                     f"{len(names)} new dimension names (new_axis_names '{names}')")
         if len(set(axes)) != len(axes):
             raise ArgumentValueError(f"{self.label}: axes {axes} name a position more than once")
-        if names and len(names) != len(axes):
-            raise ArgumentValueError(f"{self.label}: new_axis_names '{names}' has {len(names)} letters for "
-                                     f"{len(axes)} axes")
 
     def run(self, ws):
         src = ws.inputs[0]
         axes, names = list(self.args["axes"]), self.args["new_axis_names"]
         nd = src.ndim() + len(axes)
         if any(a >= nd for a in axes):
-            raise ArgumentValueError(f"{self.label}: axes {axes} do not fit: a {src.ndim()}-D input expanded by "
-                                     f"{len(axes)} has positions 0..{nd - 1}")
+            raise ArgumentValueError(f"{self.label}: Data has not enough dimensions to add new axes at specified "
+                                     f"indices. (axes {axes}: a {src.ndim()}-D input expanded by {len(axes)} has "
+                                     f"positions 0..{nd - 1})")
         if names and not src._layout and src.ndim():
-            raise ArgumentValueError(f"{self.label}: new_axis_names needs an input with a layout")
+            raise ArgumentValueError(f"{self.label}: Specifying ``new_axis_names`` requires an input with a proper "
+                                     "layout.")
         new = dict(zip(axes, names or [""] * len(axes)))
         old = iter(range(src.ndim()))
         dims = [None if d in new else next(old) for d in range(nd)]

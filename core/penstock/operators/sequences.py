@@ -1,22 +1,29 @@
-"""Sequence helpers: ``element_extract`` (frames of F... samples as separate outputs) and
-``per_frame`` (marks a batch as per-frame by its layout)."""
+"""Sequence helpers: ``element_extract`` (frames of F... samples as separate outputs),
+``sequence_rearrange`` (frames reordered, repeated or dropped) and ``per_frame`` (marks a batch
+as per-frame by its layout)."""
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from .._batch import contiguous, empty_batch
 
 
-def gather_ranges(ws, src, starts: np.ndarray, outs: list, counts: np.ndarray) -> None:
+def gather_ranges(ws, src, starts: np.ndarray, outs: list, counts: np.ndarray, dst_elements: np.ndarray | None = None,
+                  dst=None) -> None:
     """GPU: copies ``counts[k]`` elements of ``src`` from element ``starts[k]`` to sample
-    ``k % N`` of output ``k // N`` (packed device batches), all in one launch."""
+    ``k % N`` of output ``k // N`` (packed device batches), or with ``dst_elements``, to element
+    ``dst_elements[k]`` of ``dst``; all in one launch."""
     es = src._buf.dtype.itemsize
     base = np.uint64(src._buf.data.ptr)
     src_addr = base + np.asarray(starts, np.uint64) * np.uint64(es)
-    dst_addr = np.concatenate([np.uint64(o._buf.data.ptr) + np.asarray(o._offsets, np.uint64) * np.uint64(es)
-                               for o in outs]) if outs else np.zeros(0, np.uint64)
+    if dst_elements is not None:
+        dst_addr = np.uint64(dst._buf.data.ptr) + np.asarray(dst_elements, np.uint64) * np.uint64(es)
+    else:
+        dst_addr = np.concatenate([np.uint64(o._buf.data.ptr) + np.asarray(o._offsets, np.uint64) * np.uint64(es)
+                                   for o in outs]) if outs else np.zeros(0, np.uint64)
     ws.kernels.gather_ranges(src_addr, dst_addr, counts, es)
 
 def _element_count(args: dict) -> int:
@@ -32,6 +39,13 @@ ELEMENT_EXTRACT = OpSchema(
     args=[Arg("element_map", ArgType.INT_LIST, doc="frame indices to extract")],
     num_outputs=lambda a: _element_count(a), devices=("cpu", "gpu"))
 
+SEQUENCE_REARRANGE = OpSchema(
+    "SequenceRearrange", "Reorders the frames of sequences: output frame i is input frame new_order[i] "
+                         "(frames may repeat or be dropped).",
+    args=[Arg("new_order", ArgType.INT_LIST, tensor=True,
+              doc="the input frame of each output frame, in [0, frames); not empty; per sample as a 1-D tensor")],
+    devices=("cpu", "gpu"))
+
 PER_FRAME = OpSchema(
     "PerFrame", "Marks the outermost axis as frames (layout 'F...'), so sequence operators take the "
                 "tensor as one argument value per frame. The data is not touched.",
@@ -40,18 +54,23 @@ PER_FRAME = OpSchema(
     devices=("cpu", "gpu"))
 
 
+def _sequences(op: Operator, src) -> tuple[str, np.ndarray, np.ndarray]:
+    """The layout, frame counts and frame volumes of a batch of sequences (``F...`` samples)."""
+    if src.ndim() < 1:
+        raise ValueError(f"{op.label}: the input must be sequences (at least 1-D)")
+    layout = src._layout
+    if layout and layout[0] != "F":
+        raise ValueError(f"{op.label}: the input layout '{layout}' does not start with 'F'")
+    inner = src._shapes[:, 1:]
+    return layout, src._shapes[:, 0], (inner.prod(axis=1) if inner.shape[1] else np.ones(len(src), np.int64))
+
+
 @register(ELEMENT_EXTRACT, device=("cpu", "gpu"))
 class ElementExtract(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        if src.ndim() < 1:
-            raise ValueError(f"{self.label}: the input must be sequences (at least 1-D)")
-        layout = src._layout
-        if layout and layout[0] != "F":
-            raise ValueError(f"{self.label}: the input layout '{layout}' does not start with 'F'")
-        frames = src._shapes[:, 0]
+        layout, frames, frame_vol = _sequences(self, src)
         inner = src._shapes[:, 1:]
-        frame_vol = inner.prod(axis=1) if inner.shape[1] else np.ones(len(src), np.int64)
         outs = []
         for e in self.args["element_map"]:
             bad = np.nonzero((e < 0) | (e >= frames))[0]
@@ -72,6 +91,52 @@ class ElementExtract(Operator):
             out._buf[:take.size] = src._buf[take]
             outs.append(out)
         return outs
+
+
+@register(SEQUENCE_REARRANGE, device=("cpu", "gpu"))
+class SequenceRearrange(Operator):
+    def _orders(self, ws) -> list[np.ndarray]:
+        if "new_order" in ws.arg_inputs:
+            tl = ws.arg_inputs["new_order"]
+            if len(tl) != ws.batch_size:
+                raise RuntimeError(f"{self.label}: argument input 'new_order' has {len(tl)} samples, the batch "
+                                   f"has {ws.batch_size}")
+            orders = []
+            for i in range(len(tl)):
+                order = np.asarray(tl[i])
+                if order.ndim != 1 or order.dtype.kind not in "iu":
+                    raise ValueError(f"{self.label}: 'new_order' of sample {i} must be a 1-D integer tensor, "
+                                     f"got {order.dtype} of shape {order.shape}")
+                orders.append(order.astype(np.int64))
+            return orders
+        return [np.asarray(self.args["new_order"], np.int64)] * ws.batch_size
+
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        layout, frames, frame_vol = _sequences(self, src)
+        orders = self._orders(ws)
+        for i, order in enumerate(orders):
+            if order.size == 0:
+                raise SampleError(i, f"{self.label}: 'new_order' is empty: an output sequence needs a frame")
+            bad = order[(order < 0) | (order >= frames[i])]
+            if bad.size:
+                raise SampleError(i, f"{self.label}: 'new_order' names frame {int(bad[0])}, outside [0, "
+                                     f"{int(frames[i])}) of this sequence")
+        lengths = np.array([len(o) for o in orders], np.int64)
+        shapes = src._shapes.copy()
+        shapes[:, 0] = lengths
+        out = ws.new_batch(shapes, src._buf.dtype, layout, src._source_info)
+        sample = np.repeat(np.arange(len(orders)), lengths)
+        src_starts = src._offsets[sample] + np.concatenate(orders) * frame_vol[sample]
+        dst_starts = out._offsets[sample] + (np.arange(len(sample)) - np.repeat(np.cumsum(lengths) - lengths,
+                                                                                 lengths)) * frame_vol[sample]
+        counts = frame_vol[sample]
+        if ws.gpu is not None:  # every output frame of the batch in one launch
+            gather_ranges(ws, src, src_starts, [], counts, dst_elements=dst_starts, dst=out)
+            return [out]
+        es = src._buf.dtype.itemsize
+        _engine.copy_ranges(ws.pool, src._buf, src_starts * es, out._buf, dst_starts * es, counts * es)
+        return [out]
 
 
 @register(PER_FRAME, device=("cpu", "gpu"))

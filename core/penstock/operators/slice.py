@@ -16,7 +16,7 @@ import numpy as np
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from .._batch import contiguous
-from .crop import fill_for, layout_of, round_half_away, window_with_dtype
+from .crop import fill_for, layout_of, refuse_out_of_bounds, round_half_away, window_with_dtype
 
 STARTS = ("start", "rel_start")
 ENDS = ("end", "rel_end", "shape", "rel_shape")
@@ -25,13 +25,15 @@ ENDS = ("end", "rel_end", "shape", "rel_shape")
 def check_slice_args(op) -> None:
     """Build-time checks: the argument combinations DALI refuses before running."""
     given = {name for name in STARTS + ENDS + ("axes", "axis_names") if op.given(name)}
+    # DALI's words, then what was given
     if {"axes", "axis_names"} <= given:
-        raise ArgumentValueError(f"{op.label}: 'axes' and 'axis_names' are mutually exclusive")
+        raise ArgumentValueError(f"{op.label}: Arguments `axes` and `axis_names` are mutually exclusive")
     if set(STARTS) <= given:
-        raise ArgumentValueError(f"{op.label}: 'start' and 'rel_start' are mutually exclusive")
+        raise ArgumentValueError(f'{op.label}: "start" and "rel_start" arguments are mutually exclusive')
     ends = sorted(given & set(ENDS))
     if len(ends) > 1:
-        raise ArgumentValueError(f"{op.label}: {', '.join(ends)} are mutually exclusive (give one end or shape)")
+        raise ArgumentValueError(f'{op.label}: "end", "rel_end", "shape", and "rel_shape" arguments are mutually '
+                                 f"exclusive (given: {', '.join(ends)})")
     named = given & set(STARTS + ENDS)
     if len(op.node.inputs) == 3 and named:
         raise ArgumentValueError(f"{op.label}: the named window arguments ({', '.join(sorted(named))}) cannot "
@@ -70,8 +72,8 @@ def slice_axes(op, ws, shapes: np.ndarray, raw_layout: str, layout: str) -> tupl
         if names is not None:
             missing = [c for c in names if c not in layout]
             if missing:
-                raise ArgumentValueError(f"{label}: axis_names '{names}': '{''.join(missing)}' not in the input "
-                                         f"layout '{raw_layout}'")
+                raise ArgumentValueError(f"{label}: Axis '{missing[0]}' is not present in the input layout "
+                                         f"'{raw_layout}' (axis_names '{names}')")
             const = [layout.index(c) for c in names]
         row = np.asarray(const, np.int64).reshape(1, -1)
         axes, counts = np.repeat(row, n, axis=0), np.full(n, row.shape[1], np.int64)
@@ -85,8 +87,8 @@ def slice_axes(op, ws, shapes: np.ndarray, raw_layout: str, layout: str) -> tupl
     bad = valid & ((axes < -nd) | (axes >= nd))
     if bad.any():
         i, j = (int(v[0]) for v in np.nonzero(bad))
-        raise SampleError(i, f"{label}: axis {int(axes[i, j])} is out of range for {nd}-D input "
-                             f"(valid: {-nd}..{nd - 1})")
+        raise SampleError(i, f"Axis {int(axes[i, j])} out of range. Expected range is [{-nd}, {nd - 1}] for a "
+                             f"{nd}D input")
     axes = np.where(valid, np.where(axes < 0, axes + nd, axes), 0)
     ordered = np.sort(np.where(valid, axes, -1 - np.arange(axes.shape[1])), axis=1)
     dup = (np.diff(ordered, axis=1) == 0) & (ordered[:, 1:] >= 0)
@@ -228,11 +230,8 @@ class Slice(Operator):
         policy = self.args["out_of_bounds_policy"]
         if policy not in ("error", "pad", "trim_to_shape"):
             raise ValueError(f"{self.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape'")
-        outside = ((anchors < 0) | (anchors + shapes > src._shapes)).any(axis=1)
-        if policy == "error" and outside.any():
-            i = int(np.nonzero(outside)[0][0])
-            raise SampleError(i, f"{self.label}: slice {anchors[i].tolist()} + {shapes[i].tolist()} is outside "
-                                 f"the input of shape {src._shapes[i].tolist()}")
+        if policy == "error":
+            refuse_out_of_bounds(src._shapes, anchors, shapes)
         if policy == "trim_to_shape":
             lo, hi = np.clip(anchors, 0, src._shapes), np.clip(anchors + shapes, 0, src._shapes)
             anchors, shapes = lo, np.maximum(hi - lo, 0)

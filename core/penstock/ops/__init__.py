@@ -6,5 +6,18 @@ from .._generate import OpsBase as _OpsBase  # noqa: F401
 from .._generate import fill_ops as _fill_ops
 from ..data_node import DataNode as _DataNode  # noqa: F401  (DALI code and tests import ops._DataNode)
 from ..types import ScalarConstant as _ScalarConstant  # noqa: F401
+from ..tensors._host import as_host_array as _as_host_array
 
 _fill_ops(_sys.modules[__name__])
+
+
+# what DALI code converts dl_tensor_python_function's samples with
+def _dlpack_from_array(array):
+    """A DLPack capsule of a host array (a view; a copy of a read-only one, which DLPack cannot export)."""
+    array = _as_host_array(array)
+    return (array if array.flags.writeable else array.copy()).__dlpack__()
+
+
+def _dlpack_to_array(dlpack):
+    """The host array of a DLPack capsule (or of an object with ``__dlpack__``), a view."""
+    return _as_host_array(dlpack)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import collections
-from typing import Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from .. import _checkpoint, _engine
 from .._executor import Executor
@@ -34,6 +36,19 @@ def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[Op
     return order
 
 
+def check_size_and_threads(batch_size: Any, num_threads: Any) -> None:
+    """What build() needs of the constructor's batch_size and num_threads (DALI's words)."""
+    for name, value in (("batch_size", batch_size), ("num_threads", num_threads)):
+        if value is not None and not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if batch_size is None:
+        raise ArgumentValueError("The batch size must be set.")
+    if batch_size < 1:
+        raise ArgumentValueError(f"Invalid batch size: {batch_size}. Please set a positive integer.")
+    if num_threads is None or num_threads < 1:
+        raise ArgumentValueError("Pipeline created with `num_threads` < 1 can only be used for serialization.")
+
+
 class PipelineBuild:
     """Building: a base of Pipeline, working on the state its constructor sets."""
 
@@ -43,12 +58,7 @@ class PipelineBuild:
     def build(self) -> None:
         if self._built:
             return
-        if self._max_batch_size is None or self._max_batch_size < 1:
-            raise ArgumentValueError("the pipeline needs a positive batch_size to build "
-                                     f"(got {self._max_batch_size})")
-        if self._num_threads is None or self._num_threads < 1:
-            raise ValueError("the pipeline needs num_threads >= 1 to build; a pipeline without it is "
-                             "only usable for serialization")
+        check_size_and_threads(self._max_batch_size, self._num_threads)
         self._define()
         self.start_py_workers()
         preserved = [n for n in self._nodes if n.preserve] + self._sinks
@@ -126,8 +136,12 @@ class PipelineBuild:
         from .. import _cuda
         reason = _cuda.unavailable_reason()
         if reason is not None:
-            raise RuntimeError(f"this pipeline has GPU or mixed operators, but {reason}; "
-                               "run its operators with device='cpu' to use it without a GPU")
+            # DALI's words: its tests match them (with a device_id, DALI refuses at construction, where
+            # penstock runs pipelines of CPU operators)
+            asked = ("" if self._device_id is None else " You are trying to create a GPU DALI pipeline while CUDA "
+                     "is not available. Please install CUDA or set `device_id = None` in Pipeline constructor.")
+            raise RuntimeError(f"The pipeline requires a CUDA-capable GPU but {reason}{asked} (It has GPU or mixed "
+                               "operators: run them with device='cpu' to use it without a GPU.)")
         if self._device_id is None:
             self._device_id = int(_cuda.require().cuda.runtime.getDevice())
         self._gpu = _cuda.DeviceContext(self._device_id)
@@ -140,8 +154,8 @@ class PipelineBuild:
             return
         from .._parallel import WorkerPool
         preserved = [n for n in self._nodes if n.preserve] + self._sinks
-        specs = [parallel_spec(n, self._max_batch_size) for n in collect(self._outputs, preserved)
-                 if n.schema.is_source and n.args.get("parallel")]
+        specs = [parallel_spec(n, self._max_batch_size, self._source_timeout)
+                 for n in collect(self._outputs, preserved) if n.schema.is_source and n.args.get("parallel")]
         if specs:
             self._py_pool = WorkerPool(specs, self._py_num_workers, self._py_start_method,
                                        self._py_callback_pickler)

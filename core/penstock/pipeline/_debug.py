@@ -14,10 +14,13 @@ import numpy as np
 from .. import _current, _engine
 from .._operator import Workspace
 from .._registry import kernel_for
+from .._std_random import seed_seq
 from ..data_node import DataNode
 from ..tensors import TensorCPU, TensorListCPU
+from ._build import check_size_and_threads
 from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
+from ._run import one_caller
 
 class DataNodeDebug(DataNode):
     """An operator's output in debug mode: a DataNode that also holds this iteration's data."""
@@ -38,28 +41,32 @@ class DataNodeDebug(DataNode):
     __repr__ = __str__
 
 
+def _is_torch_tensor(value: Any) -> bool:
+    return hasattr(value, "detach") and hasattr(value, "cpu")
+
+
+def _host_array(value: Any) -> Any:
+    return value.detach().cpu().numpy() if _is_torch_tensor(value) else np.asarray(value)
+
+
 def _as_batch(value: Any, label: str) -> TensorListCPU:
-    """A debug-mode operator input given as data: TensorList, list of arrays/tensors, or an array
-    (or torch tensor) whose first dimension is the batch."""
+    """A debug-mode operator input given as data: a TensorList or a list of arrays/tensors, one per
+    sample (as DALI classifies them: a lone array is a constant, the same for every sample)."""
     if isinstance(value, DataNodeDebug):
         return value.get()
     if isinstance(value, TensorListCPU):
         return value
     if isinstance(value, (list, tuple)):
-        return TensorListCPU([np.asarray(v) if not isinstance(v, TensorCPU) else v for v in value])
-    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch tensor
-        value = value.detach().cpu().numpy()
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        return TensorListCPU(value)
-    raise TypeError(f"{label}: debug-mode input must be a DataNode, a TensorList, a list of arrays or an "
-                    f"array with a leading batch dimension; got {type(value).__name__}")
+        return TensorListCPU([v if isinstance(v, TensorCPU) else _host_array(v) for v in value])
+    raise TypeError(f"{label}: debug-mode data must be a DataNode, a TensorList or a list of arrays (one per "
+                    f"sample); got {type(value).__name__}")
 
 
 def is_data(value: Any) -> bool:
-    """Whether a debug-mode operator argument is a batch of data (not a constant)."""
-    return isinstance(value, (TensorListCPU, np.ndarray)) or (
-        isinstance(value, list) and bool(value) and all(isinstance(v, (np.ndarray, TensorCPU)) for v in value)) or (
-        hasattr(value, "detach") and hasattr(value, "cpu"))
+    """Whether a debug-mode operator argument is a batch of data (a TensorList or a list of
+    arrays/tensors), not a constant."""
+    return isinstance(value, TensorListCPU) or (isinstance(value, list) and bool(value) and all(
+        isinstance(v, (np.ndarray, TensorCPU)) or _is_torch_tensor(v) for v in value))
 
 
 class DebugPipeline(Pipeline):
@@ -73,6 +80,11 @@ class DebugPipeline(Pipeline):
         self._func, self._fargs, self._fkwargs = func, args, kwargs
         self._conditionals = conditionals
         self._kernels: list[tuple[Any, Any, str]] = []  # (schema, operator, args key) by call order
+        self._early_feeds: dict[str, list] = {}  # feed_input before the named external source exists
+        self._first_calls: list[tuple] = []  # the first iteration's operator calls (_check_call)
+        self._op_calls = 0
+        # the random operators' seeds: standard mode's (penstock.pipeline._build), handed out in call order
+        self._seeds = seed_seq([self._effective_seed & 0xFFFFFFFF], 1024)
         self._calls = 0
         self._random_calls = 0
         self._iter_batch: int | None = None
@@ -86,13 +98,11 @@ class DebugPipeline(Pipeline):
     def build(self) -> None:
         if self._built:
             return
-        if self._max_batch_size is None or self._max_batch_size < 1:
-            raise ValueError(f"the pipeline needs a positive batch_size to build (got {self._max_batch_size})")
-        if self._num_threads is None or self._num_threads < 1:
-            raise ValueError("the pipeline needs num_threads >= 1 to build")
+        check_size_and_threads(self._max_batch_size, self._num_threads)
         self._pool = _engine.ThreadPool(self._num_threads)
         self._built = True
 
+    @one_caller
     def schedule_run(self) -> None:
         self.build()
         if self._last_iter:
@@ -111,10 +121,20 @@ class DebugPipeline(Pipeline):
         self._check_outputs(results)
         return results
 
-    def feed_input(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError("feed_input is not supported in debug mode: give the data to the operators "
-                                  "in the pipeline function instead")
+    def feed_input(self, data_node: Any, data: Any, layout: str | None = None, cuda_stream: Any = None,
+                   use_copy_kernel: bool = False) -> None:
+        """As in standard mode; data fed before the graph function first ran (so before the
+        external source exists) waits for it."""
+        name = data_node.source.name if isinstance(data_node, DataNode) else str(data_node)
+        op = next((op for _, op, _ in self._kernels if op.name == name), None)
+        if op is None:
+            self._early_feeds.setdefault(name, []).append((data, layout, cuda_stream, use_copy_kernel))
+            return
+        if not hasattr(op, "feed"):
+            raise RuntimeError(f"feed_input: '{name}' is not an external_source")
+        op.feed(data, layout, cuda_stream, use_copy_kernel)
 
+    @one_caller
     def reset(self) -> None:
         if self._last_iter:
             self._last_iter = False
@@ -125,7 +145,7 @@ class DebugPipeline(Pipeline):
                     op.reset_epoch()
 
     def _run_iteration(self) -> tuple:
-        self._calls = self._random_calls = 0
+        self._calls = self._random_calls = self._op_calls = 0
         self._iter_batch = None
         with self, _current.eager(self):
             result = call_graph_function(self._func, self._fargs, self._fkwargs, self._conditionals)
@@ -143,7 +163,9 @@ class DebugPipeline(Pipeline):
     def run_op(self, schema: Any, inputs: tuple, kwargs: dict, default_device: str | None, py_object: Any) -> list:
         from .._graph import make_op
         label = schema.fn_name
-        inputs = tuple(self._debug_node(x, label) if is_data(x) else x for x in inputs)
+        self._check_call(schema, inputs, kwargs)
+        inputs = tuple(self._debug_node(x, label) if is_data(x) else _host_array(x) if _is_torch_tensor(x) else x
+                       for x in inputs)
         kwargs = {k: self._debug_node(v, f"{label} argument '{k}'") if is_data(v) and k != "source" else v
                   for k, v in kwargs.items()}
         with _current.eager(None):  # the call's node is built as in a graph, then run here
@@ -152,6 +174,31 @@ class DebugPipeline(Pipeline):
             return outs
         results = self._execute(outs[0].source)
         return [DataNodeDebug(tl, d.name, d.source, d.index) for tl, d in zip(results, outs)]
+
+    def _check_call(self, schema: Any, inputs: tuple, kwargs: dict) -> None:
+        """The operator calls of every iteration must be those of the first: the same operators in
+        the same order, with as many inputs and keyword arguments, each a batch or a constant as
+        before (DALI's rules and words)."""
+        call = (schema, [is_data(x) or isinstance(x, DataNode) for x in inputs],
+                {k: is_data(v) or isinstance(v, DataNode) for k, v in kwargs.items() if k not in ("name", "device")})
+        k = self._op_calls
+        self._op_calls += 1
+        if k == len(self._first_calls):
+            self._first_calls.append(call)
+            return
+        (first, batches, arg_batches), name = self._first_calls[k], schema.fn_name
+        if first is not schema:
+            raise RuntimeError(f"Unexpected operator '{name}'. Debug mode does not support changing the order of "
+                               f"operators executed within the pipeline. (Call {k} was '{first.fn_name}'.)")
+        for what, before, now in (("inputs", batches, call[1]), ("keyword arguments", arg_batches, call[2])):
+            if len(before) != len(now):
+                raise RuntimeError(f"Trying to use operator '{name}' with different number of {what} than when it "
+                                   f"was built. Expected: {len(before)} {what}, got {len(now)}.")
+        changed = [(f"Input {i}", was, is_) for i, (was, is_) in enumerate(zip(batches, call[1])) if was != is_] + [
+            (f"Argument {key}", arg_batches.get(key), is_) for key, is_ in call[2].items() if arg_batches.get(key) != is_]
+        for where, was, is_ in changed:
+            kind = {True: "batch", False: "constant", None: "not given"}
+            raise RuntimeError(f"{where} for operator '{name}' is a {kind[is_]} but was a {kind[was]} when created.")
 
     def _value(self, node: DataNode) -> TensorListCPU:
         if isinstance(node, DataNodeDebug):
@@ -187,21 +234,21 @@ class DebugPipeline(Pipeline):
         if node.schema.is_random:
             explicit = node.args.get("seed", -1)
             if explicit is None or explicit < 0:
-                ss = np.random.SeedSequence([self._effective_seed, self._random_calls])
-                node.resolved_seed = int(ss.generate_state(1, np.uint64)[0] >> 1)
+                node.resolved_seed = int(self._seeds[self._random_calls % len(self._seeds)])
             self._random_calls += 1
         key = repr(sorted((a, v) for a, v in node.args.items() if a != "name"))
         if k < len(self._kernels):
             schema, op, old_key = self._kernels[k]
             if schema is not node.schema:
-                raise RuntimeError(f"debug mode: operator call {k} is {node.schema.fn_name} in this iteration "
-                                   f"but was {schema.fn_name} before; the operators must be the same every "
-                                   "iteration")
+                raise RuntimeError(f"Unexpected operator '{node.schema.fn_name}'. Debug mode does not support "
+                                   "changing the order of operators executed within the pipeline.")
             if old_key == key:
                 op.node = node
                 return op
         op = kernel_for(node.schema, node.device)(node, self)
         op.setup()
+        for feed in self._early_feeds.pop(op.name, ()):
+            op.feed(*feed)
         if k < len(self._kernels):
             self._kernels[k] = (node.schema, op, key)
         else:

@@ -45,11 +45,7 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
             pipe = Pipeline(**ctor)
             with pipe:
                 result = call_graph_function(func, args, kwargs, conditionals)
-            outputs = outputs_tuple(result)
-            if isinstance(result, list):
-                raise TypeError(f"'{func.__name__}' returned a list; return a DataNode or a tuple of "
-                                "them (a list would be one nested output)")
-            pipe.set_outputs(*outputs)
+            pipe.set_outputs(*outputs_tuple(result))  # a list is one output (nested DataNodes: an error)
             return pipe
 
         create_pipeline._is_pipeline_def = True

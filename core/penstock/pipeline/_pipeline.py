@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
+import threading
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -12,11 +14,12 @@ import numpy as np
 from .. import _checkpoint, _current
 from .._executor import Executor, Iteration
 from .._graph import OpNode
+from .._sources import thread_stacks
 from ..data_node import DataNode
 from ..operators.constant import constant_node
-from ..types import DALIDataType, PipelineAPIType
+from ..types import DALIDataType, PipelineAPIType, ScalarConstant
 from ._build import PipelineBuild
-from ._run import PipelineRun
+from ._run import PipelineRun, one_caller
 
 
 # The default of Pipeline(max_image_pixels=): 16384 x 16384, above any camera's (150 MP at most)
@@ -60,9 +63,10 @@ class Pipeline(PipelineBuild, PipelineRun):
                  output_dtype: Any = None, output_ndim: Any = None, output_layout: Any = None,
                  exec_dynamic: bool | None = None, experimental_exec_dynamic: bool | None = None,
                  stream_policy: Any = None, concurrency: Any = None,
-                 max_image_pixels: int | None = MAX_IMAGE_PIXELS):
-        self._max_batch_size = _normalize_1x(batch_size, "batch_size")
-        self._num_threads = _normalize_1x(num_threads, "num_threads")
+                 max_image_pixels: int | None = MAX_IMAGE_PIXELS, source_timeout: float | None = None):
+        # kept as given (-1: not set, as DALI's default): build() refuses what cannot run, in DALI's words
+        self._max_batch_size = batch_size
+        self._num_threads = num_threads
         self._device_id = None if device_id is None or device_id == -99999 else _normalize_1x(device_id, "device_id")
         self._seed = _normalize_1x(seed, "seed")
         self._effective_seed = (self._seed if self._seed is not None
@@ -107,6 +111,10 @@ class Pipeline(PipelineBuild, PipelineRun):
         if max_image_pixels is not None and (type(max_image_pixels) is not int or max_image_pixels < 1):
             raise ValueError(f"max_image_pixels must be a positive int or None, got {max_image_pixels!r}")
         self._max_image_pixels = max_image_pixels
+        if source_timeout is not None and (isinstance(source_timeout, bool) or
+                                           not isinstance(source_timeout, (int, float)) or not source_timeout > 0):
+            raise ValueError(f"source_timeout must be a positive number of seconds or None, got {source_timeout!r}")
+        self._source_timeout = source_timeout
         self._enable_checkpointing = bool(enable_checkpointing)
         self._checkpoint = None if checkpoint is None else _checkpoint.parse(checkpoint)
         self._restored = checkpoint is not None
@@ -136,6 +144,8 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._pool = None
         self._py_pool = None               # parallel external_source workers (penstock._parallel)
         self._owed = 0                     # iterations to schedule once blocking sources get data
+        self._run_lock = threading.RLock()  # one caller of the run methods at a time (one_caller)
+        self._calling_sources = False      # while iter_setup and the sources run
         self._pending: collections.deque[Iteration] = collections.deque()
         self._first_iter = True
         self._last_iter = False
@@ -192,6 +202,8 @@ class Pipeline(PipelineBuild, PipelineRun):
     enable_memory_stats = property(lambda self: self._enable_memory_stats)
     # beyond DALI: images whose headers claim more pixels fail to decode (decompression bombs)
     max_image_pixels = property(lambda self: self._max_image_pixels)
+    # beyond DALI: seconds a Python source may take for one batch before run() fails (None: no limit)
+    source_timeout = property(lambda self: self._source_timeout)
     py_num_workers = property(lambda self: self._py_num_workers)
     py_start_method = property(lambda self: self._py_start_method)
     enable_checkpointing = property(lambda self: self._enable_checkpointing)
@@ -239,22 +251,28 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._sinks.append(node.source)
 
     def _normalize_outputs(self, outputs: Sequence[Any]) -> list[DataNode]:
+        # the refusals in DALI's words, which code written for it matches
         result = []
         for i, o in enumerate(outputs):
             if isinstance(o, DataNode):
                 result.append(o)
-            elif isinstance(o, list) and o and all(isinstance(x, DataNode) for x in o):
-                raise TypeError(f"pipeline output {i} is a list of DataNodes; return a tuple of "
-                                "outputs, not a nested list")
+            elif _holds_a_data_node(o):
+                raise TypeError(f"Illegal pipeline output type. The output {i} contains a nested `DataNode`. "
+                                "Missing list/tuple expansion (*) is the likely cause.")
             elif isinstance(o, (int, float, bool, list, tuple, np.ndarray, np.generic)):
                 with self:
                     result.append(constant_node(o, device="cpu"))
+            elif isinstance(o, ScalarConstant):  # a 0-D constant of its own type
+                with self:
+                    result.append(constant_node(o.value, dtype=o.dtype, device="cpu"))
             else:
-                raise TypeError(f"pipeline output {i} must be a DataNode, got {type(o).__name__}")
+                raise TypeError(f"Illegal output type. The output {i} is a `{type(o)}`. Allowed types are "
+                                "``DataNode`` and types convertible to `types.Constant` (numerical constants, 1D "
+                                "lists/tuple of numbers and ND arrays).")
         return result
 
     def _define(self) -> None:
-        if self._outputs is not None:
+        if self._outputs:  # none set (or an empty set, as DALI takes it): the graph is define_graph()'s
             return
         with self:
             outs = self.define_graph()
@@ -320,6 +338,21 @@ class Pipeline(PipelineBuild, PipelineRun):
             return {"capacities": [], "per_sample_capacities": []}
         return self._py_pool.shm_statistics()
 
+    def dump_stacks(self, file: Any = None) -> str:
+        """Where a pipeline that does not return is (beyond DALI): every thread's stack in this
+        process, as faulthandler prints them, then what each worker process of the parallel
+        external sources runs (source, iteration, sample) and its threads' stacks. Call it from
+        any thread while ``run()`` waits: a watchdog, or a signal handler
+        (``signal.signal(signal.SIGUSR1, lambda *_: pipe.dump_stacks())``). Written to ``file``
+        (``sys.stderr`` by default) and returned."""
+        text = f"penstock pipeline, process {os.getpid()}:\n{thread_stacks()}"
+        if self._py_pool is not None and self._py_pool.alive:
+            text += "\n" + self._py_pool.stacks()
+        file = sys.stderr if file is None else file
+        file.write(text)
+        file.flush()
+        return text
+
     def save_graph_to_dot_file(self, filename: str, *, show_tensors: bool = False, show_ids: Any = None,
                                use_colors: bool = False) -> None:
         from ._serialize import to_dot
@@ -364,6 +397,7 @@ class Pipeline(PipelineBuild, PipelineRun):
         next. Written to ``filename`` too when given."""
         return self._checkpoint_with(filename)
 
+    @one_caller
     def _checkpoint_with(self, filename: str | None = None, iterator_data: str = "", unconsumed: int = 0) -> bytes:
         data = _checkpoint.capture(self, iterator_data, unconsumed)
         if filename is not None:
@@ -371,6 +405,7 @@ class Pipeline(PipelineBuild, PipelineRun):
                 f.write(data)
         return data
 
+    @one_caller
     def _restore_in_place(self, checkpoint: Any) -> None:
         """Rewinds (or advances) a built pipeline to a checkpoint; prefetched work is dropped."""
         _checkpoint.rewind(self, checkpoint)
@@ -392,3 +427,7 @@ class Pipeline(PipelineBuild, PipelineRun):
             self._shutdown()
         except Exception:  # noqa: BLE001 - interpreter teardown
             pass
+
+
+def _holds_a_data_node(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and any(isinstance(v, DataNode) or _holds_a_data_node(v) for v in value)

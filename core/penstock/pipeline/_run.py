@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Sequence
+import functools
+from typing import Any, Callable, Sequence
 
 from .. import _checkpoint
 from .._executor import Iteration
@@ -10,8 +11,30 @@ from ..data_node import DataNode
 from ..types import PipelineAPIType
 
 
+def one_caller(method: Callable) -> Callable:
+    """``method`` runs while no other thread runs one of the pipeline's run methods (their lock is
+    re-entrant: run() calls schedule_run()). So several threads may drive one pipeline, say a
+    training loop and a prefetch thread: each call takes a whole iteration, the next one, in the
+    order the calls get the lock. A source or ``iter_setup`` that calls one of them on its own
+    pipeline would wait for itself: that is an error."""
+    @functools.wraps(method)
+    def serialized(self, *args: Any, **kwargs: Any) -> Any:
+        with self._run_lock:
+            if self._calling_sources:
+                raise RuntimeError(f"{method.__name__}() was called inside this pipeline's own source or "
+                                   "iter_setup, which run while the pipeline schedules an iteration; "
+                                   "call it from outside the pipeline")
+            return method(self, *args, **kwargs)
+    return serialized
+
+
 class PipelineRun:
-    """The run APIs: a base of Pipeline, working on the state its constructor and build set."""
+    """The run APIs: a base of Pipeline, working on the state its constructor and build set.
+
+    ``run()``, ``schedule_run()``, ``outputs()``, ``share_outputs()``, ``release_outputs()``,
+    ``reset()`` and ``checkpoint()`` may be called from several threads: one call at a time runs
+    (see ``one_caller``). Beyond DALI, whose pipelines fail or deadlock when two threads call them.
+    """
 
     @contextlib.contextmanager
     def _check_api(self, kind: PipelineAPIType):
@@ -51,6 +74,7 @@ class PipelineRun:
             return False
         if self._pending and not all(op.ready() for op in self._source_ops if hasattr(op, "ready")):
             return None
+        self._calling_sources = True
         try:
             if self._iter_setup_defined():
                 self.iter_setup()
@@ -63,6 +87,8 @@ class PipelineRun:
         except StopIteration:
             self._last_iter = True
             return False
+        finally:
+            self._calling_sources = False
         if len(set(sizes.values())) > 1:
             raise RuntimeError(f"the sources of this pipeline gave batches of different sizes: {sizes}")
         batch = next(iter(sizes.values())) if sizes else self._max_batch_size
@@ -78,6 +104,7 @@ class PipelineRun:
         self._pending.append(it)
         return True
 
+    @one_caller
     def schedule_run(self) -> None:
         with self._check_api(PipelineAPIType.SCHEDULED):
             self.build()
@@ -103,11 +130,13 @@ class PipelineRun:
         self._check_outputs(results)
         return results
 
+    @one_caller
     def outputs(self, cuda_stream: Any = None) -> tuple:
         with self._check_api(PipelineAPIType.SCHEDULED):
             self._check_stream_arg(cuda_stream)
             return self._pop_outputs()
 
+    @one_caller
     def share_outputs(self, cuda_stream: Any = None) -> tuple:
         with self._check_api(PipelineAPIType.SCHEDULED):
             self._check_stream_arg(cuda_stream)
@@ -118,6 +147,7 @@ class PipelineRun:
             self._shared_unreleased = True
             return results
 
+    @one_caller
     def release_outputs(self) -> None:
         with self._check_api(PipelineAPIType.SCHEDULED):
             # Output buffers are never recycled while the caller holds them, so releasing only
@@ -128,6 +158,7 @@ class PipelineRun:
         if cuda_stream is not None and not self._exec_dynamic:
             raise ValueError("cuda_stream in outputs() requires exec_dynamic=True")
 
+    @one_caller
     def run(self, cuda_stream: Any = None, /, **pipeline_inputs: Any) -> tuple:
         with self._check_api(PipelineAPIType.BASIC):
             self.build()
@@ -144,6 +175,7 @@ class PipelineRun:
     def empty(self) -> bool:
         return not self._pending
 
+    @one_caller
     def reset(self) -> None:
         if self._last_iter:
             self._last_iter = False

@@ -39,7 +39,8 @@ def _parse_auto_reset(value: Any) -> bool:
     if isinstance(value, (bool, str)) or value is None:
         if value in _AUTO_RESET:
             return _AUTO_RESET[value]
-    raise ValueError(f"auto_reset must be one of False, None, 'no', True or 'yes', got {value!r}")
+    # DALI's words, which code written for it may match
+    raise ValueError(f"Unsupported value for `auto_reset` {value}: one of False, None, 'no', True or 'yes'")
 
 
 def shard_size(n: int, num_shards: int, shard: int) -> int:
@@ -118,18 +119,19 @@ class _DaliBaseIterator:
         batch_sizes = {p.max_batch_size for p in self._pipes}
         assert len(batch_sizes) == 1, f"all pipelines must have the same max_batch_size, got {batch_sizes}"
         self.batch_size: int = batch_sizes.pop()
-        assert size != 0, "size cannot be 0"
+        assert size != 0, "Size cannot be 0"
         assert size > 0 or len(self._pipes) == 1 or reader_name is not None, \
-            "a negative size (read until the pipeline ends) needs a single pipeline or reader_name"
-        assert reader_name is None or size == -1, "reader_name and size cannot be given together"
+            "Negative size is supported only for a single pipeline (or with reader_name)"
+        assert reader_name is None or size == -1, "When reader_name is provided, size should not be set"
         assert reader_name is None or not last_batch_padded, \
-            "reader_name and last_batch_padded cannot be given together (padding comes from the reader)"
+            "When reader_name is provided, last_batch_padded should not be set (padding comes from the reader)"
         self._auto_reset = _parse_auto_reset(auto_reset)
         if fill_last_batch is not None:
             warnings.warn("fill_last_batch is deprecated; use last_batch_policy", DeprecationWarning, 3)
             last_batch_policy = LastBatchPolicy.FILL if fill_last_batch else LastBatchPolicy.PARTIAL
         if not isinstance(last_batch_policy, LastBatchPolicy):
-            raise ValueError(f"last_batch_policy must be a LastBatchPolicy, got {last_batch_policy!r}")
+            raise ValueError(f"Wrong type for `last_batch_policy`. Expected {LastBatchPolicy}, "
+                             f"got {type(last_batch_policy)}")
         if size > 0 and reader_name is None:
             warnings.warn("size is deprecated; use reader_name so the epoch follows the reader", Warning, 3)
         self._policy = last_batch_policy
@@ -162,9 +164,10 @@ class _DaliBaseIterator:
             try:
                 self._first_batch = self._next_batch()
             except StopIteration:
-                raise RuntimeError("the iterator got no data in the pipeline for its first batch: the "
-                                   "pipeline ended at once, or the last batch policy dropped a batch "
-                                   "larger than the epoch (shard)") from None
+                raise RuntimeError("It seems that there is no data in the pipeline. This may happen if "
+                                   "`last_batch_policy` is set to PARTIAL and the requested batch size is "
+                                   "greater than the shard size. (The pipeline ended at once, or the last "
+                                   "batch policy dropped a batch larger than the epoch's shard.)") from None
 
     # ---- checkpoints (api.md §14) -------------------------------------------------------------
     def _get_state(self) -> dict:

@@ -74,9 +74,12 @@ def feed_ndarray(dali_tensor: Any, arr: torch.Tensor, cuda_stream: Any = None) -
     """
     tensor = _dense(dali_tensor)
     want = to_torch_type.get(tensor.dtype)
-    assert want == arr.dtype, f"feed_ndarray: the data is {tensor.dtype} ({want}) but the tensor is {arr.dtype}"
+    # DALI's words, which code written for DALI matches
+    assert want == arr.dtype, ("The element type of DALI Tensor/TensorList doesn't match the element type of the "
+                               f"target PyTorch Tensor: {want} vs {arr.dtype}")
     assert tensor.shape() == list(arr.size()), \
-        f"feed_ndarray: shapes do not match: data {tensor.shape()}, tensor {list(arr.size())}"
+        (f"Shapes do not match: DALI tensor has size {tensor.shape()}, but PyTorch Tensor has size "
+         f"{list(arr.size())}")
     if isinstance(tensor, TensorGPU):
         source = to_torch(dali_tensor)
         handle = _stream_handle(cuda_stream)

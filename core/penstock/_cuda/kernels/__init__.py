@@ -30,15 +30,15 @@ from .pointwise import PointwiseKernels
 from .reductions import ReductionKernels
 from .resize import ResizeKernels
 from .slice import SliceKernels
+from .video import VideoKernels
 from .warp import WarpKernels
 
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 
 
-class GpuKernels(AudioFeatureKernels, BoxKernels, ClaheKernels, ColorKernels, CropMirrorNormalizeKernels, DebayerKernels, DisplacementKernels,
-                 ElementwiseKernels, FilterKernels,
-                 GaussianBlurKernels,
+class GpuKernels(AudioFeatureKernels, BoxKernels, ClaheKernels, ColorKernels, CropMirrorNormalizeKernels,
+                 DebayerKernels, DisplacementKernels, ElementwiseKernels, FilterKernels, GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
-                 OneHotKernels, PasteKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
-                 WarpKernels):
+                 OneHotKernels, PasteKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels,
+                 SliceKernels, VideoKernels, WarpKernels):
     """The GPU kernels of one pipeline (its device and stream): every family's."""

@@ -1,0 +1,142 @@
+"""The video operators on the GPU: decoders.video and inputs.video (mixed), experimental.readers.video
+and the legacy readers.video (gpu), sequence_rearrange (gpu). With PyNvVideoCodec installed the
+frames come from NVDEC and must equal the CPU's decoding within 2 levels; without it (or for a
+codec NVDEC lacks) the operators decode on the CPU and upload, with one warning."""
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+from _video_data import clip, check_frames, encoded, write
+from penstock import fn, pipeline_def, types
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy")
+HAVE_NVDEC = importlib.util.find_spec("PyNvVideoCodec") is not None
+
+
+def _cuda():
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+if not _cuda():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+
+def _both(graph, batch=2, **pipe_kw):
+    """The graph's outputs with device='cpu' and with the GPU device ('mixed'/'gpu'), as numpy."""
+    results = []
+    for device in ("cpu", "gpu"):
+        @pipeline_def(batch_size=batch, num_threads=2, device_id=0 if device == "gpu" else None, **pipe_kw)
+        def p():
+            out = graph(device)
+            return tuple(out) if isinstance(out, (list, tuple)) else out
+        pipe = p()
+        pipe.build()
+        outs = pipe.run()
+        results.append([[np.asarray(o.as_cpu().at(i)) if hasattr(o, "as_cpu") else np.asarray(o.at(i))
+                         for i in range(len(o))] for o in outs])
+    return results
+
+
+def _close(cpu, gpu, tolerance=2):
+    for a, b in zip(cpu, gpu):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+        assert diff.max() <= tolerance, diff.max()
+
+
+@pytest.mark.parametrize("codec,container", [("h264", "mp4"), ("hevc", "mkv"), ("vp9", "webm"), ("av1", "mkv")])
+def test_mixed_decoder_equals_the_cpu(codec, container):
+    videos = [np.frombuffer(encoded(codec, container), np.uint8),
+              np.frombuffer(encoded(codec, container, frames=20, height=32, width=48, seed=1), np.uint8)]
+
+    def graph(device):
+        enc = fn.external_source(source=lambda: videos)
+        return fn.decoders.video(enc, device="mixed" if device == "gpu" else "cpu", start_frame=3, sequence_length=12,
+                                 stride=2, pad_mode="constant", fill_value=[5, 6, 7])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (cpu,), (gpu,) = _both(graph)
+    _close(cpu, gpu)
+    check_frames(gpu[0], clip(), [3 + 2 * k for k in range(12)], codec)
+    assert HAVE_NVDEC == (not any("decoding on the CPU" in str(w.message) for w in caught))
+
+
+def test_gpu_reader_equals_the_cpu(tmp_path):
+    paths = [write(tmp_path, "a.mp4", encoded("h264", "mp4")), write(tmp_path, "b.webm", encoded("vp9", "webm"))]
+
+    def graph(device):
+        return fn.experimental.readers.video(device=device, filenames=paths, labels=[1, 2], sequence_length=5,
+                                             stride=2, pad_mode="edge", enable_frame_num="sequence",
+                                             enable_timestamps=True, random_shuffle=True, seed=4)
+    cpu, gpu = _both(graph, batch=4)
+    _close(cpu[0], gpu[0])
+    for k in range(1, 4):
+        for a, b in zip(cpu[k], gpu[k]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_legacy_reader_float_normalized(tmp_path):
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=0)
+    def p():
+        return tuple(fn.readers.video(device="gpu", filenames=[path], labels=[], sequence_length=4,
+                                      dtype=types.FLOAT, normalized=True, enable_frame_num=True))
+    video, labels, first = p().run()
+    frames = np.asarray(video.as_cpu().at(1))
+    assert frames.dtype == np.float32 and frames.max() <= 1.0
+    check_frames((frames * 255 + 0.5).astype(np.uint8), clip(), [4, 5, 6, 7], "h264")
+    assert int(np.asarray(labels.at(0))[0]) == 0 and int(np.asarray(first.at(1))[0]) == 4
+
+
+def test_video_input_mixed(tmp_path):
+    data = np.frombuffer(encoded("h264", "mp4", frames=23), np.uint8)
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=0, prefetch_queue_depth=1)
+    def p():
+        return fn.experimental.inputs.video(device="mixed", name="vid", sequence_length=4)
+    pipe = p()
+    pipe.build()
+    pipe.feed_input("vid", [data])
+    out, = pipe.run()
+    check_frames(np.asarray(out.as_cpu().at(1)), clip(23), [4, 5, 6, 7], "h264")
+
+
+def test_sequence_rearrange_gpu():
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 255, (f, 4, 3, 2), dtype=np.uint8) for f in (3, 5)]
+    orders = [np.array([2, 2, 0], np.int32), np.array([4, 1], np.int32)]
+
+    def graph(device):
+        x = fn.external_source(source=lambda: seqs, layout="FHWC")
+        o = fn.external_source(source=lambda: orders)
+        return fn.sequence_rearrange(x.gpu() if device == "gpu" else x, new_order=o)
+    (cpu,), (gpu,) = _both(graph)
+    for a, b, s, o in zip(cpu, gpu, seqs, orders):
+        np.testing.assert_array_equal(a, s[o])
+        np.testing.assert_array_equal(b, s[o])
+
+
+def test_legacy_resize_reader_equals_cpu_read_and_resize(tmp_path):
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=0)
+    def gpu():
+        return fn.readers.video_resize(device="gpu", filenames=[path], sequence_length=4, resize_x=40, resize_y=30,
+                                       dtype=types.FLOAT)
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=None)
+    def cpu():
+        video = fn.experimental.readers.video(filenames=[path], sequence_length=4)
+        return fn.resize(video, resize_x=40, resize_y=30, dtype=types.FLOAT)
+    (a,), (b,) = gpu().run(), cpu().run()
+    for i in range(2):
+        x, y = np.asarray(a.as_cpu().at(i)), np.asarray(b.at(i))
+        assert x.shape == y.shape == (4, 30, 40, 3)
+        assert np.abs(x - y).max() <= 2.5
