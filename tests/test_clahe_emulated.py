@@ -7,44 +7,14 @@ import pytest
 
 from penstock.operators import clahe
 
-from _cuda_on_host import HostContext, compile_for_host
+from _cuda_on_host import BLOCK_THREADS, HostContext, compile_for_host
 from test_filter_emulated import run_op
 
-HARNESS = r"""
-#include <barrier>
-#include <thread>
-#include <vector>
-#define __shared__ static
-static thread_local Dim blockIdx, threadIdx;
-static Dim blockDim;
-static std::barrier<>* block_barrier;
-static void __syncthreads() { block_barrier->arrive_and_wait(); }
-static u32 atomicAdd(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+HARNESS = BLOCK_THREADS + r"""
 static float __fadd_rn(float a, float b) { return a + b; }
 static float __fmul_rn(float a, float b) { return a * b; }
 static float __fdiv_rn(float a, float b) { return a / b; }
 #include "SOURCE"
-template <typename F> static void launch(int grid, int block, bool threads, F kernel) {
-  blockDim.x = block;
-  if (!threads) {
-    for (int b = 0; b < grid; ++b)
-      for (int t = 0; t < block; ++t) { blockIdx.x = b; threadIdx.x = t; kernel(); }
-    return;
-  }
-  std::barrier<> barrier(block);
-  block_barrier = &barrier;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < block; ++t)
-    pool.emplace_back([&, t] {
-      for (int b = 0; b < grid; ++b) {
-        blockIdx.x = b;
-        threadIdx.x = t;
-        kernel();
-        barrier.arrive_and_wait();
-      }
-    });
-  for (auto& th : pool) th.join();
-}
 extern "C" {
 void run_clahe_planes(int g, int b, const u8* s, u8* scratch, const i64* d, const i64* bs, int n, const i32* gm,
                       const i32* cb, const i32* k) {

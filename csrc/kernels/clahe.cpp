@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/module.h"
+#include "kernels/separable.h"
 
 namespace penstock {
 namespace {
@@ -80,14 +81,6 @@ inline void lab8_to_rgb(const uint8_t* lab, uint8_t* rgb) {
   rgb[0] = to_u8(linear_to_srgb(r) * 255.f);
   rgb[1] = to_u8(linear_to_srgb(g) * 255.f);
   rgb[2] = to_u8(linear_to_srgb(b) * 255.f);
-}
-
-inline int64_t reflect101(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  int64_t period = 2 * (n - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return i < n ? i : period - i;
 }
 
 // Equalizes one plane (h x w, values at stride `step`) in place.
