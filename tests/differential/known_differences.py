@@ -100,7 +100,15 @@ DYNAMIC_INTENDED: dict[str, str | None] = {
         'warp_affine[base]', 'warp_affine[inverse_map=False]', 'warp_affine[size=[0.5, 1.5]]',
         'warp_affine[fill_value=2.0]', 'warp_affine[fill_value=0.0]', 'warp_affine[fill_value=-1.0]',
         'warp_affine[interp_type=types.INTERP_NN]', 'warp_affine[interp_type=types.INTERP_LINEAR]',
+        'debayer[blue_position=[1]]', 'filter[anchor=[1]]', 'roi_random_crop[roi_start=[1]]',
+        'roi_random_crop[roi_end=[1]]', 'tensor_resize[sizes=[2.0]]', 'tensor_resize[alignment=[2.0]]',
+        *(f"experimental.warp_perspective[{arg}]" for arg in (
+            "base", "matrix=[2.0]", "size=[0.5, 1.5]", "size=[2.0]", "fill_value=[2.0]", "fill_value=[]",
+            "interp_type=types.INTERP_NN", "interp_type=types.INTERP_LINEAR", "interp_type=types.INTERP_CUBIC",
+            "inverse_map=False")),
     )},
+    # DALI 2.4's dynamic mode gives full's scalar no layout, and honours a constant mask=0, as penstock does
+    "full[base]": None, "water[mask=0]": None, "sphere[mask=0]": None,
     **{f"{op}[{arg}]": ("DALI 2.4's dynamic mode rejects arguments it does not know with TypeError (a Python "
                         "signature); these arguments are penstock's own (see INTENDED above)")
        for op in _DECODERS for arg in ("on_error='bogus'", "accept_corrupt_jpeg=True")},
