@@ -12,11 +12,16 @@
 #include "kernels/audio_decode.h"
 #include "kernels/audio_features.h"
 #include "kernels/boxes.h"
+#include "kernels/clahe.h"
 #include "kernels/color.h"
 #include "kernels/crop_mirror_normalize.h"
+#include "kernels/debayer.h"
+#include "kernels/displacement.h"
+#include "kernels/dump_image.h"
 #include "kernels/elementwise.h"
 #include "kernels/file_io.h"
 #include "kernels/file_ranges.h"
+#include "kernels/filter.h"
 #include "kernels/gather.h"
 #include "kernels/gaussian_blur.h"
 #include "kernels/image_decode.h"
@@ -26,16 +31,20 @@
 #include "kernels/noise.h"
 #include "kernels/normalize.h"
 #include "kernels/occlusion.h"
+#include "kernels/paste.h"
 #include "kernels/point_ops.h"
 #include "kernels/readers_coco.h"
+#include "kernels/readers_mxnet.h"
 #include "kernels/readers_numpy.h"
 #include "kernels/readers_tfrecord.h"
 #include "kernels/reductions.h"
 #include "kernels/resize.h"
 #include "kernels/segmentation.h"
 #include "kernels/slice.h"
+#include "kernels/tensor_creation.h"
 #include "kernels/video.h"
 #include "kernels/warp.h"
+#include "kernels/warp_perspective.h"
 
 namespace py = pybind11;
 
@@ -145,6 +154,14 @@ PYBIND11_MODULE(_engine, m) {
   m.def("npy_read", &npy_read, "Read windows of .npy arrays into a packed batch", without_gil, "pool"_a, "paths"_a,
         "data_offsets"_a, "fortran"_a, "src_shapes"_a, "anchors"_a, "out"_a, "out_shapes"_a, "out_offsets"_a,
         "elem_size"_a, "fill"_a);
+  m.def("npy_buffer_headers", &npy_buffer_headers, "Parse the headers of a batch of in-memory .npy files",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "offsets"_a);
+  m.def("npy_decode", &npy_decode, "The arrays of a batch of in-memory .npy files, in C order", without_gil,
+        "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "data_offsets"_a, "fortran"_a, "out"_a, "out_shapes"_a,
+        "out_offsets"_a, "elem_size"_a);
+  m.def("recordio_records", &recordio_records,
+        "MXNet RecordIO records (byte ranges back to back) -> (image bytes, sizes, float labels, label counts)",
+        without_gil, "pool"_a, "ranges"_a, "starts"_a, "sizes"_a);
   m.def("tfrecord_read", &tfrecord_read, "Read and parse tf.train.Example records", without_gil, "pool"_a, "paths"_a,
         "offsets"_a, "sizes"_a, "names"_a, "kinds"_a);
   m.def("coco_masks", &coco_masks, "Paint COCO objects into pixelwise label masks", without_gil, "pool"_a, "out"_a,
@@ -205,6 +222,8 @@ PYBIND11_MODULE(_engine, m) {
           "Decodes the parsed samples; on the stream, waits for `wait_event` first, then decodes, waits "
           "for `then_wait_event`, launches `then` = (CUfunction, grid, block, [integer parameters]) and "
           "records `done_event`; returns (decoded mask, seconds the decoder's turn was held)");
+  m.def("write_ppm", &write_ppm, "Writes uint8 HWC samples as plain PPM files, one path per sample", without_gil,
+        "pool"_a, "src"_a, "shapes"_a, "offsets"_a, "paths"_a);
   m.def("jpeg_compression_distortion", &jpeg_compression_distortion,
         "Encode each (H, W, C) frame as JPEG at the sample's quality and decode it back (uint8, C = 1 or 3)",
         without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "qualities"_a);
@@ -266,6 +285,9 @@ PYBIND11_MODULE(_engine, m) {
   m.def("normalize", &normalize, "(x - mean) / stddev * scale + shift in double into a float32 batch", without_gil,
         "pool"_a, "src"_a, "src_type"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "mean"_a,
         "mean_offsets"_a, "mean_strides"_a, "stddev"_a, "std_offsets"_a, "std_strides"_a, "scale"_a, "shift"_a);
+  m.def("broadcast_samples", &broadcast_samples,
+        "Broadcasts each sample of src (numpy rules, last axes aligned) to the shape of the same sample of dst",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a);
   m.def("noise", &noise, "Gaussian, shot or salt-and-pepper noise over a batch", without_gil, "pool"_a, "kind"_a,
         "data"_a, "shapes"_a, "offsets"_a, "out"_a, "out_offsets"_a, "seeds"_a, "params"_a, "channels"_a, "dtype"_a);
 
@@ -306,6 +328,47 @@ PYBIND11_MODULE(_engine, m) {
         "shift_x, shift_y",
         without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dtype"_a, "dst"_a, "dst_offsets"_a,
         "params"_a);
+  m.def("warp_perspective", &warp_perspective,
+        "Perspective warp of (frames, H, W, C) samples as OpenCV's warpPerspective (inverse map, centres at "
+        "integers): interp 0 nearest, 1 linear, 2 cubic; border 0 constant, 1 replicate, 2 reflect, 3 reflect 101, "
+        "4 wrap",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "dtype"_a, "matrices"_a, "interp"_a, "border"_a, "fill"_a);
+  m.def("remap", &remap, "Samples each output pixel at per-pixel source coordinates (mapx, mapy), border 0",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "dtype"_a, "mapx"_a, "mapy"_a, "map_offsets"_a, "interp"_a, "centre"_a);
+  m.def("displacement", &displacement,
+        "Water (kind 0), sphere (1) or jitter (2) displacement of HWC images, nearest or bilinear sampling",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "type"_a, "dst"_a, "dst_offsets"_a, "kind"_a,
+        "params"_a, "masks"_a, "linear"_a, "fill"_a);
+  m.def("filter", &filter,
+        "Correlation of samples shaped (outer, 2-3 spatial dims, channels) with a per-sample filter, anchored, "
+        "with a border mode (reflect 101, reflect 1001, wrap, clamp, constant)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "out_shapes"_a,
+        "dst_offsets"_a, "dst_type"_a, "filters"_a, "filter_shapes"_a, "filter_offsets"_a, "anchors"_a, "border"_a,
+        "fill"_a);
+  m.def("laplacian", &laplacian,
+        "Sum over the spatial axes of scaled separable passes (derivative and smoothing windows), reflect-101 borders",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_offsets"_a,
+        "dst_type"_a, "windows"_a, "window_sizes"_a, "window_offsets"_a, "scales"_a);
+  m.def("rank_filter", &rank_filter,
+        "Median, minimum (erosion) or maximum (dilation) over a 2-D window of samples shaped (outer, H, W, C)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "type"_a, "rank"_a,
+        "windows"_a, "anchors"_a, "border"_a, "iterations"_a);
+  m.def("lab_tables", &clahe_lab_tables,
+        "The fixed-point RGB -> Lab tables of clahe (gamma, cube root, matrix), for the GPU kernels");
+  m.def("clahe", &clahe,
+        "Contrast limited adaptive histogram equalization of uint8 HWC images (1 channel, or RGB per channel or "
+        "through Lab's L)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "tiles"_a,
+        "clip_limits"_a, "luma"_a);
+  m.def("debayer", &debayer, "Bilinear demosaicing (RGB) or grey conversion of Bayer frames, OpenCV's arithmetic",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "type"_a, "dst"_a, "dst_offsets"_a, "blue"_a,
+        "grey"_a);
+  m.def("multi_paste", &multi_paste,
+        "Canvases of zeros with regions of input samples pasted in order, converted to the output type",
+        without_gil, "pool"_a, "sources"_a, "src_type"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a, "dst_type"_a,
+        "regions"_a, "region_start"_a);
   m.def("channel_histograms", &channel_histograms, "Per-sample, per-channel histograms of uint8 images", without_gil);
   m.def("apply_lut", &apply_lut, "A 256-entry lookup table per sample and channel", without_gil);
   m.def("sharpness", &sharpness, "PIL-style sharpness enhancement, one factor per sample", without_gil);

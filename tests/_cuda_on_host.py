@@ -50,6 +50,43 @@ static Dim blockIdx, threadIdx, blockDim;
 """
 
 
+# for kernels that meet at __syncthreads (after PRELUDE): a block's threads are host threads meeting at a
+# barrier, shared memory is static, and launch(grid, block, threads, kernel) runs the blocks in turn
+# (threads=false: a plain loop over blocks and threads, for kernels without __syncthreads)
+BLOCK_THREADS = r"""
+#include <barrier>
+#include <thread>
+#include <vector>
+#define __shared__ static
+static thread_local Dim blockIdx, threadIdx;
+static Dim blockDim;
+static std::barrier<>* block_barrier;
+static void __syncthreads() { block_barrier->arrive_and_wait(); }
+static u32 atomicAdd(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+template <typename F> static void launch(int grid, int block, bool threads, F kernel) {
+  blockDim.x = block;
+  if (!threads) {
+    for (int b = 0; b < grid; ++b)
+      for (int t = 0; t < block; ++t) { blockIdx.x = b; threadIdx.x = t; kernel(); }
+    return;
+  }
+  std::barrier<> barrier(block);
+  block_barrier = &barrier;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < block; ++t)
+    pool.emplace_back([&, t] {
+      for (int b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        threadIdx.x = t;
+        kernel();
+        barrier.arrive_and_wait();
+      }
+    });
+  for (auto& th : pool) th.join();
+}
+"""
+
+
 def compile_for_host(folder, kernel_file: str, harness: str, with_common: bool = False) -> ctypes.CDLL:
     """``harness`` with ``SOURCE`` standing for csrc/cuda/<kernel_file>, built as a shared library;
     ``with_common``: after csrc/cuda/common.cuh (the harness then declares no thread indices)."""

@@ -120,3 +120,32 @@ def test_box_encoder_checks_its_arguments():
     with pytest.raises(RuntimeError, match="labels"):
         run_es(lambda b, l: tuple(fn.box_encoder(b, l, anchors=[0.0, 0.0, 1.0, 1.0])),
                [np.zeros((2, 4), np.float32)], [np.zeros(1, np.int32)])
+
+
+BOXES = [np.array([[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 0.2, 0.1]], np.float32)] * 2
+# DALI 2.4's results for BOXES on a 100 x 200 image rotated by 30 degrees
+ROTATED = {
+    "expand": [[0.123741, 0.361804, 0.522321, 0.758831], [0.001774, 0.429249, 0.178743, 0.581697]],
+    "fixed": [[0.144460, 0.453935, 0.501603, 0.666701], [0.000973, 0.478877, 0.179544, 0.532068]],
+    "halfway": [[0.134100, 0.407870, 0.511962, 0.712766], [0.001374, 0.454063, 0.179144, 0.556883]],
+}
+
+
+@pytest.mark.parametrize("mode", list(ROTATED))
+def test_bbox_rotate_modes(mode):
+    out, = run_es(lambda b: fn.bbox_rotate(b, angle=30.0, input_shape=[100, 200], mode=mode), BOXES)
+    np.testing.assert_allclose(out.at(0), ROTATED[mode], atol=1e-5)
+
+
+def test_bbox_rotate_keeps_size_clips_and_removes_with_labels():
+    out, = run_es(lambda b: fn.bbox_rotate(b, angle=30.0, input_shape=[100, 200], keep_size=True), BOXES)
+    np.testing.assert_allclose(out.at(0), [[0.078590, 0.240192, 0.525000, 0.986603], [0.0, 0.366987, 0.140192,
+                                                                                      0.653590]], atol=1e-5)
+    labels = [np.array([1, 2], np.int32)] * 2
+    boxes, kept = run_es(lambda b, l: tuple(fn.bbox_rotate(b, l, angle=-45.0, input_shape=[100, 200], keep_size=True,
+                                                           remove_threshold=0.5)), BOXES, labels)
+    np.testing.assert_allclose(boxes.at(0), [[0.181802, 0.0, 0.606066, 0.570711]], atol=1e-5)
+    np.testing.assert_array_equal(kept.at(0), [1])
+    xywh, = run_es(lambda b: fn.bbox_rotate(b, angle=30.0, input_shape=[100, 200, 3], shape_layout="HWC",
+                                            bbox_layout="xyWH"), BOXES)
+    np.testing.assert_allclose(xywh.at(0)[1], [0.001774, 0.429249, 0.176969, 0.152448], atol=1e-5)

@@ -1,4 +1,4 @@
-"""GPU kernels of ``experimental.equalize`` and the automatic augmentations' point operators
+"""GPU kernels of ``equalize`` and the automatic augmentations' point operators
 (operators/point_ops.py, csrc/cuda/point_ops.cu) against the CPU, and whole auto-augment policies
 run on GPU images against the same pipelines on the CPU. Needs CuPy and a CUDA device.
 
@@ -57,13 +57,13 @@ def _internal(schema, params=None, constant=None):
 @pytest.mark.parametrize("batch,layout", BATCHES)
 @pytest.mark.parametrize("schema", [point_ops.EQUALIZE, point_ops.AUTO_CONTRAST, point_ops.INVERT])
 def test_parameterless_point_ops_match_cpu_exactly(schema, batch, layout):
-    graph = fn.experimental.equalize if schema is point_ops.EQUALIZE else _internal(schema)
+    graph = fn.equalize if schema is point_ops.EQUALIZE else _internal(schema)
     assert_same(graph, [batch], [layout], atol_int=0)
 
 
 def test_equalize_matches_cpu_on_a_large_batch():
     images = [rng.integers(0, 256, (128 + i, 96 + 3 * i, 3), np.uint8) // (1 + i % 4) for i in range(16)]
-    assert_same(fn.experimental.equalize, [images], ["HWC"], atol_int=0)
+    assert_same(fn.equalize, [images], ["HWC"], atol_int=0)
 
 
 # one value per sample of the largest batch (RGB), fractional ones included

@@ -1,9 +1,11 @@
-"""paste in pipelines against a numpy canvas."""
+"""paste and multi_paste in pipelines against numpy canvases."""
 import numpy as np
 import pytest
 from pipeline_run import run_once
 
-from penstock import fn
+from penstock import fn, types
+
+from _util import run_es, samples
 
 
 def test_paste_canvas_position_and_fill():
@@ -51,3 +53,53 @@ def test_n_channels_must_match_the_images_and_not_be_negative():
         run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=0, n_channels=4), [img])
     with pytest.raises(ValueError, match="n_channels"):
         run_once(lambda x: fn.paste(x, ratio=2.0, fill_value=0, n_channels=-1), [img])
+
+
+def _regions(*per_sample, dtype=np.int32):
+    return [np.array(r, dtype).reshape(-1, 2) for r in per_sample]
+
+
+A = (np.arange(4 * 5) + 1).astype(np.uint8).reshape(4, 5, 1)
+B = (np.arange(4 * 5) + 100).astype(np.uint8).reshape(4, 5, 1)
+
+
+def test_multi_paste_with_in_ids_pastes_in_order():
+    ids = [np.array([0, 1], np.int32), np.array([1], np.int32)]
+    out_anchors = _regions([[0, 0], [1, 1]], [[1, 1]])
+    shapes = _regions([[3, 3], [2, 2]], [[3, 3]])
+    out, = run_es(lambda x, i, o, s: fn.multi_paste(x, in_ids=i, out_anchors=o, shapes=s, output_size=[5, 6],
+                                                    dtype=types.FLOAT),
+                  [A, B], ids, out_anchors, shapes, layouts=["HWC", None, None, None])
+    expected = np.zeros((2, 5, 6, 1), np.float32)
+    expected[0, :3, :3] = A[:3, :3]
+    expected[0, 1:3, 1:3] = B[:2, :2]  # the later region covers the earlier one
+    expected[1, 1:4, 1:4] = B[:3, :3]
+    assert out.dtype == types.FLOAT
+    for e, o in zip(expected, samples(out)):
+        np.testing.assert_array_equal(o, e)
+
+
+def test_multi_paste_of_several_inputs_and_relative_coordinates():
+    out, = run_es(lambda x, y: fn.multi_paste(x, y), [A, B], [B, A], layouts=["HWC", "HWC"])
+    np.testing.assert_array_equal(out.at(0), B)  # input 1 is pasted over input 0
+    np.testing.assert_array_equal(out.at(1), A)
+    rel = [np.array([[0.5, 0.5]], np.float32)] * 2
+    out, = run_es(lambda x, i, a, s: fn.multi_paste(x, in_ids=i, in_anchors_rel=a, out_anchors_rel=a, shapes_rel=s),
+                  [A, B], [np.array([1], np.int32)] * 2, rel, [np.array([[0.3, 0.5]], np.float32)] * 2,
+                  layouts=["HWC", None, None, None])
+    # anchors (4 * 0.5, 5 * 0.5) rounded down = (2, 2); shape (4 * 0.3, 5 * 0.5) rounded up = (2, 3)
+    expected = np.zeros_like(A)
+    expected[2:4, 2:5] = B[2:4, 2:5]
+    np.testing.assert_array_equal(out.at(0), expected)
+
+
+@pytest.mark.parametrize("kwargs, args, message", [
+    ({}, [[np.array([5], np.int32)] * 2], "in_ids must be in"),
+    ({"out_anchors": True}, [[np.array([1], np.int32)] * 2, _regions([[3, 3]], [[0, 0]])], "within output bounds"),
+])
+def test_multi_paste_errors(kwargs, args, message):
+    def graph(x, i, *rest):
+        extra = {"out_anchors": rest[0]} if kwargs else {}
+        return fn.multi_paste(x, in_ids=i, **extra)
+    with pytest.raises(RuntimeError, match=message):
+        run_es(graph, [A, B], *args, layouts=["HWC"] + [None] * len(args))

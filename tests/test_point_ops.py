@@ -20,7 +20,7 @@ def _run(op, imgs, params=None):
     def pipe():
         x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC" if imgs[0].ndim == 3 else "HW")
         if op is point_ops.EQUALIZE:
-            return fn.experimental.equalize(x)
+            return fn.equalize(x)
         kwargs = {}
         if params is not None:
             kwargs["param"] = fn.external_source(source=lambda: [np.float32(p) for p in params], batch=True)
@@ -99,3 +99,33 @@ def test_rejects_non_uint8():
     imgs = [np.zeros((4, 4, 3), np.float32)] * 2
     with pytest.raises(RuntimeError, match="equalize.*uint8"):
         _run(point_ops.EQUALIZE, imgs)
+
+
+def test_equalize_takes_frames_and_planar_channels_one_by_one():
+    rng = np.random.default_rng(9)
+    frames = [rng.integers(40, 120 + 40 * k, (2, 9, 7, 3)).astype(np.uint8) for k in range(2)]
+
+    def equalized(images, layout):
+        @pipeline_def(batch_size=len(images), num_threads=2, device_id=None)
+        def pipe():
+            return fn.equalize(fn.external_source(source=lambda: images, batch=True, layout=layout))
+        out = pipe().run()[0]
+        return [out.at(i) for i in range(len(images))]
+
+    per_frame = equalized(frames, "FHWC")
+    for seq, out in zip(frames, per_frame):
+        for f in range(len(seq)):
+            np.testing.assert_array_equal(out[f], equalized([seq[f]], "HWC")[0])
+    planar = [np.ascontiguousarray(seq.transpose(0, 3, 1, 2)) for seq in frames]
+    for seq, out in zip(per_frame, equalized(planar, "FCHW")):
+        np.testing.assert_array_equal(out, seq.transpose(0, 3, 1, 2))
+
+
+def test_experimental_equalize_is_a_deprecated_alias():
+    imgs = _images(2)
+    with pytest.warns(DeprecationWarning, match="fn.experimental.equalize` is now deprecated. Use `penstock.fn.equalize"):
+        @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+        def pipe():
+            return fn.experimental.equalize(fn.external_source(source=lambda: imgs, batch=True, layout="HWC"))
+        out = pipe().run()[0]
+    np.testing.assert_array_equal(out.at(0), _run(point_ops.EQUALIZE, imgs)[0])

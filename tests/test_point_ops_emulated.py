@@ -15,18 +15,9 @@ from penstock._registry import kernel_for
 from penstock.operators import point_ops
 from penstock.tensors import TensorListCPU
 
-from _cuda_on_host import HostContext, compile_for_host
+from _cuda_on_host import BLOCK_THREADS, HostContext, compile_for_host
 
-HARNESS = r"""
-#include <barrier>
-#include <thread>
-#include <vector>
-#define __shared__ static
-static thread_local Dim blockIdx, threadIdx;
-static Dim blockDim;
-static std::barrier<>* block_barrier;
-static void __syncthreads() { block_barrier->arrive_and_wait(); }
-static u32 atomicAdd(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+HARNESS = BLOCK_THREADS + r"""
 static u64 atomicAdd(u64* p, u64 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static int atomicMin(int* p, int v) {
   int old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
@@ -43,27 +34,6 @@ static double __dmul_rn(double a, double b) { return a * b; }
 static float __fadd_rn(float a, float b) { return a + b; }
 static float __fmul_rn(float a, float b) { return a * b; }
 #include "SOURCE"
-template <typename F> static void launch(int grid, int block, bool threads, F kernel) {
-  blockDim.x = block;
-  if (!threads) {  // no __syncthreads: a loop over blocks and threads
-    for (int b = 0; b < grid; ++b)
-      for (int t = 0; t < block; ++t) { blockIdx.x = b; threadIdx.x = t; kernel(); }
-    return;
-  }
-  std::barrier<> barrier(block);
-  block_barrier = &barrier;
-  std::vector<std::thread> pool;  // one host thread per GPU thread, blocks in turn (shared memory is static)
-  for (int t = 0; t < block; ++t)
-    pool.emplace_back([&, t] {
-      for (int b = 0; b < grid; ++b) {
-        blockIdx.x = b;
-        threadIdx.x = t;
-        kernel();
-        barrier.arrive_and_wait();
-      }
-    });
-  for (auto& th : pool) th.join();
-}
 extern "C" {
 void run_channel_histograms(int g, int b, const u8* src, u64* hist, const i64* desc, const i64* bs, int n, int max_c) {
   launch(g, b, true, [&] { channel_histograms(src, hist, desc, bs, n, max_c); });

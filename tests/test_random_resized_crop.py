@@ -6,6 +6,7 @@ import pytest
 from penstock import fn, ops, pipeline_def, types
 from penstock.operators.image_decode import random_crop_windows
 
+from _util import run_es
 from test_resize_kernel import ref_resize
 
 
@@ -106,3 +107,28 @@ def test_dtype_is_the_input_type_or_float():
     assert out.dtype == types.FLOAT and np.allclose(np.array(out.at(0)), 9)
     with pytest.raises(RuntimeError, match="INT16"):
         run([img], size=(5, 5), dtype=types.INT16).run()
+
+
+def test_random_crop_generator_windows_fit_their_shapes():
+    shapes = [np.array([100, 80, 3], np.int64), np.array([50, 60], np.int64)][:1] * 3
+    anchor, shape = run_es(lambda s: tuple(fn.random_crop_generator(s, random_area=[0.1, 0.5], seed=4)), shapes)
+    for i in range(3):
+        a, s = anchor.at(i), shape.at(i)
+        assert a.dtype == np.int32 and s.dtype == np.int32 and a.shape == s.shape == (2,)
+        assert (a >= 0).all() and (a + s <= [100, 80]).all()
+        assert 0.09 * 8000 <= s.prod() <= 0.51 * 8000 + 100
+
+
+def test_roi_random_crop_keeps_the_roi_in_the_window():
+    @pipeline_def(batch_size=64, num_threads=1, device_id=None, seed=3)
+    def pipe():
+        small = fn.roi_random_crop(crop_shape=[10, 20], roi_start=[5, 5], roi_shape=[3, 3], in_shape=[50, 60])
+        large = fn.roi_random_crop(crop_shape=[10, 20], roi_start=[5, 5], roi_end=[30, 40])
+        return small, large
+    small, large = pipe().run()
+    s = np.stack([small.at(i) for i in range(64)])
+    g = np.stack([large.at(i) for i in range(64)])
+    assert s.dtype == np.int64
+    assert ((s >= 0) & (s <= [5, 5]) & (s + [10, 20] >= [8, 8])).all()  # window holds the ROI, inside the input
+    assert ((g >= [5, 5]) & (g + [10, 20] <= [30, 40])).all()  # window inside the larger ROI
+    assert len(np.unique(g[:, 0])) > 5  # spread over the allowed anchors

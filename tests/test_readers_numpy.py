@@ -1,10 +1,14 @@
-"""readers.numpy: every dtype, Fortran order, regions of interest, file discovery, sharding."""
+"""readers.numpy: every dtype, Fortran order, regions of interest, file discovery, sharding; on the GPU;
+decoders.numpy."""
+import io
 import os
 
 import numpy as np
 import pytest
 
-from penstock import fn, pipeline_def
+from penstock import fn, pipeline_def, types
+
+from _util import run_es
 
 
 def _run(batch, iters=1, **kw):
@@ -143,3 +147,49 @@ def test_cached_headers_give_the_same_data(tmp_path):
 def test_empty_directory_fails_at_build(tmp_path):
     with pytest.raises(RuntimeError, match="No files found"):
         _run(1, file_root=str(tmp_path))
+
+
+def _npy_bytes(a):
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return np.frombuffer(buf.getvalue(), np.uint8)
+
+
+def test_decoders_numpy_gives_c_order_arrays():
+    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3), np.asfortranarray(np.arange(12, dtype=np.float32)
+                                                                              .reshape(3, 4))]
+    out, = run_es(lambda x: fn.decoders.numpy(x), [_npy_bytes(a) for a in arrays])
+    for a, o in zip(arrays, [out.at(i) for i in range(2)]):
+        np.testing.assert_array_equal(o, a)
+        assert o.flags.c_contiguous
+
+
+def test_decoders_numpy_converts_to_dtype_even_across_types():
+    data = [_npy_bytes(np.array([2.5, -1.5, 300.7], np.float32)), _npy_bytes(np.array([7, -3, 1000], np.int16))]
+    out, = run_es(lambda x: fn.decoders.numpy(x, dtype=types.UINT8), data)
+    np.testing.assert_array_equal(out.at(0), [3, 0, 255])  # half away from zero, saturated (as DALI)
+    np.testing.assert_array_equal(out.at(1), [7, 0, 255])
+    with pytest.raises(RuntimeError, match="same data type"):
+        run_es(lambda x: fn.decoders.numpy(x), data)
+    with pytest.raises(RuntimeError, match="truncated|bad magic"):
+        run_es(lambda x: fn.decoders.numpy(x), [data[0][:-4], np.frombuffer(b"garbage!garbage!", np.uint8)])
+
+
+@pytest.mark.gpu
+def test_gpu_reader_gives_the_cpu_reader_arrays(tmp_path):
+    pytest.importorskip("cupy")
+    from penstock import _cuda
+    if not _cuda.available():
+        pytest.skip("needs a CUDA device")
+    for k in range(4):
+        np.save(tmp_path / f"{k}.npy", np.arange(k * 10, k * 10 + 12, dtype=np.int32).reshape(3, 4))
+
+    def read(device):
+        @pipeline_def(batch_size=2, num_threads=2, device_id=0)
+        def pipe():
+            return fn.readers.numpy(file_root=str(tmp_path), device=device, roi_start=[1], roi_shape=[2],
+                                    roi_axes=[1])
+        out = pipe().run()[0]
+        return [np.asarray(out.as_cpu().at(i)) for i in range(2)]
+    for c, g in zip(read("cpu"), read("gpu")):
+        np.testing.assert_array_equal(g, c)

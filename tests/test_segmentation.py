@@ -1,5 +1,6 @@
 """segmentation.random_mask_pixel: drawn pixels satisfy the foreground condition; coverage."""
 import numpy as np
+import pytest
 
 from penstock import fn
 
@@ -127,3 +128,25 @@ def test_random_object_bbox_no_matching_class_in_the_batch_gives_the_whole_sampl
         anchor, shape = run_es(lambda m: tuple(fn.segmentation.random_object_bbox(
             m, classes=classes, foreground_prob=1.0, seed=2)), [x, x])
         assert all(anchor.at(i).tolist() == [0, 0] and shape.at(i).tolist() == [10, 12] for i in range(2))
+
+
+POLYGONS = [np.array([[1, 0, 3], [0, 3, 5], [1, 5, 9], [2, 9, 10]], np.int32)] * 2
+VERTICES = [np.arange(20, dtype=np.float32).reshape(10, 2)] * 2
+
+
+@pytest.mark.parametrize("reindex", [False, True])
+def test_select_masks_groups_polygons_in_selection_order(reindex):
+    ids = [np.array([1, 0], np.int32), np.array([2], np.int32)]
+    polys, verts = run_es(lambda m, p, v: tuple(fn.segmentation.select_masks(m, p, v, reindex_masks=reindex)), ids,
+                          POLYGONS, VERTICES)
+    first_ids = [0, 0, 1] if reindex else [1, 1, 0]
+    np.testing.assert_array_equal(polys.at(0), np.column_stack([first_ids, [0, 3, 7], [3, 7, 9]]))
+    np.testing.assert_array_equal(verts.at(0), VERTICES[0][[0, 1, 2, 5, 6, 7, 8, 3, 4]])
+    np.testing.assert_array_equal(polys.at(1), [[0 if reindex else 2, 0, 1]])
+    np.testing.assert_array_equal(verts.at(1), VERTICES[1][[9]])
+
+
+def test_select_masks_refuses_an_absent_mask():
+    with pytest.raises(RuntimeError, match="mask_id 7 is not present"):
+        run_es(lambda m, p, v: tuple(fn.segmentation.select_masks(m, p, v)), [np.array([7], np.int32)] * 2, POLYGONS,
+               VERTICES)

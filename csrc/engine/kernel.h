@@ -5,6 +5,7 @@
 // them seconds of compile time (csrc/README.md).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -91,6 +92,25 @@ class ArrayOf : public Array {
 
   const T* data() const { return static_cast<const T*>(Array::data()); }
   T* mutable_data() const { return static_cast<T*>(Array::mutable_data()); }
+
+  // Element i of a 1-D array, or [i, j] of a 2-D one, its indices checked (as py::array_t::at).
+  const T& at(int64_t i) const { return data()[checked({i})]; }
+  const T& at(int64_t i, int64_t j) const { return data()[checked({i, j})]; }
+
+ private:
+  int64_t checked(std::initializer_list<int64_t> index) const {
+    if (int64_t(index.size()) != ndim())
+      throw std::out_of_range("an array of " + std::to_string(ndim()) + " dimensions indexed with " +
+                              std::to_string(index.size()));
+    int64_t flat = 0, axis = 0;
+    for (int64_t i : index) {
+      if (i < 0 || i >= shape(axis))
+        throw std::out_of_range("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                                " with size " + std::to_string(shape(axis)));
+      flat = flat * shape(axis++) + i;
+    }
+    return flat;
+  }
 };
 
 // Shapes, offsets and other int64 arguments cross as C-contiguous int64 arrays.

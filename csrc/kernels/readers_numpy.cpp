@@ -1,9 +1,11 @@
-// readers.numpy: .npy headers and (windowed) data, a batch of files at a time.
+// readers.numpy and decoders.numpy: .npy headers and (windowed) data, a batch of files (or of
+// in-memory .npy files) at a time.
 //
-// Two calls per batch: npy_headers parses every file's header (dtype, shape, order, where the
-// data starts); Python then computes the region of interest and allocates the output; npy_read
-// copies each window into the packed output, transposing Fortran-order arrays to C order and
-// filling the parts of a window outside the array with a fill value.
+// Two calls per batch: npy_headers (npy_buffer_headers) parses every file's header (dtype, shape,
+// order, where the data starts); Python then computes the region of interest and allocates the
+// output; npy_read (npy_decode) copies each window into the packed output, transposing
+// Fortran-order arrays to C order and filling the parts of a window outside the array with a
+// fill value.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -81,64 +83,69 @@ void parse_descr(std::string d, Header& out, int64_t i, const std::string& path)
   throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + d + "'");
 }
 
-Header parse_header(const std::string& path, int64_t i) {
-  Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) throw SampleError(i, "cannot open file '" + path + "': " + std::strerror(errno));
-  unsigned char pre[12];
-  ssize_t got = ::pread(f.fd, pre, sizeof(pre), 0);
+// The header of a .npy file of `total` bytes whose bytes `read(dst, size, offset)` gives; `name`
+// (a path, or "sample i") names it in errors.
+template <typename Read>
+Header parse_npy(Read&& read, int64_t total, int64_t i, const std::string& name) {
+  unsigned char pre[12] = {0};
+  int64_t got = std::min<int64_t>(total, sizeof(pre));
+  if (got > 0) read(pre, got, 0);
   if (got < 10 || std::memcmp(pre, "\x93NUMPY", 6) != 0)
-    throw SampleError(i, "'" + path + "' is not a .npy file (bad magic)");
+    throw SampleError(i, "'" + name + "' is not a .npy file (bad magic)");
   int major = pre[6];
   int64_t hlen, start;
   if (major == 1) {
     hlen = pre[8] | (pre[9] << 8);
     start = 10;
   } else if (major == 2 || major == 3) {
-    if (got < 12) throw SampleError(i, "'" + path + "': truncated .npy header");
+    if (got < 12) throw SampleError(i, "'" + name + "': truncated .npy header");
     hlen = int64_t(pre[8]) | (int64_t(pre[9]) << 8) | (int64_t(pre[10]) << 16) | (int64_t(pre[11]) << 24);
     start = 12;
   } else {
-    throw SampleError(i, "'" + path + "': unsupported .npy version " + std::to_string(major));
+    throw SampleError(i, "'" + name + "': unsupported .npy version " + std::to_string(major));
   }
-  if (hlen <= 0 || hlen > (1 << 24)) throw SampleError(i, "'" + path + "': bad .npy header length");
+  if (hlen <= 0 || hlen > (1 << 24) || start + hlen > total)
+    throw SampleError(i, "'" + name + "': bad .npy header length");
   std::string h(hlen, '\0');
-  read_exact(f.fd, &h[0], hlen, start, i, path);
+  read(&h[0], hlen, start);
   Header out;
   out.data_offset = start + hlen;
-  parse_descr(dict_value(h, "descr", i, path), out, i, path);
-  std::string fo = dict_value(h, "fortran_order", i, path);
+  parse_descr(dict_value(h, "descr", i, name), out, i, name);
+  std::string fo = dict_value(h, "fortran_order", i, name);
   out.fortran = fo.find("True") != std::string::npos;
-  std::string shape = dict_value(h, "shape", i, path);
+  std::string shape = dict_value(h, "shape", i, name);
   if (shape.empty() || shape.front() != '(')
-    throw SampleError(i, "'" + path + "': malformed shape in the .npy header");
+    throw SampleError(i, "'" + name + "': malformed shape in the .npy header");
   const char* p = shape.c_str() + 1;
   while (*p && *p != ')') {
     while (*p == ' ' || *p == ',') ++p;
     if (*p == ')' || !*p) break;
     char* end = nullptr;
     long long v = std::strtoll(p, &end, 10);
-    if (end == p || v < 0) throw SampleError(i, "'" + path + "': malformed shape in the .npy header");
+    if (end == p || v < 0) throw SampleError(i, "'" + name + "': malformed shape in the .npy header");
     out.shape.push_back(v);
     p = end;
   }
   int64_t vol = 1;
   for (auto s : out.shape) vol *= s;
-  off_t fsize = ::lseek(f.fd, 0, SEEK_END);
-  if (fsize < out.data_offset + vol * out.elem_size)
-    throw SampleError(i, "'" + path + "' is truncated: the header promises " + std::to_string(vol * out.elem_size) +
-                             " bytes of data, the file has " + std::to_string(fsize - out.data_offset));
+  if (total < out.data_offset + vol * out.elem_size)
+    throw SampleError(i, "'" + name + "' is truncated: the header promises " + std::to_string(vol * out.elem_size) +
+                             " bytes of data, the file has " + std::to_string(total - out.data_offset));
   return out;
 }
 
-}  // namespace
+Header parse_header(const std::string& path, int64_t i) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) throw SampleError(i, "cannot open file '" + path + "': " + std::strerror(errno));
+  off_t fsize = ::lseek(f.fd, 0, SEEK_END);
+  return parse_npy([&](void* dst, int64_t size, int64_t offset) { read_exact(f.fd, dst, size, offset, i, path); },
+                   fsize, i, path);
+}
 
-// Returns (dtype codes int32 [N], elem sizes int64 [N], fortran uint8 [N], data offsets int64 [N],
-// ndims int64 [N], shapes int64 [N, max_ndim] (zero padded)).
-NpyHeaders npy_headers(ThreadPool& pool, const std::vector<std::string>& paths) {
-  int64_t n = static_cast<int64_t>(paths.size());
-  std::vector<Header> hs(n);
-  pool.parallel_for(n, [&](int64_t i) { hs[i] = parse_header(paths[i], i); });
+// The header table (readers_numpy.h) of parsed headers.
+NpyHeaders header_table(const std::vector<Header>& hs) {
+  int64_t n = static_cast<int64_t>(hs.size());
   int64_t maxnd = 0;
   for (auto& h : hs) maxnd = std::max<int64_t>(maxnd, h.shape.size());
   auto dtypes = ArrayOf<int32_t>::empty({n});
@@ -156,6 +163,75 @@ NpyHeaders npy_headers(ThreadPool& pool, const std::vector<std::string>& paths) 
   }
   return {dtypes, esz, fort, offs, ndims, shapes};
 }
+
+}  // namespace
+
+// The header table (header_table) of a batch of files.
+NpyHeaders npy_headers(ThreadPool& pool, const std::vector<std::string>& paths) {
+  int64_t n = static_cast<int64_t>(paths.size());
+  std::vector<Header> hs(n);
+  pool.parallel_for(n, [&](int64_t i) { hs[i] = parse_header(paths[i], i); });
+  return header_table(hs);
+}
+
+// The header table of a batch of in-memory .npy files (uint8 samples).
+NpyHeaders npy_buffer_headers(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets) {
+  BatchView in = make_batch_view(src, shapes, offsets, false);
+  if (in.elem_size != 1) throw std::invalid_argument("npy_buffer_headers: the files must be uint8 buffers");
+  std::vector<Header> hs(in.num_samples);
+  pool.parallel_for(in.num_samples, [&](int64_t i) {
+    const char* data = in.sample<char>(i);
+    hs[i] = parse_npy([&](void* dst, int64_t size, int64_t offset) { std::memcpy(dst, data + offset, size); },
+                      in.volume(i), i, "sample " + std::to_string(i));
+  });
+  return header_table(hs);
+}
+
+namespace {
+
+// Window [anchor, anchor + out_shape) of an array (C or Fortran order at `src`) into C-order `dst`;
+// elements outside the array take `fill` (elem_size bytes).
+void copy_window(const char* src, const int64_t* shp, bool fortran, const int64_t* anc, const int64_t* osh,
+                 int64_t nd, char* dst, int64_t elem_size, const uint8_t* fv) {
+  int64_t out_vol = 1;
+  for (int64_t d = 0; d < nd; ++d) out_vol *= osh[d];
+  if (out_vol == 0) return;
+  // element strides of the logical (C-order indexed) array in its stored layout
+  std::vector<int64_t> stride(nd);
+  int64_t s = 1;
+  if (fortran) {
+    for (int64_t d = 0; d < nd; ++d) { stride[d] = s; s *= shp[d]; }
+  } else {
+    for (int64_t d = nd - 1; d >= 0; --d) { stride[d] = s; s *= shp[d]; }
+  }
+  std::vector<int64_t> idx(nd, 0);
+  int64_t inner = nd ? osh[nd - 1] : 1;
+  for (int64_t done = 0; done < out_vol; done += inner) {
+    bool inside = true;
+    int64_t base = 0;
+    for (int64_t d = 0; d + 1 < nd; ++d) {
+      int64_t p = anc[d] + idx[d];
+      inside &= p >= 0 && p < shp[d];
+      base += p * stride[d];
+    }
+    char* row = dst + done * elem_size;
+    int64_t a = nd ? anc[nd - 1] : 0, ext = nd ? shp[nd - 1] : 1, st = nd ? stride[nd - 1] : 1;
+    for (int64_t k = 0; k < inner; ++k) {
+      int64_t p = a + k;
+      char* to = row + k * elem_size;
+      if (inside && p >= 0 && p < ext)
+        std::memcpy(to, src + (base + p * st) * elem_size, elem_size);
+      else
+        std::memcpy(to, fv, elem_size);
+    }
+    for (int64_t d = nd - 2; d >= 0; --d) {  // next row
+      if (++idx[d] < osh[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
 
 // Copies window [anchor, anchor + out_shape) of each array (C or Fortran order on disk) into the
 // packed C-order output; elements outside the array take `fill` (elem_size bytes).
@@ -196,39 +272,31 @@ void npy_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array 
     }
     std::vector<char> src(src_vol * elem_size);
     read_exact(f.fd, src.data(), src_vol * elem_size, doff[i], i, paths[i]);
-    // element strides of the logical (C-order indexed) array in the file's layout
-    std::vector<int64_t> stride(nd);
-    int64_t s = 1;
-    if (fo[i]) {
-      for (int64_t d = 0; d < nd; ++d) { stride[d] = s; s *= shp[d]; }
-    } else {
-      for (int64_t d = nd - 1; d >= 0; --d) { stride[d] = s; s *= shp[d]; }
-    }
-    std::vector<int64_t> idx(nd, 0);
-    int64_t inner = nd ? osh[nd - 1] : 1;
-    for (int64_t done = 0; done < out_vol; done += inner) {
-      bool inside = true;
-      int64_t base = 0;
-      for (int64_t d = 0; d + 1 < nd; ++d) {
-        int64_t p = anc[d] + idx[d];
-        inside &= p >= 0 && p < shp[d];
-        base += p * stride[d];
-      }
-      char* row = dst + done * elem_size;
-      int64_t a = nd ? anc[nd - 1] : 0, ext = nd ? shp[nd - 1] : 1, st = nd ? stride[nd - 1] : 1;
-      for (int64_t k = 0; k < inner; ++k) {
-        int64_t p = a + k;
-        char* to = row + k * elem_size;
-        if (inside && p >= 0 && p < ext)
-          std::memcpy(to, src.data() + (base + p * st) * elem_size, elem_size);
-        else
-          std::memcpy(to, fv, elem_size);
-      }
-      for (int64_t d = nd - 2; d >= 0; --d) {  // next row
-        if (++idx[d] < osh[d]) break;
-        idx[d] = 0;
-      }
-    }
+    copy_window(src.data(), shp, fo[i], anc, osh, nd, dst, elem_size, fv);
+  });
+}
+
+// decoders.numpy: the arrays of in-memory .npy files (uint8 samples at src_offsets, data at
+// data_offsets bytes into each) into the packed C-order output.
+void npy_decode(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, I64Array data_offsets,
+                ArrayOf<uint8_t> fortran, Array out, I64Array out_shapes, I64Array out_offsets, int64_t elem_size) {
+  BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
+  BatchView o = make_batch_view(out, out_shapes, out_offsets, true);
+  const int64_t n = o.num_samples, nd = o.ndim;
+  if (in.num_samples != n || data_offsets.shape(0) != n || fortran.shape(0) != n)
+    throw std::invalid_argument("npy_decode: inconsistent argument sizes");
+  for (int64_t i = 0; i < n; ++i)
+    if (data_offsets.at(i) < 0 || data_offsets.at(i) + o.volume(i) * elem_size > in.volume(i))
+      throw SampleError(i, "npy_decode: the array's data lies outside its file");
+  const uint8_t* fo = fortran.data();
+  char* obase = static_cast<char*>(o.data);
+  std::vector<int64_t> zeros(nd, 0);
+  const uint8_t fill[16] = {0};
+  pool.parallel_for(n, [&](int64_t i) {
+    const char* data = in.sample<char>(i) + data_offsets.at(i);
+    char* dst = obase + o.offsets[i] * elem_size;
+    if (!fo[i] || nd <= 1) std::memcpy(dst, data, o.volume(i) * elem_size);
+    else copy_window(data, o.shape(i), true, zeros.data(), o.shape(i), nd, dst, elem_size, fill);
   });
 }
 

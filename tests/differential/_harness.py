@@ -63,6 +63,17 @@ def _jpegs() -> list[np.ndarray]:
     return out
 
 
+def _npy_files() -> list[np.ndarray]:
+    """.npy files (a C-order float array, a Fortran-order one) as bytes."""
+    out = []
+    for a in (np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4), np.asfortranarray(
+            np.linspace(250, -7, 10, dtype=np.float32).reshape(2, 5))):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
 def _file_paths() -> list[np.ndarray]:
     """Two small files (written once), each path as the int8 array of its UTF-8 bytes."""
     root = os.path.join(os.environ.get("TMPDIR", "/tmp"), "penstock_differential_files")
@@ -122,10 +133,19 @@ def _videos() -> list[np.ndarray]:
 # input kinds: the arrays of one external source and its layout
 INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "images": lambda: (_images(), "HWC"),
+    "bayer": lambda: ([np.ascontiguousarray(im[:20, :, 1]) for im in _images()], "HW"),
     "jpegs": lambda: (_jpegs(), None),
+    "npy_files": lambda: (_npy_files()[:1] * 2, None),
     "floats": lambda: ([np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6),
                         np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),
+    "boxes": lambda: ([np.array([[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 0.2, 0.1]], np.float32)] * 2, None),
+    "shape_vectors": lambda: ([np.array([100, 80, 3], np.int64), np.array([50, 60, 3], np.int64)], None),
+    "mask_ids": lambda: ([np.array([2, 0], np.int32), np.array([1], np.int32)], None),
+    "polygons": lambda: ([np.array([[0, 0, 3], [1, 3, 7], [2, 7, 10]], np.int32)] * 2, None),
+    "vertices": lambda: ([np.arange(20, dtype=np.float32).reshape(10, 2)] * 2, None),
     "matrices": lambda: ([np.array([[1, 0, 2], [0, 1, 3]], np.float32)] * 2, None),
+    "filters": lambda: ([np.array([[0, 0.25, 0], [0.25, 0.5, 0.25], [0, -0.25, 0]], np.float32),
+                         np.array([[0.5, -0.5, 1.0], [0, 1, 0], [0.25, 0, 0]], np.float32)], None),
     "scalar_n": lambda: ([np.array(5, np.int32)] * 2, None),
     # shape corners (tests/differential/_corners.py)
     "unit_dims": lambda: ([np.arange(3, dtype=np.int32).reshape(1, 3, 1),
@@ -165,7 +185,9 @@ def _const(d: list) -> Callable[[], list]:
     return lambda: d  # no parameter: a one-parameter callable would be given the batch info
 
 
-def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, device_id: int | None = None) -> Outcome:
+def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, device_id: int | None = None,
+        iterations: int = 1) -> Outcome:
+    """The outputs of ``iterations`` runs, each output's samples of every run in turn."""
     data = [INPUTS[k]() for k in inputs]
 
     @lib.pipeline_def(batch_size=batch_size, num_threads=1, device_id=device_id, seed=7, prefetch_queue_depth=1)
@@ -177,9 +199,11 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, devic
     try:
         p = pipe()
         p.build()
-        outs = p.run()
+        runs = [p.run() for _ in range(iterations)]
+        outs = runs[0]
         return Outcome(outputs=[(getattr(o.dtype, "name", str(o.dtype)).split(".")[-1], o.layout(),
-                                 [np.array(o[i]) for i in range(len(o))]) for o in outs])
+                                 [np.array(r[k][i]) for r in runs for i in range(len(r[k]))])
+                                for k, o in enumerate(outs)])
     except Exception as e:  # noqa: BLE001 - the outcome is what is compared
         cls = next(c for c in type(e).__mro__ if c in BUILTIN_ERRORS or c is Exception)
         return Outcome(error=e, error_class=cls.__name__, message=_first_line(e), text=str(e))
@@ -187,7 +211,8 @@ def run(lib: Any, graph: Callable, inputs: list[str], batch_size: int = 2, devic
 
 def _run_dali(case: Any) -> Outcome:
     import nvidia.dali as dali
-    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None))
+    outcome = run(dali, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None),
+                  getattr(case, "iterations", 1))
     outcome.error = None  # DALI's exception objects do not cross processes; class and message do
     return outcome
 
@@ -301,7 +326,8 @@ def check_case(case: Any) -> None:
     """Runs ``case`` on penstock and DALI and settles it."""
     import penstock
     from known_differences import INTENDED, OPEN
-    ours = run(penstock, case.graph, case.inputs, getattr(case, "batch_size", 2), getattr(case, "device_id", None))
+    ours = run(penstock, case.graph, list(case.inputs), getattr(case, "batch_size", 2), getattr(case, "device_id", None),
+               getattr(case, "iterations", 1))
     theirs = run_dali(case)
     diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance, text=getattr(case, "text", False))
     words = getattr(case, "words", None)  # a phrase both errors must hold (what DALI's own tests match)

@@ -46,6 +46,18 @@ INTENDED: dict[str, str] = {
                                            "penstock raises"),
     'power_spectrum[nfft=2]': ("DALI 2.4's FFT library cannot plan a transform of 2 values and raises; penstock "
                                "computes it"),
+    'full[base]': ("DALI 2.4 raises ValueError when full's output (a scalar here) does not take the layout of a "
+                   "fill value that has one; penstock gives the output the 'layout' argument (none by default)"),
+    'water[mask=0]': ("DALI 2.4 outputs zeros for a constant mask=0 (a per-sample mask of 0 copies the sample); "
+                      "penstock copies the sample, as mask=0 is documented to"),
+    'sphere[mask=0]': ("DALI 2.4 ignores a constant mask=0 and applies the effect (a per-sample mask of 0 copies "
+                       "the sample); penstock copies the sample, as mask=0 is documented to"),
+    **{f"{op}[fill_value=-1.0]": ("DALI 2.4 converts an out-of-range fill value with a plain float-to-integer cast "
+                                  "(undefined in C++: -1 became 255); penstock clamps it to the output type's range")
+       for op in ("water", "sphere")},
+    **{f"clahe[bins={v}]": ("DALI 2.4's CPU clahe ignores bins (it always takes OpenCV's 256 for uint8); penstock "
+                            "checks bins as documented (a power of 2) and supports 256")
+       for v in (257, 0, -1)},
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
@@ -88,7 +100,15 @@ DYNAMIC_INTENDED: dict[str, str | None] = {
         'warp_affine[base]', 'warp_affine[inverse_map=False]', 'warp_affine[size=[0.5, 1.5]]',
         'warp_affine[fill_value=2.0]', 'warp_affine[fill_value=0.0]', 'warp_affine[fill_value=-1.0]',
         'warp_affine[interp_type=types.INTERP_NN]', 'warp_affine[interp_type=types.INTERP_LINEAR]',
+        'debayer[blue_position=[1]]', 'filter[anchor=[1]]', 'roi_random_crop[roi_start=[1]]',
+        'roi_random_crop[roi_end=[1]]', 'tensor_resize[sizes=[2.0]]', 'tensor_resize[alignment=[2.0]]',
+        *(f"experimental.warp_perspective[{arg}]" for arg in (
+            "base", "matrix=[2.0]", "size=[0.5, 1.5]", "size=[2.0]", "fill_value=[2.0]", "fill_value=[]",
+            "interp_type=types.INTERP_NN", "interp_type=types.INTERP_LINEAR", "interp_type=types.INTERP_CUBIC",
+            "inverse_map=False")),
     )},
+    # DALI 2.4's dynamic mode gives full's scalar no layout, and honours a constant mask=0, as penstock does
+    "full[base]": None, "water[mask=0]": None, "sphere[mask=0]": None,
     **{f"{op}[{arg}]": ("DALI 2.4's dynamic mode rejects arguments it does not know with TypeError (a Python "
                         "signature); these arguments are penstock's own (see INTENDED above)")
        for op in _DECODERS for arg in ("on_error='bogus'", "accept_corrupt_jpeg=True")},

@@ -118,7 +118,7 @@ def invert(data):
 
 @augmentation
 def equalize(data):
-    return fn.experimental.equalize(data)
+    return fn.equalize(data)
 
 
 @augmentation

@@ -1,4 +1,4 @@
-"""Bounding boxes: ``bb_flip``, ``bbox_paste`` and ``box_encoder``.
+"""Bounding boxes: ``bb_flip``, ``bbox_paste``, ``box_encoder`` and ``bbox_rotate``.
 
 A batch of boxes is [M_i, 4] float per sample; the whole batch is handled as one [sum M_i, 4]
 array, per-sample arguments spread to each sample's rows with ``np.repeat``.
@@ -13,6 +13,8 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from .._batch import contiguous, empty_batch
 from .coords import affine_on_gpu
+from .crop import per_sample_list
+from .warp import rotated_size
 
 
 def box_counts(op: Operator, tl, coords: int = 4) -> np.ndarray:
@@ -164,3 +166,99 @@ class BoxEncoder(Operator):
                             np.asarray(a["means"], np.float32), np.asarray(a["stds"], np.float32),
                             out_boxes._buf, out_labels._buf)
         return [out_boxes, out_labels]
+
+
+BBOX_ROTATE = OpSchema(
+    "BBoxRotate",
+    "Moves boxes as rotate(angle) moves the image they belong to: each box's corners are rotated about the image "
+    "centre onto the rotated canvas, and the box becomes their enclosing box (mode 'expand'), keeps its size "
+    "('fixed'), or lies halfway between ('halfway'). Boxes are clipped to the canvas; those keeping less than "
+    "remove_threshold of their area are removed, with their labels (input 1) when given.",
+    args=[Arg("angle", ArgType.FLOAT, tensor=True, doc="degrees, counter-clockwise (as rotate)"),
+          Arg("input_shape", ArgType.INT_LIST, tensor=True, doc="the image's shape (H and W, see shape_layout)"),
+          Arg("shape_layout", ArgType.LAYOUT, "HW", doc="the meaning of input_shape's values"),
+          Arg("bbox_layout", ArgType.LAYOUT, "xyXY", doc="xyXY (corners) or xyWH (corner and size)"),
+          Arg("bbox_normalized", ArgType.BOOL, True, doc="coordinates relative to the image size"),
+          Arg("keep_size", ArgType.BOOL, False, doc="the rotated image keeps the input's size (as rotate)"),
+          Arg("size", ArgType.FLOAT_LIST, optional=True, tensor=True,
+              doc="the rotated image's size (H, W), as given to rotate"),
+          Arg("mode", ArgType.STR, "expand", doc="expand, fixed or halfway"),
+          Arg("remove_threshold", ArgType.FLOAT, 0.1, doc="the fraction of its area a box must keep on the canvas")],
+    min_inputs=1, max_inputs=2, num_outputs=lambda args, inputs: inputs, fn_name="bbox_rotate")
+
+
+@register(BBOX_ROTATE)
+class BBoxRotate(Operator):
+    def setup(self):
+        if self.args["mode"] not in ("expand", "fixed", "halfway"):
+            raise ValueError(f"{self.label}: mode must be 'expand', 'fixed' or 'halfway', got '{self.args['mode']}'")
+        if self.args["bbox_layout"] not in ("xyXY", "xyWH"):
+            raise ValueError(f"{self.label}: bbox_layout must be 'xyXY' or 'xyWH', got '{self.args['bbox_layout']}'")
+        layout = self.args["shape_layout"]
+        if "H" not in layout or "W" not in layout:
+            raise ValueError(f"{self.label}: shape_layout '{layout}' must name H and W")
+        if not 0 <= self.args["remove_threshold"] <= 1:
+            raise RuntimeError(f"{self.label}: remove_threshold must be in [0, 1], got {self.args['remove_threshold']}")
+        if self.args["size"] is not None and len(self.args["size"]) != 2:
+            raise RuntimeError(f"{self.label}: size must be exactly two values (H, W), got {len(self.args['size'])}")
+
+    def run(self, ws):
+        rows, counts = box_rows(self, ws.inputs[0])
+        rows = np.asarray(rows, np.float64)
+        n = len(counts)
+        layout = self.args["shape_layout"]
+        shape = per_sample_list(ws, "input_shape", np.float64)
+        h_at, w_at = layout.index("H"), layout.index("W")
+        if shape.shape[1] <= max(h_at, w_at):
+            raise ValueError(f"{self.label}: input_shape has {shape.shape[1]} values, too few for H and W of "
+                             f"shape_layout '{layout}'")
+        hw = shape[:, [h_at, w_at]]
+        angles = np.deg2rad(ws.per_sample("angle", np.float64))
+        if ws.has_arg("size"):
+            canvas = ws.per_sample("size", np.float64, 2)
+        elif self.args["keep_size"]:
+            canvas = hw.copy()
+        else:
+            canvas = np.array([rotated_size(int(h), int(w), a) for (h, w), a in zip(hw, angles)], np.float64)
+        per_box = np.repeat(np.arange(n), counts)
+        scale = np.tile(hw[per_box][:, ::-1], 2) if self.args["bbox_normalized"] else 1.0
+        boxes = rows * scale
+        if self.args["bbox_layout"] == "xyWH":
+            boxes[:, 2:] += boxes[:, :2]
+        cos, sin = np.cos(angles)[per_box], np.sin(angles)[per_box]
+        centre = hw[per_box][:, ::-1] / 2
+        target = canvas[per_box][:, ::-1] / 2
+        corners = np.stack([boxes[:, [0, 1]], boxes[:, [2, 1]], boxes[:, [0, 3]], boxes[:, [2, 3]]], 1) - centre[:, None]
+        # counter-clockwise as displayed (y down)
+        rx = corners[..., 0] * cos[:, None] + corners[..., 1] * sin[:, None]
+        ry = -corners[..., 0] * sin[:, None] + corners[..., 1] * cos[:, None]
+        lo = np.stack([rx.min(1), ry.min(1)], 1)
+        hi = np.stack([rx.max(1), ry.max(1)], 1)
+        mid, half = (lo + hi) / 2, (hi - lo) / 2
+        if self.args["mode"] != "expand":
+            own = (boxes[:, 2:] - boxes[:, :2]) / 2
+            half = own if self.args["mode"] == "fixed" else (half + own) / 2
+        out = np.concatenate([mid - half, mid + half], 1) + np.tile(target, 2)
+        area = np.prod(out[:, 2:] - out[:, :2], axis=1)
+        limit = np.tile(canvas[per_box][:, ::-1], 2)
+        out = np.clip(out, 0, limit)
+        kept = np.prod(np.maximum(out[:, 2:] - out[:, :2], 0), axis=1)
+        threshold = self.args["remove_threshold"]
+        keep = kept >= threshold * area if threshold > 0 else np.ones(len(out), bool)
+        if self.args["bbox_normalized"]:
+            out = out / limit
+        if self.args["bbox_layout"] == "xyWH":
+            out[:, 2:] -= out[:, :2]
+        new_counts = np.bincount(per_box[keep], minlength=n)
+        outputs = [box_batch(out[keep].astype(np.float32), new_counts)]
+        if len(ws.inputs) > 1:
+            labels = contiguous(ws.inputs[1])
+            if (labels._shapes[:, 0] != counts).any():
+                raise ValueError(f"{self.label}: the labels must have one row per box")
+            flat = labels._buf[:labels._volume_total()].reshape(int(counts.sum()), -1)
+            shapes = labels._shapes.copy()
+            shapes[:, 0] = new_counts
+            kept_labels = empty_batch(shapes, labels._buf.dtype, labels._layout)
+            kept_labels._buf[:int(keep.sum()) * flat.shape[1]] = flat[keep].reshape(-1)
+            outputs.append(kept_labels)
+        return outputs

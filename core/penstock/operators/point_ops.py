@@ -1,10 +1,11 @@
-"""Point operations on uint8 images (channels last): ``experimental.equalize`` and the internal
-operators of the automatic augmentations (auto-contrast, contrast, posterize, solarize,
-solarize-add, invert, sharpness).
+"""Point operations on uint8 images: ``equalize`` (``experimental.equalize`` is its former name)
+and the internal operators of the automatic augmentations (auto-contrast, contrast, posterize,
+solarize, solarize-add, invert, sharpness).
 
-Each point operation is a 256-entry lookup table per sample and channel, computed in numpy for
+Each point operation is a 256-entry lookup table per image plane and channel, computed in numpy for
 the whole batch (from per-channel histograms where it depends on the image) and applied in one
-kernel call. On the GPU the tables that depend on the image are computed there from histograms
+kernel call. An image plane is a frame of a sequence, or a channel of a channel-first image: the
+kernels see each as an (H, W, C) image of its own, over the same buffers. On the GPU the tables that depend on the image are computed there from histograms
 taken there (``GpuKernels.histogram_luts``, the same arithmetic), so the host never waits.
 """
 from __future__ import annotations
@@ -14,21 +15,12 @@ from typing import Callable
 import numpy as np
 
 from .. import _engine
+from .._image_layout import input_layout
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from .._batch import contiguous
 
 _V = np.arange(256, dtype=np.float64)
-
-
-def _channels(src) -> np.ndarray:
-    return src._shapes[:, -1] if src.ndim() >= 3 else np.ones(len(src), np.int64)
-
-
-def _histograms(ws, src, channels: int) -> np.ndarray:
-    hist = np.zeros((len(src), channels * 256), np.int64)
-    _engine.channel_histograms(ws.pool, src._buf, src._shapes, src._offsets, channels, hist)
-    return hist.reshape(len(src), channels, 256)
 
 
 def _lut_u8(values: np.ndarray) -> np.ndarray:
@@ -87,9 +79,31 @@ def _invert(hist: None, param: np.ndarray) -> np.ndarray:
     return np.broadcast_to((255 - _V).astype(np.uint8), (len(param), 1, 256))
 
 
-def _schema(name: str, doc: str, param_doc: str | None, internal: bool = True) -> OpSchema:
+def _schema(name: str, doc: str, param_doc: str | None, internal: bool = True, **kw) -> OpSchema:
     args = [Arg("param", ArgType.FLOAT, 0.0, tensor=True, doc=param_doc)] if param_doc else []
-    return OpSchema(name, doc, args=args, devices=("cpu", "gpu"), internal=internal)
+    return OpSchema(name, doc, args=args, devices=("cpu", "gpu"), internal=internal, **kw)
+
+
+_PLANE_LAYOUTS = ("HW", "HWC", "CHW", "FHW", "FHWC", "FCHW")
+
+
+class _Planes:
+    """The (H, W, C) image planes of a batch: frames, and the channels of channel-first images,
+    each a plane; shapes [M, 3], offsets [M] (elements, in the batch's buffer and in a packed
+    output of the same shapes), and for each plane its sample."""
+
+    def __init__(self, src, layout: str):
+        n = len(src)
+        shapes = src._shapes.reshape(n, src.ndim())
+        dims = {axis: shapes[:, layout.index(axis)] if axis in layout else np.ones(n, np.int64) for axis in "FCHW"}
+        planar = "C" in layout and layout.index("C") < layout.index("H")
+        per_sample = dims["F"] * (dims["C"] if planar else 1)
+        self.sample = np.repeat(np.arange(n), per_sample)
+        first = np.concatenate([[0], np.cumsum(per_sample)[:-1]]).astype(np.int64)
+        index = np.arange(len(self.sample)) - np.repeat(first, per_sample)  # plane index within its sample
+        volume = dims["H"] * dims["W"] * (1 if planar else dims["C"])  # elements per plane
+        self.shapes = np.column_stack([dims["H"], dims["W"], np.ones(n, np.int64) if planar else dims["C"]])[self.sample]
+        self.offsets = (src._offsets[self.sample] + index * volume[self.sample]).astype(np.int64)
 
 
 def _point_op(schema: OpSchema, lut: Callable, hist_kind: str | None) -> None:
@@ -98,27 +112,36 @@ def _point_op(schema: OpSchema, lut: Callable, hist_kind: str | None) -> None:
     class PointOp(Operator):
         def run(self, ws):
             src = contiguous(ws.inputs[0])
-            if src._buf.dtype != np.uint8 or src.ndim() not in (2, 3):
-                raise ValueError(f"{self.label}: expects uint8 images (HW or HWC), got {src.dtype.name} "
-                                 f"with {src.ndim()} dimensions")
-            n = len(src)
-            channels = int(_channels(src).max()) if n else 1
-            param = ws.per_sample("param", np.float64) if "param" in schema.arguments else np.zeros(n)
+            layout = input_layout(self, src) or {2: "HW", 3: "HWC"}.get(src.ndim(), "")
+            if src._buf.dtype != np.uint8 or layout not in _PLANE_LAYOUTS:
+                raise RuntimeError(f"{self.label}: expects uint8 images ({', '.join(_PLANE_LAYOUTS)}), got "
+                                   f"{src.dtype.name} with layout '{layout}' ({src.ndim()} dimensions)")
+            planes = _Planes(src, layout)
+            m = len(planes.sample)
+            channels = int(planes.shapes[:, 2].max()) if m else 1
+            param = ws.per_sample("param", np.float64) if "param" in schema.arguments else np.zeros(len(src))
+            param = param[planes.sample]
             if hist_kind is not None and ws.gpu is not None:
-                luts = ws.kernels.histogram_luts(hist_kind, src._buf, src._shapes, src._offsets, channels, param,
+                luts = ws.kernels.histogram_luts(hist_kind, src._buf, planes.shapes, planes.offsets, channels, param,
                                                  _grey_weights(channels))
             else:  # host tables (uploaded with the lookup's descriptors on the GPU)
-                luts = lut(_histograms(ws, src, channels) if hist_kind else None, param)
-                luts = np.ascontiguousarray(np.broadcast_to(luts, (n, channels, 256)))
+                hist = None
+                if hist_kind:
+                    hist = np.zeros((m, channels * 256), np.int64)
+                    _engine.channel_histograms(ws.pool, src._buf, planes.shapes, planes.offsets, channels, hist)
+                    hist = hist.reshape(m, channels, 256)
+                luts = np.ascontiguousarray(np.broadcast_to(lut(hist, param), (m, channels, 256)))
             out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
-            ws.kernels.apply_lut(ws.pool, src._buf, src._shapes, src._offsets, luts, out._buf, out._offsets)
+            ws.kernels.apply_lut(ws.pool, src._buf, planes.shapes, planes.offsets, luts, out._buf,
+                                 planes.offsets - src._offsets[planes.sample] + out._offsets[planes.sample])
             return [out]
 
     PointOp.__name__ = PointOp.__qualname__ = schema.class_name
 
 
-EQUALIZE = _schema("experimental.Equalize", "Histogram equalization of each channel of uint8 images.", None,
-                   internal=False)
+EQUALIZE = _schema("Equalize", "Histogram equalization of each channel of uint8 images (each frame of a sequence "
+                   "on its own).", None, internal=False, input_layouts=_PLANE_LAYOUTS,
+                   moved_from=("experimental",))
 AUTO_CONTRAST = _schema("_auto_aug.AutoContrast", "Stretches each channel to the full [0, 255] range.", None)
 CONTRAST = _schema("_auto_aug.Contrast", "Blends with the mean grey level (PIL's contrast enhancement).",
                    "blend factor: 0 = flat grey, 1 = unchanged")

@@ -1,5 +1,7 @@
 """``random_resized_crop``: a random window (area fraction and aspect ratio drawn per sample, the
-Inception-style algorithm of ``decoders.image_random_crop``, reused from there) resized to ``size``."""
+Inception-style algorithm of ``decoders.image_random_crop``, reused from there) resized to ``size``;
+``random_crop_generator`` gives such windows as outputs, ``roi_random_crop`` windows of a given
+shape placed at random around a region of interest."""
 from __future__ import annotations
 
 import math
@@ -9,7 +11,8 @@ import numpy as np
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from .._batch import contiguous
-from .crop import layout_of
+from ..tensors import TensorListCPU
+from .crop import layout_of, per_sample_list
 from .image_decode import random_crop_windows
 from .resize import FILTER_ARGS, filters, resize_batch, spatial_layout
 
@@ -65,3 +68,82 @@ class RandomResizedCrop(Operator):
         out_sizes = np.tile(np.array(self.size, np.int64), (n, 1))
         return [resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"],
                              self.args["dtype"])]
+
+
+# ---- crop windows as outputs ------------------------------------------------------------------
+
+RANDOM_CROP_GENERATOR = OpSchema(
+    "RandomCropGenerator",
+    "A random crop window (area fraction and aspect ratio drawn as random_resized_crop draws them) for each input "
+    "shape (a 1-D HW or HWC tensor of integers): outputs the window's anchor and shape (H, W), int32.",
+    args=WINDOW_ARGS, num_outputs=2, is_random=True)
+
+
+@register(RANDOM_CROP_GENERATOR)
+class RandomCropGenerator(Operator):
+    def setup(self):
+        self.window_args = check_window_args(self)
+
+    def run(self, ws):
+        shapes = contiguous(ws.inputs[0])
+        if shapes.ndim() != 1 or not ((shapes._shapes[:, 0] == 2) | (shapes._shapes[:, 0] == 3)).all():
+            raise RuntimeError(f"{self.label}: expects a 1-D tensor of 2 or 3 values per sample (an HW or HWC shape)")
+        if shapes._buf.dtype.kind not in "iu":
+            raise RuntimeError(f"{self.label}: the shapes must be integers, got {shapes.dtype.name}")
+        n = len(shapes)
+        hw = np.stack([shapes._buf[shapes._offsets], shapes._buf[shapes._offsets + 1]], axis=1).astype(np.int64)
+        win = random_crop_windows(ws.rng, hw, *self.window_args)
+        return [TensorListCPU(win[:, :2].astype(np.int32).reshape(n, 2)),
+                TensorListCPU(win[:, 2:].astype(np.int32).reshape(n, 2))]
+
+
+ROI_RANDOM_CROP = OpSchema(
+    "ROIRandomCrop",
+    "A crop window of crop_shape placed at random so that it holds as much of the region of interest as it can "
+    "(inside the ROI when the ROI is larger), within in_shape or the input's shape when given: outputs its start "
+    "(int64).",
+    args=[Arg("crop_shape", ArgType.INT_LIST, tensor=True, doc="the window's shape"),
+          Arg("roi_start", ArgType.INT_LIST, tensor=True, doc="ROI start"),
+          Arg("roi_end", ArgType.INT_LIST, optional=True, tensor=True, doc="ROI end (or roi_shape)"),
+          Arg("roi_shape", ArgType.INT_LIST, optional=True, tensor=True, doc="ROI shape (or roi_end)"),
+          Arg("in_shape", ArgType.INT_LIST, optional=True, tensor=True, doc="the shape of the data to crop")],
+    min_inputs=0, max_inputs=1, is_random=True, fn_name="roi_random_crop")
+
+
+@register(ROI_RANDOM_CROP)
+class ROIRandomCrop(Operator):
+    def setup(self):
+        if self.given("roi_end") == self.given("roi_shape"):
+            raise ValueError(f"{self.label}: give exactly one of 'roi_end' and 'roi_shape'")
+
+    def _vector(self, ws, name: str, k: int | None) -> np.ndarray:
+        v = per_sample_list(ws, name, np.int64)
+        if k is not None and v.shape[1] == 1:  # one value for every dimension
+            v = np.repeat(v, k, axis=1)
+        if k is not None and v.shape[1] != k:
+            raise ValueError(f"{self.label}: '{name}' needs {k} values, got {v.shape[1]}")
+        return v.astype(np.int64)
+
+    def run(self, ws):
+        crop = self._vector(ws, "crop_shape", None)
+        k = crop.shape[1]
+        start = self._vector(ws, "roi_start", k)
+        end = self._vector(ws, "roi_end", k) if ws.has_arg("roi_end") else start + self._vector(ws, "roi_shape", k)
+        bounds = None
+        if ws.inputs:
+            if ws.has_arg("in_shape"):
+                raise ValueError(f"{self.label}: 'in_shape' cannot be given with an input")
+            bounds = ws.inputs[0]._shapes[:, :k].astype(np.int64)
+        elif ws.has_arg("in_shape"):
+            bounds = self._vector(ws, "in_shape", k)
+        if (crop < 0).any():
+            raise ValueError(f"{self.label}: crop_shape must not be negative")
+        # a window inside a larger ROI, or a ROI inside a larger window
+        lo = np.where(end - start >= crop, start, end - crop)
+        hi = np.where(end - start >= crop, end - crop, start)
+        if bounds is not None:
+            if (crop > bounds).any() or (start < 0).any() or (end > bounds).any():
+                raise ValueError(f"{self.label}: the ROI must lie within the input shape and the window must fit in it")
+            lo, hi = np.clip(lo, 0, bounds - crop), np.clip(hi, 0, bounds - crop)
+        anchors = lo + np.floor(ws.rng.uniform(0, 1, lo.shape) * (hi - lo + 1)).astype(np.int64)
+        return [TensorListCPU(np.minimum(anchors, hi).reshape(-1, k))]

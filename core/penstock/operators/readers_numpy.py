@@ -1,4 +1,5 @@
-"""``readers.numpy``: arrays from .npy files, whole or a region of interest of each.
+"""``readers.numpy``: arrays from .npy files, whole or a region of interest of each (on the GPU: read
+into host memory and uploaded); ``decoders.numpy``: the arrays of in-memory .npy files.
 
 Headers are parsed and windows are read by the native engine for the whole batch; Fortran-order
 arrays come out in C order. The region of interest follows ``slice``'s argument rules (absolute
@@ -12,12 +13,13 @@ import os
 import numpy as np
 
 from .. import _engine
-from .._operator import SampleError
+from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
-from .._batch import empty_batch
+from .._batch import contiguous, empty_batch
 from ._reader import READER_ARGS, Reader
+from .cast import cast_batch
 from .crop import round_half_away
 
 _ROI = ("roi_start", "rel_roi_start", "roi_end", "rel_roi_end", "roi_shape", "rel_roi_shape")
@@ -35,10 +37,11 @@ NUMPY_READER = OpSchema(
           Arg("out_of_bounds_policy", ArgType.STR, "error", doc="'error', 'pad' or 'trim_to_shape'"),
           Arg("fill_value", ArgType.FLOAT, 0.0, doc="value of the padded part of an ROI"),
           Arg("use_o_direct", ArgType.BOOL, False, doc="performance hint: bypass the page cache (no effect)"),
-          Arg("register_buffers", ArgType.BOOL, True, doc="GPUDirect Storage hint (no effect on the CPU)"),
+          Arg("register_buffers", ArgType.BOOL, True,
+              doc="GPUDirect Storage hint (no effect: the GPU reader reads into host memory and uploads)"),
           Arg("cache_header_information", ArgType.BOOL, False, doc="performance hint: keep parsed headers"),
           *READER_ARGS],
-    min_inputs=0, num_outputs=1, is_reader=True, is_random=True, legacy_names=("NumpyReader",))
+    min_inputs=0, num_outputs=1, is_reader=True, is_random=True, legacy_names=("NumpyReader",), devices=("cpu", "gpu"))
 
 _CODES = {int(t): t for t in DALIDataType}
 
@@ -73,8 +76,8 @@ def list_files(label: str, file_root: str | None, file_list: str | None, files, 
     return paths
 
 
-@register(NUMPY_READER)
-class NumpyReaderCPU(Reader):
+@register(NUMPY_READER, device=("cpu", "gpu"))
+class NumpyReader(Reader):
     def scan(self) -> int:
         a = self.args
         if a["out_of_bounds_policy"] not in ("error", "pad", "trim_to_shape"):
@@ -83,6 +86,11 @@ class NumpyReaderCPU(Reader):
         self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"])
         self._headers: dict[str, tuple] = {}
         return len(self.paths)
+
+    def run(self, ws):
+        """On the GPU: the host batch (read ahead into host memory) uploaded on the pipeline's stream."""
+        outs = super().run(ws)
+        return outs if ws.gpu is None else [ws.from_host(o) for o in outs]
 
     def _read_headers(self, ws, paths: list[str]) -> tuple:
         if not self.args["cache_header_information"]:
@@ -179,3 +187,52 @@ class NumpyReaderCPU(Reader):
             lo2, hi2 = np.clip(anchors, 0, shapes), np.clip(anchors + out, 0, shapes)
             anchors, out = lo2, np.maximum(hi2 - lo2, 0)
         return np.ascontiguousarray(anchors), np.ascontiguousarray(out)
+
+
+NUMPY_DECODER = OpSchema(
+    "decoders.Numpy",
+    "Decodes in-memory .npy files (1-D uint8 samples) into their arrays (C order, whatever the file's order).",
+    args=[Arg("dtype", ArgType.DTYPE, optional=True,
+              doc="output type: the arrays are converted to it (default: their own, the same for the whole batch)")])
+
+
+@register(NUMPY_DECODER)
+class NumpyDecoder(Operator):
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        if src.dtype != DALIDataType.UINT8 or src.ndim() != 1:
+            raise RuntimeError(f"{self.label}: expects 1-D uint8 samples (the bytes of .npy files), got "
+                               f"{src.ndim()}-D {src.dtype.name}")
+        codes, sizes, fortran, offsets, ndims, shapes = _engine.npy_buffer_headers(ws.pool, src._buf, src._shapes,
+                                                                                  src._offsets)
+        wanted = self.args["dtype"]
+        if len(src) and (ndims != ndims[0]).any():
+            raise RuntimeError(f"{self.label}: all arrays of a batch must have the same number of dimensions")
+        if len(src) and (codes != codes[0]).any() and wanted is None:
+            raise RuntimeError(f"{self.label}: all arrays of a batch must have the same data type (or give dtype)")
+        shapes = np.ascontiguousarray(shapes, np.int64)
+        if not len(src) or (codes == codes[0]).all():
+            dtype = _CODES[int(codes[0])] if len(src) else DALIDataType.UINT8
+            out = self._decode(ws, src, np.arange(len(src)), shapes, offsets, fortran, dtype, int(sizes[0]) if len(src)
+                               else 1)
+            return [out if wanted is None or wanted == dtype else cast_batch(ws, out, wanted)]
+        # arrays of several types: each type's arrays decoded and converted together, then put in place
+        out = empty_batch(shapes, to_numpy_type(wanted), source_info=src._source_info)
+        for code in np.unique(codes):
+            idx = np.flatnonzero(codes == code)
+            part = cast_batch(ws, self._decode(ws, src, idx, shapes[idx], offsets[idx], fortran[idx], _CODES[int(code)],
+                                               int(sizes[idx[0]])), wanted)
+            vols = part._volumes()
+            at = np.repeat(out._offsets[idx] - part._offsets, vols) + np.arange(int(vols.sum()))
+            out._buf[at] = part._buf[:int(vols.sum())]
+        return [out]
+
+    def _decode(self, ws, src, idx: np.ndarray, shapes: np.ndarray, offsets: np.ndarray, fortran: np.ndarray, dtype,
+                elem_size: int):
+        """The arrays of samples ``idx`` of ``src`` (all of type ``dtype``) as a packed batch."""
+        out = empty_batch(np.ascontiguousarray(shapes, np.int64), to_numpy_type(dtype),
+                          source_info=src._source_info if len(idx) == len(src) else None)
+        _engine.npy_decode(ws.pool, src._buf, np.ascontiguousarray(src._shapes[idx]),
+                           np.ascontiguousarray(src._offsets[idx]), np.ascontiguousarray(offsets),
+                           np.ascontiguousarray(fortran), out._buf, out._shapes, out._offsets, elem_size)
+        return out

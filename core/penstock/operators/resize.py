@@ -1,4 +1,7 @@
-"""``resize``: separable resampling of images, sequences and volumes (`_engine.resize`).
+"""``resize`` (and ``experimental.resize``, the same operator under the name DALI gives its GPU
+variant), ``resize_crop_mirror``: separable resampling of images, sequences and volumes
+(`_engine.resize`). resize_crop_mirror resamples only the part of the source that the crop window
+of the resized image covers, mirrored by swapping the window's ends: one kernel call.
 
 Output size rules (per sample, over the ROI extent), given in exactly one way: explicit sizes
 (`resize_x/y/z` or `size`; 0 = unset, negative = flip that axis), `resize_shorter` or
@@ -18,7 +21,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
 from .._batch import contiguous, empty_batch
 from .._image_layout import input_layout
-from .crop import default_layout, per_sample_list
+from .crop import CROP_ARGS, crop_window_sizes, default_layout, per_sample_list, round_half_away
 
 RESAMPLE_TYPES = (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.UINT16, DALIDataType.FLOAT)
 
@@ -168,7 +171,7 @@ class Resize(Operator):
             out_sizes, rois = self.plan(ws, letters, extents)
         minf, magf = filters(ws)
         out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
-        if not self.args["save_attrs"]:
+        if not self.args.get("save_attrs"):
             return [out]
         return [out, ws.from_host(empty_attrs(extents))]  # DALI's attributes: the input's spatial size
 
@@ -258,6 +261,196 @@ class Resize(Operator):
             shrink = np.minimum(1.0, np.min(cap / np.where(out > 0, out, 1.0), axis=1))
             out = np.where(uniform[:, None], out * shrink[:, None], np.minimum(out, cap))
         return out
+
+
+@register(OpSchema(RESIZE.name.replace("Resize", "experimental.Resize"), RESIZE.doc, args=RESIZE.args,
+                   num_outputs=RESIZE.num_outputs, devices=("cpu", "gpu"), input_layouts=RESIZE.input_layouts),
+          device=("cpu", "gpu"))
+class ExperimentalResize(Resize):
+    """DALI 2.4's GPU-only experimental resize: the same operator."""
+
+
+_RCM_CROP = [a for a in CROP_ARGS if a.name not in ("out_of_bounds_policy", "fill_values")]
+RESIZE_CROP_MIRROR = OpSchema(
+    "ResizeCropMirror", "Resizes, then crops a window of the resized image and optionally mirrors it, in one "
+    "resampling of the window's part of the source.",
+    args=[a for a in RESIZE.args if a.name != "save_attrs"] + _RCM_CROP
+    + [Arg("mirror", ArgType.INT, 0, tensor=True,
+           doc="flip mask: 1 horizontal, 2 vertical, 4 depthwise, or a bitwise combination")],
+    devices=("cpu", "gpu"), input_layouts=RESIZE.input_layouts, legacy_names=("FastResizeCropMirror",))
+
+
+@register(RESIZE_CROP_MIRROR, device=("cpu", "gpu"))
+class ResizeCropMirror(Resize):
+    def setup(self):
+        super().setup()
+        if self.args["rounding"] not in ("round", "truncate"):
+            raise ValueError(f"{self.label}: rounding must be 'round' or 'truncate', got '{self.args['rounding']}'")
+
+    def takes_prescaled_input(self) -> bool:
+        return False
+
+    def plan(self, ws, letters: str, extents: np.ndarray):
+        """The resize's sizes and ROIs narrowed to the crop window (mirrored where asked)."""
+        sizes, rois = super().plan(ws, letters, extents)
+        s = len(letters)
+        start, end = rois[:, :s].copy(), rois[:, s:].copy()
+        step = (end - start) / np.where(sizes > 0, sizes, 1)
+        pos_arg = {"D": "crop_pos_z", "H": "crop_pos_y", "W": "crop_pos_x"}
+        for axis, window in crop_window_sizes(ws, dict.fromkeys(letters)).items():
+            if window is None:
+                continue
+            d = letters.index(axis)
+            window = np.trunc(window).astype(np.int64)
+            window = np.where(window > 0, window, sizes[:, d])
+            pos = ws.per_sample(pos_arg[axis], np.float64)
+            if ((pos < 0) | (pos > 1)).any():
+                raise RuntimeError(f"{self.label}: {pos_arg[axis]} must be in [0, 1], got {pos[(pos < 0) | (pos > 1)][0]}")
+            raw = pos * (sizes[:, d] - window)
+            anchor = round_half_away(raw) if self.args["rounding"] == "round" else np.trunc(raw).astype(np.int64)
+            start[:, d], end[:, d] = start[:, d] + anchor * step[:, d], start[:, d] + (anchor + window) * step[:, d]
+            sizes[:, d] = window
+        mirror = ws.per_sample("mirror", np.int64)
+        for axis, bit in (("W", 1), ("H", 2), ("D", 4)):
+            if axis in letters:
+                d, flip = letters.index(axis), (mirror & bit) != 0
+                start[:, d], end[:, d] = np.where(flip, end[:, d], start[:, d]), np.where(flip, start[:, d], end[:, d])
+        return sizes, np.concatenate([start, end], axis=1)
+
+
+TENSOR_RESIZE = OpSchema(
+    "TensorResize", "Resizes tensors along any of their dimensions (at most 3 consecutive ones change) with "
+    "separable resampling filters.",
+    args=[Arg("sizes", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="output sizes of the axes"),
+          Arg("scales", ArgType.FLOAT_LIST, optional=True, tensor=True,
+              doc="scale factors of the axes (output size: size_rounding(scale * input size))"),
+          Arg("axes", ArgType.INT_LIST, optional=True, doc="the dimensions sizes/scales/ROI refer to (negative from "
+              "the back); default all"),
+          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="the axes by layout name"),
+          Arg("size_rounding", ArgType.STR, "round", doc="'round' (half away from zero), 'truncate' or 'ceil'"),
+          Arg("alignment", ArgType.FLOAT_LIST, (0.5,), tensor=True,
+              doc="the ROI point (0: start, 1: end) that keeps its place when sizes are rounded"),
+          Arg("max_size", ArgType.FLOAT_LIST, optional=True, doc="upper limit per axis (or one for all)"),
+          Arg("mode", ArgType.STR, "default", doc="'default', 'stretch', 'not_larger' or 'not_smaller'"),
+          Arg("roi_start", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="source ROI start of the axes"),
+          Arg("roi_end", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="source ROI end of the axes"),
+          Arg("roi_relative", ArgType.BOOL, False, doc="ROI is relative to the input extent"),
+          Arg("subpixel_scale", ArgType.BOOL, True, doc="keep fractional sizes' exact scale (ROI adjusted)")]
+    + FILTER_ARGS,
+    devices=("cpu", "gpu"))
+
+_ROUNDING = {"round": round_half_away, "truncate": lambda x: np.trunc(x).astype(np.int64),
+             "ceil": lambda x: np.ceil(x).astype(np.int64)}
+
+
+@register(TENSOR_RESIZE, device=("cpu", "gpu"))
+class TensorResize(Resize):
+    def setup(self):
+        if self.args["mode"] not in ("default", "stretch", "not_larger", "not_smaller"):
+            raise ValueError(f"{self.label}: mode must be 'default', 'stretch', 'not_larger' or 'not_smaller', "
+                             f"got '{self.args['mode']}'")
+        if self.args["size_rounding"] not in _ROUNDING:
+            raise ValueError(f"{self.label}: size_rounding must be 'round', 'truncate' or 'ceil', got "
+                             f"'{self.args['size_rounding']}'")
+        if self.given("sizes") == self.given("scales"):
+            raise ValueError(f"{self.label}: give exactly one of 'sizes' and 'scales'")
+        if self.given("axes") and self.given("axis_names"):
+            raise ValueError(f"{self.label}: 'axes' and 'axis_names' are mutually exclusive")
+        if self.given("roi_start") != self.given("roi_end"):
+            raise ValueError(f"{self.label}: 'roi_start' and 'roi_end' must be given together")
+
+    def _axes(self, src) -> list[int]:
+        nd = src.ndim()
+        if self.args["axis_names"]:
+            layout = src._layout
+            missing = [c for c in self.args["axis_names"] if c not in layout]
+            if missing:
+                raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' are not all in the layout "
+                                 f"'{layout}'")
+            return [layout.index(c) for c in self.args["axis_names"]]
+        axes = list(self.args["axes"]) if self.args["axes"] is not None else list(range(nd))
+        if any(not -nd <= a < nd for a in axes):
+            raise IndexError(f"{self.label}: axes must be in [{-nd}, {nd - 1}], got {axes}")
+        return [a % nd for a in axes]
+
+    def _per_axis(self, ws, name: str, count: int) -> np.ndarray | None:
+        v = per_sample_list(ws, name)
+        if v is None:
+            return None
+        if v.shape[1] == 1:
+            v = np.repeat(v, count, axis=1)
+        if v.shape[1] != count:
+            raise RuntimeError(f"{self.label}: argument '{name}' expects either a single value or a list of {count} "
+                               f"elements, {v.shape[1]} given")
+        return v
+
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        n, nd = len(src), src.ndim()
+        axes = self._axes(src)
+        extents = src._shapes.reshape(n, nd).astype(np.float64)
+        start, end = np.zeros_like(extents), extents.copy()
+        for name, target in (("roi_start", start), ("roi_end", end)):
+            v = self._per_axis(ws, name, len(axes))
+            if v is not None:
+                target[:, axes] = v * extents[:, axes] if self.args["roi_relative"] else v
+        roi_ext = np.abs(end - start)
+        scales = self._per_axis(ws, "scales", len(axes))
+        if scales is not None:
+            ideal = roi_ext.copy()
+            ideal[:, axes] = scales * roi_ext[:, axes]
+            out = _ROUNDING[self.args["size_rounding"]](ideal)
+        else:
+            req = self._per_axis(ws, "sizes", len(axes))
+            flip = np.zeros(extents.shape, bool)
+            flip[:, axes] = req < 0
+            ideal = roi_ext.copy()  # the other axes keep their extent
+            ideal[:, axes] = self.float_sizes(ws, np.abs(req), roi_ext[:, axes])
+            out = np.where(ideal > 0, np.maximum(round_half_up(ideal), 1), 0)
+            start, end = np.where(flip, end, start), np.where(flip, start, end)
+        if self.args["subpixel_scale"]:  # keep the exact scale about the alignment point
+            align = np.zeros_like(extents) + 0.5
+            align[:, axes] = self._per_axis(ws, "alignment", len(axes))
+            ratio = np.divide(out, ideal, out=np.ones_like(ideal), where=ideal > 0)
+            anchor = (1 - align) * start + align * end
+            start, end = anchor - (anchor - start) * ratio, anchor + (end - anchor) * ratio
+        changed = (out != extents) | (start != 0) | (end != extents)
+        cols = np.flatnonzero(changed.any(axis=0))
+        first, last = (int(cols[0]), int(cols[-1])) if len(cols) else (nd - 1, nd - 1)
+        if last - first + 1 > 3:
+            raise ValueError(f"{self.label}: at most 3 consecutive dimensions can be resized; dimensions "
+                             f"{first}..{last} change")
+        first = min(first, max(last - 1, 0))  # the kernel resamples 2 or 3 dimensions
+        span = list(range(first, last + 1))
+        unit = len(span) == 1  # a single dimension (a 1-D tensor): a unit one goes before it
+        in_k = self._kernel_shapes(src._shapes.reshape(n, nd), span, unit)
+        out_shapes = np.where(np.isin(np.arange(nd), span), out, src._shapes.reshape(n, nd)).astype(np.int64)
+        out_k = self._kernel_shapes(out_shapes, span, unit)
+        rois = np.concatenate([start[:, span], end[:, span]], axis=1)
+        if unit:
+            rois = np.column_stack([np.zeros(n), rois[:, 0], np.ones(n), rois[:, 1]])
+        in_type = src.dtype
+        out_type = in_type if self.args["dtype"] is None else self.args["dtype"]
+        if in_type not in RESAMPLE_TYPES or out_type not in (in_type, DALIDataType.FLOAT):
+            raise TypeError(f"{self.label}: resizes {', '.join(x.name for x in RESAMPLE_TYPES)} into the same type or "
+                            f"FLOAT, not {in_type.name} into {out_type.name}")
+        dst = ws.new_batch(out_shapes, to_numpy_type(out_type), src._layout, src._source_info)
+        minf, magf = filters(ws)
+        k = in_k.shape[1] - 2
+        ws.kernels.resize(ws.pool, src._buf, in_k, src._offsets, int(in_type), dst._buf, out_k, dst._offsets,
+                          int(out_type), k, np.ascontiguousarray(rois, np.float64),
+                          np.ascontiguousarray(np.repeat(minf.reshape(n, 1), k, axis=1)),
+                          np.ascontiguousarray(np.repeat(magf.reshape(n, 1), k, axis=1)), bool(self.args["antialias"]))
+        return [dst]
+
+    @staticmethod
+    def _kernel_shapes(shapes: np.ndarray, span: list[int], unit: bool) -> np.ndarray:
+        """(outer, [1,] span..., inner) of [N, nd] shapes."""
+        outer = shapes[:, :span[0]].prod(axis=1)
+        inner = shapes[:, span[-1] + 1:].prod(axis=1)
+        parts = [outer[:, None]] + ([np.ones((len(shapes), 1), np.int64)] if unit else []) + \
+            [shapes[:, span], inner[:, None]]
+        return np.ascontiguousarray(np.concatenate(parts, axis=1), np.int64)
 
 
 def empty_attrs(sizes: np.ndarray):

@@ -1,7 +1,7 @@
-"""Random picks from segmentation masks, for the whole batch at once:
-``segmentation.random_mask_pixel`` (a pixel, a foreground one when asked) and
-``segmentation.random_object_bbox`` (the box of a random object: connected components are found
-natively, then class and object are drawn with vectorized weighted choices)."""
+"""Segmentation masks, for the whole batch at once: ``segmentation.random_mask_pixel`` (a pixel, a
+foreground one when asked), ``segmentation.random_object_bbox`` (the box of a random object:
+connected components are found natively, then class and object are drawn with vectorized weighted
+choices) and ``segmentation.select_masks`` (the polygons and vertices of chosen masks)."""
 from __future__ import annotations
 
 import numpy as np
@@ -173,3 +173,63 @@ class RandomObjectBBoxCPU(Operator):
         out = empty_batch(np.full((len(rows), 1), rows.shape[1], np.int64), np.int32)
         out._buf[:rows.size] = rows.reshape(-1)
         return out
+
+
+SELECT_MASKS = OpSchema(
+    "segmentation.SelectMasks",
+    "Keeps the polygons (input 1: rows [mask id, first vertex, end vertex]) of the masks listed in input 0, grouped "
+    "in that order, and their vertices (input 2: one row per vertex), renumbering the polygons' vertex ranges; "
+    "with reindex_masks the mask ids become their positions in input 0.",
+    args=[Arg("reindex_masks", ArgType.BOOL, False, doc="replace each mask id by its index in the selection")],
+    min_inputs=3, num_outputs=2)
+
+
+@register(SELECT_MASKS)
+class SelectMasksCPU(Operator):
+    def run(self, ws):
+        ids_tl, polys_tl, verts_tl = (contiguous(x) for x in ws.inputs)
+        n = len(ids_tl)
+        if polys_tl.ndim() != 2 or (len(polys_tl) and (polys_tl._shapes[:, 1] != 3).any()):
+            raise RuntimeError(f"{self.label}: polygons must be [polygons, 3] per sample (mask id, first, end vertex)")
+        if verts_tl.ndim() != 2:
+            raise RuntimeError(f"{self.label}: vertices must be [vertices, coordinates] per sample")
+        id_counts = ids_tl._volumes().astype(np.int64)
+        poly_counts = polys_tl._shapes[:, 0].astype(np.int64)
+        vert_counts = verts_tl._shapes[:, 0].astype(np.int64)
+        ids = np.asarray(ids_tl._buf[:int(id_counts.sum())], np.int64)
+        polys = np.asarray(polys_tl._buf[:int(poly_counts.sum()) * 3], np.int64).reshape(-1, 3)
+        poly_sample = np.repeat(np.arange(n), poly_counts)
+        if ((polys[:, 1] < 0) | (polys[:, 2] < polys[:, 1]) | (polys[:, 2] > vert_counts[poly_sample])).any():
+            raise RuntimeError(f"{self.label}: a polygon's vertex range lies outside its sample's vertices")
+        # the position of each selected id in its sample's selection, per polygon (-1: not selected)
+        id_sample = np.repeat(np.arange(n), id_counts)
+        id_pos = np.arange(len(ids)) - np.repeat(np.cumsum(id_counts) - id_counts, id_counts)
+        sel_keys = id_sample * (1 << 32) + (ids & 0xFFFFFFFF)
+        poly_keys = poly_sample * (1 << 32) + (polys[:, 0] & 0xFFFFFFFF)
+        missing = ~np.isin(sel_keys, poly_keys)
+        if missing.any():
+            raise RuntimeError(f"{self.label}: selected mask_id {int(ids[missing][0])} is not present in the input")
+        by_key = np.argsort(sel_keys, kind="stable")
+        at = np.minimum(np.searchsorted(sel_keys[by_key], poly_keys), max(len(ids) - 1, 0))
+        found = (sel_keys[by_key][at] == poly_keys) if len(ids) else np.zeros(len(polys), bool)
+        rank = np.where(found, id_pos[by_key][at] if len(ids) else 0, -1)
+        keep = np.flatnonzero(rank >= 0)
+        order = keep[np.lexsort((keep, rank[keep], poly_sample[keep]))]  # by sample, selection order, input order
+        lengths = polys[order, 2] - polys[order, 1]
+        out_sample = poly_sample[order]
+        new_poly_counts = np.bincount(out_sample, minlength=n)
+        new_vert_counts = np.bincount(out_sample, weights=lengths, minlength=n).astype(np.int64)
+        first_in_sample = np.repeat(np.cumsum(new_vert_counts) - new_vert_counts, new_poly_counts)
+        ends = np.cumsum(lengths) - first_in_sample
+        out_polys = np.column_stack([rank[order] if self.args["reindex_masks"] else polys[order, 0], ends - lengths,
+                                     ends]).astype(polys_tl._buf.dtype)
+        coords = verts_tl._shapes[0, 1] if len(verts_tl) else 0
+        vert_base = np.cumsum(vert_counts) - vert_counts
+        rows = np.repeat(vert_base[out_sample] + polys[order, 1], lengths) + (
+            np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+        flat = verts_tl._buf[:verts_tl._volume_total()].reshape(-1, coords)
+        poly_out = empty_batch(np.column_stack([new_poly_counts, np.full(n, 3)]), polys_tl._buf.dtype)
+        poly_out._buf[:out_polys.size] = out_polys.reshape(-1)
+        vert_out = empty_batch(np.column_stack([new_vert_counts, np.full(n, coords)]), verts_tl._buf.dtype)
+        vert_out._buf[:int(new_vert_counts.sum()) * coords] = flat[rows].reshape(-1)
+        return [poly_out, vert_out]

@@ -11,15 +11,20 @@ One module per ``csrc/cuda/<family>.cu``, of the same name; ``_launch`` holds wh
 from ._launch import BLOCK, ITEMS, Launch, budget_runs
 from .audio_features import AudioFeatureKernels
 from .boxes import BoxKernels
+from .clahe import ClaheKernels
 from .color import ColorKernels
 from .crop_mirror_normalize import CropMirrorNormalizeKernels
+from .debayer import DebayerKernels
+from .displacement import DisplacementKernels
 from .elementwise import ElementwiseKernels
+from .filter import FilterKernels
 from .gaussian_blur import GaussianBlurKernels
 from .image_decode import ImageDecodeKernels
 from .jpeg_compression_distortion import JpegCompressionDistortionKernels
 from .normalize import NormalizeKernels
 from .occlusion import OcclusionKernels
 from .one_hot import OneHotKernels
+from .paste import PasteKernels
 from .point_ops import PointOpKernels
 from .pointwise import PointwiseKernels
 from .reductions import ReductionKernels
@@ -31,8 +36,9 @@ from .warp import WarpKernels
 __all__ = ["GpuKernels", "Launch", "BLOCK", "ITEMS", "budget_runs"]
 
 
-class GpuKernels(AudioFeatureKernels, BoxKernels, ColorKernels, CropMirrorNormalizeKernels, ElementwiseKernels, GaussianBlurKernels,
+class GpuKernels(AudioFeatureKernels, BoxKernels, ClaheKernels, ColorKernels, CropMirrorNormalizeKernels,
+                 DebayerKernels, DisplacementKernels, ElementwiseKernels, FilterKernels, GaussianBlurKernels,
                  ImageDecodeKernels, JpegCompressionDistortionKernels, NormalizeKernels, OcclusionKernels,
-                 OneHotKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels, SliceKernels,
-                 VideoKernels, WarpKernels):
+                 OneHotKernels, PasteKernels, PointOpKernels, PointwiseKernels, ReductionKernels, ResizeKernels,
+                 SliceKernels, VideoKernels, WarpKernels):
     """The GPU kernels of one pipeline (its device and stream): every family's."""

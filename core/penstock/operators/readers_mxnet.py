@@ -1,0 +1,79 @@
+"""``readers.mxnet``: images and labels from MXNet RecordIO files (.rec with their .idx indexes).
+
+The index gives each record's offset; a record ends where the next one in its file starts (the last
+at the end of the file). A batch's records are read as byte ranges and parsed by one native call
+each (``read_file_ranges``, ``recordio_records``).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import _engine
+from .._operator import SampleError, sample_error_from_engine
+from .._registry import Arg, ArgType, OpSchema, register
+from ..tensors import TensorListCPU
+from ._reader import READER_ARGS, Reader
+
+MXNET_READER = OpSchema(
+    "readers.MXNet", "Reads images (their encoded bytes) and labels from MXNet RecordIO files.",
+    args=[Arg("path", ArgType.STR_LIST, doc="the .rec files"),
+          Arg("index_path", ArgType.STR_LIST, doc="their .idx files (one per .rec, lines 'key<tab>offset')"),
+          *READER_ARGS],
+    min_inputs=0, num_outputs=2, is_reader=True, is_random=True, legacy_names=("MXNetReader",),
+    fn_name="readers.mxnet")
+
+
+def read_index(label: str, rec: str, idx: str) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, sizes) of the records of ``rec`` in the order its index lists them."""
+    try:
+        with open(idx) as f:
+            rows = [line.split() for line in f if line.strip()]
+        file_size = os.path.getsize(rec)
+    except OSError as e:
+        raise RuntimeError(f"{label}: cannot read '{idx}' or '{rec}': {e}") from None
+    try:
+        offsets = np.array([int(r[1]) for r in rows], np.int64)
+    except (IndexError, ValueError):
+        raise RuntimeError(f"{label}: '{idx}' is not an index of 'key<tab>offset' lines") from None
+    if len(offsets) and (offsets.min() < 0 or offsets.max() >= file_size):
+        raise RuntimeError(f"{label}: '{idx}' points outside '{rec}'")
+    ends = np.append(np.unique(offsets), file_size)
+    sizes = ends[np.searchsorted(ends, offsets, side="right")] - offsets
+    return offsets, sizes
+
+
+@register(MXNET_READER)
+class MXNetReader(Reader):
+    def scan(self) -> int:
+        paths, indexes = self.args["path"], self.args["index_path"]
+        if len(paths) != len(indexes):
+            raise ValueError(f"{self.label}: give one index_path per path ({len(paths)} paths, {len(indexes)} indexes)")
+        files, offsets, sizes = [], [], []
+        for rec, idx in zip(paths, indexes):
+            o, s = read_index(self.label, rec, idx)
+            files += [rec] * len(o)
+            offsets.append(o)
+            sizes.append(s)
+        self.files = files
+        self.offsets = np.concatenate(offsets) if offsets else np.zeros(0, np.int64)
+        self.sizes = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+        return len(files)
+
+    def sources(self, indices) -> list[str]:
+        return [f"{self.files[i]} at index {self.offsets[i]}" for i in indices]
+
+    def load(self, ws, indices: np.ndarray):
+        paths = [self.files[i] for i in indices]
+        sizes = np.ascontiguousarray(self.sizes[indices])
+        ranges = _engine.read_file_ranges(ws.pool, paths, np.ascontiguousarray(self.offsets[indices]), sizes)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        info = self.sources(indices)
+        try:
+            images, image_sizes, labels, label_counts = _engine.recordio_records(ws.pool, ranges, starts, sizes)
+        except _engine.SampleError as e:
+            bad = sample_error_from_engine(e)
+            raise SampleError(bad.sample, f"{self.label}: {bad.args[0]} (record {info[bad.sample]})") from None
+        return [TensorListCPU._from_packed(images, image_sizes.reshape(-1, 1), source_info=info),
+                TensorListCPU._from_packed(labels, label_counts.reshape(-1, 1), source_info=info)]
