@@ -45,15 +45,26 @@ def _tree(pattern: str) -> list[str]:
     return sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", pattern), recursive=True))
 
 
-# Optimization per unit: -O3, which makes the image and audio kernels up to 4 times faster than -O2
-# does (colour 4x, resize 2.5x, blur 1.7x, resampling, reductions; bench/cpu_kernels.py); -O2 for
-# the two it makes no faster (element-wise arithmetic, warp: slower at -O3) and costs most
-# (element-wise: 21 CPU-s instead of 9; bench/build_times.py); -O1 for the bindings, which are
-# argument conversion.
-OPT_LEVEL = {"csrc/bindings.cpp": "-O1", "csrc/kernels/elementwise.cpp": "-O2", "csrc/kernels/warp.cpp": "-O2"}
-DEFAULT_OPT_LEVEL = "-O3"
+# Optimization per unit: -O2, and -O3 for the kernels it makes faster (bench/cpu_kernels.py, engine
+# builds compared: colour 4x, resize 2.5x, blur 1.7x, audio resampling 1.3-1.8x, reductions and
+# normalize 1.1-1.4x, crop_mirror_normalize up to 1.1x); the element-wise and warp kernels were
+# slower with it. -O3 costs a unit 20-80% more compile time (bench/build_times.py). The bindings
+# are argument conversion: -O1 compiles them in 24 CPU-s instead of 27 and calls as fast (-O0
+# would double the engine's per-operator overhead, bench/engine_overhead.py).
+OPT_LEVEL = {
+    "csrc/bindings.cpp": "-O1",
+    "csrc/kernels/audio_decode.cpp": "-O3",
+    "csrc/kernels/audio_features.cpp": "-O3",
+    "csrc/kernels/color.cpp": "-O3",
+    "csrc/kernels/crop_mirror_normalize.cpp": "-O3",
+    "csrc/kernels/gaussian_blur.cpp": "-O3",
+    "csrc/kernels/normalize.cpp": "-O3",
+    "csrc/kernels/reductions.cpp": "-O3",
+    "csrc/kernels/resize.cpp": "-O3",
+}
+DEFAULT_OPT_LEVEL = "-O2"
 # The longest units go first, so that no compile job is left with one of them at the end.
-LONGEST = ["csrc/bindings.cpp", "csrc/kernels/elementwise.cpp", "csrc/kernels/reductions.cpp"]
+LONGEST = ["csrc/bindings.cpp", "csrc/kernels/reductions.cpp", "csrc/kernels/elementwise.cpp"]
 sources = sorted(_tree("*.cpp"), key=lambda path: LONGEST.index(path) if path in LONGEST else len(LONGEST))
 
 # The image libraries travel inside the package under names of their own (penstock/_libs), so

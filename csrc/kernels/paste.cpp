@@ -16,9 +16,14 @@ namespace {
 // (H, W), the source and output anchors (y, x) and the region's (h, w).
 enum RegionField { kBatch, kSrcOffset, kSrcH, kSrcW, kInY, kInX, kOutY, kOutX, kH, kW, kRegionFields };
 
+// One output sample; one function per pair of types, chosen once per call.
+using PasteSample = void (*)(const std::vector<const void*>& sources, void* out, const int64_t* shape,
+                             const int64_t* regions, int64_t first, int64_t last);
+
 template <typename In, typename Out>
-void paste_sample(const std::vector<const void*>& sources, Out* out, const int64_t* shape, const int64_t* regions,
-                  int64_t first, int64_t last) {
+void paste_sample(const std::vector<const void*>& sources, void* out_data, const int64_t* shape,
+                  const int64_t* regions, int64_t first, int64_t last) {
+  auto* out = static_cast<Out*>(out_data);
   const int64_t frames = shape[0], oh = shape[1], ow = shape[2], c = shape[3];
   std::fill(out, out + frames * oh * ow * c, Out(0));
   for (int64_t r = first; r < last; ++r) {
@@ -66,13 +71,11 @@ void multi_paste(ThreadPool& pool, std::vector<Array> sources, int src_type, Arr
       if (!ok) throw SampleError(i, "multi_paste: region " + std::to_string(r - start[i]) + " is out of bounds");
     }
   }
+  PasteSample paste;
   PENSTOCK_DISPATCH_NUMERIC(src_type, In, {
-    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
-      pool.parallel_for(n, [&](int64_t i) {
-        paste_sample<In, Out>(data, out.sample<Out>(i), out.shape(i), g, start[i], start[i + 1]);
-      });
-    });
+    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, paste = &paste_sample<In, Out>);
   });
+  pool.parallel_for(n, [&](int64_t i) { paste(data, out.sample_bytes(i), out.shape(i), g, start[i], start[i + 1]); });
 }
 
 }  // namespace penstock
