@@ -48,7 +48,7 @@ def _tree(pattern: str) -> list[str]:
 # Optimization per unit: -O2, and -O3 for the kernels it makes faster (bench/cpu_kernels.py, engine
 # builds compared: colour 4x, resize 2.5x, blur 1.7x, audio resampling 1.3-1.8x, reductions and
 # normalize 1.1-1.4x, crop_mirror_normalize up to 1.1x); the element-wise and warp kernels were
-# slower with it. -O3 costs a unit 20-80% more compile time (bench/build_times.py). The bindings
+# no faster with it. -O3 costs a unit 20-100% more compile time (bench/build_times.py). The bindings
 # are argument conversion: -O1 compiles them in 24 CPU-s instead of 27 and calls as fast (-O0
 # would double the engine's per-operator overhead, bench/engine_overhead.py).
 OPT_LEVEL = {
