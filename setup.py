@@ -3,15 +3,29 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-ParallelCompile("PENSTOCK_BUILD_JOBS", default=os.cpu_count() or 2).install()
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _stale(obj: str, src: str) -> bool:
+    """Whether an object file is older than its source, a header it included (gcc's -MMD list
+    beside it) or this file (its flags), so that a rebuild compiles only those."""
+    try:
+        with open(os.path.splitext(obj)[0] + ".d") as f:
+            deps = f.read().replace("\\\n", " ").split(":", 1)[1].split() + [__file__]
+    except (OSError, IndexError):
+        return True
+    built = os.path.getmtime(obj)
+    return any(not os.path.exists(d) or os.path.getmtime(d) > built for d in deps)
+
+
+ParallelCompile("PENSTOCK_BUILD_JOBS", default=os.cpu_count() or 2, needs_recompile=_stale).install()
 
 
 def _image_libraries() -> list[str]:
@@ -31,7 +45,27 @@ def _tree(pattern: str) -> list[str]:
     return sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", pattern), recursive=True))
 
 
-sources = _tree("*.cpp")
+# Optimization per unit: -O2, and -O3 for the kernels it makes faster (bench/cpu_kernels.py, engine
+# builds compared: colour 4x, resize 2.5x, blur 1.7x, audio resampling 1.3-1.8x, reductions and
+# normalize 1.1-1.4x, crop_mirror_normalize up to 1.1x); the element-wise and warp kernels were
+# no faster with it. -O3 costs a unit 20-100% more compile time (bench/build_times.py). The bindings
+# are argument conversion: -O1 compiles them in 24 CPU-s instead of 27 and calls as fast (-O0
+# would double the engine's per-operator overhead, bench/engine_overhead.py).
+OPT_LEVEL = {
+    "csrc/bindings.cpp": "-O1",
+    "csrc/kernels/audio_decode.cpp": "-O3",
+    "csrc/kernels/audio_features.cpp": "-O3",
+    "csrc/kernels/color.cpp": "-O3",
+    "csrc/kernels/crop_mirror_normalize.cpp": "-O3",
+    "csrc/kernels/gaussian_blur.cpp": "-O3",
+    "csrc/kernels/normalize.cpp": "-O3",
+    "csrc/kernels/reductions.cpp": "-O3",
+    "csrc/kernels/resize.cpp": "-O3",
+}
+DEFAULT_OPT_LEVEL = "-O2"
+# The longest units go first, so that no compile job is left with one of them at the end.
+LONGEST = ["csrc/bindings.cpp", "csrc/kernels/reductions.cpp", "csrc/kernels/elementwise.cpp"]
+sources = sorted(_tree("*.cpp"), key=lambda path: LONGEST.index(path) if path in LONGEST else len(LONGEST))
 
 # The image libraries travel inside the package under names of their own (penstock/_libs), so
 # that no other copy in the user's process stands in for them: the dynamic loader satisfies a
@@ -46,10 +80,10 @@ ext = Pybind11Extension(
     sources,
     include_dirs=[os.path.join(HERE, "csrc")],
     libraries=["pthread", "dl"],
-    depends=_tree("*.h"),  # a header edit rebuilds the extension
+    depends=_tree("*.h") + [__file__],  # a header or flag edit rebuilds the extension
     cxx_std=17,
     define_macros=[("PENSTOCK_PRIVATE_LIBS", f'"{PRIVATE_LIBS}"')],
-    extra_compile_args=["-O3", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
+    extra_compile_args=["-fvisibility=hidden", "-Wall", "-Wno-unused-function", "-MMD"],
     extra_link_args=[f"-Wl,-rpath,$ORIGIN/{PRIVATE_LIBS}"],
 )
 
@@ -97,7 +131,21 @@ class BuildExtWithPrivateLibs(build_ext):
         private = _private_copies(self.compiler.compiler_so[0], _image_libraries(), folder)
         ext.library_dirs = [folder]
         ext.extra_link_args = ext.extra_link_args + [f"-l:{name}" for name in private]
+        compile_unit = self.compiler._compile  # what ParallelCompile calls for each unit
+
+        def compile_at_its_level(obj, src, src_ext, cc_args, extra_postargs, pp_opts):
+            level = OPT_LEVEL.get(os.path.relpath(src, HERE), DEFAULT_OPT_LEVEL)
+            compile_unit(obj, src, src_ext, cc_args, extra_postargs + level.split(), pp_opts)
+
+        self.compiler._compile = compile_at_its_level
         super().build_extension(ext)
+
+    def run(self) -> None:
+        super().run()
+        # fn/ops type stubs from the operator registry, beside the engine just built (it imports it)
+        package = os.path.dirname(self.get_ext_fullpath("penstock._engine"))
+        subprocess.run([sys.executable, "-m", "penstock._stubs", package], check=True,
+                       env={**os.environ, "PYTHONPATH": os.path.dirname(package)})
 
     def _private_files(self) -> dict[str, str]:
         """The private libraries in the build folder -> their place in the source tree."""

@@ -109,7 +109,7 @@ def measure(lib, name: str, root: str, iterations: int, rounds: int, sync_too: b
         if name.startswith("penstock"):
             p = build_tiny(lib, exec_async)
             seconds_per_batch(p, iterations * 4)
-            op = next(n for n, s in p.executor_statistics().items() if "PythonFunction" in n)
+            op = next(n for n, s in p.executor_statistics().items() if n.startswith("python_function#"))
             op_s = p.executor_statistics()[op]["total_seconds"] / p.executor_statistics()[op]["runs"]
             overhead = op_s - identity_calls_seconds(50)
             emit({"bench": "python_function", "case": "overhead", "system": name,

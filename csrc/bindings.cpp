@@ -1,43 +1,382 @@
-// The extension module penstock._engine: the thread pool plus every kernel file's bindings.
-#include "engine/module.h"
+// The extension module penstock._engine: every kernel's entry point bound for Python. The only unit
+// that includes pybind11 (its headers cost each unit that includes them seconds of compile time):
+// kernels take and return penstock::Array (engine/kernel.h), which the casters below convert from
+// and to numpy arrays without copying, and run with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "codec/nvimgcodec.h"
+#include "engine/buffer_pool.h"
+#include "engine/kernel.h"
+#include "kernels/audio_decode.h"
+#include "kernels/audio_features.h"
+#include "kernels/boxes.h"
+#include "kernels/clahe.h"
+#include "kernels/color.h"
+#include "kernels/crop_mirror_normalize.h"
+#include "kernels/debayer.h"
+#include "kernels/displacement.h"
+#include "kernels/dump_image.h"
+#include "kernels/elementwise.h"
+#include "kernels/file_io.h"
+#include "kernels/file_ranges.h"
+#include "kernels/filter.h"
+#include "kernels/gather.h"
+#include "kernels/gaussian_blur.h"
+#include "kernels/image_decode.h"
+#include "kernels/image_decode_libraries.h"
+#include "kernels/jpeg_compression_distortion.h"
+#include "kernels/layout.h"
+#include "kernels/noise.h"
+#include "kernels/normalize.h"
+#include "kernels/occlusion.h"
+#include "kernels/paste.h"
+#include "kernels/point_ops.h"
+#include "kernels/readers_coco.h"
+#include "kernels/readers_mxnet.h"
+#include "kernels/readers_numpy.h"
+#include "kernels/readers_tfrecord.h"
+#include "kernels/reductions.h"
+#include "kernels/resize.h"
+#include "kernels/segmentation.h"
+#include "kernels/slice.h"
+#include "kernels/tensor_creation.h"
+#include "kernels/video.h"
+#include "kernels/warp.h"
+#include "kernels/warp_perspective.h"
+
+namespace py = pybind11;
 
 namespace penstock {
+namespace {
 
-BatchView make_batch_view(py::array& data, I64Array& shapes, I64Array& offsets, bool writable) {
-  if (!(data.flags() & py::array::c_style)) throw std::invalid_argument("batch buffer must be contiguous");
-  if (writable && !data.writeable()) throw std::invalid_argument("output buffer is read-only");
-  if (shapes.ndim() != 2 || offsets.ndim() != 1 || shapes.shape(0) != offsets.shape(0))
-    throw std::invalid_argument("batch shapes must be [N, ndim] and offsets [N]");
-  BatchView v;
-  v.data = const_cast<void*>(data.data());
-  v.num_samples = shapes.shape(0);
-  v.ndim = shapes.shape(1);
-  v.shapes = shapes.data();
-  v.offsets = offsets.data();
-  v.elem_size = data.itemsize();
-  int64_t capacity = data.size();
-  for (int64_t i = 0; i < v.num_samples; ++i)
-    if (v.offsets[i] < 0 || v.offsets[i] + v.volume(i) > capacity)
-      throw std::out_of_range("sample " + std::to_string(i) + " lies outside its batch buffer");
-  return v;
+// A view of a numpy array that holds a reference to it; the reference is dropped with the GIL
+// taken, wherever the last copy of the view goes.
+Array view_of(const py::array& a) {
+  std::shared_ptr<void> owner(a.inc_ref().ptr(), [](void* object) {
+    py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(object));
+  });
+  return Array(const_cast<void*>(a.data()), a.dtype().kind(), a.itemsize(),
+               std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), (a.flags() & py::array::c_style) != 0,
+               a.writeable(), std::move(owner));
 }
 
+// A numpy array over an Array's memory, which it keeps alive.
+py::array numpy_of(const Array& a) {
+  if (!a.c_contiguous()) throw std::logic_error("a kernel returned an array that is not C-contiguous");
+  auto* keep = new std::shared_ptr<void>(a.owner());
+  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+  return py::array(py::dtype(std::string(1, a.kind()) + std::to_string(a.itemsize())), a.shape(), a.data(), base);
+}
+
+}  // namespace
 }  // namespace penstock
 
+namespace pybind11::detail {
+
+// Array <- any numpy array, as it is (as py::array takes it).
+template <>
+struct type_caster<penstock::Array> {
+  PYBIND11_TYPE_CASTER(penstock::Array, const_name("numpy.ndarray"));
+  bool load(handle src, bool) {
+    if (!isinstance<array>(src)) return false;
+    value = penstock::view_of(reinterpret_borrow<array>(src));
+    return true;
+  }
+  static handle cast(const penstock::Array& a, return_value_policy, handle) { return penstock::numpy_of(a).release(); }
+};
+
+// ArrayOf<T> <- what numpy converts to a C-contiguous array of T (as py::array_t<T, c_style> takes it).
+template <typename T, bool ForceCast>
+struct type_caster<penstock::ArrayOf<T, ForceCast>> {
+  using Value = penstock::ArrayOf<T, ForceCast>;
+  using Numpy = array_t<T, array::c_style | (ForceCast ? array::forcecast : 0)>;
+  PYBIND11_TYPE_CASTER(Value, const_name("numpy.ndarray[") + npy_format_descriptor<T>::name + const_name("]"));
+  bool load(handle src, bool convert) {
+    if (!convert && !Numpy::check_(src)) return false;
+    Numpy converted = Numpy::ensure(src);
+    if (!converted) return false;
+    value = Value(penstock::view_of(converted));
+    return true;
+  }
+  static handle cast(const Value& a, return_value_policy, handle) { return penstock::numpy_of(a).release(); }
+};
+
+// ArrayTuple -> a tuple of numpy arrays.
+template <>
+struct type_caster<penstock::ArrayTuple> {
+  PYBIND11_TYPE_CASTER(penstock::ArrayTuple, const_name("tuple[numpy.ndarray, ...]"));
+  bool load(handle, bool) { return false; }
+  static handle cast(const penstock::ArrayTuple& arrays, return_value_policy, handle) {
+    tuple out(arrays.size());
+    for (size_t i = 0; i < arrays.size(); ++i) out[i] = penstock::numpy_of(arrays[i]);
+    return out.release();
+  }
+};
+
+}  // namespace pybind11::detail
+
 PYBIND11_MODULE(_engine, m) {
-  namespace py = pybind11;
+  using namespace penstock;
+  using namespace pybind11::literals;
+  const py::call_guard<py::gil_scoped_release> without_gil;
   m.doc() = "penstock native engine: thread pool and batch kernels";
-  py::class_<penstock::ThreadPool>(m, "ThreadPool")
-      .def(py::init<int>(), py::arg("num_threads"))
-      .def_property_readonly("num_threads", &penstock::ThreadPool::num_threads);
-  static py::exception<penstock::SampleError> sample_error(m, "SampleError", PyExc_RuntimeError);
+
+  if (std::string problem = interposed_image_library(); !problem.empty()) throw py::import_error(problem);
+
+  py::class_<ThreadPool>(m, "ThreadPool")
+      .def(py::init<int>(), "num_threads"_a)
+      .def_property_readonly("num_threads", &ThreadPool::num_threads);
+  static py::exception<SampleError> sample_error(m, "SampleError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const penstock::SampleError& e) {
+    } catch (const SampleError& e) {
       py::object args = py::make_tuple(py::str(e.what()), e.sample);
       PyErr_SetObject(sample_error.ptr(), args.ptr());
     }
   });
-  for (auto& [name, bind] : penstock::binders()) bind(m);
+
+  // ---- host memory ----
+  m.def("empty_pooled", [](int64_t nbytes) { return Array::empty('u', 1, {nbytes}, true); },
+        "An uninitialized uint8 array from the host buffer pool; its memory returns to the pool "
+        "when the array (and every view of it) is freed", "nbytes"_a);
+  m.def("pool_cached_bytes", [] { return host_pool()->cached_bytes(); }, "Bytes held by the host buffer pool for reuse");
+  m.def("pool_clear", [] { host_pool()->clear(); }, "Frees every cached buffer");
+
+  // ---- files and readers ----
+  m.def("read_files", &read_files, "Read whole files into one packed uint8 buffer", without_gil, "pool"_a, "paths"_a);
+  m.def("read_file_ranges", &read_file_ranges, "Read byte ranges of files into one packed buffer", without_gil,
+        "pool"_a, "paths"_a, "offsets"_a, "sizes"_a);
+  m.def("npy_headers", &npy_headers, "Parse .npy headers of a batch of files", without_gil, "pool"_a, "paths"_a);
+  m.def("npy_read", &npy_read, "Read windows of .npy arrays into a packed batch", without_gil, "pool"_a, "paths"_a,
+        "data_offsets"_a, "fortran"_a, "src_shapes"_a, "anchors"_a, "out"_a, "out_shapes"_a, "out_offsets"_a,
+        "elem_size"_a, "fill"_a);
+  m.def("npy_buffer_headers", &npy_buffer_headers, "Parse the headers of a batch of in-memory .npy files",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "offsets"_a);
+  m.def("npy_decode", &npy_decode, "The arrays of a batch of in-memory .npy files, in C order", without_gil,
+        "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "data_offsets"_a, "fortran"_a, "out"_a, "out_shapes"_a,
+        "out_offsets"_a, "elem_size"_a);
+  m.def("recordio_records", &recordio_records,
+        "MXNet RecordIO records (byte ranges back to back) -> (image bytes, sizes, float labels, label counts)",
+        without_gil, "pool"_a, "ranges"_a, "starts"_a, "sizes"_a);
+  m.def("tfrecord_read", &tfrecord_read, "Read and parse tf.train.Example records", without_gil, "pool"_a, "paths"_a,
+        "offsets"_a, "sizes"_a, "names"_a, "kinds"_a);
+  m.def("coco_masks", &coco_masks, "Paint COCO objects into pixelwise label masks", without_gil, "pool"_a, "out"_a,
+        "out_offsets"_a, "heights"_a, "widths"_a, "labels"_a, "obj_off"_a, "obj_cnt"_a, "poly"_a, "poly_off"_a,
+        "poly_cnt"_a, "vertices"_a, "vert_off"_a, "rle"_a, "rle_off"_a, "rle_cnt"_a, "rle_counts"_a);
+  m.def("gather", &gather, "Copy contiguous arrays to byte offsets of one buffer (GIL released)", without_gil,
+        "pool"_a, "srcs"_a, "dst_offsets"_a, "dst"_a);
+  m.def("copy_ranges", &copy_ranges, "Copy byte ranges of one buffer to byte offsets of another (GIL released)",
+        without_gil, "pool"_a, "src"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "counts"_a);
+
+  // ---- image decoding ----
+  m.def("image_libraries", &image_libraries,
+        "The files that the engine and its libjpeg and libpng functions were loaded from");
+  m.def("peek_image_shapes", &image::peek_image_shapes,
+        "Shapes (H, W, C) of encoded images from their headers, in display orientation, and "
+        "which samples need the Python (Pillow) fallback; an image of more than max_pixels pixels "
+        "is an error of its sample",
+        without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a = int(image::kAnyData),
+        "adjust_orientation"_a = true, "max_pixels"_a = py::none());
+  m.def("decode_images", &image::decode_images,
+        "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with return_geometry also "
+        "[N, 3] (y0, x0, step): where each output starts in display coordinates of the full-size image and how "
+        "many full-size pixels one output pixel spans. An image of more than max_pixels pixels is an error of its sample, and so is a JPEG "
+        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg",
+        without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a = true,
+        "crop"_a = py::none(), "target_hw"_a = py::none(), "use_fast_idct"_a = false, "return_geometry"_a = false,
+        "fancy_upsampling"_a = true, "max_pixels"_a = py::none(), "accept_corrupt_jpeg"_a = false);
+  py::class_<ParsedBatch>(m, "ImageCodecParsedBatch", "A batch's code streams, read ahead of decoding")
+      .def("parsed", &ParsedBatch::parsed);
+  py::class_<ImageCodecDecoder>(m, "ImageCodecDecoder",
+                                "nvImageCodec's decoder through its C API (opened at run time): a whole "
+                                "batch per call, without the GIL")
+      .def(py::init<const std::string&, const std::string&, int, int, const std::vector<std::tuple<int, float, int>>&,
+                    const std::string&>(),
+           "library"_a, "extensions"_a, "device_id"_a, "cpu_threads"_a, "backends"_a, "options"_a)
+      .def("parse", &ImageCodecDecoder::parse, without_gil, "encoded"_a, "starts"_a, "lengths"_a, "shapes"_a,
+           "orient"_a)
+      .def(
+          "decode",
+          [](ImageCodecDecoder& self, const ParsedBatch& batch, ArrayOf<uint64_t> dst, I64Array pitches,
+             uintptr_t cuda_stream, uintptr_t wait_event,
+             std::optional<std::tuple<uintptr_t, unsigned, unsigned, std::vector<uint64_t>>> then,
+             uintptr_t then_wait_event, uintptr_t done_event) {
+            AroundDecoding around;
+            around.wait_event = wait_event;
+            around.then_wait_event = then_wait_event;
+            if (then) {
+              auto& [function, grid, block, params] = *then;
+              if (!function || !grid || !block)
+                throw std::invalid_argument("ImageCodecDecoder.decode: `then` needs a function, a grid and a block");
+              around.then = KernelLaunch{function, grid, block, params};
+            }
+            around.done_event = done_event;
+            return self.decode(batch, dst, pitches, cuda_stream, around);
+          },
+          without_gil, "batch"_a, "dst"_a, "pitches"_a, "cuda_stream"_a, "wait_event"_a = 0, "then"_a = py::none(),
+          "then_wait_event"_a = 0, "done_event"_a = 0,
+          "Decodes the parsed samples; on the stream, waits for `wait_event` first, then decodes, waits "
+          "for `then_wait_event`, launches `then` = (CUfunction, grid, block, [integer parameters]) and "
+          "records `done_event`; returns (decoded mask, seconds the decoder's turn was held)");
+  m.def("write_ppm", &write_ppm, "Writes uint8 HWC samples as plain PPM files, one path per sample", without_gil,
+        "pool"_a, "src"_a, "shapes"_a, "offsets"_a, "paths"_a);
+  m.def("jpeg_compression_distortion", &jpeg_compression_distortion,
+        "Encode each (H, W, C) frame as JPEG at the sample's quality and decode it back (uint8, C = 1 or 3)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "qualities"_a);
+
+  // ---- audio ----
+  m.def("audio_library", &audio_library, "Loads libsndfile from a path (once); returns its version string",
+        without_gil, "path"_a);
+  m.def("audio_decode", &audio_decode,
+        "Decodes a batch of encoded audio files (libsndfile) into one packed buffer, with optional downmixing, "
+        "resampling and a range per file",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "offsets"_a, "out_type"_a, "downmix"_a, "target_rates"_a,
+        "quality"_a, "starts"_a = py::none(), "durations"_a = py::none());
+  m.def("audio_resample", &audio_resample, "Windowed-sinc resampling of a batch of signals", without_gil, "pool"_a,
+        "src"_a, "src_type"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_type"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "in_rates"_a, "out_rates"_a, "quality"_a);
+  m.def("preemphasis", &preemphasis, "x[t] - coeff * x[t - 1] over each sample", without_gil, "pool"_a, "src"_a,
+        "src_type"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_type"_a, "dst_offsets"_a, "coeffs"_a, "border"_a);
+  m.def("spectrogram", &spectrogram, "Short-time power or magnitude spectra of a batch of 1-D signals", without_gil,
+        "pool"_a, "src"_a, "lengths"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a, "window"_a,
+        "nfft"_a, "step"_a, "centered"_a, "reflect"_a, "power"_a, "freq_major"_a);
+  m.def("power_spectrum", &power_spectrum, "Power or magnitude spectrum along the middle axis of [outer, n, inner]",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "nffts"_a,
+        "power"_a);
+  m.def("matrix_along_axis", &matrix_along_axis, "A matrix applied along the middle axis of [outer, n, inner]",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "matrices"_a,
+        "which"_a);
+  m.def("to_decibels", &to_decibels, "multiplier * log10(max(x / refs[i], floor_ratio))", without_gil, "pool"_a,
+        "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "multiplier"_a, "refs"_a, "floor_ratio"_a);
+  m.def("nonsilent_region", &nonsilent_region, "(begin, length) int32 of each sample's non-silent region",
+        without_gil, "pool"_a, "src"_a, "src_type"_a, "lengths"_a, "src_offsets"_a, "cutoff_db"_a,
+        "window_length"_a, "reference_power"_a);
+
+  // ---- video ----
+  m.def("yuv420_to_rgb", &yuv420_to_rgb,
+        "Decoded 4:2:0 video frames to interleaved RGB (bilinear chroma, BT.601), every frame in one call",
+        without_gil, "pool"_a, "y_addr"_a, "u_addr"_a, "v_addr"_a, "y_pitch"_a, "c_pitch"_a, "heights"_a, "widths"_a,
+        "full_range"_a, "dst_addr"_a);
+
+  // ---- element-wise, layout, statistics ----
+  m.def("cast", &cast,
+        "Convert a buffer element by element (DALI's rounding and saturation; with crop_conversion, crop and "
+        "slice's: truncating, and saturating float16)",
+        without_gil, "pool"_a, "src"_a, "src_type"_a, "dst"_a, "dst_type"_a, "crop_conversion"_a = false);
+  m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting", without_gil);
+  m.def("unary", &unary, "Unary element-wise op", without_gil);
+  m.def("copy", &copy, "Parallel copy of a whole buffer", without_gil, "pool"_a, "src"_a, "dst"_a);
+  m.def("transpose", &transpose, "Permute the dimensions of every sample", without_gil);
+  m.def("concat", &concat, "Concatenate samples of several batches along an axis", without_gil);
+  m.def("slice", &slice,
+        "Copy a window [anchor, anchor + out_shape) of every sample, with per-axis flips and per-channel fill "
+        "outside the input",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "anchors"_a, "flips"_a, "fill"_a, "channel_dim"_a);
+  m.def("reduce", &reduce,
+        "Reduction `kind` (0 sum, 1 mean, 2 mean_square, 3 rms, 4 min, 5 max, 6 variance, 7 std_dev) of every "
+        "sample over `axes`, written at dst_offsets; variance and std_dev read mean[mean_offsets[i] + output]",
+        without_gil, "pool"_a, "kind"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "axes"_a, "dst"_a,
+        "dst_offsets"_a, "ddof"_a = 0, "mean"_a = py::none(), "mean_offsets"_a = py::none());
+  m.def("normalize", &normalize, "(x - mean) / stddev * scale + shift in double into a float32 batch", without_gil,
+        "pool"_a, "src"_a, "src_type"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "mean"_a,
+        "mean_offsets"_a, "mean_strides"_a, "stddev"_a, "std_offsets"_a, "std_strides"_a, "scale"_a, "shift"_a);
+  m.def("broadcast_samples", &broadcast_samples,
+        "Broadcasts each sample of src (numpy rules, last axes aligned) to the shape of the same sample of dst",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a);
+  m.def("noise", &noise, "Gaussian, shot or salt-and-pepper noise over a batch", without_gil, "pool"_a, "kind"_a,
+        "data"_a, "shapes"_a, "offsets"_a, "out"_a, "out_offsets"_a, "seeds"_a, "params"_a, "channels"_a, "dtype"_a);
+
+  // ---- images ----
+  m.def("color_matrix", &color_matrix,
+        "Per-sample affine colour transform of the last (channel) axis: out = M[:, :Cin] @ in + M[:, Cin], float "
+        "math, rounded and saturated to the output type",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_shapes"_a,
+        "dst_offsets"_a, "dst_type"_a, "matrices"_a);
+  m.def("crop_mirror_normalize", &crop_mirror_normalize,
+        "Fused crop (with fill outside the input), horizontal mirror, (x - mean) / std * scale + shift, channel "
+        "move and type conversion",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_shapes"_a,
+        "dst_offsets"_a, "dst_type"_a, "anchors"_a, "mirror"_a, "mean"_a, "std"_a, "scale"_a, "shift"_a,
+        "fill_values"_a, "channel_out_dim"_a, "pad_output"_a);
+  m.def("resize", &resize, "Separable resampling of [outer..., (D,) H, W, C] samples to the output batch's sizes",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_shapes"_a,
+        "dst_offsets"_a, "dst_type"_a, "spatial_ndim"_a, "roi"_a, "min_filter"_a, "mag_filter"_a, "antialias"_a);
+  m.def("resize_taps", &resize_taps,
+        "Resampling taps of many axes (for kernels that resample elsewhere, such as the GPU)", without_gil,
+        "pool"_a, "in_sizes"_a, "out_sizes"_a, "roi_start"_a, "roi_end"_a, "min_filter"_a, "mag_filter"_a,
+        "antialias"_a);
+  m.def("warp_affine", &warp_affine,
+        "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres to input "
+        "coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "dtype"_a, "matrices"_a, "interp"_a, "fill"_a = py::none());
+  m.def("gaussian_blur", &gaussian_blur,
+        "Separable Gaussian blur of samples shaped (frames, spatial..., channels), reflect-101 borders, per-sample "
+        "per-axis sigma and odd window size (1 = axis untouched)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_offsets"_a,
+        "dst_type"_a, "sigmas"_a, "windows"_a);
+  m.def("erase", &erase, "Copy samples and fill boxes [start, end) (clipped) with one value or one per channel",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dtype"_a, "dst"_a, "dst_offsets"_a, "boxes"_a,
+        "box_offsets"_a, "fill"_a);
+  m.def("grid_mask", &grid_mask,
+        "Zero a rotated, shifted grid of squares in (H, W, C) samples; params [N, 5] = tile, ratio, angle (rad), "
+        "shift_x, shift_y",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dtype"_a, "dst"_a, "dst_offsets"_a,
+        "params"_a);
+  m.def("warp_perspective", &warp_perspective,
+        "Perspective warp of (frames, H, W, C) samples as OpenCV's warpPerspective (inverse map, centres at "
+        "integers): interp 0 nearest, 1 linear, 2 cubic; border 0 constant, 1 replicate, 2 reflect, 3 reflect 101, "
+        "4 wrap",
+        without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "dtype"_a, "matrices"_a, "interp"_a, "border"_a, "fill"_a);
+  m.def("remap", &remap, "Samples each output pixel at per-pixel source coordinates (mapx, mapy), border 0",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
+        "dtype"_a, "mapx"_a, "mapy"_a, "map_offsets"_a, "interp"_a, "centre"_a);
+  m.def("displacement", &displacement,
+        "Water (kind 0), sphere (1) or jitter (2) displacement of HWC images, nearest or bilinear sampling",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "type"_a, "dst"_a, "dst_offsets"_a, "kind"_a,
+        "params"_a, "masks"_a, "linear"_a, "fill"_a);
+  m.def("filter", &filter,
+        "Correlation of samples shaped (outer, 2-3 spatial dims, channels) with a per-sample filter, anchored, "
+        "with a border mode (reflect 101, reflect 1001, wrap, clamp, constant)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "out_shapes"_a,
+        "dst_offsets"_a, "dst_type"_a, "filters"_a, "filter_shapes"_a, "filter_offsets"_a, "anchors"_a, "border"_a,
+        "fill"_a);
+  m.def("laplacian", &laplacian,
+        "Sum over the spatial axes of scaled separable passes (derivative and smoothing windows), reflect-101 borders",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_offsets"_a,
+        "dst_type"_a, "windows"_a, "window_sizes"_a, "window_offsets"_a, "scales"_a);
+  m.def("rank_filter", &rank_filter,
+        "Median, minimum (erosion) or maximum (dilation) over a 2-D window of samples shaped (outer, H, W, C)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "type"_a, "rank"_a,
+        "windows"_a, "anchors"_a, "border"_a, "iterations"_a);
+  m.def("lab_tables", &clahe_lab_tables,
+        "The fixed-point RGB -> Lab tables of clahe (gamma, cube root, matrix), for the GPU kernels");
+  m.def("clahe", &clahe,
+        "Contrast limited adaptive histogram equalization of uint8 HWC images (1 channel, or RGB per channel or "
+        "through Lab's L)",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dst"_a, "dst_offsets"_a, "tiles"_a,
+        "clip_limits"_a, "luma"_a);
+  m.def("debayer", &debayer, "Bilinear demosaicing (RGB) or grey conversion of Bayer frames, OpenCV's arithmetic",
+        without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "type"_a, "dst"_a, "dst_offsets"_a, "blue"_a,
+        "grey"_a);
+  m.def("multi_paste", &multi_paste,
+        "Canvases of zeros with regions of input samples pasted in order, converted to the output type",
+        without_gil, "pool"_a, "sources"_a, "src_type"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a, "dst_type"_a,
+        "regions"_a, "region_start"_a);
+  m.def("channel_histograms", &channel_histograms, "Per-sample, per-channel histograms of uint8 images", without_gil);
+  m.def("apply_lut", &apply_lut, "A 256-entry lookup table per sample and channel", without_gil);
+  m.def("sharpness", &sharpness, "PIL-style sharpness enhancement, one factor per sample", without_gil);
+
+  // ---- detection and segmentation ----
+  m.def("box_encoder", &box_encoder, "SSD box encoding of a batch", without_gil, "pool"_a, "boxes"_a, "box_counts"_a,
+        "box_offsets"_a, "labels"_a, "anchors"_a, "criteria"_a, "offset"_a, "scale"_a, "means"_a, "stds"_a,
+        "out_boxes"_a, "out_labels"_a);
+  m.def("connected_components", &connected_components, "Objects (connected components) of a batch of label maps",
+        without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "background"_a, "merge_classes"_a);
 }

@@ -3,9 +3,9 @@ of its kernels, the native files they call on the CPU and on the GPU, and its te
 from the registry; ``python tests/operator_table.py`` rewrites it, test_operator_table.py checks it.
 
 A kernel class's module (with the private helper modules it imports, and the functions and classes
-it imports from other operator modules) names the kernels it calls as
-``_engine.<name>(...)`` or ``ws.kernels.<name>(...)``; ``<name>`` is bound by the
-``csrc/kernels/*.cpp`` that defines it, and on the GPU is a method of the family module
+it imports from other operator modules) names the kernels it calls as ``_engine.<name>(...)`` or
+``ws.kernels.<name>(...)``; ``csrc/bindings.cpp`` binds ``<name>`` to a function of the
+``csrc/kernels/*.cpp`` that defines it, and on the GPU it is a method of the family module
 ``_cuda/kernels/<family>.py`` of ``csrc/cuda/<family>.cu``.
 """
 from __future__ import annotations
@@ -24,11 +24,13 @@ END = "<!-- end of the operator table -->"
 
 
 def _engine_files() -> dict[str, str]:
-    """Name bound in the engine -> the csrc file that binds it."""
+    """Name bound in the engine -> the csrc file that defines the C++ function bound under it
+    (bindings.cpp binds them all; a binding of a lambda stays there)."""
+    sources = {path.relative_to(REPO).as_posix(): path.read_text() for path in sorted((REPO / "csrc").rglob("*.cpp"))}
     files = {}
-    for path in sorted((REPO / "csrc").rglob("*.cpp")):
-        for name in re.findall(r'\.def\("(\w+)"', path.read_text()):
-            files.setdefault(name, path.relative_to(REPO).as_posix())
+    for name, function in re.findall(r'\.def\("(\w+)",\s*&(?:\w+::)*(\w+)', sources.pop("csrc/bindings.cpp")):
+        definition = re.compile(rf"^\S[^;\n]*\b{function}\(", re.M)  # a definition starts a line
+        files[name] = next((path for path, text in sources.items() if definition.search(text)), "csrc/bindings.cpp")
     return files
 
 

@@ -20,8 +20,9 @@ LAYERS = {
     "operators": {"operators"},
     "front ends": {"pipeline", "fn", "ops", "experimental", "math", "backend", "backend_impl", "auto_aug",
                    "external_source", "internal", "plugin_manager", "python_function_plugin", "reducers",
-                   "sysconfig", "__init__"},
+                   "sysconfig", "profiler", "utils", "_stubs", "__init__"},
     "plugins": {"plugin"},
+    "tools": {"__main__"},  # python -m penstock
 }
 RANK = {name: rank for rank, names in enumerate(LAYERS.values()) for name in names}
 LAYER_OF_RANK = list(LAYERS)

@@ -65,12 +65,17 @@ class Iteration:
 
 
 class OpStats:
-    __slots__ = ("runs", "seconds", "output_bytes", "real", "reserved", "max_real", "max_reserved")
+    __slots__ = ("runs", "seconds", "output_bytes", "total_bytes", "real", "reserved", "max_real", "max_reserved",
+                 "timeline")
 
     def __init__(self) -> None:
         self.runs = 0
         self.seconds = 0.0
         self.output_bytes = 0
+        self.total_bytes = 0  # of every run's output buffers
+        # (start, end, thread id, iteration, output bytes) of each run while a profiler records it
+        # (penstock.profiler)
+        self.timeline: list[tuple[float, float, int, int, int]] | None = None
         # per output, bytes of this iteration's samples (real) and of its buffer (reserved), and their peaks
         self.real: list[int] = []
         self.reserved: list[int] = []
@@ -81,6 +86,7 @@ class OpStats:
         self.real = [int(np.prod(out._shapes, axis=1).sum()) * out._buf.itemsize for out in outs]
         self.reserved = [int(out._buf.nbytes) for out in outs]
         self.output_bytes = sum(self.reserved)
+        self.total_bytes += self.output_bytes
         if len(self.max_real) != len(outs):
             self.max_real, self.max_reserved = [0] * len(outs), [0] * len(outs)
         self.max_real = [max(a, b) for a, b in zip(self.max_real, self.real)]
@@ -206,7 +212,8 @@ class Executor:
                     raise _pipeline_error(op, exc, inputs) from exc
                 outs, inputs = _on_error.run_refilling(self, op, it, exc, self._refills[id(op)], in_keys,
                                                        arg_keys, lambda e, ins: _fail(op, e, ins))
-            stats.seconds += time.perf_counter() - start
+            end = time.perf_counter()
+            stats.seconds += end - start
             stats.runs += 1
             node_id = op.node.id
             for i, out in enumerate(outs):
@@ -218,6 +225,8 @@ class Executor:
                         out._source_info = inputs[0]._source_info
                 values[(node_id, i)] = out
             stats.record_outputs(outs)
+            if stats.timeline is not None:
+                stats.timeline.append((start, end, threading.get_ident(), it.index, stats.output_bytes))
             for key in drop:
                 values.pop(key, None)
 

@@ -16,299 +16,194 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <tuple>
-#include <vector>
 
 #include "codec/cuda_driver.h"
-#include "codec/nvimgcodec_api.h"
-#include "engine/module.h"
+#include "codec/nvimgcodec.h"
 
 namespace penstock {
-namespace {
 
 using namespace codec;  // nvImageCodec's structures and entry points, the CUDA driver's
 
-// A kernel launch, its parameters integers (device addresses, counts): each is passed from 8 bytes,
-// of which the driver reads as many as the kernel's parameter has (little-endian).
-struct KernelLaunch {
-  uintptr_t function;
-  unsigned grid, block;
-  std::vector<uint64_t> params;
-};
-
-// The work queued around one decoding, on its stream.
-struct AroundDecoding {
-  uintptr_t wait_event = 0;  // waited for before the decoding (0: none)
-  uintptr_t then_wait_event = 0;  // waited for after the decoding, before `then` (0: none)
-  std::optional<KernelLaunch> then;  // launched after it
-  uintptr_t done_event = 0;  // recorded last (0: none)
-  bool any() const { return wait_event || then_wait_event || then || done_event; }
-};
-
-// A batch's code streams, parsed (headers read) ahead of its decoding. Holds the encoded buffer,
-// which nvImageCodec reads in place.
-class ParsedBatch {
- public:
-  ParsedBatch(const Api& api, py::array encoded, int64_t num_samples, bool orient)
-      : api_(api), encoded_(std::move(encoded)), num_samples_(num_samples), orient_(orient) {}
-  ParsedBatch(const ParsedBatch&) = delete;
-  ParsedBatch& operator=(const ParsedBatch&) = delete;
-  ~ParsedBatch() {
-    for (Handle h : streams_) api_.CodeStreamDestroy(h);
-  }
-
-  // the samples whose headers parsed and matched the expected size: only these are decoded
-  py::array_t<bool> parsed() const {
-    py::array_t<bool> out(num_samples_);
-    bool* p = out.mutable_data();
-    std::fill(p, p + num_samples_, false);
-    for (int64_t k : which_) p[k] = true;
-    return out;
-  }
-
-  const Api& api_;
-  py::array encoded_;
-  int64_t num_samples_;
-  bool orient_;
-  std::vector<Handle> streams_;
-  std::vector<int64_t> which_;  // sample index of each stream
-  std::vector<int64_t> sizes_;  // (H, W) of each stream
-};
-
-// One nvImageCodec instance and decoder. parse() and decode() may be called from several threads:
-// one batch's headers are read while another batch decodes; the decoding itself takes turns.
-class ImageCodecDecoder {
- public:
-  ImageCodecDecoder(const std::string& library, const std::string& extensions, int device_id, int cpu_threads,
-                    const std::vector<std::tuple<int, float, int>>& backends, const std::string& options)
-      : api_(api(library)), host_buffers_(device_id == kCpuOnlyDevice) {
-    CreateInfo info = make<CreateInfo>(kInstanceCreateInfo);
-    info.load_builtin_modules = 1;
-    info.load_extension_modules = 1;
-    info.extension_modules_path = extensions.c_str();
-    check(api_.InstanceCreate(&instance_, &info), "creating the instance");
-    std::vector<Backend> list;
-    for (auto& [kind, load_hint, policy] : backends) {
-      Backend b = make<Backend>(kBackend);
-      b.kind = kind;
-      b.params = make<BackendParams>(kBackendParams);
-      b.params.load_hint = load_hint;
-      b.params.load_hint_policy = policy;
-      list.push_back(b);
-    }
-    ExecutionParams exec = make<ExecutionParams>(kExecutionParams);
-    exec.max_num_cpu_threads = cpu_threads;
-    exec.device_id = device_id;
-    exec.num_backends = int(list.size());
-    exec.backends = list.data();
-    int status = api_.DecoderCreate(instance_, &decoder_, &exec, options.c_str());
-    if (status != 0) {
-      api_.InstanceDestroy(instance_);
-      check(status, "creating the decoder");
-    }
-  }
-
-  ~ImageCodecDecoder() {
-    api_.DecoderDestroy(decoder_);
-    api_.InstanceDestroy(instance_);
-  }
-
-  // Sample k: bytes [starts[k], starts[k] + lengths[k]) of `encoded`, an image expected to be
-  // shapes[k] = (H, W). Samples that do not parse, have another size, or (with `orient`) an EXIF
-  // orientation other than the identity are left out (ParsedBatch.parsed()).
-  std::unique_ptr<ParsedBatch> parse(py::array_t<uint8_t, py::array::c_style> encoded, I64Array starts,
-                                     I64Array lengths, I64Array shapes, bool orient) {
-    int64_t n = starts.size();
-    if (lengths.size() != n || shapes.ndim() != 2 || shapes.shape(0) != n || shapes.shape(1) != 2)
-      throw std::invalid_argument("ImageCodecDecoder.parse: one start, length and (H, W) per sample");
-    const uint8_t* bytes = encoded.data();
-    int64_t size = encoded.size();
-    const int64_t *s = starts.data(), *len = lengths.data(), *hw = shapes.data();
-    for (int64_t k = 0; k < n; ++k)
-      if (s[k] < 0 || len[k] < 0 || s[k] + len[k] > size)
-        throw std::out_of_range("ImageCodecDecoder.parse: sample " + std::to_string(k) + " lies outside the encoded buffer");
-    auto batch = std::make_unique<ParsedBatch>(api_, encoded, n, orient);
-    py::gil_scoped_release nogil;
-    for (int64_t k = 0; k < n; ++k) {
-      Handle cs = nullptr;
-      if (api_.CodeStreamCreateFromHostMem(instance_, &cs, bytes + s[k], size_t(len[k]), nullptr) != 0) continue;
-      ImageInfo info = make<ImageInfo>(kImageInfo);
-      int64_t h = -1, w = -1;
-      // An EXIF-oriented image is left to the caller: some backends (the CPU one) write it unturned.
-      if (api_.CodeStreamGetImageInfo(cs, &info) == 0 && info.num_planes >= 1 &&
-          !(orient && (info.orientation.rotated != 0 || info.orientation.flip_x || info.orientation.flip_y))) {
-        h = info.plane_info[0].height;
-        w = info.plane_info[0].width;
-      }
-      if (h != hw[2 * k] || w != hw[2 * k + 1]) {
-        api_.CodeStreamDestroy(cs);
-        continue;
-      }
-      batch->streams_.push_back(cs);
-      batch->which_.push_back(k);
-      batch->sizes_.push_back(h);
-      batch->sizes_.push_back(w);
-    }
-    return batch;
-  }
-
-  // Decodes the parsed samples to RGB uint8 HWC: sample k at address dst[k] (device memory, host
-  // memory for a CPU-only decoder), rows pitches[k] bytes apart; a sample whose address is 0 is
-  // not decoded this time. The output is ordered on `cuda_stream`, and so is the work `around` it
-  // (queued with the decoder's turn held). Returns which samples were decoded (the others were not
-  // written) and the seconds the call held the decoder's turn.
-  std::tuple<py::array_t<bool>, double> decode(const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
-                                               I64Array pitches, uintptr_t cuda_stream, const AroundDecoding& around) {
-    int64_t n = batch.num_samples_;
-    if (dst.size() != n || pitches.size() != n)
-      throw std::invalid_argument("ImageCodecDecoder.decode: one address and pitch per sample");
-    if (around.any() && host_buffers_)
-      throw std::invalid_argument("ImageCodecDecoder.decode: a CPU-only decoder queues no CUDA work");
-    const uint64_t* out = dst.data();
-    const int64_t* pitch = pitches.data();
-    for (size_t j = 0; j < batch.which_.size(); ++j)
-      if (out[batch.which_[j]] != 0 && pitch[batch.which_[j]] < 3 * batch.sizes_[2 * j + 1])
-        throw std::invalid_argument("ImageCodecDecoder.decode: sample " + std::to_string(batch.which_[j]) +
-                                    ": the row pitch is less than its width");
-    py::array_t<bool> decoded(n);
-    bool* ok = decoded.mutable_data();
-    std::fill(ok, ok + n, false);
-    double seconds;
-    {
-      py::gil_scoped_release nogil;
-      seconds = run(batch, out, pitch, reinterpret_cast<void*>(cuda_stream), around, ok);
-    }
-    return {decoded, seconds};
-  }
-
- private:
-  double run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream,
-             const AroundDecoding& around, bool* ok) {
-    std::vector<size_t> chosen;  // positions in the parsed batch decoded now
-    for (size_t j = 0; j < batch.which_.size(); ++j)
-      if (out[batch.which_[j]] != 0) chosen.push_back(j);
-    size_t m = chosen.size();
-    std::vector<Handle> streams, images;
-    streams.reserve(m);
-    images.reserve(m);
-    std::vector<int> status(m, 0);
-    double seconds = 0;
-    try {
-      for (size_t j : chosen) {
-        int64_t k = batch.which_[j];
-        streams.push_back(batch.streams_[j]);
-        ImageInfo target = make<ImageInfo>(kImageInfo);
-        target.color_spec = kColorSrgb;
-        target.sample_format = kFormatInterleavedRgb;
-        target.num_planes = 1;
-        PlaneInfo& plane = target.plane_info[0];
-        plane.hdr = Header{kImagePlaneInfo, sizeof(PlaneInfo), nullptr};
-        plane.height = uint32_t(batch.sizes_[2 * j]);
-        plane.width = uint32_t(batch.sizes_[2 * j + 1]);
-        plane.row_stride = size_t(pitch[k]);
-        plane.num_channels = 3;
-        plane.sample_type = kSampleUint8;
-        plane.precision = 8;
-        target.buffer = reinterpret_cast<void*>(out[k]);
-        target.buffer_kind = host_buffers_ ? kBufferHost : kBufferDevice;
-        target.cuda_stream = stream;
-        Handle image = nullptr;
-        check(api_.ImageCreate(instance_, &image, &target), "creating an image");
-        images.push_back(image);
-      }
-      const Driver* cuda = around.any() ? &driver() : nullptr;
-      if (cuda) {
-        void* context = nullptr;
-        if (cuda->cuCtxGetCurrent(&context) != 0 || context == nullptr)
-          throw std::runtime_error("ImageCodecDecoder.decode: no CUDA context is current on this thread");
-      }
-      std::lock_guard<std::mutex> turn(decoding_);
-      auto start = std::chrono::steady_clock::now();
-      if (around.wait_event) check_cuda(cuda->cuStreamWaitEvent(stream, reinterpret_cast<void*>(around.wait_event), 0),
-                                        "waiting for the event");
-      if (m) {
-        DecodeParams params = make<DecodeParams>(kDecodeParams);
-        params.apply_exif_orientation = batch.orient_ ? 1 : 0;
-        Handle future = nullptr;
-        check(api_.DecoderDecode(decoder_, streams.data(), images.data(), int(m), &params, &future), "decoding");
-        int waited = api_.FutureWaitForAll(future);
-        size_t count = m;
-        int got = waited == 0 ? api_.FutureGetProcessingStatus(future, status.data(), &count) : waited;
-        api_.FutureDestroy(future);
-        check(got, "waiting for the decoding");
-      }
-      if (around.then_wait_event)
-        check_cuda(cuda->cuStreamWaitEvent(stream, reinterpret_cast<void*>(around.then_wait_event), 0),
-                   "waiting for the event after the decoding");
-      if (around.then) {
-        const KernelLaunch& k = *around.then;
-        std::vector<uint64_t> values = k.params;
-        std::vector<void*> params(values.size());
-        for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
-        check_cuda(cuda->cuLaunchKernel(reinterpret_cast<void*>(k.function), k.grid, 1, 1, k.block, 1, 1, 0, stream,
-                                        params.data(), nullptr),
-                   "launching the kernel after the decoding");
-      }
-      if (around.done_event) check_cuda(cuda->cuEventRecord(reinterpret_cast<void*>(around.done_event), stream),
-                                        "recording the event");
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } catch (...) {
-      for (Handle h : images) api_.ImageDestroy(h);
-      throw;
-    }
-    for (Handle h : images) api_.ImageDestroy(h);
-    for (size_t i = 0; i < m; ++i) ok[batch.which_[chosen[i]]] = status[i] == kProcessingSuccess;
-    return seconds;
-  }
-
-  const Api& api_;
-  bool host_buffers_;
-  Handle instance_ = nullptr;
-  Handle decoder_ = nullptr;
-  std::mutex decoding_;
-};
-
-}  // namespace
-}  // namespace penstock
-
-PENSTOCK_BINDINGS(nvimgcodec) {
-  using namespace penstock;
-  py::class_<ParsedBatch>(m, "ImageCodecParsedBatch", "A batch's code streams, read ahead of decoding")
-      .def("parsed", &ParsedBatch::parsed);
-  py::class_<ImageCodecDecoder>(m, "ImageCodecDecoder",
-                                "nvImageCodec's decoder through its C API (opened at run time): a whole "
-                                "batch per call, without the GIL")
-      .def(py::init<const std::string&, const std::string&, int, int, const std::vector<std::tuple<int, float, int>>&,
-                    const std::string&>(),
-           py::arg("library"), py::arg("extensions"), py::arg("device_id"), py::arg("cpu_threads"),
-           py::arg("backends"), py::arg("options"))
-      .def("parse", &ImageCodecDecoder::parse, py::arg("encoded"), py::arg("starts"), py::arg("lengths"),
-           py::arg("shapes"), py::arg("orient"))
-      .def(
-          "decode",
-          [](ImageCodecDecoder& self, const ParsedBatch& batch, py::array_t<uint64_t, py::array::c_style> dst,
-             I64Array pitches, uintptr_t cuda_stream, uintptr_t wait_event,
-             std::optional<std::tuple<uintptr_t, unsigned, unsigned, std::vector<uint64_t>>> then,
-             uintptr_t then_wait_event, uintptr_t done_event) {
-            AroundDecoding around;
-            around.wait_event = wait_event;
-            around.then_wait_event = then_wait_event;
-            if (then) {
-              auto& [function, grid, block, params] = *then;
-              if (!function || !grid || !block)
-                throw std::invalid_argument("ImageCodecDecoder.decode: `then` needs a function, a grid and a block");
-              around.then = KernelLaunch{function, grid, block, params};
-            }
-            around.done_event = done_event;
-            return self.decode(batch, dst, pitches, cuda_stream, around);
-          },
-          py::arg("batch"), py::arg("dst"), py::arg("pitches"), py::arg("cuda_stream"), py::arg("wait_event") = 0,
-          py::arg("then") = py::none(), py::arg("then_wait_event") = 0, py::arg("done_event") = 0,
-          "Decodes the parsed samples; on the stream, waits for `wait_event` first, then decodes, waits "
-          "for `then_wait_event`, launches `then` = (CUfunction, grid, block, [integer parameters]) and "
-          "records `done_event`; returns (decoded mask, seconds the decoder's turn was held)");
+ParsedBatch::~ParsedBatch() {
+  for (Handle h : streams_) api_.CodeStreamDestroy(h);
 }
+
+ArrayOf<bool> ParsedBatch::parsed() const {
+  auto out = ArrayOf<bool>::empty({num_samples_});
+  bool* p = out.mutable_data();
+  std::fill(p, p + num_samples_, false);
+  for (int64_t k : which_) p[k] = true;
+  return out;
+}
+
+ImageCodecDecoder::ImageCodecDecoder(const std::string& library, const std::string& extensions, int device_id,
+                                     int cpu_threads, const std::vector<std::tuple<int, float, int>>& backends,
+                                     const std::string& options)
+    : api_(api(library)), host_buffers_(device_id == kCpuOnlyDevice) {
+  CreateInfo info = make<CreateInfo>(kInstanceCreateInfo);
+  info.load_builtin_modules = 1;
+  info.load_extension_modules = 1;
+  info.extension_modules_path = extensions.c_str();
+  check(api_.InstanceCreate(&instance_, &info), "creating the instance");
+  std::vector<Backend> list;
+  for (auto& [kind, load_hint, policy] : backends) {
+    Backend b = make<Backend>(kBackend);
+    b.kind = kind;
+    b.params = make<BackendParams>(kBackendParams);
+    b.params.load_hint = load_hint;
+    b.params.load_hint_policy = policy;
+    list.push_back(b);
+  }
+  ExecutionParams exec = make<ExecutionParams>(kExecutionParams);
+  exec.max_num_cpu_threads = cpu_threads;
+  exec.device_id = device_id;
+  exec.num_backends = int(list.size());
+  exec.backends = list.data();
+  int status = api_.DecoderCreate(instance_, &decoder_, &exec, options.c_str());
+  if (status != 0) {
+    api_.InstanceDestroy(instance_);
+    check(status, "creating the decoder");
+  }
+}
+
+ImageCodecDecoder::~ImageCodecDecoder() {
+  api_.DecoderDestroy(decoder_);
+  api_.InstanceDestroy(instance_);
+}
+
+std::unique_ptr<ParsedBatch> ImageCodecDecoder::parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths,
+                                                      I64Array shapes, bool orient) {
+  int64_t n = starts.size();
+  if (lengths.size() != n || shapes.ndim() != 2 || shapes.shape(0) != n || shapes.shape(1) != 2)
+    throw std::invalid_argument("ImageCodecDecoder.parse: one start, length and (H, W) per sample");
+  const uint8_t* bytes = encoded.data();
+  int64_t size = encoded.size();
+  const int64_t *s = starts.data(), *len = lengths.data(), *hw = shapes.data();
+  for (int64_t k = 0; k < n; ++k)
+    if (s[k] < 0 || len[k] < 0 || s[k] + len[k] > size)
+      throw std::out_of_range("ImageCodecDecoder.parse: sample " + std::to_string(k) + " lies outside the encoded buffer");
+  auto batch = std::make_unique<ParsedBatch>(api_, encoded, n, orient);
+  for (int64_t k = 0; k < n; ++k) {
+    Handle cs = nullptr;
+    if (api_.CodeStreamCreateFromHostMem(instance_, &cs, bytes + s[k], size_t(len[k]), nullptr) != 0) continue;
+    ImageInfo info = make<ImageInfo>(kImageInfo);
+    int64_t h = -1, w = -1;
+    // An EXIF-oriented image is left to the caller: some backends (the CPU one) write it unturned.
+    if (api_.CodeStreamGetImageInfo(cs, &info) == 0 && info.num_planes >= 1 &&
+        !(orient && (info.orientation.rotated != 0 || info.orientation.flip_x || info.orientation.flip_y))) {
+      h = info.plane_info[0].height;
+      w = info.plane_info[0].width;
+    }
+    if (h != hw[2 * k] || w != hw[2 * k + 1]) {
+      api_.CodeStreamDestroy(cs);
+      continue;
+    }
+    batch->streams_.push_back(cs);
+    batch->which_.push_back(k);
+    batch->sizes_.push_back(h);
+    batch->sizes_.push_back(w);
+  }
+  return batch;
+}
+
+std::tuple<ArrayOf<bool>, double> ImageCodecDecoder::decode(const ParsedBatch& batch, ArrayOf<uint64_t> dst,
+                                                            I64Array pitches, uintptr_t cuda_stream,
+                                                            const AroundDecoding& around) {
+  int64_t n = batch.num_samples_;
+  if (dst.size() != n || pitches.size() != n)
+    throw std::invalid_argument("ImageCodecDecoder.decode: one address and pitch per sample");
+  if (around.any() && host_buffers_)
+    throw std::invalid_argument("ImageCodecDecoder.decode: a CPU-only decoder queues no CUDA work");
+  const uint64_t* out = dst.data();
+  const int64_t* pitch = pitches.data();
+  for (size_t j = 0; j < batch.which_.size(); ++j)
+    if (out[batch.which_[j]] != 0 && pitch[batch.which_[j]] < 3 * batch.sizes_[2 * j + 1])
+      throw std::invalid_argument("ImageCodecDecoder.decode: sample " + std::to_string(batch.which_[j]) +
+                                  ": the row pitch is less than its width");
+  auto decoded = ArrayOf<bool>::empty({n});
+  bool* ok = decoded.mutable_data();
+  std::fill(ok, ok + n, false);
+  double seconds = run(batch, out, pitch, reinterpret_cast<void*>(cuda_stream), around, ok);
+  return {decoded, seconds};
+}
+
+double ImageCodecDecoder::run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream,
+                              const AroundDecoding& around, bool* ok) {
+  std::vector<size_t> chosen;  // positions in the parsed batch decoded now
+  for (size_t j = 0; j < batch.which_.size(); ++j)
+    if (out[batch.which_[j]] != 0) chosen.push_back(j);
+  size_t m = chosen.size();
+  std::vector<Handle> streams, images;
+  streams.reserve(m);
+  images.reserve(m);
+  std::vector<int> status(m, 0);
+  double seconds = 0;
+  try {
+    for (size_t j : chosen) {
+      int64_t k = batch.which_[j];
+      streams.push_back(batch.streams_[j]);
+      ImageInfo target = make<ImageInfo>(kImageInfo);
+      target.color_spec = kColorSrgb;
+      target.sample_format = kFormatInterleavedRgb;
+      target.num_planes = 1;
+      PlaneInfo& plane = target.plane_info[0];
+      plane.hdr = Header{kImagePlaneInfo, sizeof(PlaneInfo), nullptr};
+      plane.height = uint32_t(batch.sizes_[2 * j]);
+      plane.width = uint32_t(batch.sizes_[2 * j + 1]);
+      plane.row_stride = size_t(pitch[k]);
+      plane.num_channels = 3;
+      plane.sample_type = kSampleUint8;
+      plane.precision = 8;
+      target.buffer = reinterpret_cast<void*>(out[k]);
+      target.buffer_kind = host_buffers_ ? kBufferHost : kBufferDevice;
+      target.cuda_stream = stream;
+      Handle image = nullptr;
+      check(api_.ImageCreate(instance_, &image, &target), "creating an image");
+      images.push_back(image);
+    }
+    const Driver* cuda = around.any() ? &driver() : nullptr;
+    if (cuda) {
+      void* context = nullptr;
+      if (cuda->cuCtxGetCurrent(&context) != 0 || context == nullptr)
+        throw std::runtime_error("ImageCodecDecoder.decode: no CUDA context is current on this thread");
+    }
+    std::lock_guard<std::mutex> turn(decoding_);
+    auto start = std::chrono::steady_clock::now();
+    if (around.wait_event) check_cuda(cuda->cuStreamWaitEvent(stream, reinterpret_cast<void*>(around.wait_event), 0),
+                                      "waiting for the event");
+    if (m) {
+      DecodeParams params = make<DecodeParams>(kDecodeParams);
+      params.apply_exif_orientation = batch.orient_ ? 1 : 0;
+      Handle future = nullptr;
+      check(api_.DecoderDecode(decoder_, streams.data(), images.data(), int(m), &params, &future), "decoding");
+      int waited = api_.FutureWaitForAll(future);
+      size_t count = m;
+      int got = waited == 0 ? api_.FutureGetProcessingStatus(future, status.data(), &count) : waited;
+      api_.FutureDestroy(future);
+      check(got, "waiting for the decoding");
+    }
+    if (around.then_wait_event)
+      check_cuda(cuda->cuStreamWaitEvent(stream, reinterpret_cast<void*>(around.then_wait_event), 0),
+                 "waiting for the event after the decoding");
+    if (around.then) {
+      const KernelLaunch& k = *around.then;
+      std::vector<uint64_t> values = k.params;
+      std::vector<void*> params(values.size());
+      for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
+      check_cuda(cuda->cuLaunchKernel(reinterpret_cast<void*>(k.function), k.grid, 1, 1, k.block, 1, 1, 0, stream,
+                                      params.data(), nullptr),
+                 "launching the kernel after the decoding");
+    }
+    if (around.done_event) check_cuda(cuda->cuEventRecord(reinterpret_cast<void*>(around.done_event), stream),
+                                      "recording the event");
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } catch (...) {
+    for (Handle h : images) api_.ImageDestroy(h);
+    throw;
+  }
+  for (Handle h : images) api_.ImageDestroy(h);
+  for (size_t i = 0; i < m; ++i) ok[batch.which_[chosen[i]]] = status[i] == kProcessingSuccess;
+  return seconds;
+}
+
+}  // namespace penstock

@@ -3,8 +3,6 @@
 #include <cstdlib>
 #include <new>
 
-#include "engine/module.h"
-
 namespace penstock {
 
 size_t BufferPool::size_class(size_t bytes) {
@@ -66,35 +64,4 @@ std::shared_ptr<BufferPool> host_pool() {
   return pool;
 }
 
-namespace {
-
-// Owns one pooled block; it is the numpy array's base, so the block returns to the pool when
-// the last array viewing it is freed.
-struct PooledBlock {
-  std::shared_ptr<BufferPool> pool;
-  void* ptr;
-  size_t capacity;
-  ~PooledBlock() { pool->release(ptr, capacity); }
-};
-
-}  // namespace
-
-py::array empty_pooled(size_t nbytes) {
-  auto pool = host_pool();
-  size_t capacity = 0;
-  void* p = pool->acquire(nbytes, &capacity);
-  auto* block = new PooledBlock{pool, p, capacity};
-  py::capsule owner(block, [](void* b) { delete static_cast<PooledBlock*>(b); });
-  return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(nbytes)}, {1}, static_cast<uint8_t*>(p), owner);
-}
-
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(buffer_pool) {
-  m.def("empty_pooled", &penstock::empty_pooled,
-        "An uninitialized uint8 array from the host buffer pool; its memory returns to the pool "
-        "when the array (and every view of it) is freed", py::arg("nbytes"));
-  m.def("pool_cached_bytes", [] { return penstock::host_pool()->cached_bytes(); },
-        "Bytes held by the host buffer pool for reuse");
-  m.def("pool_clear", [] { penstock::host_pool()->clear(); }, "Frees every cached buffer");
-}

@@ -1,81 +1,104 @@
 #include "engine/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace penstock {
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+struct ThreadPool::Workers {
+  std::vector<std::thread> threads;
+  std::mutex mutex;
+  std::condition_variable work_cv, done_cv;
+  std::mutex call_mutex;  // one parallel_for at a time
+  // current job
+  const std::function<void(int64_t)>* job = nullptr;
+  int64_t job_size = 0;
+  std::atomic<int64_t> next{0};
+  int active = 0;
+  uint64_t generation = 0;
+  bool stop = false;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+
+  void run_items() {
+    for (;;) {
+      int64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= job_size) return;
+      {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (error) continue;  // skip the rest once something failed
+      }
+      try {
+        (*job)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        work_cv.wait(lock, [&] { return stop || generation != seen; });
+        if (stop) return;
+        seen = generation;
+        ++active;
+      }
+      run_items();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (--active == 0) done_cv.notify_all();
+      }
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)), workers_(new Workers) {
+  for (int i = 1; i < num_threads_; ++i) workers_->threads.emplace_back([w = workers_.get()] { w->worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(workers_->mutex);
+    workers_->stop = true;
   }
-  work_cv_.notify_all();
-  for (auto& t : workers_) t.join();
-}
-
-void ThreadPool::run_items() {
-  for (;;) {
-    int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= job_size_) return;
-    {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (error_) continue;  // skip the rest once something failed
-    }
-    try {
-      (*job_)(i);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-  }
-}
-
-void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      ++active_;
-    }
-    run_items();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--active_ == 0) done_cv_.notify_all();
-    }
-  }
+  workers_->work_cv.notify_all();
+  for (auto& t : workers_->threads) t.join();
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
-  std::lock_guard<std::mutex> call_lock(call_mutex_);
-  if (n == 1 || workers_.empty()) {
+  Workers& w = *workers_;
+  std::lock_guard<std::mutex> call_lock(w.call_mutex);
+  if (n == 1 || w.threads.empty()) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_size_ = n;
-    next_.store(0);
-    error_ = nullptr;
-    ++generation_;
+    std::lock_guard<std::mutex> lock(w.mutex);
+    w.job = &fn;
+    w.job_size = n;
+    w.next.store(0);
+    w.error = nullptr;
+    ++w.generation;
   }
-  work_cv_.notify_all();
-  run_items();
+  w.work_cv.notify_all();
+  w.run_items();
   {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(w.mutex);
     // Workers that woke late find no items left and leave at once; wait for all that joined.
-    done_cv_.wait(lock, [&] { return active_ == 0 && next_.load() >= job_size_; });
-    job_ = nullptr;
+    w.done_cv.wait(lock, [&] { return w.active == 0 && w.next.load() >= w.job_size; });
+    w.job = nullptr;
   }
-  if (error_) std::rethrow_exception(error_);
+  if (w.error) std::rethrow_exception(w.error);
 }
 
 void ThreadPool::parallel_range(int64_t total, int64_t grain,

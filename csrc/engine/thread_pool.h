@@ -2,14 +2,9 @@
 // The calling thread takes part in the work, so a pool of n threads gives n-way parallelism
 // with n-1 workers plus the caller.
 #pragma once
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include <memory>
 
 namespace penstock {
 
@@ -31,23 +26,11 @@ class ThreadPool {
   void parallel_range(int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void worker_loop();
-  void run_items();
-
+  // The threads and the job they share, defined in thread_pool.cpp: every kernel file includes
+  // this header, and <thread> and <condition_variable> would cost each a third of a second.
+  struct Workers;
   int num_threads_;
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable work_cv_, done_cv_;
-  std::mutex call_mutex_;  // one parallel_for at a time
-  // current job
-  const std::function<void(int64_t)>* job_ = nullptr;
-  int64_t job_size_ = 0;
-  std::atomic<int64_t> next_{0};
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
-  std::mutex error_mutex_;
+  std::unique_ptr<Workers> workers_;
 };
 
 }  // namespace penstock

@@ -1,11 +1,11 @@
 // decoders.audio and readers.nemo_asr (operators/audio_decode.py): WAV, FLAC, OGG/Vorbis and
-// Opus through libsndfile, a batch per call with the GIL released. libsndfile is opened at run
+// Opus through libsndfile, a batch per call. libsndfile is opened at run
 // time (dlopen) from the path Python gives (the copy the soundfile wheel bundles, or the
 // system's), so the engine builds and imports without it. Its few entry points are declared here
 // with the layout of libsndfile's public header, stable since 1.0.
 //
-// Per sample: the header is read (all samples in parallel), the output batch is allocated with the
-// GIL, then every sample is decoded in parallel: straight into the output type when neither
+// Per sample: the header is read (all samples in parallel), the output batch is allocated, then
+// every sample is decoded in parallel: straight into the output type when neither
 // downmixing nor resampling is asked for (libsndfile's own integer and float conversions, as DALI
 // does), else to float, averaged over channels, resampled (audio_resample.h) and converted.
 #include <dlfcn.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/audio_decode.h"
 #include "kernels/audio_resample.h"
 #include "kernels/numeric.h"
 
@@ -61,6 +61,8 @@ void load_symbol(void* handle, const char* name, F& slot, const std::string& pat
   if (!slot) throw std::runtime_error("libsndfile at '" + path + "' lacks " + name);
 }
 
+}  // namespace
+
 // Opens libsndfile from `path` (once per process; later calls return the loaded version).
 std::string audio_library(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_library_mutex);
@@ -80,6 +82,8 @@ std::string audio_library(const std::string& path) {
   }
   return g_sndfile->version();
 }
+
+namespace {
 
 const Sndfile& sndfile() {
   if (!g_sndfile) throw std::runtime_error("audio decoding: libsndfile is not loaded (audio_library first)");
@@ -175,21 +179,21 @@ void decode_one(OpenAudio& a, int64_t i, Out* out, bool downmix, const SincResam
   }
 }
 
-using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
-using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+}  // namespace
 
 // Decodes a batch of encoded files. `target_rates[i]` > 0 resamples sample i to that rate;
 // `starts`/`durations` (seconds, optional) pick a range of each file (readers.nemo_asr's offset
 // and duration; a duration <= 0 runs to the end). Returns (buffer, shapes [N, 1 or 2], offsets,
 // the files' own sample rates [N] float32).
-py::tuple audio_decode(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets, int out_type,
-                       bool downmix, F64Array target_rates, double quality, std::optional<F64Array> starts,
-                       std::optional<F64Array> durations) {
+std::tuple<Array, I64Array, I64Array, ArrayOf<float>> audio_decode(
+    ThreadPool& pool, Array src, I64Array shapes, I64Array offsets, int out_type, bool downmix,
+    ArrayOf<double, true> target_rates, double quality, std::optional<ArrayOf<double, true>> starts,
+    std::optional<ArrayOf<double, true>> durations) {
   BatchView in = make_batch_view(src, shapes, offsets, false);
   if (dtype_code(src) != static_cast<int>(DType::UINT8))
     throw std::invalid_argument("audio_decode: encoded audio must be uint8 bytes");
   const int64_t n = in.num_samples;
-  auto check_n = [n](const F64Array& a, const char* what) {
+  auto check_n = [n](const Array& a, const char* what) {
     if (a.ndim() != 1 || a.shape(0) != n) throw std::invalid_argument(std::string("audio_decode: ") + what + " must be [N]");
   };
   check_n(target_rates, "target_rates");
@@ -202,81 +206,59 @@ py::tuple audio_decode(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
   const double* rates = target_rates.data();
   const double* start_s = starts ? starts->data() : nullptr;
   const double* duration_s = durations ? durations->data() : nullptr;
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      OpenAudio& a = files[i];
-      a.file = MemoryFile{in.sample<uint8_t>(i), in.volume(i)};
-      a.handle = lib.open_virtual(&g_vio, SFM_READ, &a.info, &a.file);
-      if (!a.handle) throw SampleError(i, std::string("cannot decode audio: ") + lib.strerror(nullptr));
-      if (a.info.channels < 1 || a.info.samplerate < 1 || a.info.frames < 0)
-        throw SampleError(i, "cannot decode audio: invalid header (" + std::to_string(a.info.channels) +
-                                 " channels, " + std::to_string(a.info.samplerate) + " Hz)");
-      // Never allocate from a length no file of this size can hold (a stream of unknown length
-      // reports the largest count; a corrupt header anything): even silence compresses to less
-      // than 64 Ki samples per byte in these formats.
-      constexpr int64_t kMaxSamplesPerByte = 1 << 16;
-      if (a.info.frames > kMaxSamplesPerByte * (in.volume(i) + 4096) / a.info.channels)
-        throw SampleError(i, "cannot decode audio: the header claims " + std::to_string(a.info.frames) +
-                                 " frames, more than a file of " + std::to_string(in.volume(i)) +
-                                 " bytes can hold");
-      const double rate = a.info.samplerate;
-      a.first = start_s ? std::clamp<int64_t>(static_cast<int64_t>(start_s[i] * rate), 0, a.info.frames) : 0;
-      a.frames = a.info.frames - a.first;
-      if (duration_s && duration_s[i] > 0)
-        a.frames = std::min<int64_t>(a.frames, static_cast<int64_t>(duration_s[i] * rate));
-      a.out_rate = rates[i] > 0 ? rates[i] : rate;
-      a.out_frames = a.out_rate != rate ? resampled_length(a.frames, rate, a.out_rate) : a.frames;
-      a.out_channels = downmix ? 1 : a.info.channels;
-    });
-  }
+  pool.parallel_for(n, [&](int64_t i) {
+    OpenAudio& a = files[i];
+    a.file = MemoryFile{in.sample<uint8_t>(i), in.volume(i)};
+    a.handle = lib.open_virtual(&g_vio, SFM_READ, &a.info, &a.file);
+    if (!a.handle) throw SampleError(i, std::string("cannot decode audio: ") + lib.strerror(nullptr));
+    if (a.info.channels < 1 || a.info.samplerate < 1 || a.info.frames < 0)
+      throw SampleError(i, "cannot decode audio: invalid header (" + std::to_string(a.info.channels) +
+                               " channels, " + std::to_string(a.info.samplerate) + " Hz)");
+    // Never allocate from a length no file of this size can hold (a stream of unknown length
+    // reports the largest count; a corrupt header anything): even silence compresses to less
+    // than 64 Ki samples per byte in these formats.
+    constexpr int64_t kMaxSamplesPerByte = 1 << 16;
+    if (a.info.frames > kMaxSamplesPerByte * (in.volume(i) + 4096) / a.info.channels)
+      throw SampleError(i, "cannot decode audio: the header claims " + std::to_string(a.info.frames) +
+                               " frames, more than a file of " + std::to_string(in.volume(i)) +
+                               " bytes can hold");
+    const double rate = a.info.samplerate;
+    a.first = start_s ? std::clamp<int64_t>(static_cast<int64_t>(start_s[i] * rate), 0, a.info.frames) : 0;
+    a.frames = a.info.frames - a.first;
+    if (duration_s && duration_s[i] > 0)
+      a.frames = std::min<int64_t>(a.frames, static_cast<int64_t>(duration_s[i] * rate));
+    a.out_rate = rates[i] > 0 ? rates[i] : rate;
+    a.out_frames = a.out_rate != rate ? resampled_length(a.frames, rate, a.out_rate) : a.frames;
+    a.out_channels = downmix ? 1 : a.info.channels;
+  });
   // mono without downmixing keeps its channel axis, as in DALI: (n, 1)
   const int ndim = downmix ? 1 : 2;
-  py::array_t<int64_t> out_shapes({n, int64_t(ndim)});
-  py::array_t<int64_t> out_offsets(n);
-  py::array_t<float> file_rates(n);
+  auto out_shapes = I64Array::empty({n, int64_t(ndim)});
+  auto out_offsets = I64Array::empty({n});
+  auto file_rates = ArrayOf<float>::empty({n});
   int64_t total = 0;
   for (int64_t i = 0; i < n; ++i) {
-    out_shapes.mutable_at(i, 0) = files[i].out_frames;
-    if (ndim == 2) out_shapes.mutable_at(i, 1) = files[i].out_channels;
-    out_offsets.mutable_at(i) = total;
-    file_rates.mutable_at(i) = static_cast<float>(files[i].info.samplerate);
+    out_shapes.mutable_data()[i * ndim] = files[i].out_frames;
+    if (ndim == 2) out_shapes.mutable_data()[i * ndim + 1] = files[i].out_channels;
+    out_offsets.mutable_data()[i] = total;
+    file_rates.mutable_data()[i] = static_cast<float>(files[i].info.samplerate);
     total += files[i].out_frames * files[i].out_channels;
   }
-  const size_t elem = out_type == int(DType::INT16) ? 2 : 4;
-  py::array out = empty_pooled(size_t(total) * elem);
+  const int64_t elem = out_type == int(DType::INT16) ? 2 : 4;
+  Array out = Array::empty(out_type == int(DType::FLOAT) ? 'f' : 'i', elem, {total}, true);
   char* base = static_cast<char*>(out.mutable_data());
   const int64_t* out_off = out_offsets.data();
-  {
-    py::gil_scoped_release nogil;
-    const SincResampler resampler(resampling_lobes(quality));
-    pool.parallel_for(n, [&](int64_t i) {
-      thread_local std::vector<float> scratch, mixed;
-      char* dst = base + out_off[i] * elem;
-      switch (static_cast<DType>(out_type)) {
-        case DType::INT16: decode_one(files[i], i, reinterpret_cast<int16_t*>(dst), downmix, &resampler, scratch, mixed); break;
-        case DType::INT32: decode_one(files[i], i, reinterpret_cast<int32_t*>(dst), downmix, &resampler, scratch, mixed); break;
-        default: decode_one(files[i], i, reinterpret_cast<float*>(dst), downmix, &resampler, scratch, mixed); break;
-      }
-    });
-  }
-  py::dtype dt = out_type == int(DType::INT16) ? py::dtype::of<int16_t>()
-                 : out_type == int(DType::INT32) ? py::dtype::of<int32_t>() : py::dtype::of<float>();
-  py::array typed(dt, {total}, {int64_t(elem)}, base, out);
-  return py::make_tuple(typed, out_shapes, out_offsets, file_rates);
+  const SincResampler resampler(resampling_lobes(quality));
+  pool.parallel_for(n, [&](int64_t i) {
+    thread_local std::vector<float> scratch, mixed;
+    char* dst = base + out_off[i] * elem;
+    switch (static_cast<DType>(out_type)) {
+      case DType::INT16: decode_one(files[i], i, reinterpret_cast<int16_t*>(dst), downmix, &resampler, scratch, mixed); break;
+      case DType::INT32: decode_one(files[i], i, reinterpret_cast<int32_t*>(dst), downmix, &resampler, scratch, mixed); break;
+      default: decode_one(files[i], i, reinterpret_cast<float*>(dst), downmix, &resampler, scratch, mixed); break;
+    }
+  });
+  return {out, out_shapes, out_offsets, file_rates};
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(audio_decode) {
-  using namespace penstock;
-  m.def("audio_library", &audio_library, "Loads libsndfile from a path (once); returns its version string",
-        py::arg("path"));
-  m.def("audio_decode", &audio_decode,
-        "Decodes a batch of encoded audio files (libsndfile) into one packed buffer, with optional downmixing, "
-        "resampling and a range per file",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("offsets"), py::arg("out_type"),
-        py::arg("downmix"), py::arg("target_rates"), py::arg("quality"), py::arg("starts") = py::none(),
-        py::arg("durations") = py::none());
-}

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/audio_features.h"
 #include "kernels/audio_fft.h"
 #include "kernels/audio_resample.h"
 #include "kernels/numeric.h"
@@ -18,24 +18,26 @@
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
-using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using F32Array = ArrayOf<float, true>;
+using F64Array = ArrayOf<double, true>;
 
-void check_type(const py::array& a, int code, const char* kernel, const char* what) {
+void check_type(const Array& a, int code, const char* kernel, const char* what) {
   if (dtype_code(a) != code)
     throw std::invalid_argument(std::string(kernel) + ": " + what + " is not of type " + dtype_name(code));
 }
 
-void check_per_sample(const py::array& a, int64_t n, const char* kernel, const char* what) {
+void check_per_sample(const Array& a, int64_t n, const char* kernel, const char* what) {
   if (a.ndim() != 1 || a.shape(0) != n)
     throw std::invalid_argument(std::string(kernel) + ": " + what + " must have one value per sample");
 }
 
+}  // namespace
+
 // ---- audio_resample -----------------------------------------------------------------------------
 // Sample i (frames x channels, shapes[i] = [frames] or [frames, channels]) resampled from
 // in_rates[i] to out_rates[i] into out_shapes[i][0] frames.
-void audio_resample(ThreadPool& pool, py::array src, int src_type, I64Array shapes, I64Array src_offsets,
-                    py::array dst, int dst_type, I64Array dst_shapes, I64Array dst_offsets, F64Array in_rates,
+void audio_resample(ThreadPool& pool, Array src, int src_type, I64Array shapes, I64Array src_offsets,
+                    Array dst, int dst_type, I64Array dst_shapes, I64Array dst_offsets, F64Array in_rates,
                     F64Array out_rates, double quality) {
   check_type(src, src_type, "audio_resample", "the input");
   check_type(dst, dst_type, "audio_resample", "the output");
@@ -50,30 +52,52 @@ void audio_resample(ThreadPool& pool, py::array src, int src_type, I64Array shap
       throw std::invalid_argument("audio_resample: input and output channels differ");
   const double* ir = in_rates.data();
   const double* orate = out_rates.data();
-  py::gil_scoped_release nogil;
+  if (src_type == int(DType::BOOL) || dst_type == int(DType::BOOL))
+    throw std::invalid_argument("audio_resample: boolean audio is not supported");
   const SincResampler resampler(resampling_lobes(quality));
+  SincResampler::StoreUnit store = nullptr;
+  PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
+    if constexpr (!std::is_same_v<Out, bool>) store = &SincResampler::store_unit<Out>;
+  })
   PENSTOCK_DISPATCH_NUMERIC(src_type, In, {
-    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
-      if constexpr (!std::is_same_v<In, bool> && !std::is_same_v<Out, bool>) {
-        pool.parallel_for(in.num_samples, [&](int64_t i) {
-          const int channels = in.ndim == 2 ? static_cast<int>(in.shape(i)[1]) : 1;
-          resampler.resample(out.sample<Out>(i), out.shape(i)[0], orate[i], in.sample<In>(i), in.shape(i)[0], ir[i],
-                             channels);
-        });
-      } else {
-        throw std::invalid_argument("audio_resample: boolean audio is not supported");
-      }
-    })
+    if constexpr (!std::is_same_v<In, bool>) {
+      pool.parallel_for(in.num_samples, [&](int64_t i) {
+        const int channels = in.ndim == 2 ? static_cast<int>(in.shape(i)[1]) : 1;
+        resampler.resample_into(out.sample_bytes(i), out.elem_size, store, out.shape(i)[0], orate[i],
+                                in.sample<In>(i), in.shape(i)[0], ir[i], channels);
+      });
+    }
   })
 }
+
+namespace {
 
 // ---- preemphasis_filter -------------------------------------------------------------------------
 enum class Border { kZero = 0, kClamp = 1, kReflect = 2 };
 
+// Elements read as float, and floats written with DALI's conversion: one function per type, so the
+// filter itself is compiled once, not once per pair of types.
+using LoadFloats = void (*)(const void* src, int64_t n, float* dst);
+using StoreFloats = void (*)(const float* src, int64_t n, void* dst);
+
+template <typename In>
+void load_floats(const void* src, int64_t n, float* dst) {
+  auto* x = static_cast<const In*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(x[i]);
+}
+
+template <typename Out>
+void store_floats(const float* src, int64_t n, void* dst) {
+  auto* y = static_cast<Out*>(dst);
+  for (int64_t i = 0; i < n; ++i) y[i] = convert_sat<Out>(src[i]);
+}
+
+}  // namespace
+
 // out[t] = x[t] - coeff * x[t - 1] over each sample's elements in memory order (x[-1] by `border`),
 // in float as DALI computes it.
-void preemphasis(ThreadPool& pool, py::array src, int src_type, I64Array shapes, I64Array src_offsets,
-                 py::array dst, int dst_type, I64Array dst_offsets, F32Array coeffs, int border) {
+void preemphasis(ThreadPool& pool, Array src, int src_type, I64Array shapes, I64Array src_offsets,
+                 Array dst, int dst_type, I64Array dst_offsets, F32Array coeffs, int border) {
   check_type(src, src_type, "preemphasis_filter", "the input");
   check_type(dst, dst_type, "preemphasis_filter", "the output");
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
@@ -81,26 +105,31 @@ void preemphasis(ThreadPool& pool, py::array src, int src_type, I64Array shapes,
   check_per_sample(coeffs, in.num_samples, "preemphasis_filter", "coeffs");
   const float* coeff = coeffs.data();
   const Border mode = static_cast<Border>(border);
-  py::gil_scoped_release nogil;
-  PENSTOCK_DISPATCH_NUMERIC(src_type, In, {
-    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
-      pool.parallel_for(in.num_samples, [&](int64_t i) {
-        const In* x = in.sample<In>(i);
-        Out* y = out.sample<Out>(i);
-        const int64_t n = in.volume(i);
-        if (n == 0) return;
-        const float c = coeff[i];
-        float before = mode == Border::kZero ? 0.0f
-                       : mode == Border::kReflect && n > 1 ? static_cast<float>(x[1]) : static_cast<float>(x[0]);
-        for (int64_t t = 0; t < n; ++t) {
-          const float v = static_cast<float>(x[t]);
-          y[t] = convert_sat<Out>(v - c * before);
-          before = v;
-        }
-      });
-    })
-  })
+  LoadFloats load;
+  StoreFloats store;
+  PENSTOCK_DISPATCH_NUMERIC(src_type, In, load = &load_floats<In>)
+  PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, store = &store_floats<Out>)
+  pool.parallel_for(in.num_samples, [&](int64_t i) {
+    const int64_t n = in.volume(i);
+    if (n == 0) return;
+    const float c = coeff[i];
+    constexpr int64_t kBlock = 1024;
+    float x[kBlock], y[kBlock];
+    load(in.sample_bytes(i), std::min<int64_t>(n, 2), x);
+    float before = mode == Border::kZero ? 0.0f : mode == Border::kReflect && n > 1 ? x[1] : x[0];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t m = std::min(kBlock, n - b);
+      load(in.sample_bytes(i) + b * in.elem_size, m, x);
+      for (int64_t t = 0; t < m; ++t) {
+        y[t] = x[t] - c * before;
+        before = x[t];
+      }
+      store(y, m, out.sample_bytes(i) + b * out.elem_size);
+    }
+  });
 }
+
+namespace {
 
 // ---- spectrogram and power_spectrum -------------------------------------------------------------
 // One transform per thread: its plan is shared, its scratch is its own.
@@ -126,9 +155,11 @@ int64_t reflect_index(int64_t i, int64_t n) {  // ... 2 1 | 0 1 2 ... n-1 | n-2 
   return i >= n ? period - i : i;
 }
 
+}  // namespace
+
 // Frames of `window.size()` samples every `step` (centred on t * step when `centered`, padded by
 // reflection or zeros), windowed, zero-padded to nfft; bins x frames ("ft") or frames x bins.
-void spectrogram(ThreadPool& pool, py::array src, I64Array lengths, I64Array src_offsets, py::array dst,
+void spectrogram(ThreadPool& pool, Array src, I64Array lengths, I64Array src_offsets, Array dst,
                  I64Array dst_shapes, I64Array dst_offsets, F64Array window, int64_t nfft, int64_t step,
                  bool centered, bool reflect, int power_kind, bool freq_major) {
   check_type(src, int(DType::FLOAT), "spectrogram", "the input");
@@ -147,7 +178,6 @@ void spectrogram(ThreadPool& pool, py::array src, I64Array lengths, I64Array src
     for (int64_t f = 0; f < frames; f += kFramesPerItem) items.emplace_back(i, f);
   }
   const double* w = window.data();
-  py::gil_scoped_release nogil;
   const Transform transform(nfft);
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
     const auto [i, f0] = items[k];
@@ -174,6 +204,8 @@ void spectrogram(ThreadPool& pool, py::array src, I64Array lengths, I64Array src
   });
 }
 
+namespace {
+
 // The output of a kernel that maps the middle axis of [outer, n, inner] samples to extents[i]
 // values, and its work items: one per (sample, outer index).
 struct MiddleAxisOutput {
@@ -182,32 +214,33 @@ struct MiddleAxisOutput {
   std::vector<std::pair<int64_t, int64_t>> items;
 };
 
-MiddleAxisOutput middle_axis_output(const BatchView& in, const std::vector<int64_t>& extents, py::array& dst,
+MiddleAxisOutput middle_axis_output(const BatchView& in, const std::vector<int64_t>& extents, Array& dst,
                                     I64Array& dst_offsets) {
   MiddleAxisOutput out;
-  std::vector<int64_t> shape_data(in.num_samples * 3);
+  out.shapes = I64Array::empty({in.num_samples, 3});
+  int64_t* shape_data = out.shapes.mutable_data();
   for (int64_t i = 0; i < in.num_samples; ++i) {
     shape_data[i * 3] = in.shape(i)[0];
     shape_data[i * 3 + 1] = extents[i];
     shape_data[i * 3 + 2] = in.shape(i)[2];
     for (int64_t o = 0; o < in.shape(i)[0]; ++o) out.items.emplace_back(i, o);
   }
-  out.shapes = I64Array({in.num_samples, int64_t(3)}, shape_data.data());
   out.view = make_batch_view(dst, out.shapes, dst_offsets, true);
   return out;
 }
 
-// body(sample, outer index) for every work item of `plan`, in parallel with the GIL released.
+// body(sample, outer index) for every work item of `plan`, in parallel.
 template <typename Body>
 void for_each_item(ThreadPool& pool, const MiddleAxisOutput& plan, Body body) {
-  py::gil_scoped_release nogil;
   pool.parallel_for(static_cast<int64_t>(plan.items.size()),
                     [&](int64_t k) { body(plan.items[k].first, plan.items[k].second); });
 }
 
+}  // namespace
+
 // The transform of every line along `axis` (zero-padded or cut to nffts[i]) -> nffts[i] / 2 + 1
 // bins. Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner].
-void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
+void power_spectrum(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
                     I64Array dst_offsets, I64Array nffts, int power_kind) {
   check_type(src, int(DType::FLOAT), "power_spectrum", "the input");
   check_type(dst, int(DType::FLOAT), "power_spectrum", "the output");
@@ -242,7 +275,7 @@ void power_spectrum(ThreadPool& pool, py::array src, I64Array shapes, I64Array s
 // ---- a matrix along one axis: mel_filter_bank, mfcc ---------------------------------------------
 // out[o, r, j] = sum_c M[r, c] * x[o, c, j] with M = matrices[which[i]] for sample i, samples as
 // [outer, cols, inner]; zero coefficients (most of a mel filter bank) are skipped.
-void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
+void matrix_along_axis(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
                        I64Array dst_offsets, std::vector<F64Array> matrices, I64Array which) {
   check_type(src, int(DType::FLOAT), "matrix_along_axis", "the input");
   check_type(dst, int(DType::FLOAT), "matrix_along_axis", "the output");
@@ -258,7 +291,7 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
     sparse[m].resize(a.shape(0));
     for (int64_t r = 0; r < a.shape(0); ++r)
       for (int64_t c = 0; c < a.shape(1); ++c)
-        if (a.at(r, c) != 0) sparse[m][r].emplace_back(c, a.at(r, c));
+        if (const double v = a.data()[r * a.shape(1) + c]; v != 0) sparse[m][r].emplace_back(c, v);
   }
   const int64_t* pick = which.data();
   std::vector<int64_t> rows_out(in.num_samples);
@@ -296,7 +329,7 @@ void matrix_along_axis(ThreadPool& pool, py::array src, I64Array shapes, I64Arra
 // float; the operator gives each sample's reference (its maximum by default, from the reduction
 // kernel). A ratio that is not a number (0 / 0) or not positive (a negative reference) gives the
 // floor, as in DALI.
-void to_decibels(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
+void to_decibels(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
                  I64Array dst_offsets, double multiplier, F32Array refs, double floor_ratio) {
   check_type(src, int(DType::FLOAT), "to_decibels", "the input");
   check_type(dst, int(DType::FLOAT), "to_decibels", "the output");
@@ -304,7 +337,6 @@ void to_decibels(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   check_per_sample(refs, in.num_samples, "to_decibels", "refs");
   const float* ref = refs.data();
-  py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const float* x = in.sample<float>(i);
     float* y = out.sample<float>(i);
@@ -321,16 +353,17 @@ void to_decibels(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_
 // reference power (<= 0: the sample's largest), compared with cutoff_db: the region runs from the
 // first loud window's first sample to the last loud position. A ratio that is not a number (a
 // silent sample against its own maximum, 0) counts as loud, as in DALI; no loud position gives (0, 0).
-py::tuple nonsilent_region(ThreadPool& pool, py::array src, int src_type, I64Array lengths, I64Array src_offsets,
-                           double cutoff_db, int64_t window_length, double reference_power) {
+std::tuple<ArrayOf<int32_t>, ArrayOf<int32_t>> nonsilent_region(ThreadPool& pool, Array src, int src_type,
+                                                                 I64Array lengths, I64Array src_offsets,
+                                                                 double cutoff_db, int64_t window_length,
+                                                                 double reference_power) {
   check_type(src, src_type, "nonsilent_region", "the input");
   BatchView in = make_batch_view(src, lengths, src_offsets, false);
   if (in.ndim != 1) throw std::invalid_argument("nonsilent_region: the input must be 1-D");
   if (window_length < 1) throw std::invalid_argument("nonsilent_region: window_length must be positive");
-  py::array_t<int32_t> begin(in.num_samples), length(in.num_samples);
+  auto begin = ArrayOf<int32_t>::empty({in.num_samples}), length = ArrayOf<int32_t>::empty({in.num_samples});
   int32_t* b = begin.mutable_data();
   int32_t* len = length.mutable_data();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_NUMERIC(src_type, T, {
     pool.parallel_for(in.num_samples, [&](int64_t i) {
       const T* x = in.sample<T>(i);
@@ -369,36 +402,7 @@ py::tuple nonsilent_region(ThreadPool& pool, py::array src, int src_type, I64Arr
       len[i] = static_cast<int32_t>(last - start + 1);
     });
   })
-  py::gil_scoped_acquire gil;
-  return py::make_tuple(begin, length);
+  return {begin, length};
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(audio_features) {
-  using namespace penstock;
-  m.def("audio_resample", &audio_resample, "Windowed-sinc resampling of a batch of signals",
-        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("shapes"), py::arg("src_offsets"),
-        py::arg("dst"), py::arg("dst_type"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("in_rates"),
-        py::arg("out_rates"), py::arg("quality"));
-  m.def("preemphasis", &preemphasis, "x[t] - coeff * x[t - 1] over each sample", py::arg("pool"), py::arg("src"),
-        py::arg("src_type"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"), py::arg("dst_type"),
-        py::arg("dst_offsets"), py::arg("coeffs"), py::arg("border"));
-  m.def("spectrogram", &spectrogram, "Short-time power or magnitude spectra of a batch of 1-D signals",
-        py::arg("pool"), py::arg("src"), py::arg("lengths"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("window"), py::arg("nfft"), py::arg("step"),
-        py::arg("centered"), py::arg("reflect"), py::arg("power"), py::arg("freq_major"));
-  m.def("power_spectrum", &power_spectrum, "Power or magnitude spectrum along the middle axis of [outer, n, inner]",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("nffts"), py::arg("power"));
-  m.def("matrix_along_axis", &matrix_along_axis, "A matrix applied along the middle axis of [outer, n, inner]",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("matrices"), py::arg("which"));
-  m.def("to_decibels", &to_decibels, "multiplier * log10(max(x / refs[i], floor_ratio))", py::arg("pool"),
-        py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"), py::arg("dst_offsets"),
-        py::arg("multiplier"), py::arg("refs"), py::arg("floor_ratio"));
-  m.def("nonsilent_region", &nonsilent_region, "(begin, length) int32 of each sample's non-silent region",
-        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("lengths"), py::arg("src_offsets"),
-        py::arg("cutoff_db"), py::arg("window_length"), py::arg("reference_power"));
-}

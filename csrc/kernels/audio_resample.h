@@ -80,16 +80,32 @@ class SincResampler {
     center_ = static_cast<float>(center + 1);
   }
 
+  // Writes n unit-range values as elements of the output type (from_unit).
+  using StoreUnit = void (*)(const float* unit, int64_t n, void* out);
+  template <typename Out>
+  static void store_unit(const float* unit, int64_t n, void* out) {
+    auto* o = static_cast<Out*>(out);
+    for (int64_t i = 0; i < n; ++i) o[i] = from_unit<Out>(unit[i]);
+  }
+
   // out[0, out_len) from in[0, n_in) (interleaved channels), both rates in samples per second.
   // Equal rates are filtered too, as DALI's audio_resample does (the decoder skips the call).
-  // Positions advance in float from a double start every 256 outputs, as in DALI.
   template <typename Out, typename In>
   void resample(Out* out, int64_t out_len, double out_rate, const In* in, int64_t n_in, double in_rate,
                 int channels) const {
+    resample_into(out, sizeof(Out), &store_unit<Out>, out_len, out_rate, in, n_in, in_rate, channels);
+  }
+
+  // resample() with the output's type given by its element size and `store`: the filtering is
+  // compiled once per input type, not once per pair of types. Positions advance in float from a
+  // double start every 256 outputs, as in DALI; each block's values are computed, then stored.
+  template <typename In>
+  void resample_into(void* out, int64_t out_elem_size, StoreUnit store, int64_t out_len, double out_rate,
+                     const In* in, int64_t n_in, double in_rate, int channels) const {
     constexpr int64_t kBlock = 256;
     const double scale = in_rate / out_rate;
     const float fscale = static_cast<float>(scale);
-    std::vector<float> acc(channels), weights(2 * lobes_ + 1);
+    std::vector<float> unit(kBlock * channels), weights(2 * lobes_ + 1);
     WeightsKey key;
     for (int64_t block = 0; block < out_len; block += kBlock) {
       const int64_t block_end = std::min(block + kBlock, out_len);
@@ -103,15 +119,16 @@ class SincResampler {
         const int64_t taps = std::max<int64_t>(std::min<int64_t>(centre + lobes_, n_in - base) - i0, 0);
         fill_weights(static_cast<float>(i0) - pos, taps, weights.data(), key);
         const In* x = in + (base + i0) * channels;
+        float* acc = unit.data() + (o - block) * channels;
         if (channels == 1) {
-          out[o] = from_unit<Out>(dot(x, weights.data(), taps));
+          *acc = dot(x, weights.data(), taps);
           continue;
         }
-        std::fill(acc.begin(), acc.end(), 0.0f);
+        std::fill(acc, acc + channels, 0.0f);
         for (int64_t t = 0; t < taps; ++t)
           for (int c = 0; c < channels; ++c) acc[c] += to_unit(x[t * channels + c]) * weights[t];
-        for (int c = 0; c < channels; ++c) out[o * channels + c] = from_unit<Out>(acc[c]);
       }
+      store(unit.data(), (block_end - block) * channels, static_cast<char*>(out) + block * channels * out_elem_size);
     }
   }
 

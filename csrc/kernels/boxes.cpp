@@ -6,7 +6,7 @@
 // anchor), unmatched anchors keep the anchor itself (zeros when offsets are asked for), label 0.
 #include <cmath>
 
-#include "engine/module.h"
+#include "kernels/boxes.h"
 
 namespace penstock {
 namespace {
@@ -20,12 +20,11 @@ inline float iou(const float* a, const float* b) {
   return ua <= 0.f ? 0.f : inter / ua;
 }
 
-void box_encoder(ThreadPool& pool, py::array_t<float, py::array::c_style> boxes, I64Array box_counts,
-                 I64Array box_offsets, py::array_t<int32_t, py::array::c_style> labels,
-                 py::array_t<float, py::array::c_style> anchors, float criteria, bool offset, float scale,
-                 py::array_t<float, py::array::c_style> means, py::array_t<float, py::array::c_style> stds,
-                 py::array_t<float, py::array::c_style> out_boxes,
-                 py::array_t<int32_t, py::array::c_style> out_labels) {
+}  // namespace
+
+void box_encoder(ThreadPool& pool, ArrayOf<float> boxes, I64Array box_counts, I64Array box_offsets,
+                 ArrayOf<int32_t> labels, ArrayOf<float> anchors, float criteria, bool offset, float scale,
+                 ArrayOf<float> means, ArrayOf<float> stds, ArrayOf<float> out_boxes, ArrayOf<int32_t> out_labels) {
   int64_t n = box_counts.shape(0);
   int64_t na = anchors.shape(0);
   if (anchors.ndim() != 2 || anchors.shape(1) != 4 || means.size() != 4 || stds.size() != 4 ||
@@ -43,7 +42,6 @@ void box_encoder(ThreadPool& pool, py::array_t<float, py::array::c_style> boxes,
   const float* sd = stds.data();
   float* ob = out_boxes.mutable_data();
   int32_t* ol = out_labels.mutable_data();
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t s) {
     const float* b = bx + off[s] * 4;
     const int32_t* l = lb + off[s];
@@ -92,12 +90,4 @@ void box_encoder(ThreadPool& pool, py::array_t<float, py::array::c_style> boxes,
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(box_encoder) {
-  m.def("box_encoder", &penstock::box_encoder, "SSD box encoding of a batch", py::arg("pool"),
-        py::arg("boxes"), py::arg("box_counts"), py::arg("box_offsets"), py::arg("labels"), py::arg("anchors"),
-        py::arg("criteria"), py::arg("offset"), py::arg("scale"), py::arg("means"), py::arg("stds"),
-        py::arg("out_boxes"), py::arg("out_labels"));
-}

@@ -14,13 +14,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/clahe.h"
 #include "kernels/separable.h"
 
 namespace penstock {
 namespace {
 
-using I32Array = py::array_t<int32_t, py::array::c_style>;
+using I32Array = ArrayOf<int32_t>;
 
 constexpr int kCbrtTableSize = 3072;
 
@@ -146,10 +146,24 @@ void clahe_plane(uint8_t* plane, int64_t h, int64_t w, int64_t step, int tiles_x
   }
 }
 
+// A copy of n table entries as a new array.
+ArrayOf<int32_t> table_array(const int32_t* values, int64_t n) {
+  auto out = ArrayOf<int32_t>::empty({n});
+  std::copy(values, values + n, out.mutable_data());
+  return out;
+}
+
+}  // namespace
+
+ClaheTables clahe_lab_tables() {
+  const LabTables& t = lab_tables();
+  return {table_array(t.gamma, 256), table_array(t.cbrt, kCbrtTableSize), table_array(t.coeffs, 9)};
+}
+
 // shapes [N, 3] (H, W, C: 1 or 3); per sample tiles (x, y) int32 [N, 2], clip limits [N]; luma: RGB
 // through Lab's L, else every channel on its own.
-void clahe(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
-           I64Array dst_offsets, I32Array tiles, py::array_t<float, py::array::c_style> clip_limits, bool luma) {
+void clahe(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst, I64Array dst_offsets,
+           ArrayOf<int32_t> tiles, ArrayOf<float> clip_limits, bool luma) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   const int64_t n = in.num_samples;
@@ -162,7 +176,6 @@ void clahe(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
     if (tiles.at(i, 0) < 1 || tiles.at(i, 1) < 1) throw SampleError(i, "clahe: tiles_x and tiles_y must be positive");
   }
   const float* limits = clip_limits.data();
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     const int64_t h = in.shape(i)[0], w = in.shape(i)[1], c = in.shape(i)[2];
     if (h * w == 0) return;
@@ -182,19 +195,4 @@ void clahe(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(clahe) {
-  using namespace penstock;
-  m.def("lab_tables", [] {
-    const LabTables& t = lab_tables();
-    return py::make_tuple(py::array_t<int32_t>(256, t.gamma), py::array_t<int32_t>(kCbrtTableSize, t.cbrt),
-                          py::array_t<int32_t>(9, t.coeffs));
-  }, "The fixed-point RGB -> Lab tables of clahe (gamma, cube root, matrix), for the GPU kernels");
-  m.def("clahe", &clahe,
-        "Contrast limited adaptive histogram equalization of uint8 HWC images (1 channel, or RGB per channel or "
-        "through Lab's L)",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("tiles"), py::arg("clip_limits"), py::arg("luma"));
-}

@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/color.h"
 #include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
+using F32Array = ArrayOf<float>;
 
 // CI/CO > 0 fix the channel counts at compile time (the common 3 -> 3 case); 0 = runtime.
 // Pixels go in blocks: float results first, then one vectorized rounding pass per block.
@@ -37,8 +37,10 @@ PENSTOCK_HOT_LOOP void transform_pixels(const In* in, Out* out, int64_t pixels, 
   }
 }
 
-void color_matrix(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
-                  int src_type, py::array dst, I64Array dst_shapes, I64Array dst_offsets,
+}  // namespace
+
+void color_matrix(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets,
+                  int src_type, Array dst, I64Array dst_shapes, I64Array dst_offsets,
                   int dst_type, F32Array matrices) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
@@ -60,7 +62,6 @@ void color_matrix(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array
   }
   const float* m = matrices.data();
   const int64_t msize = int64_t(co) * (ci + 1);
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(src_type, In, {
     PENSTOCK_DISPATCH_IMAGE(dst_type, Out, {
       pool.parallel_for(n, [&](int64_t i) {
@@ -76,15 +77,4 @@ void color_matrix(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(color) {
-  using namespace penstock;
-  m.def("color_matrix", &color_matrix,
-        "Per-sample affine colour transform of the last (channel) axis: out = M[:, :Cin] @ in + "
-        "M[:, Cin], float math, rounded and saturated to the output type",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"),
-        py::arg("src_type"), py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"),
-        py::arg("dst_type"), py::arg("matrices"));
-}

@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "kernels/fast_convert.h"
-#include "engine/module.h"
+#include "kernels/crop_mirror_normalize.h"
 #include "kernels/window.h"
 
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
-using U8Array = py::array_t<uint8_t, py::array::c_style>;
+using F32Array = ArrayOf<float>;
+using U8Array = ArrayOf<uint8_t>;
 constexpr int kMaxDims = 8;
 
 struct CmnSample {
@@ -114,9 +114,11 @@ void cmn_sample(const In* src, Out* dst, const CmnSample& s) {
     default: throw std::invalid_argument("crop_mirror_normalize: unsupported output type " + dtype_name(code)); \
   }
 
+}  // namespace
+
 // anchors [N, ndim-1]; mirror [N]; mean, std [N, C]; fill_values [C (+1 with pad_output)].
-void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
-                           int src_type, py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type,
+void crop_mirror_normalize(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets,
+                           int src_type, Array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type,
                            I64Array anchors, U8Array mirror, F32Array mean, F32Array std, float scale,
                            float shift, F32Array fill_values, int64_t channel_out_dim, bool pad_output) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
@@ -162,7 +164,6 @@ void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes,
     s.out_channels = C + pad;
     s.channel_out_dim = channel_out_dim;
   }
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_CMN_IN(src_type, In, {
     PENSTOCK_DISPATCH_CMN_OUT(dst_type, Out, {
       if (in.elem_size != int64_t(sizeof(In)) || out.elem_size != int64_t(sizeof(Out)))
@@ -172,16 +173,4 @@ void crop_mirror_normalize(ThreadPool& pool, py::array src, I64Array src_shapes,
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(crop_mirror_normalize) {
-  using namespace penstock;
-  m.def("crop_mirror_normalize", &crop_mirror_normalize,
-        "Fused crop (with fill outside the input), horizontal mirror, (x - mean) / std * scale + shift, "
-        "channel move and type conversion",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("src_type"),
-        py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dst_type"), py::arg("anchors"),
-        py::arg("mirror"), py::arg("mean"), py::arg("std"), py::arg("scale"), py::arg("shift"),
-        py::arg("fill_values"), py::arg("channel_out_dim"), py::arg("pad_output"));
-}

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "engine/dtype.h"
-#include "engine/module.h"
+#include "kernels/debayer.h"
 
 namespace penstock {
 namespace {
@@ -43,9 +43,11 @@ void demosaic_pixel(const T* in, int64_t w, int64_t y, int64_t x, int by, int bx
   }
 }
 
+}  // namespace
+
 // shapes [N, 3] (frames, H, W); blue [N, 2] (y, x) of blue; the output is (frames, H, W, 3 or 1).
-void debayer(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int type, py::array dst,
-             I64Array dst_offsets, py::array_t<int32_t, py::array::c_style> blue, bool grey) {
+void debayer(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int type, Array dst,
+             I64Array dst_offsets, ArrayOf<int32_t> blue, bool grey) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   const int64_t n = in.num_samples;
   if (in.ndim != 3) throw std::invalid_argument("debayer: samples must be (frames, H, W)");
@@ -55,14 +57,13 @@ void debayer(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offs
   int64_t dst_size = dst.size();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t* s = in.shape(i);
-    if (s[0] * s[1] * s[2] && (s[1] < 3 || s[2] < 3))
+    if (s[0] * s[1] * s[2] != 0 && (s[1] < 3 || s[2] < 3))
       throw SampleError(i, "debayer: images must be at least 3 x 3");
     if (blue.at(i, 0) < 0 || blue.at(i, 0) > 1 || blue.at(i, 1) < 0 || blue.at(i, 1) > 1)
       throw SampleError(i, "debayer: the blue position must be (0 or 1, 0 or 1)");
     if (dst_offsets.at(i) < 0 || dst_offsets.at(i) + in.volume(i) * channels > dst_size)
       throw std::invalid_argument("debayer: output offsets out of range");
   }
-  py::gil_scoped_release nogil;
   auto run = [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     T* out_base = static_cast<T*>(dst.mutable_data());
@@ -83,13 +84,4 @@ void debayer(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offs
   else throw std::invalid_argument("debayer: supported types are UINT8 and UINT16, got " + dtype_name(type));
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(debayer) {
-  using namespace penstock;
-  m.def("debayer", &debayer,
-        "Bilinear demosaicing (RGB) or grey conversion of Bayer frames, OpenCV's arithmetic",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("type"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("blue"), py::arg("grey"));
-}

@@ -11,14 +11,14 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/module.h"
+#include "kernels/displacement.h"
 #include "kernels/fast_convert.h"
 
 namespace penstock {
 namespace {
 
-using F64Array = py::array_t<double, py::array::c_style>;
-using I32Array = py::array_t<int32_t, py::array::c_style>;
+using F64Array = ArrayOf<double>;
+using I32Array = ArrayOf<int32_t>;
 
 // splitmix64's finalizer: the jitter offsets of pixel `index` of a sample with `seed`
 // (csrc/cuda/displacement.cu draws the same)
@@ -79,9 +79,11 @@ void displace_sample(const T* in, T* out, int64_t h, int64_t w, int64_t c, int k
     }
 }
 
+}  // namespace
+
 // shapes [N, 3] (H, W, C); params [N, 6] (water: ampl_x, ampl_y, freq_x, freq_y, phase_x, phase_y;
 // jitter: degree, seed); masks [N] (0: copy the sample).
-void displacement(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int type, py::array dst,
+void displacement(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int type, Array dst,
                   I64Array dst_offsets, int kind, F64Array params, I32Array masks, bool linear, double fill) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
@@ -92,7 +94,6 @@ void displacement(ThreadPool& pool, py::array src, I64Array shapes, I64Array src
   if (kind < 0 || kind > 2) throw std::invalid_argument("displacement: unknown kind");
   const double* p = params.data();
   const int32_t* m = masks.data();
-  py::gil_scoped_release nogil;
   auto run = [&](auto* type_tag) {
     using T = std::remove_pointer_t<decltype(type_tag)>;
     pool.parallel_for(n, [&](int64_t i) {
@@ -109,14 +110,4 @@ void displacement(ThreadPool& pool, py::array src, I64Array shapes, I64Array src
   else throw std::invalid_argument("displacement: supported types are UINT8 and FLOAT, got " + dtype_name(type));
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(displacement) {
-  using namespace penstock;
-  m.def("displacement", &displacement,
-        "Water (kind 0), sphere (1) or jitter (2) displacement of HWC images, nearest or bilinear sampling",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("type"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("kind"), py::arg("params"), py::arg("masks"), py::arg("linear"),
-        py::arg("fill"));
-}

@@ -3,17 +3,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/dump_image.h"
 
 namespace penstock {
-namespace {
-
 // paths[i] gets sample i: "P3\n<W> <H>\n255\n", then one line per row, each value followed by a space.
-void write_ppm(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets, std::vector<std::string> paths) {
+void write_ppm(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets, std::vector<std::string> paths) {
   BatchView in = make_batch_view(src, shapes, offsets, false);
   if (in.ndim != 3 || in.elem_size != 1) throw std::invalid_argument("write_ppm: samples must be uint8 HWC");
   if (int64_t(paths.size()) != in.num_samples) throw std::invalid_argument("write_ppm: one path per sample");
-  py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const int64_t h = in.shape(i)[0], w = in.shape(i)[1], c = in.shape(i)[2];
     const uint8_t* p = in.sample<uint8_t>(i);
@@ -34,10 +31,4 @@ void write_ppm(ThreadPool& pool, py::array src, I64Array shapes, I64Array offset
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(dump_image) {
-  m.def("write_ppm", &penstock::write_ppm, "Writes uint8 HWC samples as plain PPM files, one path per sample",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("offsets"), py::arg("paths"));
-}

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/elementwise.h"
 
 namespace penstock {
 namespace {
@@ -17,55 +17,68 @@ constexpr int64_t kGrain = 1 << 15;  // elements per task
 
 // ---- cast -------------------------------------------------------------------------------
 
+// Converts elements [b, e) of src into dst. One function per (input, output) type, chosen once per
+// call: the driver (the parallel loop) is the same code for all of them.
+using CastRange = void (*)(const void* src, void* dst, int64_t b, int64_t e);
+
 template <bool Truncate, typename Out, typename In>
-void cast_range(const In* src, Out* dst, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) dst[i] = Truncate ? convert_trunc<Out>(src[i]) : convert_sat<Out>(src[i]);
+void cast_range(const void* src, void* dst, int64_t b, int64_t e) {
+  auto* in = static_cast<const In*>(src);
+  auto* out = static_cast<Out*>(dst);
+  for (int64_t i = b; i < e; ++i) out[i] = Truncate ? convert_trunc<Out>(in[i]) : convert_sat<Out>(in[i]);
 }
+
+template <bool Truncate, typename Out>
+void cast_from_half(const void* src, void* dst, int64_t b, int64_t e) {
+  auto* in = static_cast<const uint16_t*>(src);
+  auto* out = static_cast<Out*>(dst);
+  for (int64_t i = b; i < e; ++i) {
+    float v = half_to_float(in[i]);
+    out[i] = Truncate ? convert_trunc<Out>(v) : convert_sat<Out>(v);
+  }
+}
+
+template <bool Saturate, typename In>
+void cast_to_half(const void* src, void* dst, int64_t b, int64_t e) {
+  auto* in = static_cast<const In*>(src);
+  auto* out = static_cast<uint16_t*>(dst);
+  for (int64_t i = b; i < e; ++i) {
+    float v = static_cast<float>(in[i]);
+    out[i] = Saturate ? float_to_half_sat(v) : float_to_half(v);
+  }
+}
+
+}  // namespace
 
 // crop_conversion: crop and slice outputs' conversion (DALI's): float -> integer truncates toward
 // zero instead of rounding, and float16 saturates to +-65504 instead of overflowing to inf.
-void cast(ThreadPool& pool, py::array src, int src_code, py::array dst, int dst_code, bool crop_conversion) {
+void cast(ThreadPool& pool, Array src, int src_code, Array dst, int dst_code, bool crop_conversion) {
   if (src.size() != dst.size()) throw std::invalid_argument("cast: buffer sizes differ");
   const void* s = src.data();
   void* d = dst.mutable_data();
   int64_t n = src.size();
-  py::gil_scoped_release nogil;
   auto half = static_cast<int>(DType::FLOAT16);
   if (src_code == half && dst_code == half) {
     std::memcpy(d, s, n * 2);
-  } else if (src_code == half) {
-    PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
-      pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-        auto* in = static_cast<const uint16_t*>(s);
-        auto* out = static_cast<Out*>(d);
-        for (int64_t i = b; i < e; ++i) {
-          float v = half_to_float(in[i]);
-          out[i] = crop_conversion ? convert_trunc<Out>(v) : convert_sat<Out>(v);
-        }
-      });
-    });
+    return;
+  }
+  CastRange range;
+  if (src_code == half) {
+    PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, range = crop_conversion ? &cast_from_half<true, Out>
+                                                                      : &cast_from_half<false, Out>);
   } else if (dst_code == half) {
-    PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
-      pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-        auto* in = static_cast<const In*>(s);
-        auto* out = static_cast<uint16_t*>(d);
-        for (int64_t i = b; i < e; ++i) {
-          float v = static_cast<float>(in[i]);
-          out[i] = crop_conversion ? float_to_half_sat(v) : float_to_half(v);
-        }
-      });
-    });
+    PENSTOCK_DISPATCH_NUMERIC(src_code, In, range = crop_conversion ? &cast_to_half<true, In>
+                                                                     : &cast_to_half<false, In>);
   } else {
     PENSTOCK_DISPATCH_NUMERIC(src_code, In, {
-      PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, {
-        pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
-          if (crop_conversion) cast_range<true, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
-          else cast_range<false, Out, In>(static_cast<const In*>(s), static_cast<Out*>(d), b, e);
-        });
-      });
+      PENSTOCK_DISPATCH_NUMERIC(dst_code, Out, range = crop_conversion ? &cast_range<true, Out, In>
+                                                                        : &cast_range<false, Out, In>);
     });
   }
+  pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) { range(s, d, b, e); });
 }
+
+namespace {
 
 // ---- binary -----------------------------------------------------------------------------
 
@@ -188,8 +201,17 @@ void make_plan(const int64_t* out_shape, int64_t nd, const int64_t* a_shape, int
   }
 }
 
+// Rows [row_begin, row_end) of one sample planned by `p`. One function per (op, type), chosen once
+// per call: the driver (planning, grouping, the parallel loop) is the same code for all of them.
+using BinaryRows = void (*)(const Plan& p, const void* a, const void* b, void* out, int64_t row_begin,
+                            int64_t row_end);
+
 template <int OP, typename T, typename Out>
-void binary_rows(const Plan& p, const T* a, const T* b, Out* out, int64_t row_begin, int64_t row_end) {
+void binary_rows(const Plan& p, const void* a_data, const void* b_data, void* out_data, int64_t row_begin,
+                 int64_t row_end) {
+  auto* a = static_cast<const T*>(a_data);
+  auto* b = static_cast<const T*>(b_data);
+  auto* out = static_cast<Out*>(out_data);
   int last = p.nd - 1;
   int64_t inner = p.shape[last], sa = p.stride_a[last], sb = p.stride_b[last];
   for (int64_t r = row_begin; r < row_end; ++r) {
@@ -223,8 +245,8 @@ struct RowTask {
   int64_t sample, row_begin, row_end;
 };
 
-template <int OP, typename T, typename Out>
-void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, const BatchView& out) {
+void binary_batch(ThreadPool& pool, BinaryRows rows_of, const BatchView& a, const BatchView& b,
+                  const BatchView& out) {
   int64_t n = out.num_samples;
   std::vector<Plan> plans(n);
   std::vector<RowTask> tasks;
@@ -255,8 +277,7 @@ void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, cons
       const RowTask& task = tasks[t];
       int64_t i = task.sample;
       int64_t ia = a.num_samples == 1 ? 0 : i, ib = b.num_samples == 1 ? 0 : i;
-      binary_rows<OP, T, Out>(plans[i], a.sample<T>(ia), b.sample<T>(ib), out.sample<Out>(i),
-                              task.row_begin, task.row_end);
+      rows_of(plans[i], a.sample_bytes(ia), b.sample_bytes(ib), out.sample_bytes(i), task.row_begin, task.row_end);
     }
   };
   int64_t groups = static_cast<int64_t>(group_begin.size()) - 1;
@@ -268,9 +289,9 @@ void binary_batch(ThreadPool& pool, const BatchView& a, const BatchView& b, cons
 }
 
 template <typename T>
-void binary_typed(ThreadPool& pool, int op, const BatchView& a, const BatchView& b, const BatchView& out) {
-#define PENSTOCK_BIN(OPC) case OPC: return binary_batch<OPC, T, T>(pool, a, b, out);
-#define PENSTOCK_CMP(OPC) case OPC: return binary_batch<OPC, T, bool>(pool, a, b, out);
+BinaryRows binary_rows_of(int op) {
+#define PENSTOCK_BIN(OPC) case OPC: return &binary_rows<OPC, T, T>;
+#define PENSTOCK_CMP(OPC) case OPC: return &binary_rows<OPC, T, bool>;
   switch (op) {
     PENSTOCK_BIN(kAdd) PENSTOCK_BIN(kSub) PENSTOCK_BIN(kMul) PENSTOCK_BIN(kDiv)
     PENSTOCK_BIN(kFloorDiv) PENSTOCK_BIN(kMod) PENSTOCK_BIN(kPow) PENSTOCK_BIN(kMin)
@@ -284,19 +305,23 @@ void binary_typed(ThreadPool& pool, int op, const BatchView& a, const BatchView&
 #undef PENSTOCK_CMP
 }
 
+}  // namespace
 
 void binary(ThreadPool& pool, int op, int code,
-            py::array a, I64Array a_shapes, I64Array a_offsets,
-            py::array b, I64Array b_shapes, I64Array b_offsets,
-            py::array out, I64Array out_shapes, I64Array out_offsets) {
+            Array a, I64Array a_shapes, I64Array a_offsets,
+            Array b, I64Array b_shapes, I64Array b_offsets,
+            Array out, I64Array out_shapes, I64Array out_offsets) {
   if (code == static_cast<int>(DType::FLOAT16))
     throw std::invalid_argument("arithmetic on FLOAT16 is not supported on the CPU");
   BatchView va = make_batch_view(a, a_shapes, a_offsets, false);
   BatchView vb = make_batch_view(b, b_shapes, b_offsets, false);
   BatchView vo = make_batch_view(out, out_shapes, out_offsets, true);
-  py::gil_scoped_release nogil;
-  PENSTOCK_DISPATCH_NUMERIC(code, T, binary_typed<T>(pool, op, va, vb, vo));
+  BinaryRows rows_of;
+  PENSTOCK_DISPATCH_NUMERIC(code, T, rows_of = binary_rows_of<T>(op));
+  binary_batch(pool, rows_of, va, vb, vo);
 }
+
+namespace {
 
 // ---- unary ------------------------------------------------------------------------------
 
@@ -350,14 +375,15 @@ inline T apply_unary(int op, T x) {
   }
 }
 
-void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
+}  // namespace
+
+void unary(ThreadPool& pool, int op, int code, Array src, Array dst) {
   if (src.size() != dst.size()) throw std::invalid_argument("unary: buffer sizes differ");
   if (code == static_cast<int>(DType::FLOAT16))
     throw std::invalid_argument("arithmetic on FLOAT16 is not supported on the CPU");
   const void* s = src.data();
   void* d = dst.mutable_data();
   int64_t n = src.size();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_NUMERIC(code, T, {
     apply_unary<T>(op, T(0));  // validates op for this type before the parallel loop
     pool.parallel_range(n, kGrain, [&](int64_t b, int64_t e) {
@@ -368,15 +394,4 @@ void unary(ThreadPool& pool, int op, int code, py::array src, py::array dst) {
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(elementwise) {
-  using namespace penstock;
-  m.def("cast", &cast, "Convert a buffer element by element (DALI's rounding and saturation; with "
-        "crop_conversion, crop and slice's: truncating, and saturating float16)",
-        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("dst"), py::arg("dst_type"),
-        py::arg("crop_conversion") = false);
-  m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting");
-  m.def("unary", &unary, "Unary element-wise op");
-}

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/module.h"
+#include "kernels/file_io.h"
 
 namespace penstock {
 namespace {
@@ -16,53 +16,43 @@ struct Fd {
   ~Fd() { if (fd >= 0) ::close(fd); }
 };
 
+}  // namespace
+
 // Returns (buffer uint8 [total], sizes int64 [N]); sample i is buffer[offset_i : offset_i + size_i].
-py::tuple read_files(ThreadPool& pool, const std::vector<std::string>& paths) {
+std::tuple<ArrayOf<uint8_t>, I64Array> read_files(ThreadPool& pool, const std::vector<std::string>& paths) {
   int64_t n = static_cast<int64_t>(paths.size());
   std::vector<int64_t> sizes(n, 0);
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      struct stat st;
-      if (::stat(paths[i].c_str(), &st) != 0)
-        throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
-      if (!S_ISREG(st.st_mode)) throw SampleError(i, "'" + paths[i] + "' is not a regular file");
-      sizes[i] = st.st_size;
-    });
-  }
+  pool.parallel_for(n, [&](int64_t i) {
+    struct stat st;
+    if (::stat(paths[i].c_str(), &st) != 0)
+      throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw SampleError(i, "'" + paths[i] + "' is not a regular file");
+    sizes[i] = st.st_size;
+  });
   int64_t total = 0;
   std::vector<int64_t> offsets(n);
   for (int64_t i = 0; i < n; ++i) {
     offsets[i] = total;
     total += sizes[i];
   }
-  py::array_t<uint8_t> buffer(total);
-  py::array_t<int64_t> sizes_out(n);
+  auto buffer = ArrayOf<uint8_t>::empty({total});
+  auto sizes_out = I64Array::empty({n});
   std::memcpy(sizes_out.mutable_data(), sizes.data(), n * sizeof(int64_t));
   uint8_t* base = buffer.mutable_data();
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      Fd f;
-      f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
-      if (f.fd < 0) throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
-      int64_t done = 0;
-      while (done < sizes[i]) {
-        ssize_t r = ::pread(f.fd, base + offsets[i] + done, sizes[i] - done, done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-          throw SampleError(i, "cannot read file '" + paths[i] + "' (size changed or I/O error)");
-        done += r;
-      }
-    });
-  }
-  return py::make_tuple(buffer, sizes_out);
+  pool.parallel_for(n, [&](int64_t i) {
+    Fd f;
+    f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
+    if (f.fd < 0) throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
+    int64_t done = 0;
+    while (done < sizes[i]) {
+      ssize_t r = ::pread(f.fd, base + offsets[i] + done, sizes[i] - done, done);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        throw SampleError(i, "cannot read file '" + paths[i] + "' (size changed or I/O error)");
+      done += r;
+    }
+  });
+  return {buffer, sizes_out};
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(file_io) {
-  m.def("read_files", &penstock::read_files, "Read whole files into one packed uint8 buffer",
-        py::arg("pool"), py::arg("paths"));
-}

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/module.h"
+#include "kernels/file_ranges.h"
 
 namespace penstock {
 namespace {
@@ -16,10 +16,11 @@ struct Fd {
   ~Fd() { if (fd >= 0) ::close(fd); }
 };
 
+}  // namespace
+
 // Range i is bytes [offsets[i], offsets[i] + sizes[i]) of paths[i]; it lands at the packed
 // position sum(sizes[:i]) of the returned uint8 buffer.
-py::array read_file_ranges(ThreadPool& pool, const std::vector<std::string>& paths, I64Array offsets,
-                           I64Array sizes) {
+Array read_file_ranges(ThreadPool& pool, const std::vector<std::string>& paths, I64Array offsets, I64Array sizes) {
   int64_t n = static_cast<int64_t>(paths.size());
   if (offsets.shape(0) != n || sizes.shape(0) != n)
     throw std::invalid_argument("read_file_ranges: inconsistent argument sizes");
@@ -32,9 +33,8 @@ py::array read_file_ranges(ThreadPool& pool, const std::vector<std::string>& pat
     at[i] = total;
     total += sz[i];
   }
-  py::array out = empty_pooled(total);
+  Array out = Array::empty('u', 1, {total}, true);
   uint8_t* base = static_cast<uint8_t*>(out.mutable_data());
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     if (sz[i] == 0) return;
     Fd f;
@@ -53,10 +53,4 @@ py::array read_file_ranges(ThreadPool& pool, const std::vector<std::string>& pat
   return out;
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(file_ranges) {
-  m.def("read_file_ranges", &penstock::read_file_ranges, "Read byte ranges of files into one packed buffer",
-        py::arg("pool"), py::arg("paths"), py::arg("offsets"), py::arg("sizes"));
-}

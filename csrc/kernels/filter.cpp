@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/filter.h"
 #include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 #include "kernels/separable.h"
@@ -19,8 +19,8 @@
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
-using F64Array = py::array_t<double, py::array::c_style>;
+using F32Array = ArrayOf<float>;
+using F64Array = ArrayOf<double>;
 
 // Border modes, numbered as operators/filter.py's BORDERS.
 enum Border { kReflect101 = 0, kReflect1001 = 1, kWrap = 2, kClamp = 3, kConstant = 4 };
@@ -116,10 +116,12 @@ void filter_plane(const In* in, Out* out, const Geometry& g, const Geometry& og,
   }
 }
 
+}  // namespace
+
 // shapes [N, k + 2] (outer, spatial..., channels); out_shapes alike (smaller in "valid" mode);
 // filters float32, packed, filter_shapes [N, k]; anchors [N, k] (the tap over each output
 // position); fill [N] (constant border).
-void filter(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int src_type, py::array dst,
+void filter(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int src_type, Array dst,
             I64Array out_shapes, I64Array dst_offsets, int dst_type, F32Array filters, I64Array filter_shapes,
             I64Array filter_offsets, I64Array anchors, int border, F64Array fill) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
@@ -151,7 +153,6 @@ void filter(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offse
   }
   const float* fdata = filters.data();
   const double* fv = fill.data();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_FILTER(src_type, In, {
     auto run = [&](auto* out_type) {
       using Out = std::remove_pointer_t<decltype(out_type)>;
@@ -176,12 +177,16 @@ void filter(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offse
   });
 }
 
+namespace {
+
 // ---- Laplacian: a sum over axes of separable passes ------------------------------------------
+
+}  // namespace
 
 // windows: float32, packed; for sample i, derivative axis a and axis b, the window applied along b
 // when differentiating along a starts at window_offsets[i, a, b] and has window_sizes[i, a, b]
 // (odd; 1 = no pass). scales [N, k]: the factor of each partial derivative.
-void laplacian(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int src_type, py::array dst,
+void laplacian(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int src_type, Array dst,
                I64Array dst_offsets, int dst_type, F32Array windows, I64Array window_sizes, I64Array window_offsets,
                F32Array scales) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
@@ -200,7 +205,6 @@ void laplacian(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_of
   const int64_t* wsize = window_sizes.data();
   const int64_t* woff = window_offsets.data();
   const float* sc = scales.data();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_FILTER(src_type, In, {
     auto run = [&](auto* out_type) {
       using Out = std::remove_pointer_t<decltype(out_type)>;
@@ -233,6 +237,8 @@ void laplacian(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_of
     else throw std::invalid_argument("laplacian: the output type must be the input's or FLOAT");
   });
 }
+
+namespace {
 
 // ---- rank filters: median, minimum (erosion), maximum (dilation) -----------------------------
 
@@ -273,11 +279,12 @@ void rank_pass(const T* in, T* out, const Geometry& g, int64_t wh, int64_t ww, i
   }
 }
 
+}  // namespace
+
 // shapes [N, 4] (outer, H, W, C); windows and anchors [N, 2] (H, W); the pass is repeated
 // `iterations` times.
-void rank_filter(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
-                 I64Array dst_offsets, int type, int rank, I64Array windows, I64Array anchors, int border,
-                 int iterations) {
+void rank_filter(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst, I64Array dst_offsets,
+                 int type, int rank, I64Array windows, I64Array anchors, int border, int iterations) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   const int64_t n = in.num_samples;
@@ -289,7 +296,6 @@ void rank_filter(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_
     for (int a = 0; a < 2; ++a)
       if (windows.at(i, a) < 1 || anchors.at(i, a) < 0 || anchors.at(i, a) >= windows.at(i, a))
         throw SampleError(i, "rank_filter: window sizes must be positive and anchors inside the window");
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_FILTER(type, T, {
     pool.parallel_for(n, [&](int64_t i) {
       Geometry g{in.shape(i)[0], 1, in.shape(i)[1], in.shape(i)[2], in.shape(i)[3]};
@@ -307,25 +313,4 @@ void rank_filter(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(filter) {
-  using namespace penstock;
-  m.def("filter", &filter,
-        "Correlation of samples shaped (outer, 2-3 spatial dims, channels) with a per-sample filter, "
-        "anchored, with a border mode (reflect 101, reflect 1001, wrap, clamp, constant)",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("src_type"),
-        py::arg("dst"), py::arg("out_shapes"), py::arg("dst_offsets"), py::arg("dst_type"), py::arg("filters"),
-        py::arg("filter_shapes"), py::arg("filter_offsets"), py::arg("anchors"), py::arg("border"), py::arg("fill"));
-  m.def("laplacian", &laplacian,
-        "Sum over the spatial axes of scaled separable passes (derivative and smoothing windows), reflect-101 borders",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("src_type"),
-        py::arg("dst"), py::arg("dst_offsets"), py::arg("dst_type"), py::arg("windows"), py::arg("window_sizes"),
-        py::arg("window_offsets"), py::arg("scales"));
-  m.def("rank_filter", &rank_filter,
-        "Median, minimum (erosion) or maximum (dilation) over a 2-D window of samples shaped (outer, H, W, C)",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("type"), py::arg("rank"), py::arg("windows"), py::arg("anchors"),
-        py::arg("border"), py::arg("iterations"));
-}

@@ -4,33 +4,27 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/gather.h"
 
 namespace penstock {
 namespace {
 
 constexpr int64_t kGatherGrain = 1 << 18;  // bytes per task when one sample is split
 
+}  // namespace
+
 // srcs[i] is copied to dst at byte offset dst_offsets[i]; the arrays must be C-contiguous.
-void gather(ThreadPool& pool, std::vector<py::buffer> srcs, I64Array dst_offsets, py::array dst) {
+void gather(ThreadPool& pool, std::vector<Array> srcs, I64Array dst_offsets, Array dst) {
   size_t n = srcs.size();
   if (int64_t(n) != dst_offsets.size()) throw std::invalid_argument("gather: one offset per source is needed");
-  std::vector<py::buffer_info> infos;
-  infos.reserve(n);
   std::vector<const char*> ptrs(n);
   std::vector<int64_t> sizes(n);
   const int64_t* off = dst_offsets.data();
   int64_t capacity = dst.nbytes();
   for (size_t i = 0; i < n; ++i) {
-    infos.push_back(srcs[i].request());
-    const py::buffer_info& b = infos.back();
-    int64_t expect = b.itemsize;
-    for (ssize_t d = b.ndim - 1; d >= 0; --d) {
-      if (b.shape[d] != 1 && b.strides[d] != expect) throw std::invalid_argument("gather: a source is not contiguous");
-      expect *= b.shape[d];
-    }
-    ptrs[i] = static_cast<const char*>(b.ptr);
-    sizes[i] = b.size * b.itemsize;
+    if (!srcs[i].c_contiguous()) throw std::invalid_argument("gather: a source is not contiguous");
+    ptrs[i] = static_cast<const char*>(srcs[i].data());
+    sizes[i] = srcs[i].nbytes();
     if (off[i] < 0 || off[i] + sizes[i] > capacity) throw std::out_of_range("gather: destination too small");
   }
   char* d = static_cast<char*>(dst.mutable_data());
@@ -42,7 +36,6 @@ void gather(ThreadPool& pool, std::vector<py::buffer> srcs, I64Array dst_offsets
       item_begin.push_back(b);
       if (sizes[i] == 0) break;
     }
-  py::gil_scoped_release nogil;
   pool.parallel_for(int64_t(item_src.size()), [&](int64_t k) {
     int64_t i = item_src[k], b = item_begin[k];
     int64_t e = std::min(sizes[i], b + kGatherGrain);
@@ -52,7 +45,7 @@ void gather(ThreadPool& pool, std::vector<py::buffer> srcs, I64Array dst_offsets
 
 // Copies counts[i] bytes of src from byte src_offsets[i] to dst at byte dst_offsets[i], for every
 // range at once (frames of sequences reordered or picked: sequence_rearrange, element_extract).
-void copy_ranges(ThreadPool& pool, py::array src, I64Array src_offsets, py::array dst, I64Array dst_offsets,
+void copy_ranges(ThreadPool& pool, Array src, I64Array src_offsets, Array dst, I64Array dst_offsets,
                  I64Array counts) {
   int64_t n = counts.size();
   if (src_offsets.size() != n || dst_offsets.size() != n)
@@ -64,18 +57,7 @@ void copy_ranges(ThreadPool& pool, py::array src, I64Array src_offsets, py::arra
       throw std::out_of_range("copy_ranges: a range lies outside its buffer");
   const char* s = static_cast<const char*>(src.data());
   char* d = static_cast<char*>(dst.mutable_data());
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) { std::memcpy(d + dof[i], s + so[i], cnt[i]); });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(gather) {
-  using namespace penstock;
-  m.def("gather", &gather, "Copy contiguous arrays to byte offsets of one buffer (GIL released)",
-        py::arg("pool"), py::arg("srcs"), py::arg("dst_offsets"), py::arg("dst"));
-  m.def("copy_ranges", &copy_ranges, "Copy byte ranges of one buffer to byte offsets of another (GIL released)",
-        py::arg("pool"), py::arg("src"), py::arg("src_offsets"), py::arg("dst"), py::arg("dst_offsets"),
-        py::arg("counts"));
-}

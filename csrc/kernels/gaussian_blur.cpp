@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/gaussian_blur.h"
 #include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 #include "kernels/separable.h"
@@ -14,7 +14,7 @@
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
+using F32Array = ArrayOf<float>;
 
 constexpr int kMaxSpatial = 3;
 
@@ -47,11 +47,12 @@ void blur_sample(const In* in, Out* out, const int64_t* shape, int k, const floa
   convert_row<Out>(a.data(), vol, out);
 }
 
+}  // namespace
+
 // shapes: [N, k + 2] = (frames, spatial..., channels); sigmas float [N, k]; windows int [N, k]
 // (odd; 1 = that axis is not blurred).
-void gaussian_blur(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets,
-                   int src_type, py::array dst, I64Array dst_offsets, int dst_type,
-                   F32Array sigmas, I64Array windows) {
+void gaussian_blur(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int src_type, Array dst,
+                   I64Array dst_offsets, int dst_type, F32Array sigmas, I64Array windows) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   int64_t n = in.num_samples;
@@ -71,7 +72,6 @@ void gaussian_blur(ThreadPool& pool, py::array src, I64Array shapes, I64Array sr
       if (ws > 1 && !(sg[i * k + ax] > 0.f))
         throw SampleError(i, "gaussian_blur: sigma must be positive");
     }
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(src_type, In, {
     PENSTOCK_DISPATCH_IMAGE(dst_type, Out, {
       pool.parallel_for(n, [&](int64_t i) {
@@ -81,15 +81,4 @@ void gaussian_blur(ThreadPool& pool, py::array src, I64Array shapes, I64Array sr
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(gaussian_blur) {
-  using namespace penstock;
-  m.def("gaussian_blur", &gaussian_blur,
-        "Separable Gaussian blur of samples shaped (frames, spatial..., channels), reflect-101 "
-        "borders, per-sample per-axis sigma and odd window size (1 = axis untouched)",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"),
-        py::arg("src_type"), py::arg("dst"), py::arg("dst_offsets"), py::arg("dst_type"),
-        py::arg("sigmas"), py::arg("windows"));
-}

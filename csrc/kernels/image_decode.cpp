@@ -7,15 +7,16 @@
 //   decode_images(pool, data, shapes, offsets, output_type, adjust_orientation, crop=None,
 //                 target_hw=None, use_fast_idct=False, return_geometry=False, fancy_upsampling=True,
 //                 max_pixels=None, accept_corrupt_jpeg=False)
-//       -> (out uint8 [total], out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N])
+//       -> (out uint8 [total], out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N]
+//           [, geometry float64 [N, 3] with return_geometry])
 //
 // An image whose header claims more than max_pixels pixels fails before anything is decoded
 // (decompression bombs: a few MB of file that decode to GBs).
 //
 // `fallback[i]` marks a sample in a format recognised but not decoded natively (TIFF, WebP,
 // JPEG 2000, RLE BMP): its shape row is zeros and it has no bytes in `out`; Python decodes it.
-// decode_images parses every header in parallel, allocates the packed output with the GIL,
-// then decodes every sample in parallel straight into its place.
+// decode_images parses every header in parallel, allocates the packed output, then decodes
+// every sample in parallel straight into its place.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -23,7 +24,6 @@
 #include <optional>
 #include <vector>
 
-#include "engine/module.h"
 #include "kernels/image_decode.h"
 
 namespace penstock {
@@ -59,9 +59,6 @@ const char* format_name(Format f) {
 }
 
 namespace {
-
-using U8Array = py::array_t<uint8_t, py::array::c_style>;
-using BoolArray = py::array_t<bool, py::array::c_style>;
 
 constexpr int64_t kMaxSampleBytes = int64_t(1) << 32;  // a corrupt header must not ask for more
 
@@ -231,74 +228,68 @@ void check_output_type(int output_type) {
                                 std::to_string(output_type));
 }
 
-const int64_t* optional_rows(const py::object& arr, int64_t n, int64_t cols, const char* name,
-                             I64Array& keep) {
-  if (arr.is_none()) return nullptr;
-  keep = I64Array::ensure(arr);
-  if (!keep || keep.ndim() != 2 || keep.shape(0) != n || keep.shape(1) != cols)
+const int64_t* optional_rows(const std::optional<I64Array>& rows, int64_t n, int64_t cols, const char* name) {
+  if (!rows) return nullptr;
+  if (rows->ndim() != 2 || rows->shape(0) != n || rows->shape(1) != cols)
     throw std::invalid_argument(std::string(name) + " must be an int64 array of shape [N, " +
                                 std::to_string(cols) + "]");
-  return keep.data();
+  return rows->data();
 }
 
-BatchView encoded_batch(py::array& data, I64Array& shapes, I64Array& offsets) {
+BatchView encoded_batch(const Array& data, const I64Array& shapes, const I64Array& offsets) {
   BatchView in = make_batch_view(data, shapes, offsets, false);
   if (in.elem_size != 1) throw std::invalid_argument("encoded images must be uint8 bytes");
   return in;
 }
 
-py::tuple peek_image_shapes(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
-                            int output_type, bool adjust_orientation, std::optional<int64_t> max_pixels) {
+}  // namespace
+
+std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array data, I64Array shapes,
+                                                      I64Array offsets, int output_type, bool adjust_orientation,
+                                                      std::optional<int64_t> max_pixels) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
-  I64Array out({n, int64_t(3)});
-  BoolArray fallback(n);
+  auto out = I64Array::empty({n, 3});
+  auto fallback = ArrayOf<bool>::empty({n});
   int64_t* o = out.mutable_data();
   bool* fb = fallback.mutable_data();
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      per_sample(i, [&] {
-        Plan p = plan_sample(encoded_sample(in, i), output_type, adjust_orientation, nullptr, nullptr,
-                             max_pixels);
-        o[3 * i] = p.out_h, o[3 * i + 1] = p.out_w, o[3 * i + 2] = p.out_c;
-        fb[i] = p.fallback;
-      });
+  pool.parallel_for(n, [&](int64_t i) {
+    per_sample(i, [&] {
+      Plan p = plan_sample(encoded_sample(in, i), output_type, adjust_orientation, nullptr, nullptr,
+                           max_pixels);
+      o[3 * i] = p.out_h, o[3 * i + 1] = p.out_w, o[3 * i + 2] = p.out_c;
+      fb[i] = p.fallback;
     });
-  }
-  return py::make_tuple(out, fallback);
+  });
+  return {out, fallback};
 }
 
-py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Array offsets,
-                        int output_type, bool adjust_orientation, py::object crop, py::object target_hw,
-                        bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
-                        std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg) {
+ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets, int output_type,
+                         bool adjust_orientation, std::optional<I64Array> crop, std::optional<I64Array> target_hw,
+                         bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
+                         std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
-  I64Array crop_keep, target_keep;
-  const int64_t* crops = optional_rows(crop, n, 4, "crop", crop_keep);
-  const int64_t* targets = optional_rows(target_hw, n, 2, "target_hw", target_keep);
+  const int64_t* crops = optional_rows(crop, n, 4, "crop");
+  const int64_t* targets = optional_rows(target_hw, n, 2, "target_hw");
 
   std::vector<Plan> plans(n);
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      per_sample(i, [&] {
-        plans[i] = plan_sample(encoded_sample(in, i), output_type, adjust_orientation,
-                               crops ? crops + 4 * i : nullptr, targets ? targets + 2 * i : nullptr,
-                               max_pixels);
-        plans[i].request.fast_idct = use_fast_idct;
-        plans[i].request.fancy_upsampling = fancy_upsampling;
-        plans[i].request.accept_corrupt = accept_corrupt_jpeg;
-      });
+  pool.parallel_for(n, [&](int64_t i) {
+    per_sample(i, [&] {
+      plans[i] = plan_sample(encoded_sample(in, i), output_type, adjust_orientation,
+                             crops ? crops + 4 * i : nullptr, targets ? targets + 2 * i : nullptr,
+                             max_pixels);
+      plans[i].request.fast_idct = use_fast_idct;
+      plans[i].request.fancy_upsampling = fancy_upsampling;
+      plans[i].request.accept_corrupt = accept_corrupt_jpeg;
     });
-  }
+  });
 
-  I64Array out_shapes({n, int64_t(3)});
-  I64Array out_offsets(n);
-  BoolArray fallback(n);
+  auto out_shapes = I64Array::empty({n, 3});
+  auto out_offsets = I64Array::empty({n});
+  auto fallback = ArrayOf<bool>::empty({n});
   int64_t total = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Plan& p = plans[i];
@@ -309,50 +300,23 @@ py::tuple decode_images(ThreadPool& pool, py::array data, I64Array shapes, I64Ar
     fallback.mutable_data()[i] = p.fallback;
     total += p.out_h * p.out_w * p.out_c;
   }
-  py::array out = empty_pooled(size_t(total));
+  Array out = Array::empty('u', 1, {total}, true);
   uint8_t* base = static_cast<uint8_t*>(out.mutable_data());
   const int64_t* offs = out_offsets.data();
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      if (plans[i].fallback) return;
-      per_sample(i, [&] { decode_sample(encoded_sample(in, i), plans[i], output_type, base + offs[i]); });
-    });
-  }
-  if (!return_geometry) return py::make_tuple(out, out_shapes, out_offsets, fallback);
-  py::array_t<double> geometry({n, int64_t(3)});
+  pool.parallel_for(n, [&](int64_t i) {
+    if (plans[i].fallback) return;
+    per_sample(i, [&] { decode_sample(encoded_sample(in, i), plans[i], output_type, base + offs[i]); });
+  });
+  if (!return_geometry) return {out, out_shapes, out_offsets, fallback};
+  auto geometry = ArrayOf<double>::empty({n, 3});
   for (int64_t i = 0; i < n; ++i) {
     double* g = geometry.mutable_data() + 3 * i;
     g[0] = plans[i].origin_y;
     g[1] = plans[i].origin_x;
     g[2] = plans[i].step;
   }
-  return py::make_tuple(out, out_shapes, out_offsets, fallback, geometry);
+  return {out, out_shapes, out_offsets, fallback, geometry};
 }
 
-}  // namespace
 }  // namespace image
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(image_decode) {
-  using namespace penstock;
-  using namespace penstock::image;
-  m.def("peek_image_shapes", &peek_image_shapes,
-        "Shapes (H, W, C) of encoded images from their headers, in display orientation, and "
-        "which samples need the Python (Pillow) fallback; an image of more than max_pixels pixels "
-        "is an error of its sample",
-        py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
-        py::arg("output_type") = int(kAnyData), py::arg("adjust_orientation") = true,
-        py::arg("max_pixels") = py::none());
-  m.def("decode_images", &decode_images,
-        "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with "
-        "return_geometry also [N, 3] (y0, x0, step): where each output starts in display "
-        "coordinates of the full-size image and how many full-size pixels one output pixel spans. "
-        "An image of more than max_pixels pixels is an error of its sample, and so is a JPEG "
-        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg",
-        py::arg("pool"), py::arg("data"), py::arg("shapes"), py::arg("offsets"),
-        py::arg("output_type"), py::arg("adjust_orientation") = true, py::arg("crop") = py::none(),
-        py::arg("target_hw") = py::none(), py::arg("use_fast_idct") = false,
-        py::arg("return_geometry") = false, py::arg("fancy_upsampling") = true,
-        py::arg("max_pixels") = py::none(), py::arg("accept_corrupt_jpeg") = false);
-}

@@ -5,8 +5,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+
+#include "engine/kernel.h"
 
 namespace penstock {
 namespace image {
@@ -103,6 +107,19 @@ int output_channels(int output_type, Model stored);
 
 // True when the decoder's pixels are already the requested output (no conversion pass).
 bool model_is_output(Model m, int output_type);
+
+// ---- the batch entry points (image_decode.cpp) ----------------------------------------------
+
+std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array data, I64Array shapes,
+                                                      I64Array offsets, int output_type, bool adjust_orientation,
+                                                      std::optional<int64_t> max_pixels);
+
+// (out uint8, out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N]), and with
+// return_geometry the geometry float64 [N, 3]
+ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets, int output_type,
+                         bool adjust_orientation, std::optional<I64Array> crop, std::optional<I64Array> target_hw,
+                         bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
+                         std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg);
 
 }  // namespace image
 }  // namespace penstock

@@ -11,7 +11,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "engine/module.h"
+#include "kernels/image_decode_libraries.h"
 
 namespace penstock {
 namespace {
@@ -24,31 +24,26 @@ std::string file_of(const void* address) {
 
 std::string folder_of(const std::string& path) { return path.substr(0, path.find_last_of('/')); }
 
-py::dict image_libraries() {
-  py::dict found;
-  found["engine"] = file_of(reinterpret_cast<const void*>(&image_libraries));
-  found["libjpeg"] = file_of(reinterpret_cast<const void*>(&jpeg_std_error));
-  found["libpng"] = file_of(reinterpret_cast<const void*>(&png_create_read_struct));
-  return found;
-}
-
 }  // namespace
-}  // namespace penstock
 
-PENSTOCK_BINDINGS(image_decode_libraries) {
-  using namespace penstock;
-  m.def("image_libraries", &image_libraries,
-        "The files that the engine and its libjpeg and libpng functions were loaded from");
-#ifdef PENSTOCK_PRIVATE_LIBS
-  py::dict found = image_libraries();
-  std::string own = folder_of(found["engine"].cast<std::string>()) + "/" + PENSTOCK_PRIVATE_LIBS;
-  for (const char* library : {"libjpeg", "libpng"}) {
-    std::string path = found[library].cast<std::string>();
-    if (folder_of(path) != own)
-      throw py::import_error("penstock._engine: " + std::string(library) + "'s functions resolve to " + path +
-                             " instead of penstock's own copy in " + own +
-                             ": a library loaded into the process with RTLD_GLOBAL interposes them; load it "
-                             "without RTLD_GLOBAL, or import penstock first");
-  }
-#endif
+std::map<std::string, std::string> image_libraries() {
+  return {{"engine", file_of(reinterpret_cast<const void*>(&image_libraries))},
+          {"libjpeg", file_of(reinterpret_cast<const void*>(&jpeg_std_error))},
+          {"libpng", file_of(reinterpret_cast<const void*>(&png_create_read_struct))}};
 }
+
+std::string interposed_image_library() {
+#ifdef PENSTOCK_PRIVATE_LIBS
+  auto found = image_libraries();
+  std::string own = folder_of(found["engine"]) + "/" + PENSTOCK_PRIVATE_LIBS;
+  for (const char* library : {"libjpeg", "libpng"})
+    if (folder_of(found[library]) != own)
+      return "penstock._engine: " + std::string(library) + "'s functions resolve to " + found[library] +
+             " instead of penstock's own copy in " + own +
+             ": a library loaded into the process with RTLD_GLOBAL interposes them; load it "
+             "without RTLD_GLOBAL, or import penstock first";
+#endif
+  return "";
+}
+
+}  // namespace penstock

@@ -7,11 +7,10 @@
 
 #include <jpeglib.h>
 
-#include "engine/module.h"
+#include "kernels/jpeg_compression_distortion.h"
 
 namespace penstock {
 namespace {
-
 
 // libjpeg reports errors through error_exit, which must not return: jump back to the caller.
 struct JpegError {
@@ -78,12 +77,13 @@ std::string roundtrip(const uint8_t* in, uint8_t* out, int h, int w, int c, int 
   return std::string();
 }
 
+}  // namespace
+
 // Samples (frames, H, W, C) uint8 with C = 1 or 3; qualities [N] in 1..100.
-void jpeg_compression_distortion(ThreadPool& pool, py::array src, I64Array shapes,
-                                 I64Array src_offsets, py::array dst, I64Array dst_offsets,
-                                 I64Array qualities) {
-  // plain py::array: a converting array_t would write the output into a temporary copy
-  if (!src.dtype().is(py::dtype::of<uint8_t>()) || !dst.dtype().is(py::dtype::of<uint8_t>()))
+void jpeg_compression_distortion(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
+                                 I64Array dst_offsets, I64Array qualities) {
+  // plain Array: a converting ArrayOf would write the output into a temporary copy
+  if (!src.holds<uint8_t>() || !dst.holds<uint8_t>())
     throw std::invalid_argument("jpeg_compression_distortion: buffers must be uint8");
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
@@ -101,7 +101,6 @@ void jpeg_compression_distortion(ThreadPool& pool, py::array src, I64Array shape
     if (q[i] < 1 || q[i] > 100)
       throw SampleError(i, "jpeg_compression_distortion: quality must be in [1, 100], got " + std::to_string(q[i]));
   }
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     const int64_t *sh = in.shape(i), F = sh[0], H = sh[1], W = sh[2], C = sh[3];
     if (H == 0 || W == 0) return;
@@ -114,14 +113,4 @@ void jpeg_compression_distortion(ThreadPool& pool, py::array src, I64Array shape
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(jpeg_distortion) {
-  using namespace penstock;
-  m.def("jpeg_compression_distortion", &jpeg_compression_distortion,
-        "Encode each (H, W, C) frame as JPEG at the sample's quality and decode it back (uint8, "
-        "C = 1 or 3)",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_offsets"), py::arg("qualities"));
-}

@@ -3,26 +3,29 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/module.h"
+#include "kernels/layout.h"
 
 namespace penstock {
 namespace {
 
 constexpr int64_t kCopyGrain = 1 << 18;  // bytes per task
 
-void copy(ThreadPool& pool, py::array src, py::array dst) {
+}  // namespace
+
+void copy(ThreadPool& pool, Array src, Array dst) {
   if (src.nbytes() != dst.nbytes()) throw std::invalid_argument("copy: buffer sizes differ");
   auto* s = static_cast<const char*>(src.data());
   auto* d = static_cast<char*>(dst.mutable_data());
   int64_t n = src.nbytes();
-  py::gil_scoped_release nogil;
   pool.parallel_range(n, kCopyGrain, [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, e - b); });
 }
+
+namespace {
 
 template <int64_t ES>
 void transpose_sample(const char* src, char* dst, const int64_t* in_shape, int64_t nd,
                       const int64_t* perm) {
-  int64_t in_stride[8], out_shape[8], src_stride[8];
+  int64_t in_stride[8], out_shape[8] = {}, src_stride[8] = {};  // nd is 1..8
   in_stride[nd - 1] = 1;
   for (int64_t d = nd - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * in_shape[d + 1];
   int64_t vol = 1;
@@ -47,14 +50,15 @@ void transpose_sample(const char* src, char* dst, const int64_t* in_shape, int64
   }
 }
 
-void transpose(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
-               std::vector<int64_t> perm, py::array dst, I64Array dst_shapes, I64Array dst_offsets) {
+}  // namespace
+
+void transpose(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets,
+               std::vector<int64_t> perm, Array dst, I64Array dst_shapes, I64Array dst_offsets) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   int64_t nd = in.ndim;
   if (int64_t(perm.size()) != nd || nd > 8 || nd < 1) throw std::invalid_argument("transpose: bad permutation");
   int64_t es = in.elem_size;
-  py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     auto* s = static_cast<const char*>(in.data) + in.offsets[i] * es;
     auto* d = static_cast<char*>(out.data) + out.offsets[i] * es;
@@ -69,15 +73,14 @@ void transpose(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array sr
 }
 
 // inputs: list of (data, shapes, offsets) with equal ndim; axis < ndim.
-void concat(ThreadPool& pool, std::vector<py::array> datas, std::vector<I64Array> shapes,
-            std::vector<I64Array> offsets, int64_t axis, py::array dst, I64Array dst_shapes,
+void concat(ThreadPool& pool, std::vector<Array> datas, std::vector<I64Array> shapes,
+            std::vector<I64Array> offsets, int64_t axis, Array dst, I64Array dst_shapes,
             I64Array dst_offsets) {
   size_t k = datas.size();
   std::vector<BatchView> ins;
   for (size_t j = 0; j < k; ++j) ins.push_back(make_batch_view(datas[j], shapes[j], offsets[j], false));
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   int64_t es = out.elem_size;
-  py::gil_scoped_release nogil;
   pool.parallel_for(out.num_samples, [&](int64_t i) {
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= out.shape(i)[d];
@@ -95,12 +98,4 @@ void concat(ThreadPool& pool, std::vector<py::array> datas, std::vector<I64Array
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(layout) {
-  using namespace penstock;
-  m.def("copy", &copy, "Parallel copy of a whole buffer", py::arg("pool"), py::arg("src"), py::arg("dst"));
-  m.def("transpose", &transpose, "Permute the dimensions of every sample");
-  m.def("concat", &concat, "Concatenate samples of several batches along an axis");
-}

@@ -5,7 +5,7 @@
 
 #include "engine/convert.h"
 #include "engine/dtype.h"
-#include "engine/module.h"
+#include "kernels/noise.h"
 
 namespace penstock {
 namespace {
@@ -79,9 +79,10 @@ void noise_sample(int kind, const T* in, T* out, int64_t vol, int64_t channels, 
   }
 }
 
-void noise(ThreadPool& pool, int kind, py::array in, I64Array shapes, I64Array offsets, py::array out,
-           I64Array out_offsets, py::array_t<uint64_t, py::array::c_style> seeds,
-           py::array_t<double, py::array::c_style> params, int64_t channels, int dtype) {
+}  // namespace
+
+void noise(ThreadPool& pool, int kind, Array in, I64Array shapes, I64Array offsets, Array out, I64Array out_offsets,
+           ArrayOf<uint64_t> seeds, ArrayOf<double> params, int64_t channels, int dtype) {
   BatchView src = make_batch_view(in, shapes, offsets, false);
   BatchView dst = make_batch_view(out, shapes, out_offsets, true);
   int64_t n = src.num_samples;
@@ -89,7 +90,6 @@ void noise(ThreadPool& pool, int kind, py::array in, I64Array shapes, I64Array o
     throw std::invalid_argument("noise: inconsistent argument sizes");
   const uint64_t* sd = seeds.data();
   const double* pr = params.data();
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     SplitMix rng{sd[i]};
     PENSTOCK_DISPATCH_NUMERIC(dtype, T, noise_sample<T>(kind, src.sample<T>(i), dst.sample<T>(i), src.volume(i),
@@ -97,11 +97,4 @@ void noise(ThreadPool& pool, int kind, py::array in, I64Array shapes, I64Array o
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(noise) {
-  m.def("noise", &penstock::noise, "Gaussian, shot or salt-and-pepper noise over a batch", py::arg("pool"),
-        py::arg("kind"), py::arg("data"), py::arg("shapes"), py::arg("offsets"), py::arg("out"),
-        py::arg("out_offsets"), py::arg("seeds"), py::arg("params"), py::arg("channels"), py::arg("dtype"));
-}

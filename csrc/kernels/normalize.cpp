@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/normalize.h"
 #include "kernels/numeric.h"
 
 namespace penstock {
@@ -93,7 +93,7 @@ void normalize_range(const T* src, float* dst, const NormPlan& p, int64_t begin,
   }
 }
 
-using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using F64Array = ArrayOf<double, true>;
 
 // Checks that every statistic element sample i reads lies inside `stat`.
 void check_stat(const char* name, const F64Array& stat, const I64Array& offsets, const I64Array& strides,
@@ -115,7 +115,9 @@ void check_stat(const char* name, const F64Array& stat, const I64Array& offsets,
   }
 }
 
-void normalize(ThreadPool& pool, py::array src, int src_type, I64Array shapes, I64Array src_offsets, py::array dst,
+}  // namespace
+
+void normalize(ThreadPool& pool, Array src, int src_type, I64Array shapes, I64Array src_offsets, Array dst,
                I64Array dst_offsets, F64Array mean, I64Array mean_offsets, I64Array mean_strides, F64Array stddev,
                I64Array std_offsets, I64Array std_strides, double scale, double shift) {
   if (dtype_code(src) != src_type)
@@ -143,7 +145,6 @@ void normalize(ThreadPool& pool, py::array src, int src_type, I64Array shapes, I
   const double* sd = stddev.data();
   float* o = static_cast<float*>(out.data);
   const void* x = in.data;
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_WITH_HALF(src_type, T, {
     pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
       const NormPlan& p = plans[items[k].first];
@@ -153,13 +154,4 @@ void normalize(ThreadPool& pool, py::array src, int src_type, I64Array shapes, I
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(normalize) {
-  using namespace penstock;
-  m.def("normalize", &normalize, "(x - mean) / stddev * scale + shift in double into a float32 batch",
-        py::arg("pool"), py::arg("src"), py::arg("src_type"), py::arg("shapes"), py::arg("src_offsets"),
-        py::arg("dst"), py::arg("dst_offsets"), py::arg("mean"), py::arg("mean_offsets"), py::arg("mean_strides"),
-        py::arg("stddev"), py::arg("std_offsets"), py::arg("std_strides"), py::arg("scale"), py::arg("shift"));
-}

@@ -1,13 +1,12 @@
 // Element access shared by the statistics kernels (reductions.cpp, normalize.cpp): float16 read and
-// written through float, a dispatch that includes it, and the DType code of a numpy buffer.
+// written through float, a dispatch that includes it, and the DType code of an array.
 #pragma once
-#include <pybind11/numpy.h>
-
 #include <stdexcept>
 #include <string>
 
 #include "engine/convert.h"
 #include "engine/dtype.h"
+#include "engine/kernel.h"
 
 namespace penstock {
 
@@ -30,9 +29,9 @@ inline Out cast_to(V v) {
 template <typename T>
 constexpr bool is_floating_v = std::is_floating_point_v<T> || std::is_same_v<T, float16>;
 
-// The DType code of a numpy array's elements.
-inline int dtype_code(const pybind11::array& a) {
-  char kind = a.dtype().kind();
+// The DType code of an array's elements.
+inline int dtype_code(const Array& a) {
+  char kind = a.kind();
   auto size = a.itemsize();
   int log2 = size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : size == 8 ? 3 : -1;
   if (kind == 'b' && size == 1) return static_cast<int>(DType::BOOL);

@@ -5,13 +5,13 @@
 #include <cstring>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/occlusion.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
+using F32Array = ArrayOf<float>;
 constexpr int kMaxDims = 8;
 
 // Fills box [lo, hi) of a sample with the fill value of each element's channel (fill[c] where
@@ -41,12 +41,13 @@ void fill_box(T* data, const int64_t* shape, int nd, const int64_t* lo, const in
   }
 }
 
+}  // namespace
+
 // boxes: [R, 2 * ndim] int64 (start..., end...), clipped here to each sample;
 // box_offsets: [N + 1] (sample i owns boxes box_offsets[i] .. box_offsets[i+1]);
 // fill: 1 value, or one per channel (channels = last axis).
-void erase(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int dtype,
-           py::array dst, I64Array dst_offsets, I64Array boxes, I64Array box_offsets,
-           F32Array fill) {
+void erase(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int dtype, Array dst,
+           I64Array dst_offsets, I64Array boxes, I64Array box_offsets, F32Array fill) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   int64_t n = in.num_samples;
@@ -68,7 +69,6 @@ void erase(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
                                std::to_string(in.shape(i)[nd - 1]) + " channels");
   const int64_t* bx = boxes.data();
   const float* fl = fill.data();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(dtype, T, {
     std::vector<T> fillv(nfill);
     for (int64_t c = 0; c < nfill; ++c) fillv[c] = convert_sat<T>(fl[c]);
@@ -88,6 +88,8 @@ void erase(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
   });
 }
 
+namespace {
+
 // Fractional part; floats beyond 2^23 are whole numbers.
 inline float grid_frac(float v) { return std::fabs(v) < 8388608.f ? v - float(floor_int(v)) : 0.f; }
 
@@ -106,12 +108,14 @@ PENSTOCK_HOT_LOOP void mask_sample(const T* s, T* d, int64_t H, int64_t W, int64
   }
 }
 
+}  // namespace
+
 // Samples (H, W, C); params [N, 5] = tile, ratio, angle (radians), shift_x, shift_y.
 // Pixel (x, y) in grid units: u = (x cos a - y sin a - shift_x) / tile,
 // v = (x sin a + y cos a - shift_y) / tile; it is zeroed when frac(u) < ratio and
 // frac(v) < ratio.
-void grid_mask(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, int dtype,
-               py::array dst, I64Array dst_offsets, F32Array params) {
+void grid_mask(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int dtype, Array dst,
+               I64Array dst_offsets, F32Array params) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   int64_t n = in.num_samples;
@@ -121,7 +125,6 @@ void grid_mask(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_of
   const float* p = params.data();
   for (int64_t i = 0; i < n; ++i)
     if (!(p[i * 5] > 0.f)) throw SampleError(i, "grid_mask: tile must be positive");
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(dtype, T, {
     pool.parallel_for(n, [&](int64_t i) {
       const int64_t* shape = in.shape(i);
@@ -130,19 +133,4 @@ void grid_mask(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_of
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(occlusion) {
-  using namespace penstock;
-  m.def("erase", &erase,
-        "Copy samples and fill boxes [start, end) (clipped) with one value or one per channel",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"),
-        py::arg("dtype"), py::arg("dst"), py::arg("dst_offsets"), py::arg("boxes"),
-        py::arg("box_offsets"), py::arg("fill"));
-  m.def("grid_mask", &grid_mask,
-        "Zero a rotated, shifted grid of squares in (H, W, C) samples; params [N, 5] = tile, "
-        "ratio, angle (rad), shift_x, shift_y",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"),
-        py::arg("dtype"), py::arg("dst"), py::arg("dst_offsets"), py::arg("params"));
-}

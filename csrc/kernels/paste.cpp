@@ -7,7 +7,7 @@
 
 #include "engine/convert.h"
 #include "engine/dtype.h"
-#include "engine/module.h"
+#include "kernels/paste.h"
 
 namespace penstock {
 namespace {
@@ -16,9 +16,14 @@ namespace {
 // (H, W), the source and output anchors (y, x) and the region's (h, w).
 enum RegionField { kBatch, kSrcOffset, kSrcH, kSrcW, kInY, kInX, kOutY, kOutX, kH, kW, kRegionFields };
 
+// One output sample; one function per pair of types, chosen once per call.
+using PasteSample = void (*)(const std::vector<const void*>& sources, void* out, const int64_t* shape,
+                             const int64_t* regions, int64_t first, int64_t last);
+
 template <typename In, typename Out>
-void paste_sample(const std::vector<const void*>& sources, Out* out, const int64_t* shape, const int64_t* regions,
-                  int64_t first, int64_t last) {
+void paste_sample(const std::vector<const void*>& sources, void* out_data, const int64_t* shape,
+                  const int64_t* regions, int64_t first, int64_t last) {
+  auto* out = static_cast<Out*>(out_data);
   const int64_t frames = shape[0], oh = shape[1], ow = shape[2], c = shape[3];
   std::fill(out, out + frames * oh * ow * c, Out(0));
   for (int64_t r = first; r < last; ++r) {
@@ -33,9 +38,11 @@ void paste_sample(const std::vector<const void*>& sources, Out* out, const int64
   }
 }
 
+}  // namespace
+
 // sources: the input batches' buffers (one type); dst_shapes [N, 4] (frames, H, W, C); regions
 // [R, 10] in paste order, those of output sample i being [region_start[i], region_start[i + 1]).
-void multi_paste(ThreadPool& pool, std::vector<py::array> sources, int src_type, py::array dst, I64Array dst_shapes,
+void multi_paste(ThreadPool& pool, std::vector<Array> sources, int src_type, Array dst, I64Array dst_shapes,
                  I64Array dst_offsets, int dst_type, I64Array regions, I64Array region_start) {
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   const int64_t n = out.num_samples;
@@ -64,23 +71,11 @@ void multi_paste(ThreadPool& pool, std::vector<py::array> sources, int src_type,
       if (!ok) throw SampleError(i, "multi_paste: region " + std::to_string(r - start[i]) + " is out of bounds");
     }
   }
-  py::gil_scoped_release nogil;
+  PasteSample paste;
   PENSTOCK_DISPATCH_NUMERIC(src_type, In, {
-    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, {
-      pool.parallel_for(n, [&](int64_t i) {
-        paste_sample<In, Out>(data, out.sample<Out>(i), out.shape(i), g, start[i], start[i + 1]);
-      });
-    });
+    PENSTOCK_DISPATCH_NUMERIC(dst_type, Out, paste = &paste_sample<In, Out>);
   });
+  pool.parallel_for(n, [&](int64_t i) { paste(data, out.sample_bytes(i), out.shape(i), g, start[i], start[i + 1]); });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(paste) {
-  using namespace penstock;
-  m.def("multi_paste", &multi_paste,
-        "Canvases of zeros with regions of input samples pasted in order, converted to the output type",
-        py::arg("pool"), py::arg("sources"), py::arg("src_type"), py::arg("dst"), py::arg("dst_shapes"),
-        py::arg("dst_offsets"), py::arg("dst_type"), py::arg("regions"), py::arg("region_start"));
-}

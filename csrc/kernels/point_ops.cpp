@@ -6,23 +6,25 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/module.h"
+#include "kernels/point_ops.h"
 
 namespace penstock {
 namespace {
 
-using U8Array = py::array_t<uint8_t, py::array::c_style>;
-using F32Array = py::array_t<float, py::array::c_style>;
+using U8Array = ArrayOf<uint8_t>;
+using F32Array = ArrayOf<float>;
 
 int64_t channels_of(const BatchView& b, int64_t i) { return b.ndim >= 3 ? b.shape(i)[b.ndim - 1] : 1; }
 
-void check_u8(const py::array& a, const char* what) {
-  if (a.dtype().itemsize() != 1 || a.dtype().kind() != 'u')
+void check_u8(const Array& a, const char* what) {
+  if (!a.holds<uint8_t>())
     throw std::invalid_argument(std::string(what) + ": images must be uint8");
 }
 
+}  // namespace
+
 // hist[i, c * 256 + v] = number of pixels of sample i whose channel c has value v.
-void channel_histograms(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets, int64_t max_channels,
+void channel_histograms(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets, int64_t max_channels,
                         I64Array hist) {
   check_u8(src, "channel_histograms");
   BatchView in = make_batch_view(src, shapes, offsets, false);
@@ -31,7 +33,6 @@ void channel_histograms(ThreadPool& pool, py::array src, I64Array shapes, I64Arr
   int64_t* h = hist.mutable_data();
   for (int64_t i = 0; i < in.num_samples; ++i)
     if (channels_of(in, i) > max_channels) throw SampleError(i, "channel_histograms: too many channels");
-  py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const int64_t c = channels_of(in, i);
     int64_t* hi = h + i * max_channels * 256;
@@ -44,7 +45,7 @@ void channel_histograms(ThreadPool& pool, py::array src, I64Array shapes, I64Arr
 }
 
 // out[p, c] = luts[i, c, in[p, c]]
-void apply_lut(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets, U8Array luts, py::array dst,
+void apply_lut(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets, U8Array luts, Array dst,
                I64Array dst_offsets) {
   check_u8(src, "apply_lut");
   BatchView in = make_batch_view(src, shapes, offsets, false);
@@ -55,7 +56,6 @@ void apply_lut(ThreadPool& pool, py::array src, I64Array shapes, I64Array offset
   const uint8_t* l = luts.data();
   for (int64_t i = 0; i < in.num_samples; ++i)
     if (channels_of(in, i) > max_c) throw SampleError(i, "apply_lut: too many channels");
-  py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const int64_t c = channels_of(in, i);
     const uint8_t* li = l + i * max_c * 256;
@@ -77,7 +77,7 @@ void apply_lut(ThreadPool& pool, py::array src, I64Array shapes, I64Array offset
 
 // PIL's ImageEnhance.Sharpness: degenerate = 3x3 smooth ([1 1 1; 1 5 1; 1 1 1] / 13, rounded)
 // inside, the image itself on the border; out = degenerate + factor * (image - degenerate).
-void sharpness(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets, F32Array factors, py::array dst,
+void sharpness(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets, F32Array factors, Array dst,
                I64Array dst_offsets) {
   check_u8(src, "sharpness");
   BatchView in = make_batch_view(src, shapes, offsets, false);
@@ -86,7 +86,6 @@ void sharpness(ThreadPool& pool, py::array src, I64Array shapes, I64Array offset
   if (factors.ndim() != 1 || factors.shape(0) != in.num_samples)
     throw std::invalid_argument("sharpness: one factor per sample");
   const float* f = factors.data();
-  py::gil_scoped_release nogil;
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const int64_t h = in.shape(i)[0], w = in.shape(i)[1], c = in.shape(i)[2];
     const uint8_t* s = in.sample<uint8_t>(i);
@@ -113,12 +112,4 @@ void sharpness(ThreadPool& pool, py::array src, I64Array shapes, I64Array offset
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(point_ops) {
-  using namespace penstock;
-  m.def("channel_histograms", &channel_histograms, "Per-sample, per-channel histograms of uint8 images");
-  m.def("apply_lut", &apply_lut, "A 256-entry lookup table per sample and channel");
-  m.def("sharpness", &sharpness, "PIL-style sharpness enhancement, one factor per sample");
-}

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/module.h"
+#include "kernels/readers_coco.h"
 
 namespace penstock {
 namespace {
@@ -43,15 +43,16 @@ void fill_rle(int32_t* mask, int64_t h, int64_t w, const int64_t* counts, int64_
   }
 }
 
+}  // namespace
+
 // Per sample i: objects [obj_off[i], obj_off[i] + obj_cnt[i]) with labels obj_label; polygons
 // (object index within the sample, first vertex, end vertex) in poly rows [poly_off[i], +poly_cnt[i]),
 // vertices of sample i start at vert_off[i]; run-length masks (object index, first count, count
 // number) in rle rows [rle_off[i], +rle_cnt[i]) over the flat `rle_counts`.
-void coco_masks(ThreadPool& pool, py::array_t<int32_t, py::array::c_style> out, I64Array out_offsets,
-                I64Array heights, I64Array widths, py::array_t<int32_t, py::array::c_style> labels,
-                I64Array obj_off, I64Array obj_cnt, py::array_t<int32_t, py::array::c_style> poly,
-                I64Array poly_off, I64Array poly_cnt, py::array_t<float, py::array::c_style> vertices,
-                I64Array vert_off, I64Array rle, I64Array rle_off, I64Array rle_cnt, I64Array rle_counts) {
+void coco_masks(ThreadPool& pool, ArrayOf<int32_t> out, I64Array out_offsets, I64Array heights, I64Array widths,
+                ArrayOf<int32_t> labels, I64Array obj_off, I64Array obj_cnt, ArrayOf<int32_t> poly, I64Array poly_off,
+                I64Array poly_cnt, ArrayOf<float> vertices, I64Array vert_off, I64Array rle, I64Array rle_off,
+                I64Array rle_cnt, I64Array rle_counts) {
   int64_t n = heights.shape(0);
   const int64_t *H = heights.data(), *W = widths.data(), *oo = out_offsets.data();
   int64_t cap = out.size();
@@ -64,7 +65,6 @@ void coco_masks(ThreadPool& pool, py::array_t<int32_t, py::array::c_style> out, 
   const int64_t* counts = rle_counts.data();
   const float* vx = vertices.data();
   int64_t nverts = vertices.size() / 2, ncounts = rle_counts.size();
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     int64_t h = H[i], w = W[i];
     int32_t* mask = base + oo[i];
@@ -91,13 +91,4 @@ void coco_masks(ThreadPool& pool, py::array_t<int32_t, py::array::c_style> out, 
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(coco_masks) {
-  m.def("coco_masks", &penstock::coco_masks, "Paint COCO objects into pixelwise label masks",
-        py::arg("pool"), py::arg("out"), py::arg("out_offsets"), py::arg("heights"), py::arg("widths"),
-        py::arg("labels"), py::arg("obj_off"), py::arg("obj_cnt"), py::arg("poly"), py::arg("poly_off"),
-        py::arg("poly_cnt"), py::arg("vertices"), py::arg("vert_off"), py::arg("rle"), py::arg("rle_off"),
-        py::arg("rle_cnt"), py::arg("rle_counts"));
-}

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/readers_mxnet.h"
 
 namespace penstock {
 namespace {
@@ -43,10 +43,9 @@ std::vector<std::pair<int64_t, int64_t>> record_parts(const uint8_t* base, int64
   }
 }
 
-// ranges: the records' bytes back to back (range i at starts[i], sizes[i] bytes). Returns (image
-// bytes uint8, image sizes int64 [N], labels float32, label counts int64 [N]).
-py::tuple recordio_records(ThreadPool& pool, py::array_t<uint8_t, py::array::c_style> ranges, I64Array starts,
-                           I64Array sizes) {
+}  // namespace
+
+RecordioRecords recordio_records(ThreadPool& pool, ArrayOf<uint8_t> ranges, I64Array starts, I64Array sizes) {
   const int64_t n = starts.shape(0);
   if (sizes.shape(0) != n) throw std::invalid_argument("recordio_records: starts and sizes differ in length");
   const uint8_t* buf = ranges.data();
@@ -55,34 +54,31 @@ py::tuple recordio_records(ThreadPool& pool, py::array_t<uint8_t, py::array::c_s
       throw std::invalid_argument("recordio_records: ranges outside the buffer");
   std::vector<std::vector<uint8_t>> payloads(n);
   std::vector<int64_t> label_counts(n), image_sizes(n);
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      const uint8_t* base = buf + starts.at(i);
-      auto parts = record_parts(base, sizes.at(i), i);
-      std::vector<uint8_t>& payload = payloads[i];
-      for (size_t k = 0; k < parts.size(); ++k) {
-        if (k) payload.insert(payload.end(), reinterpret_cast<const uint8_t*>(&kMagic),
-                              reinterpret_cast<const uint8_t*>(&kMagic) + 4);
-        payload.insert(payload.end(), base + parts[k].first, base + parts[k].first + parts[k].second);
-      }
-      if (int64_t(payload.size()) < kImageHeader) throw SampleError(i, "readers.mxnet: record shorter than its header");
-      uint32_t flag = load_u32(payload.data());
-      label_counts[i] = flag ? flag : 1;
-      int64_t head = kImageHeader + (flag ? 4 * int64_t(flag) : 0);
-      if (head > int64_t(payload.size())) throw SampleError(i, "readers.mxnet: record shorter than its labels");
-      image_sizes[i] = int64_t(payload.size()) - head;
-    });
-  }
+  pool.parallel_for(n, [&](int64_t i) {
+    const uint8_t* base = buf + starts.at(i);
+    auto parts = record_parts(base, sizes.at(i), i);
+    std::vector<uint8_t>& payload = payloads[i];
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (k) payload.insert(payload.end(), reinterpret_cast<const uint8_t*>(&kMagic),
+                            reinterpret_cast<const uint8_t*>(&kMagic) + 4);
+      payload.insert(payload.end(), base + parts[k].first, base + parts[k].first + parts[k].second);
+    }
+    if (int64_t(payload.size()) < kImageHeader) throw SampleError(i, "readers.mxnet: record shorter than its header");
+    uint32_t flag = load_u32(payload.data());
+    label_counts[i] = flag ? flag : 1;
+    int64_t head = kImageHeader + (flag ? 4 * int64_t(flag) : 0);
+    if (head > int64_t(payload.size())) throw SampleError(i, "readers.mxnet: record shorter than its labels");
+    image_sizes[i] = int64_t(payload.size()) - head;
+  });
   int64_t image_total = 0, label_total = 0;
   for (int64_t i = 0; i < n; ++i) {
     image_total += image_sizes[i];
     label_total += label_counts[i];
   }
-  py::array images = empty_pooled(image_total);
-  py::array_t<float> labels(label_total);
-  py::array_t<int64_t> image_sizes_out(n), label_counts_out(n);
-  uint8_t* img = static_cast<uint8_t*>(images.mutable_data());
+  auto images = ArrayOf<uint8_t>::empty({image_total}, true);
+  auto labels = ArrayOf<float>::empty({label_total});
+  auto image_sizes_out = I64Array::empty({n}), label_counts_out = I64Array::empty({n});
+  uint8_t* img = images.mutable_data();
   float* lab = labels.mutable_data();
   int64_t ia = 0, la = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -96,14 +92,7 @@ py::tuple recordio_records(ThreadPool& pool, py::array_t<uint8_t, py::array::c_s
     ia += image_sizes[i];
     la += label_counts[i];
   }
-  return py::make_tuple(images, image_sizes_out, labels, label_counts_out);
+  return {images, image_sizes_out, labels, label_counts_out};
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(readers_mxnet) {
-  m.def("recordio_records", &penstock::recordio_records,
-        "MXNet RecordIO records (byte ranges back to back) -> (image bytes, sizes, float labels, label counts)",
-        py::arg("pool"), py::arg("ranges"), py::arg("starts"), py::arg("sizes"));
-}

@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "engine/dtype.h"
-#include "engine/module.h"
+#include "kernels/readers_numpy.h"
 
 namespace penstock {
 namespace {
@@ -143,54 +143,51 @@ Header parse_header(const std::string& path, int64_t i) {
                    fsize, i, path);
 }
 
-// (dtype codes int32 [N], elem sizes int64 [N], fortran uint8 [N], data offsets int64 [N],
-// ndims int64 [N], shapes int64 [N, max_ndim] (zero padded)) of parsed headers.
-py::tuple header_table(const std::vector<Header>& hs) {
+// The header table (readers_numpy.h) of parsed headers.
+NpyHeaders header_table(const std::vector<Header>& hs) {
   int64_t n = static_cast<int64_t>(hs.size());
   int64_t maxnd = 0;
   for (auto& h : hs) maxnd = std::max<int64_t>(maxnd, h.shape.size());
-  py::array_t<int32_t> dtypes(n);
-  py::array_t<int64_t> esz(n), offs(n), ndims(n);
-  py::array_t<uint8_t> fort(n);
-  py::array_t<int64_t> shapes({n, maxnd});
-  auto sh = shapes.mutable_unchecked<2>();
+  auto dtypes = ArrayOf<int32_t>::empty({n});
+  auto esz = I64Array::empty({n}), offs = I64Array::empty({n}), ndims = I64Array::empty({n});
+  auto fort = ArrayOf<uint8_t>::empty({n});
+  auto shapes = I64Array::empty({n, maxnd});
+  int64_t* sh = shapes.mutable_data();
   for (int64_t i = 0; i < n; ++i) {
     dtypes.mutable_data()[i] = hs[i].dtype;
     esz.mutable_data()[i] = hs[i].elem_size;
     offs.mutable_data()[i] = hs[i].data_offset;
     ndims.mutable_data()[i] = hs[i].shape.size();
     fort.mutable_data()[i] = hs[i].fortran;
-    for (int64_t d = 0; d < maxnd; ++d) sh(i, d) = d < (int64_t)hs[i].shape.size() ? hs[i].shape[d] : 0;
+    for (int64_t d = 0; d < maxnd; ++d) sh[i * maxnd + d] = d < (int64_t)hs[i].shape.size() ? hs[i].shape[d] : 0;
   }
-  return py::make_tuple(dtypes, esz, fort, offs, ndims, shapes);
+  return {dtypes, esz, fort, offs, ndims, shapes};
 }
 
+}  // namespace
+
 // The header table (header_table) of a batch of files.
-py::tuple npy_headers(ThreadPool& pool, const std::vector<std::string>& paths) {
+NpyHeaders npy_headers(ThreadPool& pool, const std::vector<std::string>& paths) {
   int64_t n = static_cast<int64_t>(paths.size());
   std::vector<Header> hs(n);
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) { hs[i] = parse_header(paths[i], i); });
-  }
+  pool.parallel_for(n, [&](int64_t i) { hs[i] = parse_header(paths[i], i); });
   return header_table(hs);
 }
 
 // The header table of a batch of in-memory .npy files (uint8 samples).
-py::tuple npy_buffer_headers(ThreadPool& pool, py::array src, I64Array shapes, I64Array offsets) {
+NpyHeaders npy_buffer_headers(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets) {
   BatchView in = make_batch_view(src, shapes, offsets, false);
   if (in.elem_size != 1) throw std::invalid_argument("npy_buffer_headers: the files must be uint8 buffers");
   std::vector<Header> hs(in.num_samples);
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(in.num_samples, [&](int64_t i) {
-      const char* data = in.sample<char>(i);
-      hs[i] = parse_npy([&](void* dst, int64_t size, int64_t offset) { std::memcpy(dst, data + offset, size); },
-                        in.volume(i), i, "sample " + std::to_string(i));
-    });
-  }
+  pool.parallel_for(in.num_samples, [&](int64_t i) {
+    const char* data = in.sample<char>(i);
+    hs[i] = parse_npy([&](void* dst, int64_t size, int64_t offset) { std::memcpy(dst, data + offset, size); },
+                      in.volume(i), i, "sample " + std::to_string(i));
+  });
   return header_table(hs);
 }
+
+namespace {
 
 // Window [anchor, anchor + out_shape) of an array (C or Fortran order at `src`) into C-order `dst`;
 // elements outside the array take `fill` (elem_size bytes).
@@ -234,12 +231,13 @@ void copy_window(const char* src, const int64_t* shp, bool fortran, const int64_
   }
 }
 
+}  // namespace
+
 // Copies window [anchor, anchor + out_shape) of each array (C or Fortran order on disk) into the
 // packed C-order output; elements outside the array take `fill` (elem_size bytes).
 void npy_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array data_offsets,
-              py::array_t<uint8_t, py::array::c_style> fortran, I64Array src_shapes, I64Array anchors,
-              py::array out, I64Array out_shapes, I64Array out_offsets, int64_t elem_size,
-              py::array_t<uint8_t, py::array::c_style> fill) {
+              ArrayOf<uint8_t> fortran, I64Array src_shapes, I64Array anchors, Array out, I64Array out_shapes,
+              I64Array out_offsets, int64_t elem_size, ArrayOf<uint8_t> fill) {
   BatchView o = make_batch_view(out, out_shapes, out_offsets, true);
   int64_t n = o.num_samples, nd = o.ndim;
   if ((int64_t)paths.size() != n || src_shapes.ndim() != 2 || src_shapes.shape(0) != n ||
@@ -252,7 +250,6 @@ void npy_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array 
   const uint8_t* fo = fortran.data();
   const uint8_t* fv = fill.data();
   char* obase = static_cast<char*>(o.data);
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     const int64_t* shp = ss + i * nd;
     const int64_t* anc = an + i * nd;
@@ -281,9 +278,8 @@ void npy_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array 
 
 // decoders.numpy: the arrays of in-memory .npy files (uint8 samples at src_offsets, data at
 // data_offsets bytes into each) into the packed C-order output.
-void npy_decode(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, I64Array data_offsets,
-                py::array_t<uint8_t, py::array::c_style> fortran, py::array out, I64Array out_shapes,
-                I64Array out_offsets, int64_t elem_size) {
+void npy_decode(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, I64Array data_offsets,
+                ArrayOf<uint8_t> fortran, Array out, I64Array out_shapes, I64Array out_offsets, int64_t elem_size) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView o = make_batch_view(out, out_shapes, out_offsets, true);
   const int64_t n = o.num_samples, nd = o.ndim;
@@ -296,7 +292,6 @@ void npy_decode(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array s
   char* obase = static_cast<char*>(o.data);
   std::vector<int64_t> zeros(nd, 0);
   const uint8_t fill[16] = {0};
-  py::gil_scoped_release nogil;
   pool.parallel_for(n, [&](int64_t i) {
     const char* data = in.sample<char>(i) + data_offsets.at(i);
     char* dst = obase + o.offsets[i] * elem_size;
@@ -305,19 +300,4 @@ void npy_decode(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array s
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(numpy_reader) {
-  m.def("npy_buffer_headers", &penstock::npy_buffer_headers, "Parse the headers of a batch of in-memory .npy files",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("offsets"));
-  m.def("npy_decode", &penstock::npy_decode, "The arrays of a batch of in-memory .npy files, in C order",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("data_offsets"),
-        py::arg("fortran"), py::arg("out"), py::arg("out_shapes"), py::arg("out_offsets"), py::arg("elem_size"));
-  m.def("npy_headers", &penstock::npy_headers, "Parse .npy headers of a batch of files",
-        py::arg("pool"), py::arg("paths"));
-  m.def("npy_read", &penstock::npy_read, "Read windows of .npy arrays into a packed batch",
-        py::arg("pool"), py::arg("paths"), py::arg("data_offsets"), py::arg("fortran"),
-        py::arg("src_shapes"), py::arg("anchors"), py::arg("out"), py::arg("out_shapes"),
-        py::arg("out_offsets"), py::arg("elem_size"), py::arg("fill"));
-}

@@ -22,7 +22,7 @@
 #include <nmmintrin.h>
 #endif
 
-#include "engine/module.h"
+#include "kernels/readers_tfrecord.h"
 
 namespace penstock {
 namespace {
@@ -277,9 +277,12 @@ void parse_example(const uint8_t* data, size_t size, const std::unordered_map<st
   if (!ex.ok) throw std::runtime_error("malformed Example");
 }
 
+}  // namespace
+
 // For each feature: (values array, counts int64 [N], found uint8 [N]).
-py::list tfrecord_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array offsets,
-                       I64Array sizes, const std::vector<std::string>& names, const std::vector<int>& kinds) {
+std::vector<TfrecordFeature> tfrecord_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array offsets,
+                                           I64Array sizes, const std::vector<std::string>& names,
+                                           const std::vector<int>& kinds) {
   int64_t n = static_cast<int64_t>(paths.size());
   if (offsets.shape(0) != n || sizes.shape(0) != n || names.size() != kinds.size())
     throw std::invalid_argument("tfrecord_read: inconsistent argument sizes");
@@ -289,42 +292,39 @@ py::list tfrecord_read(ThreadPool& pool, const std::vector<std::string>& paths, 
   std::vector<std::vector<Values>> all(n, std::vector<Values>(nf));
   const int64_t* off = offsets.data();
   const int64_t* sz = sizes.data();
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      Fd f;
-      f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
-      if (f.fd < 0) throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
-      std::vector<uint8_t> rec(sz[i]);
-      int64_t done = 0;
-      while (done < sz[i]) {
-        ssize_t r = ::pread(f.fd, rec.data() + done, sz[i] - done, off[i] + done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) throw SampleError(i, "'" + paths[i] + "' is shorter than its index says (record at offset " +
-                                             std::to_string(off[i]) + ")");
-        done += r;
-      }
-      if (sz[i] < 16) throw SampleError(i, "record at offset " + std::to_string(off[i]) + " of '" + paths[i] +
-                                               "' is too short");
-      check_crc(rec.data(), 8, rec.data() + 8, "length", i, off[i], paths[i]);
-      uint64_t len;
-      std::memcpy(&len, rec.data(), 8);
-      if (len + 16 > uint64_t(sz[i]))
-        throw SampleError(i, "record at offset " + std::to_string(off[i]) + " of '" + paths[i] +
-                                 "' is longer than its index entry (is the index file for this file?)");
-      check_crc(rec.data() + 12, len, rec.data() + 12 + len, "data", i, off[i], paths[i]);
-      try {
-        parse_example(rec.data() + 12, len, wanted, kinds, all[i]);
-      } catch (const std::runtime_error& e) {
-        throw SampleError(i, std::string(e.what()) + " in the record at offset " + std::to_string(off[i]) +
-                                 " of '" + paths[i] + "'");
-      }
-    });
-  }
-  py::list out;
+  pool.parallel_for(n, [&](int64_t i) {
+    Fd f;
+    f.fd = ::open(paths[i].c_str(), O_RDONLY | O_CLOEXEC);
+    if (f.fd < 0) throw SampleError(i, "cannot open file '" + paths[i] + "': " + std::strerror(errno));
+    std::vector<uint8_t> rec(sz[i]);
+    int64_t done = 0;
+    while (done < sz[i]) {
+      ssize_t r = ::pread(f.fd, rec.data() + done, sz[i] - done, off[i] + done);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw SampleError(i, "'" + paths[i] + "' is shorter than its index says (record at offset " +
+                                           std::to_string(off[i]) + ")");
+      done += r;
+    }
+    if (sz[i] < 16) throw SampleError(i, "record at offset " + std::to_string(off[i]) + " of '" + paths[i] +
+                                             "' is too short");
+    check_crc(rec.data(), 8, rec.data() + 8, "length", i, off[i], paths[i]);
+    uint64_t len;
+    std::memcpy(&len, rec.data(), 8);
+    if (len + 16 > uint64_t(sz[i]))
+      throw SampleError(i, "record at offset " + std::to_string(off[i]) + " of '" + paths[i] +
+                               "' is longer than its index entry (is the index file for this file?)");
+    check_crc(rec.data() + 12, len, rec.data() + 12 + len, "data", i, off[i], paths[i]);
+    try {
+      parse_example(rec.data() + 12, len, wanted, kinds, all[i]);
+    } catch (const std::runtime_error& e) {
+      throw SampleError(i, std::string(e.what()) + " in the record at offset " + std::to_string(off[i]) +
+                               " of '" + paths[i] + "'");
+    }
+  });
+  std::vector<TfrecordFeature> out;
   for (int64_t f = 0; f < nf; ++f) {
-    py::array_t<int64_t> counts(n);
-    py::array_t<uint8_t> found(n);
+    auto counts = I64Array::empty({n});
+    auto found = ArrayOf<uint8_t>::empty({n});
     int64_t total = 0;
     for (int64_t i = 0; i < n; ++i) {
       const Values& v = all[i][f];
@@ -333,33 +333,26 @@ py::list tfrecord_read(ThreadPool& pool, const std::vector<std::string>& paths, 
       found.mutable_data()[i] = v.found;
       total += c;
     }
-    py::array values;
+    Array values;
     if (kinds[f] == BYTES) {
-      py::array_t<uint8_t> a(total);
+      auto a = ArrayOf<uint8_t>::empty({total});
       uint8_t* d = a.mutable_data();
       for (int64_t i = 0; i < n; ++i) d = std::copy(all[i][f].bytes.begin(), all[i][f].bytes.end(), d);
       values = a;
     } else if (kinds[f] == FLOAT) {
-      py::array_t<float> a(total);
+      auto a = ArrayOf<float>::empty({total});
       float* d = a.mutable_data();
       for (int64_t i = 0; i < n; ++i) d = std::copy(all[i][f].floats.begin(), all[i][f].floats.end(), d);
       values = a;
     } else {
-      py::array_t<int64_t> a(total);
+      auto a = I64Array::empty({total});
       int64_t* d = a.mutable_data();
       for (int64_t i = 0; i < n; ++i) d = std::copy(all[i][f].ints.begin(), all[i][f].ints.end(), d);
       values = a;
     }
-    out.append(py::make_tuple(values, counts, found));
+    out.emplace_back(values, counts, found);
   }
   return out;
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(tfrecord) {
-  m.def("tfrecord_read", &penstock::tfrecord_read, "Read and parse tf.train.Example records",
-        py::arg("pool"), py::arg("paths"), py::arg("offsets"), py::arg("sizes"), py::arg("names"),
-        py::arg("kinds"));
-}

@@ -7,11 +7,12 @@
 // divided by the count, truncating. Work items are ranges of one sample's outputs, each summed in order.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/reductions.h"
 #include "kernels/numeric.h"
 
 namespace penstock {
@@ -124,8 +125,14 @@ void store_double(void* dst, int64_t i, double v) {
   static_cast<Out*>(dst)[i] = cast_to<Out>(v);
 }
 
+// The work item kernels, one function per type (or pair of types), chosen once per call: the
+// parallel loop that runs them is the same code for all.
+using SumItem = void (*)(const void* x, void* dst, const SamplePlan& p, const Item& it, bool divide);
+
 template <typename In, typename Out>
-void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it, bool divide) {
+void sum_item(const void* x_data, void* dst_data, const SamplePlan& p, const Item& it, bool divide) {
+  auto* x = static_cast<const In*>(x_data);
+  auto* dst = static_cast<Out*>(dst_data);
   using A = std::conditional_t<is_floating_v<Out>, double, std::conditional_t<std::is_signed_v<Out>, int64_t, uint64_t>>;
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     A acc = 0;
@@ -141,9 +148,13 @@ void sum_item(const In* x, Out* dst, const SamplePlan& p, const Item& it, bool d
   });
 }
 
+using MomentItem = void (*)(int kind, const void* x, void* dst, void (*store)(void*, int64_t, double),
+                           const SamplePlan& p, const Item& it, const double* mean, int ddof);
+
 template <typename In>
-void moment_item(int kind, const In* x, void* dst, void (*store)(void*, int64_t, double), const SamplePlan& p,
+void moment_item(int kind, const void* x_data, void* dst, void (*store)(void*, int64_t, double), const SamplePlan& p,
                  const Item& it, const double* mean, int ddof) {
+  auto* x = static_cast<const In*>(x_data);
   double count = static_cast<double>(p.count);
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     double acc = 0, r;
@@ -166,8 +177,12 @@ void moment_item(int kind, const In* x, void* dst, void (*store)(void*, int64_t,
   });
 }
 
+using MinMaxItem = void (*)(bool is_min, const void* x, void* dst, const SamplePlan& p, const Item& it);
+
 template <typename In>
-void minmax_item(bool is_min, const In* x, In* dst, const SamplePlan& p, const Item& it) {
+void minmax_item(bool is_min, const void* x_data, void* dst_data, const SamplePlan& p, const Item& it) {
+  auto* x = static_cast<const In*>(x_data);
+  auto* dst = static_cast<In*>(dst_data);
   for_each_output(p, it.begin, it.end, [&](int64_t o, int64_t base) {
     auto acc = value_of(x[base]);
     for_each_reduced(x, p, base, [&](auto v) { acc = pick(acc, v, is_min); });
@@ -175,16 +190,18 @@ void minmax_item(bool is_min, const In* x, In* dst, const SamplePlan& p, const I
   });
 }
 
-using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using F64Array = ArrayOf<double, true>;
 
-void reduce(ThreadPool& pool, int kind, py::array src, I64Array src_shapes, I64Array src_offsets,
-            std::vector<int64_t> axes, py::array dst, I64Array dst_offsets, int ddof, std::optional<F64Array> mean,
+}  // namespace
+
+void reduce(ThreadPool& pool, int kind, Array src, I64Array src_shapes, I64Array src_offsets,
+            std::vector<int64_t> axes, Array dst, I64Array dst_offsets, int ddof, std::optional<F64Array> mean,
             std::optional<I64Array> mean_offsets) {
   if (kind < kSum || kind > kStdDev) throw std::invalid_argument("reduce: unknown kind " + std::to_string(kind));
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   int nd = static_cast<int>(in.ndim);
   if (nd > kMaxDims) throw std::invalid_argument("reduce: at most 32 dimensions");
-  if (!(dst.flags() & py::array::c_style) || !dst.writeable())
+  if (!dst.c_contiguous() || !dst.writeable())
     throw std::invalid_argument("reduce: the output buffer must be contiguous and writable");
   if (dst_offsets.ndim() != 1 || dst_offsets.shape(0) != in.num_samples)
     throw std::invalid_argument("reduce: dst_offsets must have one entry per sample");
@@ -225,43 +242,27 @@ void reduce(ThreadPool& pool, int kind, py::array src, I64Array src_shapes, I64A
   void* out = dst.mutable_data();
   const double* mu = central ? mean->data() : nullptr;
   void (*store)(void*, int64_t, double) = nullptr;
-  bool int_mean = kind == kMean && dst.dtype().kind() != 'f';
+  bool int_mean = kind == kMean && dst.kind() != 'f';
   if (kind != kSum && kind != kMin && kind != kMax && !int_mean) {
     PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, { store = &store_double<Out>; });
   }
-  py::gil_scoped_release nogil;
-  PENSTOCK_DISPATCH_WITH_HALF(src_code, In, {
-    const In* xs = static_cast<const In*>(x);
-    if (kind == kSum || int_mean) {
-      PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, {
-        pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-          const Item& it = items[k];
-          sum_item<In, Out>(xs, static_cast<Out*>(out), plans[it.sample], it, int_mean);
-        });
-      });
-    } else if (kind == kMin || kind == kMax) {
-      pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-        const Item& it = items[k];
-        minmax_item<In>(kind == kMin, xs, static_cast<In*>(out), plans[it.sample], it);
-      });
-    } else {
-      pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
-        const Item& it = items[k];
-        moment_item<In>(kind, xs, out, store, plans[it.sample], it, mu, ddof);
-      });
-    }
-  });
+  std::function<void(const Item&)> run_item;
+  if (kind == kSum || int_mean) {
+    SumItem sum = nullptr;
+    PENSTOCK_DISPATCH_WITH_HALF(src_code, In, {
+      PENSTOCK_DISPATCH_WITH_HALF(dst_code, Out, sum = &sum_item<In, Out>);
+    });
+    run_item = [&](const Item& it) { sum(x, out, plans[it.sample], it, int_mean); };
+  } else if (kind == kMin || kind == kMax) {
+    MinMaxItem minmax = nullptr;
+    PENSTOCK_DISPATCH_WITH_HALF(src_code, In, minmax = &minmax_item<In>);
+    run_item = [&](const Item& it) { minmax(kind == kMin, x, out, plans[it.sample], it); };
+  } else {
+    MomentItem moment = nullptr;
+    PENSTOCK_DISPATCH_WITH_HALF(src_code, In, moment = &moment_item<In>);
+    run_item = [&](const Item& it) { moment(kind, x, out, store, plans[it.sample], it, mu, ddof); };
+  }
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) { run_item(items[k]); });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(reduce) {
-  using namespace penstock;
-  m.def("reduce", &reduce,
-        "Reduction `kind` (0 sum, 1 mean, 2 mean_square, 3 rms, 4 min, 5 max, 6 variance, 7 std_dev) of every "
-        "sample over `axes`, written at dst_offsets; variance and std_dev read mean[mean_offsets[i] + output]",
-        py::arg("pool"), py::arg("kind"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"),
-        py::arg("axes"), py::arg("dst"), py::arg("dst_offsets"), py::arg("ddof") = 0,
-        py::arg("mean") = py::none(), py::arg("mean_offsets") = py::none());
-}

@@ -10,15 +10,15 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/module.h"
+#include "kernels/resize.h"
 #include "kernels/fast_convert.h"
 #include "kernels/resize_filters.h"
 
 namespace penstock {
 namespace {
 
-using F64Array = py::array_t<double, py::array::c_style>;
-using I32Array = py::array_t<int32_t, py::array::c_style>;
+using F64Array = ArrayOf<double>;
+using I32Array = ArrayOf<int32_t>;
 
 typedef float v4f __attribute__((vector_size(16)));
 constexpr int64_t kPad = 4;  // floats after each row buffer: the last pixel's vector overreads
@@ -131,10 +131,12 @@ void resize_sample(const In* src, Out* dst, const SampleGeometry& g, int spatial
     default: throw std::invalid_argument("resize: unsupported type " + dtype_name(code)); \
   }
 
+}  // namespace
+
 // src/dst: batches of [outer..., spatial..., C]; roi [N, 2*spatial] = starts then ends (outer
 // spatial axis first, in source pixels); min_filter/mag_filter [N, spatial] InterpType codes.
-void resize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, int src_type,
-            py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type, int spatial,
+void resize(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, int src_type,
+            Array dst, I64Array dst_shapes, I64Array dst_offsets, int dst_type, int spatial,
             F64Array roi, I32Array min_filter, I32Array mag_filter, bool antialias) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
@@ -170,7 +172,6 @@ void resize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_o
     for (int k = 0; k < 2 * spatial; ++k)
       if (!std::isfinite(roi_p[i * 2 * spatial + k])) throw SampleError(i, "resize: ROI is not finite");
   }
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_RESIZE_TYPE(src_type, In, {
     PENSTOCK_DISPATCH_RESIZE_TYPE(dst_type, Out, {
       if (in.elem_size != int64_t(sizeof(In)) || out.elem_size != int64_t(sizeof(Out)))
@@ -194,8 +195,8 @@ void resize(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_o
 // in_sizes[k] to out_sizes[k] over the source range [roi_start[k], roi_end[k]). Returns per axis
 // the tap count, where its starts and weights begin in the packed arrays, and the lowest first /
 // highest last source index it reads; then the packed starts (int32) and weights (float).
-py::tuple resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, F64Array roi_start,
-                      F64Array roi_end, I32Array min_filter, I32Array mag_filter, bool antialias) {
+ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, F64Array roi_start, F64Array roi_end,
+                       I32Array min_filter, I32Array mag_filter, bool antialias) {
   int64_t M = in_sizes.size();
   if (out_sizes.size() != M || roi_start.size() != M || roi_end.size() != M || min_filter.size() != M ||
       mag_filter.size() != M)
@@ -204,13 +205,11 @@ py::tuple resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, F
   const int64_t *in_p = in_sizes.data(), *out_p = out_sizes.data();
   const double *rs = roi_start.data(), *re = roi_end.data();
   const int32_t *minf = min_filter.data(), *magf = mag_filter.data();
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(M, [&](int64_t k) {
-      make_axis_filter(filters[k], in_p[k], out_p[k], rs[k], re[k], minf[k], magf[k], antialias);
-    });
-  }
-  I64Array taps(M), start_at(M), weight_at(M), lo(M), hi(M);
+  pool.parallel_for(M, [&](int64_t k) {
+    make_axis_filter(filters[k], in_p[k], out_p[k], rs[k], re[k], minf[k], magf[k], antialias);
+  });
+  auto taps = I64Array::empty({M}), start_at = I64Array::empty({M}), weight_at = I64Array::empty({M});
+  auto lo = I64Array::empty({M}), hi = I64Array::empty({M});
   int64_t n_start = 0, n_weight = 0;
   for (int64_t k = 0; k < M; ++k) {
     const AxisFilter& f = filters[k];
@@ -227,29 +226,14 @@ py::tuple resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, F
     n_start += int64_t(f.start.size());
     n_weight += int64_t(f.weights.size());
   }
-  I32Array starts(std::max<int64_t>(n_start, 1));
-  py::array_t<float> weights(std::max<int64_t>(n_weight, 1));
+  auto starts = I32Array::empty({std::max<int64_t>(n_start, 1)});
+  auto weights = ArrayOf<float>::empty({std::max<int64_t>(n_weight, 1)});
   for (int64_t k = 0; k < M; ++k) {
     const AxisFilter& f = filters[k];
     std::copy(f.start.begin(), f.start.end(), starts.mutable_data() + start_at.data()[k]);
     std::copy(f.weights.begin(), f.weights.end(), weights.mutable_data() + weight_at.data()[k]);
   }
-  return py::make_tuple(taps, start_at, weight_at, lo, hi, starts, weights);
+  return {taps, start_at, weight_at, lo, hi, starts, weights};
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(resize) {
-  using namespace penstock;
-  m.def("resize", &resize,
-        "Separable resampling of [outer..., (D,) H, W, C] samples to the output batch's sizes",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("src_type"),
-        py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dst_type"),
-        py::arg("spatial_ndim"), py::arg("roi"), py::arg("min_filter"), py::arg("mag_filter"),
-        py::arg("antialias"));
-  m.def("resize_taps", &resize_taps,
-        "Resampling taps of many axes (for kernels that resample elsewhere, such as the GPU)",
-        py::arg("pool"), py::arg("in_sizes"), py::arg("out_sizes"), py::arg("roi_start"), py::arg("roi_end"),
-        py::arg("min_filter"), py::arg("mag_filter"), py::arg("antialias"));
-}

@@ -3,7 +3,7 @@
 // object; neighbouring pixels join when their labels are equal (or always, with `merge_classes`).
 #include <numeric>
 
-#include "engine/module.h"
+#include "kernels/segmentation.h"
 
 namespace penstock {
 namespace {
@@ -78,22 +78,20 @@ Objects label_sample(const int64_t* data, const int64_t* shape, int64_t nd, int6
   return out;
 }
 
-// Returns (counts [N], labels [M], sizes [M], lo [M, nd], hi [M, nd]) over all objects M of the batch.
-py::tuple connected_components(ThreadPool& pool, py::array_t<int64_t, py::array::c_style> data, I64Array shapes,
-                               I64Array offsets, int64_t background, bool merge_classes) {
-  py::array d = data;
-  BatchView v = make_batch_view(d, shapes, offsets, false);
+}  // namespace
+
+ConnectedComponents connected_components(ThreadPool& pool, I64Array data, I64Array shapes, I64Array offsets,
+                                         int64_t background, bool merge_classes) {
+  BatchView v = make_batch_view(data, shapes, offsets, false);
   int64_t n = v.num_samples, nd = v.ndim;
   std::vector<Objects> objs(n);
-  {
-    py::gil_scoped_release nogil;
-    pool.parallel_for(n, [&](int64_t i) {
-      objs[i] = label_sample(v.sample<int64_t>(i), v.shape(i), nd, background, merge_classes);
-    });
-  }
+  pool.parallel_for(n, [&](int64_t i) {
+    objs[i] = label_sample(v.sample<int64_t>(i), v.shape(i), nd, background, merge_classes);
+  });
   int64_t total = 0;
   for (auto& o : objs) total += o.size.size();
-  py::array_t<int64_t> counts(n), labels(total), sizes(total), lo({total, nd}), hi({total, nd});
+  auto counts = I64Array::empty({n}), labels = I64Array::empty({total}), sizes = I64Array::empty({total});
+  auto lo = I64Array::empty({total, nd}), hi = I64Array::empty({total, nd});
   int64_t at = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Objects& o = objs[i];
@@ -105,14 +103,7 @@ py::tuple connected_components(ThreadPool& pool, py::array_t<int64_t, py::array:
     std::copy(o.hi.begin(), o.hi.end(), hi.mutable_data() + at * nd);
     at += m;
   }
-  return py::make_tuple(counts, labels, sizes, lo, hi);
+  return {counts, labels, sizes, lo, hi};
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(connected_components) {
-  m.def("connected_components", &penstock::connected_components,
-        "Objects (connected components) of a batch of label maps", py::arg("pool"), py::arg("data"),
-        py::arg("shapes"), py::arg("offsets"), py::arg("background"), py::arg("merge_classes"));
-}

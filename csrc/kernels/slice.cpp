@@ -5,13 +5,13 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/slice.h"
 #include "kernels/window.h"
 
 namespace penstock {
 namespace {
 
-using U8Array = py::array_t<uint8_t, py::array::c_style>;
+using U8Array = ArrayOf<uint8_t>;
 constexpr int kMaxDims = 8;
 
 // Copies n units of `U` bytes from src, src - U, src - 2U ... (a reversed run).
@@ -111,11 +111,12 @@ void slice_sample(const char* src, char* dst, const SliceArgs& a) {
   }
 }
 
+}  // namespace
+
 // anchors [N, ndim] (may be negative), flips [N, ndim] (0/1), fill [N, F] in the data type:
 // per sample 1 value or one per output channel (along channel_dim; -1 = no channel dim).
-void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, py::array dst,
-           I64Array dst_shapes, I64Array dst_offsets, I64Array anchors, U8Array flips, py::array fill,
-           int64_t channel_dim) {
+void slice(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, Array dst, I64Array dst_shapes,
+           I64Array dst_offsets, I64Array anchors, U8Array flips, Array fill, int64_t channel_dim) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   int64_t N = in.num_samples, nd = in.ndim, es = in.elem_size;
@@ -125,8 +126,7 @@ void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_of
   if (anchors.ndim() != 2 || anchors.shape(0) != N || anchors.shape(1) != nd || flips.ndim() != 2 ||
       flips.shape(0) != N || flips.shape(1) != nd)
     throw std::invalid_argument("slice: anchors and flips must be [N, ndim]");
-  if (fill.itemsize() != es || fill.ndim() != 2 || fill.shape(0) != N || fill.shape(1) < 1 ||
-      !(fill.flags() & py::array::c_style))
+  if (fill.itemsize() != es || fill.ndim() != 2 || fill.shape(0) != N || fill.shape(1) < 1 || !fill.c_contiguous())
     throw std::invalid_argument("slice: fill values must be a contiguous [N, F] array of the data type");
   if (channel_dim >= nd) throw std::invalid_argument("slice: channel_dim out of range");
   int64_t num_fill = fill.shape(1);
@@ -138,7 +138,6 @@ void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_of
   const int64_t* anc = anchors.data();
   const uint8_t* fl = flips.data();
   const char* fill_p = static_cast<const char*>(fill.data());
-  py::gil_scoped_release nogil;
   pool.parallel_for(N, [&](int64_t i) {
     SliceArgs a{nd, es, in.shape(i), out.shape(i), anc + i * nd, fl + i * nd, fill_p + i * num_fill * es,
                 num_fill, channel_dim};
@@ -147,15 +146,4 @@ void slice(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_of
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(slice) {
-  using namespace penstock;
-  m.def("slice", &slice,
-        "Copy a window [anchor, anchor + out_shape) of every sample, with per-axis flips and "
-        "per-channel fill outside the input",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("anchors"), py::arg("flips"), py::arg("fill"),
-        py::arg("channel_dim"));
-}

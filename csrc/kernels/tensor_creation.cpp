@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/module.h"
+#include "kernels/tensor_creation.h"
 
 namespace penstock {
 namespace {
@@ -51,7 +51,9 @@ void broadcast_sample(const char* src, const int64_t* src_shape, int64_t src_nd,
   }
 }
 
-void broadcast_samples(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, py::array dst,
+}  // namespace
+
+void broadcast_samples(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, Array dst,
                        I64Array dst_shapes, I64Array dst_offsets) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
@@ -67,20 +69,10 @@ void broadcast_samples(ThreadPool& pool, py::array src, I64Array src_shapes, I64
     if (!ok) throw SampleError(i, "broadcast_samples: the fill value's shape does not broadcast to the output's");
   }
   const int64_t es = out.elem_size;
-  py::gil_scoped_release nogil;
   pool.parallel_for(out.num_samples, [&](int64_t i) {
     broadcast_sample(static_cast<const char*>(in.data) + in.offsets[i] * es, in.shape(i), in.ndim,
                      static_cast<char*>(out.data) + out.offsets[i] * es, out.shape(i), out.ndim, es);
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(tensor_creation) {
-  using namespace penstock;
-  m.def("broadcast_samples", &broadcast_samples,
-        "Broadcasts each sample of src (numpy rules, last axes aligned) to the shape of the same sample of dst",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_shapes"), py::arg("dst_offsets"));
-}

@@ -8,12 +8,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/module.h"
+#include "kernels/video.h"
 
 namespace penstock {
 namespace {
-
-using U64Array = py::array_t<uint64_t, py::array::c_style>;
 
 inline uint8_t to_u8(float v) { return uint8_t(std::min(std::max(v + 0.5f, 0.f), 255.f)); }
 
@@ -31,10 +29,13 @@ inline Tap tap(int64_t i, int64_t chroma_count) {
   return {first, int32_t(std::min<int64_t>(first + 1, chroma_count - 1)), c - std::floor(c)};
 }
 
+}  // namespace
+
 // frame k: planes at y_addr/u_addr/v_addr[k] with rows y_pitch/c_pitch[k] bytes apart -> height x width x 3
 // at dst_addr[k]; full_range[k] selects the matrix.
-void yuv420_to_rgb(ThreadPool& pool, U64Array y_addr, U64Array u_addr, U64Array v_addr, I64Array y_pitch,
-                   I64Array c_pitch, I64Array heights, I64Array widths, I64Array full_range, U64Array dst_addr) {
+void yuv420_to_rgb(ThreadPool& pool, ArrayOf<uint64_t> y_addr, ArrayOf<uint64_t> u_addr, ArrayOf<uint64_t> v_addr,
+                   I64Array y_pitch, I64Array c_pitch, I64Array heights, I64Array widths, I64Array full_range,
+                   ArrayOf<uint64_t> dst_addr) {
   const int64_t n = y_addr.size();
   for (auto* a : {&u_addr, &v_addr, &dst_addr})
     if (a->size() != n) throw std::invalid_argument("yuv420_to_rgb: one address per frame and plane is needed");
@@ -45,7 +46,6 @@ void yuv420_to_rgb(ThreadPool& pool, U64Array y_addr, U64Array u_addr, U64Array 
   const uint64_t *ya = y_addr.data(), *ua = u_addr.data(), *va = v_addr.data(), *da = dst_addr.data();
   const int64_t *yp = y_pitch.data(), *cp = c_pitch.data(), *hs = heights.data(), *ws = widths.data(),
                 *fr = full_range.data();
-  py::gil_scoped_release nogil;
   pool.parallel_for(row_start[n], [&](int64_t row) {
     const int64_t k = std::upper_bound(row_start.begin(), row_start.end(), row) - row_start.begin() - 1;
     const int64_t y = row - row_start[k], w = ws[k], cw = (w + 1) / 2, ch = (hs[k] + 1) / 2;
@@ -87,13 +87,4 @@ void yuv420_to_rgb(ThreadPool& pool, U64Array y_addr, U64Array u_addr, U64Array 
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(video) {
-  using namespace penstock;
-  m.def("yuv420_to_rgb", &yuv420_to_rgb,
-        "Decoded 4:2:0 video frames to interleaved RGB (bilinear chroma, BT.601), every frame in one call",
-        py::arg("pool"), py::arg("y_addr"), py::arg("u_addr"), py::arg("v_addr"), py::arg("y_pitch"),
-        py::arg("c_pitch"), py::arg("heights"), py::arg("widths"), py::arg("full_range"), py::arg("dst_addr"));
-}

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/warp.h"
 #include "kernels/fast_convert.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
+using F32Array = ArrayOf<float>;
 
 enum Interp { kNearest = 0, kLinear = 1 };
 
@@ -79,10 +79,12 @@ void warp_frame_channels(const T* in, int64_t H, int64_t W, T* out, int64_t Ho, 
   else warp_frame<T, INTERP, 0>(in, H, W, out, Ho, Wo, C, m, fill);
 }
 
+}  // namespace
+
 // Samples are (frames, H, W, C); every frame of a sample uses that sample's 2x3 matrix.
-void warp_affine(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets,
-                 py::array dst, I64Array dst_shapes, I64Array dst_offsets, int dtype,
-                 F32Array matrices, int interp, std::optional<float> fill) {
+void warp_affine(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, Array dst,
+                 I64Array dst_shapes, I64Array dst_offsets, int dtype, F32Array matrices, int interp,
+                 std::optional<float> fill) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   int64_t n = in.num_samples;
@@ -98,7 +100,6 @@ void warp_affine(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array 
       throw SampleError(i, "warp_affine: output frames/channels differ from the input's");
   }
   const float* mats = matrices.data();
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(dtype, T, {
     pool.parallel_for(n, [&](int64_t i) {
       const int64_t *si = in.shape(i), *so = out.shape(i);
@@ -115,15 +116,4 @@ void warp_affine(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array 
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(warp) {
-  using namespace penstock;
-  m.def("warp_affine", &warp_affine,
-        "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres "
-        "to input coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"),
-        py::arg("dst"), py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dtype"),
-        py::arg("matrices"), py::arg("interp"), py::arg("fill") = py::none());
-}

@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "engine/convert.h"
-#include "engine/module.h"
+#include "kernels/warp_perspective.h"
 #include "kernels/image_types.h"
 
 namespace penstock {
 namespace {
 
-using F32Array = py::array_t<float, py::array::c_style>;
-using F64Array = py::array_t<double, py::array::c_style>;
+using F32Array = ArrayOf<float>;
+using F64Array = ArrayOf<double>;
 
 enum Interp { kNearest = 0, kLinear = 1, kCubic = 2 };
 enum Border { kConstant = 0, kReplicate = 1, kReflect = 2, kReflect101 = 3, kWrap = 4 };
@@ -137,9 +137,11 @@ void perspective_frame(const T* in, int64_t h, int64_t w, int64_t c, T* out, int
     }
 }
 
+}  // namespace
+
 // shapes [N, 4] (frames, H, W, C) in and out; matrices [N, 3, 3] (output -> input, centres at
 // integers); fill [N, C] (the constant border, already in the element type's range).
-void warp_perspective(ThreadPool& pool, py::array src, I64Array src_shapes, I64Array src_offsets, py::array dst,
+void warp_perspective(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, Array dst,
                       I64Array dst_shapes, I64Array dst_offsets, int dtype, F64Array matrices, int interp,
                       int border, F64Array fill) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
@@ -159,7 +161,6 @@ void warp_perspective(ThreadPool& pool, py::array src, I64Array src_shapes, I64A
   if (fill.ndim() != 2 || fill.shape(0) != n || fill.shape(1) < max_c)
     throw std::invalid_argument("warp_perspective: fill must be [N, channels]");
   const double* mats = matrices.data();
-  py::gil_scoped_release nogil;
   auto run = [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     pool.parallel_for(n, [&](int64_t i) {
@@ -180,6 +181,8 @@ void warp_perspective(ThreadPool& pool, py::array src, I64Array src_shapes, I64A
     default: throw std::invalid_argument("warp_perspective: supported types are UINT8, UINT16, INT16 and FLOAT");
   }
 }
+
+namespace {
 
 // remap: output (x, y) samples the input at (mapx, mapy) (+0.5 shift removed for corner origin),
 // float weights, constant border 0. maps: one float plane (H_out x W_out) per sample.
@@ -207,11 +210,13 @@ void remap_frame(const T* in, int64_t h, int64_t w, int64_t c, T* out, int64_t o
   }
 }
 
+}  // namespace
+
 // shapes [N, 4] (frames, H, W, C); maps float, [frames, H, W] per sample (map_offsets), the output
 // (frames, H_map, W_map, C); centre: map coordinates count from pixel centres (else corners).
-void remap(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offsets, py::array dst,
-           I64Array dst_shapes, I64Array dst_offsets, int dtype, F32Array mapx, F32Array mapy,
-           I64Array map_offsets, int interp, bool centre) {
+void remap(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst, I64Array dst_shapes,
+           I64Array dst_offsets, int dtype, F32Array mapx, F32Array mapy, I64Array map_offsets, int interp,
+           bool centre) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   const int64_t n = in.num_samples;
@@ -226,7 +231,6 @@ void remap(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
   const float* mx = mapx.data();
   const float* my = mapy.data();
   const float shift = centre ? 0.f : 0.5f;
-  py::gil_scoped_release nogil;
   PENSTOCK_DISPATCH_IMAGE(dtype, T, {
     pool.parallel_for(n, [&](int64_t i) {
       const int64_t *si = in.shape(i), *so = out.shape(i);
@@ -240,20 +244,4 @@ void remap(ThreadPool& pool, py::array src, I64Array shapes, I64Array src_offset
   });
 }
 
-}  // namespace
 }  // namespace penstock
-
-PENSTOCK_BINDINGS(warp_perspective) {
-  using namespace penstock;
-  m.def("warp_perspective", &warp_perspective,
-        "Perspective warp of (frames, H, W, C) samples as OpenCV's warpPerspective (inverse map, centres at "
-        "integers): interp 0 nearest, 1 linear, 2 cubic; border 0 constant, 1 replicate, 2 reflect, 3 reflect 101, "
-        "4 wrap",
-        py::arg("pool"), py::arg("src"), py::arg("src_shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dtype"), py::arg("matrices"), py::arg("interp"),
-        py::arg("border"), py::arg("fill"));
-  m.def("remap", &remap, "Samples each output pixel at per-pixel source coordinates (mapx, mapy), border 0",
-        py::arg("pool"), py::arg("src"), py::arg("shapes"), py::arg("src_offsets"), py::arg("dst"),
-        py::arg("dst_shapes"), py::arg("dst_offsets"), py::arg("dtype"), py::arg("mapx"), py::arg("mapy"),
-        py::arg("map_offsets"), py::arg("interp"), py::arg("centre"));
-}

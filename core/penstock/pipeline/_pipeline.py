@@ -307,18 +307,34 @@ class Pipeline(PipelineBuild, PipelineRun):
         found = [s for op in getattr(self, "_ops", ()) for s in getattr(op, "skipped", ())]
         return sorted(found, key=lambda s: s["iteration"])
 
+    def operator_names(self) -> dict[str, str]:
+        """Each built operator's name -> the name statistics show: the given name, or for an
+        unnamed operator its function and its place among those of the pipeline
+        (``decoders.image#1``, not ``__Image_10``)."""
+        self.build()
+        names, seen = {}, {}
+        for op in self._ops:
+            if op.node.explicit_name:
+                names[op.name] = op.name
+            else:
+                function = op.schema.fn_name.lstrip("_")  # internal operators: "_arithmetic"
+                seen[function] = seen.get(function, 0) + 1
+                names[op.name] = f"{function}#{seen[function]}"
+        return names
+
     def executor_statistics(self) -> dict:
-        """Per operator: runs, total seconds, mean milliseconds and last output bytes; with
+        """Per operator (``operator_names``): runs, total seconds, mean milliseconds and last output bytes; with
         ``enable_memory_stats`` also DALI's per-output buffer statistics (bytes of the samples and
         of the buffers holding them, last iteration and peak)."""
         if self._executor is None:
             return {}
         stats = {}
+        readable = self.operator_names()
         for name, s in self._executor.stats.items():
-            stats[name] = {"runs": s.runs, "total_seconds": s.seconds,
+            stats[readable[name]] = {"runs": s.runs, "total_seconds": s.seconds,
                            "mean_ms": 1e3 * s.seconds / s.runs if s.runs else 0.0, "output_bytes": s.output_bytes}
             if self._enable_memory_stats:
-                stats[name].update(real_memory_size=list(s.real), reserved_memory_size=list(s.reserved),
+                stats[readable[name]].update(real_memory_size=list(s.real), reserved_memory_size=list(s.reserved),
                                    max_real_memory_size=list(s.max_real),
                                    max_reserved_memory_size=list(s.max_reserved))
         return stats

@@ -1,0 +1,21 @@
+// Separable resampling (resize.cpp): resize of whole batches, and the taps of many axes for
+// kernels that resample elsewhere (the GPU).
+#pragma once
+#include <tuple>
+
+#include "engine/kernel.h"
+
+namespace penstock {
+
+void resize(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, int src_type, Array dst,
+            I64Array dst_shapes, I64Array dst_offsets, int dst_type, int spatial, ArrayOf<double> roi,
+            ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter, bool antialias);
+
+// Per axis the tap count, where its starts and weights begin in the packed arrays, the lowest
+// first / highest last source index it reads; then the packed starts (int32) and weights (float).
+using ResizeTaps = std::tuple<I64Array, I64Array, I64Array, I64Array, I64Array, ArrayOf<int32_t>, ArrayOf<float>>;
+ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, ArrayOf<double> roi_start,
+                       ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
+                       bool antialias);
+
+}  // namespace penstock

@@ -1,0 +1,60 @@
+"""``python -m penstock``: the installation's report, and the profile command."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.join(ROOT, p) for p in
+                                                   ("core", "plugins/pytorch", "plugins/jax", "plugins/tensorflow"))}
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "penstock", *args], capture_output=True, text=True, check=True,
+                          env=ENV, cwd=ROOT).stdout
+
+
+def test_report_names_version_backends_and_each_plugin_with_its_framework():
+    import penstock
+    import torch
+    out = _run()
+    assert out.startswith(f"penstock {penstock.__version__} (penstock-data) in ")
+    rows = {line.split("  ")[2].strip(): line for line in out.splitlines() if line.startswith("  yes") or
+            line.startswith("  no ")}
+    assert rows["native engine"].startswith("  yes")
+    assert rows["penstock.plugin.pytorch"].startswith("  yes") and f"torch {torch.__version__}" in rows[
+        "penstock.plugin.pytorch"]
+    assert "penstock.plugin.jax" in rows and "penstock.plugin.tf" in rows
+    assert any(name.startswith("nvImageCodec") for name in rows)
+    cuda = rows["CUDA (GPU pipelines)"]
+    from penstock import backend
+    assert cuda.startswith("  yes" if backend.cuda_available() else "  no ")
+    if not backend.cuda_available():  # and what to install for it
+        assert "CUDA (GPU pipelines): install the GPU extra" in out or "a CUDA driver and device" in out
+
+
+def test_a_missing_framework_is_reported_with_what_to_install(monkeypatch):
+    from penstock import __main__ as cli
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # as if it were not installed
+    (tf,) = [c for c in cli.components() if c.name == "penstock.plugin.tf"]
+    assert not tf.available and tf.install == "pip install tensorflow (or tensorflow-cpu)"
+    assert "penstock.plugin.tf: pip install tensorflow (or tensorflow-cpu)" in cli.report()
+
+
+def test_profile_command_prints_operators_and_the_bottleneck_and_writes_a_timeline(tmp_path):
+    script = tmp_path / "pipe.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from penstock import fn, pipeline_def, types\n"
+        "@pipeline_def(batch_size=4, num_threads=1, device_id=None)\n"
+        "def pipe():\n"
+        "    x = fn.external_source(source=lambda: [np.ones((64, 64, 3), np.uint8)] * 4, layout='HWC')\n"
+        "    return fn.resize(x, resize_x=32, resize_y=32)\n")
+    trace = tmp_path / "trace.json"
+    out = _run("profile", f"{script}:pipe", "--batches", "5", "--trace", str(trace))
+    assert out.startswith("5 batches of 4 in ")
+    assert "resize#1" in out and "external_source#1" in out and "\nBottleneck: " in out
+    events = json.loads(trace.read_text())["traceEvents"]
+    runs = [e for e in events if e["ph"] == "X" and e["name"] == "resize#1"]
+    assert len(runs) == 5 and all(e["dur"] >= 0 for e in runs)
+    assert len([e for e in events if e.get("cat") == "consumer"]) == 5
