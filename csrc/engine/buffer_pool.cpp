@@ -19,14 +19,19 @@ void* BufferPool::acquire(size_t bytes, size_t* capacity) {
   size_t want = size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(want);
-    if (it != free_.end()) {
-      void* p = it->second;
-      cached_ -= it->first;
-      free_.erase(it);
-      *capacity = want;
+    ++acquires_;
+    auto fit = by_size_.lower_bound(want);
+    if (fit != by_size_.end() && fit->first <= want + want / 4) {
+      auto cached = fit->second;
+      void* p = cached->ptr;
+      *capacity = cached->capacity;
+      cached_ -= cached->capacity;
+      by_size_.erase(fit);
+      by_age_.erase(cached);
+      evict_locked();
       return p;
     }
+    evict_locked();
   }
   void* p = std::aligned_alloc(64, (want + 63) / 64 * 64);
   if (!p) throw std::bad_alloc();
@@ -36,14 +41,25 @@ void* BufferPool::acquire(size_t bytes, size_t* capacity) {
 
 void BufferPool::release(void* ptr, size_t capacity) {
   std::lock_guard<std::mutex> lock(mutex_);
-  free_.emplace(capacity, ptr);
+  auto cached = by_age_.insert(by_age_.end(), Cached{ptr, capacity, acquires_});
+  by_size_.emplace(capacity, cached);
   cached_ += capacity;
-  // Over the cap: give back the largest cached blocks first (the rarest sizes to reuse).
-  while (cached_ > max_cached_ && !free_.empty()) {
-    auto last = std::prev(free_.end());
-    cached_ -= last->first;
-    std::free(last->second);
-    free_.erase(last);
+  evict_locked();
+}
+
+void BufferPool::evict_locked() {
+  while (!by_age_.empty() &&
+         (cached_ > max_cached_ || acquires_ - by_age_.front().released_at > idle_acquires_)) {
+    const Cached& oldest = by_age_.front();
+    auto [first, last] = by_size_.equal_range(oldest.capacity);
+    for (auto it = first; it != last; ++it)
+      if (it->second == by_age_.begin()) {
+        by_size_.erase(it);
+        break;
+      }
+    cached_ -= oldest.capacity;
+    std::free(oldest.ptr);
+    by_age_.pop_front();
   }
 }
 
@@ -52,15 +68,23 @@ size_t BufferPool::cached_bytes() const {
   return cached_;
 }
 
+size_t BufferPool::cached_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return by_age_.size();
+}
+
 void BufferPool::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [size, p] : free_) std::free(p);
-  free_.clear();
+  for (const Cached& c : by_age_) std::free(c.ptr);
+  by_age_.clear();
+  by_size_.clear();
   cached_ = 0;
 }
 
 std::shared_ptr<BufferPool> host_pool() {
-  static auto pool = std::make_shared<BufferPool>(size_t(512) << 20);
+  // A steady pipeline reuses each block within an iteration or its prefetch depth: a few hundred
+  // acquires even for several pipelines of dozens of operators.
+  static auto pool = std::make_shared<BufferPool>(size_t(512) << 20, 1024);
   return pool;
 }
 

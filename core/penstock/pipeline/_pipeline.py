@@ -303,9 +303,17 @@ class Pipeline(PipelineBuild, PipelineRun):
     @property
     def skipped_samples(self) -> list[dict]:
         """Samples dropped by readers/decoders with on_error="skip" (beyond DALI), oldest first:
-        dicts with ``operator``, ``source`` (file name), ``reason`` and ``iteration``."""
+        dicts with ``operator``, ``source`` (the sample's source_info: for files the path as
+        listed), ``reason`` and ``iteration``; each operator's latest 10,000 (``skipped_count``
+        counts them all)."""
         found = [s for op in getattr(self, "_ops", ()) for s in getattr(op, "skipped", ())]
         return sorted(found, key=lambda s: s["iteration"])
+
+    @property
+    def skipped_count(self) -> int:
+        """How many samples readers/decoders with on_error="skip" dropped, including those whose
+        records ``skipped_samples`` no longer keeps."""
+        return sum(getattr(op, "skipped_count", 0) for op in getattr(self, "_ops", ()))
 
     def operator_names(self) -> dict[str, str]:
         """Each built operator's name -> the name statistics show: the given name, or for an
