@@ -72,12 +72,13 @@ class VideoIndex:
 
 
 def open_video(av: Any, source: str | bytes | np.ndarray) -> Any:
-    """An input container over a file path or encoded bytes."""
+    """An input container over a file path or encoded bytes. Tags that are not UTF-8 (a title in
+    Latin-1) are read with replacement characters: they say nothing about the frames."""
     if isinstance(source, np.ndarray):
         source = io.BytesIO(source.tobytes())
     elif isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
-    return av.open(source, "r")
+    return av.open(source, "r", metadata_errors="replace")
 
 
 def video_stream(container: Any, what: str) -> Any:
