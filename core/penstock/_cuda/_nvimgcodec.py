@@ -149,6 +149,13 @@ class DeviceDecoder:
                         done_event=done.ptr if k == len(runs) - 1 else 0)
                     decoded |= done_now
                     seconds += took
+            except BaseException:
+                # runs queued before the failure still write into the output: the pipeline's stream
+                # waits for them, or the output's memory, freed with the failed iteration, could be
+                # handed out again (stream-ordered, on that stream) while they write
+                done.record(own.stream)
+                self.ctx.stream.wait_event(done)
+                raise
             finally:
                 self._release_scratch()
         self.ctx.stream.wait_event(done)

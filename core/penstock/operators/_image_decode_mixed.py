@@ -102,6 +102,7 @@ class MixedDecoder:
             workers.close()
         self._jobs.join()  # no batch uses the decoders any more
         self._parts.join()
+        self._host.join()  # nor uploads a host part on the pipeline's stream
         self._opened = False
         for decoder in self.decoders:
             decoder.close()
@@ -156,6 +157,8 @@ class MixedDecoder:
         background workers (two batches in flight, so the GPU decoder always has the next one
         queued); the GPU decoders write into the batch on their own streams, and what the host
         decoded is copied in when the GPU stage first uses the batch (``_deferred``)."""
+        if crop is not None:
+            check_windows(crop, shapes)  # before the GPU's gather reads around a window outside the image
         args = self.op.args
         if not self._reserved:
             self._reserved = True
@@ -263,6 +266,19 @@ class MixedDecoder:
             ws.kernels.gather_images(np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64),
                                      hshapes[:, 1] * hshapes[:, 2], windows, hshapes[:, 2],
                                      np.zeros(len(idx), np.int64), out._buf, out._offsets[idx])
+
+
+def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
+    """Each sample's (y, x, h, w) window lies in its (H, W, C) image, else that sample's error in the
+    host decoder's words. The GPU decoders gather windows from whole decoded images unchecked: a
+    window past an edge (decoders.image_crop with a crop larger than the image) would read outside
+    the image's device memory."""
+    y, x, h, w = windows.T
+    bad = np.flatnonzero((y < 0) | (x < 0) | (h < 1) | (w < 1) | (y + h > shapes[:, 0]) | (x + w > shapes[:, 1]))
+    if len(bad):
+        i = int(bad[0])
+        raise SampleError(i, f"crop window (y={y[i]}, x={x[i]}, h={h[i]}, w={w[i]}) lies outside the "
+                             f"{shapes[i, 0]}x{shapes[i, 1]} image")
 
 
 def _codec_threads(num_threads: int) -> int:
