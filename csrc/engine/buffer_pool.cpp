@@ -1,9 +1,38 @@
 #include "engine/buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <new>
 
 namespace penstock {
+namespace {
+
+// Blocks this large are mapped from the system and unmapped when freed, bypassing malloc: glibc
+// raises its mmap threshold to the size of every mapped chunk freed (up to 32 MiB), after which
+// blocks of that size come from its heaps and the heaps fragment (a soak's heaps grew while the
+// pool's own bytes stayed flat). Smaller ones stay below glibc's first threshold, never mapped by it.
+constexpr size_t kMappedBytes = size_t(64) << 10;
+
+void* allocate(size_t capacity) {
+  if (capacity >= kMappedBytes) {
+    void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;  // page-aligned
+  }
+  void* p = std::aligned_alloc(64, (capacity + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void deallocate(void* p, size_t capacity) {
+  if (capacity >= kMappedBytes)
+    munmap(p, capacity);
+  else
+    std::free(p);
+}
+
+}  // namespace
 
 size_t BufferPool::size_class(size_t bytes) {
   // Eight classes per power of two: at most 12.5% over-allocation.
@@ -33,8 +62,7 @@ void* BufferPool::acquire(size_t bytes, size_t* capacity) {
     }
     evict_locked();
   }
-  void* p = std::aligned_alloc(64, (want + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
+  void* p = allocate(want);
   *capacity = want;
   return p;
 }
@@ -58,7 +86,7 @@ void BufferPool::evict_locked() {
         break;
       }
     cached_ -= oldest.capacity;
-    std::free(oldest.ptr);
+    deallocate(oldest.ptr, oldest.capacity);
     by_age_.pop_front();
   }
 }
@@ -75,7 +103,7 @@ size_t BufferPool::cached_blocks() const {
 
 void BufferPool::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const Cached& c : by_age_) std::free(c.ptr);
+  for (const Cached& c : by_age_) deallocate(c.ptr, c.capacity);
   by_age_.clear();
   by_size_.clear();
   cached_ = 0;
