@@ -79,7 +79,7 @@ def test_a_block_not_reused_for_a_while_is_freed():
     del rare
     gc.collect()
     assert _engine.pool_cached_bytes() >= 3 * POOLED_BYTES
-    for _ in range(1100):  # a recurring batch size, reused each time: more acquires than the idle limit
+    for _ in range(300):  # a recurring batch size, reused each time: more acquires than the idle limit
         _engine.empty_pooled(POOLED_BYTES)
     assert _engine.pool_cached_bytes() == POOLED_BYTES
 
