@@ -84,7 +84,10 @@ def open_video(av: Any, source: str | bytes | np.ndarray) -> Any:
 def video_stream(container: Any, what: str) -> Any:
     if not container.streams.video:
         raise ValueError(f"{what} has no video stream")
-    return container.streams.video[0]
+    stream = container.streams.video[0]
+    if stream.codec_context is None:  # a stream FFmpeg found but has no decoder for
+        raise ValueError(f"{what}: its video stream's codec is unknown to FFmpeg here")
+    return stream
 
 
 def build_index(container: Any, what: str) -> VideoIndex:
