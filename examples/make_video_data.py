@@ -15,14 +15,17 @@ from fractions import Fraction
 
 import numpy as np
 
-# codec -> (PyAV encoder, pixel format, encoder options); the first encoder found is used
+# codec -> (PyAV encoder, pixel format, encoder options); the first encoder found is used. Each
+# encoder runs on as few threads as it can (x265 and SVT-AV1 take that from their own parameters,
+# the others from the codec context): thread pools sized to the machine's cores buy nothing on
+# clips this small and are what differs from one machine to the next.
 CODECS = {
     "h264": (("libx264", "h264"), "yuv420p", {"preset": "ultrafast", "crf": "16", "bframes": "2"}),
     "hevc": (("libx265", "hevc"), "yuv420p", {"preset": "ultrafast", "crf": "16",
-                                              "x265-params": "log-level=none:bframes=2"}),
+                                              "x265-params": "log-level=none:bframes=2:pools=1:frame-threads=1"}),
     "vp9": (("libvpx-vp9", "vp9"), "yuv420p", {"crf": "20", "b": "0", "deadline": "realtime", "cpu-used": "8"}),
     "vp8": (("libvpx",), "yuv420p", {"crf": "10", "b": "2M", "deadline": "realtime", "cpu-used": "8"}),
-    "av1": (("libsvtav1", "libaom-av1"), "yuv420p", {"preset": "12", "crf": "20"}),
+    "av1": (("libsvtav1", "libaom-av1"), "yuv420p", {"preset": "12", "crf": "20", "svtav1-params": "lp=1"}),
     "mpeg4": (("mpeg4",), "yuv420p", {"qscale": "2"}),
     "mjpeg": (("mjpeg",), "yuvj420p", {"qscale": "2"}),
 }
@@ -96,6 +99,7 @@ def encode(frames: np.ndarray, codec: str = "h264", container: str = "mp4", fps:
         stream.width, stream.height = frames.shape[2], frames.shape[1]
         stream.pix_fmt = pix_fmt
         stream.codec_context.gop_size = gop
+        stream.codec_context.thread_count = 1
         if pts is not None:
             stream.codec_context.time_base = time_base or Fraction(1, 1000)
             stream.time_base = time_base or Fraction(1, 1000)

@@ -41,7 +41,9 @@ def require_av(label: str) -> Any:
             except ImportError:
                 raise RuntimeError(f"{label}: decoding video needs PyAV (FFmpeg's libraries): pip install av, "
                                    "or penstock's 'video' extra") from None
-            av.logging.set_level(av.logging.PANIC)  # failures surface as exceptions, with the file named
+            # PyAV's logging is left as it comes (FFmpeg's messages dropped in C): a Python log level
+            # makes FFmpeg's codec threads take the GIL to log, and a frame-threaded decoder closed
+            # or flushed by PyAV with the GIL held then deadlocks on an error of its own threads.
             _av_module.append(av)
         return _av_module[0]
 
