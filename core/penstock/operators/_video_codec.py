@@ -149,7 +149,7 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
             if pixel_format == "rgb24" and frame.format.name in YUV420:
                 planar.append((int(first_slot[k]), frame))
             else:
-                out[first_slot[k]] = frame.to_ndarray(format=pixel_format).reshape(out.shape[1:])
+                out[first_slot[k]] = frame.to_ndarray(format=pixel_format, channel_last=True)
             done += 1
     except av.error.FFmpegError as e:
         _close(source, container)
