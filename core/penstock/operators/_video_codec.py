@@ -59,6 +59,7 @@ class VideoIndex:
     codec: str
     rate: Fraction | None    # the stream's average frame rate, when the container gives one
     full_range: bool = False  # samples span 0..255 (JPEG's range), not 16..235
+    pix_fmt: str = ""        # FFmpeg's name of the decoded samples' format (yuv420p, yuv420p10le ...)
 
     @property
     def frames(self) -> int:
@@ -109,7 +110,7 @@ def build_index(container: Any, what: str) -> VideoIndex:
     keyframe[0] = True  # decoding can always start from the beginning
     full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
     return VideoIndex(pts_arr[order], keyframe, stream.time_base or Fraction(1, 1), ctx.height, ctx.width,
-                      ctx.name, stream.average_rate, full)
+                      ctx.name, stream.average_rate, full, ctx.pix_fmt or "")
 
 
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:
