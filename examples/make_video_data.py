@@ -119,21 +119,36 @@ def variable_pts(frames: int, seed: int = 0) -> list[int]:
     return np.concatenate([[0], np.cumsum(rng.choice([20, 33, 40, 60], frames - 1))]).astype(int).tolist()
 
 
+def _write_clip(path: str, frames: int, height: int, width: int, photo: str, seed: int, codec: str,
+                container: str) -> None:
+    clip = natural_motion(frames, height, width, photo, seed)
+    with open(path + ".part", "wb") as f:
+        f.write(encode(clip, codec, container))
+    os.replace(path + ".part", path)  # a clip that exists is whole
+
+
 def write_clips(root: str, count: int = 8, frames: int = 48, height: int = 120, width: int = 160,
-                codec: str = "h264", container: str = "mp4", classes: int = 2, seed: int = 0) -> list[str]:
+                codec: str = "h264", container: str = "mp4", classes: int = 2, seed: int = 0,
+                processes: int = 1) -> list[str]:
     """``count`` clips of different photographs and camera moves in class folders under ``root``
-    (``class_k/clip_i.<container>``); returns their paths."""
+    (``class_k/clip_i.<container>``), made on up to ``processes`` processes where they do not
+    exist yet; returns their paths."""
     photos = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
-    paths = []
+    paths, todo = [], []
     for i in range(count):
         folder = os.path.join(root, f"class_{i % classes}")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"clip_{i:04d}.{container}")
         if not os.path.exists(path):
-            clip = natural_motion(frames, height, width, photos[i % len(photos)], seed + i)
-            with open(path, "wb") as f:
-                f.write(encode(clip, codec, container))
+            todo.append((path, frames, height, width, photos[i % len(photos)], seed + i, codec, container))
         paths.append(path)
+    if processes > 1 and len(todo) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(min(processes, len(todo))) as pool:
+            list(pool.map(_write_clip, *zip(*todo)))
+    else:
+        for job in todo:
+            _write_clip(*job)
     return paths
 
 
@@ -145,5 +160,7 @@ if __name__ == "__main__":
     parser.add_argument("--size", type=int, nargs=2, default=(120, 160), metavar=("H", "W"))
     parser.add_argument("--codec", default="h264", choices=sorted(CODECS))
     parser.add_argument("--container", default="mp4", choices=sorted(CONTAINER_OF))
+    parser.add_argument("--processes", type=int, default=os.cpu_count())
     args = parser.parse_args()
-    print("\n".join(write_clips(args.root, args.count, args.frames, *args.size, args.codec, args.container)))
+    print("\n".join(write_clips(args.root, args.count, args.frames, *args.size, args.codec, args.container,
+                                 processes=args.processes)))
