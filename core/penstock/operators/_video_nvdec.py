@@ -43,10 +43,12 @@ def load_pynvvideocodec() -> tuple[Any, str]:
             try:
                 import PyNvVideoCodec as nvc  # noqa: N813
                 _loaded["module"], _loaded["why"] = nvc, ""
-            except ImportError:
-                _loaded["module"], _loaded["why"] = None, "PyNvVideoCodec is not installed (pip install PyNvVideoCodec)"
             except Exception as e:  # noqa: BLE001 - a driver without NVDEC (libnvcuvid) fails its import
-                _loaded["module"], _loaded["why"] = None, f"PyNvVideoCodec cannot start: {e}"
+                missing = isinstance(e, ModuleNotFoundError) and e.name == "PyNvVideoCodec"
+                first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                _loaded["module"] = None
+                _loaded["why"] = ("PyNvVideoCodec is not installed (pip install PyNvVideoCodec)" if missing
+                                  else f"PyNvVideoCodec cannot start: {type(e).__name__}: {first_line}")
         return _loaded["module"], _loaded["why"]
 
 
