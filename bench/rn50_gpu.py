@@ -36,7 +36,7 @@ SYSTEMS = {"penstock": ("penstock", {}), "dali": ("dali", {}), "dali-tuned": ("d
 # Issue 34's targets: penstock over DALI's defaults, per set and host threads; >= 1.0 over DALI tuned.
 TARGETS = {"imagenet-like": {16: 1.15, 8: 1.3, 4: 1.5}, "high-res": {16: 1.15}}
 TUNED_TARGET = 1.0
-SECONDS_PER_PROCESS = 7.0  # start-up, CUDA and the decoders' set-up, warm-up and timing: for --dry-run
+SECONDS_PER_PROCESS = 6.0  # start-up, CUDA and the decoders' set-up: for --dry-run (plus warm-up and timing)
 
 
 def worker(system: str, kind: str, root: str, threads: str, args: argparse.Namespace) -> dict:
@@ -57,9 +57,10 @@ def worker(system: str, kind: str, root: str, threads: str, args: argparse.Names
     memory = GpuMemorySampler()
     pipe = rn50_pipeline(library(lib_name), kind, root, BATCH, threads, device="gpu", decoder_args=decoder_args)
     pipe.build()
-    # warm up for a second at least: with 4 batches (50 ms) the first process after the GPU sat idle
-    # measured up to 40% slower than the next ones (clocks ramping up, caches filling)
-    t = timed(pipe.run, BATCH, seconds=seconds, warmup_steps=4, warmup_seconds=1.0,
+    # warm up for seconds: with 4 batches (50 ms) the first process after the GPU sat idle measured
+    # up to 40% slower than the next ones (clocks ramping up, caches filling), and penstock's decoder
+    # processes come up a few seconds after the first batches (a training job runs for hours)
+    t = timed(pipe.run, BATCH, seconds=seconds, warmup_steps=4, warmup_seconds=args.warmup_seconds,
               sync=cupy.cuda.runtime.deviceSynchronize)
     return {"img_per_s": round(t.items_per_s, 1), "peak_gpu_mb": memory.stop_mb(),
             "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps}
@@ -93,6 +94,7 @@ def main() -> None:
     ap.add_argument("--pipelines", default=",".join(KINDS))
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="of " + ", ".join(SYSTEMS))
     ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per process, after the warm-up")
+    ap.add_argument("--warmup-seconds", type=float, default=5.0, help="untimed seconds per process first")
     ap.add_argument("--dry-run", action="store_true", help="make the sets, print the plan, run nothing")
     ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu",
                     help="cpu: the same sweep with CPU decoders, to check the bench itself without a GPU")
@@ -110,7 +112,7 @@ def main() -> None:
              for system in systems]
     processes = len(cases) * args.rounds
     card = gpu_name() if args.device == "gpu" else "none (CPU smoke run)"
-    minutes = processes * (SECONDS_PER_PROCESS + args.seconds) / 60
+    minutes = processes * (SECONDS_PER_PROCESS + args.warmup_seconds + args.seconds) / 60
     emit({"bench": "rn50_gpu", "plan": {"systems": systems, "sets": sets, "cases": len(cases), "rounds": args.rounds,
                                         "processes": processes, "gpu": card, "host_cores": os.cpu_count(),
                                         "estimated_minutes": round(minutes, 1)}})
@@ -120,7 +122,8 @@ def main() -> None:
     def run(case: tuple) -> dict:
         system, set_name, kind, threads = case
         result = run_worker(__file__, ["--worker", system, kind, roots[set_name], str(threads),
-                                       "--seconds", str(args.seconds), "--device", args.device])
+                                       "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds),
+                                       "--device", args.device])
         # each process's result as it comes: a sweep cut off by a time limit still leaves its rounds
         emit({"bench": "rn50_gpu_process", "system": system, "set": set_name, "pipeline": kind, "threads": threads,
               **result})
