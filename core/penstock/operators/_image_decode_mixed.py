@@ -130,7 +130,7 @@ class MixedDecoder:
                               RuntimeWarning, 3)
                 self.decoders = []
             if self.decoders:
-                self._process_args = (options, codec_threads, hw_load, adaptive)
+                self._process_args = (codec_threads, hw_load, adaptive)
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(ws.pool.num_threads)
                 self._host_pool = _engine.ThreadPool(host_threads)
@@ -145,10 +145,16 @@ class MixedDecoder:
         busy. Started once a pipeline has run a few batches (a short-lived one does not pay for
         them); they join the split as they come up, in the background."""
         from .._cuda._decode_process import DecoderProcess, process_count
+        from .._cuda._nvimgcodec import decoder_options
         count = process_count()
         if count and self._process_args is not None:
+            a = self.op.args
+            # each child's hardware decoder state is sized for its part of a batch, not all of it
+            options = decoder_options(a["jpeg_fancy_upsampling"], -(-ws.batch_size // (count + 1)),
+                                      a["preallocate_width_hint"], a["preallocate_height_hint"])
             self._parts = Workers(2 * count, "penstock-decode-part")  # both batches in flight: a part at each
-            self.decoders += [DecoderProcess(ws.gpu, *self._process_args, label=self.op.label) for _ in range(count)]
+            self.decoders += [DecoderProcess(ws.gpu, options, *self._process_args, label=self.op.label)
+                              for _ in range(count)]
 
     # -- the two sides ---------------------------------------------------------------------------
     def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None):
