@@ -138,7 +138,7 @@ def test_gpu_reader_equals_the_cpu(tmp_path):
 
 
 def test_legacy_reader_float_normalized(tmp_path):
-    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4", **SIZE))
 
     @pipeline_def(batch_size=2, num_threads=2, device_id=0)
     def p():
@@ -148,12 +148,12 @@ def test_legacy_reader_float_normalized(tmp_path):
         video, labels, first = p().run()
     frames = np.asarray(video.as_cpu().at(1))
     assert frames.dtype == np.float32 and frames.max() <= 1.0
-    check_frames((frames * 255 + 0.5).astype(np.uint8), clip(), [4, 5, 6, 7], "h264")
+    check_frames((frames * 255 + 0.5).astype(np.uint8), clip(**SIZE), [4, 5, 6, 7], "h264")
     assert int(np.asarray(labels.at(0))[0]) == 0 and int(np.asarray(first.at(1))[0]) == 4
 
 
 def test_video_input_mixed(tmp_path):
-    data = np.frombuffer(encoded("h264", "mp4", frames=23), np.uint8)
+    data = np.frombuffer(encoded("h264", "mp4", frames=23, **SIZE), np.uint8)
 
     @pipeline_def(batch_size=2, num_threads=2, device_id=0, prefetch_queue_depth=1)
     def p():
@@ -163,7 +163,7 @@ def test_video_input_mixed(tmp_path):
     pipe.feed_input("vid", [data])
     with decoded_on_nvdec_if_installed():
         out, = pipe.run()
-    check_frames(np.asarray(out.as_cpu().at(1)), clip(23), [4, 5, 6, 7], "h264")
+    check_frames(np.asarray(out.as_cpu().at(1)), clip(23, **SIZE), [4, 5, 6, 7], "h264")
 
 
 def test_sequence_rearrange_gpu():
@@ -182,7 +182,7 @@ def test_sequence_rearrange_gpu():
 
 
 def test_legacy_resize_reader_equals_cpu_read_and_resize(tmp_path):
-    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4", **SIZE))
 
     @pipeline_def(batch_size=2, num_threads=2, device_id=0)
     def gpu():
