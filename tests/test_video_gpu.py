@@ -92,7 +92,7 @@ def _close(cpu, gpu, tolerance=2):
 @pytest.mark.parametrize("codec,container", [("h264", "mp4"), ("hevc", "mkv"), ("vp9", "webm"), ("av1", "mkv")])
 def test_mixed_decoder_equals_the_cpu(codec, container):
     videos = [np.frombuffer(encoded(codec, container, **SIZE), np.uint8),
-              np.frombuffer(encoded(codec, container, frames=20, height=128, width=160, seed=1), np.uint8)]
+              np.frombuffer(encoded(codec, container, frames=20, height=144, width=160, seed=1), np.uint8)]
 
     def graph(device):
         enc = fn.external_source(source=lambda: videos)
@@ -102,7 +102,7 @@ def test_mixed_decoder_equals_the_cpu(codec, container):
         (cpu,), (gpu,) = _both(graph)
     _close(cpu, gpu)
     check_frames(gpu[0], clip(**SIZE), [3 + 2 * k for k in range(12)], codec)
-    check_frames(gpu[1][:9], clip(20, 128, 160, 1), [3 + 2 * k for k in range(9)], codec)
+    check_frames(gpu[1][:9], clip(20, 144, 160, 1), [3 + 2 * k for k in range(9)], codec)
     assert (gpu[1][9:] == [5, 6, 7]).all()
 
 
