@@ -142,7 +142,6 @@ class TensorGPU(_StreamOrdered, _Tensor):
     __module__ = "penstock.tensors"
 
     def __init__(self, data: Any, layout: str = "", device_id: int | None = None, stream: Any = None):
-        cp = _cupy()
         self._init_device_state()
         if isinstance(data, TensorGPU):
             self._array, self.stream, self._event = data._array, data.stream, data._event
