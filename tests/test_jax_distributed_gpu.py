@@ -75,7 +75,9 @@ def test_one_process_per_gpu_reads_its_shard_on_its_gpu(tmp_path):
         port = s.getsockname()[1]
     procs = [subprocess.Popen([sys.executable, __file__, str(rank), str(processes), str(port), json.dumps(files)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)))
+                              cwd=os.path.dirname(os.path.abspath(__file__)),
+                              # this test's process holds JAX's preallocation on every GPU already
+                              env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"))
              for rank in range(processes)]
     results = []
     try:
