@@ -39,7 +39,7 @@ BATCH = 256
 SYSTEMS = ("penstock", "dali")
 VS_DALI_TARGET = {4: 1.15}           # issue 33: penstock's aggregate over DALI's, at that many GPUs
 SCALING_EFFICIENCY_TARGET = 0.9      # issue 33: >= 3.6x the one-GPU figure on 4 GPUs
-SECONDS_PER_CASE = 9.0               # start-up, the decoders' set-up, warm-up and timing: for --dry-run
+SECONDS_PER_CASE = 6.0               # start-up, CUDA and the decoders' set-up: for --dry-run (plus warm-up and timing)
 MEET_TIMEOUT_S = 300
 
 
@@ -68,7 +68,8 @@ def worker(system: str, rank: str, gpus: str, root: str, threads: str, meeting: 
     cupy.cuda.runtime.setDevice(rank)  # as a rank does (torch.cuda.set_device) before its work
     pipe = rn50_pipeline(library(system), "train", root, BATCH, threads, device="gpu", device_id=rank, **shard)
     pipe.build()
-    t = timed(pipe.run, BATCH, seconds=args.seconds, warmup_steps=4, warmup_seconds=1.0,
+    # the warm-up covers the decoder processes' start (after 16 batches) and the clocks ramping up
+    t = timed(pipe.run, BATCH, seconds=args.seconds, warmup_steps=4, warmup_seconds=args.warmup_seconds,
               sync=cupy.cuda.runtime.deviceSynchronize, ready=lambda: meet(meeting, rank, gpus))
     return {**t.rates(), "cores_busy": round(t.cores_busy, 2), "batches": t.steps}
 
@@ -88,7 +89,8 @@ def run_case(case: tuple, root: str, args: argparse.Namespace) -> dict:
     env = {} if args.no_local_world_size else {"LOCAL_WORLD_SIZE": str(gpus)}
     with tempfile.TemporaryDirectory(prefix="multi_gpu_meet_") as meeting:
         per_gpu = run_workers(__file__, [["--worker", system, str(k), str(gpus), root, str(threads), meeting,
-                                          "--seconds", str(args.seconds), "--device", args.device]
+                                          "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds),
+                                          "--device", args.device]
                                          for k in range(gpus)], env)
     rates = [r["img_per_s"] for r in per_gpu]
     cores = sum(r["cores_busy"] for r in per_gpu)
@@ -127,6 +129,7 @@ def main() -> None:
     ap.add_argument("--threads", default="4,16", help="host threads per process (pipeline num_threads)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="of " + ", ".join(SYSTEMS) + " (DALI where it imports)")
     ap.add_argument("--seconds", type=float, default=3.0, help="timed seconds per process, after the warm-up")
+    ap.add_argument("--warmup-seconds", type=float, default=5.0, help="untimed seconds per process first")
     ap.add_argument("--no-local-world-size", action="store_true",
                     help="leave LOCAL_WORLD_SIZE out of the processes' environment, as a launcher that does not "
                          "set it: penstock's decoders then size their threads by the whole host")
@@ -154,7 +157,7 @@ def main() -> None:
                                          "host_gpus": available, "host_cores": os.cpu_count(),
                                          "local_world_size_set": not args.no_local_world_size,
                                          "estimated_minutes": round(len(cases) * args.rounds *
-                                                                    (SECONDS_PER_CASE + args.seconds) / 60, 1)}})
+                                                                    (SECONDS_PER_CASE + args.warmup_seconds + args.seconds) / 60, 1)}})
     if args.dry_run:
         return
     results = alternating_rounds(args.rounds, cases, lambda case: run_case(case, root, args))

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 
 import numpy as np
@@ -15,6 +13,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 from penstock import _cuda  # noqa: E402
+from _util import free_port, run_together  # noqa: E402
 
 
 def _gpu_count() -> int:
@@ -70,26 +69,12 @@ def test_one_process_per_gpu_reads_its_shard_on_its_gpu(tmp_path):
         path = tmp_path / f"{i:02d}.bin"
         path.write_bytes(np.int32(i).tobytes())
         files.append(str(path))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = [subprocess.Popen([sys.executable, __file__, str(rank), str(processes), str(port), json.dumps(files)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)),
-                              # this test's process holds JAX's preallocation on every GPU already
-                              env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"))
-             for rank in range(processes)]
-    results = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=TIMEOUT_S)
-            assert p.returncode == 0, err[-4000:]
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    port = free_port()
+    outputs = run_together([[sys.executable, __file__, str(rank), str(processes), str(port), json.dumps(files)]
+                            for rank in range(processes)], TIMEOUT_S, cwd=os.path.dirname(os.path.abspath(__file__)),
+                           # this test's process holds JAX's preallocation on every GPU already
+                           env=dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false"))
+    results = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
     for k, r in enumerate(results):
         assert r["device_id"] == r["local_hardware_id"] == k
         assert r["same_buffers"] and all(r["same_buffers"])

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import zlib
 
@@ -24,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "examples", "pytorch", "train_ddp.py")
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 from make_sample_data import make_dataset  # noqa: E402
+from _util import free_port, run_together  # noqa: E402
 
 CLASSES, PER_CLASS, BATCH = 2, 13, 2
 N = CLASSES * PER_CLASS
@@ -36,33 +35,14 @@ def data(tmp_path_factory):
     return make_dataset(str(tmp_path_factory.mktemp("ddp")), classes=CLASSES, per_class=PER_CLASS, size=(40, 52))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(hosts: int, per_host: int, *args: str) -> list[dict]:
     """The example on ``hosts`` simulated hosts of ``per_host`` ranks each: torchrun once per host,
     all on localhost; the JSON lines of rank 0."""
     port = free_port()
-    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", f"--nnodes={hosts}",
-                               f"--node_rank={k}", f"--nproc_per_node={per_host}", "--master_addr=127.0.0.1",
-                               f"--master_port={port}", SCRIPT, *COMMON, *args],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k in range(hosts)]
-    lines = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=TIMEOUT_S)
-            assert p.returncode == 0, out[-2000:] + err[-4000:]
-            lines += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return lines
+    outputs = run_together([[sys.executable, "-m", "torch.distributed.run", f"--nnodes={hosts}", f"--node_rank={k}",
+                             f"--nproc_per_node={per_host}", "--master_addr=127.0.0.1", f"--master_port={port}",
+                             SCRIPT, *COMMON, *args] for k in range(hosts)], TIMEOUT_S)
+    return [json.loads(line) for out in outputs for line in out.splitlines() if line.startswith("{")]
 
 
 def checks(lines: list[dict]) -> list[dict]:
