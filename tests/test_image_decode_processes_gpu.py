@@ -1,7 +1,6 @@
 """Mixed decoders with decoder processes beside the in-process one (_cuda._decode_process): parts of
 each batch decode in child processes and reach the output through CUDA IPC; the result equals the
 CPU decoder's, also after a child died. Needs CuPy, nvImageCodec and a CUDA device."""
-import io
 import os
 import signal
 import time
@@ -19,16 +18,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _cuda.available(), reason=
 
 
 def _jpegs(count):
-    from PIL import Image
-    out = []
-    for k in range(count):
-        h, w = 96 + 11 * k, 150 - 5 * k
-        yy, xx = np.mgrid[0:h, 0:w]
-        img = np.stack([(xx * 255 // w), (yy * 255 // h), ((xx * 3 + yy * k) % 256)], -1).astype(np.uint8)
-        buf = io.BytesIO()
-        Image.fromarray(img).save(buf, format="JPEG", quality=90)
-        out.append(np.frombuffer(buf.getvalue(), np.uint8))
-    return out
+    from test_gpu_operators import _jpegs as jpegs_and_a_png
+    return jpegs_and_a_png(count)[:count]
 
 
 @pytest.fixture
