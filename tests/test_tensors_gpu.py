@@ -46,3 +46,33 @@ def test_torch_receives_cuda_tensors_ordered_after_the_producer_stream():
     feed_ndarray(batch, out)
     torch.cuda.synchronize()
     assert torch.equal(out.cpu(), torch.from_numpy(cp.asnumpy(data)))
+
+
+def _gpu_count() -> int:
+    return cp.cuda.runtime.getDeviceCount() if cp.is_available() else 0
+
+
+@pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs")
+def test_a_batch_on_another_gpu_than_the_current_one_is_handed_over_where_it_is():
+    """cupy.asarray copies an array of another GPU onto the current one: a batch of GPU 1 read on a
+    thread whose current GPU is 0 (one pipeline per GPU in a process) must stay on GPU 1, unmoved."""
+    with cp.cuda.Device(1):
+        data = cp.arange(24, dtype=cp.float32).reshape(4, 6)
+        samples = [cp.full((2, 3), k, cp.int32) for k in range(3)]
+    with cp.cuda.Device(0):
+        batch = TensorListGPU(data)
+        dense = batch.as_tensor()
+        assert batch.device_id() == 1 and dense.device_id() == 1 and dense._array.device.id == 1
+        assert dense.data_ptr() == int(data.data.ptr)
+        assert batch[2].data_ptr() == int(data.data.ptr) + 2 * 6 * 4
+        assert batch.__dlpack_device__() == dense.__dlpack_device__() == (2, 1)
+        listed = TensorListGPU(samples)
+        assert listed.device_id() == 1 and listed.as_tensor()._array.device.id == 1
+        np.testing.assert_array_equal(listed.as_cpu().as_array()[:, 0, 0], [0, 1, 2])
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            return
+        from penstock_pytorch.tensors import to_torch
+        t = to_torch(batch)
+        assert t.device == torch.device("cuda", 1) and t.data_ptr() == int(data.data.ptr)
+        assert t.sum().item() == sum(range(24))

@@ -21,6 +21,33 @@ def _cupy():
     return cupy
 
 
+def _device_array(data: Any) -> Any:
+    """``data`` as a CuPy array, on the GPU it is on. ``cupy.asarray`` alone copies device data of
+    another GPU than the calling thread's current one onto the current one: with one pipeline per
+    GPU in a process (or a rank that never called ``torch.cuda.set_device``) every batch of the
+    other GPUs was copied, and the copy sat on a GPU its tensor did not name. Host data goes to
+    the current GPU."""
+    cp = _cupy()
+    if isinstance(data, cp.ndarray):
+        return data
+    device = _cuda_device_of(data)
+    if device is None:
+        return cp.asarray(data)
+    with cp.cuda.Device(device):
+        return cp.asarray(data)
+
+
+def _cuda_device_of(data: Any) -> int | None:
+    """The CUDA device holding ``data`` (DLPack or CUDA array interface), None for host data."""
+    if hasattr(data, "__dlpack_device__"):
+        kind, device = data.__dlpack_device__()
+        return int(device) if kind == 2 else None  # kDLCUDA; pinned host memory is host data
+    interface = getattr(data, "__cuda_array_interface__", None)
+    if interface is None or not interface["data"][0]:
+        return None
+    return int(_cupy().cuda.runtime.pointerGetAttributes(interface["data"][0]).device)
+
+
 class _StreamOrdered:
     """GPU data produced on a CUDA stream: ``stream`` is the producer's stream and ``_event`` marks
     the end of the producing work, so consumers wait on the GPU, never on the host."""
@@ -115,12 +142,11 @@ class TensorGPU(_StreamOrdered, _Tensor):
     __module__ = "penstock.tensors"
 
     def __init__(self, data: Any, layout: str = "", device_id: int | None = None, stream: Any = None):
-        cp = _cupy()
         self._init_device_state()
         if isinstance(data, TensorGPU):
             self._array, self.stream, self._event = data._array, data.stream, data._event
         else:
-            self._array = cp.asarray(data)
+            self._array = _device_array(data)
         if stream is not None:
             self.stream = stream
         self._layout = layout_str(layout)
@@ -177,16 +203,22 @@ class TensorListGPU(_StreamOrdered, _Batch):
             buf, shapes, offsets = cp.asarray(data._buf), data._shapes, data._offsets
             layout, infos = layout or data._layout, data._source_info
         elif isinstance(data, (list, tuple)):
-            arrays = [cp.asarray(a._array if isinstance(a, TensorGPU) else a) for a in data]
+            arrays = [_device_array(a._array if isinstance(a, TensorGPU) else a) for a in data]
             for i, a in enumerate(arrays[1:], 1):
                 if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
                     raise TypeError(f"TensorListGPU: sample {i} is {a.dtype} with {a.ndim} dims, sample 0 "
                                     f"{arrays[0].dtype} with {arrays[0].ndim}; a batch needs one type and rank")
             shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
-            buf = cp.concatenate([a.reshape(-1) for a in arrays]) if arrays else cp.zeros((0,), cp.uint8)
+            if arrays:
+                with arrays[0].device:  # the batch stays on the samples' GPU
+                    buf = cp.concatenate([a.reshape(-1) for a in arrays])
+            else:
+                buf = cp.zeros((0,), cp.uint8)
             offsets = packed_offsets(shapes)
         else:
-            arr = cp.ascontiguousarray(cp.asarray(data))
+            arr = _device_array(data)
+            with arr.device:
+                arr = cp.ascontiguousarray(arr)
             if arr.ndim == 0:
                 raise ValueError("TensorListGPU from a single array needs a leading batch dimension")
             n = arr.shape[0]
@@ -225,7 +257,8 @@ class TensorListGPU(_StreamOrdered, _Batch):
         shape = self._dense_shape()
         n = int(np.prod(shape, dtype=np.int64))
         if len(self) and not self._is_packed_cached():
-            return _cupy().stack([self._sample_array(i) for i in range(len(self))])
+            with self._buf.device:  # stacked on the batch's GPU, whichever is current
+                return _cupy().stack([self._sample_array(i) for i in range(len(self))])
         return self._buf[:n].reshape(shape)
 
     def as_tensor(self) -> TensorGPU:
@@ -253,8 +286,9 @@ class TensorListGPU(_StreamOrdered, _Batch):
         """Copies the samples back to back into device memory at ``ptr`` on ``cuda_stream``
         (ordered after the producer; the host waits unless ``non_blocking``)."""
         cp = _cupy()
-        src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
-            [self._sample_array(i).reshape(-1) for i in range(len(self))])
+        with self._buf.device:
+            src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
+                [self._sample_array(i).reshape(-1) for i in range(len(self))])
         handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream", cuda_stream)))
         self._order_stream_after(handle)
         rt = cp.cuda.runtime
