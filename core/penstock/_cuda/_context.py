@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..tensors import TensorListGPU
+from ._compile import compiled
 from ._runtime import require
 from .kernels import GpuKernels
 
@@ -141,6 +142,11 @@ class DeviceContext:
             self.stream.synchronize()
         for release in closers:
             release()
+
+    def source_kernel(self, code: str, name: str) -> Any:
+        """Kernel ``name`` of CUDA source ``code`` compiled at run time for this device (custom
+        operators' kernels); called as ``kernel(grid, block, args, stream=...)``."""
+        return compiled(code, self.device_id).get_function(name)
 
     def record(self) -> Any:
         """An event after everything queued on the stream so far (recorded with the stream's device
