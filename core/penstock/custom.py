@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 from . import fn
 from ._registry import REQUIRED, Arg, ArgType, OpSchema, convert_arg, schemas, withdraw
 from .operators.custom import Kernels, Output, cpu_entry, declare, include_dir
+from .types import to_dali_type
 
 __all__ = ["Argument", "Output", "operator", "include_dir"]
 
@@ -56,14 +57,15 @@ class Argument:
 
 
 def operator(name: str, *, doc: str = "", inputs: int | tuple[int, int] = 1, outputs: int | Sequence[Output] = 1,
-             args: Sequence[Argument] = (), cpu: str | None = None, gpu: str | None = None, cpu_entry_name: str = "run",
+             args: Sequence[Argument] = (), input_types: Sequence[Any] = (), cpu: str | None = None, gpu: str | None = None, cpu_entry_name: str = "run",
              gpu_entry_name: str = "run", gpu_threads: int = 256, gpu_blocks: int | None = None,
              replace: bool = False) -> Callable:
     """Declares an operator and returns its ``fn`` function.
 
     ``name``: the ops class name ("ScaleShift"; dots place it in a submodule: "custom.ScaleShift");
     fn's name is its snake_case form. ``inputs``: a count or (min, max). ``outputs``: a count (each
-    like input 0) or one ``Output`` each. ``cpu``: C++ source defining ``extern "C" int
+    like input 0) or one ``Output`` each. ``input_types``: per input, the types it takes (a type, a
+    sequence of them, or None: any); others are refused before a kernel runs. ``cpu``: C++ source defining ``extern "C" int
     <cpu_entry_name>(penstock_context*, penstock_batch*)`` (include/penstock_plugin.h is included
     before it); ``gpu``: CUDA source defining ``extern "C" __global__ void <gpu_entry_name>(const
     penstock::Call*)`` (include/penstock_plugin.cuh before it), launched with ``gpu_threads`` threads
@@ -92,7 +94,9 @@ def operator(name: str, *, doc: str = "", inputs: int | tuple[int, int] = 1, out
     devices = tuple(d for d, source in (("cpu", cpu), ("gpu", gpu)) if source is not None)
     schema = OpSchema(name, doc, args=declared, min_inputs=min_inputs, max_inputs=max_inputs, num_outputs=len(outs),
                       devices=devices, no_prune=not outs, origin="python")
-    declare(schema, Kernels(outputs=outs, run_cpu=cpu_entry(cpu, cpu_entry_name, schema.fn_name) if cpu else None,
+    accepted = [None if t is None else tuple(to_dali_type(x) for x in (t if isinstance(t, (list, tuple)) else [t]))
+                for t in input_types]
+    declare(schema, Kernels(outputs=outs, input_types=accepted, run_cpu=cpu_entry(cpu, cpu_entry_name, schema.fn_name) if cpu else None,
                             gpu_source=gpu, gpu_entry=gpu_entry_name, gpu_threads=gpu_threads, gpu_blocks=gpu_blocks))
     function = fn
     for part in schema.fn_name.split("."):

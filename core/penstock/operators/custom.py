@@ -109,6 +109,7 @@ class Kernels:
     setup by address, or Python ``outputs``), and a GPU kernel's CUDA source; ``keep`` holds what
     the addresses live in (the loaded library)."""
     outputs: Sequence[Output] = ()
+    input_types: Sequence[tuple[DALIDataType, ...] | None] = ()  # per input: the types it takes (None: any)
     setup: int | None = None
     run_cpu: int | Callable[[], int] | None = None  # a callable compiles at first use
     gpu_source: str | None = None
@@ -203,7 +204,7 @@ def compile_cpp(source: str, what: str) -> str:
         raise RuntimeError(f"{what}: its CPU kernel is C++ compiled at first use, and no C++ compiler was found "
                            "(set CXX, or install g++)")
     include = include_dir()
-    flags = ["-O2", "-std=c++17", "-shared", "-fPIC", f"-I{include}"]
+    flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", f"-I{include}"]  # no fused multiply-add: as the GPU
     with open(os.path.join(include, "penstock_plugin.h")) as f:
         header = f.read()
     text = '#include "penstock_plugin.h"\n#line 1 "cpu"\n' + source
@@ -308,6 +309,10 @@ class CustomOperator(Operator):
         values = self._arg_values(ws)
         inputs = list(ws.inputs)
         for i, b in enumerate(inputs):
+            accepted = self.kernels.input_types[i] if i < len(self.kernels.input_types) else None
+            if accepted is not None and b.dtype not in accepted:
+                raise RuntimeError(f"{self.label}: input {i} is {b.dtype.name}; it takes "
+                                   f"{', '.join(t.name for t in accepted)}")
             if b.ndim() > MAX_DIMS:
                 raise RuntimeError(f"{self.label}: input {i} has {b.ndim()} dimensions; custom operators take at "
                                    f"most {MAX_DIMS}")
