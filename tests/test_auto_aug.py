@@ -119,9 +119,12 @@ def _apply(aug, imgs, magnitude_bin=None, bins=11):
 
 def test_augmentations_map_magnitude_bins_to_parameters():
     imgs = _images()
-    # posterize bin 5 of (0, 4) on 11 bins: 2 bits removed; solarize bin 4 of (256, 0): threshold 153.6
+    # posterize bin 5 of (0, 4) on 11 bins: 2 bits kept (bin 0: at least one), as DALI's posterize;
+    # solarize bin 4 of (256, 0): threshold 153.6
     for img, out in zip(imgs, _apply(a.posterize, imgs, 5)):
-        np.testing.assert_array_equal(out, img & 0xFC)
+        np.testing.assert_array_equal(out, img & 0xC0)
+    for img, out in zip(imgs, _apply(a.posterize, imgs, 0)):
+        np.testing.assert_array_equal(out, img & 0x80)
     for img, out in zip(imgs, _apply(a.solarize, imgs, 4)):
         np.testing.assert_array_equal(out, np.where(img < 153.6, img, 255 - img))
     for img, out in zip(imgs, _apply(a.solarize_add, imgs, 10)):
@@ -164,3 +167,40 @@ def test_seed_makes_policies_reproducible_whatever_the_pipeline_seed():
     # distinct streams per random operator: the op pick and the magnitude bin are not locked together
     picks, bins = outs[0][:, :K].argmax(axis=1), np.round(outs[0][:, K:].sum(axis=1), 4)
     assert len(set(zip(picks.tolist(), bins.tolist()))) > K
+
+
+def test_signed_bin_gives_the_sign_of_randomly_negated_magnitudes():
+    from penstock.auto_aug.core import signed_bin
+    imgs = _images(4)
+    signs = [np.int32(s) for s in (0, 1, 1, 0)]
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=None, enable_conditionals=True)
+    def pipe():
+        x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC")
+        sign = fn.external_source(source=lambda: signs, batch=True)
+        return a.brightness(x, magnitude_bin=signed_bin(10, random_sign=sign), num_magnitude_bins=11)
+    out, = pipe().run()
+    for img, s, i in zip(imgs, signs, range(4)):  # bin 10 of (0, 0.9): factor 1.9, negated 0.1
+        ref = np.clip(np.floor(img * (0.1 if s else 1.9) + 0.5), 0, 255)
+        assert np.abs(out.at(i).astype(float) - ref).max() <= 1
+    with pytest.raises(ValueError, match="random_sign cannot be given together with seed"):
+        signed_bin(3, random_sign=object(), seed=1)
+
+
+@pytest.mark.parametrize("name", ["image_net", "reduced_image_net", "svhn", "reduced_cifar10"])
+def test_every_named_policy_runs(name):
+    imgs = _images(8, seed=2)
+
+    @pipeline_def(batch_size=8, num_threads=2, device_id=None, enable_conditionals=True, seed=3)
+    def pipe():
+        x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC")
+        return auto_augment.auto_augment(x, name)
+    out, = pipe().run()
+    assert out.shape() == [img.shape for img in imgs] and out.dtype == types.UINT8
+    with pytest.raises(ValueError, match="policy_name must be one of"):
+        auto_augment.auto_augment(None, "cifar")
+
+
+def test_policies_without_translations_refuse_shape_arguments():
+    with pytest.raises(ValueError, match="'reduced_image_net' has no translations; do not give max_translate_abs"):
+        auto_augment.auto_augment(None, "reduced_image_net", max_translate_abs=10)
