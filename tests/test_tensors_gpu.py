@@ -102,3 +102,14 @@ def test_broadcast_and_dlpack_lists():
     if torch.cuda.is_available():
         tl = TensorListGPU.from_dlpack_list([torch.ones(2, device="cuda"), torch.zeros(2, device="cuda")])
         assert tl.as_cpu().as_array().tolist() == [[1, 1], [0, 0]]
+
+
+def test_to_torch_tensor_copies_on_the_device():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    from penstock.plugin.pytorch.torch_utils import to_torch_tensor
+    t = TensorGPU(cp.arange(6, dtype=cp.float32).reshape(2, 3))
+    copied, shared = to_torch_tensor(t, copy=True), to_torch_tensor(t, copy=False)
+    assert copied.is_cuda and copied.data_ptr() != t.data_ptr() and shared.data_ptr() == t.data_ptr()
+    assert copied.cpu().tolist() == shared.cpu().tolist() == [[0, 1, 2], [3, 4, 5]]
