@@ -57,35 +57,38 @@ class Argument:
 
 
 def operator(name: str, *, doc: str = "", inputs: int | tuple[int, int] = 1, outputs: int | Sequence[Output] = 1,
-             args: Sequence[Argument] = (), input_types: Sequence[Any] = (), cpu: str | None = None, gpu: str | None = None, cpu_entry_name: str = "run",
-             gpu_entry_name: str = "run", gpu_threads: int = 256, gpu_blocks: int | None = None,
-             replace: bool = False) -> Callable:
+             args: Sequence[Argument] = (), input_types: Sequence[Any] = (), cpu: str | None = None,
+             gpu: str | None = None, cpu_entry_name: str = "run", gpu_entry_name: str = "run", gpu_threads: int = 256,
+             gpu_blocks: int | None = None, replace: bool = False) -> Callable:
     """Declares an operator and returns its ``fn`` function.
 
     ``name``: the ops class name ("ScaleShift"; dots place it in a submodule: "custom.ScaleShift");
     fn's name is its snake_case form. ``inputs``: a count or (min, max). ``outputs``: a count (each
     like input 0) or one ``Output`` each. ``input_types``: per input, the types it takes (a type, a
-    sequence of them, or None: any); others are refused before a kernel runs. ``cpu``: C++ source defining ``extern "C" int
-    <cpu_entry_name>(penstock_context*, penstock_batch*)`` (include/penstock_plugin.h is included
-    before it); ``gpu``: CUDA source defining ``extern "C" __global__ void <gpu_entry_name>(const
-    penstock::Call*)`` (include/penstock_plugin.cuh before it), launched with ``gpu_threads`` threads
+    sequence of them, or None: any); others are refused before a kernel runs. ``cpu``: C++ source
+    defining ``extern "C" int <cpu_entry_name>(penstock_context*, penstock_batch*)``
+    (include/penstock_plugin.h is included before it); ``gpu``: CUDA source defining ``extern "C"
+    __global__ void <gpu_entry_name>(const penstock::Call*)`` (include/penstock_plugin.cuh before
+    it), launched with ``gpu_threads`` threads
     per block and ``gpu_blocks`` blocks per sample (default: enough for the largest sample, at most
     1024). The devices are those given a kernel. ``replace``: redeclare an operator declared here
     before (a changed kernel while developing)."""
     if cpu is None and gpu is None:
-        raise ValueError(f"custom operator {name!r}: give a CPU kernel (cpu=C++ source), a GPU kernel (gpu=CUDA source) "
-                         "or both")
+        raise ValueError(f"custom operator {name!r}: give a CPU kernel (cpu=C++ source), a GPU kernel "
+                         "(gpu=CUDA source) or both")
     if not name or not all(part.isidentifier() for part in name.split(".")):
         raise ValueError(f"custom operator {name!r}: an operator name is a class name, with dots for submodules")
     if name in schemas():
-        if not (replace and schemas()[name].origin == "python"):
+        in_python = schemas()[name].origin == "python"
+        if not (replace and in_python):
             raise RuntimeError(f"operator {name} is already declared" + (
-                "; replace=True redeclares an operator declared in Python" if schemas()[name].origin == "python" else ""))
+                "; replace=True redeclares an operator declared in Python" if in_python else ""))
         withdraw(name)
     min_inputs, max_inputs = (inputs, inputs) if isinstance(inputs, int) else inputs
     outs = [Output() for _ in range(outputs)] if isinstance(outputs, int) else list(outputs)
     if min_inputs == 0 and any(o.shape is None for o in outs):
-        raise ValueError(f"custom operator {name!r}: without inputs, every output needs a shape rule (Output(shape=...))")
+        raise ValueError(f"custom operator {name!r}: without inputs, every output needs a shape rule "
+                         "(Output(shape=...))")
     declared = [a.declared(name) for a in args]
     if gpu is not None:
         strings = [a.name for a in declared if a.type is ArgType.STR]
@@ -96,7 +99,8 @@ def operator(name: str, *, doc: str = "", inputs: int | tuple[int, int] = 1, out
                       devices=devices, no_prune=not outs, origin="python")
     accepted = [None if t is None else tuple(to_dali_type(x) for x in (t if isinstance(t, (list, tuple)) else [t]))
                 for t in input_types]
-    declare(schema, Kernels(outputs=outs, input_types=accepted, run_cpu=cpu_entry(cpu, cpu_entry_name, schema.fn_name) if cpu else None,
+    run_cpu = cpu_entry(cpu, cpu_entry_name, schema.fn_name) if cpu else None
+    declare(schema, Kernels(outputs=outs, input_types=accepted, run_cpu=run_cpu,
                             gpu_source=gpu, gpu_entry=gpu_entry_name, gpu_threads=gpu_threads, gpu_blocks=gpu_blocks))
     function = fn
     for part in schema.fn_name.split("."):

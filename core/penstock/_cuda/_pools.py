@@ -44,7 +44,8 @@ def check_growth_factor(factor: float) -> float:
 def check_shrink_threshold(threshold: float) -> float:
     threshold = float(threshold)
     if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"The shrink threshold must be between 0 (never shrink) and 1 (always shrink), got {threshold}")
+        raise ValueError(f"The shrink threshold must be between 0 (never shrink) and 1 (always shrink), "
+                         f"got {threshold}")
     return threshold
 
 

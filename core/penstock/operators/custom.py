@@ -154,8 +154,9 @@ def load_library(path: str, global_symbols: bool = False) -> list[OpSchema]:
     try:
         version_fn, operators_fn = lib.penstock_plugin_abi_version, lib.penstock_plugin_operators
     except AttributeError:
-        raise RuntimeError(f"{path!r} is not a penstock operator plugin: it does not export penstock_plugin_abi_version "
-                           "and penstock_plugin_operators (csrc/include/penstock_plugin.h)") from None
+        raise RuntimeError(f"{path!r} is not a penstock operator plugin: it does not export "
+                           "penstock_plugin_abi_version and penstock_plugin_operators (csrc/include/penstock_plugin.h; "
+                           "DALI's C++ plugins are built against DALI's headers and cannot load here)") from None
     version_fn.restype = ctypes.c_int
     if version_fn() != ABI_VERSION:
         raise RuntimeError(f"{path!r} was built for penstock's plugin ABI version {version_fn()}; this penstock "
@@ -204,7 +205,8 @@ def compile_cpp(source: str, what: str) -> str:
         raise RuntimeError(f"{what}: its CPU kernel is C++ compiled at first use, and no C++ compiler was found "
                            "(set CXX, or install g++)")
     include = include_dir()
-    flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", f"-I{include}"]  # no fused multiply-add: as the GPU
+    # -ffp-contract=off: no fused multiply-add, as the GPU kernels of the same operator
+    flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", f"-I{include}"]
     with open(os.path.join(include, "penstock_plugin.h")) as f:
         header = f.read()
     text = '#include "penstock_plugin.h"\n#line 1 "cpu"\n' + source

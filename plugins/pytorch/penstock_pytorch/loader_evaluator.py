@@ -90,7 +90,8 @@ class LoaderEvaluator:
         """Writes ``get_metrics()`` as JSON to ``filename`` (default: ``metrics_file``)."""
         filename = filename or self.metrics_file
         if filename is None:
-            raise ValueError("LoaderEvaluator.save_metrics: no file name (give one, or metrics_file= when constructing)")
+            raise ValueError("LoaderEvaluator.save_metrics: no file name (give one, or metrics_file= when "
+                             "constructing)")
         with open(filename, "w") as f:
             json.dump(self.get_metrics(), f, indent=2)
 

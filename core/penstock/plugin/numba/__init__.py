@@ -99,7 +99,8 @@ def _driver(run_fn: Callable, n_out: int, outs_ndim: tuple, n_in: int, ins_ndim:
     body = f"    {call}\n" if batch else f"    for s in range(n):\n        {call}\n"
     source = f"def driver(n, {', '.join(params)}):\n{body}"
     scope = {"run_fn": numba.njit(run_fn)}
-    exec(compile(source, f"<numba_function driver of {getattr(run_fn, '__name__', 'run_fn')}>", "exec"), scope)  # noqa: S102
+    name = f"<numba_function driver of {getattr(run_fn, '__name__', 'run_fn')}>"
+    exec(compile(source, name, "exec"), scope)  # noqa: S102 - our own generated source
     return numba.njit(nogil=True)(scope["driver"])
 
 
@@ -107,7 +108,8 @@ def _driver(run_fn: Callable, n_out: int, outs_ndim: tuple, n_in: int, ins_ndim:
 def _setup_driver(setup_fn: Callable, n_out: int, n_in: int) -> Callable:
     """A nopython-mode function of the shape arrays ([N, ndim] each) calling ``setup_fn(outs, ins)``
     with outs[o][s] and ins[i][s] the rows (outs' writable)."""
-    rows = lambda prefix, count: "[" + "".join(f"[{prefix}{k}[s] for s in range(n)], " for k in range(count)) + "]"  # noqa: E731
+    def rows(prefix: str, count: int) -> str:
+        return "[" + "".join(f"[{prefix}{k}[s] for s in range(n)], " for k in range(count)) + "]"
     params = [f"o{k}" for k in range(n_out)] + [f"i{k}" for k in range(n_in)]
     source = textwrap.dedent(f"""\
         def setup(n, {', '.join(params)}):
