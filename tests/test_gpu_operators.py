@@ -660,3 +660,17 @@ def test_ops_compose_moves_data_to_the_gpu_operator():
     out, = pipe().run()
     assert isinstance(out, TensorListGPU)
     np.testing.assert_allclose(out.as_cpu().at(1), np.full(4, 2.0, np.float32))
+
+
+def test_output_stream_is_the_stream_outputs_are_produced_on():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        return fn.external_source(lambda: [np.ones(3, np.float32)] * 2, batch=True).gpu() * 2
+
+    p = pipe()
+    stream = p.output_stream()
+    assert isinstance(stream, cp.cuda.Stream)
+    out, = p.run()
+    assert out.stream is stream
+    stream.synchronize()
+    np.testing.assert_array_equal(out.as_cpu().at(0), [2, 2, 2])

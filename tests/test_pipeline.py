@@ -692,3 +692,17 @@ def test_ops_compose_chains_operators():
     np.testing.assert_allclose(out.at(0), (np.arange(4) - 1) / 2)
     with pytest.raises(ValueError, match="at least one operator"):
         ops.Compose([])
+
+
+def test_output_stream_and_constant_nodes():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        return (types.ConstantNode("cpu", [1, 2, 3], types.FLOAT, None, None),
+                types.ConstantNode(None, np.arange(4, dtype=np.int16).reshape(2, 2), None, None, "XY"),
+                types.ConstantNode("cpu", 5, None, (2,), None))
+    p = pipe()
+    assert p.output_stream() is None  # no GPU operators: no stream
+    floats, shorts, fives = p.run()
+    assert floats.dtype == types.FLOAT and floats.at(1).tolist() == [1, 2, 3]
+    assert shorts.dtype == types.INT16 and shorts.layout() == "XY" and shorts.at(0).tolist() == [[0, 1], [2, 3]]
+    assert fives.dtype == types.INT32 and fives.at(0).tolist() == [5, 5]  # DALI's types for these values
