@@ -127,3 +127,25 @@ def test_sharded_batches_are_the_pipelines_buffers_from_the_first_batch_on(tmp_p
             assert s.device == GPUS[k] and wrote[k].device_id() == k
             assert s.data.unsafe_buffer_pointer() == wrote[k].data_ptr(), (step, k)
             assert np.asarray(s.data).reshape(-1).tolist() == [8 * k + 2 * step, 8 * k + 2 * step + 1]
+
+
+def test_jax_function_runs_on_gpu_batches():
+    import jax.numpy as jnp
+    from penstock.plugin.jax.fn import jax_function
+
+    @jax_function
+    @jax.jit
+    def scale(x):
+        return x * 2 + jnp.float32(1)
+
+    data = [np.arange(4096, dtype=np.float32).reshape(64, 64) + i for i in range(4)]
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=0)
+    def pipe():
+        x = fn.external_source(lambda: data, batch=True, layout="HW").gpu()
+        return scale(x * 3)  # the pipeline's kernel, then JAX's, then the output copy: ordered on the GPU
+
+    out, = pipe().run()
+    assert isinstance(out, TensorListGPU) and out.layout() == "HW"
+    for i, d in enumerate(data):
+        np.testing.assert_array_equal(out.as_cpu().at(i), d * 6 + 1)

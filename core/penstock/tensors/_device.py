@@ -1,7 +1,7 @@
 """GPU tensors and batches: ``TensorGPU`` and ``TensorListGPU`` (CuPy memory, ordered by CUDA streams)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -101,6 +101,27 @@ class _StreamOrdered:
         except TypeError:  # CuPy without the stream argument
             return array.toDlpack()
 
+    def _copy_out(self, src: Any, ptr: int, cuda_stream: Any, non_blocking: bool, use_copy_kernel: bool) -> None:
+        """Copies the contiguous device array ``src`` to device memory at ``ptr`` on ``cuda_stream``
+        (a stream object or handle; None: the legacy default stream), ordered after the producer;
+        the host waits for the copy unless ``non_blocking``. ``use_copy_kernel``: a kernel copies
+        (not the copy engines)."""
+        cp = _cupy()
+        handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream",
+                                                                                        cuda_stream)))
+        self._order_stream_after(handle)
+        raw = 0 if handle == 1 else handle
+        rt = cp.cuda.runtime
+        if use_copy_kernel:
+            dst = cp.ndarray(src.shape, src.dtype, cp.cuda.MemoryPointer(
+                cp.cuda.UnownedMemory(int(ptr), src.nbytes, None, self._device_id), 0))
+            with cp.cuda.Device(self._device_id), cp.cuda.ExternalStream(raw):
+                cp.copyto(dst, src)
+        else:
+            rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, raw)
+        if not non_blocking:
+            rt.streamSynchronize(raw)
+
 
 # Stream handles that stay valid for the whole process (the legacy and per-thread default streams).
 _DEFAULT_STREAMS = (0, 1, 2)
@@ -145,6 +166,7 @@ class TensorGPU(_StreamOrdered, _Tensor):
         self._init_device_state()
         if isinstance(data, TensorGPU):
             self._array, self.stream, self._event = data._array, data.stream, data._event
+            self._source_info = data._source_info
         else:
             self._array = _device_array(data)
         if stream is not None:
@@ -162,7 +184,13 @@ class TensorGPU(_StreamOrdered, _Tensor):
     def as_cpu(self) -> TensorCPU:
         """A host copy, taken once the producing work has finished."""
         self._wait_on_host()
-        return TensorCPU(_cupy().asnumpy(self._array), self._layout)
+        return TensorCPU(_cupy().asnumpy(self._array), self._layout, _source_info=self._source_info)
+
+    def copy_to_external(self, ptr: int, cuda_stream: Any = None, non_blocking: bool = False,
+                         use_copy_kernel: bool = False) -> None:
+        """Copies the sample into device memory at ``ptr`` on ``cuda_stream`` (ordered after the
+        producer; the host waits unless ``non_blocking``)."""
+        self._copy_out(_cupy().ascontiguousarray(self._array), ptr, cuda_stream, non_blocking, use_copy_kernel)
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -248,6 +276,7 @@ class TensorListGPU(_StreamOrdered, _Batch):
     def __getitem__(self, i: int) -> TensorGPU:
         t = TensorGPU(self._sample_array(i), self._layout, self._device_id, self.stream)
         t._event = self._event
+        t._source_info = self._source_info[i % len(self)]
         return t
 
     def at(self, i: int) -> TensorGPU:
@@ -289,12 +318,25 @@ class TensorListGPU(_StreamOrdered, _Batch):
         with self._buf.device:
             src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
                 [self._sample_array(i).reshape(-1) for i in range(len(self))])
-        handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream", cuda_stream)))
-        self._order_stream_after(handle)
-        rt = cp.cuda.runtime
-        rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, 0 if handle == 1 else handle)
-        if not non_blocking:
-            rt.streamSynchronize(0 if handle == 1 else handle)
+        self._copy_out(src, ptr, cuda_stream, non_blocking, use_copy_kernel)
+
+    @staticmethod
+    def broadcast(tensor: Any, num_samples: int) -> "TensorListGPU":
+        """A batch of ``num_samples`` copies of one device tensor (ordered after its producer)."""
+        cp = _cupy()
+        src = tensor if isinstance(tensor, TensorGPU) else TensorGPU(tensor)
+        stream = cp.cuda.get_current_stream()
+        src._order_stream_after(int(stream.ptr) or 1)
+        arr = cp.ascontiguousarray(cp.broadcast_to(src._array, (int(num_samples),) + src._array.shape))
+        return TensorListGPU(arr, src._layout, src._device_id, stream)
+
+    @staticmethod
+    def from_dlpack_list(list_of_objects: Iterable[Any], layout: str | None = None,
+                         contiguous: bool = False) -> "TensorListGPU":
+        """A batch of device DLPack objects (torch CUDA tensors, CuPy arrays ...), packed into one
+        buffer whatever ``contiguous`` says."""
+        cp = _cupy()
+        return TensorListGPU([cp.from_dlpack(t) for t in list_of_objects], layout_str(layout))
 
     @property
     def __cuda_array_interface__(self) -> dict:
