@@ -647,3 +647,30 @@ def test_normalize_on_the_gpu_with_per_sample_statistics():
         return fn.normalize(x, mean=m, stddev=s), fn.normalize(x, mean=m, axes=(0, 1))
 
     assert_same(graph, [IMAGES], ["HWC"], rtol_float=1e-4)
+
+
+def test_ops_compose_moves_data_to_the_gpu_operator():
+    from penstock import ops
+    chain = ops.Compose([ops.Cast(dtype=types.FLOAT), ops.Normalize(device="gpu", mean=1.0, stddev=2.0)])
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(lambda: [np.arange(4, dtype=np.uint8), np.full(4, 5, np.uint8)], batch=True)
+        return chain(x)
+    out, = pipe().run()
+    assert isinstance(out, TensorListGPU)
+    np.testing.assert_allclose(out.as_cpu().at(1), np.full(4, 2.0, np.float32))
+
+
+def test_output_stream_is_the_stream_outputs_are_produced_on():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        return fn.external_source(lambda: [np.ones(3, np.float32)] * 2, batch=True).gpu() * 2
+
+    p = pipe()
+    stream = p.output_stream()
+    assert isinstance(stream, cp.cuda.Stream)
+    out, = p.run()
+    assert out.stream is stream
+    stream.synchronize()
+    np.testing.assert_array_equal(out.as_cpu().at(0), [2, 2, 2])

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from ._current import eager_pipeline
 from ._graph import make_op
-from ._registry import OpSchema, describe, schemas, snake_case, split_args
+from ._registry import OpSchema, describe, on_change, schemas, snake_case, split_args
 from .data_node import DataNode
 
 
@@ -128,30 +128,55 @@ def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
     return mod
 
 
-def fill_fn(fn_module: _pytypes.ModuleType) -> None:
-    """Adds a function per registered operator to ``fn_module`` (``penstock.fn``), in submodules by
-    name (``fn.readers.file``), with the legacy flat names (``fn.file_reader``)."""
-    for schema in _exported():
-        fn_path, _, leaf = schema.fn_name.rpartition(".")
-        setattr(_submodule(fn_module, fn_path), leaf, make_fn(schema))
-        for legacy in schema.legacy_names:
-            setattr(fn_module, snake_case(legacy), make_fn(schema))
-        for former in schema.moved_from:
-            setattr(_submodule(fn_module, former), leaf,
-                    _deprecated_fn(schema, _moved(f"fn.{former}.{leaf}", f"fn.{schema.fn_name}")))
+def _fn_entries(schema: OpSchema) -> list[tuple[str, str, Callable]]:
+    """(submodule path, name, function) of each fn entry of an operator: its name, the legacy flat
+    names (``fn.file_reader``) and the deprecated former paths."""
+    fn_path, _, leaf = schema.fn_name.rpartition(".")
+    entries = [(fn_path, leaf, make_fn(schema))]
+    entries += [("", snake_case(legacy), make_fn(schema)) for legacy in schema.legacy_names]
+    entries += [(former, leaf, _deprecated_fn(schema, _moved(f"fn.{former}.{leaf}", f"fn.{schema.fn_name}")))
+                for former in schema.moved_from]
+    return entries
 
 
-def fill_ops(ops_module: _pytypes.ModuleType) -> None:
-    """Adds a class per registered operator to ``ops_module`` (``penstock.ops``), in submodules by
-    name (``ops.readers.File``), with the deprecated flat names (``ops.FileReader``)."""
-    for schema in _exported():
-        setattr(_submodule(ops_module, schema.module), schema.class_name, make_ops_class(schema))
-        for legacy in schema.legacy_names:
-            setattr(ops_module, legacy, make_ops_class(
-                schema, legacy, f"ops.{legacy} is deprecated; use ops.{schema.name}"))
-        for former in schema.moved_from:
-            setattr(_submodule(ops_module, former), schema.class_name, make_ops_class(
-                schema, deprecation=_moved(f"ops.{former}.{schema.class_name}", f"fn.{schema.fn_name}")))
+def _ops_entries(schema: OpSchema) -> list[tuple[str, str, type]]:
+    """(submodule path, name, class) of each ops entry of an operator (as ``_fn_entries``)."""
+    entries = [(schema.module, schema.class_name, make_ops_class(schema))]
+    entries += [("", legacy, make_ops_class(schema, legacy, f"ops.{legacy} is deprecated; use ops.{schema.name}"))
+                for legacy in schema.legacy_names]
+    entries += [(former, schema.class_name, make_ops_class(
+        schema, deprecation=_moved(f"ops.{former}.{schema.class_name}", f"fn.{schema.fn_name}")))
+        for former in schema.moved_from]
+    return entries
+
+
+def _filler(entries: Callable[[OpSchema], list]) -> Callable[[_pytypes.ModuleType], None]:
+    def fill(module: _pytypes.ModuleType) -> None:
+        for schema in _exported():
+            for path, name, value in entries(schema):
+                setattr(_submodule(module, path), name, value)
+
+        def follow(schema: OpSchema, declared: bool) -> None:  # operators declared later (custom ones)
+            if schema.internal:
+                return
+            for path, name, value in entries(schema):
+                if declared:
+                    setattr(_submodule(module, path), name, value)
+                else:
+                    delattr(_submodule(module, path), name)
+
+        on_change(follow)
+    return fill
+
+
+fill_fn = _filler(_fn_entries)
+fill_fn.__doc__ = """Adds a function per registered operator to ``fn_module`` (``penstock.fn``), in submodules by
+name (``fn.readers.file``), with the legacy flat names (``fn.file_reader``); operators declared
+later are added as they come."""
+fill_ops = _filler(_ops_entries)
+fill_ops.__doc__ = """Adds a class per registered operator to ``ops_module`` (``penstock.ops``), in submodules by
+name (``ops.readers.File``), with the deprecated flat names (``ops.FileReader``); operators
+declared later are added as they come."""
 
 
 def _exported() -> list[OpSchema]:

@@ -355,6 +355,13 @@ class Pipeline(PipelineBuild, PipelineRun):
         self.build()
         return [o.ndim for o in self._outputs]
 
+    def output_stream(self) -> Any:
+        """The CUDA stream (a CuPy ``Stream``) the pipeline's GPU outputs are produced on; None for a
+        pipeline without GPU operators. Consumers on another stream order their work after it
+        (``stream.wait_event``), or pass their stream to ``outputs(cuda_stream=...)``."""
+        self.build()
+        return None if self._gpu is None else self._gpu.stream
+
     def external_source_shm_statistics(self) -> dict:
         """Shared-memory regions of the parallel external sources (each holds one whole batch):
         bytes per region, and per sample of the batch it last carried."""
