@@ -460,6 +460,24 @@ def test_a_corrupt_jpeg_in_mixed_decoding_is_the_decoders_error_naming_its_file(
         pipe().run()
 
 
+@pytest.mark.parametrize("device", ["cpu", "mixed"])
+def test_a_crop_window_larger_than_its_image_is_refused_on_both_backends(tmp_path, device):
+    # the GPU decoders gather windows from whole decoded images: one past an edge would read outside
+    # the image's device memory, so the mixed backend refuses it as the CPU does, naming the file
+    folder = tmp_path / "a"
+    folder.mkdir()
+    for k, data in enumerate(_jpegs(3)[:3]):  # the second is 133 x 153
+        (folder / f"img_{k}.jpg").write_bytes(data.tobytes())
+
+    @pipeline_def(batch_size=3, num_threads=2, device_id=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        return fn.decoders.image_crop(jpegs, device=device, crop=(125, 155))
+
+    with pytest.raises(RuntimeError, match=r"(?s)sample [01].*img_[01].jpg.*crop window.*lies outside"):
+        pipe().run()
+
+
 def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
     # several batches decode at once on the GPU decoder's stream while earlier ones are consumed:
     # each must land in its own output, whole images and windows alike
