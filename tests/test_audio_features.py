@@ -214,6 +214,18 @@ def test_audio_resample_lengths_and_a_tone():
     assert lengths[0].shape == (1234,)
 
 
+def test_audio_resample_at_equal_rates_gives_the_samples():
+    # every output lies on an input sample, where the windowed sinc weighs 1 and its zeros (< 1e-16)
+    x = (np.sin(np.arange(700) / 5) * 0.7).astype(np.float32)
+    ints = (x * 30000).astype(np.int16)
+    (f,), _ = _run([x], lambda s: fn.audio_resample(s, in_rate=16000.0, out_rate=16000.0))
+    (same,), _ = _run([x], lambda s: fn.audio_resample(s, scale=1.0))
+    (i,), _ = _run([ints], lambda s: fn.audio_resample(s, scale=1.0))
+    np.testing.assert_array_equal(f[0], x)
+    np.testing.assert_array_equal(same[0], x)
+    np.testing.assert_array_equal(i[0], ints)
+
+
 def test_audio_resample_integers_as_fractions_of_full_scale():
     x = (np.sin(np.arange(500) / 7) * 20000).astype(np.int16)
     (f,), _ = _run([x], lambda s: fn.audio_resample(s, scale=1.5, dtype=types.FLOAT))
