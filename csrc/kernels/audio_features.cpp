@@ -349,8 +349,8 @@ void matrix_along_axis(ThreadPool& pool, Array src, I64Array shapes, I64Array sr
 // ---- to_decibels --------------------------------------------------------------------------------
 // multiplier * log10(max(x / refs[i], floor_ratio)), floor_ratio = 10^(cutoff_db / multiplier) as a
 // float; the operator gives each sample's reference (its maximum by default, from the reduction
-// kernel). A ratio that is not a number (0 / 0) or not positive (a negative reference) gives the
-// floor, as in DALI.
+// kernel). In float, as DALI computes it. A ratio that is not a number (0 / 0) or not positive (a
+// negative reference) gives the floor, as in DALI.
 void to_decibels(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
                  I64Array dst_offsets, double multiplier, F32Array refs, double floor_ratio) {
   check_type(src, int(DType::FLOAT), "to_decibels", "the input");
@@ -359,13 +359,14 @@ void to_decibels(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offs
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   check_per_sample(refs, in.num_samples, "to_decibels", "refs");
   const float* ref = refs.data();
+  const float mul = static_cast<float>(multiplier), floor = static_cast<float>(floor_ratio);
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const float* x = in.sample<float>(i);
     float* y = out.sample<float>(i);
-    const double inv = 1.0 / ref[i];
+    const float inv = 1.0f / ref[i];
     for (int64_t t = 0, n = in.volume(i); t < n; ++t) {
-      const double ratio = x[t] * inv;
-      y[t] = static_cast<float>(multiplier * std::log10(ratio > floor_ratio ? ratio : floor_ratio));
+      const float ratio = x[t] * inv;
+      y[t] = mul * std::log10(ratio > floor ? ratio : floor);
     }
   });
 }
