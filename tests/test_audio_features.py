@@ -236,6 +236,11 @@ def test_audio_resample_integers_as_fractions_of_full_scale():
     assert abs(float(np.abs(f[0]).max()) - 20000 / 32767) < 0.02  # the peaks between the samples too
 
 
+def test_spectrogram_of_an_empty_signal_names_the_sample():
+    with pytest.raises(RuntimeError, match=r"(?s)sample 1.*empty"):
+        _run([np.ones(50, np.float32), np.zeros(0, np.float32)], lambda x: fn.spectrogram(x, window_length=8))
+
+
 @pytest.mark.parametrize("graph, message", [
     (lambda x: fn.spectrogram(x, nfft=100), "nfft"),
     (lambda x: fn.spectrogram(x, power=3), "power"),
