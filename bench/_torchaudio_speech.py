@@ -146,12 +146,13 @@ def cpu_batches(manifest: str, batch: int, workers: int) -> Any:
 
 
 class GpuFrontEnd:
-    """Batches decoded and resampled by ``workers`` DataLoader workers, their features computed on
-    CUDA device 0: (features, frames, text bytes, text lengths), features and frames on the GPU."""
+    """A step returning batches decoded and resampled by ``workers`` DataLoader workers, their
+    features computed on CUDA device 0 (``device="cpu"``: on the host, to check a bench without a
+    GPU): (features, frames, text bytes, text lengths), features and frames on the device."""
 
-    def __init__(self, manifest: str, batch: int, workers: int):
+    def __init__(self, manifest: str, batch: int, workers: int, device: str = "cuda"):
         import torch
-        self.device = torch.device("cuda", 0)
+        self.device = torch.device(device, 0) if device == "cuda" else torch.device(device)
         self.loader = _loader(manifest, batch, workers, features=False)
         self.mel = mel_spectrogram().to(self.device)
         self._batches = iter(self.loader)
@@ -159,7 +160,9 @@ class GpuFrontEnd:
     def __call__(self) -> tuple:
         import torch
         waves, lengths, text, text_lengths = next(self._batches)
-        waves = waves.pin_memory().to(self.device, non_blocking=True)
+        if self.device.type == "cuda":
+            waves = waves.pin_memory()
+        waves = waves.to(self.device, non_blocking=True)
         frames = (lengths // STEP + 1).to(self.device, non_blocking=True)
         with torch.no_grad():
             features = normalized_log_mel(self.mel, waves, frames)
