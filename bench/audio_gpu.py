@@ -4,7 +4,7 @@ The pipeline of examples/audio/speech_features.py with --device gpu: readers.nem
 the host (libsndfile), audio_resample to 16 kHz on the host, then on GPU 0 preemphasis ->
 spectrogram 400/160/512 (cuFFT) -> 64 mel bands -> decibels -> normalize -> pad; batch 64 over
 generated speech-like utterances (0.4-1.2 s; WAV, FLAC and OGG/Vorbis at 8-48 kHz). torchaudio's
-equivalent (_torchaudio_speech.GpuFrontEnd): DataLoader workers decode and resample, the padded
+equivalent (_speech.GpuFrontEnd): DataLoader workers decode and resample, the padded
 batch's features are computed on the GPU. Each system runs in its own process for --seconds after
 a warm-up, alternating over rounds; one JSON line per system (median utterances/s, host CPU ms per
 utterance, peak GPU memory, the GPU's name), then the ratios (target: penstock >= 1.3x DALI and
@@ -22,9 +22,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import _torchaudio_speech  # noqa: E402
-from _common import (EXAMPLES, GpuMemorySampler, alternating_rounds, bench_parser, emit, gpu_name, library,  # noqa: E402
-                     parsed, report, run_worker, timed, with_dali)
+import _speech  # noqa: E402
+from _common import (GpuMemorySampler, alternating_rounds, bench_parser, emit, gpu_name, parsed, report,  # noqa: E402
+                     run_worker, timed)
 
 BATCH = 64
 
@@ -36,14 +36,9 @@ def worker(system: str, manifest: str, args: argparse.Namespace) -> dict:
         import cupy
         cupy.cuda.runtime.setDevice(0)
         sync, memory = cupy.cuda.runtime.deviceSynchronize, GpuMemorySampler()
-    if system == "torchaudio":
-        step = _torchaudio_speech.GpuFrontEnd(manifest, BATCH, args.threads, "cuda" if on_gpu else "cpu")
-    else:
-        sys.path.insert(0, os.path.join(EXAMPLES, "audio"))
-        from speech_features import speech_pipeline
-        pipe = speech_pipeline(library(system), manifest, BATCH, args.threads, device=args.device)
-        pipe.build()
-        step = pipe.run
+    # the "cpu" smoke run computes torchaudio's features on the host too, through GpuFrontEnd
+    step = (_speech.GpuFrontEnd(manifest, BATCH, args.threads, "cpu") if system == "torchaudio" and not on_gpu
+            else _speech.step(system, manifest, BATCH, args.threads, args.device))
     # a second of warm-up at least: clocks ramp up, cuFFT plans and kernels are made
     timing = timed(step, BATCH, seconds=args.seconds, warmup_steps=3, warmup_seconds=1.0, sync=sync)
     return {"utterances_per_s": round(timing.items_per_s, 1),
@@ -62,20 +57,15 @@ def main() -> None:
     args = parsed(ap, worker)
     if args is None:
         return
-    manifest = os.path.join(args.data, "manifest.json")
-    if not os.path.exists(manifest):
-        sys.path.insert(0, os.path.join(EXAMPLES, "audio"))
-        from speech_features import make_manifest
-        os.makedirs(args.data, exist_ok=True)
-        make_manifest(args.data, count=args.utterances)
-    systems = with_dali(["penstock"]) + (["torchaudio"] if _torchaudio_speech.available() else [])
+    manifest = _speech.manifest(args.data, args.utterances)
+    systems = _speech.systems()
     card = gpu_name() if args.device == "gpu" else "none (CPU smoke run)"
     emit({"bench": "audio_gpu", "plan": {"systems": systems, "rounds": args.rounds, "gpu": card,
                                          "host_cores": os.cpu_count()}})
     runs = alternating_rounds(args.rounds, systems, lambda s: run_worker(
         __file__, ["--worker", s, manifest, "--threads", str(args.threads), "--seconds", str(args.seconds),
                    "--device", args.device]))
-    report("audio_gpu", runs, target={"penstock_vs_dali": 1.3, "penstock_vs_torchaudio": 1.3},
+    report("audio_gpu", runs, target=_speech.TARGETS,
            rate_key="utterances_per_s", pipeline="speech_front_end", gpu=card, batch=BATCH, threads=args.threads)
 
 

@@ -1,5 +1,6 @@
-"""torchaudio's equivalent of examples/audio/speech_features.py, for bench/audio_cpu.py and
-bench/audio_gpu.py: the NeMo manifest's files decoded by soundfile (libsndfile, as the other
+"""What the speech benches (bench/audio_cpu.py, bench/audio_gpu.py) share: their utterances
+(``manifest``), their systems and targets, and torchaudio's equivalent of
+examples/audio/speech_features.py: the NeMo manifest's files decoded by soundfile (libsndfile, as the other
 systems) and downmixed, resampled to 16 kHz (torchaudio's windowed sinc with 16 zero crossings per
 side, as DALI's quality 50), preemphasis 0.97, a power spectrogram (512-point FFT of Hann windows
 of 400 samples every 160, centred, reflect-padded), 64 Slaney mel bands with Slaney's area
@@ -18,15 +19,53 @@ so on a CPU-only torch: ``make torchaudio-site``) still has all of these: they a
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
+
+from _common import EXAMPLES, library, with_dali
 
 SAMPLE_RATE, WINDOW, STEP, NFFT, BANDS = 16000, 400, 160, 512, 64
 ZERO_CROSSINGS = 16  # DALI's (and penstock's) resampling quality 50
 FLOOR = 1e-8         # -80 dB against a reference of 1
 EPSILON = 1e-5
+TARGETS = {"penstock_vs_dali": 1.3, "penstock_vs_torchaudio": 1.3}  # issue 29
 
 
-def available() -> bool:
+def manifest(folder: str, count: int) -> str:
+    """The manifest of ``count`` generated utterances in ``folder`` (written there the first time)."""
+    path = os.path.join(folder, "manifest.json")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        _example().make_manifest(folder, count=count)
+    return path
+
+
+def _example() -> Any:
+    sys.path.insert(0, os.path.join(EXAMPLES, "audio"))
+    import speech_features
+    return speech_features
+
+
+def step(system: str, manifest: str, batch: int, threads: int, device: str) -> Any:
+    """A call that returns the next batch of ``system``'s front end: the example's pipeline on
+    penstock or DALI (``device`` "gpu": features on GPU 0), torchaudio's (``cpu_batches`` on the
+    CPU, ``GpuFrontEnd`` on the GPU)."""
+    if system == "torchaudio":
+        if device == "cpu":
+            return cpu_batches(manifest, batch, threads)
+        return GpuFrontEnd(manifest, batch, threads)
+    pipe = _example().speech_pipeline(library(system), manifest, batch, threads, device=device)
+    pipe.build()
+    return pipe.run
+
+
+def systems() -> list[str]:
+    """penstock, then DALI and torchaudio where they import here."""
+    return with_dali(["penstock"]) + (["torchaudio"] if torchaudio_available() else [])
+
+
+def torchaudio_available() -> bool:
     try:
         import torchaudio  # noqa: F401
         return True
