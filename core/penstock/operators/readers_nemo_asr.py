@@ -50,6 +50,8 @@ NEMO_ASR = OpSchema(
 
 @register(NEMO_ASR)
 class NemoAsrReader(Reader):
+    decodes = True
+
     def setup(self) -> None:
         check_decoding_args(self, self.args["sample_rate"] > 0)
         if self.args["min_duration"] < 0 or self.args["max_duration"] < 0:
