@@ -33,6 +33,7 @@
 #include "kernels/occlusion.h"
 #include "kernels/paste.h"
 #include "kernels/point_ops.h"
+#include "kernels/readers_caffe.h"
 #include "kernels/readers_coco.h"
 #include "kernels/readers_mxnet.h"
 #include "kernels/readers_numpy.h"
@@ -162,6 +163,13 @@ PYBIND11_MODULE(_engine, m) {
   m.def("recordio_records", &recordio_records,
         "MXNet RecordIO records (byte ranges back to back) -> (image bytes, sizes, float labels, label counts)",
         without_gil, "pool"_a, "ranges"_a, "starts"_a, "sizes"_a);
+  m.def("caffe_datums", &caffe_datums,
+        "Caffe Datum records (back to back) -> (image bytes, image sizes, int32 labels, label counts)", without_gil,
+        "pool"_a, "records"_a, "starts"_a, "sizes"_a);
+  m.def("caffe2_protos", &caffe2_protos,
+        "Caffe2 TensorProtos records (back to back) -> per output (bytes, shapes [N, 3], ranks, element types)",
+        without_gil, "pool"_a, "records"_a, "starts"_a, "sizes"_a, "image"_a, "label_type"_a, "num_labels"_a,
+        "additional_inputs"_a, "bbox"_a);
   m.def("tfrecord_read", &tfrecord_read, "Read and parse tf.train.Example records", without_gil, "pool"_a, "paths"_a,
         "offsets"_a, "sizes"_a, "names"_a, "kinds"_a);
   m.def("coco_masks", &coco_masks, "Paint COCO objects into pixelwise label masks", without_gil, "pool"_a, "out"_a,

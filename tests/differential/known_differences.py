@@ -61,6 +61,11 @@ INTENDED: dict[str, str] = {
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
+    "caffe2:sparse": ("DALI 2.4's readers.caffe2 fails on every record with label_type=1 (MULTI_LABEL_SPARSE): its "
+                      "label output gets no type; penstock outputs the int32 0/1 vector of num_labels it documents"),
+    "caffe2:weighted_sparse": ("DALI 2.4's readers.caffe2 with label_type=3 (MULTI_LABEL_WEIGHTED_SPARSE) takes the "
+                               "weights tensor for a bounding box and fails (or crashes without one); penstock "
+                               "outputs the float vector of num_labels holding each index's weight"),
     'experimental.readers.video[sequence_length=3,image_type=types.YCbCr,vp9_a]': (
         "DALI 2.4's CPU reader fails to convert frames to YCbCr (libswscale rejects its request); penstock gives "
         "the video's own YCbCr planes, chroma upsampled, as FHWC"),

@@ -42,8 +42,6 @@ NEMO_ASR = OpSchema(
           Arg("read_idxs", ArgType.BOOL, False, doc="output each sample's index in the manifests"),
           Arg("min_duration", ArgType.FLOAT, 0.0, doc="leave out samples shorter than this (s); 0: no limit"),
           Arg("max_duration", ArgType.FLOAT, 0.0, doc="leave out samples longer than this (s); 0: no limit"),
-          Arg("shuffle_after_epoch_seed", ArgType.INT, optional=True,
-              doc="seed of shuffle_after_epoch's list shuffles"),
           *READER_ARGS],
     min_inputs=0, num_outputs=_outputs, is_reader=True, is_random=True, legacy_names=("NemoAsrReader",))
 
@@ -59,10 +57,6 @@ class NemoAsrReader(Reader):
     def list_order(self) -> list | None:
         # as readers.file: shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
         return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
-
-    def list_shuffle_seed(self) -> int:
-        seed = self.args["shuffle_after_epoch_seed"]
-        return super().list_shuffle_seed() if seed is None else seed
 
     def scan(self) -> int:
         a = self.args
