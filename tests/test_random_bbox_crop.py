@@ -144,3 +144,33 @@ def test_output_count_follows_inputs():
     assert len(outs) == 3
     with pytest.raises(ValueError, match="threshold_type"):
         run_es(lambda b: tuple(fn.random_bbox_crop(b, threshold_type="area")), boxes)
+
+
+@pytest.mark.filterwarnings("ignore:.*ssd_random_crop:DeprecationWarning")
+def test_ssd_random_crop_crops_the_image_to_the_window_its_boxes_are_in():
+    rng = np.random.default_rng(4)
+    boxes = _boxes(rng, [3, 5, 1, 4] * 4)
+    labels = [np.arange(len(b), dtype=np.int32) + 10 for b in boxes]
+    images = [np.arange(40 * 60 * 3, dtype=np.int32).reshape(40, 60, 3) + k for k in range(len(boxes))]
+    out_images, out_boxes, out_labels = run_es(lambda i, b, l: tuple(fn.ssd_random_crop(i, b, l, num_attempts=4)),
+                                               images, boxes, labels, layouts=["HWC", None, None], seed=3)
+    cropped = 0
+    for img, b, lab, o_img, o_box, o_lab in zip(images, boxes, labels, samples(out_images), samples(out_boxes),
+                                                samples(out_labels)):
+        h, w = o_img.shape[:2]
+        # the crop is the image's rows and columns from where its first pixel was
+        y0, x0 = np.argwhere((img == o_img[0, 0]).all(-1))[0]
+        np.testing.assert_array_equal(o_img, img[y0:y0 + h, x0:x0 + w])
+        if (h, w) == (40, 60):  # no crop: the boxes as they were
+            np.testing.assert_array_equal(o_box, b)
+            continue
+        cropped += 1
+        assert 0.3 * 40 - 1 <= h and 0.3 * 60 - 1 <= w   # scaling in [0.3, 1]
+        # the boxes kept are those centred in the window (the pixels' one, to a pixel), in its coordinates
+        assert 0 < len(o_lab) <= len(lab) and set(o_lab.ravel()) <= set(lab)
+        assert ((o_box >= 0) & (o_box <= 1)).all()
+        centre = (b[:, :2] + b[:, 2:]) / 2
+        inside = ((centre >= [(x0 - 1) / 60, (y0 - 1) / 40]) & (centre <= [(x0 + w + 1) / 60, (y0 + h + 1) / 40])).all(1)
+        assert set(o_lab.ravel()) <= set(lab[inside])
+    assert cropped > 4
+    assert out_images.layout() == "HWC"

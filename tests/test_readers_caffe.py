@@ -272,3 +272,9 @@ def test_caffe2_argument_ranges(tmp_path):
     for kwargs in ({"label_type": 5}, {"label_type": -1}, {"additional_inputs": -1}, {"num_labels": 0}):
         with pytest.raises(ValueError, match=next(iter(kwargs))):
             run(fn.readers.caffe2, path=[db], **kwargs)
+
+
+def test_legacy_names_warn_and_read(caffe_db):
+    with pytest.warns(DeprecationWarning, match="readers.caffe"):
+        _, runs = run(fn.caffe_reader, batch_size=1, iterations=1, path=[caffe_db])
+    assert runs[0][1][0].tolist() == [-4]

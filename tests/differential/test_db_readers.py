@@ -1,6 +1,7 @@
 """readers.mxnet on RecordIO files and readers.caffe / readers.caffe2 on LMDB databases written here, sample
 by sample over several iterations, on penstock and DALI 2.4: default order, shuffled (DALI's buffer
-shuffle), sharded, padded; Caffe2's label types, additional tensors and boxes; bad records."""
+shuffle), sharded, padded; Caffe2's label types, additional tensors and boxes; bad records; and
+readers.sequence on streams of frame files."""
 import dataclasses
 import hashlib
 import os
@@ -10,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from _harness import check_case
+from _harness import T, check_case, resolve
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from test_readers_mxnet import IMAGES, record, write_recordio  # noqa: E402
+from test_readers_sequence import write_streams  # noqa: E402
 from test_readers_caffe import (BYTE, CAFFE2_IMAGE_RECORDS, CAFFE_RECORDS, FLOAT, INT32, INT64, STRING,  # noqa: E402
                                 caffe2_records, protos, tensor, write_lmdb)
 
@@ -36,6 +38,8 @@ class ReaderCase:
     def graph(self, lib: Any) -> Any:
         if self.reader == "mxnet":
             kwargs = {"path": [f"{FOLDER}/d.rec"], "index_path": [f"{FOLDER}/d.idx"], **self.kwargs}
+        elif self.reader == "sequence":
+            kwargs = {"file_root": os.path.join(FOLDER, "streams"), **resolve(lib, self.kwargs)}
         else:
             kwargs = {**self.kwargs, "path": [os.path.join(FOLDER, db) for db in self.kwargs["path"]]}
         out = getattr(lib.fn.readers, self.reader)(**kwargs)
@@ -96,9 +100,24 @@ CASES += [
 ]
 
 
+def _sequence(case_id: str, **kwargs: Any) -> ReaderCase:
+    return ReaderCase(case_id, {"sequence_length": 2, **kwargs}, "sequence", batch_size=kwargs.pop("batch_size", 2))
+
+
+CASES += [_sequence("sequence:default"), _sequence("sequence:step_stride", step=2, stride=2),
+          _sequence("sequence:length_3", sequence_length=3, batch_size=3),
+          _sequence("sequence:gray", image_type=T("GRAY")), _sequence("sequence:bgr", image_type=T("BGR")),
+          _sequence("sequence:ycbcr", image_type=T("YCbCr")),
+          _sequence("sequence:shuffle", random_shuffle=True, initial_fill=3),
+          _sequence("sequence:shard", num_shards=2, shard_id=1, pad_last_batch=True),
+          _sequence("sequence:too_long", sequence_length=6), _sequence("sequence:zero_length", sequence_length=0)]
+
+
 @pytest.fixture(scope="module", autouse=True)
 def recordio_files():
     os.makedirs(FOLDER, exist_ok=True)
+    if not os.path.isdir(os.path.join(FOLDER, "streams")):
+        write_streams(os.path.join(FOLDER, "streams"))
     for name, records in DATABASES.items():
         if not os.path.exists(os.path.join(FOLDER, name, "data.mdb")):
             write_lmdb(os.path.join(FOLDER, name), records)
@@ -106,6 +125,7 @@ def recordio_files():
                    + [record(0, IMAGES[5], [1.5, 2.5])])
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_db_reader(case):
     check_case(case)

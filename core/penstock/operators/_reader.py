@@ -287,6 +287,7 @@ class Reader(Operator):
     """
     reads_ahead = True
     tracks_state = True
+    shuffles_list = False
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
@@ -339,8 +340,11 @@ class Reader(Operator):
         return LIST_SHUFFLE_SEED if seed is None else seed
 
     def list_order(self) -> list | None:
-        """The order a reader reads its list in (None: as scanned). DALI's file readers shuffle
-        the list once with a fixed seed under ``random_shuffle``; see ``FileReaderCPU``."""
+        """The order a reader reads its list in (None: as scanned). DALI's readers of file lists
+        (``shuffles_list``) shuffle it once under ``random_shuffle``, with a fixed seed (the same on
+        every shard), before the buffer shuffles."""
+        if self.shuffles_list and self.args["random_shuffle"]:
+            return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED)
         return None
 
     def scan(self) -> int:

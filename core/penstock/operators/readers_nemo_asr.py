@@ -19,8 +19,7 @@ from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
-from .._std_random import std_shuffle
+from ._reader import READER_ARGS, Reader
 from .audio_decode import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
 
 
@@ -48,15 +47,13 @@ NEMO_ASR = OpSchema(
 
 @register(NEMO_ASR)
 class NemoAsrReader(Reader):
+    shuffles_list = True
+
     def setup(self) -> None:
         check_decoding_args(self, self.args["sample_rate"] > 0)
         if self.args["min_duration"] < 0 or self.args["max_duration"] < 0:
             raise ArgumentValueError(f"{self.label}: min_duration and max_duration must not be negative")
         super().setup()
-
-    def list_order(self) -> list | None:
-        # as readers.file: shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
-        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
 
     def scan(self) -> int:
         a = self.args
