@@ -1,4 +1,6 @@
 """random_bbox_crop: every output checked against the window it reports, with numpy."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -92,13 +94,18 @@ def test_any_box_mode_and_total_attempts_cap():
     rng = np.random.default_rng(4)
     boxes = _boxes(rng, [5, 5])
     labels = [np.arange(5, dtype=np.int32)] * 2
-    # an impossible threshold with a cap: the best candidate (or the whole image) is returned
-    anchor, shape, ob, ol = _run(boxes, labels, seed=1, thresholds=[1.01], allow_no_crop=False,
-                                 all_boxes_above_threshold=False, scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0],
-                                 num_attempts=4, total_num_attempts=12)
+    # an impossible threshold with a cap: the best candidate (or the whole image) is returned, with a warning
+    kwargs = dict(seed=1, thresholds=[1.01], allow_no_crop=False, all_boxes_above_threshold=False,
+                  scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0], num_attempts=4, total_num_attempts=12)
+    with pytest.warns(RuntimeWarning, match=r"no cropping window met the requirements of samples \[0, 1\] in 12"):
+        anchor, shape, ob, ol = _run(boxes, labels, **kwargs)
     for i in range(2):
         win = np.concatenate([anchor.at(i), anchor.at(i) + shape.at(i)])
         _check_boxes(win, boxes[i], labels[i], ob.at(i), ol.at(i))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = _run(boxes, labels, quiet=True, **kwargs)
+    assert all(np.array_equal(q.at(i), o.at(i)) for q, o in zip(quiet, (anchor, shape, ob, ol)) for i in range(2))
 
 
 def test_fixed_crop_shape_gives_absolute_windows():

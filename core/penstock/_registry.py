@@ -325,7 +325,8 @@ def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> t
     tensors: dict[str, Any] = {}
     for key, value in kwargs.items():
         if key in schema.ignored:
-            warnings.warn(f"{op}: argument '{key}' is deprecated and has no effect", DeprecationWarning, 3)
+            warnings.warn(f"{op}: the argument `{key}` is no longer used and will be removed in a future release "
+                          "(it is deprecated and has no effect)", DeprecationWarning, 3)
             continue
         name = key
         if key in schema.alias_of:

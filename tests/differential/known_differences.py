@@ -58,6 +58,9 @@ INTENDED: dict[str, str] = {
     **{f"clahe[bins={v}]": ("DALI 2.4's CPU clahe ignores bins (it always takes OpenCV's 256 for uint8); penstock "
                             "checks bins as documented (a power of 2) and supports 256")
        for v in (257, 0, -1)},
+    'reductions.rms[dtype=types.UINT8]': ("DALI 2.4 sums the squares in the output type when it is the input's "
+                                         "integer type, so they wrap (rms of 0..255 comes out as a few levels); "
+                                         "penstock sums them wide and converts the root"),
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,

@@ -14,6 +14,7 @@ as arrays [samples, attempts, boxes].
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -40,7 +41,9 @@ RANDOM_BBOX_CROP = OpSchema(
           Arg("crop_shape", ArgType.INT_LIST, optional=True, tensor=True, doc="fixed absolute window shape"),
           Arg("input_shape", ArgType.INT_LIST, optional=True, tensor=True, doc="image shape (with crop_shape)"),
           Arg("shape_layout", ArgType.LAYOUT, optional=True, doc="order of crop_shape/input_shape ('WH' ...)"),
-          Arg("output_bbox_indices", ArgType.BOOL, False, doc="extra output: indices of the kept boxes")],
+          Arg("output_bbox_indices", ArgType.BOOL, False, doc="extra output: indices of the kept boxes"),
+          Arg("quiet", ArgType.BOOL, False, doc="no warning when total_num_attempts ran out and the best window "
+              "tried is taken")],
     min_inputs=1, max_inputs=2,
     num_outputs=lambda args, num_inputs: 3 + (num_inputs > 1) + bool(args.get("output_bbox_indices")),
     is_random=True, devices=("cpu",), fn_name="random_bbox_crop")
@@ -244,6 +247,11 @@ class RandomBBoxCropCPU(Operator):
                     out_of_tries = rest[~found & (used[rest] >= total)]
                     take = out_of_tries[have_best[out_of_tries]]
                     win_lo[take], win_hi[take], keep[take] = best[0][take], best[1][take], best[2][take]
+                    if len(take) and not a["quiet"]:
+                        warnings.warn(f"{self.label}: no cropping window met the requirements of samples "
+                                      f"{take.tolist()} in {total} attempts; each takes the best one tried "
+                                      f"(best metric {best_score[take].max():g}); quiet=True silences this",
+                                      RuntimeWarning, 2)
                     done = np.concatenate([done, out_of_tries])
             pending = np.setdiff1d(pending, done)
         return self._outputs(ws, win_lo, win_hi, keep, plo, phi, counts, starts, lay, nd,
