@@ -60,6 +60,9 @@ _DECODER_ARGS = [
         "both busy, and the host decodes a share of the JPEGs whose windows are small (random crops), sized "
         "from both sides' measured rates; "
         "any other value is fixed, with no host share"),
+    Arg("hybrid_huffman_threshold", ArgType.INT, 1000000,
+        "mixed backend: JPEGs of more pixels than this have their Huffman codes decoded by nvJPEG's hybrid "
+        "decoder, smaller ones on the host (an unsigned 32-bit number: -1 is the largest); no effect on the CPU"),
     Arg("preallocate_width_hint", ArgType.INT, 0,
         "mixed backend: expected image width; a batch of such images is reserved in the memory pool"),
     Arg("preallocate_height_hint", ArgType.INT, 0,
@@ -86,9 +89,10 @@ _CACHE_ARGS = [
     Arg("cache_batch_copy", ArgType.BOOL, True, _MIXED_ONLY + " (decoded-image cache)"),
 ]
 
-# The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
-_CROP_ARGS = [arg for arg in CROP_ARGS
-              if arg.name in ("crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "rounding")]
+# The crop decoder takes crop's window arguments (decoding never pads outside the image); the depth ones
+# as DALI's does: crop_d needs crop_h and crop_w, and neither changes a 2-D image's window.
+_CROP_ARGS = [arg for arg in CROP_ARGS if arg.name in ("crop", "crop_h", "crop_w", "crop_d", "crop_pos_x",
+                                                       "crop_pos_y", "crop_pos_z", "rounding")]
 
 _RANDOM_CROP_ARGS = [
     Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0),
