@@ -21,11 +21,18 @@ def test_a_batch_splits_into_consecutive_runs_of_about_equal_bytes():
         assert shares.max() - shares.min() <= 2 * lengths.max()
 
 
-def test_fewer_samples_than_parts_give_no_empty_runs():
-    assert [r.tolist() for r in _split_by_bytes(np.array([7]), 2)] == [[0]]
+def test_fewer_samples_than_parts_leave_runs_empty_but_aligned_with_the_parts():
+    assert [r.tolist() for r in _split_by_bytes(np.array([7]), 2)] == [[0], []]
     assert _split_by_bytes(np.zeros(0, np.int64), 2) == []
     assert [r.tolist() for r in _split_by_bytes(np.array([1, 1, 1, 1]), 2)] == [[0, 1], [2, 3]]
     assert [r.tolist() for r in _split_by_bytes(np.array([1, 1, 100]), 2)] == [[0, 1], [2]]
+
+
+def test_faster_decoders_get_more_of_the_bytes():
+    lengths = np.full(300, 1000)
+    runs = _split_by_bytes(lengths, np.array([1.0, 2.0, 1.0]))  # the second decodes twice as fast
+    assert [len(r) for r in runs] == [75, 150, 75]
+    np.testing.assert_array_equal(np.concatenate(runs), np.arange(300))
 
 
 class _FakeOperator:
@@ -41,6 +48,8 @@ class _FakeDecoder:
     """Stands in for a GPU decoder: keeps each call's bytes and where their windows were to go, and
     reports the local positions listed in ``fails`` as undecodable, having decoded for ``seconds``
     after waiting ``waited`` for its turn."""
+
+    usable = True
 
     def __init__(self, fails=(), seconds=0.0, waited=0.0):
         self.fails = list(fails)
@@ -97,8 +106,7 @@ def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
     op = _FakeOperator(fancy_upsampling=fancy)
     decoder = _mixed_decode.MixedDecoder(op)
     decoders = decoder.decoders = [_FakeDecoder(), _FakeDecoder(fails=[1]), _FakeDecoder()]
-    decoder._parts.close()
-    decoder._parts = _mixed_decode.Workers(3, "test-parts")
+    decoder._parts = _mixed_decode.Workers(4, "test-parts")
     ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
     gpu_idx = np.array([0, 1, 3, 4, 5, 6])  # sample 2 is for the host from the start
     out, ready = _output(7), object()
@@ -165,3 +173,42 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     expected = before["gpu"] + _SMOOTHING * (lengths[gpu_idx].sum() / 0.25 - before["gpu"])
     assert share.rates["gpu"] == expected
     assert share.rates["host"] != before["host"]
+
+
+def test_a_decoder_process_that_cannot_start_says_why_and_leaves_its_share_to_the_others(monkeypatch):
+    # the child is a real process started as in a pipeline; here it finds no usable GPU (or no
+    # CuPy), tells the parent, and ends: no part of a batch goes to it
+    import warnings
+
+    from penstock._cuda import _decode_process
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    ctx = types.SimpleNamespace(device_id=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        child = _decode_process.DecoderProcess(ctx, "", 2, 0.65, True, label="decoders.image")
+        child._receiver.join(60)
+    assert not child._receiver.is_alive() and not child.usable
+    assert child.proc.wait(30) == 0  # it ended by itself, having answered
+    said = [str(w.message) for w in caught]
+    assert any(m.startswith("decoders.image: a decoder process did not start (") for m in said), said
+    decoded, seconds = child.decode(np.zeros(10, np.uint8), np.array([0]), np.array([10]), np.array([[4, 4, 3]]),
+                                    np.array([[0, 0, 4, 4]]), False, None, np.array([0]), None, True)
+    assert decoded.tolist() == [False] and seconds == 0.0
+
+
+@pytest.mark.parametrize("value, count", [(None, 1), ("0", 0), ("3", 3)])
+def test_the_number_of_decoder_processes_comes_from_the_environment(monkeypatch, value, count):
+    from penstock._cuda import _decode_process
+    if value is None:
+        monkeypatch.delenv(_decode_process.ENV_PROCESSES, raising=False)
+    else:
+        monkeypatch.setenv(_decode_process.ENV_PROCESSES, value)
+    assert _decode_process.process_count() == count
+
+
+@pytest.mark.parametrize("value", ["-1", "two"])
+def test_a_bad_number_of_decoder_processes_is_refused_naming_the_variable(monkeypatch, value):
+    from penstock._cuda import _decode_process
+    monkeypatch.setenv(_decode_process.ENV_PROCESSES, value)
+    with pytest.raises(ValueError, match="PENSTOCK_DECODER_PROCESSES"):
+        _decode_process.process_count()

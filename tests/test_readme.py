@@ -60,14 +60,19 @@ def image_folder(tmp_path_factory):
     return make_dataset(str(tmp_path_factory.mktemp("readme")), classes=2, per_class=4, size=(64, 80))
 
 
-def run_readme(readme: str, folder: str, on_gpu: bool) -> dict:
+def run_readme(readme: str, folder: str, on_gpu: bool, after_gpu_blocks: list | None = None) -> dict:
+    """The namespace after every block ran; ``after_gpu_blocks`` gets a copy of it after each GPU
+    block (later blocks may rebind its names)."""
     namespace: dict = {"__name__": "__readme__"}
     for line, code in blocks(readme):
-        if not on_gpu and is_gpu(code):
+        gpu = is_gpu(code)
+        if not on_gpu and gpu:
             code = cpu_form(code)
         for path in DATA_FOLDERS:
             code = code.replace(f'"{path}"', repr(folder))
         exec(compile("\n" * (line - 1) + code, os.path.join(ROOT, readme), "exec"), namespace)
+        if gpu and after_gpu_blocks is not None:
+            after_gpu_blocks.append(dict(namespace))
     return namespace
 
 
@@ -99,5 +104,8 @@ def test_readme_code_runs_as_written_on_the_gpu(readme, image_folder):
     from penstock import backend
     if not backend.cuda_available():
         pytest.skip("needs a CUDA device")
-    namespace = run_readme(readme, image_folder, on_gpu=True)
-    assert namespace["images"].at(0).shape == (224, 224, 3)
+    after_gpu_blocks: list = []
+    run_readme(readme, image_folder, on_gpu=True, after_gpu_blocks=after_gpu_blocks)
+    from penstock.tensors import TensorListGPU
+    images = [ns["images"] for ns in after_gpu_blocks if isinstance(ns.get("images"), TensorListGPU)]
+    assert images and all(i.as_cpu().at(0).shape == (224, 224, 3) for i in images)

@@ -50,5 +50,16 @@ def test_gpu_equals_cpu():
     if not _cuda.available():
         pytest.skip("needs a CUDA device")
     from test_gpu_breadth import assert_mixed
-    assert_mixed(lambda x: fn.tensor_resize(x, scales=[0.37, 1.5], axes=[0, 2], alignment=[0.0, 1.0]), [IMAGES],
+    assert_mixed(lambda x: fn.tensor_resize(x, scales=[0.37, 1.5], axes=[0, 1], alignment=[0.0, 1.0]), [IMAGES],
                  layouts=["HWC"], rtol=1e-4)
+
+
+@pytest.mark.gpu
+def test_resizing_three_axes_on_the_gpu_is_refused_naming_the_operator():
+    pytest.importorskip("cupy")
+    from penstock import _cuda
+    if not _cuda.available():
+        pytest.skip("needs a CUDA device")
+    from test_gpu_breadth import assert_mixed
+    with pytest.raises(Exception, match=r"tensor_resize[\s\S]*NotImplementedError[\s\S]*volumes"):
+        assert_mixed(lambda x: fn.tensor_resize(x, scales=[0.37, 1.5], axes=[0, 2]), [IMAGES], layouts=["HWC"])

@@ -81,6 +81,8 @@ def open_decoder(device_id: int, cpu_threads: int, backends: list, options: str 
 class DeviceDecoder:
     """One nvImageCodec decoder on the pipeline's device, with a stream and scratch memory of its own."""
 
+    usable = True  # as a decoder process once it started (_decode_process.DecoderProcess)
+
     def __init__(self, ctx: Any, options: str, cpu_threads: int, hw_load: float, adaptive: bool):
         """``hw_load``: the share of JPEGs for the hardware engines, the rest for the CUDA decoder;
         ``adaptive``: nvImageCodec moves the split from there to keep both busy."""
