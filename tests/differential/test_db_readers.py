@@ -1,7 +1,7 @@
 """readers.mxnet on RecordIO files and readers.caffe / readers.caffe2 on LMDB databases written here, sample
 by sample over several iterations, on penstock and DALI 2.4: default order, shuffled (DALI's buffer
 shuffle), sharded, padded; Caffe2's label types, additional tensors and boxes; bad records; and
-readers.sequence on streams of frame files."""
+readers.sequence on streams of frame files; experimental.readers.fits' errors."""
 import dataclasses
 import hashlib
 import os
@@ -16,6 +16,7 @@ from _harness import T, check_case, resolve
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from test_readers_mxnet import IMAGES, record, write_recordio  # noqa: E402
 from test_readers_sequence import write_streams  # noqa: E402
+from test_readers_fits import write_fits  # noqa: E402
 from test_readers_caffe import (BYTE, CAFFE2_IMAGE_RECORDS, CAFFE_RECORDS, FLOAT, INT32, INT64, STRING,  # noqa: E402
                                 caffe2_records, protos, tensor, write_lmdb)
 
@@ -40,6 +41,9 @@ class ReaderCase:
             kwargs = {"path": [f"{FOLDER}/d.rec"], "index_path": [f"{FOLDER}/d.idx"], **self.kwargs}
         elif self.reader == "sequence":
             kwargs = {"file_root": os.path.join(FOLDER, "streams"), **resolve(lib, self.kwargs)}
+        elif self.reader == "fits":
+            out = lib.fn.experimental.readers.fits(file_root=os.path.join(FOLDER, "fits"), **resolve(lib, self.kwargs))
+            return tuple(out) if isinstance(out, (list, tuple)) else out
         else:
             kwargs = {**self.kwargs, "path": [os.path.join(FOLDER, db) for db in self.kwargs["path"]]}
         out = getattr(lib.fn.readers, self.reader)(**kwargs)
@@ -112,12 +116,21 @@ CASES += [_sequence("sequence:default"), _sequence("sequence:step_stride", step=
           _sequence("sequence:shard", num_shards=2, shard_id=1, pad_last_batch=True),
           _sequence("sequence:too_long", sequence_length=6), _sequence("sequence:zero_length", sequence_length=0)]
 
+# DALI 2.4's CPU FITS reader asks for a CUDA driver for every image it reads: compared here are the
+# errors it raises before (penstock's own tests check the images against astropy)
+CASES += [ReaderCase("fits:primary_has_no_image", {"hdu_indices": [1], "file_filter": "img*.fits"}, "fits"),
+          ReaderCase("fits:past_the_last_hdu", {"hdu_indices": [5], "file_filter": "img*.fits"}, "fits"),
+          ReaderCase("fits:no_files", {"file_filter": "*.none"}, "fits")]
+
 
 @pytest.fixture(scope="module", autouse=True)
 def recordio_files():
     os.makedirs(FOLDER, exist_ok=True)
     if not os.path.isdir(os.path.join(FOLDER, "streams")):
         write_streams(os.path.join(FOLDER, "streams"))
+    if not os.path.isdir(os.path.join(FOLDER, "fits")):
+        os.makedirs(os.path.join(FOLDER, "fits"))
+        write_fits(os.path.join(FOLDER, "fits"))
     for name, records in DATABASES.items():
         if not os.path.exists(os.path.join(FOLDER, name, "data.mdb")):
             write_lmdb(os.path.join(FOLDER, name), records)
