@@ -24,6 +24,7 @@
 #include "kernels/filter.h"
 #include "kernels/gather.h"
 #include "kernels/gaussian_blur.h"
+#include "kernels/inflate.h"
 #include "kernels/image_decode.h"
 #include "kernels/image_decode_libraries.h"
 #include "kernels/jpeg_compression_distortion.h"
@@ -163,6 +164,8 @@ PYBIND11_MODULE(_engine, m) {
   m.def("recordio_records", &recordio_records,
         "MXNet RecordIO records (byte ranges back to back) -> (image bytes, sizes, float labels, label counts)",
         without_gil, "pool"_a, "ranges"_a, "starts"_a, "sizes"_a);
+  m.def("inflate_lz4", &inflate_lz4, "Decompress LZ4 blocks (chunks of one buffer) into chunks of another",
+        without_gil, "pool"_a, "src"_a, "src_starts"_a, "src_sizes"_a, "dst"_a, "dst_starts"_a, "dst_sizes"_a);
   m.def("caffe_datums", &caffe_datums,
         "Caffe Datum records (back to back) -> (image bytes, image sizes, int32 labels, label counts)", without_gil,
         "pool"_a, "records"_a, "starts"_a, "sizes"_a);

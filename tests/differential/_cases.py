@@ -75,7 +75,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
 # CPU); dump_image, which writes files into the working directory
 SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "experimental.readers.video",
             "experimental.inputs.video", "readers.mxnet", "readers.caffe", "readers.caffe2", "readers.sequence",
-            "experimental.readers.fits",
+            "experimental.readers.fits", "decoders.inflate", "experimental.inflate",
             "dump_image", "experimental.median_blur",
             "experimental.erode", "experimental.dilate", "jitter", "experimental.resize", "experimental.remap"}
 # cases DALI 2.4 never returns from (its worker would hold up every case after it)

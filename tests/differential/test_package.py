@@ -16,7 +16,7 @@ import pytest
 from _harness import HAVE_DALI, check_case, run_dali, settle
 
 # DALI 2.4's fn paths penstock does not have yet (another issue's work)
-NOT_YET = {"optical_flow", "OpticalFlow", "Compose", "inflate", "Inflate"}
+NOT_YET = {"optical_flow", "OpticalFlow", "Compose"}
 
 _SUBMODULES = ("import json, sys, types; import {name} as m; print(json.dumps(sorted("
                "k for k, v in vars(m).items() if isinstance(v, types.ModuleType) and not k.startswith('_'))))")
