@@ -61,6 +61,12 @@ INTENDED: dict[str, str] = {
     'reductions.rms[dtype=types.UINT8]': ("DALI 2.4 sums the squares in the output type when it is the input's "
                                          "integer type, so they wrap (rms of 0..255 comes out as a few levels); "
                                          "penstock sums them wide and converts the root"),
+    'squeeze:axes_node': ("DALI 2.4's squeeze does not see axes given as a per-sample input and raises that "
+                          "neither axes nor axis_names is given; penstock removes each sample's axes"),
+    'reshape:src_dims_node': ("DALI 2.4's reshape does not see src_dims given as a per-sample input (alone, it "
+                              "finds nothing to do and raises); penstock picks each sample's dims"),
+    'reshape:src_dims_node_rel': ("DALI 2.4's reshape ignores src_dims given as a per-sample input and scales the "
+                                  "input dims in order; penstock scales the dims each sample's src_dims picks"),
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
