@@ -112,6 +112,7 @@ DYNAMIC_INTENDED: dict[str, str | None] = {
         'slice[shape=[2.0]]', 'squeeze[axes=[]]', 'transforms.rotation[axis=[2.0]]',
         'transforms.rotation[center=[2.0]]', 'transforms.scale[scale=[]]', 'transforms.scale[center=[2.0]]',
         'warp_affine[base]', 'warp_affine[inverse_map=False]', 'warp_affine[size=[0.5, 1.5]]',
+        'warp_affine[dtype=types.FLOAT]', 'warp_affine[dtype=types.UINT8]',
         'warp_affine[fill_value=2.0]', 'warp_affine[fill_value=0.0]', 'warp_affine[fill_value=-1.0]',
         'warp_affine[interp_type=types.INTERP_NN]', 'warp_affine[interp_type=types.INTERP_LINEAR]',
         'debayer[blue_position=[1]]', 'filter[anchor=[1]]', 'roi_random_crop[roi_start=[1]]',
