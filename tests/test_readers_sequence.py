@@ -117,7 +117,8 @@ def test_errors(root, tmp_path):
 
 @pytest.mark.filterwarnings("default")
 def test_every_name_of_it_warns(root):
-    for reader, name in ((fn.readers.sequence, "fn.readers.sequence"), (fn.readers.hidden.sequence, "fn.readers.sequence"),
+    for reader, name in ((fn.readers.sequence, "fn.readers.sequence"),
+                         (fn.readers.hidden.sequence, "fn.readers.sequence"),
                          (fn.sequence_reader, "fn.sequence_reader"), (fn.hidden.sequence_reader, "fn.sequence_reader")):
         with pytest.warns(DeprecationWarning, match=f"`penstock.{name}` is now deprecated"):
             read(file_root=root, sequence_length=2, reader=reader)

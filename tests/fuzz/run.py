@@ -17,8 +17,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "checkpoint", "audio", "nemo_manifest")
-NATIVE_TARGETS = ("decode", "tfrecord", "audio")  # run against the sanitizer build of the engine
+TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "caffe", "inflate", "checkpoint", "audio", "nemo_manifest")
+NATIVE_TARGETS = ("decode", "tfrecord", "caffe", "inflate", "audio")  # run against the sanitizer build of the engine
 # libFuzzer's input length: edits of built-in inputs need no more (see README.md)
 MAX_LEN = {"decode": 256, "checkpoint": 256, "audio": 256, "tfrecord": 4096}
 

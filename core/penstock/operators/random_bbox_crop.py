@@ -50,8 +50,9 @@ RANDOM_BBOX_CROP = OpSchema(
 
 SSD_RANDOM_CROP = OpSchema(
     "SSDRandomCrop", "Crops each image (input 0, HWC) to a random window that keeps its boxes (input 1, relative "
-    "[l, t, r, b]), one of them at least at an IoU threshold drawn from 0, 0.1, 0.3, 0.5, 0.7, 0.9 (or not at all), as in SSD's training; "
-    "outputs the image, the boxes kept in the window's coordinates and their labels (input 2).",
+    "[l, t, r, b]), one of them at least at an IoU threshold drawn from 0, 0.1, 0.3, 0.5, 0.7, 0.9 (or not at "
+    "all), as in SSD's training; outputs the image, the boxes kept in the window's coordinates and their labels "
+    "(input 2).",
     args=[Arg("num_attempts", ArgType.INT, 1, doc="windows tried per drawn threshold")],
     min_inputs=3, num_outputs=3, is_random=True, devices=("cpu",), deprecated=True, replaced_by="random_bbox_crop",
     hidden=True)
