@@ -113,3 +113,22 @@ def test_argument_errors(folder):
         read(file_root=folder, dtypes=["no such type"])
     with pytest.raises(RuntimeError, match="No files found"):
         read(file_root=folder, file_filter="*.none")
+
+
+@pytest.mark.gpu
+def test_gpu_reader_gives_the_cpu_images(folder):
+    from penstock import _cuda
+    if not _cuda.available():
+        pytest.skip("needs a CUDA device")
+
+    def run(device):
+        @pipeline_def(batch_size=3, num_threads=2, device_id=0, seed=9)
+        def pipe():
+            return tuple(fn.experimental.readers.fits(file_root=folder, hdu_indices=[2, 3], device=device,
+                                                      dtypes=[types.INT16, types.FLOAT], random_shuffle=True))
+
+        return [[np.array(o.as_cpu()[i]) for i in range(len(o))] for o in pipe().run()]
+
+    for cpu, gpu in zip(run("cpu"), run("gpu")):
+        for a, b in zip(cpu, gpu):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
