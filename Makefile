@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test
+.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test torchaudio-site
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,16 @@ DALI_STAMP := $(DALI_SITE)/.installed
 $(DALI_STAMP): $(VENV)/bin/python requirements-dali.txt
 	$(PIP) install -q --no-deps --target $(DALI_SITE) -r requirements-dali.txt
 	touch $(DALI_STAMP)
+
+# torchaudio for the speech benchmarks (requirements-torchaudio.txt says why without its extension):
+# PYTHONPATH=$(DALI_SITE):$(TORCHAUDIO_SITE) .venv/bin/python bench/audio_cpu.py
+TORCHAUDIO_SITE ?= $(CURDIR)/$(VENV)/torchaudio-site
+$(TORCHAUDIO_SITE)/.installed: $(VENV)/bin/python requirements-torchaudio.txt
+	$(PIP) install -q --no-deps --target $(TORCHAUDIO_SITE) -r requirements-torchaudio.txt
+	rm -f $(TORCHAUDIO_SITE)/torchaudio/lib/*.so
+	touch $@
+
+torchaudio-site: $(TORCHAUDIO_SITE)/.installed
 
 test: $(STAMP) $(DALI_STAMP)
 	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider tests

@@ -176,14 +176,17 @@ class BuildExtWithPrivateLibs(build_ext):
 
 
 class BuildPyWithCudaSources(build_py):
-    """Wheels carry the CUDA kernel sources (compiled at run time) as penstock/_cuda/src."""
+    """Wheels carry the CUDA kernel sources (compiled at run time) as penstock/_cuda/src, and the
+    custom operators' headers (plugins build against them; custom kernels are compiled with them)
+    as penstock/include."""
 
     def run(self) -> None:
         super().run()
-        target = os.path.join(self.build_lib, "penstock", "_cuda", "src")
-        os.makedirs(target, exist_ok=True)
-        for path in glob.glob(os.path.join(HERE, "csrc", "cuda", "*.cu*")):
-            shutil.copy(path, target)
+        for pattern, folder in (("cuda/*.cu*", ("_cuda", "src")), ("include/penstock_plugin.*", ("include",))):
+            target = os.path.join(self.build_lib, "penstock", *folder)
+            os.makedirs(target, exist_ok=True)
+            for path in glob.glob(os.path.join(HERE, "csrc", pattern)):
+                shutil.copy(path, target)
 
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExtWithPrivateLibs, "build_py": BuildPyWithCudaSources})

@@ -149,11 +149,19 @@ def parsed(ap: argparse.ArgumentParser, worker: Callable[..., dict]) -> argparse
 
 def run_worker(script: str, args: Sequence[str], env: dict | None = None) -> dict:
     """Runs ``python script *args`` in a fresh process; returns the JSON object of its last line."""
-    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
-                         env=None if env is None else {**os.environ, **env})
-    if out.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(script)} {' '.join(args)} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_workers(script, [args], env)[0]
+
+
+def run_workers(script: str, arg_lists: Sequence[Sequence[str]], env: dict | None = None) -> list[dict]:
+    """``run_worker`` for several processes running at once (one per GPU): their JSON objects, in order."""
+    procs = [subprocess.Popen([sys.executable, script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=None if env is None else {**os.environ, **env})
+             for args in arg_lists]
+    outputs = [p.communicate() for p in procs]  # read while they run: a full pipe would stall them
+    for p, args, (_, err) in zip(procs, arg_lists, outputs):
+        if p.returncode != 0:
+            raise RuntimeError(f"{os.path.basename(script)} {' '.join(args)} failed:\n{err[-3000:]}")
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
 
 
 def alternating_rounds(rounds: int, jobs: Sequence[K], run: Callable[[K], dict]) -> dict[K, list[dict]]:
@@ -227,10 +235,12 @@ class Timing:
 
 
 def timed(step: Callable[[], Any], items_per_step: int, *, steps: int | None = None, seconds: float | None = None,
-          warmup_steps: int = 3, warmup_seconds: float = 0.0, sync: Callable[[], Any] = lambda: None) -> Timing:
+          warmup_steps: int = 3, warmup_seconds: float = 0.0, sync: Callable[[], Any] = lambda: None,
+          ready: Callable[[], Any] = lambda: None) -> Timing:
     """Times ``step()`` after a warm-up of ``warmup_steps`` calls and at least ``warmup_seconds``:
     ``steps`` calls, or as many as fill ``seconds`` (at least 3). ``sync`` waits for queued device
-    work, before the clock starts and before it stops."""
+    work, before the clock starts and before it stops; ``ready()`` is called once warm, before the
+    clock starts (processes timed together meet there)."""
     if (steps is None) == (seconds is None):
         raise ValueError("timed: give steps or seconds")
     warm_until = time.perf_counter() + warmup_seconds
@@ -243,6 +253,7 @@ def timed(step: Callable[[], Any], items_per_step: int, *, steps: int | None = N
         return n < steps if steps is not None else (n < 3 or elapsed < seconds)
 
     sync()
+    ready()
     cpu0, start = cpu_seconds(), time.perf_counter()
     n = 0
     while more(n, time.perf_counter() - start):

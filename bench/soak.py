@@ -19,7 +19,8 @@ OS's), child processes and the /dev/shm segments this process tree has open or m
 processes' are not counted: /dev/shm is shared), and with ``--device-id`` the GPU's memory in use
 (through CuPy). After the warm-up (``--warmup`` epochs, or a timed run's first tenth if longer),
 RSS and GPU memory must stay within +-2% of their first post-warm-up sample and the counts must not
-grow.
+grow; ``rss_slope_mb_per_hour`` is RSS's least-squares trend after the warm-up (a short run's
+evidence of growth, beside the swings of caches).
 
 Prints one JSON line (penstock; with ``--dali``, a second one for NVIDIA DALI, in its own process)
 with the curves, the accounts and a verdict, and exits non-zero when a check fails. Descriptors are counted
@@ -408,7 +409,7 @@ def soak(lib_name: str, epochs: int | None, warmup: int, images: int, device_id:
                 checksum += float(np.asarray(pipe.run()[0].as_array()).mean())
         for run in runs.values():
             run.step(ACCOUNTED_STEPS)
-        curve.append(sample(device_id))
+        curve.append(dict(sample(device_id), seconds=round(time.monotonic() - start, 1)))
     seconds = time.monotonic() - start
     for run in runs.values():
         run.finish()
@@ -430,6 +431,9 @@ def verdict(system: str, curve: list[dict], warmup: int, seconds: float, notes: 
     after = curve[warmup:] or curve[-1:]
     ref = after[0]
     drift = max(abs(s["rss_mb"] / ref["rss_mb"] - 1) for s in after)
+    # the trend beneath the samples' swings (caches filling and emptying): least squares over time
+    slope = (float(np.polyfit([s["seconds"] for s in after], [s["rss_mb"] for s in after], 1)[0]) * 3600
+             if len(after) > 2 and all("seconds" in s for s in after) else 0.0)
     gpu_drift = (max(abs(s["gpu_mb"] / ref["gpu_mb"] - 1) for s in after)
                  if ref.get("gpu_mb") else 0.0)
     growth = {k: after[-1][k] - ref[k] for k in ("fds", "threads", "os_threads", "processes", "shm") if k in ref}
@@ -438,7 +442,8 @@ def verdict(system: str, curve: list[dict], warmup: int, seconds: float, notes: 
     ok = (drift <= 0.02 and gpu_drift <= 0.02 and all(v <= 0 for v in growth.values()) and slots <= slot_bound
           and all(a["ok"] for a in accounts.values()))
     return {"system": system, "epochs": len(curve), "warmup": warmup, "seconds": round(seconds, 1),
-            "rss_drift_pct": round(100 * drift, 3), "gpu_mem_drift_pct": round(100 * gpu_drift, 3),
+            "rss_drift_pct": round(100 * drift, 3), "rss_slope_mb_per_hour": round(slope, 2),
+            "gpu_mem_drift_pct": round(100 * gpu_drift, 3),
             "growth_after_warmup": growth,
             "shm_slots_max": slots, "shm_slot_bound": slot_bound, "accounts": accounts, "ok": ok,
             "notes": notes, "curve": {k: [s.get(k) for s in curve] for k in curve[0]}}
@@ -452,7 +457,7 @@ def plot(results: list[dict], path: str) -> None:
     except ImportError:
         print("--plot: matplotlib is not installed; skipped", file=sys.stderr)
         return
-    keys = [k for k in results[0]["curve"]]
+    keys = [k for k in results[0]["curve"] if k != "seconds"]
     fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.2 * len(keys)), sharex=True)
     for ax, key in zip(axes, keys):
         for r in results:

@@ -15,6 +15,7 @@
 #include "kernels/clahe.h"
 #include "kernels/color.h"
 #include "kernels/crop_mirror_normalize.h"
+#include "kernels/custom.h"
 #include "kernels/debayer.h"
 #include "kernels/displacement.h"
 #include "kernels/dump_image.h"
@@ -147,6 +148,11 @@ PYBIND11_MODULE(_engine, m) {
         "when the array (and every view of it) is freed", "nbytes"_a);
   m.def("pool_cached_bytes", [] { return host_pool()->cached_bytes(); }, "Bytes held by the host buffer pool for reuse");
   m.def("pool_clear", [] { host_pool()->clear(); }, "Frees every cached buffer");
+
+  // ---- custom operators (include/penstock_plugin.h) ----
+  m.def("plugin_parallel_for_address", &plugin_parallel_for_address,
+        "Address of the parallel_for a plugin's entry points call (penstock_context::parallel_for)");
+  m.def("thread_pool_address", &thread_pool_address, "The pool as penstock_context::pool", "pool"_a);
 
   // ---- files and readers ----
   m.def("read_files", &read_files, "Read whole files into one packed uint8 buffer", without_gil, "pool"_a, "paths"_a);

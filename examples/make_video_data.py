@@ -15,14 +15,17 @@ from fractions import Fraction
 
 import numpy as np
 
-# codec -> (PyAV encoder, pixel format, encoder options); the first encoder found is used
+# codec -> (PyAV encoder, pixel format, encoder options); the first encoder found is used. Each
+# encoder runs on as few threads as it can (x265 and SVT-AV1 take that from their own parameters,
+# the others from the codec context): thread pools sized to the machine's cores buy nothing on
+# clips this small and are what differs from one machine to the next.
 CODECS = {
     "h264": (("libx264", "h264"), "yuv420p", {"preset": "ultrafast", "crf": "16", "bframes": "2"}),
     "hevc": (("libx265", "hevc"), "yuv420p", {"preset": "ultrafast", "crf": "16",
-                                              "x265-params": "log-level=none:bframes=2"}),
+                                              "x265-params": "log-level=none:bframes=2:pools=1:frame-threads=1"}),
     "vp9": (("libvpx-vp9", "vp9"), "yuv420p", {"crf": "20", "b": "0", "deadline": "realtime", "cpu-used": "8"}),
     "vp8": (("libvpx",), "yuv420p", {"crf": "10", "b": "2M", "deadline": "realtime", "cpu-used": "8"}),
-    "av1": (("libsvtav1", "libaom-av1"), "yuv420p", {"preset": "12", "crf": "20"}),
+    "av1": (("libsvtav1", "libaom-av1"), "yuv420p", {"preset": "12", "crf": "20", "svtav1-params": "lp=1"}),
     "mpeg4": (("mpeg4",), "yuv420p", {"qscale": "2"}),
     "mjpeg": (("mjpeg",), "yuvj420p", {"qscale": "2"}),
 }
@@ -96,6 +99,7 @@ def encode(frames: np.ndarray, codec: str = "h264", container: str = "mp4", fps:
         stream.width, stream.height = frames.shape[2], frames.shape[1]
         stream.pix_fmt = pix_fmt
         stream.codec_context.gop_size = gop
+        stream.codec_context.thread_count = 1
         if pts is not None:
             stream.codec_context.time_base = time_base or Fraction(1, 1000)
             stream.time_base = time_base or Fraction(1, 1000)
@@ -115,21 +119,36 @@ def variable_pts(frames: int, seed: int = 0) -> list[int]:
     return np.concatenate([[0], np.cumsum(rng.choice([20, 33, 40, 60], frames - 1))]).astype(int).tolist()
 
 
+def _write_clip(path: str, frames: int, height: int, width: int, photo: str, seed: int, codec: str,
+                container: str) -> None:
+    clip = natural_motion(frames, height, width, photo, seed)
+    with open(path + ".part", "wb") as f:
+        f.write(encode(clip, codec, container))
+    os.replace(path + ".part", path)  # a clip that exists is whole
+
+
 def write_clips(root: str, count: int = 8, frames: int = 48, height: int = 120, width: int = 160,
-                codec: str = "h264", container: str = "mp4", classes: int = 2, seed: int = 0) -> list[str]:
+                codec: str = "h264", container: str = "mp4", classes: int = 2, seed: int = 0,
+                processes: int = 1) -> list[str]:
     """``count`` clips of different photographs and camera moves in class folders under ``root``
-    (``class_k/clip_i.<container>``); returns their paths."""
+    (``class_k/clip_i.<container>``), made on up to ``processes`` processes where they do not
+    exist yet; returns their paths."""
     photos = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry")
-    paths = []
+    paths, todo = [], []
     for i in range(count):
         folder = os.path.join(root, f"class_{i % classes}")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"clip_{i:04d}.{container}")
         if not os.path.exists(path):
-            clip = natural_motion(frames, height, width, photos[i % len(photos)], seed + i)
-            with open(path, "wb") as f:
-                f.write(encode(clip, codec, container))
+            todo.append((path, frames, height, width, photos[i % len(photos)], seed + i, codec, container))
         paths.append(path)
+    if processes > 1 and len(todo) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(min(processes, len(todo))) as pool:
+            list(pool.map(_write_clip, *zip(*todo)))
+    else:
+        for job in todo:
+            _write_clip(*job)
     return paths
 
 
@@ -141,5 +160,7 @@ if __name__ == "__main__":
     parser.add_argument("--size", type=int, nargs=2, default=(120, 160), metavar=("H", "W"))
     parser.add_argument("--codec", default="h264", choices=sorted(CODECS))
     parser.add_argument("--container", default="mp4", choices=sorted(CONTAINER_OF))
+    parser.add_argument("--processes", type=int, default=os.cpu_count())
     args = parser.parse_args()
-    print("\n".join(write_clips(args.root, args.count, args.frames, *args.size, args.codec, args.container)))
+    print("\n".join(write_clips(args.root, args.count, args.frames, *args.size, args.codec, args.container,
+                                 processes=args.processes)))

@@ -94,7 +94,12 @@ def compile_for_host(folder, kernel_file: str, harness: str, with_common: bool =
     assert cxx, "a C++ compiler is needed (the engine is built with one)"
     prelude = WITH_COMMON.replace("COMMON", os.path.join(CUDA_DIR, "common.cuh")) if with_common else PRELUDE
     (folder / "harness.cpp").write_text(prelude + harness.replace("SOURCE", os.path.join(CUDA_DIR, kernel_file)))
-    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-o", str(folder / "h.so"),
+    # PENSTOCK_EMULATED_SANITIZE=1 builds the kernels with AddressSanitizer and UBSan (run pytest with
+    # their runtimes preloaded, see tests/fuzz/README.md): an access outside a buffer, which on the
+    # GPU may pass unnoticed or end in CUDA_ERROR_ILLEGAL_ADDRESS later, stops at the access
+    sanitize = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"] \
+        if os.environ.get("PENSTOCK_EMULATED_SANITIZE") else []
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", *sanitize, "-o", str(folder / "h.so"),
                     str(folder / "harness.cpp")], check=True)
     return ctypes.CDLL(str(folder / "h.so"))
 

@@ -1,4 +1,7 @@
 """Small helpers shared by the operator tests."""
+import socket
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -90,3 +93,29 @@ def chroma_spread_per_block(rgb: np.ndarray) -> np.ndarray:
         blocks = diff.reshape(h // 2, 2, w // 2, 2).transpose(0, 2, 1, 3).reshape(h // 2, w // 2, 4)
         spreads.append(blocks.max(-1) - blocks.min(-1))
     return np.maximum(*spreads)
+
+
+def run_together(commands: list, timeout: float, **popen_kwargs) -> list:
+    """Starts every command at once (the ranks of one job) and waits for them all: their stdout, in
+    order. A process that fails fails the test with its output; none is left running."""
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_kwargs)
+             for c in commands]
+    outputs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            assert p.returncode == 0, out[-2000:] + err[-4000:]
+            outputs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return outputs
+
+
+def free_port() -> int:
+    """A TCP port free on localhost now (for a job's rendezvous)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,10 +1,19 @@
 """Videos the video tests make for themselves (examples/make_video_data.py: a photograph under a
-slow camera move), cached per session, and how decoded frames are matched to what was encoded."""
+slow camera move), cached per session, and how decoded frames are matched to what was encoded.
+
+The clips are encoded in a process of their own (spawned once per session): the encoders' threads
+then never share a process with what the tests ran before (frameworks' thread pools, decoders
+left open, a Python log callback installed in PyAV), and an encoder that crashes fails the tests
+that need its clip, naming it, instead of ending the session."""
 from __future__ import annotations
 
+import concurrent.futures
+import faulthandler
 import functools
+import multiprocessing
 import os
 import sys
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
@@ -30,13 +39,30 @@ def clip(frames: int = 30, height: int = 48, width: int = 64, seed: int = 0) -> 
     return natural_motion(frames, height, width, ("astronaut", "coffee", "chelsea")[seed % 3], seed)
 
 
+def _encode_clip(codec: str, container: str, frames: int, height: int, width: int, seed: int, vfr: bool,
+                 gop: int) -> bytes:
+    """Runs in the encoding process."""
+    pts = variable_pts(frames, seed) if vfr else None
+    return encode(clip(frames, height, width, seed), codec, container, pts=pts, gop=gop)
+
+
+_encoder: list = []  # the encoding process (a one-worker pool), started at the first clip
+
+
 @functools.lru_cache(maxsize=None)
 def encoded(codec: str = "h264", container: str = "mp4", frames: int = 30, height: int = 48, width: int = 64,
             seed: int = 0, vfr: bool = False, gop: int = 10) -> bytes:
     if not available(codec):
         pytest.skip(f"this FFmpeg has no {codec} encoder")
-    pts = variable_pts(frames, seed) if vfr else None
-    return encode(clip(frames, height, width, seed), codec, container, pts=pts, gop=gop)
+    if not _encoder:
+        _encoder.append(concurrent.futures.ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("spawn"), initializer=faulthandler.enable))
+    try:
+        return _encoder[0].submit(_encode_clip, codec, container, frames, height, width, seed, vfr, gop).result()
+    except BrokenProcessPool:
+        _encoder.pop().shutdown(wait=False)
+        raise RuntimeError(f"the process encoding a {codec} clip in {container} ({frames} frames of {width}x"
+                           f"{height}) died; its traceback, if any, is in the captured stderr") from None
 
 
 def write(folder, name: str, data: bytes) -> str:

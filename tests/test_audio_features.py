@@ -214,6 +214,18 @@ def test_audio_resample_lengths_and_a_tone():
     assert lengths[0].shape == (1234,)
 
 
+def test_audio_resample_at_equal_rates_gives_the_samples():
+    # every output lies on an input sample, where the windowed sinc weighs 1 and its zeros (< 1e-16)
+    x = (np.sin(np.arange(700) / 5) * 0.7).astype(np.float32)
+    ints = (x * 30000).astype(np.int16)
+    (f,), _ = _run([x], lambda s: fn.audio_resample(s, in_rate=16000.0, out_rate=16000.0))
+    (same,), _ = _run([x], lambda s: fn.audio_resample(s, scale=1.0))
+    (i,), _ = _run([ints], lambda s: fn.audio_resample(s, scale=1.0))
+    np.testing.assert_array_equal(f[0], x)
+    np.testing.assert_array_equal(same[0], x)
+    np.testing.assert_array_equal(i[0], ints)
+
+
 def test_audio_resample_integers_as_fractions_of_full_scale():
     x = (np.sin(np.arange(500) / 7) * 20000).astype(np.int16)
     (f,), _ = _run([x], lambda s: fn.audio_resample(s, scale=1.5, dtype=types.FLOAT))
@@ -222,6 +234,11 @@ def test_audio_resample_integers_as_fractions_of_full_scale():
     scaled = (f[0] * np.float32(32767)).astype(np.float64)  # in float, then rounded half away from zero
     np.testing.assert_array_equal(i[0], np.trunc(scaled + np.copysign(0.5, scaled)).astype(np.int16))
     assert abs(float(np.abs(f[0]).max()) - 20000 / 32767) < 0.02  # the peaks between the samples too
+
+
+def test_spectrogram_of_an_empty_signal_names_the_sample():
+    with pytest.raises(RuntimeError, match=r"(?s)sample 1.*empty"):
+        _run([np.ones(50, np.float32), np.zeros(0, np.float32)], lambda x: fn.spectrogram(x, window_length=8))
 
 
 @pytest.mark.parametrize("graph, message", [

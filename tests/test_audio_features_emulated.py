@@ -141,3 +141,12 @@ def test_preemphasis_to_integers_is_not_on_the_gpu(gpu):
     from penstock import types as dtypes
     with pytest.raises(NotImplementedError, match="FLOAT output"):
         _run(audio_features.PREEMPHASIS, SIGNALS, {"dtype": dtypes.INT16}, gpu)
+
+
+def test_batches_of_about_the_same_size_share_one_transform_plan(gpu):
+    # the rows of a batched transform are rounded up (by at most an eighth) so CuPy's plan cache
+    # serves batches whose frame counts differ a little
+    planned = {count: gpu.kernels._rows(count, 512)[1] for count in (1000, 1010, 1023, 2600, 2650, 7)}
+    assert planned[1000] == planned[1010] == planned[1023] and planned[2600] == planned[2650]
+    assert all(count <= rows <= max(64, count * 9 // 8) for count, rows in planned.items())
+    assert gpu.kernels._rows(1000, 512)[0].size == planned[1000] * 512

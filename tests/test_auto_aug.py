@@ -119,9 +119,12 @@ def _apply(aug, imgs, magnitude_bin=None, bins=11):
 
 def test_augmentations_map_magnitude_bins_to_parameters():
     imgs = _images()
-    # posterize bin 5 of (0, 4) on 11 bins: 2 bits removed; solarize bin 4 of (256, 0): threshold 153.6
+    # posterize bin 5 of (0, 4) on 11 bins: 2 bits kept (bin 0: at least one), as DALI's posterize;
+    # solarize bin 4 of (256, 0): threshold 153.6
     for img, out in zip(imgs, _apply(a.posterize, imgs, 5)):
-        np.testing.assert_array_equal(out, img & 0xFC)
+        np.testing.assert_array_equal(out, img & 0xC0)
+    for img, out in zip(imgs, _apply(a.posterize, imgs, 0)):
+        np.testing.assert_array_equal(out, img & 0x80)
     for img, out in zip(imgs, _apply(a.solarize, imgs, 4)):
         np.testing.assert_array_equal(out, np.where(img < 153.6, img, 255 - img))
     for img, out in zip(imgs, _apply(a.solarize_add, imgs, 10)):
@@ -134,7 +137,8 @@ def test_augmentations_map_magnitude_bins_to_parameters():
         np.testing.assert_array_equal(out, 255 - img)
 
 
-@pytest.mark.parametrize("policy", ["auto", "rand", "trivial", "trivial_shape"])
+@pytest.mark.parametrize("policy", ["auto", "rand", "trivial", "trivial_shape", "reduced_image_net", "svhn",
+                                    "reduced_cifar10"])
 def test_policies_run_on_images(policy):
     imgs = _images(16, seed=4)
 
@@ -143,6 +147,8 @@ def test_policies_run_on_images(policy):
         x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC")
         if policy == "auto":
             return auto_augment.auto_augment(x)
+        if policy in auto_augment.POLICIES:
+            return auto_augment.auto_augment(x, policy)
         if policy == "rand":
             return rand_augment.rand_augment(x, n=3, m=20)
         if policy == "trivial":
@@ -164,3 +170,28 @@ def test_seed_makes_policies_reproducible_whatever_the_pipeline_seed():
     # distinct streams per random operator: the op pick and the magnitude bin are not locked together
     picks, bins = outs[0][:, :K].argmax(axis=1), np.round(outs[0][:, K:].sum(axis=1), 4)
     assert len(set(zip(picks.tolist(), bins.tolist()))) > K
+
+
+def test_signed_bin_gives_the_sign_of_randomly_negated_magnitudes():
+    from penstock.auto_aug.core import signed_bin
+    imgs = _images(4)
+    signs = [np.int32(s) for s in (0, 1, 1, 0)]
+
+    @pipeline_def(batch_size=4, num_threads=2, device_id=None, enable_conditionals=True)
+    def pipe():
+        x = fn.external_source(source=lambda: imgs, batch=True, layout="HWC")
+        sign = fn.external_source(source=lambda: signs, batch=True)
+        return a.brightness(x, magnitude_bin=signed_bin(10, random_sign=sign), num_magnitude_bins=11)
+    out, = pipe().run()
+    for img, s, i in zip(imgs, signs, range(4)):  # bin 10 of (0, 0.9): factor 1.9, negated 0.1
+        ref = np.clip(np.floor(img * (0.1 if s else 1.9) + 0.5), 0, 255)
+        assert np.abs(out.at(i).astype(float) - ref).max() <= 1
+    with pytest.raises(ValueError, match="random_sign cannot be given together with seed"):
+        signed_bin(3, random_sign=object(), seed=1)
+
+
+def test_policy_names_and_their_arguments_are_checked():
+    with pytest.raises(ValueError, match="policy_name must be one of"):
+        auto_augment.auto_augment(None, "cifar")
+    with pytest.raises(ValueError, match="'reduced_image_net' has no translations; do not give max_translate_abs"):
+        auto_augment.auto_augment(None, "reduced_image_net", max_translate_abs=10)

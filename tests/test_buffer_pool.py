@@ -70,3 +70,27 @@ def test_pipeline_outputs_stay_valid_while_held():
     for batch in held:
         for k in range(4):
             assert (batch.at(k) == k + 1).all()
+
+
+def test_a_block_not_reused_for_a_while_is_freed():
+    """Batches of varying sizes must not leave a block of every size they ever had."""
+    _clear_pool()
+    rare = _engine.empty_pooled(3 * POOLED_BYTES)
+    del rare
+    gc.collect()
+    assert _engine.pool_cached_bytes() >= 3 * POOLED_BYTES
+    for _ in range(300):  # a recurring batch size, reused each time: more acquires than the idle limit
+        _engine.empty_pooled(POOLED_BYTES)
+    assert _engine.pool_cached_bytes() == POOLED_BYTES
+
+
+def test_a_slightly_larger_cached_block_is_reused():
+    _clear_pool()
+    a = _engine.empty_pooled(POOLED_BYTES + POOLED_BYTES // 10)
+    address = _address(a)
+    del a
+    gc.collect()
+    b = _engine.empty_pooled(POOLED_BYTES)  # a size class below the cached block's, within a quarter
+    assert _address(b) == address and b.nbytes == POOLED_BYTES
+    c = _engine.empty_pooled(POOLED_BYTES // 2)  # too small for that block to serve: a new one
+    assert _address(c) != address

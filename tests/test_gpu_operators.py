@@ -462,6 +462,24 @@ def test_a_corrupt_jpeg_in_mixed_decoding_is_the_decoders_error_naming_its_file(
         pipe().run()
 
 
+@pytest.mark.parametrize("device", ["cpu", "mixed"])
+def test_a_crop_window_larger_than_its_image_is_refused_on_both_backends(tmp_path, device):
+    # the GPU decoders gather windows from whole decoded images: one past an edge would read outside
+    # the image's device memory, so the mixed backend refuses it as the CPU does, naming the file
+    folder = tmp_path / "a"
+    folder.mkdir()
+    for k, data in enumerate(_jpegs(3)[:3]):  # the second is 133 x 153
+        (folder / f"img_{k}.jpg").write_bytes(data.tobytes())
+
+    @pipeline_def(batch_size=3, num_threads=2, device_id=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        return fn.decoders.image_crop(jpegs, device=device, crop=(125, 155))
+
+    with pytest.raises(RuntimeError, match=r"(?s)sample [01].*img_[01].jpg.*crop window.*lies outside"):
+        pipe().run()
+
+
 def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
     # several batches decode at once on the GPU decoder's stream while earlier ones are consumed:
     # each must land in its own output, whole images and windows alike
@@ -649,3 +667,30 @@ def test_normalize_on_the_gpu_with_per_sample_statistics():
         return fn.normalize(x, mean=m, stddev=s), fn.normalize(x, mean=m, axes=(0, 1))
 
     assert_same(graph, [IMAGES], ["HWC"], rtol_float=1e-4)
+
+
+def test_ops_compose_moves_data_to_the_gpu_operator():
+    from penstock import ops
+    chain = ops.Compose([ops.Cast(dtype=types.FLOAT), ops.Normalize(device="gpu", mean=1.0, stddev=2.0)])
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(lambda: [np.arange(4, dtype=np.uint8), np.full(4, 5, np.uint8)], batch=True)
+        return chain(x)
+    out, = pipe().run()
+    assert isinstance(out, TensorListGPU)
+    np.testing.assert_allclose(out.as_cpu().at(1), np.full(4, 2.0, np.float32))
+
+
+def test_output_stream_is_the_stream_outputs_are_produced_on():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        return fn.external_source(lambda: [np.ones(3, np.float32)] * 2, batch=True).gpu() * 2
+
+    p = pipe()
+    stream = p.output_stream()
+    assert isinstance(stream, cp.cuda.Stream)
+    out, = p.run()
+    assert out.stream is stream
+    stream.synchronize()
+    np.testing.assert_array_equal(out.as_cpu().at(0), [2, 2, 2])

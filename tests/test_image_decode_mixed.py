@@ -175,6 +175,25 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     assert share.rates["host"] != before["host"]
 
 
+def test_a_window_outside_its_image_is_that_samples_error_before_any_gpu_work():
+    """decoders.image_crop on the mixed backend with a crop larger than an image: refused as on the
+    CPU, naming the sample, before the GPU's gather could read outside the decoded image."""
+    from penstock._operator import SampleError
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    src, shapes, _ = _jpeg_batch([(20, 30), (10, 12)], np.random.default_rng(1))
+    decoder = _mixed_decode.MixedDecoder(_FakeOperator())
+    try:
+        inside = np.array([[0, 0, 20, 30], [2, 3, 8, 9]], np.int64)
+        _mixed_decode.check_windows(inside, shapes)
+        for window in ([-2, 0, 8, 8], [0, -1, 8, 8], [3, 4, 8, 9], [0, 0, 0, 5], [4, 0, 7, 12]):
+            crop = np.array([[0, 0, 20, 30], window], np.int64)
+            with pytest.raises(SampleError, match=r"crop window \(y=.*\) lies outside the 10x12 image") as info:
+                decoder.decode(None, src, shapes, crop)  # no workspace needed: refused first
+            assert info.value.sample == 1
+    finally:
+        decoder._release()
+
+
 def test_a_decoder_process_that_cannot_start_says_why_and_leaves_its_share_to_the_others(monkeypatch):
     # the child is a real process started as in a pipeline; here it finds no usable GPU (or no
     # CuPy), tells the parent, and ends: no part of a batch goes to it

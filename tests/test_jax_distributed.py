@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 pytest.importorskip("jax")
+from _util import free_port, run_together  # noqa: E402
 
 PROCESSES, LOCAL_DEVICES, N, BATCH = 2, 2, 13, 2
 TIMEOUT_S = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def worker(rank: int, port: int, files: list[str]) -> dict:
@@ -73,21 +66,10 @@ def test_two_processes_build_global_arrays(tmp_path):
         files.append(str(path))
     port = free_port()
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={LOCAL_DEVICES}", JAX_PLATFORMS="cpu")
-    procs = [subprocess.Popen([sys.executable, __file__, str(rank), str(port), json.dumps(files)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)))
-             for rank in range(PROCESSES)]
-    results = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=TIMEOUT_S)
-            assert p.returncode == 0, err[-4000:]
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    outputs = run_together([[sys.executable, __file__, str(rank), str(port), json.dumps(files)]
+                            for rank in range(PROCESSES)], TIMEOUT_S, env=env,
+                           cwd=os.path.dirname(os.path.abspath(__file__)))
+    results = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
 
     shards = PROCESSES * LOCAL_DEVICES
     own = [list(range(s * N // shards, (s + 1) * N // shards)) for s in range(shards)]

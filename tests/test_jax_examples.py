@@ -52,3 +52,18 @@ def test_train_flax_lowers_the_loss(color_classes):
     losses = train_flax.main(["--data", color_classes, "--steps", "12", "--batch", "8", "--lr", "1e-2"])
     assert len(losses) == 12 and all(np.isfinite(losses))
     assert np.mean(losses[-4:]) < losses[0]
+
+
+def test_multiprocess_example_assembles_global_arrays_over_two_processes(image_folder):
+    """examples/jax/multiprocess.py on the CPU: two jax.distributed processes of one host device
+    each, their shards one global array, every epoch each sample on one process only."""
+    import json
+    import subprocess
+    script = os.path.join(HERE, "..", "examples", "jax", "multiprocess.py")
+    out = subprocess.run([sys.executable, script, "--processes", "2", "--cpu", "--data", image_folder, "--batch", "4",
+                          "--threads", "1"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (report["processes"], report["devices"], report["global_batch"]) == (2, 2, 8)
+    assert report["zero_copy"] and report["steps"] == 2 * 3  # 12 samples a process: 3 batches of 4
+    assert [e["distinct"] for e in report["epochs"]] == [24, 24] and all(e["ok"] for e in report["epochs"])

@@ -19,7 +19,7 @@ LAYERS = {
     "runtimes": {"_cuda", "_parallel", "_conditionals"},
     "operators": {"operators"},
     "front ends": {"pipeline", "fn", "ops", "experimental", "math", "backend", "backend_impl", "auto_aug",
-                   "external_source", "internal", "plugin_manager", "python_function_plugin", "reducers",
+                   "custom", "external_source", "internal", "plugin_manager", "python_function_plugin", "reducers",
                    "sysconfig", "profiler", "utils", "_stubs", "__init__"},
     "plugins": {"plugin"},
     "tools": {"__main__"},  # python -m penstock

@@ -90,6 +90,25 @@ def test_decoder_skip_keeps_batches_full_and_labels_aligned(tmp_path):
     assert len(warned) == 2 and "img001.jpg" in warned[0] and "img006.jpg" in warned[1]
 
 
+def test_skip_records_are_bounded_and_counted(tmp_path, monkeypatch):
+    """A damaged file comes round every epoch: the records keep the latest SKIPPED_KEPT per
+    operator, skipped_count counts them all, and the file is still warned about once."""
+    from penstock import _on_error
+    monkeypatch.setattr(_on_error, "SKIPPED_KEPT", 3)
+    paths, labels = _dataset(tmp_path, 4, corrupt={2})
+    pipe = _pipe(paths, labels, batch=2, decoder_skip="skip")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(12):  # 24 samples of 3 good files a turn: the damaged one skipped 8 times
+            pipe.run()
+    assert pipe.skipped_count >= 8
+    assert len(pipe.skipped_samples) == 3
+    assert [s["source"] for s in pipe.skipped_samples] == [paths[2]] * 3
+    iterations = [s["iteration"] for s in pipe.skipped_samples]
+    assert iterations == sorted(iterations) and iterations[0] >= 6  # the latest ones, not the first
+    assert sum(issubclass(w.category, RuntimeWarning) for w in caught) == 1
+
+
 @pytest.mark.parametrize("kind", ["missing", "directory"])
 def test_reader_skip_unreadable_files(tmp_path, kind):
     paths, labels = _dataset(tmp_path, 6, directories={3} if kind == "directory" else ())

@@ -311,6 +311,52 @@ def test_killed_worker_reported_quickly_and_nothing_hangs():
         pipe.run()
 
 
+def dying_cb(si):
+    if si.iteration == 1:
+        sys.stderr.write("dying_cb: the disk went away\n")
+        sys.stderr.flush()
+        os._exit(3)
+    return np.zeros(4, np.uint8)
+
+
+def crashing_cb(si):
+    if si.iteration == 1:
+        import ctypes
+        ctypes.string_at(0)  # SIGSEGV
+    return np.zeros(4, np.uint8)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_dead_workers_stderr_is_in_the_error(method, capfd):
+    """A worker that ends itself or crashes: the error quotes what it printed, and faulthandler's
+    stacks of a fatal signal; its output still reaches this process's standard error."""
+    pipe = _pipe(lambda: fn.external_source(dying_cb, batch=False, parallel=True), py_start_method=method)
+    with pytest.raises(RuntimeError, match="exited with code 3") as info:
+        for _ in range(4):
+            pipe.run()
+    assert "its last output on standard error:\ndying_cb: the disk went away" in str(info.value)
+    assert "dying_cb: the disk went away" in capfd.readouterr().err
+
+    pipe = _pipe(lambda: fn.external_source(crashing_cb, batch=False, parallel=True), py_start_method=method)
+    with pytest.raises(RuntimeError, match="killed by signal 11") as info:
+        for _ in range(4):
+            pipe.run()
+    assert "Segmentation fault" in str(info.value) and "in crashing_cb" in str(info.value)
+
+
+def failing_loads(blob):
+    raise ValueError("the sources cannot be unpickled here")
+
+
+def test_a_worker_failing_at_start_names_the_cause():
+    pipe = _pipe(lambda: fn.external_source(slow_cb, batch=False, parallel=True), py_start_method="spawn",
+                 py_callback_pickler=pytypes.SimpleNamespace(dumps=pickling.dumps, loads=failing_loads))
+    with pytest.raises(RuntimeError, match="exited with code 1") as info:
+        pipe.run()
+    assert "ValueError: the sources cannot be unpickled here" in str(info.value)
+    assert "Traceback" in str(info.value)
+
+
 def test_workers_end_with_pipeline_gc_mid_epoch():
     import gc
     pipe = _pipe(lambda: fn.external_source(slow_cb, batch=False, parallel=True))

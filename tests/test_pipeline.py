@@ -676,3 +676,33 @@ def test_enable_memory_stats_reports_buffer_sizes_per_output():
 def test_set_affinity_is_not_silently_ignored():
     with pytest.raises(NotImplementedError, match="set_affinity"):
         Pipeline(batch_size=1, num_threads=1, device_id=None, set_affinity=True)
+
+
+def test_ops_compose_chains_operators():
+    from penstock import ops
+    compose = ops.Compose([ops.Cast(dtype=types.FLOAT), ops.Compose([ops.Normalize(mean=1.0, stddev=2.0)])])
+    assert ops.Compose([compose]) is compose
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        x = fn.external_source(lambda: [np.arange(4, dtype=np.uint8), np.full(4, 5, np.uint8)], batch=True)
+        return compose(x)
+    out, = pipe().run()
+    assert out.dtype == types.FLOAT
+    np.testing.assert_allclose(out.at(0), (np.arange(4) - 1) / 2)
+    with pytest.raises(ValueError, match="at least one operator"):
+        ops.Compose([])
+
+
+def test_output_stream_and_constant_nodes():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None)
+    def pipe():
+        return (types.ConstantNode("cpu", [1, 2, 3], types.FLOAT, None, None),
+                types.ConstantNode(None, np.arange(4, dtype=np.int16).reshape(2, 2), None, None, "XY"),
+                types.ConstantNode("cpu", 5, None, (2,), None))
+    p = pipe()
+    assert p.output_stream() is None  # no GPU operators: no stream
+    floats, shorts, fives = p.run()
+    assert floats.dtype == types.FLOAT and floats.at(1).tolist() == [1, 2, 3]
+    assert shorts.dtype == types.INT16 and shorts.layout() == "XY" and shorts.at(0).tolist() == [[0, 1], [2, 3]]
+    assert fives.dtype == types.INT32 and fives.at(0).tolist() == [5, 5]  # DALI's types for these values

@@ -7,7 +7,6 @@ reader_name; rank 0 gathers what every rank saw and checks it against the shardi
 from __future__ import annotations
 
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -15,16 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+from _util import free_port  # noqa: E402
 
 WORLD = 2
 N = 11
 BATCH = 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def shard(s: int) -> list[int]:

@@ -307,6 +307,32 @@ def test_iterator_checkpoints_need_enable_checkpointing(dataset):
         it.checkpoints()
 
 
+@pytest.mark.parametrize("old,new,steps", [(4, 2, 1), (2, 4, 2), (4, 2, 0)])
+def test_ranks_resized_mid_epoch_see_the_rest_of_it_once(dataset, old, new, steps):
+    """Data parallel layout, each rank its own iterator over its own pipeline: all ranks save after
+    ``steps`` batches; the new ranks, each given every old rank's checkpoint, split the rest of the
+    epoch (each remaining sample once, one len() for all), then read whole epochs of their own."""
+    files = dataset(15)
+
+    def rank_iterators(shards, checkpoints=None):
+        return [DALIGenericIterator([pipe], ["label", "u"], reader_name="Reader",
+                                    last_batch_policy=LastBatchPolicy.PARTIAL)
+                for pipe in _ckpt_pipes(files, shards, checkpoints, pad_last_batch=True)]
+
+    def labels(batches):
+        return [i for b in batches for i in b[0]["label"].numpy().ravel().tolist()]
+
+    before = rank_iterators(old)
+    seen = [i for it in before for i in labels([next(it) for _ in range(steps)])]
+    saved = [it.checkpoints()[0] for it in before]
+    after = rank_iterators(new, [saved] * new)
+    assert len({len(it) for it in after}) == 1
+    rest = [labels(list(it)) for it in after]
+    assert len({len(r) for r in rest}) <= 2 and sorted(seen + sum(rest, [])) == list(range(15))
+    epoch = [labels(list(it)) for it in after]
+    assert sorted(sum(epoch, [])) == list(range(15))
+
+
 @pytest.mark.parametrize("policy", [LastBatchPolicy.FILL, LastBatchPolicy.PARTIAL, LastBatchPolicy.DROP])
 def test_iterators_over_elastically_restored_pipelines_keep_the_epoch_exact(dataset, policy):
     files = dataset(13)

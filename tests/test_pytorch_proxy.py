@@ -115,3 +115,15 @@ def test_resnet50_examples_proxy_path_reads_files_named_by_the_dataset(tmp_path,
         loader = dali_proxy.DataLoader(server, dataset, batch_size=4, shuffle=False, num_workers=2)
         batches = [(images.shape, labels.tolist()) for images, labels in loader]
     assert batches == [((4, 3, 16, 16), [0, 0, 0, 1]), ((2, 3, 16, 16), [1, 1])]
+
+
+def test_batches_refer_to_pipeline_runs():
+    server = dali_proxy.DALIServer(scale_pipe())
+    batch = dali_proxy._collate([server.proxy(np.full(2, i, np.float32), offsets=float(i)) for i in range(3)])
+    run = batch.pipe_run_ref
+    assert isinstance(run, dali_proxy.DALIPipelineRunRef) and run.batch_id[0] == -1  # collated in this process
+    assert not run.is_scheduled and not run.is_complete and len(batch) == 3
+    with server:
+        out = server.produce_data(batch)
+    assert run.is_scheduled and run.is_complete and list(run.call_args) == server._names
+    np.testing.assert_array_equal(out.numpy()[2], np.full(2, 2 * 0.5 + 2, np.float32))

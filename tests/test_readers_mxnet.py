@@ -57,6 +57,13 @@ def test_images_labels_and_sources(tmp_path):
     assert got[0][2] == f"{tmp_path / 'd'}.rec at index 0"
 
 
+def test_records_without_image_bytes_give_empty_samples(tmp_path):
+    """A batch whose records hold only their headers (the fuzzer's find: a copy of no bytes from a
+    null image buffer)."""
+    write_recordio(tmp_path / "e", [record(4.0, b""), record(0, b"", [1.0, 2.0])])
+    assert [(g[0], g[1]) for g in read(tmp_path / "e", 2)] == [(b"", [4.0]), (b"", [1.0, 2.0])]
+
+
 def test_records_split_around_a_magic_word(tmp_path):
     data = IMAGES[2][:7] + struct.pack("<I", MAGIC) + IMAGES[2][7:]
     write_recordio(tmp_path / "s", [record(7.0, data), record(8.0, IMAGES[0])], split_at={0: 24 + 7})

@@ -135,6 +135,27 @@ def test_corrupt_and_mixed_files_are_named(tmp_path):
         _run(1, files=[str(tmp_path / "short.npy")])
 
 
+def _edited_header(a, old: str, new: str) -> np.ndarray:
+    """The .npy bytes of ``a`` with ``old`` replaced by ``new`` in the header (padded to its length)."""
+    raw = bytearray(_npy_bytes(a))
+    length = int.from_bytes(raw[8:10], "little")
+    header = raw[10:10 + length].decode("latin-1").replace(old, new)
+    header = header.rstrip(" \n")[:length - 1].ljust(length - 1) + "\n"
+    raw[10:10 + length] = header.encode("latin-1")
+    return np.frombuffer(bytes(raw), np.uint8)
+
+
+def test_headers_found_by_fuzzing_are_refused_naming_the_file():
+    """A shape whose volume overflows 64 bits is truncated data, not a small array; a dtype that is
+    not text is quoted escaped (the error once failed to reach Python as UTF-8)."""
+    overflowing = _edited_header(np.zeros(4, np.uint8), "(4,)", "(4294967296, 4294967296, 16)")
+    with pytest.raises(RuntimeError, match="truncated: the header's shape promises more data"):
+        run_es(lambda x: fn.decoders.numpy(x), [overflowing])
+    not_text = _edited_header(np.zeros(4, np.uint8), "|u1", "|\xffq")
+    with pytest.raises(RuntimeError, match=r"unsupported .npy dtype '\|\\xffq'"):
+        run_es(lambda x: fn.decoders.numpy(x), [not_text])
+
+
 def test_cached_headers_give_the_same_data(tmp_path):
     for i in range(3):
         np.save(tmp_path / f"{i}.npy", np.full((2, i + 1), i, np.float64))

@@ -57,3 +57,5 @@ def test_verdict_flags_growth(soak):
     slots = [dict(s, shm_slots=n) for s, n in zip(flat, (2, 4, 9))]
     assert soak.verdict("x", slots, 1, 1.0, [], slot_bound=9)["ok"]
     assert not soak.verdict("x", slots, 1, 1.0, [], slot_bound=8)["ok"]
+    rising = [dict(flat[0], rss_mb=100.0 + k, seconds=900.0 * k) for k in range(5)]  # +1 MB every 15 minutes
+    assert soak.verdict("x", rising, 1, 3600.0, [])["rss_slope_mb_per_hour"] == pytest.approx(4.0)

@@ -101,7 +101,8 @@ def test_broadcast():
 
 def test_reinterpret():
     a = np.array([[1, 0xFFFFFFFF]], np.uint32)
-    tl = TensorListCPU(a).reinterpret(types.INT32)
+    tl = TensorListCPU(a)
+    assert tl.reinterpret(types.INT32) is None  # in place, as DALI
     assert tl.dtype == types.INT32
     assert tl.at(0).tolist() == [1, -1]
 

@@ -46,3 +46,100 @@ def test_torch_receives_cuda_tensors_ordered_after_the_producer_stream():
     feed_ndarray(batch, out)
     torch.cuda.synchronize()
     assert torch.equal(out.cpu(), torch.from_numpy(cp.asnumpy(data)))
+
+
+def _gpu_count() -> int:
+    return cp.cuda.runtime.getDeviceCount() if cp.is_available() else 0
+
+
+@pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs")
+def test_a_batch_on_another_gpu_than_the_current_one_is_handed_over_where_it_is():
+    """cupy.asarray copies an array of another GPU onto the current one: a batch of GPU 1 read on a
+    thread whose current GPU is 0 (one pipeline per GPU in a process) must stay on GPU 1, unmoved."""
+    with cp.cuda.Device(1):
+        data = cp.arange(24, dtype=cp.float32).reshape(4, 6)
+        samples = [cp.full((2, 3), k, cp.int32) for k in range(3)]
+    with cp.cuda.Device(0):
+        batch = TensorListGPU(data)
+        dense = batch.as_tensor()
+        assert batch.device_id() == 1 and dense.device_id() == 1 and dense._array.device.id == 1
+        assert dense.data_ptr() == int(data.data.ptr)
+        assert batch[2].data_ptr() == int(data.data.ptr) + 2 * 6 * 4
+        assert batch.__dlpack_device__() == dense.__dlpack_device__() == (2, 1)
+        listed = TensorListGPU(samples)
+        assert listed.device_id() == 1 and listed.as_tensor()._array.device.id == 1
+        np.testing.assert_array_equal(listed.as_cpu().as_array()[:, 0, 0], [0, 1, 2])
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            return
+        from penstock_pytorch.tensors import to_torch
+        t = to_torch(batch)
+        assert t.device == torch.device("cuda", 1) and t.data_ptr() == int(data.data.ptr)
+        assert t.sum().item() == sum(range(24))
+
+
+def test_tensor_methods_match_the_host_tensors():
+    host = TensorListCPU([np.arange(6, dtype=np.int32).reshape(1, 2, 3), np.full((1, 1, 3), -1, np.int32)], "ABC")
+    dev = TensorListGPU(host)
+    dev._source_info = ["a.bin", "b.bin"]
+    t = dev[1]
+    assert t.source_info() == "b.bin" and t.get_property("source_info") == "b.bin"
+    assert t.get_property("layout") == "ABC" and t.get_property("unknown") is None
+    assert t.squeeze(1) is True and t.shape() == [1, 3] and t.layout() == "AC"
+    assert t.squeeze(1) is False and t.shape() == [1, 3]
+    with pytest.raises(RuntimeError, match="axis 5 is out of bounds"):
+        t.squeeze(5)
+    assert t.squeeze() is True and t.shape() == [3] and t.layout() == "C"
+    t.set_layout("X")
+    assert t.layout() == "X" and t.as_cpu().layout() == "X" and t.as_cpu().source_info() == "b.bin"
+    with pytest.raises(ValueError):
+        t.set_layout("XY")
+    assert t.reinterpret(DALIDataType.UINT32) is None
+    assert t.dtype == DALIDataType.UINT32 and np.array(t.as_cpu()).tolist() == [0xFFFFFFFF] * 3
+    with pytest.raises(RuntimeError, match="element size must not change"):
+        t.reinterpret(DALIDataType.UINT8)
+    dev.reinterpret(DALIDataType.FLOAT)
+    assert dev.dtype == DALIDataType.FLOAT
+    np.testing.assert_array_equal(dev.as_cpu().at(0), host.at(0).view(np.float32))
+    assert t.stream is dev.stream
+
+
+def test_copy_to_external_orders_on_the_given_stream():
+    data = cp.arange(12, dtype=cp.float32).reshape(3, 4)
+    t = TensorGPU(data)
+    for kernel in (False, True):
+        out = cp.zeros(12, cp.float32)
+        stream = cp.cuda.Stream(non_blocking=True)
+        t.copy_to_external(out.data.ptr, stream, non_blocking=True, use_copy_kernel=kernel)
+        stream.synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(out), np.arange(12, dtype=np.float32))
+    batch = TensorListGPU([cp.ones((2, 2), cp.int16), cp.full((1, 3), 5, cp.int16)])
+    out = cp.zeros(7, cp.int16)
+    batch.copy_to_external(out.data.ptr)  # the legacy default stream, the host waits
+    assert cp.asnumpy(out).tolist() == [1, 1, 1, 1, 5, 5, 5]
+
+
+def test_broadcast_and_dlpack_lists():
+    t = TensorGPU(cp.arange(3, dtype=cp.int16), "X")
+    tl = TensorListGPU.broadcast(t, 4)
+    assert len(tl) == 4 and tl.layout() == "X" and tl.shape() == [(3,)] * 4
+    np.testing.assert_array_equal(tl.as_cpu().as_array(), np.tile(np.arange(3, dtype=np.int16), (4, 1)))
+    parts = [cp.arange(3, dtype=cp.float32), cp.arange(5, dtype=cp.float32)]
+    tl = TensorListGPU.from_dlpack_list(parts, "X")
+    assert tl.shape() == [(3,), (5,)] and tl.layout() == "X"
+    np.testing.assert_array_equal(tl.as_cpu().at(1), np.arange(5, dtype=np.float32))
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        tl = TensorListGPU.from_dlpack_list([torch.ones(2, device="cuda"), torch.zeros(2, device="cuda")])
+        assert tl.as_cpu().as_array().tolist() == [[1, 1], [0, 0]]
+
+
+def test_to_torch_tensor_copies_on_the_device():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    from penstock.plugin.pytorch.torch_utils import to_torch_tensor
+    t = TensorGPU(cp.arange(6, dtype=cp.float32).reshape(2, 3))
+    copied, shared = to_torch_tensor(t, copy=True), to_torch_tensor(t, copy=False)
+    assert copied.is_cuda and copied.data_ptr() != t.data_ptr() and shared.data_ptr() == t.data_ptr()
+    assert copied.cpu().tolist() == shared.cpu().tolist() == [[0, 1, 2], [3, 4, 5]]

@@ -152,3 +152,13 @@ def test_on_error_skip_replaces_a_corrupt_video(tmp_path):
         out, = pipe.run()
     assert [np.array(out.at(i)).shape for i in range(2)] == [(2, 48, 64, 3)] * 2
     assert [s["source"] for s in pipe.skipped_samples][0].endswith("broken.mp4")
+
+
+def test_pyav_logging_is_left_as_it_was(tmp_path):
+    """A Python log level in PyAV has FFmpeg's codec threads take the GIL to log, and a
+    frame-threaded decoder that PyAV closes with the GIL held then deadlocks on an error of its
+    own threads: decoding (corrupt videos included) leaves PyAV's logging alone."""
+    import av
+    before = av.logging.get_level()
+    test_on_error_skip_replaces_a_corrupt_video(tmp_path)
+    assert av.logging.get_level() == before

@@ -1,7 +1,11 @@
 """The video operators on the GPU: decoders.video and inputs.video (mixed), experimental.readers.video
 and the legacy readers.video (gpu), sequence_rearrange (gpu). With PyNvVideoCodec installed the
 frames come from NVDEC and must equal the CPU's decoding within 2 levels; without it (or for a
-codec NVDEC lacks) the operators decode on the CPU and upload, with one warning."""
+video NVDEC does not take) the operators decode on the CPU and upload, with one warning.
+
+Which path ran is in every test's id: ``[nvdec-<PyNvVideoCodec version>]`` or ``[cpu-upload]``
+(``pytest -v``), and each test checks that the path it names is the one taken."""
+import contextlib
 import importlib.util
 import warnings
 
@@ -10,10 +14,10 @@ import pytest
 
 from _video_data import clip, check_frames, encoded, write
 from penstock import fn, pipeline_def, types
+from penstock.operators._video_nvdec import load_pynvvideocodec
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
-HAVE_NVDEC = importlib.util.find_spec("PyNvVideoCodec") is not None
 
 
 def _cuda():
@@ -25,6 +29,41 @@ def _cuda():
 
 if not _cuda():
     pytest.skip("no CUDA device", allow_module_level=True)
+
+NVC, WHY_NOT_NVDEC = load_pynvvideocodec()
+PATH = f"nvdec-{NVC.__version__}" if NVC is not None else "cpu-upload"
+FALLBACK = "decoding on the CPU and uploading"
+# NVDEC's smallest frames are 144x144 (HEVC), 128x128 (VP9, AV1): the clips NVDEC is to decode
+# are bigger than that
+SIZE = {"height": 144, "width": 176}
+
+
+@pytest.fixture(autouse=True, params=[PATH])
+def decoding_path(request):
+    """Puts the decoding path in every test's id."""
+    return request.param
+
+
+@contextlib.contextmanager
+def decoded_on_nvdec_if_installed(refused: str = ""):
+    """Checks the path taken inside: NVDEC where PyNvVideoCodec starts (no fallback warning, but
+    one naming ``refused`` where given), else the CPU and an upload, warned about once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    fallbacks = [str(w.message) for w in caught if FALLBACK in str(w.message)]
+    if NVC is None:
+        assert fallbacks and WHY_NOT_NVDEC in fallbacks[0], fallbacks
+    elif refused:
+        assert fallbacks and all(refused in f for f in fallbacks), fallbacks
+    else:
+        assert not fallbacks, f"NVDEC was not used: {fallbacks}"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("PyNvVideoCodec") is None,
+                    reason="PyNvVideoCodec is not installed: the GPU video operators decode on the CPU")
+def test_pynvvideocodec_starts_where_installed():
+    assert NVC is not None, WHY_NOT_NVDEC
 
 
 def _both(graph, batch=2, **pipe_kw):
@@ -52,29 +91,46 @@ def _close(cpu, gpu, tolerance=2):
 
 @pytest.mark.parametrize("codec,container", [("h264", "mp4"), ("hevc", "mkv"), ("vp9", "webm"), ("av1", "mkv")])
 def test_mixed_decoder_equals_the_cpu(codec, container):
-    videos = [np.frombuffer(encoded(codec, container), np.uint8),
-              np.frombuffer(encoded(codec, container, frames=20, height=32, width=48, seed=1), np.uint8)]
+    videos = [np.frombuffer(encoded(codec, container, **SIZE), np.uint8),
+              np.frombuffer(encoded(codec, container, frames=20, height=144, width=160, seed=1), np.uint8)]
 
     def graph(device):
         enc = fn.external_source(source=lambda: videos)
         return fn.decoders.video(enc, device="mixed" if device == "gpu" else "cpu", start_frame=3, sequence_length=12,
                                  stride=2, pad_mode="constant", fill_value=[5, 6, 7])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with decoded_on_nvdec_if_installed():
         (cpu,), (gpu,) = _both(graph)
     _close(cpu, gpu)
-    check_frames(gpu[0], clip(), [3 + 2 * k for k in range(12)], codec)
-    assert HAVE_NVDEC == (not any("decoding on the CPU" in str(w.message) for w in caught))
+    check_frames(gpu[0], clip(**SIZE), [3 + 2 * k for k in range(12)], codec)
+    check_frames(gpu[1][:9], clip(20, 144, 160, 1), [3 + 2 * k for k in range(9)], codec)
+    assert (gpu[1][9:] == [5, 6, 7]).all()
+
+
+def test_a_batch_of_nvdec_and_cpu_videos():
+    """MPEG-4 part 2 stays on the CPU: its frames are uploaded into the batch NVDEC fills."""
+    videos = [np.frombuffer(encoded("h264", "mp4", **SIZE), np.uint8),
+              np.frombuffer(encoded("mpeg4", "avi", frames=20, seed=1), np.uint8)]
+
+    def graph(device):
+        enc = fn.external_source(source=lambda: videos)
+        return fn.decoders.video(enc, device="mixed" if device == "gpu" else "cpu", sequence_length=6, stride=3)
+    with decoded_on_nvdec_if_installed(refused="mpeg4"):
+        (cpu,), (gpu,) = _both(graph)
+    _close(cpu, gpu)
+    check_frames(gpu[0], clip(**SIZE), [0, 3, 6, 9, 12, 15], "h264")
+    check_frames(gpu[1], clip(20, seed=1), [0, 3, 6, 9, 12, 15], "mpeg4")
 
 
 def test_gpu_reader_equals_the_cpu(tmp_path):
-    paths = [write(tmp_path, "a.mp4", encoded("h264", "mp4")), write(tmp_path, "b.webm", encoded("vp9", "webm"))]
+    paths = [write(tmp_path, "a.mp4", encoded("h264", "mp4", **SIZE)),
+             write(tmp_path, "b.webm", encoded("vp9", "webm", **SIZE))]
 
     def graph(device):
         return fn.experimental.readers.video(device=device, filenames=paths, labels=[1, 2], sequence_length=5,
                                              stride=2, pad_mode="edge", enable_frame_num="sequence",
                                              enable_timestamps=True, random_shuffle=True, seed=4)
-    cpu, gpu = _both(graph, batch=4)
+    with decoded_on_nvdec_if_installed():
+        cpu, gpu = _both(graph, batch=4)
     _close(cpu[0], gpu[0])
     for k in range(1, 4):
         for a, b in zip(cpu[k], gpu[k]):
@@ -82,21 +138,22 @@ def test_gpu_reader_equals_the_cpu(tmp_path):
 
 
 def test_legacy_reader_float_normalized(tmp_path):
-    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4", **SIZE))
 
     @pipeline_def(batch_size=2, num_threads=2, device_id=0)
     def p():
         return tuple(fn.readers.video(device="gpu", filenames=[path], labels=[], sequence_length=4,
                                       dtype=types.FLOAT, normalized=True, enable_frame_num=True))
-    video, labels, first = p().run()
+    with decoded_on_nvdec_if_installed():
+        video, labels, first = p().run()
     frames = np.asarray(video.as_cpu().at(1))
     assert frames.dtype == np.float32 and frames.max() <= 1.0
-    check_frames((frames * 255 + 0.5).astype(np.uint8), clip(), [4, 5, 6, 7], "h264")
+    check_frames((frames * 255 + 0.5).astype(np.uint8), clip(**SIZE), [4, 5, 6, 7], "h264")
     assert int(np.asarray(labels.at(0))[0]) == 0 and int(np.asarray(first.at(1))[0]) == 4
 
 
 def test_video_input_mixed(tmp_path):
-    data = np.frombuffer(encoded("h264", "mp4", frames=23), np.uint8)
+    data = np.frombuffer(encoded("h264", "mp4", frames=23, **SIZE), np.uint8)
 
     @pipeline_def(batch_size=2, num_threads=2, device_id=0, prefetch_queue_depth=1)
     def p():
@@ -104,8 +161,9 @@ def test_video_input_mixed(tmp_path):
     pipe = p()
     pipe.build()
     pipe.feed_input("vid", [data])
-    out, = pipe.run()
-    check_frames(np.asarray(out.as_cpu().at(1)), clip(23), [4, 5, 6, 7], "h264")
+    with decoded_on_nvdec_if_installed():
+        out, = pipe.run()
+    check_frames(np.asarray(out.as_cpu().at(1)), clip(23, **SIZE), [4, 5, 6, 7], "h264")
 
 
 def test_sequence_rearrange_gpu():
@@ -124,7 +182,7 @@ def test_sequence_rearrange_gpu():
 
 
 def test_legacy_resize_reader_equals_cpu_read_and_resize(tmp_path):
-    path = write(tmp_path, "a.mp4", encoded("h264", "mp4"))
+    path = write(tmp_path, "a.mp4", encoded("h264", "mp4", **SIZE))
 
     @pipeline_def(batch_size=2, num_threads=2, device_id=0)
     def gpu():
@@ -135,7 +193,8 @@ def test_legacy_resize_reader_equals_cpu_read_and_resize(tmp_path):
     def cpu():
         video = fn.experimental.readers.video(filenames=[path], sequence_length=4)
         return fn.resize(video, resize_x=40, resize_y=30, dtype=types.FLOAT)
-    (a,), (b,) = gpu().run(), cpu().run()
+    with decoded_on_nvdec_if_installed():
+        (a,), (b,) = gpu().run(), cpu().run()
     for i in range(2):
         x, y = np.asarray(a.as_cpu().at(i)), np.asarray(b.at(i))
         assert x.shape == y.shape == (4, 30, 40, 3)

@@ -56,6 +56,17 @@ def test_labels_and_frame_number_outputs(files):
     assert len(runs[0]) == 1  # no labels given: the frames only
 
 
+def test_ycbcr_frames_are_interleaved_as_ffmpeg_converts_them(files):
+    import av
+    from penstock import types
+    runs, _ = _read(batch=1, filenames=[files["a"]], sequence_length=3, image_type=types.YCbCr)
+    with av.open(files["a"]) as c:
+        expect = np.stack([f.to_ndarray(format="yuv444p", channel_last=True)
+                           for _, f in zip(range(3), c.decode(video=0))])
+    assert runs[0][0][0].shape == (3, 48, 64, 3)
+    np.testing.assert_array_equal(runs[0][0][0], expect)
+
+
 @pytest.mark.parametrize("mode,expect", [("constant", [24, 25, 26, 27, 28, 29, -1, -1]),
                                          ("edge", [24, 25, 26, 27, 28, 29, 29, 29]),
                                          ("reflect", [24, 25, 26, 27, 28, 29, 28, 27]),

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from penstock._workers import Workers
+from penstock import _workers
+from penstock._workers import Workers, host_cores
 
 CORE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
 
@@ -95,3 +96,33 @@ def test_at_exit_the_running_call_finishes(tmp_path):
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert marker.exists()
+
+
+@pytest.mark.parametrize("cpus,allowed,local_ranks,want", [
+    (64, 64, None, 64),   # one process: every core
+    (64, 64, "4", 16),    # torchrun's 4 ranks on the host: a quarter each
+    (64, 64, "3", 21),
+    (8, 8, "16", 1),      # more ranks than cores: one each
+    (64, 16, "4", 16),    # a launcher bound the rank to 16 cores: those, not a quarter of them
+])
+def test_host_cores_split_among_the_local_ranks(monkeypatch, cpus, allowed, local_ranks, want):
+    monkeypatch.setattr(_workers.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(_workers.os, "sched_getaffinity", lambda pid: set(range(allowed)))
+    if local_ranks is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_ranks)
+    assert host_cores() == want
+
+
+def test_mixed_decoders_size_their_threads_from_the_ranks_share_of_the_host(monkeypatch):
+    from penstock.operators import _image_decode_mixed as mixed
+    monkeypatch.setattr(_workers.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(_workers.os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    # num_threads as given up to the rank's 16 cores (4 host-decoding, 4 nvImageCodec threads) ...
+    assert [mixed._decoder_thread_budget(n) for n in (4, 16, 64)] == [4, 16, 16]
+    assert mixed._host_threads(mixed._decoder_thread_budget(64)) == 4
+    assert mixed._codec_threads(mixed._decoder_thread_budget(64)) == 4
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")  # ... and one process alone on the host: 16 and 8
+    assert (mixed._host_threads(mixed._decoder_thread_budget(64)), mixed._codec_threads(64)) == (16, 8)

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ._current import eager_pipeline
 from ._graph import make_op
-from ._registry import OpSchema, describe, schemas, snake_case, split_args
+from ._registry import OpSchema, describe, on_change, schemas, snake_case, split_args
 from .data_node import DataNode
 
 
@@ -177,29 +177,50 @@ def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
     return mod
 
 
-def fill_fn(fn_module: _pytypes.ModuleType) -> None:
-    """Adds a function per registered operator to ``fn_module`` (``penstock.fn``), in submodules by
-    name (``fn.readers.file``), and at its other places (``aliases``: ``fn.file_reader`` ...)."""
-    for schema in _exported():
-        fn_path, _, leaf = schema.fn_name.rpartition(".")
-        setattr(_submodule(fn_module, fn_path), leaf, _fn_at(schema, fn_path, leaf, schema.deprecated))
-        for alias in aliases(schema):
-            setattr(_submodule(fn_module, alias.module), alias.fn_name,
-                    _fn_at(schema, alias.module, alias.fn_name, alias.deprecated))
+def _fn_entries(schema: OpSchema) -> list[tuple[str, str, Callable]]:
+    """(submodule path, name, function) of each fn entry of an operator: its name and its other places
+    (``aliases``: the legacy flat names, the former paths, the hidden mirrors), deprecated ones warning."""
+    fn_path, _, leaf = schema.fn_name.rpartition(".")
+    places = [(fn_path, leaf, schema.deprecated)] + [(a.module, a.fn_name, a.deprecated) for a in aliases(schema)]
+    return [(module, name, _deprecated_fn(schema, deprecation_warning(schema, "fn", module, name)) if deprecated
+             else make_fn(schema)) for module, name, deprecated in places]
 
 
-def _fn_at(schema: OpSchema, module: str, name: str, deprecated: bool) -> Callable:
-    return _deprecated_fn(schema, deprecation_warning(schema, "fn", module, name)) if deprecated else make_fn(schema)
+def _ops_entries(schema: OpSchema) -> list[tuple[str, str, type]]:
+    """(submodule path, name, class) of each ops entry of an operator (as ``_fn_entries``)."""
+    places = [(schema.module, schema.class_name, schema.deprecated)]
+    places += [(a.module, a.class_name, a.deprecated) for a in aliases(schema)]
+    return [(module, name, make_ops_class(schema, name, deprecation_warning(schema, "ops", module, name)
+                                          if deprecated else None)) for module, name, deprecated in places]
 
 
-def fill_ops(ops_module: _pytypes.ModuleType) -> None:
-    """Adds a class per registered operator to ``ops_module`` (``penstock.ops``), in submodules by
-    name (``ops.readers.File``), and at its other places (``aliases``: ``ops.FileReader`` ...)."""
-    for schema in _exported():
-        for module, name, deprecated in ((schema.module, schema.class_name, schema.deprecated),
-                                         *((a.module, a.class_name, a.deprecated) for a in aliases(schema))):
-            warning = deprecation_warning(schema, "ops", module, name) if deprecated else None
-            setattr(_submodule(ops_module, module), name, make_ops_class(schema, name, warning))
+def _filler(entries: Callable[[OpSchema], list]) -> Callable[[_pytypes.ModuleType], None]:
+    def fill(module: _pytypes.ModuleType) -> None:
+        for schema in _exported():
+            for path, name, value in entries(schema):
+                setattr(_submodule(module, path), name, value)
+
+        def follow(schema: OpSchema, declared: bool) -> None:  # operators declared later (custom ones)
+            if schema.internal:
+                return
+            for path, name, value in entries(schema):
+                if declared:
+                    setattr(_submodule(module, path), name, value)
+                else:
+                    delattr(_submodule(module, path), name)
+
+        on_change(follow)
+    return fill
+
+
+fill_fn = _filler(_fn_entries)
+fill_fn.__doc__ = """Adds a function per registered operator to ``fn_module`` (``penstock.fn``), in submodules by
+name (``fn.readers.file``), and at its other places (``fn.file_reader`` ...); operators declared
+later are added as they come."""
+fill_ops = _filler(_ops_entries)
+fill_ops.__doc__ = """Adds a class per registered operator to ``ops_module`` (``penstock.ops``), in submodules by
+name (``ops.readers.File``), and at its other places (``ops.FileReader`` ...); operators
+declared later are added as they come."""
 
 
 def _exported() -> list[OpSchema]:

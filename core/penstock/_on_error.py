@@ -4,7 +4,9 @@ decode, and the batch is refilled from the next samples of the stream, so every 
 Each skipped sample is recorded on its operator (``Pipeline.skipped_samples`` gathers them) with
 its ``source``: the sample's source_info, as its outputs carry it (``readers.file``: the path as
 listed, relative to ``file_root``), whether a reader or a decoder skipped it; and warned about
-once per file. The default, ``"raise"``, is DALI's behaviour: the iteration fails
+once per file. An operator keeps its latest SKIPPED_KEPT records (a damaged file is skipped again
+every epoch, so a long run would otherwise grow without bound) and counts all of them
+(``Pipeline.skipped_count``). The default, ``"raise"``, is DALI's behaviour: the iteration fails
 naming the operator and the file.
 
 * A reader that cannot read a file replaces it with the next index of its stream.
@@ -25,6 +27,7 @@ iterations already prefetched but not yet returned.
 """
 from __future__ import annotations
 
+import collections
 import threading
 import warnings
 from typing import Any, Sequence
@@ -35,6 +38,7 @@ from ._operator import Operator, SampleError, sample_error_from_engine
 from ._registry import Arg, ArgType
 
 POLICIES = ("raise", "skip")
+SKIPPED_KEPT = 10_000  # records kept per operator, the latest
 
 ON_ERROR_ARG = Arg(
     "on_error", ArgType.STR, "raise",
@@ -59,9 +63,14 @@ def as_sample_error(exc: BaseException) -> SampleError | None:
 def record(op: Operator, source: str, reason: str, iteration: int) -> None:
     """Keeps what was skipped on the operator and warns once per file."""
     with _lock:
-        skipped = op.__dict__.setdefault("skipped", [])
-        first = all(s["source"] != source for s in skipped)
-        skipped.append({"operator": op.name, "source": source, "reason": reason, "iteration": iteration})
+        if "skipped" not in op.__dict__:
+            op.skipped = collections.deque(maxlen=SKIPPED_KEPT)
+            op.skipped_count = 0
+            op.skipped_sources = set()  # warned about: as many as the dataset's damaged files
+        op.skipped.append({"operator": op.name, "source": source, "reason": reason, "iteration": iteration})
+        op.skipped_count += 1
+        first = source not in op.skipped_sources
+        op.skipped_sources.add(source)
     if first:
         warnings.warn(f"{op.label}: skipped '{source or '<unnamed sample>'}': {reason}", RuntimeWarning, 2)
 

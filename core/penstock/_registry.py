@@ -119,6 +119,7 @@ class OpSchema:
     is_source: bool = False           # produces data from outside the graph (batch size source)
     no_prune: bool = False
     internal: bool = False            # not exported to fn/ops (arithmetic, constants ...)
+    origin: str = ""                  # where a custom operator comes from (a plugin library, "python"); "" built in
     input_layouts: tuple[str, ...] = ()  # accepted layouts of input 0 (_image_layout.input_layout)
     host_inputs: tuple[int, ...] = ()  # positional inputs a GPU kernel reads on the host (shapes, matrices)
 
@@ -164,6 +165,23 @@ def snake_case(name: str) -> str:
 
 _SCHEMAS: dict[str, OpSchema] = {}
 _KERNELS: dict[tuple[str, str], type] = {}
+# Called with (schema, declared) when an operator is declared after fn/ops/dynamic filled themselves
+# (custom operators) or withdrawn: they add or drop its entries.
+_LISTENERS: list[Callable[[OpSchema, bool], None]] = []
+
+
+def on_change(listener: Callable[[OpSchema, bool], None]) -> None:
+    """``listener(schema, declared)`` runs for every operator declared (True) or withdrawn (False) from now on."""
+    _LISTENERS.append(listener)
+
+
+def withdraw(name: str) -> None:
+    """Removes a custom operator (a redeclared Python operator, tests): its schema, kernels and entries."""
+    schema = _SCHEMAS.pop(name)
+    for key in [k for k in _KERNELS if k[0] == name]:
+        del _KERNELS[key]
+    for listener in _LISTENERS:
+        listener(schema, False)
 
 
 def register(schema: OpSchema, device: str | tuple[str, ...] = "cpu") -> Callable[[type], type]:
@@ -178,10 +196,14 @@ def register(schema: OpSchema, device: str | tuple[str, ...] = "cpu") -> Callabl
         if undeclared:
             raise RuntimeError(f"operator {schema.name}: a kernel for {undeclared} is registered but the "
                                f"declaration lists only {schema.devices}")
+        new = schema.name not in _SCHEMAS
         _SCHEMAS[schema.name] = schema
         for d in devices:
             _KERNELS[(schema.name, d)] = cls
         cls.schema = schema
+        if new:
+            for listener in _LISTENERS:
+                listener(schema, True)
         return cls
     return wrap
 

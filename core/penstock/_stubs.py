@@ -163,6 +163,8 @@ def generate() -> dict[str, str]:
                     top.append(f"{snake_case(legacy)} = {source}{schema.fn_name.rpartition('.')[2]}\n")
                 else:
                     top.append(f"{legacy} = {source}{schema.class_name}\n")
+        if api == "ops":  # not an operator: ops objects chained
+            top.append("from penstock.ops._compose import Compose as Compose\n")
     ops_base = "from penstock._generate import OpsBase as _OpsBase\n"
     return {path: HEADER + PRELUDE + (ops_base if path.startswith("ops/") else "") + "\n\n"
             + "\n\n".join(parts) for path, parts in sorted(files.items())}

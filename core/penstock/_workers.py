@@ -9,11 +9,24 @@ submitter waits for that lock never returns (a fresh-clone CI run hung so). Here
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import threading
 import weakref
 from concurrent.futures import Future
 from typing import Any, Callable
+
+
+def host_cores() -> int:
+    """The host cores this process may count on. A launcher that pins each rank to its own cores
+    (numactl, Slurm's binding) leaves it fewer than the host has: those. Otherwise the host's cores
+    are split evenly among the processes that share it, ``LOCAL_WORLD_SIZE`` as torchrun sets it
+    (one process per GPU: four pipelines on a 64-core host each count on 16)."""
+    allowed = len(os.sched_getaffinity(0))
+    if allowed < (os.cpu_count() or allowed):
+        return allowed
+    local_ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+    return max(1, allowed // local_ranks)
 
 
 class _State:

@@ -1,28 +1,31 @@
-"""Build settings of operator plugins. DALI's answers point at its headers and libdali, which its C++
-plugins are built against; penstock loads no such plugins (plugin_manager), so each says so."""
-from .plugin_manager import NO_CPP_PLUGINS
+"""Build settings of operator plugins: a plugin is built against penstock's C ABI header
+(``penstock_plugin.h``) alone and links to nothing of penstock (the engine hands it what it calls)."""
+from __future__ import annotations
 
+import os
 
-def _no_plugin_build(what: str) -> RuntimeError:
-    return RuntimeError(f"sysconfig.{what}(): there are no headers or library to build C++ operator plugins "
-                        f"against: {NO_CPP_PLUGINS}")
+from .operators.custom import include_dir
 
 
 def get_include_dir() -> str:
-    raise _no_plugin_build("get_include_dir")
+    """The folder of ``penstock_plugin.h``."""
+    return include_dir()
 
 
 def get_lib_dir() -> str:
-    raise _no_plugin_build("get_lib_dir")
+    """The penstock package's folder; a plugin links to no library of it."""
+    return os.path.dirname(os.path.abspath(__file__))
 
 
 def get_include_flags() -> list:
-    raise _no_plugin_build("get_include_flags")
+    return [f"-I{get_include_dir()}"]
 
 
 def get_compile_flags() -> list:
-    raise _no_plugin_build("get_compile_flags")
+    """Flags a plugin is compiled with: the include folder, position-independent code."""
+    return get_include_flags() + ["-fPIC"]
 
 
 def get_link_flags() -> list:
-    raise _no_plugin_build("get_link_flags")
+    """Flags a plugin is linked with: a shared library, nothing of penstock to link."""
+    return ["-shared"]

@@ -14,7 +14,7 @@ from . import _hooks
 
 __all__ = [
     "DALIDataType", "DALIImageType", "DALIInterpType", "PipelineAPIType", "TensorLayout",
-    "SampleInfo", "BatchInfo", "Constant", "ScalarConstant", "CUDAStream",
+    "SampleInfo", "BatchInfo", "Constant", "ConstantNode", "ScalarConstant", "CUDAStream",
     "to_numpy_type", "to_dali_type", "CPU_ONLY_DEVICE_ID",
 ]
 
@@ -237,4 +237,11 @@ def Constant(value: Any, dtype: DALIDataType | None = None, shape: Any = None,
         if isinstance(value, np.ndarray):
             value = value[()]
         return ScalarConstant(value, dtype)
+    return _hooks.constant_node(value, dtype=dtype, shape=shape, layout=layout, device=device, **kwargs)
+
+
+def ConstantNode(device: str | None, value: Any, dtype: DALIDataType | None, shape: Any, layout: str | None,
+                 **kwargs: Any):
+    """A constant operator's output (a DataNode) holding ``value``, always a node (``Constant``
+    inlines plain scalars)."""
     return _hooks.constant_node(value, dtype=dtype, shape=shape, layout=layout, device=device, **kwargs)

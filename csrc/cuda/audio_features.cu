@@ -132,8 +132,9 @@ extern "C" __global__ void audio_decibels(const float* src, float* dst, const fl
   const i64* d = desc + s * kDDesc;
   const i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
   if (e >= d[kDVolume]) return;
-  const double ratio = double(src[d[kDSrcOff] + e]) * (1.0 / double(refs[s]));
-  dst[d[kDDstOff] + e] = float(multiplier * log10(ratio > floor_ratio ? ratio : floor_ratio));
+  // in float, as the CPU kernel and DALI compute it
+  const float ratio = src[d[kDSrcOff] + e] * (1.0f / refs[s]), floor = float(floor_ratio);
+  dst[d[kDDstOff] + e] = float(multiplier) * log10f(ratio > floor ? ratio : floor);
 }
 
 // ---- preemphasis: desc [src offset, dst offset, volume]; coeffs [N] ----------------------------

@@ -129,12 +129,38 @@ struct OpenAudio {
   }
 };
 
+constexpr int SF_FORMAT_SUBMASK = 0x0000FFFF, SF_FORMAT_PCM_16 = 0x0002;
+
+// 16-bit PCM as float: read as shorts and scaled by 1 / 32768 here, as libsndfile scales them
+// (exactly: a power of two), in a loop that vectorizes (libsndfile's conversion costs as much as
+// the reading).
+sf_count_t read_pcm16_as_float(SNDFILE* f, float* dst, sf_count_t frames, int channels) {
+  constexpr sf_count_t kFrames = 4096;
+  thread_local std::vector<int16_t> block;
+  block.resize(kFrames * channels);
+  sf_count_t done = 0;
+  while (done < frames) {
+    const sf_count_t want = std::min(kFrames, frames - done);
+    const sf_count_t got = sndfile().readf_short(f, block.data(), want);
+    if (got <= 0) break;
+    float* out = dst + done * channels;
+    for (sf_count_t k = 0; k < got * channels; ++k) out[k] = block[k] * (1.0f / 32768);
+    done += got;
+    if (got < want) break;
+  }
+  return done;
+}
+
 template <typename T>
-sf_count_t read_frames(SNDFILE* f, T* dst, sf_count_t frames) {
+sf_count_t read_frames(const OpenAudio& a, T* dst, sf_count_t frames) {
   const Sndfile& lib = sndfile();
-  if constexpr (std::is_same_v<T, int16_t>) return lib.readf_short(f, dst, frames);
-  if constexpr (std::is_same_v<T, int32_t>) return lib.readf_int(f, dst, frames);
-  if constexpr (std::is_same_v<T, float>) return lib.readf_float(f, dst, frames);
+  if constexpr (std::is_same_v<T, int16_t>) return lib.readf_short(a.handle, dst, frames);
+  if constexpr (std::is_same_v<T, int32_t>) return lib.readf_int(a.handle, dst, frames);
+  if constexpr (std::is_same_v<T, float>) {
+    if ((a.info.format & SF_FORMAT_SUBMASK) == SF_FORMAT_PCM_16)
+      return read_pcm16_as_float(a.handle, dst, frames, a.info.channels);
+    return lib.readf_float(a.handle, dst, frames);
+  }
 }
 
 // Frames [first, first + frames) of sample i as T (interleaved), or an error naming what failed.
@@ -142,7 +168,7 @@ template <typename T>
 void read_range(OpenAudio& a, int64_t i, T* dst) {
   if (a.first > 0 && sndfile().seek(a.handle, a.first, SEEK_SET) != a.first)
     throw SampleError(i, "cannot seek to frame " + std::to_string(a.first) + ": " + sndfile().strerror(a.handle));
-  sf_count_t got = read_frames(a.handle, dst, a.frames);
+  sf_count_t got = read_frames(a, dst, a.frames);
   if (got != a.frames)
     throw SampleError(i, "truncated or corrupt audio: decoded " + std::to_string(std::max<sf_count_t>(got, 0)) +
                              " of " + std::to_string(a.frames) + " frames (" + sndfile().strerror(a.handle) + ")");

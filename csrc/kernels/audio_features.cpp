@@ -132,21 +132,19 @@ void preemphasis(ThreadPool& pool, Array src, int src_type, I64Array shapes, I64
 namespace {
 
 // ---- spectrogram and power_spectrum -------------------------------------------------------------
-// One transform per thread: its plan is shared, its scratch is its own.
-struct Transform {
-  explicit Transform(int64_t nfft) : dft(nfft) {}
-  RealDft dft;
-  void power(const double* frame, int power_kind, float* out, int64_t out_stride) const {
-    thread_local std::vector<cdouble> scratch, bins;
-    scratch.resize(dft.scratch_size());
-    bins.resize(dft.bins());
-    dft.run(frame, bins.data(), scratch.data());
-    for (int64_t k = 0; k < dft.bins(); ++k) {
-      const double p = std::norm(bins[k]);
-      out[k * out_stride] = static_cast<float>(power_kind == 2 ? p : std::sqrt(p));
-    }
-  }
+// Signals are transformed kLanes at a time (audio_fft.h); the plan is shared, the scratch is each
+// thread's own.
+struct LaneScratch {
+  std::vector<double> inputs, powers;
+  std::vector<float> edge;  // a frame that reaches past the signal, padded
 };
+
+LaneScratch& lane_scratch(const LaneRealDft& dft) {
+  thread_local LaneScratch scratch;
+  scratch.inputs.resize(dft.scratch_size());
+  scratch.powers.resize(dft.bins() * kLanes);
+  return scratch;
+}
 
 int64_t reflect_index(int64_t i, int64_t n) {  // ... 2 1 | 0 1 2 ... n-1 | n-2 ...
   if (n == 1) return 0;
@@ -170,7 +168,7 @@ void spectrogram(ThreadPool& pool, Array src, I64Array lengths, I64Array src_off
   if (in.ndim != 1 || out.ndim != 2 || wlen > nfft || step < 1)
     throw std::invalid_argument("spectrogram: bad arguments");
   std::vector<std::pair<int64_t, int64_t>> items;  // (sample, first frame)
-  constexpr int64_t kFramesPerItem = 16;
+  constexpr int64_t kFramesPerItem = 2 * kLanes;
   for (int64_t i = 0; i < in.num_samples; ++i) {
     const int64_t frames = freq_major ? out.shape(i)[1] : out.shape(i)[0];
     if ((freq_major ? out.shape(i)[0] : out.shape(i)[1]) != bins)
@@ -178,28 +176,40 @@ void spectrogram(ThreadPool& pool, Array src, I64Array lengths, I64Array src_off
     for (int64_t f = 0; f < frames; f += kFramesPerItem) items.emplace_back(i, f);
   }
   const double* w = window.data();
-  const Transform transform(nfft);
+  const LaneRealDft dft(nfft);
+  const int64_t shift = centered ? wlen / 2 : 0;
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
     const auto [i, f0] = items[k];
     const float* x = in.sample<float>(i);
     const int64_t n = in.shape(i)[0];
     const int64_t frames = freq_major ? out.shape(i)[1] : out.shape(i)[0];
     float* y = out.sample<float>(i);
-    thread_local std::vector<double> frame;
-    frame.assign(nfft, 0.0);
-    const int64_t shift = centered ? wlen / 2 : 0;
-    for (int64_t f = f0; f < std::min(frames, f0 + kFramesPerItem); ++f) {
-      const int64_t start = f * step - shift;
-      for (int64_t t = 0; t < wlen; ++t) {
-        const int64_t idx = start + t;
-        double v;
-        if (idx >= 0 && idx < n) v = x[idx];
-        else if (reflect) v = x[reflect_index(idx, n)];
-        else v = 0.0;
-        frame[t] = v * w[t];
+    LaneScratch& scratch = lane_scratch(dft);
+    for (int64_t g = f0; g < std::min(frames, f0 + kFramesPerItem); g += kLanes) {
+      const int64_t lanes = std::min(kLanes, frames - g);
+      dft.clear(scratch.inputs.data());
+      for (int64_t l = 0; l < lanes; ++l) {
+        const int64_t start = (g + l) * step - shift;
+        if (start >= 0 && start + wlen <= n) {
+          dft.load(scratch.inputs.data(), l, x + start, 1, wlen, w);
+          continue;
+        }
+        scratch.edge.resize(wlen);
+        for (int64_t t = 0; t < wlen; ++t) {
+          const int64_t idx = start + t;
+          scratch.edge[t] = idx >= 0 && idx < n ? x[idx] : reflect ? x[reflect_index(idx, n)] : 0.0f;
+        }
+        dft.load(scratch.inputs.data(), l, scratch.edge.data(), 1, wlen, w);
       }
-      if (freq_major) transform.power(frame.data(), power_kind, y + f, frames);
-      else transform.power(frame.data(), power_kind, y + f * bins, 1);
+      dft.power(scratch.inputs.data(), power_kind, scratch.powers.data());
+      const double* p = scratch.powers.data();
+      if (freq_major) {  // the lanes are consecutive frames: contiguous in a row of bins x frames
+        for (int64_t b = 0; b < bins; ++b)
+          for (int64_t l = 0; l < lanes; ++l) y[b * frames + g + l] = static_cast<float>(p[b * kLanes + l]);
+      } else {
+        for (int64_t l = 0; l < lanes; ++l)
+          for (int64_t b = 0; b < bins; ++b) y[(g + l) * bins + b] = static_cast<float>(p[b * kLanes + l]);
+      }
     }
   });
 }
@@ -239,7 +249,8 @@ void for_each_item(ThreadPool& pool, const MiddleAxisOutput& plan, Body body) {
 }  // namespace
 
 // The transform of every line along `axis` (zero-padded or cut to nffts[i]) -> nffts[i] / 2 + 1
-// bins. Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner].
+// bins. Samples cross as [outer, length, inner] shapes, the output as [outer, bins, inner]; the
+// lines of a sample (outer-major) are transformed kLanes at a time.
 void power_spectrum(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
                     I64Array dst_offsets, I64Array nffts, int power_kind) {
   check_type(src, int(DType::FLOAT), "power_spectrum", "the input");
@@ -248,26 +259,37 @@ void power_spectrum(ThreadPool& pool, Array src, I64Array shapes, I64Array src_o
   if (in.ndim != 3) throw std::invalid_argument("power_spectrum: shapes must be [N, 3] (outer, length, inner)");
   check_per_sample(nffts, in.num_samples, "power_spectrum", "nffts");
   const int64_t* nfft = nffts.data();
-  std::vector<int64_t> bins(in.num_samples);
-  std::map<int64_t, std::unique_ptr<Transform>> transforms;  // one plan per distinct size
+  std::map<int64_t, std::unique_ptr<LaneRealDft>> transforms;  // one plan per distinct size
+  auto out_shapes = I64Array::empty({in.num_samples, 3});
+  int64_t* out_shape = out_shapes.mutable_data();
+  std::vector<std::pair<int64_t, int64_t>> items;  // (sample, first line)
   for (int64_t i = 0; i < in.num_samples; ++i) {
     if (nfft[i] < 1) throw std::invalid_argument("power_spectrum: nfft must be positive");
-    bins[i] = nfft[i] / 2 + 1;
-    if (!transforms.count(nfft[i])) transforms[nfft[i]] = std::make_unique<Transform>(nfft[i]);
+    if (!transforms.count(nfft[i])) transforms[nfft[i]] = std::make_unique<LaneRealDft>(nfft[i]);
+    out_shape[i * 3] = in.shape(i)[0];
+    out_shape[i * 3 + 1] = nfft[i] / 2 + 1;
+    out_shape[i * 3 + 2] = in.shape(i)[2];
+    for (int64_t q = 0, lines = in.shape(i)[0] * in.shape(i)[2]; q < lines; q += kLanes) items.emplace_back(i, q);
   }
-  MiddleAxisOutput plan = middle_axis_output(in, bins, dst, dst_offsets);
-  const BatchView& out = plan.view;
-  for_each_item(pool, plan, [&](int64_t i, int64_t o) {
-    const Transform& transform = *transforms.at(nfft[i]);
-    const int64_t len = in.shape(i)[1], inner = in.shape(i)[2], bins = nfft[i] / 2 + 1;
-    const float* x = in.sample<float>(i) + o * len * inner;
-    float* y = out.sample<float>(i) + o * bins * inner;
-    thread_local std::vector<double> line;
-    line.assign(nfft[i], 0.0);
-    const int64_t take = std::min(len, nfft[i]);
-    for (int64_t j = 0; j < inner; ++j) {
-      for (int64_t t = 0; t < take; ++t) line[t] = x[t * inner + j];
-      transform.power(line.data(), power_kind, y + j, inner);
+  BatchView out = make_batch_view(dst, out_shapes, dst_offsets, true);
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t k) {
+    const auto [i, q0] = items[k];
+    const LaneRealDft& dft = *transforms.at(nfft[i]);
+    const int64_t len = in.shape(i)[1], inner = in.shape(i)[2], bins = dft.bins();
+    const int64_t lanes = std::min(kLanes, in.shape(i)[0] * inner - q0), take = std::min(len, nfft[i]);
+    LaneScratch& scratch = lane_scratch(dft);
+    dft.clear(scratch.inputs.data());
+    // line q: outer index q / inner, inner index q % inner
+    for (int64_t l = 0; l < lanes; ++l) {
+      const int64_t q = q0 + l;
+      dft.load(scratch.inputs.data(), l, in.sample<float>(i) + (q / inner) * len * inner + q % inner, inner, take,
+               nullptr);
+    }
+    dft.power(scratch.inputs.data(), power_kind, scratch.powers.data());
+    for (int64_t l = 0; l < lanes; ++l) {
+      const int64_t q = q0 + l;
+      float* line = out.sample<float>(i) + (q / inner) * bins * inner + q % inner;
+      for (int64_t b = 0; b < bins; ++b) line[b * inner] = static_cast<float>(scratch.powers[b * kLanes + l]);
     }
   });
 }
@@ -327,8 +349,8 @@ void matrix_along_axis(ThreadPool& pool, Array src, I64Array shapes, I64Array sr
 // ---- to_decibels --------------------------------------------------------------------------------
 // multiplier * log10(max(x / refs[i], floor_ratio)), floor_ratio = 10^(cutoff_db / multiplier) as a
 // float; the operator gives each sample's reference (its maximum by default, from the reduction
-// kernel). A ratio that is not a number (0 / 0) or not positive (a negative reference) gives the
-// floor, as in DALI.
+// kernel). In float, as DALI computes it. A ratio that is not a number (0 / 0) or not positive (a
+// negative reference) gives the floor, as in DALI.
 void to_decibels(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, Array dst,
                  I64Array dst_offsets, double multiplier, F32Array refs, double floor_ratio) {
   check_type(src, int(DType::FLOAT), "to_decibels", "the input");
@@ -337,13 +359,14 @@ void to_decibels(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offs
   BatchView out = make_batch_view(dst, shapes, dst_offsets, true);
   check_per_sample(refs, in.num_samples, "to_decibels", "refs");
   const float* ref = refs.data();
+  const float mul = static_cast<float>(multiplier), floor = static_cast<float>(floor_ratio);
   pool.parallel_for(in.num_samples, [&](int64_t i) {
     const float* x = in.sample<float>(i);
     float* y = out.sample<float>(i);
-    const double inv = 1.0 / ref[i];
+    const float inv = 1.0f / ref[i];
     for (int64_t t = 0, n = in.volume(i); t < n; ++t) {
-      const double ratio = x[t] * inv;
-      y[t] = static_cast<float>(multiplier * std::log10(ratio > floor_ratio ? ratio : floor_ratio));
+      const float ratio = x[t] * inv;
+      y[t] = mul * std::log10(ratio > floor ? ratio : floor);
     }
   });
 }

@@ -3,7 +3,8 @@
 // crossings per side, tabulated at 64 points per lobe and read with linear interpolation, applied
 // at the input rate (no extra low-pass when downsampling). Arithmetic in float, output positions
 // advanced in blocks of 256 from a double start; one interpolation fraction serves all taps of an
-// output (DALI computes it per tap: the values agree to about 1e-6 of full scale).
+// output (DALI computes it per tap: the values agree to about 1e-6 of full scale). Equal rates copy
+// the samples; ratios whose outputs share interpolation points reuse their weights.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -99,16 +100,30 @@ class SincResampler {
   // resample() with the output's type given by its element size and `store`: the filtering is
   // compiled once per input type, not once per pair of types. Positions advance in float from a
   // double start every 256 outputs, as in DALI; each block's values are computed, then stored.
+  // Equal rates put every output on an input sample, where the weights are the sinc's peak (1)
+  // and its zeros (below 1e-16): the filter is the identity to float precision, and the samples
+  // are copied.
   template <typename In>
   void resample_into(void* out, int64_t out_elem_size, StoreUnit store, int64_t out_len, double out_rate,
                      const In* in, int64_t n_in, double in_rate, int channels) const {
     constexpr int64_t kBlock = 256;
     const double scale = in_rate / out_rate;
     const float fscale = static_cast<float>(scale);
-    std::vector<float> unit(kBlock * channels), weights(2 * lobes_ + 1);
-    WeightsKey key;
+    std::vector<float> unit(kBlock * channels);
+    WeightsCache cache(2 * lobes_ + 1);
+    // Outputs every half input sample or a multiple of it (16 -> 8 kHz, 8 -> 16 kHz, 48 -> 16 kHz)
+    // share one or two interpolation points, whose weights are kept; other ratios' points do not
+    // repeat, and mono outputs interpolate the weights as they read them.
+    const bool repeating = std::floor(2 * scale) == 2 * scale;
     for (int64_t block = 0; block < out_len; block += kBlock) {
       const int64_t block_end = std::min(block + kBlock, out_len);
+      if (in_rate == out_rate) {
+        for (int64_t o = block; o < block_end; ++o)
+          for (int c = 0; c < channels; ++c)
+            unit[(o - block) * channels + c] = o < n_in ? to_unit(in[o * channels + c]) : 0.0f;
+        store(unit.data(), (block_end - block) * channels, static_cast<char*>(out) + block * channels * out_elem_size);
+        continue;
+      }
       const double start = block * scale;
       const int64_t base = static_cast<int64_t>(std::floor(start));
       float pos = static_cast<float>(start - base);  // input position relative to `base`
@@ -117,11 +132,16 @@ class SincResampler {
         if (static_cast<float>(centre) < pos) ++centre;
         const int64_t i0 = std::max<int64_t>(centre - lobes_, -base);
         const int64_t taps = std::max<int64_t>(std::min<int64_t>(centre + lobes_, n_in - base) - i0, 0);
-        fill_weights(static_cast<float>(i0) - pos, taps, weights.data(), key);
         const In* x = in + (base + i0) * channels;
         float* acc = unit.data() + (o - block) * channels;
+        const Point point = point_of(static_cast<float>(i0) - pos, taps);
+        if (channels == 1 && !repeating) {
+          *acc = interpolating_dot(x, point);
+          continue;
+        }
+        const float* weights = cache.lookup(point, *this);
         if (channels == 1) {
-          *acc = dot(x, weights.data(), taps);
+          *acc = dot(x, weights, taps);
           continue;
         }
         std::fill(acc, acc + channels, 0.0f);
@@ -133,29 +153,70 @@ class SincResampler {
   }
 
  private:
-  // What the weights of the last output were computed from: an integer rate ratio (48 -> 16 kHz)
-  // gives every output the same ones.
-  struct WeightsKey {
-    int64_t first = -1, taps = -1;
-    float di = -1;
+  // Where the taps of an output read the table: from entry `first` on, every kPerUnit-th, with the
+  // interpolation fraction `di`.
+  struct Point {
+    int64_t first, taps;
+    float di;
+    bool operator==(const Point& o) const { return first == o.first && taps == o.taps && di == o.di; }
   };
 
-  // The weights of taps x0, x0 + 1, ...: the table read with linear interpolation. x0 >= -lobes, so
-  // the table position is positive and truncation is floor.
-  void fill_weights(float x0, int64_t taps, float* w, WeightsKey& key) const {
+  // Taps x0, x0 + 1, ...: x0 >= -lobes, so the table position is positive and truncation is floor.
+  Point point_of(float x0, int64_t taps) const {
     const float fi = x0 * kPerUnit + center_;
     const int64_t first = static_cast<int64_t>(fi);
-    const float di = fi - static_cast<float>(first);
-    if (first == key.first && di == key.di && taps == key.taps) return;  // `w` holds them already
-    key = {first, taps, di};
-    const int64_t last = first + (taps - 1) * kPerUnit;
-    if (first < 0 || last + 1 >= table_size_) {  // outside the window: none
-      std::fill(w, w + taps, 0.0f);
-      return;
+    return {first, taps, fi - static_cast<float>(first)};
+  }
+
+  bool inside(const Point& p) const { return p.first >= 0 && p.first + (p.taps - 1) * kPerUnit + 1 < table_size_; }
+  // the table's values and slopes at the point's taps, contiguous
+  const float* values(const Point& p) const { return value_.data() + by_phase(p.first); }
+  const float* slopes(const Point& p) const { return slope_.data() + by_phase(p.first); }
+  int64_t by_phase(int64_t entry) const { return (entry % kPerUnit) * units_ + entry / kPerUnit; }
+
+  // The weights of the last two distinct points.
+  struct WeightsCache {
+    explicit WeightsCache(int64_t taps) : weights{std::vector<float>(taps), std::vector<float>(taps)} {}
+    Point points[2] = {{-1, -1, -1}, {-1, -1, -1}};
+    std::vector<float> weights[2];
+    int older = 0;  // the entry the next new point replaces
+
+    const float* lookup(const Point& p, const SincResampler& table) {
+      for (int e = 0; e < 2; ++e)
+        if (points[e] == p) return weights[e].data();
+      return fill(p, table);
     }
-    const float* value = value_.data() + (first % kPerUnit) * units_ + first / kPerUnit;
-    const float* slope = slope_.data() + (first % kPerUnit) * units_ + first / kPerUnit;
-    for (int64_t t = 0; t < taps; ++t) w[t] = value[t] + di * slope[t];
+
+    // The table read with linear interpolation (outside the window: zeros).
+    const float* fill(const Point& p, const SincResampler& table) {
+      const int e = older;
+      older ^= 1;
+      points[e] = p;
+      float* w = weights[e].data();
+      if (!table.inside(p)) {
+        std::fill(w, w + p.taps, 0.0f);
+        return w;
+      }
+      const float* value = table.values(p);
+      const float* slope = table.slopes(p);
+      for (int64_t t = 0; t < p.taps; ++t) w[t] = value[t] + p.di * slope[t];
+      return w;
+    }
+  };
+
+  // dot() with the weights interpolated as they are read (the same values fill() gives)
+  template <typename In>
+  float interpolating_dot(const In* x, const Point& p) const {
+    if (!inside(p)) return 0.0f;
+    const float* value = values(p);
+    const float* slope = slopes(p);
+    float lane[4] = {0, 0, 0, 0};
+    int64_t t = 0;
+    for (; t + 3 < p.taps; t += 4)
+      for (int k = 0; k < 4; ++k) lane[k] += to_unit(x[t + k]) * (value[t + k] + p.di * slope[t + k]);
+    float f = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    for (; t < p.taps; ++t) f += to_unit(x[t]) * (value[t] + p.di * slope[t]);
+    return f;
   }
 
   // Four running sums over taps 0, 4, ... then the rest one by one (DALI's vector order).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/dtype.h"
+#include "kernels/hot_loop.h"  // hot pixel loops
 
 #define PENSTOCK_DISPATCH_IMAGE(code, T, ...)                                     \
   switch (static_cast<::penstock::DType>(code)) {                                 \
@@ -21,13 +22,6 @@
                                   ::penstock::dtype_name(code) +                  \
                                   " (supported: UINT8, INT16, UINT16, INT32, FLOAT)"); \
   }
-
-// Hot pixel loops are compiled twice (AVX2 and baseline x86-64), picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PENSTOCK_HOT_LOOP __attribute__((target_clones("avx2", "default")))
-#else
-#define PENSTOCK_HOT_LOOP
-#endif
 
 namespace penstock {
 

@@ -86,7 +86,7 @@ RecordioRecords recordio_records(ThreadPool& pool, ArrayOf<uint8_t> ranges, I64A
     uint32_t flag = load_u32(p.data());
     if (flag) std::memcpy(lab + la, p.data() + kImageHeader, 4 * label_counts[i]);
     else std::memcpy(lab + la, p.data() + 4, 4);
-    std::memcpy(img + ia, p.data() + p.size() - image_sizes[i], image_sizes[i]);
+    if (image_sizes[i]) std::memcpy(img + ia, p.data() + p.size() - image_sizes[i], image_sizes[i]);  // none: img may be null
     image_sizes_out.mutable_data()[i] = image_sizes[i];
     label_counts_out.mutable_data()[i] = label_counts[i];
     ia += image_sizes[i];

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "engine/dtype.h"
 #include "kernels/readers_numpy.h"
@@ -32,6 +34,23 @@ void read_exact(int fd, void* dst, int64_t size, int64_t offset, int64_t i, cons
                                          " bytes of data at offset " + std::to_string(offset) + ")");
     done += r;
   }
+}
+
+// Header text quoted in an error: bytes that are not printable ASCII as \xNN (Python decodes the
+// message as UTF-8), at most 40 of them.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (size_t k = 0; k < text.size() && k < 40; ++k) {
+    unsigned char c = static_cast<unsigned char>(text[k]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      char esc[5];
+      std::snprintf(esc, sizeof esc, "\\x%02x", c);
+      out += esc;
+    }
+  }
+  return text.size() > 40 ? out + "..." : out;
 }
 
 struct Header {
@@ -63,11 +82,11 @@ std::string dict_value(const std::string& h, const std::string& key, int64_t i, 
 // numpy's type string ('<f4', '|u1', '|b1' ...) -> DALIDataType code and element size.
 void parse_descr(std::string d, Header& out, int64_t i, const std::string& path) {
   if (d.size() >= 2 && (d.front() == '\'' || d.front() == '"')) d = d.substr(1, d.size() - 2);
-  if (d.size() < 3) throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + d + "'");
+  if (d.size() < 3) throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + printable(d) + "'");
   char order = d[0], kind = d[1];
   int size = std::atoi(d.c_str() + 2);
   if (order == '>' && size > 1)
-    throw SampleError(i, "'" + path + "': big-endian data ('" + d + "') is not supported");
+    throw SampleError(i, "'" + path + "': big-endian data ('" + printable(d) + "') is not supported");
   struct Entry { char kind; int size; DType code; };
   static const Entry table[] = {
       {'u', 1, DType::UINT8}, {'u', 2, DType::UINT16}, {'u', 4, DType::UINT32}, {'u', 8, DType::UINT64},
@@ -80,7 +99,7 @@ void parse_descr(std::string d, Header& out, int64_t i, const std::string& path)
       return;
     }
   }
-  throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + d + "'");
+  throw SampleError(i, "'" + path + "': unsupported .npy dtype '" + printable(d) + "'");
 }
 
 // The header of a .npy file of `total` bytes whose bytes `read(dst, size, offset)` gives; `name`
@@ -126,8 +145,20 @@ Header parse_npy(Read&& read, int64_t total, int64_t i, const std::string& name)
     out.shape.push_back(v);
     p = end;
   }
-  int64_t vol = 1;
-  for (auto s : out.shape) vol *= s;
+  // the data's size, refused once it passes the file's (a claimed shape may overflow 64 bits)
+  int64_t vol = 1, room = (total - out.data_offset) / std::max<int64_t>(out.elem_size, 1);
+  for (auto s : out.shape) {
+    if (s != 0 && vol > room / s) {
+      vol = -1;
+      break;
+    }
+    vol *= s;
+  }
+  for (auto s : out.shape)
+    if (s == 0) vol = 0;
+  if (vol < 0)
+    throw SampleError(i, "'" + name + "' is truncated: the header's shape promises more data than the file's " +
+                             std::to_string(total - out.data_offset) + " bytes");
   if (total < out.data_offset + vol * out.elem_size)
     throw SampleError(i, "'" + name + "' is truncated: the header promises " + std::to_string(vol * out.elem_size) +
                              " bytes of data, the file has " + std::to_string(total - out.data_offset));

@@ -17,10 +17,14 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "caffe", "inflate", "checkpoint", "audio", "nemo_manifest")
-NATIVE_TARGETS = ("decode", "tfrecord", "caffe", "inflate", "audio")  # run against the sanitizer build of the engine
+TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "caffe", "inflate", "checkpoint", "audio",
+                "nemo_manifest", "video", "recordio", "npy")
+# run against the sanitizer build of the engine
+NATIVE_TARGETS = ("decode", "tfrecord", "caffe", "inflate", "audio", "video", "recordio", "npy")
+EDIT_TARGETS = ("decode", "checkpoint", "audio", "video", "recordio", "npy")  # inputs are edits of built-in ones
 # libFuzzer's input length: edits of built-in inputs need no more (see README.md)
-MAX_LEN = {"decode": 256, "checkpoint": 256, "audio": 256, "tfrecord": 4096}
+MAX_LEN = {"decode": 256, "checkpoint": 256, "audio": 256, "video": 256, "recordio": 256, "npy": 256,
+           "tfrecord": 4096}
 
 
 def _sanitizer_env(so: str) -> dict:
@@ -48,9 +52,9 @@ def run(target: str, runs: int, env: dict, seed: int, seconds: int = 0) -> int:
         cmd = [sys.executable, os.path.join(HERE, "fuzz.py"), target, f"-runs={runs}", f"-seed={seed}",
                "-timeout=20", "-rss_limit_mb=4096", f"-max_total_time={seconds}",
                f"-artifact_prefix={crashes}{os.sep}"]
-        # decode, checkpoint and audio inputs are edits of built-in inputs (no coverage reaches libFuzzer
-        # from the native code): every length is useful from the start
-        cmd += ["-len_control=0"] if target in ("decode", "checkpoint", "audio") else []
+        # these inputs are edits of built-in inputs (no coverage reaches libFuzzer from the native
+        # code): every length is useful from the start
+        cmd += ["-len_control=0"] if target in EDIT_TARGETS else []
         cmd += [f"-max_len={MAX_LEN.get(target, 65536)}"]
         # only the native code is built with the sanitizers; elsewhere libasan's coverage stubs
         # would hide atheris' Python coverage from libFuzzer

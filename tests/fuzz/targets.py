@@ -37,9 +37,11 @@ def _load_engine() -> None:
 _load_engine()
 
 from make_sample_data import tf_example, tfrecord_record  # noqa: E402
+from make_video_data import encode as encode_video, encoder_for  # noqa: E402
 from penstock import _checkpoint, _engine, fn, pipeline_def  # noqa: E402
 from penstock._operator import SampleError  # noqa: E402
 from penstock.operators import image_decode as decoders  # noqa: E402
+from penstock.operators._video_codec import decode_into, index_of, require_av  # noqa: E402
 from penstock.operators.audio_decode import load_libsndfile  # noqa: E402
 from penstock.operators.readers_nemo_asr import NemoAsrReader  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
@@ -309,6 +311,103 @@ def checkpoint(data: bytes) -> None:
 
 
 
+def video(data: bytes) -> None:
+    """The video path: demuxing and indexing (PyAV/FFmpeg), then decoding a set of frames, seeking
+    or not, with 4:2:0 frames converted by the engine (``yuv420_to_rgb``); inputs are edits of
+    built-in videos of several codecs and containers, as for ``decode``."""
+    opts, raw = decode_blob(data, _videos())
+    if not raw:
+        return
+    av = require_av("fuzz")
+    what = "video 'fuzz'"
+    try:
+        index = index_of(av, raw, what)
+        if index.height * index.width * min(index.frames, 4) > MAX_PIXELS:
+            return
+        wanted = (np.arange(index.frames)[::-1] if opts & 1 else
+                  np.array([index.frames - 1, 0, index.frames // 2, index.frames - 1]))[:4]
+        out = np.empty((len(wanted), index.height, index.width, 3), np.uint8)
+        decode_into(av, raw, index, wanted, out, what, _POOL, seek=not opts & 2)
+    except ValueError as exc:
+        if not str(exc).startswith(what):
+            raise AssertionError(f"error without the video's name: {exc!r}") from exc
+
+
+_RECORDIO_MAGIC = 0xCED7230A
+
+
+def recordio_record(payload: bytes, split: int | None = None) -> bytes:
+    """One RecordIO record of ``payload``; ``split``: cut in two parts around a magic word there."""
+    parts = [payload] if split is None else [payload[:split], payload[split + 4:]]
+    out = b""
+    for p, part in enumerate(parts):
+        flag = 0 if len(parts) == 1 else (1 if p == 0 else 3)
+        out += (_RECORDIO_MAGIC.to_bytes(4, "little") + (flag << 29 | len(part)).to_bytes(4, "little") + part +
+                b"\0" * (-len(part) % 4))
+    return out
+
+
+def recordio(data: bytes) -> None:
+    """readers.mxnet's native parse (``_engine.recordio_records``): records (edits of built-in ones:
+    one label, several labels, a record split around a magic word; or raw bytes, option bit 7) read
+    as one to three byte ranges, cut where the options say."""
+    opts, raw = decode_blob(data, _recordio_files())
+    if not raw:
+        return
+    blob = np.frombuffer(raw, np.uint8).copy()
+    cuts = sorted({0, len(blob)} | {len(blob) * c // 8 for c in (opts & 7, (opts >> 3) & 7)})
+    starts = np.array(cuts[:-1], np.int64)
+    sizes = np.diff(np.array(cuts, np.int64))
+    try:
+        images, image_sizes, labels, label_counts = _engine.recordio_records(_POOL, blob, starts, sizes)
+    except _engine.SampleError:
+        return
+    assert int(image_sizes.sum()) == len(images) and int(label_counts.sum()) == len(labels)
+    assert len(image_sizes) == len(label_counts) == len(starts)
+
+
+def npy(data: bytes) -> None:
+    """.npy files: decoders.numpy's in-memory headers and arrays (``npy_buffer_headers``,
+    ``npy_decode``) and readers.numpy's from a file (``npy_headers``, ``npy_read``), whole or a
+    window partly outside the array (padded); inputs are edits of built-in files (several types,
+    ranks, both orders), as for ``decode``."""
+    opts, raw = decode_blob(data, _npy_files())
+    if not raw:
+        return
+    blob = np.frombuffer(raw, np.uint8).copy()
+    one = np.array([[blob.size]], np.int64)
+    zero = np.zeros(1, np.int64)
+    try:
+        codes, sizes, fortran, offsets, ndims, shapes = _engine.npy_buffer_headers(_POOL, blob, one, zero)
+    except _engine.SampleError:
+        return
+    shape = shapes[:, :int(ndims[0])]
+    if int(np.prod(shape)) * int(sizes[0]) > MAX_PIXELS:
+        return
+    out = np.empty(max(1, int(np.prod(shape))) * int(sizes[0]), np.uint8)
+    try:
+        _engine.npy_decode(_POOL, blob, one, zero, offsets, fortran, out, np.ascontiguousarray(shape), zero,
+                           int(sizes[0]))
+    except _engine.SampleError:
+        pass
+    path = os.path.join(_TMP, "fuzz.npy")
+    with open(path, "wb") as f:
+        f.write(raw)
+    try:
+        codes, sizes, fortran, offsets, ndims, shapes = _engine.npy_headers(_POOL, [path])
+        shape = np.ascontiguousarray(shapes[:, :int(ndims[0])])
+        anchors = np.zeros_like(shape)
+        window = shape.copy()
+        if opts & 1 and shape.size:  # from the middle, past the end on every axis: padded
+            anchors, window = shape // 2, shape // 2 + 2
+        window = np.ascontiguousarray(window)
+        out = np.empty(max(1, int(np.prod(window))) * int(sizes[0]), np.uint8)
+        _engine.npy_read(_POOL, [path], offsets, fortran, shape, np.ascontiguousarray(anchors), out, window, zero,
+                         int(sizes[0]), np.zeros(int(sizes[0]), np.uint8))
+    except _engine.SampleError:
+        pass
+
+
 def nemo_manifest(data: bytes) -> None:
     """readers.nemo_asr's parsing of NeMo manifests (JSON lines)."""
     found = _scan(NemoAsrReader.scan, data, "manifest.json",
@@ -319,8 +418,8 @@ def nemo_manifest(data: bytes) -> None:
 
 
 TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "tfrecord": tfrecord, "caffe": caffe,
-           "inflate": inflate,
-           "checkpoint": checkpoint, "audio": audio, "nemo_manifest": nemo_manifest}
+           "inflate": inflate, "checkpoint": checkpoint, "audio": audio, "nemo_manifest": nemo_manifest,
+           "video": video, "recordio": recordio, "npy": npy}
 
 
 _IMAGES: list[bytes] = []
@@ -366,6 +465,44 @@ def _audio_files() -> list[bytes]:
     return _AUDIO
 
 
+_VIDEOS: list[bytes] = []
+
+
+def _videos() -> list[bytes]:
+    """Small valid videos of each codec this FFmpeg writes (the video target edits them)."""
+    if not _VIDEOS:
+        rng = np.random.default_rng(0)
+        clip = np.repeat(rng.integers(0, 256, (1, 16, 16, 3), dtype=np.uint8), 6, axis=0)
+        clip[:, :, :, 0] += np.arange(6, dtype=np.uint8)[:, None, None] * 20  # frames that differ
+        for codec, container in (("h264", "mp4"), ("mjpeg", "avi"), ("mpeg4", "avi"), ("vp9", "webm")):
+            if encoder_for(codec) is not None:
+                _VIDEOS.append(encode_video(clip, codec, container, gop=3))
+    return _VIDEOS
+
+
+def _recordio_files() -> list[bytes]:
+    """RecordIO records as readers.mxnet reads them: a label in the header, several labels before
+    the image, a record split around a magic word."""
+    head = (0).to_bytes(4, "little") + np.float32(3.0).tobytes() + bytes(16)
+    several = (3).to_bytes(4, "little") + bytes(20) + np.array([1.0, 2.0, 4.0], np.float32).tobytes()
+    image = bytes(range(40))
+    return [recordio_record(head + image), recordio_record(several + image),
+            recordio_record(head + image, split=24 + 7) + recordio_record(several + image[:5]),
+            recordio_record(head)]
+
+
+def _npy_files() -> list[bytes]:
+    """.npy files of several types, ranks and orders (the npy target edits them)."""
+    arrays = [np.arange(24, dtype=np.int16).reshape(2, 3, 4), np.asfortranarray(np.ones((3, 5), np.float32)),
+              np.array(7, np.int64), np.zeros(0, np.uint8), np.arange(6, dtype=">u4"), np.array([True, False])]
+    out = []
+    for a in arrays:
+        buf = io.BytesIO()
+        np.save(buf, a)
+        out.append(buf.getvalue())
+    return out
+
+
 def seeds(target: str) -> list[bytes]:
     """Valid inputs to start from: every image and audio file unedited with several options,
     well-formed file lists and manifests."""
@@ -394,5 +531,11 @@ def seeds(target: str) -> list[bytes]:
         return [bytes([len(t) // 3]) + lz4.block.compress(t, store_size=False) for t in texts]
     if target == "decode":
         return [bytes([i, opts, 255]) for i in range(len(_images())) for opts in (0, 8 | 16, 2 | 32, 3 | 64)]
+    if target == "video":
+        return [bytes([i, opts, 255]) for i in range(len(_videos())) for opts in range(4)]
+    if target == "recordio":
+        return [bytes([i, opts, 255]) for i in range(len(_recordio_files())) for opts in (0, 4, 4 | 6 << 3)]
+    if target == "npy":
+        return [bytes([i, opts, 255]) for i in range(len(_npy_files())) for opts in (0, 1)]
     blobs = _encoded([("TIFF", {}), ("WEBP", {"quality": 80}), ("BMP", {"compression": "rle8"})])
     return [bytes([opts]) + blob for blob in blobs for opts in (0, 1, 2, 3)]

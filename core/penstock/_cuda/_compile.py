@@ -32,12 +32,17 @@ def source(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def module(name: str, device_id: int) -> Any:
+def compiled(code: str, device_id: int) -> Any:
+    """The RawModule of CUDA source ``code`` for ``device_id``, compiled (custom operators' kernels too)."""
     cp = require()
     with cp.cuda.Device(device_id):
-        mod = cp.RawModule(code=source(name), options=_OPTIONS)
+        mod = cp.RawModule(code=code, options=_OPTIONS)
         mod.compile()
     return mod
+
+
+def module(name: str, device_id: int) -> Any:
+    return compiled(source(name), device_id)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,14 +1,15 @@
 """The per-pipeline device context: its device, its one CUDA stream, the batch kernels that run on
-it, and pinned staging memory for host -> device copies."""
+it, and host -> device copies through the process's pinned staging blocks (_pools)."""
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any
 
 import numpy as np
 
 from ..tensors import TensorListGPU
+from ._compile import compiled
+from ._pools import claim_device_reserve, pinned
 from ._runtime import require
 from .kernels import GpuKernels
 
@@ -22,23 +23,12 @@ def _size_class(count: int) -> int:
     return -(-count // step) * step
 
 
-class _PinnedBlock:
-    __slots__ = ("mem", "size", "event", "taken")
-
-    def __init__(self, cp: Any, size: int):
-        self.mem = cp.cuda.alloc_pinned_memory(size)
-        self.size = size
-        self.event = None  # recorded after the copy that reads the block
-        self.taken = False  # being filled by a thread (stages upload concurrently)
-
-    def free(self) -> bool:
-        return not self.taken and (self.event is None or self.event.done)
-
-
 class DeviceContext:
-    """One pipeline's GPU: the device, the stream every GPU operator of the pipeline runs on, and
-    pinned staging blocks. A staging block is reused only once the copy that read it has
-    finished on the stream (an event), so the host never waits for the GPU to stage data."""
+    """One pipeline's GPU: the device and the stream every GPU operator of the pipeline runs on. Host
+    data reaches the device through pinned staging blocks (_pools.pinned), each reused only once the
+    copy that read it has finished on the stream (an event), so the host never waits for the GPU to
+    stage data. Memory preallocated for the device (backend.PreallocateDeviceMemory) goes to the
+    stream's part of the pool when the context starts."""
 
     def __init__(self, device_id: int, stream: Any = None):
         cp = require()
@@ -50,8 +40,7 @@ class DeviceContext:
         self.device = cp.cuda.Device(self.device_id)
         with self.device:  # a stream of its own, unless given one (the dynamic mode's contexts share theirs)
             self.stream = cp.cuda.Stream(non_blocking=True) if stream is None else stream
-        self._blocks: list[_PinnedBlock] = []
-        self._lock = threading.Lock()
+        claim_device_reserve(cp, self.device_id, self.stream)
         self._closers: list = []
         self.kernels = GpuKernels(self)
 
@@ -80,21 +69,10 @@ class DeviceContext:
         self.device.__exit__(*exc)
 
     # -- host -> device --------------------------------------------------------------------
-    def _staging(self, nbytes: int) -> _PinnedBlock:
-        with self._lock:
-            for blk in self._blocks:
-                if blk.size >= nbytes and blk.free():
-                    blk.taken = True
-                    return blk
-            blk = _PinnedBlock(self.cp, max(nbytes, 1 << 16))
-            blk.taken = True
-            self._blocks.append(blk)
-            return blk
-
-    def reserve_staging(self, nbytes: int) -> None:
+    @staticmethod
+    def reserve_staging(nbytes: int) -> None:
         """Pins ``nbytes`` of staging memory ahead of the first copies."""
-        with self._lock:
-            self._blocks.append(_PinnedBlock(self.cp, int(nbytes)))
+        pinned.reserve(int(nbytes))
 
     def upload(self, host: np.ndarray, out: Any = None) -> Any:
         """Copies a host array to the device on this context's stream (through pinned staging)."""
@@ -106,12 +84,14 @@ class DeviceContext:
         nbytes = host.nbytes
         if nbytes == 0:
             return out
-        blk = self._staging(nbytes)
-        ctypes.memmove(blk.mem.ptr, host.ctypes.data, nbytes)  # without the GIL
-        cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.mem.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
-                                    self.stream.ptr)
-        blk.event = self.record()
-        blk.taken = False
+        blk, copied = pinned.take(nbytes), None
+        try:
+            ctypes.memmove(blk.ptr, host.ctypes.data, nbytes)  # without the GIL
+            cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                                        self.stream.ptr)
+            copied = self.record()
+        finally:
+            pinned.give_back(blk, copied)
         return out
 
     def upload_params(self, *arrays: np.ndarray) -> list:
@@ -141,6 +121,11 @@ class DeviceContext:
             self.stream.synchronize()
         for release in closers:
             release()
+
+    def source_kernel(self, code: str, name: str) -> Any:
+        """Kernel ``name`` of CUDA source ``code`` compiled at run time for this device (custom
+        operators' kernels); called as ``kernel(grid, block, args, stream=...)``."""
+        return compiled(code, self.device_id).get_function(name)
 
     def record(self) -> Any:
         """An event after everything queued on the stream so far (recorded with the stream's device

@@ -16,6 +16,7 @@ soon as one ends, without Python code in between.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import threading
@@ -25,6 +26,7 @@ import numpy as np
 
 from .. import _engine
 from ._context import DeviceContext
+from ._pools import grown, settings
 from .kernels import budget_runs
 
 CPU_ONLY = -99999  # nvImageCodec's device id for its CPU backends (host buffers)
@@ -36,7 +38,8 @@ FIXED, ADAPTIVE = 2, 3  # load hint policies
 # run. Measured on an H200 (ResNet-50 train pipeline): runs of 96 MB (two calls) 21.6k and 22.1k
 # img/s, peak 733 MB; one call 23.5k and 24.1k img/s, 789 MB.
 SCRATCH_BYTES = 256 << 20
-# Scratch grows to a batch's need with this much to spare (a growth waits for the stream).
+# Scratch grows to a batch's need with this much to spare (a growth waits for the stream), and at
+# least by the device growth factor (backend.SetDeviceBufferGrowthFactor).
 _SCRATCH_SPARE = 1 / 32
 
 
@@ -50,6 +53,20 @@ def library_dir() -> str | None:
         if os.path.exists(os.path.join(folder, "libnvimgcodec.so.0")):
             return folder
     return None
+
+
+def library_version() -> int:
+    """nvImageCodec's version as its header encodes it (major * 1000 + minor * 100 + patch: 0.9.0 is
+    900), from the installed wheel's metadata (importing its Python module would load its codecs);
+    -1 when it is not installed."""
+    for distribution in ("nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12"):
+        try:
+            parts = importlib.metadata.version(distribution).split(".")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        major, minor, patch = (int(p) if p.isdigit() else 0 for p in (parts + ["0", "0"])[:3])
+        return major * 1000 + minor * 100 + patch
+    return -1
 
 
 def decoder_options(fancy_upsampling: bool, batch_size: int, width_hint: int = 0, height_hint: int = 0,
@@ -154,6 +171,13 @@ class DeviceDecoder:
                         done_event=done.ptr if k == len(runs) - 1 else 0)
                     decoded |= done_now
                     seconds += took
+            except BaseException:
+                # runs queued before the failure still write into the output: the pipeline's stream
+                # waits for them, or the output's memory, freed with the failed iteration, could be
+                # handed out again (stream-ordered, on that stream) while they write
+                done.record(own.stream)
+                self.ctx.stream.wait_event(done)
+                raise
             finally:
                 self._release_scratch()
         self.ctx.stream.wait_event(done)
@@ -169,9 +193,11 @@ class DeviceDecoder:
                     self._scratch_change.wait()
                 if self._scratch is not None:
                     self.own.stream.synchronize()  # the last gathers from the old scratch are done
+                old = self._scratch.size if self._scratch is not None else 0
                 self._scratch = None
                 with self.own.device:
-                    self._scratch = self.own.cp.cuda.Memory(int(nbytes * (1 + _SCRATCH_SPARE)))
+                    self._scratch = self.own.cp.cuda.Memory(
+                        grown(old, int(nbytes * (1 + _SCRATCH_SPARE)), settings.device_growth))
             self._scratch_users += 1
             return self._scratch.ptr if self._scratch is not None else 0
 

@@ -36,3 +36,19 @@ def require(what: str = "a GPU pipeline") -> Any:
     if reason is not None:
         raise RuntimeError(f"{what} needs CUDA, but {reason}")
     return _import_cupy()
+
+
+def driver_version() -> int:
+    """The CUDA driver's version (12080 = 12.8), 0 without a driver."""
+    try:
+        return int(_import_cupy().cuda.runtime.driverGetVersion())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver
+        return 0
+
+
+def cufft_version() -> int:
+    """cuFFT's version (the GPU audio features' FFTs go through CuPy's cuFFT), -1 without it."""
+    try:
+        return int(_import_cupy().cuda.cufft.getVersion())
+    except Exception:  # noqa: BLE001 - no CuPy, no cuFFT library
+        return -1

@@ -2,10 +2,12 @@
 receiver thread that handles every message from the workers as it arrives."""
 from __future__ import annotations
 
+import codecs
 import collections
 import multiprocessing.connection
 import os
 import pickle
+import sys
 import threading
 import time
 import weakref
@@ -18,6 +20,8 @@ from ._shm import Segment, new_memfd, output_starts
 
 
 _POLL_S = 0.5  # how often a wait for results checks that the workers are alive
+_EXIT_WAIT_S = 2.0  # for a worker whose connection closed to exit (and its stderr to be complete)
+STDERR_TAIL = 8192  # characters of a worker's standard error kept for the error reporting its death
 
 # The pipeline's ends of the workers' control connections (their lifelines, see _worker.py). Only
 # this process may hold them, so that a worker's end closes exactly when this process ends: a
@@ -42,7 +46,7 @@ def control_pipe(ctx: object) -> tuple:
     return ours, theirs
 
 
-def stop_workers(procs: list, conns: list, controls: list) -> None:
+def stop_workers(procs: list, conns: list, controls: list, stderrs: list) -> None:
     """Ends every worker (asked first, then its lifeline is cut, then terminated); idempotent."""
     for c in conns:
         try:
@@ -61,10 +65,51 @@ def stop_workers(procs: list, conns: list, controls: list) -> None:
         if p.is_alive():
             p.kill()
             p.join(1.0)
-    for c in conns:
+    for c in conns + stderrs:
         c.close()
     procs.clear()
     conns.clear()
+    stderrs.clear()
+
+
+class WorkerStderr:
+    """A worker's standard error as it arrives through its pipe: passed on to this process's, and
+    its last STDERR_TAIL characters kept, so that the error reporting the worker's death can say
+    what it printed (a traceback, a fatal signal's stacks) wherever this process's stderr goes."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self.open = True
+        self.tail = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        os.set_blocking(conn.fileno(), False)
+
+    def read(self) -> str:
+        """What the worker wrote since the last read (all of it when it has exited)."""
+        chunks = []
+        while self.open:
+            try:
+                data = os.read(self.conn.fileno(), 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                self.open = False  # every writer is gone
+            chunks.append(self._decoder.decode(data, final=not data))
+        text = "".join(chunks)
+        self.tail = (self.tail + text)[-STDERR_TAIL:]
+        return text
+
+
+def pass_on(text: str) -> None:
+    """A worker's output on this process's standard error."""
+    if text and sys.stderr is not None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # closed
+            pass
 
 
 class Region(Segment):
@@ -107,10 +152,13 @@ class Hub:
     expect ``cond`` held. The hub holds no reference to the WorkerPool, whose finalizer closes it
     (a pipeline garbage-collected mid-epoch still ends its workers)."""
 
-    def __init__(self, procs: list, conns: list, controls: list):
+    def __init__(self, procs: list, conns: list, controls: list, stderrs: list):
         self.procs = procs
         self.conns = conns
         self.controls = controls
+        self.stderrs = stderrs
+        self.worker_stderr = [WorkerStderr(c) for c in stderrs]
+        self._printed: list[str] = []  # workers' output read under cond, passed on after it
         self._report_lock = threading.Lock()  # one report asked of the workers at a time
         self._reports = 0
         self.regions: list[Region] = []
@@ -150,16 +198,20 @@ class Hub:
     def _run(self) -> None:
         sentinels = {p.sentinel: w for w, p in enumerate(self.procs)}
         conns = list(self.conns)
+        stderrs = {e.conn: e for e in self.worker_stderr}
         try:
             while not self.closed:
-                ready = multiprocessing.connection.wait(conns + list(sentinels) + [self._wake_r], _POLL_S)
+                waited = conns + list(sentinels) + [c for c, e in stderrs.items() if e.open] + [self._wake_r]
+                ready = multiprocessing.connection.wait(waited, _POLL_S)
                 with self.cond:
                     if self.closed:
                         break
                     for obj in ready:
                         if self.closed:
                             break
-                        if obj in sentinels:
+                        if obj in stderrs:
+                            self._printed.append(stderrs[obj].read())
+                        elif obj in sentinels:
                             w = sentinels[obj]
                             if not conns[w].poll():  # died with nothing left to read
                                 self._fail_locked(w)
@@ -173,6 +225,8 @@ class Hub:
                                 self._fail_locked(w)
                                 break
                     self.cond.notify_all()
+                    printed, self._printed = "".join(self._printed), []
+                pass_on(printed)
         except BaseException as exc:  # a bug here must fail run(), never leave it waiting
             with self.cond:
                 self.failure = RuntimeError(f"external_source: the thread receiving the workers' batches "
@@ -182,7 +236,8 @@ class Hub:
             raise
         finally:
             with self._report_lock:
-                stop_workers(self.procs, self.conns, self.controls)
+                stop_workers(self.procs, self.conns, self.controls, self.stderrs)
+            pass_on("".join(self._printed))
             with self.cond:  # a batch still viewing one keeps its mapping until it is freed
                 for r in self.regions:
                     r.close()
@@ -190,11 +245,16 @@ class Hub:
 
     def _fail_locked(self, worker: int) -> None:
         p = self.procs[worker]
-        p.join(0.1)
+        p.join(_EXIT_WAIT_S)
         code = p.exitcode
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        how = ("closed its connection but has not exited" if code is None else
+               f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
+        stderr = self.worker_stderr[worker]
+        pass_on(stderr.read())  # before run() raises: the output shows ahead of the error
+        printed = (f"; its last output on standard error:\n{stderr.tail.rstrip()}" if stderr.tail.strip() else
+                   "; it printed nothing on standard error")
         self.failure = RuntimeError(f"external_source worker process {worker} (pid {p.pid}) {how}; the "
-                                    "parallel external_source cannot continue")
+                                    f"parallel external_source cannot continue{printed}")
         self.closed = True
         self.cond.notify_all()
 

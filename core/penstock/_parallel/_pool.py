@@ -76,22 +76,29 @@ class WorkerPool:
         procs: list = []
         conns: list = []
         controls: list = []
+        stderrs: list = []
         try:
             for w in range(num_workers):
                 parent_end, child_end = ctx.Pipe(duplex=True)
                 control, worker_control = control_pipe(ctx)
                 controls.append(control)
-                p = ctx.Process(target=worker_main, args=(w, child_end, worker_control, blob, pickler_arg),
+                # the worker's standard error comes through a pipe: passed on to ours, its end kept
+                # for the error that reports the worker's death (see Hub.stderr_tail)
+                stderr, worker_stderr = ctx.Pipe(duplex=False)
+                stderrs.append(stderr)
+                p = ctx.Process(target=worker_main,
+                                args=(w, child_end, worker_control, worker_stderr, blob, pickler_arg),
                                 name=f"penstock-es-worker-{w}", daemon=True)
                 p.start()
                 child_end.close()
                 worker_control.close()
+                worker_stderr.close()
                 procs.append(p)
                 conns.append(parent_end)
         except BaseException:
-            stop_workers(procs, conns, controls)
+            stop_workers(procs, conns, controls, stderrs)
             raise
-        self.hub = Hub(procs, conns, controls)
+        self.hub = Hub(procs, conns, controls, stderrs)
         self._finalizer = weakref.finalize(self, self.hub.close)
         # transport accounting: the time this process spends turning filled regions into batches
         # (the bytes copied, all by the workers, are ``copied_bytes``)

@@ -9,6 +9,10 @@ Replies: ("ready",) once, when the sources are loaded; ("ok", key, capacity, out
 outputs wait here until the pipeline knows every part's size and answers "place" with where they
 go; ("stop", key) for StopIteration; ("error", key, exception, traceback, sample, text).
 
+The worker's standard error (fd 2, with Python's and native code's output, an uncaught exception's
+traceback and, through faulthandler, the stacks at a fatal signal) goes to a pipe the pipeline
+reads, so the error reporting the worker's death can quote it.
+
 A second connection, the control one, is the worker's lifeline: its thread ``_watch_parent``
 ends the worker as soon as the pipeline's process is gone (its end of the connection closes
 then, whichever thread built the pipeline and however the process ended) and answers
@@ -17,9 +21,11 @@ then, whichever thread built the pipeline and however the process ended) and ans
 from __future__ import annotations
 
 import collections
+import faulthandler
 import os
 import pickle
 import signal
+import sys
 import threading
 import traceback
 from multiprocessing.reduction import recv_handle
@@ -122,7 +128,22 @@ class _Writer:
         return seg.capacity, meta, sum(a.nbytes for a in srcs)
 
 
-def worker_main(index: int, conn: Any, control: Any, sources_blob: Any, pickler: Any) -> None:
+def _stderr_to(pipe: Any) -> None:
+    """fd 2 becomes ``pipe`` and sys.stderr a stream on it (a forked worker inherits whatever object
+    the pipeline's sys.stderr was, perhaps one that is not fd 2)."""
+    if sys.stderr is not None:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+    os.dup2(pipe.fileno(), 2)
+    pipe.close()
+    sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)
+    faulthandler.enable(sys.stderr, all_threads=True)
+
+
+def worker_main(index: int, conn: Any, control: Any, stderr: Any, sources_blob: Any, pickler: Any) -> None:
+    _stderr_to(stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the pipeline's to handle
     running = Running()
     threading.Thread(target=_watch_parent, args=(control, running), name="penstock-es-lifeline",

@@ -27,14 +27,42 @@ def coin(probability: float, seed: Any) -> DataNode:
     return fn.random.coin_flip(probability=probability, dtype=types.BOOL, **kwargs)
 
 
-def translations(use_shape: bool, max_translate_abs: float | None, max_translate_rel: float | None,
+def translations(use_shape: bool, max_translate_abs: Any, max_translate_rel: Any,
                  default_abs: float, default_rel: float) -> tuple[Augmentation, Augmentation]:
+    """translate_x and translate_y up to a fraction of the shape (``use_shape``) or a distance; a
+    pair of limits is (height, width)."""
     if use_shape:
-        rel = default_rel if max_translate_rel is None else max_translate_rel
-        return (a.translate_x.augmentation(mag_range=(0, rel)), a.translate_y.augmentation(mag_range=(0, rel)))
-    dist = default_abs if max_translate_abs is None else max_translate_abs
-    return (a.translate_x_no_shape.augmentation(mag_range=(0, dist)),
-            a.translate_y_no_shape.augmentation(mag_range=(0, dist)))
+        if max_translate_abs is not None:
+            raise ValueError("max_translate_abs is for translations without the shape; with a shape, give "
+                             "max_translate_rel")
+        limit, tx, ty = max_translate_rel, a.translate_x, a.translate_y
+        default = default_rel
+    else:
+        if max_translate_rel is not None:
+            raise ValueError("max_translate_rel is for translations by a fraction of the shape; without a shape, "
+                             "give max_translate_abs")
+        limit, tx, ty = max_translate_abs, a.translate_x_no_shape, a.translate_y_no_shape
+        default = default_abs
+    height, width = (limit if isinstance(limit, (tuple, list)) else (limit, limit)) if limit is not None else \
+        (default, default)
+    return tx.augmentation(mag_range=(0, width)), ty.augmentation(mag_range=(0, height))
+
+
+def _factor(mag: Any) -> Any:
+    return mag
+
+
+# The AutoAugment paper's magnitude ranges where they differ from the monotonic ones: the
+# enhancements' factor itself over [0.1, 1.9], posterize keeping 0-4 bits (at least one), solarize's
+# threshold rising with the magnitude. Its policies and RandAugment's non-monotonic suite use them.
+NON_MONOTONIC = {
+    "brightness": a.brightness.augmentation(mag_range=(0.1, 1.9), randomly_negate=False, mag_to_param=_factor),
+    "contrast": a.contrast.augmentation(mag_range=(0.1, 1.9), randomly_negate=False, mag_to_param=_factor),
+    "color": a.color.augmentation(mag_range=(0.1, 1.9), randomly_negate=False, mag_to_param=_factor),
+    "sharpness": a.sharpness.augmentation(mag_range=(0.1, 1.9), randomly_negate=False, mag_to_param=_factor),
+    "posterize": a.posterize,
+    "solarize": a.solarize.augmentation(mag_range=(0, 256)),
+}
 
 
 def without(augs: Sequence[Augmentation], excluded: Sequence[str] | None) -> list[Augmentation]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import fn, types
+from .. import fn, math, types
 from .._graph import make_op
 from ..data_node import DataNode
 from ..operators import point_ops
@@ -92,12 +92,13 @@ def sharpness(data, parameter):
 
 
 def _bits_kept(mag):
-    return 8.0 - mag
+    """The magnitude is the bits kept (rounded), at least one."""
+    return math.max(mag, 1.0)
 
 
 @augmentation(mag_range=(0, 4), mag_to_param=_bits_kept)
 def posterize(data, bits):
-    """Keeps the ``bits`` most significant bits (rounded); the magnitude is the bits removed."""
+    """Keeps the ``bits`` most significant bits (rounded)."""
     return _internal(point_ops.POSTERIZE, data, bits)
 
 

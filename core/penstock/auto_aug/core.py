@@ -11,7 +11,7 @@ from .._conditionals import _scope
 from .._conditionals._runtime import if_exp
 from ..data_node import DataNode
 
-__all__ = ["Augmentation", "augmentation", "select", "require_conditionals"]
+__all__ = ["Augmentation", "SignedBin", "augmentation", "select", "signed_bin", "require_conditionals"]
 
 
 def require_conditionals(what: str) -> None:
@@ -55,14 +55,18 @@ class Augmentation:
         return lo + (hi - lo) * (magnitude_bin / (num_magnitude_bins - 1))
 
     def _param(self, magnitude_bin: Any, num_magnitude_bins: int, seed: Any) -> Any:
+        negate = None
+        if isinstance(magnitude_bin, SignedBin):  # the sign drawn once, before a conditional split
+            magnitude_bin, negate = magnitude_bin.magnitude_bin, magnitude_bin.random_sign
         mag = self.magnitude(magnitude_bin, num_magnitude_bins)
         if mag is None:
             return None
         if not isinstance(mag, DataNode):
             mag = _scalar(mag)
         if self.randomly_negate:
-            sign = fn.random.coin_flip(probability=0.5, seed=seed) * 2 - 1
-            mag = mag * fn.cast(sign, dtype=types.FLOAT)
+            if negate is None:
+                negate = fn.random.coin_flip(probability=0.5, seed=seed, dtype=types.INT32)
+            mag = mag * fn.cast(1 - 2 * negate, dtype=types.FLOAT)
         return self.mag_to_param(mag) if self.mag_to_param is not None else mag
 
     def __call__(self, data: DataNode, *, magnitude_bin: Any = None, num_magnitude_bins: int | None = None,
@@ -74,6 +78,35 @@ class Augmentation:
         if magnitude_bin is None or num_magnitude_bins is None:
             raise ValueError(f"augmentation {self.name} needs magnitude_bin and num_magnitude_bins")
         return self.op(data, self._param(magnitude_bin, num_magnitude_bins, seed), **extra)
+
+
+@dataclasses.dataclass(frozen=True)
+class SignedBin:
+    """A magnitude bin (an int or a per-sample DataNode) with a per-sample random sign (0 or 1: 1
+    negates the magnitude of augmentations that are randomly negated). Indexing takes element
+    ``idx`` of both (signs drawn once for a sequence of augmentations)."""
+    magnitude_bin: Any
+    random_sign: DataNode
+
+    def __getitem__(self, idx: int) -> "SignedBin":
+        bin_ = self.magnitude_bin if isinstance(self.magnitude_bin, int) else self.magnitude_bin[idx]
+        return SignedBin(bin_, self.random_sign[idx])
+
+
+def signed_bin(magnitude_bin: Any, random_sign: DataNode | None = None, seed: int | None = None,
+               shape: Any = None) -> SignedBin:
+    """``magnitude_bin`` with a random sign: ``random_sign`` (a batch of 0/1 ints), else one drawn
+    uniformly per sample (of ``shape``, with ``seed``). Drawing the sign before a conditional
+    split draws it once for the whole batch rather than once per branch."""
+    if not isinstance(magnitude_bin, (int, DataNode)) or isinstance(magnitude_bin, bool):
+        raise TypeError(f"signed_bin: magnitude_bin must be an int or a DataNode of ints in [0, num_magnitude_bins), "
+                        f"got {magnitude_bin!r}")
+    if random_sign is not None and (seed is not None or shape is not None):
+        raise ValueError("signed_bin: random_sign cannot be given together with seed or shape")
+    if random_sign is None:
+        kwargs = {k: v for k, v in (("seed", seed), ("shape", shape)) if v is not None}
+        random_sign = fn.random.uniform(values=[0, 1], dtype=types.INT32, **kwargs)
+    return SignedBin(magnitude_bin, random_sign)
 
 
 def _scalar(value: float) -> DataNode:

@@ -7,18 +7,26 @@ from typing import Any, Sequence
 
 from ..data_node import DataNode
 from . import augmentations as a
-from ._common import op_kwargs, random_index, seed_stream, translations, without
+from ._common import NON_MONOTONIC, op_kwargs, random_index, seed_stream, translations, without
 from .core import Augmentation, require_conditionals, select
 
-__all__ = ["rand_augment", "apply_rand_augment", "get_rand_augment_suite"]
+__all__ = ["rand_augment", "apply_rand_augment", "get_rand_augment_suite", "get_rand_augment_non_monotonic_suite"]
 
 
 def get_rand_augment_suite(use_shape: bool = False, max_translate_abs: float | None = None,
                            max_translate_rel: float | None = None) -> list[Augmentation]:
     """The 14 operations of the RandAugment paper (translations up to 100 px or 100/224 of the size)."""
     tx, ty = translations(use_shape, max_translate_abs, max_translate_rel, 100, 100 / 224)
-    return [a.shear_x, a.shear_y, tx, ty, a.rotate, a.brightness, a.contrast, a.color, a.sharpness, a.posterize,
-            a.solarize, a.equalize, a.auto_contrast, a.identity]
+    return [tx, ty, a.shear_x, a.shear_y, a.rotate, a.brightness, a.contrast, a.color, a.sharpness,
+            a.posterize.augmentation(mag_range=(8, 4)), a.solarize, a.equalize, a.auto_contrast, a.identity]
+
+
+def get_rand_augment_non_monotonic_suite(use_shape: bool = False, max_translate_abs: float | None = None,
+                                         max_translate_rel: float | None = None) -> list[Augmentation]:
+    """get_rand_augment_suite with the AutoAugment paper's ranges for brightness, contrast, color,
+    sharpness, posterize and solarize, where a larger bin is not always a stronger operation."""
+    return [NON_MONOTONIC.get(aug.name, aug)
+            for aug in get_rand_augment_suite(use_shape, max_translate_abs, max_translate_rel)]
 
 
 def apply_rand_augment(augmentations: Sequence[Augmentation], data: DataNode, n: int, m: int,
@@ -42,10 +50,9 @@ def rand_augment(data: DataNode, n: int, m: int, num_magnitude_bins: int = 31, s
                  fill_value: Any = 128, interp_type: Any = None, max_translate_abs: float | None = None,
                  max_translate_rel: float | None = None, seed: Any = None, monotonic_mag: bool = True,
                  excluded: Sequence[str] | None = None) -> DataNode:
-    """RandAugment with the paper's suite; ``excluded`` drops operations by name."""
-    suite = get_rand_augment_suite(shape is not None, max_translate_abs, max_translate_rel)
-    if not monotonic_mag:
-        suite = [aug.augmentation(mag_range=(4, 8), mag_to_param=lambda x: x) if aug.name == "posterize" else
-                 aug.augmentation(mag_range=(0, 256)) if aug.name == "solarize" else aug for aug in suite]
+    """RandAugment with the paper's suite (``monotonic_mag=False``: the non-monotonic suite);
+    ``excluded`` drops operations by name."""
+    suite = (get_rand_augment_suite if monotonic_mag else get_rand_augment_non_monotonic_suite)(
+        shape is not None, max_translate_abs, max_translate_rel)
     return apply_rand_augment(without(suite, excluded), data, n, m, num_magnitude_bins, seed,
                               **op_kwargs(shape, fill_value, interp_type))

@@ -15,15 +15,15 @@ __all__ = ["trivial_augment_wide", "apply_trivial_augment", "get_trivial_augment
 
 def get_trivial_augment_wide_suite(use_shape: bool = False, max_translate_abs: float | None = None,
                                    max_translate_rel: float | None = None) -> list[Augmentation]:
-    """The wide ranges: shear 0.99, translation 32 px (or 32/224), rotation 135 degrees, enhancements
-    0.99, posterize down to 2 bits."""
-    tx, ty = translations(use_shape, max_translate_abs, max_translate_rel, 32, 32 / 224)
-    wide = (0, 0.99)
-    return [a.identity, a.shear_x.augmentation(mag_range=wide), a.shear_y.augmentation(mag_range=wide), tx, ty,
+    """The wide ranges: translation 32 px (or the whole size), shear 0.99, rotation 135 degrees,
+    enhancements 0.01-0.99, posterize keeping 8 down to 2 bits."""
+    tx, ty = translations(use_shape, max_translate_abs, max_translate_rel, 32, 1.0)
+    wide = (0.01, 0.99)
+    return [tx, ty, a.shear_x.augmentation(mag_range=(0, 0.99)), a.shear_y.augmentation(mag_range=(0, 0.99)),
             a.rotate.augmentation(mag_range=(0, 135)), a.brightness.augmentation(mag_range=wide),
-            a.color.augmentation(mag_range=wide), a.contrast.augmentation(mag_range=wide),
-            a.sharpness.augmentation(mag_range=wide), a.posterize.augmentation(mag_range=(0, 6)), a.solarize,
-            a.auto_contrast, a.equalize]
+            a.contrast.augmentation(mag_range=wide), a.color.augmentation(mag_range=wide),
+            a.sharpness.augmentation(mag_range=wide), a.posterize.augmentation(mag_range=(8, 2)), a.solarize,
+            a.equalize, a.auto_contrast, a.identity]
 
 
 def apply_trivial_augment(augmentations: Sequence[Augmentation], data: DataNode, num_magnitude_bins: int = 31,

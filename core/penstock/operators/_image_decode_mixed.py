@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
-from .._workers import Workers
+from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
 from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
@@ -127,7 +127,8 @@ class MixedDecoder:
             options = decoder_options(a["jpeg_fancy_upsampling"], ws.batch_size, a["preallocate_width_hint"],
                                       a["preallocate_height_hint"], a["hybrid_huffman_threshold"])
             hw_load = float(a["hw_decoder_load"])
-            codec_threads = _codec_threads(ws.pool.num_threads)
+            threads = _decoder_thread_budget(ws.pool.num_threads)
+            codec_threads = _codec_threads(threads)
             adaptive = hw_load == DEFAULT_HW_LOAD
             try:
                 self.decoders = [DeviceDecoder(ws.gpu, options, codec_threads, hw_load, adaptive)]
@@ -138,7 +139,7 @@ class MixedDecoder:
             if self.decoders:
                 self._process_args = (codec_threads, hw_load, adaptive)
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
-                host_threads = _host_threads(ws.pool.num_threads)
+                host_threads = _host_threads(threads)
                 self._host_pool = _engine.ThreadPool(host_threads)
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
@@ -183,6 +184,8 @@ class MixedDecoder:
         background workers (two batches in flight, so the GPU decoder always has the next one
         queued); the GPU decoders write into the batch on their own streams, and what the host
         decoded is copied in when the GPU stage first uses the batch (``_deferred``)."""
+        if crop is not None:
+            check_windows(crop, shapes)  # before the GPU's gather reads around a window outside the image
         args = self.op.args
         if not self._reserved:
             self._reserved = True
@@ -311,6 +314,28 @@ class MixedDecoder:
             ws.kernels.gather_images(np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64),
                                      hshapes[:, 1] * hshapes[:, 2], windows, hshapes[:, 2],
                                      np.zeros(len(idx), np.int64), out._buf, out._offsets[idx])
+
+
+def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
+    """Each sample's (y, x, h, w) window lies in its (H, W, C) image, else that sample's error in the
+    host decoder's words. The GPU decoders gather windows from whole decoded images unchecked: a
+    window past an edge (decoders.image_crop with a crop larger than the image) would read outside
+    the image's device memory."""
+    y, x, h, w = windows.T
+    bad = np.flatnonzero((y < 0) | (x < 0) | (h < 1) | (w < 1) | (y + h > shapes[:, 0]) | (x + w > shapes[:, 1]))
+    if len(bad):
+        i = int(bad[0])
+        raise SampleError(i, f"crop window (y={y[i]}, x={x[i]}, h={h[i]}, w={w[i]}) lies outside the "
+                             f"{shapes[i, 0]}x{shapes[i, 1]} image")
+
+
+def _decoder_thread_budget(num_threads: int) -> int:
+    """What the decoder's own threads are sized from: the pipeline's ``num_threads``, but no more
+    than the host cores this process may count on. With one pipeline per GPU, a rank given every
+    core of the host (num_threads=64 on each of 4 GPUs) would otherwise add 16 host-decoding and 8
+    nvImageCodec threads per rank, 96 busy threads over 64 cores beside the pipelines' own; the
+    single-GPU measurements below peaked at a quarter of 16 cores."""
+    return min(num_threads, host_cores())
 
 
 def _codec_threads(num_threads: int) -> int:

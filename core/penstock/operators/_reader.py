@@ -271,10 +271,12 @@ def _reshuffle_list(order: list, epoch: int, seed: int = LIST_SHUFFLE_SEED) -> l
     return std_shuffle(order, seed + epoch)
 
 
-def _io_threads(num_threads: int) -> int:
+def _io_threads(num_threads: int, decodes: bool) -> int:
     """Threads of the read-ahead's own pool: one per four of the pipeline's. One thread opening
-    and reading files one by one tops out near 25k small files/s, below what a GPU decodes."""
-    return max(1, num_threads // 4)
+    and reading files one by one tops out near 25k small files/s, below what a GPU decodes. A
+    reader that decodes as it reads (``Reader.decodes``) gets as many as the pipeline: its
+    decoding is as much of the CPU stage's work as the operators after it."""
+    return num_threads if decodes else max(1, num_threads // 4)
 
 
 class Reader(Operator):
@@ -288,6 +290,7 @@ class Reader(Operator):
     reads_ahead = True
     tracks_state = True
     shuffles_list = False
+    decodes = False  # whether load() decodes (compute) besides reading (I/O)
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
@@ -410,7 +413,8 @@ class Reader(Operator):
             return self.load(ws, self._indices_for(ws.iteration, ws.batch_size))
         if self._io is None:
             self._io = Workers(1, "penstock-reader")
-            self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(_io_threads(ws.pool.num_threads)))
+            self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(_io_threads(ws.pool.num_threads,
+                                                                                       self.decodes)))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
             indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
             self._ahead.append(self._io.submit(self.load, self._io_ws, indices))

@@ -41,7 +41,9 @@ def require_av(label: str) -> Any:
             except ImportError:
                 raise RuntimeError(f"{label}: decoding video needs PyAV (FFmpeg's libraries): pip install av, "
                                    "or penstock's 'video' extra") from None
-            av.logging.set_level(av.logging.PANIC)  # failures surface as exceptions, with the file named
+            # PyAV's logging is left as it comes (FFmpeg's messages dropped in C): a Python log level
+            # makes FFmpeg's codec threads take the GIL to log, and a frame-threaded decoder closed
+            # or flushed by PyAV with the GIL held then deadlocks on an error of its own threads.
             _av_module.append(av)
         return _av_module[0]
 
@@ -57,6 +59,7 @@ class VideoIndex:
     codec: str
     rate: Fraction | None    # the stream's average frame rate, when the container gives one
     full_range: bool = False  # samples span 0..255 (JPEG's range), not 16..235
+    pix_fmt: str = ""        # FFmpeg's name of the decoded samples' format (yuv420p, yuv420p10le ...)
 
     @property
     def frames(self) -> int:
@@ -72,18 +75,22 @@ class VideoIndex:
 
 
 def open_video(av: Any, source: str | bytes | np.ndarray) -> Any:
-    """An input container over a file path or encoded bytes."""
+    """An input container over a file path or encoded bytes. Tags that are not UTF-8 (a title in
+    Latin-1) are read with replacement characters: they say nothing about the frames."""
     if isinstance(source, np.ndarray):
         source = io.BytesIO(source.tobytes())
     elif isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
-    return av.open(source, "r")
+    return av.open(source, "r", metadata_errors="replace")
 
 
 def video_stream(container: Any, what: str) -> Any:
     if not container.streams.video:
         raise ValueError(f"{what} has no video stream")
-    return container.streams.video[0]
+    stream = container.streams.video[0]
+    if stream.codec_context is None:  # a stream FFmpeg found but has no decoder for
+        raise ValueError(f"{what}: its video stream's codec is unknown to FFmpeg here")
+    return stream
 
 
 def build_index(container: Any, what: str) -> VideoIndex:
@@ -107,7 +114,7 @@ def build_index(container: Any, what: str) -> VideoIndex:
     keyframe[0] = True  # decoding can always start from the beginning
     full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
     return VideoIndex(pts_arr[order], keyframe, stream.time_base or Fraction(1, 1), ctx.height, ctx.width,
-                      ctx.name, stream.average_rate, full)
+                      ctx.name, stream.average_rate, full, ctx.pix_fmt or "")
 
 
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:
@@ -147,7 +154,7 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
             if pixel_format == "rgb24" and frame.format.name in YUV420:
                 planar.append((int(first_slot[k]), frame))
             else:
-                out[first_slot[k]] = frame.to_ndarray(format=pixel_format).reshape(out.shape[1:])
+                out[first_slot[k]] = frame.to_ndarray(format=pixel_format, channel_last=True)
             done += 1
     except av.error.FFmpegError as e:
         _close(source, container)

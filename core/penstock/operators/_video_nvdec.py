@@ -1,13 +1,19 @@
 """The GPU side of the video operators (``device="mixed"``/``"gpu"``): decoding on the GPU's video
-engines (NVDEC) through NVIDIA's PyNvVideoCodec, and where that cannot be reached, the CPU's
+engines (NVDEC) through NVIDIA's PyNvVideoCodec (2.x), and where that cannot be reached, the CPU's
 decoding uploaded.
 
 PyNvVideoCodec's ``SimpleDecoder`` opens a video (a path or bytes), seeks to the keyframe before
-the frames asked for and hands them out as NV12 surfaces in device memory, on the pipeline's
-stream. The frame numbers are the same as the CPU's index (presentation order; PyAV's demuxing
-indexes the videos in both cases). One batched kernel (``csrc/cuda/video.cu``) converts every
-frame of the batch to RGB straight into the output batch; padding frames take the fill colour
-in the same launch. A decoder is kept per file (readers come back to the same files).
+the frames asked for and hands them out in device memory, decoded on the stream it was given
+(the pipeline's). In its native output an 8-bit 4:2:0 frame is NV12: one buffer of
+``height * 3 / 2`` rows, the luma plane and under it the interleaved chroma plane, exported
+through DLPack. The frame numbers are the same as the CPU's index (presentation order). One
+batched kernel (``csrc/cuda/video.cu``) converts every frame of the batch to RGB straight into
+the output batch; padding frames take the fill colour in the same launch. A decoder is kept per
+file (readers come back to the same files).
+
+A video NVDEC does not take (another codec, 10-bit or 4:2:2/4:4:4 samples, YCbCr output, or one
+PyNvVideoCodec refuses, e.g. smaller than the engine's minimum size) is decoded on the CPU by the
+caller and uploaded into its place in the batch; each reason is warned about once per operator.
 """
 from __future__ import annotations
 
@@ -20,9 +26,10 @@ import numpy as np
 
 from ._video_codec import VideoIndex
 
-# FFmpeg codec names NVDEC decodes (8-bit 4:2:0)
-NVDEC_CODECS = {"h264": "H264", "hevc": "HEVC", "vp9": "VP9", "vp8": "VP8", "av1": "AV1", "mpeg4": "MPEG4",
-                "mjpeg": "JPEG", "mpeg2video": "MPEG2"}
+# FFmpeg codec names NVDEC decodes through PyNvVideoCodec's SimpleDecoder here (MPEG-4 part 2 and
+# MJPEG, which NVDEC also has, stay on the CPU: PyNvVideoCodec's demuxing of AVI is not relied on)
+NVDEC_CODECS = ("h264", "hevc", "vp8", "vp9", "av1")
+NV12_SOURCES = ("yuv420p", "yuvj420p")  # 8-bit 4:2:0: NVDEC's native output is NV12
 KEPT_DECODERS = 16
 
 _load_lock = threading.Lock()
@@ -36,35 +43,56 @@ def load_pynvvideocodec() -> tuple[Any, str]:
             try:
                 import PyNvVideoCodec as nvc  # noqa: N813
                 _loaded["module"], _loaded["why"] = nvc, ""
-            except ImportError:
-                _loaded["module"], _loaded["why"] = None, "PyNvVideoCodec is not installed (pip install PyNvVideoCodec)"
             except Exception as e:  # noqa: BLE001 - a driver without NVDEC (libnvcuvid) fails its import
-                _loaded["module"], _loaded["why"] = None, f"PyNvVideoCodec cannot start: {e}"
+                missing = isinstance(e, ModuleNotFoundError) and e.name == "PyNvVideoCodec"
+                first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                _loaded["module"] = None
+                _loaded["why"] = ("PyNvVideoCodec is not installed (pip install PyNvVideoCodec)" if missing
+                                  else f"PyNvVideoCodec cannot start: {type(e).__name__}: {first_line}")
         return _loaded["module"], _loaded["why"]
 
 
+def nvdec_refusal(index: VideoIndex, pixel_format: str, channels: int) -> str:
+    """Why this video is not for NVDEC ("" when it is)."""
+    if pixel_format != "rgb24" or channels != 3:
+        return "NVDEC's frames are converted to RGB only"
+    if index.codec not in NVDEC_CODECS:
+        return f"NVDEC does not decode {index.codec} here"
+    if index.pix_fmt not in NV12_SOURCES:
+        return f"NVDEC's path takes 8-bit 4:2:0 video, not {index.pix_fmt or 'an unknown pixel format'}"
+    return ""
+
+
 class VideoDevice:
-    """Decodes the batches of one mixed/gpu video operator on NVDEC, or says it cannot."""
+    """Decodes the batches of one mixed/gpu video operator on NVDEC where it can."""
 
     def __init__(self, label: str):
         self.label = label
-        self._warned = False
+        self._warned: set[str] = set()
         self._decoders: collections.OrderedDict = collections.OrderedDict()
-        self._in_flight: collections.deque = collections.deque()  # (event, frames the kernel still reads)
+        self._refused: dict[str, str] = {}  # files PyNvVideoCodec failed on -> why
+        self._in_flight: collections.deque = collections.deque()  # (event, what the kernel still reads)
 
-    def decodes(self, indices: list[VideoIndex]) -> bool:
-        """Whether NVDEC takes these videos; warns once when it does not (they are decoded on the
-        CPU and uploaded)."""
+    def _warn(self, why: str) -> None:
+        if why not in self._warned:
+            self._warned.add(why)
+            warnings.warn(f"{self.label}: decoding on the CPU and uploading the frames: {why}", RuntimeWarning, 4)
+
+    def takes(self, sources: list, indices: list[VideoIndex], pixel_format: str, channels: int) -> list[bool]:
+        """Per video, whether NVDEC is to decode it; warns once per reason it is not."""
         nvc, why = load_pynvvideocodec()
-        if nvc is not None:
-            unsupported = sorted({ix.codec for ix in indices if ix.codec not in NVDEC_CODECS})
-            if not unsupported:
-                return True
-            why = f"NVDEC does not decode {', '.join(unsupported)}"
-        if not self._warned:
-            warnings.warn(f"{self.label}: decoding on the CPU and uploading the frames: {why}", RuntimeWarning, 3)
-            self._warned = True
-        return False
+        if nvc is None:
+            self._warn(why)
+            return [False] * len(indices)
+        taken = []
+        for source, index in zip(sources, indices):
+            why = nvdec_refusal(index, pixel_format, channels)
+            if not why and isinstance(source, str):
+                why = self._refused.get(source, "")
+            if why:
+                self._warn(why)
+            taken.append(not why)
+        return taken
 
     def _decoder(self, nvc: Any, ws: Any, source: Any) -> Any:
         key = source if isinstance(source, str) else None
@@ -73,38 +101,71 @@ class VideoDevice:
             return self._decoders[key]
         data = source if isinstance(source, str) else np.ascontiguousarray(source).tobytes()
         decoder = nvc.SimpleDecoder(data, gpu_id=ws.gpu.device_id, cuda_stream=ws.stream.ptr,
-                                    use_device_memory=True, need_scanned_stream_metadata=1,
-                                    output_color_type=nvc.OutputColorType.NATIVE)
+                                    use_device_memory=True, need_scanned_stream_metadata=True,
+                                    decoder_cache_size=1, output_color_type=nvc.OutputColorType.NATIVE)
         if key is not None:
             self._decoders[key] = decoder
             while len(self._decoders) > KEPT_DECODERS:
                 self._decoders.popitem(last=False)
         return decoder
 
-    def decode_batch(self, ws: Any, sources: list, indices: list[VideoIndex], frames: list[np.ndarray],
-                     shapes: np.ndarray, what: list[str], colour: np.ndarray) -> Any:
-        """The FHWC uint8 batch on the device: ``frames[i]`` of video i (-1: ``colour``)."""
+    def _surfaces(self, nvc: Any, ws: Any, source: Any, index: VideoIndex, unique: list[int], what: str) -> tuple:
+        """(decoder, {frame number: NV12 device array}) of ``unique`` (sorted frame numbers), or
+        (None, why) where PyNvVideoCodec cannot decode them."""
         import cupy
+        try:
+            decoder = self._decoder(nvc, ws, source)
+            count = len(decoder)
+            if count != index.frames:
+                return None, (f"PyNvVideoCodec counts {count} frames in {what}, the demuxer {index.frames}: "
+                              "frame numbers would not agree")
+            decoded = decoder.get_batch_frames_by_index(unique)
+            if len(decoded) != len(unique):
+                return None, f"PyNvVideoCodec returned {len(decoded)} of {len(unique)} frames of {what}"
+            with ws.gpu:  # the consumer stream DLPack is told of: the pipeline's
+                planes = [cupy.from_dlpack(frame) for frame in decoded]
+        except Exception as e:  # noqa: BLE001 - PyNvVideoCodec raises its own exception types
+            if isinstance(source, str):
+                self._decoders.pop(source, None)
+            return None, f"PyNvVideoCodec cannot decode {what}: {type(e).__name__}: {e}"
+        expected = (index.height + (index.height + 1) // 2, index.width)
+        for f, plane in zip(unique, planes):
+            if plane.dtype != np.uint8 or plane.shape[:2] != expected or plane.strides[1] != 1:
+                return None, (f"PyNvVideoCodec gave frame {f} of {what} as {plane.dtype}{tuple(plane.shape)}, "
+                              f"not NV12 {expected}")
+        return (decoder, decoded), dict(zip(unique, planes))
+
+    def decode_batch(self, ws: Any, sources: list, indices: list[VideoIndex], frames: list[np.ndarray],
+                     shapes: np.ndarray, what: list[str], colour: np.ndarray, taken: list[bool]) -> tuple[Any, list]:
+        """The FHWC uint8 batch on the device with ``frames[i]`` of each video i NVDEC takes (-1:
+        ``colour``), and the videos left for the caller to fill (not taken, or refused by
+        PyNvVideoCodec: those are warned about)."""
         nvc, _ = load_pynvvideocodec()
         while self._in_flight and self._in_flight[0][0].done:
             self._in_flight.popleft()
         out = ws.new_batch(shapes, np.uint8, "FHWC", None)
-        src_addr, pitches, heights, widths, full, dst_addr, keep = [], [], [], [], [], [], []
+        src_addr, pitches, heights, widths, full, dst_addr, keep, left = [], [], [], [], [], [], [], []
         base = int(out._buf.data.ptr)
         for i, (source, index, wanted) in enumerate(zip(sources, indices, frames)):
+            if not taken[i]:
+                left.append(i)
+                continue
             unique = sorted({int(f) for f in wanted if f >= 0})
-            try:
-                decoded = self._decoder(nvc, ws, source).get_batch_frames_by_index(unique) if unique else []
-            except Exception as e:  # noqa: BLE001 - PyNvVideoCodec raises its own exception types
-                from .._operator import SampleError
-                raise SampleError(i, f"{self.label}: {what[i]}: NVDEC decoding failed: {e}") from None
-            surfaces = {f: cupy.from_dlpack(frame) for f, frame in zip(unique, decoded)}
-            keep.append(decoded)
+            surfaces: dict = {}
+            if unique:
+                held, surfaces = self._surfaces(nvc, ws, source, index, unique, what[i])
+                if held is None:
+                    if isinstance(source, str):
+                        self._refused[source] = surfaces
+                    self._warn(surfaces)
+                    left.append(i)
+                    continue
+                keep.append(held)
             frame_bytes = index.height * index.width * 3
             for k, f in enumerate(wanted):
-                surface = surfaces.get(int(f))
-                src_addr.append(0 if surface is None else int(surface.data.ptr))
-                pitches.append(0 if surface is None else int(surface.strides[0]))
+                plane = surfaces.get(int(f))
+                src_addr.append(0 if plane is None else int(plane.data.ptr))
+                pitches.append(0 if plane is None else int(plane.strides[0]))
                 dst_addr.append(base + int(out._offsets[i]) + k * frame_bytes)
                 heights.append(index.height)
                 widths.append(index.width)
@@ -113,5 +174,5 @@ class VideoDevice:
             ws.kernels.nv12_to_rgb(np.array(src_addr, np.uint64), np.array(pitches), np.array(heights),
                                    np.array(widths), np.array(full), np.array(dst_addr, np.uint64), colour)
         event = ws.gpu.record()
-        self._in_flight.append((event, keep))  # the surfaces stay alive until the conversion has run
-        return out
+        self._in_flight.append((event, keep))  # decoders and surfaces live until the conversion has run
+        return out, left

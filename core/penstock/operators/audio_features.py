@@ -195,6 +195,9 @@ class Spectrogram(Operator):
         src = contiguous(ws.inputs[0])
         _float_input(self, src)
         lengths = signal_lengths(self, src)
+        empty = np.nonzero(lengths[:, 0] == 0)[0]
+        if len(empty):  # nothing to frame (or to reflect), as DALI refuses them
+            raise SampleError(int(empty[0]), f"{self.label}: the signal is empty (0 values)")
         wlen, step = a["window_length"], a["window_step"]
         if a["center_windows"]:
             frames = lengths[:, 0] // step + 1

@@ -48,6 +48,7 @@ NEMO_ASR = OpSchema(
 @register(NEMO_ASR)
 class NemoAsrReader(Reader):
     shuffles_list = True
+    decodes = True
 
     def setup(self) -> None:
         check_decoding_args(self, self.args["sample_rate"] > 0)

@@ -44,6 +44,7 @@ SEQUENCE_READER = OpSchema(
 @register(SEQUENCE_READER)
 class SequenceReader(Reader):
     shuffles_list = True
+    decodes = True
 
     def setup(self) -> None:
         if self.args["image_type"] not in _IMAGE_TYPES:

@@ -97,11 +97,32 @@ class VideoDecoding:
     def decode_batch(self, ws, sources: list, indices: list[VideoIndex], frames: list[np.ndarray], what: list[str],
                      colour: np.ndarray, seek: bool = True, pixel_format: str = "rgb24") -> Any:
         """A packed FHWC batch of ``frames[i]`` of video i (-1: the pad colour), on the
-        operator's device."""
+        operator's device: on the GPU, the videos NVDEC takes decoded there, the others on the CPU
+        and uploaded into their places."""
         channels = len(colour)
         shapes = np.array([[len(f), ix.height, ix.width, channels] for f, ix in zip(frames, indices)], np.int64)
-        if self.video_device is not None and self.video_device.decodes(indices):
-            return self.video_device.decode_batch(ws, sources, indices, frames, shapes, what, colour)
+        if self.video_device is None:
+            return self._decode_on_host(ws, sources, indices, frames, shapes, what, colour, seek, pixel_format)
+        taken = self.video_device.takes(sources, indices, pixel_format, channels)
+        if not any(taken):
+            return ws.from_host(self._decode_on_host(ws, sources, indices, frames, shapes, what, colour, seek,
+                                                     pixel_format))
+        out, left = self.video_device.decode_batch(ws, sources, indices, frames, shapes, what, colour, taken)
+        if left:
+            try:
+                host = self._decode_on_host(ws, [sources[i] for i in left], [indices[i] for i in left],
+                                            [frames[i] for i in left], shapes[left], [what[i] for i in left], colour,
+                                            seek, pixel_format)
+            except SampleError as e:
+                raise SampleError(left[e.sample], str(e)) from None
+            for k, i in enumerate(left):
+                size, at, start = int(shapes[i].prod()), int(host._offsets[k]), int(out._offsets[i])
+                ws.gpu.upload(host._buf[at:at + size], out._buf[start:start + size])
+        return out
+
+    def _decode_on_host(self, ws, sources: list, indices: list[VideoIndex], frames: list[np.ndarray],
+                        shapes: np.ndarray, what: list[str], colour: np.ndarray, seek: bool,
+                        pixel_format: str) -> TensorListCPU:
         out = empty_batch(shapes, np.uint8, "FHWC", what)
         n = len(frames)
         threads = ws.pool.num_threads
@@ -122,7 +143,7 @@ class VideoDecoding:
             sample[~wanted] = colour
 
         self.threads.map(n, decode, threads)
-        return out if self.video_device is None else ws.from_host(out)
+        return out
 
     def close(self) -> None:
         if hasattr(self, "threads"):

@@ -3,6 +3,7 @@ import sys as _sys
 
 from .. import operators as _operators  # noqa: F401  (importing them declares every operator)
 from .._generate import OpsBase as _OpsBase  # noqa: F401
+from ._compose import Compose  # noqa: F401  (the ops API only, as in DALI)
 from .._generate import fill_ops as _fill_ops
 from ..data_node import DataNode as _DataNode  # noqa: F401  (DALI code and tests import ops._DataNode)
 from ..types import ScalarConstant as _ScalarConstant  # noqa: F401

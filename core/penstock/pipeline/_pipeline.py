@@ -303,9 +303,17 @@ class Pipeline(PipelineBuild, PipelineRun):
     @property
     def skipped_samples(self) -> list[dict]:
         """Samples dropped by readers/decoders with on_error="skip" (beyond DALI), oldest first:
-        dicts with ``operator``, ``source`` (file name), ``reason`` and ``iteration``."""
+        dicts with ``operator``, ``source`` (the sample's source_info: for files the path as
+        listed), ``reason`` and ``iteration``; each operator's latest 10,000 (``skipped_count``
+        counts them all)."""
         found = [s for op in getattr(self, "_ops", ()) for s in getattr(op, "skipped", ())]
         return sorted(found, key=lambda s: s["iteration"])
+
+    @property
+    def skipped_count(self) -> int:
+        """How many samples readers/decoders with on_error="skip" dropped, including those whose
+        records ``skipped_samples`` no longer keeps."""
+        return sum(getattr(op, "skipped_count", 0) for op in getattr(self, "_ops", ()))
 
     def operator_names(self) -> dict[str, str]:
         """Each built operator's name -> the name statistics show: the given name, or for an
@@ -346,6 +354,13 @@ class Pipeline(PipelineBuild, PipelineRun):
     def output_ndim(self) -> list:
         self.build()
         return [o.ndim for o in self._outputs]
+
+    def output_stream(self) -> Any:
+        """The CUDA stream (a CuPy ``Stream``) the pipeline's GPU outputs are produced on; None for a
+        pipeline without GPU operators. Consumers on another stream order their work after it
+        (``stream.wait_event``), or pass their stream to ``outputs(cuda_stream=...)``."""
+        self.build()
+        return None if self._gpu is None else self._gpu.stream
 
     def external_source_shm_statistics(self) -> dict:
         """Shared-memory regions of the parallel external sources (each holds one whole batch):

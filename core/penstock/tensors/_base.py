@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..types import DALIDataType, TensorLayout, to_dali_type
+from ..types import DALIDataType, TensorLayout, to_dali_type, to_numpy_type
 
 
 def layout_str(layout: Any) -> str:
@@ -18,10 +18,58 @@ def check_layout(layout: str, ndim: int, what: str) -> None:
                          f"data has {ndim}")
 
 
+def reinterpreted_dtype(current: np.dtype, dtype: Any, what: str) -> np.dtype:
+    """The numpy type of ``dtype`` when it has ``current``'s element size (a RuntimeError otherwise,
+    as DALI raises)."""
+    try:
+        new = np.dtype(to_numpy_type(DALIDataType(dtype)))
+    except TypeError:
+        new = None
+    if new is None or new.itemsize != current.itemsize:
+        raise RuntimeError(f"{what}.reinterpret: cannot reinterpret {to_dali_type(current)} as "
+                           f"{DALIDataType(dtype)}: the element size must not change")
+    return new
+
+
 class _Tensor:
-    """What host and device tensors share: one sample held as an array (``_array``) and a layout."""
+    """What host and device tensors share: one sample held as an array (``_array``), a layout and
+    its source (the file it came from)."""
     _array: Any
     _layout: str
+    _source_info: str = ""
+
+    def set_layout(self, layout: str | None) -> None:
+        check_layout(layout_str(layout), self._array.ndim, f"{type(self).__name__}.set_layout")
+        self._layout = layout_str(layout)
+
+    def source_info(self) -> str:
+        return self._source_info
+
+    def get_property(self, key: str) -> Any:
+        """A property by name ("layout", "source_info"); None where the tensor has none."""
+        value = {"layout": self._layout, "source_info": self._source_info}.get(key)
+        return value or None
+
+    def reinterpret(self, dtype: DALIDataType) -> None:
+        """Views the bytes as another type of the same element size, in place."""
+        self._array = self._array.view(reinterpreted_dtype(self._array.dtype, dtype, type(self).__name__))
+
+    def squeeze(self, dim: int | None = None) -> bool:
+        """Removes unit dimensions in place (all, or ``dim`` if it is one); returns whether the
+        shape changed."""
+        before = tuple(self._array.shape)
+        if dim is None:
+            keep = [i for i, e in enumerate(before) if e != 1]
+        else:
+            if not -len(before) <= dim < len(before):
+                raise RuntimeError(f"{type(self).__name__}.squeeze: axis {dim} is out of bounds for a tensor "
+                                   f"with {len(before)} dimensions")
+            d = dim % len(before)
+            keep = [i for i in range(len(before)) if i != d or before[i] != 1]
+        self._array = self._array.reshape([before[i] for i in keep])
+        if self._layout:
+            self._layout = "".join(self._layout[i] for i in keep)
+        return tuple(self._array.shape) != before
 
     def shape(self) -> list[int]:
         return list(self._array.shape)
@@ -91,6 +139,10 @@ class _Batch:
 
     def source_info(self, i: int) -> str:
         return self._source_info[i]
+
+    def reinterpret(self, dtype: DALIDataType) -> None:
+        """Views the bytes as another type of the same element size, in place."""
+        self._buf = self._buf.view(reinterpreted_dtype(self._buf.dtype, dtype, type(self).__name__))
 
     def _volumes(self) -> np.ndarray:
         return self._shapes.prod(axis=1) if self.ndim() else np.ones(len(self), np.int64)

@@ -1,7 +1,7 @@
 """GPU tensors and batches: ``TensorGPU`` and ``TensorListGPU`` (CuPy memory, ordered by CUDA streams)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -19,6 +19,33 @@ def _cupy():
     except ImportError:
         raise RuntimeError(f"GPU tensors need CuPy and a CUDA device: {INSTALL_HINT}") from None
     return cupy
+
+
+def _device_array(data: Any) -> Any:
+    """``data`` as a CuPy array, on the GPU it is on. ``cupy.asarray`` alone copies device data of
+    another GPU than the calling thread's current one onto the current one: with one pipeline per
+    GPU in a process (or a rank that never called ``torch.cuda.set_device``) every batch of the
+    other GPUs was copied, and the copy sat on a GPU its tensor did not name. Host data goes to
+    the current GPU."""
+    cp = _cupy()
+    if isinstance(data, cp.ndarray):
+        return data
+    device = _cuda_device_of(data)
+    if device is None:
+        return cp.asarray(data)
+    with cp.cuda.Device(device):
+        return cp.asarray(data)
+
+
+def _cuda_device_of(data: Any) -> int | None:
+    """The CUDA device holding ``data`` (DLPack or CUDA array interface), None for host data."""
+    if hasattr(data, "__dlpack_device__"):
+        kind, device = data.__dlpack_device__()
+        return int(device) if kind == 2 else None  # kDLCUDA; pinned host memory is host data
+    interface = getattr(data, "__cuda_array_interface__", None)
+    if interface is None or not interface["data"][0]:
+        return None
+    return int(_cupy().cuda.runtime.pointerGetAttributes(interface["data"][0]).device)
 
 
 class _StreamOrdered:
@@ -74,6 +101,27 @@ class _StreamOrdered:
         except TypeError:  # CuPy without the stream argument
             return array.toDlpack()
 
+    def _copy_out(self, src: Any, ptr: int, cuda_stream: Any, non_blocking: bool, use_copy_kernel: bool) -> None:
+        """Copies the contiguous device array ``src`` to device memory at ``ptr`` on ``cuda_stream``
+        (a stream object or handle; None: the legacy default stream), ordered after the producer;
+        the host waits for the copy unless ``non_blocking``. ``use_copy_kernel``: a kernel copies
+        (not the copy engines)."""
+        cp = _cupy()
+        handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream",
+                                                                                        cuda_stream)))
+        self._order_stream_after(handle)
+        raw = 0 if handle == 1 else handle
+        rt = cp.cuda.runtime
+        if use_copy_kernel:
+            dst = cp.ndarray(src.shape, src.dtype, cp.cuda.MemoryPointer(
+                cp.cuda.UnownedMemory(int(ptr), src.nbytes, None, self._device_id), 0))
+            with cp.cuda.Device(self._device_id), cp.cuda.ExternalStream(raw):
+                cp.copyto(dst, src)
+        else:
+            rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, raw)
+        if not non_blocking:
+            rt.streamSynchronize(raw)
+
 
 # Stream handles that stay valid for the whole process (the legacy and per-thread default streams).
 _DEFAULT_STREAMS = (0, 1, 2)
@@ -115,12 +163,12 @@ class TensorGPU(_StreamOrdered, _Tensor):
     __module__ = "penstock.tensors"
 
     def __init__(self, data: Any, layout: str = "", device_id: int | None = None, stream: Any = None):
-        cp = _cupy()
         self._init_device_state()
         if isinstance(data, TensorGPU):
             self._array, self.stream, self._event = data._array, data.stream, data._event
+            self._source_info = data._source_info
         else:
-            self._array = cp.asarray(data)
+            self._array = _device_array(data)
         if stream is not None:
             self.stream = stream
         self._layout = layout_str(layout)
@@ -136,7 +184,13 @@ class TensorGPU(_StreamOrdered, _Tensor):
     def as_cpu(self) -> TensorCPU:
         """A host copy, taken once the producing work has finished."""
         self._wait_on_host()
-        return TensorCPU(_cupy().asnumpy(self._array), self._layout)
+        return TensorCPU(_cupy().asnumpy(self._array), self._layout, _source_info=self._source_info)
+
+    def copy_to_external(self, ptr: int, cuda_stream: Any = None, non_blocking: bool = False,
+                         use_copy_kernel: bool = False) -> None:
+        """Copies the sample into device memory at ``ptr`` on ``cuda_stream`` (ordered after the
+        producer; the host waits unless ``non_blocking``)."""
+        self._copy_out(_cupy().ascontiguousarray(self._array), ptr, cuda_stream, non_blocking, use_copy_kernel)
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -177,16 +231,22 @@ class TensorListGPU(_StreamOrdered, _Batch):
             buf, shapes, offsets = cp.asarray(data._buf), data._shapes, data._offsets
             layout, infos = layout or data._layout, data._source_info
         elif isinstance(data, (list, tuple)):
-            arrays = [cp.asarray(a._array if isinstance(a, TensorGPU) else a) for a in data]
+            arrays = [_device_array(a._array if isinstance(a, TensorGPU) else a) for a in data]
             for i, a in enumerate(arrays[1:], 1):
                 if a.ndim != arrays[0].ndim or a.dtype != arrays[0].dtype:
                     raise TypeError(f"TensorListGPU: sample {i} is {a.dtype} with {a.ndim} dims, sample 0 "
                                     f"{arrays[0].dtype} with {arrays[0].ndim}; a batch needs one type and rank")
             shapes = np.array([a.shape for a in arrays], np.int64).reshape(len(arrays), arrays[0].ndim if arrays else 0)
-            buf = cp.concatenate([a.reshape(-1) for a in arrays]) if arrays else cp.zeros((0,), cp.uint8)
+            if arrays:
+                with arrays[0].device:  # the batch stays on the samples' GPU
+                    buf = cp.concatenate([a.reshape(-1) for a in arrays])
+            else:
+                buf = cp.zeros((0,), cp.uint8)
             offsets = packed_offsets(shapes)
         else:
-            arr = cp.ascontiguousarray(cp.asarray(data))
+            arr = _device_array(data)
+            with arr.device:
+                arr = cp.ascontiguousarray(arr)
             if arr.ndim == 0:
                 raise ValueError("TensorListGPU from a single array needs a leading batch dimension")
             n = arr.shape[0]
@@ -216,6 +276,7 @@ class TensorListGPU(_StreamOrdered, _Batch):
     def __getitem__(self, i: int) -> TensorGPU:
         t = TensorGPU(self._sample_array(i), self._layout, self._device_id, self.stream)
         t._event = self._event
+        t._source_info = self._source_info[i % len(self)]
         return t
 
     def at(self, i: int) -> TensorGPU:
@@ -225,7 +286,8 @@ class TensorListGPU(_StreamOrdered, _Batch):
         shape = self._dense_shape()
         n = int(np.prod(shape, dtype=np.int64))
         if len(self) and not self._is_packed_cached():
-            return _cupy().stack([self._sample_array(i) for i in range(len(self))])
+            with self._buf.device:  # stacked on the batch's GPU, whichever is current
+                return _cupy().stack([self._sample_array(i) for i in range(len(self))])
         return self._buf[:n].reshape(shape)
 
     def as_tensor(self) -> TensorGPU:
@@ -253,14 +315,28 @@ class TensorListGPU(_StreamOrdered, _Batch):
         """Copies the samples back to back into device memory at ``ptr`` on ``cuda_stream``
         (ordered after the producer; the host waits unless ``non_blocking``)."""
         cp = _cupy()
-        src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
-            [self._sample_array(i).reshape(-1) for i in range(len(self))])
-        handle = 1 if cuda_stream is None else int(getattr(cuda_stream, "ptr", getattr(cuda_stream, "cuda_stream", cuda_stream)))
-        self._order_stream_after(handle)
-        rt = cp.cuda.runtime
-        rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, 0 if handle == 1 else handle)
-        if not non_blocking:
-            rt.streamSynchronize(0 if handle == 1 else handle)
+        with self._buf.device:
+            src = self._dense_array().reshape(-1) if self.is_dense_tensor() else cp.concatenate(
+                [self._sample_array(i).reshape(-1) for i in range(len(self))])
+        self._copy_out(src, ptr, cuda_stream, non_blocking, use_copy_kernel)
+
+    @staticmethod
+    def broadcast(tensor: Any, num_samples: int) -> "TensorListGPU":
+        """A batch of ``num_samples`` copies of one device tensor (ordered after its producer)."""
+        cp = _cupy()
+        src = tensor if isinstance(tensor, TensorGPU) else TensorGPU(tensor)
+        stream = cp.cuda.get_current_stream()
+        src._order_stream_after(int(stream.ptr) or 1)
+        arr = cp.ascontiguousarray(cp.broadcast_to(src._array, (int(num_samples),) + src._array.shape))
+        return TensorListGPU(arr, src._layout, src._device_id, stream)
+
+    @staticmethod
+    def from_dlpack_list(list_of_objects: Iterable[Any], layout: str | None = None,
+                         contiguous: bool = False) -> "TensorListGPU":
+        """A batch of device DLPack objects (torch CUDA tensors, CuPy arrays ...), packed into one
+        buffer whatever ``contiguous`` says."""
+        cp = _cupy()
+        return TensorListGPU([cp.from_dlpack(t) for t in list_of_objects], layout_str(layout))
 
     @property
     def __cuda_array_interface__(self) -> dict:

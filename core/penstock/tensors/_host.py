@@ -6,7 +6,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..types import DALIDataType, to_dali_type, to_numpy_type
+from ..types import to_dali_type
 from ._base import _Batch, _Tensor, check_layout, layout_str
 
 
@@ -50,21 +50,6 @@ class TensorCPU(_Tensor):
         check_layout(self._layout, arr.ndim, "TensorCPU")
         self._source_info = _source_info
 
-    # -- metadata
-    def set_layout(self, layout: str) -> None:
-        check_layout(layout_str(layout), self._array.ndim, "TensorCPU.set_layout")
-        self._layout = layout_str(layout)
-
-    def source_info(self) -> str:
-        return self._source_info
-
-    def get_property(self, key: str) -> Any:
-        if key == "source_info":
-            return self._source_info
-        if key == "layout":
-            return self._layout
-        raise KeyError(f"TensorCPU has no property '{key}'")
-
     # -- data
     def as_cpu(self) -> "TensorCPU":
         return self
@@ -75,21 +60,6 @@ class TensorCPU(_Tensor):
     def copy_to_external(self, ptr: int) -> None:
         arr = np.ascontiguousarray(self._array)
         ctypes.memmove(ptr, arr.ctypes.data, arr.nbytes)
-
-    def squeeze(self, dim: int | None = None) -> bool:
-        """Removes unit dimensions in place; returns whether the shape changed."""
-        before = self._array.shape
-        if dim is None:
-            keep = [i for i, e in enumerate(before) if e != 1]
-        else:
-            d = dim + len(before) if dim < 0 else dim
-            if not 0 <= d < len(before) or before[d] != 1:
-                raise RuntimeError(f"cannot squeeze dimension {dim} of shape {list(before)}")
-            keep = [i for i in range(len(before)) if i != d]
-        self._array = self._array.reshape([before[i] for i in keep])
-        if self._layout:
-            self._layout = "".join(self._layout[i] for i in keep)
-        return self._array.shape != before
 
     @property
     def __array_interface__(self) -> dict:
@@ -220,14 +190,6 @@ class TensorListCPU(_Batch):
         arr = np.ascontiguousarray(arr)
         ctypes.memmove(ptr, arr.ctypes.data, arr.nbytes)
 
-    def reinterpret(self, dtype: DALIDataType) -> "TensorListCPU":
-        """Views the bytes as another type of the same size."""
-        new = np.dtype(to_numpy_type(dtype))
-        if new.itemsize != self._buf.dtype.itemsize:
-            raise ValueError(f"reinterpret: {self.dtype} and {DALIDataType(dtype)} differ in size")
-        self._buf = self._buf.view(new)
-        return self
-
     @staticmethod
     def broadcast(tensor: Any, num_samples: int) -> "TensorListCPU":
         arr = as_host_array(tensor)
@@ -235,5 +197,8 @@ class TensorListCPU(_Batch):
         return TensorListCPU(np.broadcast_to(arr, (num_samples,) + arr.shape).copy(), layout)
 
     @staticmethod
-    def from_dlpack_list(tensors: Iterable[Any], layout: str = "") -> "TensorListCPU":
-        return TensorListCPU([np.from_dlpack(t) for t in tensors], layout)
+    def from_dlpack_list(list_of_objects: Iterable[Any], layout: str | None = None,
+                         contiguous: bool = False) -> "TensorListCPU":
+        """A batch of host DLPack objects (torch CPU tensors, numpy arrays ...), packed into one
+        buffer whatever ``contiguous`` says."""
+        return TensorListCPU([np.from_dlpack(t) for t in list_of_objects], layout_str(layout))

@@ -3,7 +3,8 @@ import jax  # noqa: F401  (the plugin needs JAX; fail early with its own ImportE
 
 from penstock.plugin.base_iterator import LastBatchPolicy
 
-from . import clu  # noqa: F401  (loaded here so penstock.plugin.jax.clu is this module, not a second copy)
+# loaded here so penstock.plugin.jax.clu and .fn are these modules, not second copies
+from . import clu, fn  # noqa: F401
 from .iterator import DALIGenericIterator, data_iterator
 
 __all__ = ["DALIGenericIterator", "LastBatchPolicy", "data_iterator"]

@@ -207,7 +207,10 @@ def _data_iterator_impl(iterator_type: type, pipeline_fn: Callable | None, outpu
             if num_shards > 1 and not {"shard_id", "num_shards"} <= set(params):
                 warnings.warn(f"'{func.__name__}' does not take shard_id and num_shards, so every one of the "
                               f"{num_shards} shards reads the same data", stacklevel=2)
-            local_ids = {d: i for i, d in enumerate(jax.local_devices(backend=plan[0][0].platform))}
+            # a pipeline's device_id is its device's CUDA ordinal, JAX's local_hardware_id: under
+            # jax.distributed(local_device_ids=[k]) GPU k is a process's only local device
+            local_ids = {d: i if d.local_hardware_id is None else d.local_hardware_id
+                         for i, d in enumerate(jax.local_devices(backend=plan[0][0].platform))}
             pipelines = []
             for k, (device, shard_id) in enumerate(plan):
                 call = dict(kwargs, batch_size=global_batch // num_shards)

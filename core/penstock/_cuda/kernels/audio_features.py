@@ -1,7 +1,7 @@
 """The speech feature kernels on the GPU (csrc/cuda/audio_features.cu), with the signatures of the
 engine's CPU kernels (csrc/kernels/audio_features.cpp), so operators/audio_features.py plans once
 for both devices. Every method is one launch per step and batch; the transforms of a batch are one batched
-cuFFT plan through CuPy's rfft (one per distinct size)."""
+cuFFT plan through CuPy's rfft (one per distinct size), reused by batches of about the same size."""
 from __future__ import annotations
 
 import contextlib
@@ -25,11 +25,21 @@ class AudioFeatureKernels(KernelFamily):
                       extra: tuple = ()) -> None:
         self._launch_batch("audio_features", name, np.asarray(work, np.int64), desc, before, after, extra)
 
-    def _rfft(self, rows: Any, count: int, nfft: int) -> Any:
-        """The bins of ``count`` rows of ``nfft`` values, as interleaved float32 (re, im) pairs."""
+    def _rows(self, count: int, nfft: int) -> tuple[Any, int]:
+        """Room for ``count`` rows of ``nfft`` values, and how many rows it holds: rounded up (by at
+        most an eighth, rows whose bins nobody reads) so that batches of about the same size share
+        one cuFFT plan in CuPy's plan cache, instead of planning each batch's transform anew."""
+        bucket = max(64, 1 << max(count.bit_length() - 4, 0))
+        padded = -(-count // bucket) * bucket
+        return self.ctx.empty(padded * nfft, np.float32), padded
+
+    def _rfft(self, rows: Any, count: int, planned: int, nfft: int) -> Any:
+        """The bins of the ``planned`` rows of ``nfft`` values (``count`` filled, the rest zeroed
+        here), as interleaved float32 (re, im) pairs."""
         stream = self.ctx.stream
         with self.ctx if stream is not None else contextlib.nullcontext():
-            bins = self.cp.fft.rfft(rows[:count * nfft].reshape(count, nfft), axis=1)
+            rows[count * nfft:] = 0
+            bins = self.cp.fft.rfft(rows.reshape(planned, nfft), axis=1)
             return self.cp.ascontiguousarray(bins.astype(np.complex64, copy=False)).reshape(-1).view(np.float32)
 
     def spectrogram(self, pool: Any, src: Any, lengths: np.ndarray, src_offsets: np.ndarray, dst: Any,
@@ -40,12 +50,12 @@ class AudioFeatureKernels(KernelFamily):
         total = int(frames.sum())
         if total == 0:
             return
-        rows = self.ctx.empty(total * nfft, np.float32)
+        rows, planned = self._rows(total, nfft)
         desc = np.stack([src_offsets, lengths[:, 0], first, frames], axis=1).astype(np.int64)
         self._audio_launch("audio_frames", frames * nfft, desc, (src, rows),
                      (lambda p: p[0], np.int32(len(window)), np.int32(nfft), np.int32(step), np.int32(centered),
                       np.int32(reflect)), (np.asarray(window, np.float64),))
-        bins = self._rfft(rows, total, nfft)
+        bins = self._rfft(rows, total, planned, nfft)
         nbins = nfft // 2 + 1
         desc = np.stack([first, frames, dst_offsets], axis=1).astype(np.int64)
         self._audio_launch("audio_power", frames * nbins, desc, (bins, dst),
@@ -63,9 +73,9 @@ class AudioFeatureKernels(KernelFamily):
             nfft, nbins = int(nfft), int(nfft) // 2 + 1
             desc = np.stack([src_offsets[pick], shapes[pick, 0], shapes[pick, 1], shapes[pick, 2], first,
                              dst_offsets[pick], np.full(len(pick), nfft)], axis=1).astype(np.int64)
-            rows = self.ctx.empty(total * nfft, np.float32)
+            rows, planned = self._rows(total, nfft)
             self._audio_launch("audio_lines", lines * nfft, desc, (src, rows), (np.int32(nfft),))
-            bins = self._rfft(rows, total, nfft)
+            bins = self._rfft(rows, total, planned, nfft)
             self._audio_launch("audio_line_power", lines * nbins, desc, (bins, dst), (np.int32(nbins), np.int32(power)))
 
     def matrix_along_axis(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dst: Any,

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..._generate import _submodule
 from ..._graph import make_op
-from ..._registry import OpSchema, describe, schemas
+from ..._registry import OpSchema, describe, on_change, schemas
 from . import _batch, _tensor, random
 from ._call import as_data, batch_size_of, node_for, record
 from ._convert import is_array
@@ -159,7 +159,19 @@ def make_function(schema: OpSchema) -> Callable:
 
 
 def fill(root: _pytypes.ModuleType) -> None:
-    """Adds a function per operator to the dynamic mode's module, in submodules by name."""
+    """Adds a function per operator to the dynamic mode's module, in submodules by name; operators
+    declared later (custom ones) are added as they come."""
     for schema in dynamic_schemas():
         path, _, leaf = public_path(schema).rpartition(".")
         setattr(_submodule(root, path), leaf, make_function(schema))
+
+    def follow(schema: OpSchema, declared: bool) -> None:
+        if schema.internal or schema.is_reader or schema.name in NOT_IN_DYNAMIC_MODE:
+            return
+        path, _, leaf = public_path(schema).rpartition(".")
+        if declared:
+            setattr(_submodule(root, path), leaf, make_function(schema))
+        else:
+            delattr(_submodule(root, path), leaf)
+
+    on_change(follow)

@@ -6,6 +6,7 @@ import os
 import threading
 
 from ... import _engine
+from ..._workers import host_cores
 
 __all__ = ["ThreadPool", "get_num_threads", "set_num_threads"]
 
@@ -53,11 +54,11 @@ _lock = threading.Lock()
 
 def get_num_threads() -> int:
     """The size of the default thread pool: what ``set_num_threads`` set, else ``DALI_NUM_THREADS``,
-    else the number of CPUs this process may run on."""
+    else the host cores this process may count on (its share when several ranks share the host)."""
     if _num_threads is not None:
         return _num_threads
     env = os.environ.get("DALI_NUM_THREADS")
-    return int(env) if env else len(os.sched_getaffinity(0))
+    return int(env) if env else host_cores()
 
 
 def set_num_threads(n: int | None) -> None:

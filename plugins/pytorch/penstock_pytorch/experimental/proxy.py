@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import itertools
 from typing import Any
 
 import numpy as np
@@ -33,15 +34,42 @@ class DALIOutputSampleRef:
         self.inputs = inputs
 
 
-class DALIOutputBatchRef:
-    """A batch of proxy calls: per pipeline input, the list of per-sample values."""
+class DALIPipelineRunRef:
+    """One pipeline run: the batch of inputs it is fed (``call_args``: input name -> per-sample
+    values), identified by ``batch_id`` (the loader worker that collated it, and that worker's count
+    of batches). The server schedules it (``is_scheduled``) and fills in its outputs
+    (``is_complete``)."""
 
-    def __init__(self, proxy_id: int, inputs: tuple):
+    def __init__(self, batch_id: tuple[int, int]):
+        self.batch_id = batch_id
+        self.call_args: dict[str, list] = {}
+        self.is_scheduled = False
+        self.is_complete = False
+        self.ticket: int | None = None  # its place in the server's order of runs
+
+    def __repr__(self) -> str:
+        return (f"DALIPipelineRunRef(batch_id={self.batch_id}, inputs={list(self.call_args)}, "
+                f"is_scheduled={self.is_scheduled}, is_complete={self.is_complete})")
+
+
+class DALIOutputBatchRef:
+    """A batch of proxy calls: the pipeline run that will produce its outputs."""
+
+    def __init__(self, proxy_id: int, pipe_run_ref: DALIPipelineRunRef):
         self.proxy_id = proxy_id
-        self.inputs = inputs
+        self.pipe_run_ref = pipe_run_ref
+
+    @property
+    def inputs(self) -> tuple:
+        """Per pipeline input, the list of per-sample values."""
+        return tuple(self.pipe_run_ref.call_args.values())
 
     def __len__(self) -> int:
-        return len(self.inputs[0]) if self.inputs else 0
+        inputs = self.inputs
+        return len(inputs[0]) if inputs else 0
+
+    def __repr__(self) -> str:
+        return f"DALIOutputBatchRef(pipe_run_ref={self.pipe_run_ref})"
 
 
 class _DALIProxy:
@@ -64,12 +92,17 @@ class _DALIProxy:
         self.__init__(state["id"], state["names"])
 
 
+_collated = itertools.count()  # batches collated in this process
+
+
 def _collate_sample_refs(batch: list, *, collate_fn_map: Any = None) -> DALIOutputBatchRef:
     ids = {ref.proxy_id for ref in batch}
     if len(ids) != 1:
         raise RuntimeError("a batch mixes samples of different DALI proxies")
-    columns = tuple(list(values) for values in zip(*(ref.inputs for ref in batch)))
-    return DALIOutputBatchRef(ids.pop(), columns)
+    worker = torch.utils.data.get_worker_info()
+    run = DALIPipelineRunRef((worker.id if worker is not None else -1, next(_collated)))
+    run.call_args = {f"input_{i}": list(values) for i, values in enumerate(zip(*(ref.inputs for ref in batch)))}
+    return DALIOutputBatchRef(ids.pop(), run)
 
 
 _COLLATE_MAP = {**default_collate_fn_map, DALIOutputSampleRef: _collate_sample_refs}
@@ -132,17 +165,20 @@ class DALIServer:
     def __exit__(self, *exc: Any) -> None:
         self.stop_thread()
 
-    def _submit(self, ref: DALIOutputBatchRef) -> int:
+    def _submit(self, ref: DALIOutputBatchRef) -> DALIPipelineRunRef:
         if ref.proxy_id != self._proxy._id:
             raise RuntimeError("the batch was produced by the proxy of another DALIServer")
-        for name, column in zip(self._names, ref.inputs):
+        run = ref.pipe_run_ref
+        run.call_args = dict(zip(self._names, ref.inputs))  # by the pipeline's input names
+        for name, column in run.call_args.items():
             self._pipe.feed_input(name, [_as_sample(v) for v in column])
         if not self._pipe._schedule_one():
             raise RuntimeError("DALIServer: the pipeline did not accept the batch")
-        ticket = self._next_ticket
+        run.ticket = self._next_ticket
+        run.is_scheduled = True
         self._next_ticket += 1
-        self._in_flight.append(ticket)
-        return ticket
+        self._in_flight.append(run.ticket)
+        return run
 
     def _collect_one(self) -> None:
         ticket = self._in_flight.popleft()
@@ -157,14 +193,16 @@ class DALIServer:
 
     def _schedule(self, obj: Any) -> Any:
         """Starts a pipeline run for every batch reference in ``obj``; returns ``obj`` with them
-        replaced by tickets."""
+        replaced by their runs."""
         if isinstance(obj, DALIOutputBatchRef):
-            return _Ticket(self._submit(obj))
+            return self._submit(obj)
         return _map(obj, self._schedule)
 
     def _fill(self, obj: Any) -> Any:
-        if isinstance(obj, _Ticket):
-            return self._result(obj.ticket)
+        if isinstance(obj, DALIPipelineRunRef):
+            outputs = self._result(obj.ticket)
+            obj.is_complete = True
+            return outputs
         return _map(obj, self._fill)
 
     def produce_data(self, obj: Any) -> Any:
@@ -173,11 +211,6 @@ class DALIServer:
         if not self._running:
             raise RuntimeError("DALIServer is not running: use it as a context manager or call start_thread()")
         return self._fill(self._schedule(obj))
-
-
-class _Ticket:
-    def __init__(self, ticket: int):
-        self.ticket = ticket
 
 
 def _map(obj: Any, f: Any) -> Any:

@@ -1,0 +1,216 @@
+"""The process's memory pools and the controls DALI's backend offers over them (``penstock.backend``):
+
+- pinned host memory: one pool of staging blocks shared by every pipeline's host -> device copies
+  (pinned memory is costly to allocate and portable across devices). A block is lent to a copy that
+  fills at least the *host shrink threshold* of it (small copies do not hold large blocks), and a
+  copy larger than every block gets a new one grown by the *host growth factor* over the largest;
+  preallocated memory (``preallocate_pinned``) is carved into blocks before any more is pinned;
+- device memory: CuPy's pool, whose free blocks belong to the stream that freed them. Memory
+  preallocated for a device is held outside the pool until the next pipeline (or dynamic-mode
+  stream) starts on that device, then handed to its stream's part of the pool;
+- growing device buffers (the mixed decoders' scratch memory) grow by the *device growth factor*.
+
+``release_unused`` frees what no batch uses: free pool blocks, unclaimed preallocations, CuPy's
+cached blocks and the engine's host buffer pool.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .. import _engine
+from ._runtime import available, require
+
+MIN_STAGING = 1 << 16  # the smallest staging block: small copies share one size
+
+
+class _Settings:
+    """DALI's defaults: buffers grow by 10%; host buffers shrink below half use."""
+    host_growth = 1.1
+    device_growth = 1.1
+    host_shrink = 0.5
+
+
+settings = _Settings()
+
+
+def check_growth_factor(factor: float) -> float:
+    factor = float(factor)
+    if not 1.0 <= factor <= 4.0:
+        raise ValueError(f"A growth factor must be between 1 and 4, got {factor}")
+    return factor
+
+
+def check_shrink_threshold(threshold: float) -> float:
+    threshold = float(threshold)
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"The shrink threshold must be between 0 (never shrink) and 1 (always shrink), "
+                         f"got {threshold}")
+    return threshold
+
+
+def grown(capacity: int, needed: int, factor: float) -> int:
+    """The new size of a buffer of ``capacity`` bytes that must hold ``needed``: at least ``factor``
+    times the old one, so a run of slowly growing needs reallocates seldom."""
+    return max(int(needed), int(capacity * factor))
+
+
+class PinnedBlock:
+    """A staging block: ``size`` bytes at ``ptr`` inside ``owner`` (pinned memory, possibly shared by
+    the blocks carved from one preallocated region). ``event`` is recorded after the copy that read
+    the block; ``taken`` while a thread fills it."""
+    __slots__ = ("ptr", "size", "owner", "event", "taken")
+
+    def __init__(self, owner: Any, ptr: int, size: int):
+        self.owner, self.ptr, self.size = owner, ptr, size
+        self.event = None
+        self.taken = False
+
+    def free(self) -> bool:
+        return not self.taken and (self.event is None or self.event.done)
+
+
+class _Region:
+    """Preallocated pinned memory of ``size`` bytes, carved into blocks front to back."""
+    __slots__ = ("mem", "size", "used")
+
+    def __init__(self, mem: Any, size: int):
+        self.mem, self.size, self.used = mem, size, 0
+
+    @property
+    def left(self) -> int:
+        return self.size - self.used
+
+
+class PinnedPool:
+    """Staging blocks of pinned memory (see the module's docstring); ``alloc(size)`` pins memory."""
+
+    def __init__(self, alloc: Callable[[int], Any] | None = None):
+        self._alloc = alloc
+        self._blocks: list[PinnedBlock] = []
+        self._regions: list[_Region] = []
+        self._lock = threading.Lock()
+
+    def _pin(self, size: int) -> Any:
+        return (self._alloc or require("pinned memory").cuda.alloc_pinned_memory)(size)
+
+    def take(self, nbytes: int) -> PinnedBlock:
+        """A block of at least ``nbytes``, marked taken: hand it back with ``give_back``."""
+        with self._lock:
+            fitting = [b for b in self._blocks if b.size >= nbytes and b.free() and self._worth_lending(b.size, nbytes)]
+            if fitting:
+                block = min(fitting, key=lambda b: b.size)
+            else:
+                largest = max((b.size for b in self._blocks), default=0)
+                size = max(nbytes, MIN_STAGING)
+                if nbytes > largest and largest:
+                    size = grown(largest, size, settings.host_growth)
+                block = self._carve(nbytes, size) or self._new(size)
+            block.taken = True
+            return block
+
+    @staticmethod
+    def _worth_lending(size: int, nbytes: int) -> bool:
+        return size <= MIN_STAGING or nbytes >= settings.host_shrink * size
+
+    def _carve(self, nbytes: int, size: int) -> PinnedBlock | None:
+        for region in self._regions:
+            if region.left >= nbytes:
+                take = min(region.left, size)
+                block = PinnedBlock(region.mem, region.mem.ptr + region.used, take)
+                region.used += take
+                self._blocks.append(block)
+                return block
+        return None
+
+    def _new(self, size: int) -> PinnedBlock:
+        mem = self._pin(size)
+        block = PinnedBlock(mem, mem.ptr, size)
+        self._blocks.append(block)
+        return block
+
+    @staticmethod
+    def give_back(block: PinnedBlock, event: Any) -> None:
+        """``event``: recorded after the copy that reads the block; it is lent again once done."""
+        block.event = event
+        block.taken = False
+
+    def reserve(self, nbytes: int) -> None:
+        """Pins memory so that ``nbytes`` more of staging blocks come without pinning any."""
+        with self._lock:
+            free = sum(r.left for r in self._regions)
+            if nbytes > free:
+                size = int(nbytes - free)
+                self._regions.append(_Region(self._pin(size), size))
+
+    def release_unused(self) -> int:
+        """Frees the blocks (and preallocated regions) no copy uses; returns the bytes freed."""
+        with self._lock:
+            busy = {id(b.owner) for b in self._blocks if not b.free()}
+            freed = sum(b.size for b in self._blocks if id(b.owner) not in busy)
+            freed += sum(r.left for r in self._regions if id(r.mem) not in busy)
+            self._blocks = [b for b in self._blocks if id(b.owner) in busy]
+            self._regions = [r for r in self._regions if id(r.mem) in busy]
+            return freed
+
+    def held_bytes(self) -> int:
+        with self._lock:
+            return sum(b.size for b in self._blocks) + sum(r.left for r in self._regions)
+
+
+pinned = PinnedPool()
+
+# Device memory preallocated per device, held outside CuPy's pool until a stream claims it.
+_device_reserve: dict[int, Any] = {}
+_device_lock = threading.Lock()
+
+
+def device_count() -> int:
+    """CUDA devices visible here (0 without CUDA)."""
+    if not available():
+        return 0
+    return int(require().cuda.runtime.getDeviceCount())
+
+
+def preallocate_device(nbytes: int, device_id: int) -> None:
+    cp = require("PreallocateDeviceMemory")
+    count = cp.cuda.runtime.getDeviceCount()
+    if not 0 <= device_id < count:
+        raise RuntimeError(f"device_id {device_id} is out of range: this machine has {count} CUDA device(s)")
+    with _device_lock:
+        held = _device_reserve.get(device_id)
+        if held is not None and held.size >= nbytes:
+            return
+        _device_reserve.pop(device_id, None)  # freed before the larger one is taken
+        with cp.cuda.Device(device_id):
+            _device_reserve[device_id] = cp.cuda.Memory(int(nbytes))
+
+
+def claim_device_reserve(cp: Any, device_id: int, stream: Any) -> None:
+    """Hands the memory preallocated for ``device_id`` to ``stream``'s part of CuPy's pool (a block
+    allocated on the stream and freed at once stays cached there)."""
+    with _device_lock:
+        held = _device_reserve.pop(device_id, None)
+    if held is None:
+        return
+    nbytes = held.size
+    del held
+    with cp.cuda.Device(device_id), stream:
+        cp.cuda.alloc(nbytes)
+
+
+def release_unused() -> None:
+    """Frees unused memory of every pool: pinned staging blocks, unclaimed device preallocations,
+    CuPy's cached device and pinned blocks, and the engine's host buffer pool."""
+    pinned.release_unused()
+    _engine.pool_clear()
+    if not available():
+        return
+    cp = require()
+    with _device_lock:
+        _device_reserve.clear()
+    pool = cp.get_default_memory_pool()
+    for device_id in range(cp.cuda.runtime.getDeviceCount()):
+        with cp.cuda.Device(device_id):
+            pool.free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
