@@ -25,6 +25,7 @@
 #include "kernels/filter.h"
 #include "kernels/gather.h"
 #include "kernels/gaussian_blur.h"
+#include "kernels/inflate.h"
 #include "kernels/image_decode.h"
 #include "kernels/image_decode_libraries.h"
 #include "kernels/jpeg_compression_distortion.h"
@@ -34,6 +35,7 @@
 #include "kernels/occlusion.h"
 #include "kernels/paste.h"
 #include "kernels/point_ops.h"
+#include "kernels/readers_caffe.h"
 #include "kernels/readers_coco.h"
 #include "kernels/readers_mxnet.h"
 #include "kernels/readers_numpy.h"
@@ -168,6 +170,15 @@ PYBIND11_MODULE(_engine, m) {
   m.def("recordio_records", &recordio_records,
         "MXNet RecordIO records (byte ranges back to back) -> (image bytes, sizes, float labels, label counts)",
         without_gil, "pool"_a, "ranges"_a, "starts"_a, "sizes"_a);
+  m.def("inflate_lz4", &inflate_lz4, "Decompress LZ4 blocks (chunks of one buffer) into chunks of another",
+        without_gil, "pool"_a, "src"_a, "src_starts"_a, "src_sizes"_a, "dst"_a, "dst_starts"_a, "dst_sizes"_a);
+  m.def("caffe_datums", &caffe_datums,
+        "Caffe Datum records (back to back) -> (image bytes, image sizes, int32 labels, label counts)", without_gil,
+        "pool"_a, "records"_a, "starts"_a, "sizes"_a);
+  m.def("caffe2_protos", &caffe2_protos,
+        "Caffe2 TensorProtos records (back to back) -> per output (bytes, shapes [N, 3], ranks, element types)",
+        without_gil, "pool"_a, "records"_a, "starts"_a, "sizes"_a, "image"_a, "label_type"_a, "num_labels"_a,
+        "additional_inputs"_a, "bbox"_a);
   m.def("tfrecord_read", &tfrecord_read, "Read and parse tf.train.Example records", without_gil, "pool"_a, "paths"_a,
         "offsets"_a, "sizes"_a, "names"_a, "kinds"_a);
   m.def("coco_masks", &coco_masks, "Paint COCO objects into pixelwise label masks", without_gil, "pool"_a, "out"_a,

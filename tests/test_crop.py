@@ -280,6 +280,17 @@ def test_pad_axis_names_and_per_sample_fill():
     assert [o.shape for o in out] == [(8, 5, 3), (8, 5, 3)]
 
 
+def test_pad_axes_per_sample():
+    # each sample pads its own dims, each to the batch's largest extent of that dim (as DALI)
+    imgs = [np.arange(18, dtype=np.uint8).reshape(2, 3, 3), np.arange(24, dtype=np.uint8).reshape(4, 2, 3)]
+    out, tl = run(fn.pad, imgs, fill_value=9, axes_src=[np.array([0], np.int32), np.array([1], np.int32)])
+    np.testing.assert_array_equal(out[0], np.pad(imgs[0], ((0, 2), (0, 0), (0, 0)), constant_values=9))
+    np.testing.assert_array_equal(out[1], np.pad(imgs[1], ((0, 0), (0, 1), (0, 0)), constant_values=9))
+    out, _ = run(fn.pad, imgs, fill_value=9, align=[4], axes_src=[np.array([0], np.int32), np.array([0, 1], np.int32)])
+    assert [o.shape for o in out] == [(4, 3, 3), (4, 4, 3)]
+    assert tl.layout() == "HWC"
+
+
 def test_pad_integer_fill_value_is_cut_toward_zero():
     # 2.7 -> 2, -2.7 -> -2, -0.5 -> 0; out of range: clamped
     for dtype, fill, expected in ((np.uint8, 2.7, 2), (np.int16, -2.7, -2), (np.int16, -0.5, 0),

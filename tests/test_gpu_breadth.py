@@ -261,7 +261,8 @@ def test_reductions_of_every_type(dtype, kind):
 
 # The (input, reduction, dtype) combinations DALI accepts; others raise on both devices.
 @pytest.mark.parametrize("op,dtype", [("sum", types.INT32), ("sum", types.INT64), ("sum", types.FLOAT),
-                                      ("mean", types.INT32), ("mean", types.FLOAT)])
+                                      ("mean", types.INT32), ("mean", types.FLOAT), ("mean_square", types.INT64),
+                                      ("mean_square", types.FLOAT), ("rms", types.INT32), ("rms", types.FLOAT)])
 def test_reductions_of_ints_with_an_output_type(op, dtype):
     ints = [(x * 3).astype(np.int32) for x in RAGGED]
     assert_mixed(lambda x: getattr(fn.reductions, op)(x, axes=[1], dtype=dtype), [ints])

@@ -106,6 +106,15 @@ def test_erase_per_sample_regions():
         assert_same(lambda x, a, s: fn.erase(x, anchor=a, shape=s, axis_names="WH"), data, "HWC", (anchors, shapes))
 
 
+def test_erase_and_pad_per_sample_arguments():
+    n = len(IMAGES)
+    fills = [rng.uniform(-10, 300, 3).astype(np.float32) for _ in range(n)]  # a row of fill values each
+    for data in (IMAGES, FLOATS):
+        assert_same(lambda x, f: fn.erase(x, anchor=[2, 3], shape=[9, 8], fill_value=f), data, "HWC", (fills,))
+    axes = [np.array([i % 2], np.int32) for i in range(n)]  # each sample pads its own dim
+    assert_same(lambda x, a: fn.pad(x, axes=a, fill_value=7), IMAGES, "HWC", (axes,))
+
+
 def test_erase_sequences_and_empty():
     frames = [rng.integers(0, 256, (3, 9, 11, 3), dtype=np.uint8), np.zeros((0, 9, 11, 3), np.uint8)]
     assert_same(lambda x: fn.erase(x, anchor=[1, 2, 3], shape=[1, 5, 5], axes=[0, 1, 2]), frames, "FHWC")

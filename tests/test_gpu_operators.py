@@ -176,6 +176,8 @@ def test_random_resized_crop_draws_the_same_windows_on_both_devices():
     lambda x: fn.rotate(x, angle=17.0, fill_value=0),
     lambda x: fn.rotate(x, angle=-33.0, interp_type=types.INTERP_NN, keep_size=True),
     lambda x: fn.warp_affine(x, matrix=[0.9, 0.1, 2.0, -0.1, 1.1, -3.0], fill_value=7),
+    lambda x: fn.warp_affine(x, matrix=[0.9, 0.1, 2.0, -0.1, 1.1, -3.0], fill_value=7, dtype=types.FLOAT),
+    lambda x: fn.rotate(fn.cast(x, dtype=types.FLOAT) * 1.3, angle=21.0, dtype=types.UINT8),
 ])
 def test_image_operators_match_cpu(graph):
     assert_same(graph, [IMAGES], ["HWC"])

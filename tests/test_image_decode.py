@@ -130,6 +130,17 @@ def test_image_crop_window_math():
     np.testing.assert_array_equal(outs[2][0], ref(0.25, 0.9, "truncate"))
 
 
+def test_image_crop_depth_arguments_leave_a_2d_window_as_it_is():
+    blob = encode(IMG, "PNG")
+    outs = run([blob], lambda e: (fn.decoders.image_crop(e, crop_h=11, crop_w=13, crop_d=3, crop_pos_z=0.9),
+                                  fn.decoders.image_crop(e, crop=(11, 13), crop_pos_z=0.1),
+                                  fn.decoders.image_crop(e, crop=(11, 13))))
+    np.testing.assert_array_equal(outs[0][0], outs[2][0])
+    np.testing.assert_array_equal(outs[1][0], outs[2][0])
+    with pytest.raises(RuntimeError, match="crop_d"):  # as DALI: only with crop_h and crop_w
+        run([blob], lambda e: fn.decoders.image_crop(e, crop=(11, 13), crop_d=3))
+
+
 def test_image_crop_per_sample_position():
     blobs = [encode(photo(40, 60, k), "PNG") for k in range(3)]
     pos = [np.float32(0.0), np.float32(0.5), np.float32(1.0)]

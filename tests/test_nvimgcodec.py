@@ -49,8 +49,10 @@ def _pack(datas):
 
 @pytest.mark.parametrize("fancy", [False, True])
 def test_decoder_options_name_the_upsampling_and_the_hardware_decoders_batch(fancy):
-    text = _nvimgcodec.decoder_options(fancy, 256, 0, 500)
+    text = _nvimgcodec.decoder_options(fancy, 256, 0, 500, 640 * 480)
     options = dict(token.split("=") for token in text.split())
+    assert options["nvjpeg_cuda_decoder:hybrid_huffman_threshold"] == "307200"
+    assert "hybrid_huffman_threshold=4294967295" in _nvimgcodec.decoder_options(fancy, 1, 0, 0, -1)  # as uint32
     assert options["nvjpeg_hw_decoder:fancy_upsampling"] == options["nvjpeg_cuda_decoder:fancy_upsampling"] \
         == str(int(fancy))
     assert options["nvjpeg_hw_decoder:preallocate_batch_size"] == "256"

@@ -109,3 +109,17 @@ def test_grid_mask(kwargs):
         near_edge = np.minimum.reduce([np.abs(t - np.round(t)) for t in
                                        (u, v, u - p["ratio"], v - p["ratio"])]) < 1e-4
         assert ((out == ref).all(axis=2) | near_edge).all()
+
+
+def test_erase_fill_value_per_sample():
+    imgs = images(4)
+    fills = [np.array([7, 8, 9], np.float32), np.array([200, 100, 0], np.float32)]
+    outs = run_once(lambda x, f: fn.erase(x, anchor=[1, 2], shape=[3, 4], axis_names="HW", fill_value=f),
+                    imgs, fills)[0]
+    for img, fill, out in zip(imgs, fills, outs):
+        want = img.copy()
+        want[1:4, 2:6] = fill
+        np.testing.assert_array_equal(out, want)
+    with pytest.raises(RuntimeError, match="Expected uniform shape for argument"):
+        run_once(lambda x, f: fn.erase(x, anchor=[1, 2], shape=[3, 4], axis_names="HW", fill_value=f),
+                 imgs, [np.array([1, 2, 3], np.float32), np.array([4], np.float32)])

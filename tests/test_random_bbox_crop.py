@@ -1,4 +1,6 @@
 """random_bbox_crop: every output checked against the window it reports, with numpy."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -92,13 +94,18 @@ def test_any_box_mode_and_total_attempts_cap():
     rng = np.random.default_rng(4)
     boxes = _boxes(rng, [5, 5])
     labels = [np.arange(5, dtype=np.int32)] * 2
-    # an impossible threshold with a cap: the best candidate (or the whole image) is returned
-    anchor, shape, ob, ol = _run(boxes, labels, seed=1, thresholds=[1.01], allow_no_crop=False,
-                                 all_boxes_above_threshold=False, scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0],
-                                 num_attempts=4, total_num_attempts=12)
+    # an impossible threshold with a cap: the best candidate (or the whole image) is returned, with a warning
+    kwargs = dict(seed=1, thresholds=[1.01], allow_no_crop=False, all_boxes_above_threshold=False,
+                  scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0], num_attempts=4, total_num_attempts=12)
+    with pytest.warns(RuntimeWarning, match=r"no cropping window met the requirements of samples \[0, 1\] in 12"):
+        anchor, shape, ob, ol = _run(boxes, labels, **kwargs)
     for i in range(2):
         win = np.concatenate([anchor.at(i), anchor.at(i) + shape.at(i)])
         _check_boxes(win, boxes[i], labels[i], ob.at(i), ol.at(i))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = _run(boxes, labels, quiet=True, **kwargs)
+    assert all(np.array_equal(q.at(i), o.at(i)) for q, o in zip(quiet, (anchor, shape, ob, ol)) for i in range(2))
 
 
 def test_fixed_crop_shape_gives_absolute_windows():
@@ -144,3 +151,33 @@ def test_output_count_follows_inputs():
     assert len(outs) == 3
     with pytest.raises(ValueError, match="threshold_type"):
         run_es(lambda b: tuple(fn.random_bbox_crop(b, threshold_type="area")), boxes)
+
+
+@pytest.mark.filterwarnings("ignore:.*ssd_random_crop:DeprecationWarning")
+def test_ssd_random_crop_crops_the_image_to_the_window_its_boxes_are_in():
+    rng = np.random.default_rng(4)
+    boxes = _boxes(rng, [3, 5, 1, 4] * 4)
+    labels = [np.arange(len(b), dtype=np.int32) + 10 for b in boxes]
+    images = [np.arange(40 * 60 * 3, dtype=np.int32).reshape(40, 60, 3) + k for k in range(len(boxes))]
+    out_images, out_boxes, out_labels = run_es(lambda i, b, l: tuple(fn.ssd_random_crop(i, b, l, num_attempts=4)),
+                                               images, boxes, labels, layouts=["HWC", None, None], seed=3)
+    cropped = 0
+    for img, b, lab, o_img, o_box, o_lab in zip(images, boxes, labels, samples(out_images), samples(out_boxes),
+                                                samples(out_labels)):
+        h, w = o_img.shape[:2]
+        # the crop is the image's rows and columns from where its first pixel was
+        y0, x0 = np.argwhere((img == o_img[0, 0]).all(-1))[0]
+        np.testing.assert_array_equal(o_img, img[y0:y0 + h, x0:x0 + w])
+        if (h, w) == (40, 60):  # no crop: the boxes as they were
+            np.testing.assert_array_equal(o_box, b)
+            continue
+        cropped += 1
+        assert 0.3 * 40 - 1 <= h and 0.3 * 60 - 1 <= w   # scaling in [0.3, 1]
+        # the boxes kept are those centred in the window (the pixels' one, to a pixel), in its coordinates
+        assert 0 < len(o_lab) <= len(lab) and set(o_lab.ravel()) <= set(lab)
+        assert ((o_box >= 0) & (o_box <= 1)).all()
+        centre = (b[:, :2] + b[:, 2:]) / 2
+        inside = ((centre >= [(x0 - 1) / 60, (y0 - 1) / 40]) & (centre <= [(x0 + w + 1) / 60, (y0 + h + 1) / 40])).all(1)
+        assert set(o_lab.ravel()) <= set(lab[inside])
+    assert cropped > 4
+    assert out_images.layout() == "HWC"

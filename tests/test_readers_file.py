@@ -487,3 +487,16 @@ def test_the_read_ahead_thread_ends_with_its_pipeline_even_while_the_reader_live
         t.join(timeout=5)
     assert not [t.name for t in started if t.is_alive()]
     assert reader.size == 8
+
+
+def test_shuffle_after_epoch_seed_chooses_the_permutations(tmp_path):
+    files = _files(tmp_path, 16)
+
+    def epochs(**kw):
+        got, _ = _labels_stream(files, 8, 6, shuffle_after_epoch=True, **kw)
+        return [got[2 * e] + got[2 * e + 1] for e in range(3)]
+
+    default, seeded = epochs(), epochs(shuffle_after_epoch_seed=99)
+    assert default == epochs(shuffle_after_epoch_seed=524287)  # DALI's fixed seed is the default
+    assert seeded == epochs(shuffle_after_epoch_seed=99, seed=5)  # the same whatever the pipeline's seed
+    assert all(sorted(ep) == list(range(16)) for ep in seeded) and seeded != default

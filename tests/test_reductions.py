@@ -138,3 +138,18 @@ def test_mean_into_an_integer_type_wraps_the_sum_and_truncates():
 def test_unsupported_output_types_are_rejected(op, dtype):
     with pytest.raises(RuntimeError, match="is not supported for uint8 input"):
         run_es(lambda x: getattr(fn.reductions, op)(x, dtype=dtype), [np.zeros(3, np.uint8)])
+
+
+def test_mean_square_and_rms_take_an_output_type():
+    data = [np.array([[-2400, -2200, 1000], [7, 8, 9]], np.int16), np.array([[3, 4, 5]], np.int16)]
+    ms, rms = run_es(lambda x: (fn.reductions.mean_square(x, axes=[1], dtype=types.INT64),
+                                fn.reductions.rms(x, axes=[1], dtype=types.INT16)), data)
+    for x, m, r in zip(data, samples(ms), samples(rms)):
+        want = (x.astype(np.float64) ** 2).mean(axis=1)
+        assert m.dtype == np.int64 and m.tolist() == np.trunc(want).astype(np.int64).tolist()
+        assert r.dtype == np.int16 and r.tolist() == np.trunc(np.sqrt(want)).astype(np.int16).tolist()
+    ms, = run_es(lambda x: fn.reductions.mean_square(x, dtype=types.UINT64), [np.array([250, 3], np.uint8)])
+    assert samples(ms)[0].dtype == np.uint64 and int(samples(ms)[0]) == (250 ** 2 + 9) // 2
+    for op, dtype in (("mean_square", types.UINT8), ("mean_square", types.INT64), ("rms", types.UINT64)):
+        with pytest.raises(RuntimeError, match="is not supported for uint8 input"):
+            run_es(lambda x: getattr(fn.reductions, op)(x, dtype=dtype), [np.zeros(3, np.uint8)])

@@ -258,3 +258,25 @@ def test_a_shape_input_may_infer_an_extent_and_reinterpret_infers_in_bytes():
     np.testing.assert_array_equal(out.at(0), x.view(np.int16).reshape(6, 2))
     with pytest.raises(RuntimeError, match="The size, in bytes, of the innermost dimension is not divisible"):
         run_es(lambda a: fn.reinterpret(a, dtype=types.INT32), [np.zeros((4, 6), np.uint8)])
+
+
+def test_per_sample_src_dims_and_squeeze_axes():
+    data = [np.arange(24, dtype=np.float32).reshape(4, 6), np.arange(12, dtype=np.float32).reshape(2, 6)]
+    dims = [np.array([1, 0], np.int32), np.array([0, 1], np.int32)]
+    out, rel = run_es(lambda a, d: (fn.reshape(a, src_dims=d), fn.reshape(a, src_dims=d, rel_shape=[0.5, 2])),
+                      data, dims, layouts=["AB", None])
+    assert [out.at(i).shape for i in range(2)] == [(6, 4), (2, 6)]
+    assert [rel.at(i).shape for i in range(2)] == [(3, 8), (1, 12)]  # each sample's own dims scaled
+    assert out.layout() == "AB"  # the number of dims kept: the input's layout
+    out, = run_es(lambda a, d: fn.reshape(a, src_dims=d), data, [np.array([-1, 0, 1], np.int32)] * 2,
+                  layouts=["AB", None])
+    assert out.at(0).shape == (1, 4, 6) and out.layout() == ""
+    units = [np.zeros((1, 3, 4), np.float32), np.zeros((3, 1, 4), np.float32)]
+    out, = run_es(lambda a, ax: fn.squeeze(a, axes=ax), units, [np.array([0], np.int32), np.array([1], np.int32)],
+                  layouts=["ABC", None])
+    assert [out.at(i).shape for i in range(2)] == [(3, 4), (3, 4)] and out.layout() == ""  # different dims gone
+    out, = run_es(lambda a, ax: fn.squeeze(a, axes=ax), [units[0]] * 2, [np.array([0], np.int32)] * 2,
+                  layouts=["ABC", None])
+    assert out.layout() == "BC"
+    with pytest.raises(ValueError, match="as many dims"):
+        run_es(lambda a, ax: fn.squeeze(a, axes=ax), units, [np.array([0], np.int32), np.array([0, 1], np.int32)])

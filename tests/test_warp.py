@@ -104,3 +104,24 @@ def test_size_rounds_half_up_to_at_least_one_pixel():
 def test_matrix_needs_six_values(matrix):
     with pytest.raises(RuntimeError, match="'matrix' needs 6 values"):
         run_once(lambda x: fn.warp_affine(x, matrix=matrix), images(8))
+
+
+def test_output_types():
+    imgs = images(3)
+    floats = [im.astype(np.float32) * 1.7 - 40 for im in imgs]
+    m = [0.913, 0.291, -2.137, -0.207, 1.093, 3.061]
+    as_float, in_float = run_once(lambda x, f: (fn.warp_affine(x, matrix=m, dtype=types.FLOAT, fill_value=0),
+                                                fn.warp_affine(f, matrix=m, fill_value=0)),
+                                  imgs, [im.astype(np.float32) for im in imgs])
+    for a, b in zip(as_float, in_float):  # uint8 into float: warped in float, not rounded
+        assert a.dtype == np.float32 and np.array_equal(a, b)
+    warped, to_u8, to_i16 = run_once(lambda f: (fn.rotate(f, angle=30, fill_value=0),
+                                                fn.rotate(f, angle=30, fill_value=0, dtype=types.UINT8),
+                                                fn.rotate(f, angle=30, fill_value=0, dtype=types.INT16)), floats)
+    for w, u, i in zip(warped, to_u8, to_i16):  # float into integers: rounded half away from zero, saturated
+        rounded = np.sign(w) * np.floor(np.abs(w) + 0.5)
+        assert u.dtype == np.uint8 and np.array_equal(u, np.clip(rounded, 0, 255))
+        assert i.dtype == np.int16 and np.array_equal(i, rounded)
+    for src, dtype in ((imgs, types.INT16), (floats, types.FLOAT16), (imgs, types.UINT16)):
+        with pytest.raises(RuntimeError, match="Unsupported input/output types"):
+            run_once(lambda x: fn.warp_affine(x, matrix=m, dtype=dtype), src)

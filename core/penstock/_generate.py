@@ -1,6 +1,7 @@
 """The call semantics of ``fn``/``ops`` and the builders that fill those namespaces from the registry."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types as _pytypes
 import warnings
@@ -93,22 +94,70 @@ def make_ops_class(schema: OpSchema, name: str | None = None, deprecation: str |
     body: dict[str, Any] = {"schema": schema, "__doc__": describe(schema), "__module__": "penstock.ops"}
     if deprecation:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            warnings.warn(deprecation, DeprecationWarning, 2)
+            _warn(deprecation)
             base.__init__(self, *args, **kwargs)
         body["__init__"] = __init__
     return type(cls_name, (base,), body)
 
 
-def _moved(old: str, new: str) -> str:
-    return (f"`penstock.{old}` is now deprecated. Use `penstock.{new}` instead. (The operator moved; this "
-            "alias is kept for code written for the former name.)")
+@dataclasses.dataclass(frozen=True)
+class Alias:
+    """Another place of an operator: ``fn.<module>.<fn_name>`` and ``ops.<module>.<class_name>``."""
+    module: str
+    fn_name: str
+    class_name: str
+    deprecated: bool
+
+
+def aliases(schema: OpSchema) -> list[Alias]:
+    """The deprecated names of ``schema``'s operator (flat legacy names, former modules) and its places
+    in ``hidden`` submodules, as DALI has them."""
+    leaf = schema.fn_name.rpartition(".")[2]
+    former = [Alias("", snake_case(legacy), legacy, True) for legacy in schema.legacy_names]
+    former += [Alias(module, leaf, schema.class_name, True) for module in schema.moved_from]
+    hidden = [Alias(_hidden(a.module), a.fn_name, a.class_name, True) for a in former] if schema.aliases_hidden else []
+    if schema.hidden:
+        hidden.append(Alias(_hidden(schema.module), leaf, schema.class_name, schema.deprecated))
+    return former + hidden
+
+
+def _hidden(module: str) -> str:
+    return f"{module}.hidden" if module else "hidden"
+
+
+def deprecation_warning(schema: OpSchema, api: str, module: str, name: str) -> str:
+    """What using ``penstock.<api>.<module>.<name>``, a deprecated name of ``schema``'s operator (or the
+    operator, if it is deprecated), warns. A hidden place is named by the place it mirrors."""
+    module = ".".join(part for part in module.split(".") if part and part != "hidden")
+    old = ".".join(part for part in (api, module, name) if part)
+    if (module, name) in ((schema.module, schema.fn_name.rpartition(".")[2]), (schema.module, schema.class_name)):
+        new, note = schema.replaced_by, schema.deprecation_note
+    else:
+        new, note = schema.fn_name, _moved_note(schema, module)
+    return (f"WARNING: `penstock.{old}` is now deprecated." + (f" Use `penstock.fn.{new}` instead." if new else "")
+            + (f"\n{note}" if note else ""))
+
+
+def _moved_note(schema: OpSchema, former_module: str) -> str:
+    if former_module.startswith("experimental"):
+        return ("The operator left the experimental module; this name stays for code written for it, and does "
+                "the same.")
+    if schema.module in ("readers", "decoders"):
+        return (f"The {schema.module} have their own submodule since DALI 1.0, named by what they read or "
+                "decode; this name stays for code written before, and does the same.")
+    return ""
+
+
+def _warn(message: str) -> None:
+    # at the caller's line: Python shows it where that is a script's (__main__) code, and filters decide elsewhere
+    warnings.warn(message, DeprecationWarning, 3)
 
 
 def _deprecated_fn(schema: OpSchema, warning: str) -> Callable:
     op_fn = make_fn(schema)
 
     def alias(*inputs: Any, **kwargs: Any) -> Any:
-        warnings.warn(warning, DeprecationWarning, 2)
+        _warn(warning)
         return op_fn(*inputs, **kwargs)
 
     alias.__name__ = alias.__qualname__ = op_fn.__name__
@@ -129,25 +178,20 @@ def _submodule(root: _pytypes.ModuleType, path: str) -> _pytypes.ModuleType:
 
 
 def _fn_entries(schema: OpSchema) -> list[tuple[str, str, Callable]]:
-    """(submodule path, name, function) of each fn entry of an operator: its name, the legacy flat
-    names (``fn.file_reader``) and the deprecated former paths."""
+    """(submodule path, name, function) of each fn entry of an operator: its name and its other places
+    (``aliases``: the legacy flat names, the former paths, the hidden mirrors), deprecated ones warning."""
     fn_path, _, leaf = schema.fn_name.rpartition(".")
-    entries = [(fn_path, leaf, make_fn(schema))]
-    entries += [("", snake_case(legacy), make_fn(schema)) for legacy in schema.legacy_names]
-    entries += [(former, leaf, _deprecated_fn(schema, _moved(f"fn.{former}.{leaf}", f"fn.{schema.fn_name}")))
-                for former in schema.moved_from]
-    return entries
+    places = [(fn_path, leaf, schema.deprecated)] + [(a.module, a.fn_name, a.deprecated) for a in aliases(schema)]
+    return [(module, name, _deprecated_fn(schema, deprecation_warning(schema, "fn", module, name)) if deprecated
+             else make_fn(schema)) for module, name, deprecated in places]
 
 
 def _ops_entries(schema: OpSchema) -> list[tuple[str, str, type]]:
     """(submodule path, name, class) of each ops entry of an operator (as ``_fn_entries``)."""
-    entries = [(schema.module, schema.class_name, make_ops_class(schema))]
-    entries += [("", legacy, make_ops_class(schema, legacy, f"ops.{legacy} is deprecated; use ops.{schema.name}"))
-                for legacy in schema.legacy_names]
-    entries += [(former, schema.class_name, make_ops_class(
-        schema, deprecation=_moved(f"ops.{former}.{schema.class_name}", f"fn.{schema.fn_name}")))
-        for former in schema.moved_from]
-    return entries
+    places = [(schema.module, schema.class_name, schema.deprecated)]
+    places += [(a.module, a.class_name, a.deprecated) for a in aliases(schema)]
+    return [(module, name, make_ops_class(schema, name, deprecation_warning(schema, "ops", module, name)
+                                          if deprecated else None)) for module, name, deprecated in places]
 
 
 def _filler(entries: Callable[[OpSchema], list]) -> Callable[[_pytypes.ModuleType], None]:
@@ -171,11 +215,11 @@ def _filler(entries: Callable[[OpSchema], list]) -> Callable[[_pytypes.ModuleTyp
 
 fill_fn = _filler(_fn_entries)
 fill_fn.__doc__ = """Adds a function per registered operator to ``fn_module`` (``penstock.fn``), in submodules by
-name (``fn.readers.file``), with the legacy flat names (``fn.file_reader``); operators declared
+name (``fn.readers.file``), and at its other places (``fn.file_reader`` ...); operators declared
 later are added as they come."""
 fill_ops = _filler(_ops_entries)
 fill_ops.__doc__ = """Adds a class per registered operator to ``ops_module`` (``penstock.ops``), in submodules by
-name (``ops.readers.File``), with the deprecated flat names (``ops.FileReader``); operators
+name (``ops.readers.File``), and at its other places (``ops.FileReader`` ...); operators
 declared later are added as they come."""
 
 

@@ -107,6 +107,13 @@ class OpSchema:
     fn_name: str | None = None        # snake_case of the class name unless given
     legacy_names: tuple[str, ...] = ()  # flat ops aliases: "FileReader" ...
     moved_from: tuple[str, ...] = ()  # former module paths ("experimental.decoders"): deprecated aliases
+    deprecated: bool = False          # the operator itself is deprecated: every use warns
+    replaced_by: str | None = None    # a deprecated operator's successor (its fn name), if any
+    deprecation_note: str = ""        # what else a deprecated operator's warning says
+    # DALI keeps its deprecated names (and a few operators) out of its docs, in `hidden` submodules
+    # (fn.hidden.file_reader is fn.file_reader): the aliases' places, and the operator's own
+    aliases_hidden: bool = True
+    hidden: bool = False
     is_reader: bool = False
     is_random: bool = False
     is_source: bool = False           # produces data from outside the graph (batch size source)
@@ -340,7 +347,8 @@ def split_args(schema: OpSchema, kwargs: dict, op_label: str | None = None) -> t
     tensors: dict[str, Any] = {}
     for key, value in kwargs.items():
         if key in schema.ignored:
-            warnings.warn(f"{op}: argument '{key}' is deprecated and has no effect", DeprecationWarning, 3)
+            warnings.warn(f"{op}: the argument `{key}` is no longer used and will be removed in a future release "
+                          "(it is deprecated and has no effect)", DeprecationWarning, 3)
             continue
         name = key
         if key in schema.alias_of:

@@ -22,11 +22,12 @@ ANNOTATION = {
     ArgType.INT: "int", ArgType.FLOAT: "float", ArgType.BOOL: "bool", ArgType.STR: "str",
     ArgType.DTYPE: "types.DALIDataType", ArgType.IMAGE_TYPE: "types.DALIImageType",
     ArgType.INTERP_TYPE: "types.DALIInterpType", ArgType.LAYOUT: "str",
-    ArgType.INT_LIST: "int | Sequence[int]", ArgType.FLOAT_LIST: "float | Sequence[float]",
-    ArgType.STR_LIST: "str | Sequence[str]", ArgType.BOOL_LIST: "bool | Sequence[bool]",
+    ArgType.INT_LIST: "int | _Sequence[int]", ArgType.FLOAT_LIST: "float | _Sequence[float]",
+    ArgType.STR_LIST: "str | _Sequence[str]", ArgType.BOOL_LIST: "bool | _Sequence[bool]",
     ArgType.ANY: "Any", ArgType.CALLABLE: "Callable[..., Any]",
 }
-PRELUDE = """from typing import Any, Callable, Sequence
+# typing's Sequence under a name no operator has (ops.readers.Sequence is one)
+PRELUDE = """from typing import Any, Callable, Sequence as _Sequence
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from penstock import types
 from penstock.data_node import DataNode
 
 # an operator input: a DataNode, a list of them (one operator per element), or a constant
-_Input = DataNode | list[DataNode] | int | float | bool | Sequence[Any] | np.ndarray
+_Input = DataNode | list[DataNode] | int | float | bool | _Sequence[Any] | np.ndarray
 """
 
 

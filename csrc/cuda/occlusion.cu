@@ -3,10 +3,11 @@
 enum EraseDesc { kEInOff, kEOutOff, kEVolume, kEBoxBegin, kEBoxEnd, kEShape = 5, kEDesc = 13 };
 
 // boxes: [R, 2 * nd] (start..., end...), clipped here; an element inside any of its sample's
-// boxes takes fill[c] (c = index along the last axis when there are several fill values).
+// boxes takes fill[c] (c = index along the last axis when there are several fill values), of the
+// sample's row of fill values (fill_stride apart; 0: one row for all).
 template <typename T>
 __device__ void erase_batch(const T* src, T* dst, const i64* desc, const i64* block_start, int n, int nd,
-                            const i64* boxes, const float* fill, int num_fill) {
+                            const i64* boxes, const float* fill, int num_fill, int fill_stride) {
   int s = find_sample(block_start, n, blockIdx.x);
   const i64* d = desc + s * kEDesc;
   i64 e = (i64(blockIdx.x) - block_start[s]) * blockDim.x + threadIdx.x;
@@ -27,14 +28,15 @@ __device__ void erase_batch(const T* src, T* dst, const i64* desc, const i64* bl
     inside = in_box;
   }
   T v = src[d[kEInOff] + e];
-  if (inside) v = pixel_from<T>(fill[num_fill > 1 ? idx[nd - 1] % num_fill : 0]);
+  if (inside) v = pixel_from<T>(fill[i64(s) * fill_stride + (num_fill > 1 ? idx[nd - 1] % num_fill : 0)]);
   dst[d[kEOutOff] + e] = v;
 }
 
 #define PENSTOCK_ERASE(T)                                                                               \
   extern "C" __global__ void erase_##T(const T* src, T* dst, const i64* desc, const i64* block_start,  \
-                                       int n, int nd, const i64* boxes, const float* fill, int num_fill) { \
-    erase_batch<T>(src, dst, desc, block_start, n, nd, boxes, fill, num_fill);                          \
+                                       int n, int nd, const i64* boxes, const float* fill, int num_fill, \
+                                       int fill_stride) {                                                \
+    erase_batch<T>(src, dst, desc, block_start, n, nd, boxes, fill, num_fill, fill_stride);             \
   }
 PENSTOCK_ERASE(u8) PENSTOCK_ERASE(i16) PENSTOCK_ERASE(u16) PENSTOCK_ERASE(i32) PENSTOCK_ERASE(f32)
 

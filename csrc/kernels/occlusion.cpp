@@ -45,7 +45,7 @@ void fill_box(T* data, const int64_t* shape, int nd, const int64_t* lo, const in
 
 // boxes: [R, 2 * ndim] int64 (start..., end...), clipped here to each sample;
 // box_offsets: [N + 1] (sample i owns boxes box_offsets[i] .. box_offsets[i+1]);
-// fill: 1 value, or one per channel (channels = last axis).
+// fill: 1 value, or one per channel (channels = last axis); [F] for every sample or [N, F] per sample.
 void erase(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, int dtype, Array dst,
            I64Array dst_offsets, I64Array boxes, I64Array box_offsets, F32Array fill) {
   BatchView in = make_batch_view(src, shapes, src_offsets, false);
@@ -61,8 +61,10 @@ void erase(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, i
   for (int64_t i = 0; i < n; ++i)
     if (bo[i] < 0 || bo[i] > bo[i + 1] || bo[i + 1] > boxes.shape(0))
       throw std::invalid_argument("erase: box_offsets out of range");
-  int64_t nfill = fill.size();
+  const bool per_sample = fill.ndim() == 2;
+  int64_t nfill = per_sample ? fill.shape(1) : fill.size();
   if (nfill < 1) throw std::invalid_argument("erase: fill value is empty");
+  if (per_sample && fill.shape(0) != n) throw std::invalid_argument("erase: per-sample fill values must be [N, F]");
   for (int64_t i = 0; i < n; ++i)
     if (nfill > 1 && in.shape(i)[nd - 1] != nfill)
       throw SampleError(i, "erase: " + std::to_string(nfill) + " fill values given for " +
@@ -70,9 +72,10 @@ void erase(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offsets, i
   const int64_t* bx = boxes.data();
   const float* fl = fill.data();
   PENSTOCK_DISPATCH_IMAGE(dtype, T, {
-    std::vector<T> fillv(nfill);
-    for (int64_t c = 0; c < nfill; ++c) fillv[c] = convert_sat<T>(fl[c]);
     pool.parallel_for(n, [&](int64_t i) {
+      std::vector<T> fillv(nfill);
+      const float* row = fl + (per_sample ? i * nfill : 0);
+      for (int64_t c = 0; c < nfill; ++c) fillv[c] = convert_sat<T>(row[c]);
       const int64_t* shape = in.shape(i);
       T* d = out.sample<T>(i);
       if (d != in.sample<T>(i)) std::memcpy(d, in.sample<T>(i), in.volume(i) * sizeof(T));

@@ -22,6 +22,7 @@
 #include <nmmintrin.h>
 #endif
 
+#include "kernels/protobuf_wire.h"
 #include "kernels/readers_tfrecord.h"
 
 namespace penstock {
@@ -149,38 +150,6 @@ struct Fd {
   ~Fd() { if (fd >= 0) ::close(fd); }
 };
 
-struct Reader {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool ok = true;
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p >= end) { ok = false; return 0; }
-      uint8_t b = *p++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    ok = false;
-    return 0;
-  }
-  // A length-delimited field: [p, p + n) as a sub-reader.
-  Reader sub() {
-    uint64_t n = varint();
-    if (!ok || n > uint64_t(end - p)) { ok = false; return {end, end}; }
-    Reader r{p, p + n};
-    p += n;
-    return r;
-  }
-  void skip(int wire) {
-    if (wire == 0) varint();
-    else if (wire == 1) p = (end - p >= 8) ? p + 8 : (ok = false, end);
-    else if (wire == 2) sub();
-    else if (wire == 5) p = (end - p >= 4) ? p + 4 : (ok = false, end);
-    else ok = false;
-  }
-};
-
 enum Kind { BYTES = 0, FLOAT = 1, INT64 = 2 };
 
 // Values of one feature of one record; `found` is false when the record lacks it.
@@ -191,16 +160,16 @@ struct Values {
   std::vector<int64_t> ints;
 };
 
-void parse_list(Reader r, int kind, Values& v) {
+void parse_list(WireReader r, int kind, Values& v) {
   while (r.ok && r.p < r.end) {
     uint64_t tag = r.varint();
     int field = int(tag >> 3), wire = int(tag & 7);
     if (field != 1) { r.skip(wire); continue; }
     if (kind == BYTES && wire == 2) {
-      Reader s = r.sub();
+      WireReader s = r.sub();
       v.bytes.insert(v.bytes.end(), s.p, s.end);
     } else if (kind == FLOAT && wire == 2) {  // packed
-      Reader s = r.sub();
+      WireReader s = r.sub();
       size_t n = (s.end - s.p) / 4;
       size_t at = v.floats.size();
       v.floats.resize(at + n);
@@ -212,7 +181,7 @@ void parse_list(Reader r, int kind, Values& v) {
       r.p += 4;
       v.floats.push_back(f);
     } else if (kind == INT64 && wire == 2) {  // packed
-      Reader s = r.sub();
+      WireReader s = r.sub();
       while (s.ok && s.p < s.end) v.ints.push_back(int64_t(s.varint()));
       r.ok &= s.ok;
     } else if (kind == INT64 && wire == 0) {
@@ -227,23 +196,23 @@ void parse_list(Reader r, int kind, Values& v) {
 // Parses one Example into values[feature] for the requested names.
 void parse_example(const uint8_t* data, size_t size, const std::unordered_map<std::string, int>& wanted,
                    const std::vector<int>& kinds, std::vector<Values>& values) {
-  Reader ex{data, data + size};
+  WireReader ex{data, data + size};
   while (ex.ok && ex.p < ex.end) {
     uint64_t tag = ex.varint();
     if ((tag >> 3) != 1 || (tag & 7) != 2) { ex.skip(int(tag & 7)); continue; }
-    Reader feats = ex.sub();
+    WireReader feats = ex.sub();
     while (feats.ok && feats.p < feats.end) {
       uint64_t t = feats.varint();
       if ((t >> 3) != 1 || (t & 7) != 2) { feats.skip(int(t & 7)); continue; }
-      Reader entry = feats.sub();
+      WireReader entry = feats.sub();
       std::string key;
-      Reader feature{nullptr, nullptr};
+      WireReader feature{nullptr, nullptr};
       bool has_feature = false;
       while (entry.ok && entry.p < entry.end) {
         uint64_t et = entry.varint();
         int field = int(et >> 3), wire = int(et & 7);
         if (field == 1 && wire == 2) {
-          Reader k = entry.sub();
+          WireReader k = entry.sub();
           key.assign(reinterpret_cast<const char*>(k.p), k.end - k.p);
         } else if (field == 2 && wire == 2) {
           feature = entry.sub();
@@ -262,7 +231,7 @@ void parse_example(const uint8_t* data, size_t size, const std::unordered_map<st
         uint64_t ft = feature.varint();
         int kind_field = int(ft >> 3), wire = int(ft & 7);
         if (wire != 2) { feature.skip(wire); continue; }
-        Reader list = feature.sub();
+        WireReader list = feature.sub();
         int kind = kind_field - 1;  // 1 bytes, 2 float, 3 int64
         if (kind != kinds[f])
           throw std::runtime_error("feature '" + key + "' has type " +

@@ -69,11 +69,14 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "sequence_rearrange": {"new_order": [1, 0, 1]},
 }
 # the harness's own source; readers with files of their own: readers.file in test_readers, readers.nemo_asr in
-# test_audio, readers.mxnet in test_db_readers and the video reader in test_video; inputs.video takes its video
+# test_audio, readers.mxnet, readers.caffe, readers.caffe2, readers.sequence and experimental.readers.fits in
+# test_db_readers and the video reader in test_video; inputs.video takes its video
 # from feed_input; operators DALI 2.4 runs on the GPU only (no CPU oracle: their GPU tests compare with penstock's
 # CPU); dump_image, which writes files into the working directory
 SKIP_OPS = {"external_source", "readers.file", "readers.nemo_asr", "experimental.readers.video",
-            "experimental.inputs.video", "readers.mxnet", "dump_image", "experimental.median_blur",
+            "experimental.inputs.video", "readers.mxnet", "readers.caffe", "readers.caffe2", "readers.sequence",
+            "experimental.readers.fits", "decoders.inflate", "experimental.inflate",
+            "dump_image", "experimental.median_blur",
             "experimental.erode", "experimental.dilate", "jitter", "experimental.resize", "experimental.remap"}
 # cases DALI 2.4 never returns from (its worker would hold up every case after it)
 SKIP_CASES = {"nonsilent_region[reset_interval=0]"}

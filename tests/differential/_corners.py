@@ -1,5 +1,6 @@
-"""Hand-written corner cases of slice, squeeze and expand_dims (the generated table varies one
-argument at a time; these combine arguments, per-sample argument inputs and odd shapes)."""
+"""Hand-written corner cases of slice, squeeze and expand_dims, and per-sample arguments of pad, erase
+and reshape (the generated table varies one argument at a time; these combine arguments, per-sample
+argument inputs and odd shapes)."""
 from __future__ import annotations
 
 import dataclasses
@@ -102,4 +103,17 @@ CORNERS = [
     _c("zero_volume", "squeeze", "empty_volume", axes=[1]),
     _c("negative", "squeeze", "unit_dims", axes=[-1]),
     _c("out_of_range", "squeeze", "unit_dims", axes=[3]),
+    _c("axes_node", "squeeze", "unit_dims", axes=PerSample([[0, 2]] * 2)),
+    # per-sample argument inputs of pad, erase and reshape
+    _c("axes_node", "pad", "small_images", fill_value=9, axes=PerSample([[0], [1]])),
+    _c("axes_node_ragged", "pad", "small_images", fill_value=9, axes=PerSample([[0], [0, 1]])),
+    _c("axes_node_align", "pad", "small_images", align=[4], axes=PerSample([[1], [0]])),
+    _c("fill_value_node", "erase", "small_images", anchor=[1, 2], shape=[2, 3], axis_names="HW",
+       fill_value=PerSample([[7, 8, 9], [200, 100, 0]], F)),
+    _c("fill_value_node_one", "erase", "small_images", anchor=[1, 2], shape=[2, 3], axis_names="HW",
+       fill_value=PerSample([[7], [200]], F)),
+    _c("fill_value_node_ragged", "erase", "small_images", anchor=[1, 2], shape=[2, 3], axis_names="HW",
+       fill_value=PerSample([[7, 8, 9], [200]], F)),
+    _c("src_dims_node_rel", "reshape", "floats", rel_shape=[0.5, 2], src_dims=PerSample([[1, 0], [0, 1]])),
+    _c("src_dims_node", "reshape", "floats", src_dims=PerSample([[1, 0], [0, 1]])),
 ]

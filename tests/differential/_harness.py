@@ -139,6 +139,7 @@ INPUTS: dict[str, Callable[[], tuple[list[np.ndarray], str | None]]] = {
     "floats": lambda: ([np.linspace(-2, 3, 24, dtype=np.float32).reshape(4, 6),
                         np.linspace(5, -1, 24, dtype=np.float32).reshape(4, 6)], None),
     "boxes": lambda: ([np.array([[0.1, 0.2, 0.5, 0.6], [0.0, 0.0, 0.2, 0.1]], np.float32)] * 2, None),
+    "box_labels": lambda: ([np.array([3, 7], np.int32)] * 2, None),
     "shape_vectors": lambda: ([np.array([100, 80, 3], np.int64), np.array([50, 60, 3], np.int64)], None),
     "mask_ids": lambda: ([np.array([2, 0], np.int32), np.array([1], np.int32)], None),
     "polygons": lambda: ([np.array([[0, 0, 3], [1, 3, 7], [2, 7, 10]], np.int32)] * 2, None),

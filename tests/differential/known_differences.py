@@ -58,9 +58,23 @@ INTENDED: dict[str, str] = {
     **{f"clahe[bins={v}]": ("DALI 2.4's CPU clahe ignores bins (it always takes OpenCV's 256 for uint8); penstock "
                             "checks bins as documented (a power of 2) and supports 256")
        for v in (257, 0, -1)},
+    'reductions.rms[dtype=types.UINT8]': ("DALI 2.4 sums the squares in the output type when it is the input's "
+                                         "integer type, so they wrap (rms of 0..255 comes out as a few levels); "
+                                         "penstock sums them wide and converts the root"),
+    'squeeze:axes_node': ("DALI 2.4's squeeze does not see axes given as a per-sample input and raises that "
+                          "neither axes nor axis_names is given; penstock removes each sample's axes"),
+    'reshape:src_dims_node': ("DALI 2.4's reshape does not see src_dims given as a per-sample input (alone, it "
+                              "finds nothing to do and raises); penstock picks each sample's dims"),
+    'reshape:src_dims_node_rel': ("DALI 2.4's reshape ignores src_dims given as a per-sample input and scales the "
+                                  "input dims in order; penstock scales the dims each sample's src_dims picks"),
     'squeeze:negative': _SQUEEZE_RANGE,
     'squeeze:out_of_range': _SQUEEZE_RANGE,
     'squeeze[axes=[2, 3]]': _SQUEEZE_RANGE,
+    "caffe2:sparse": ("DALI 2.4's readers.caffe2 fails on every record with label_type=1 (MULTI_LABEL_SPARSE): its "
+                      "label output gets no type; penstock outputs the int32 0/1 vector of num_labels it documents"),
+    "caffe2:weighted_sparse": ("DALI 2.4's readers.caffe2 with label_type=3 (MULTI_LABEL_WEIGHTED_SPARSE) takes the "
+                               "weights tensor for a bounding box and fails (or crashes without one); penstock "
+                               "outputs the float vector of num_labels holding each index's weight"),
     'experimental.readers.video[sequence_length=3,image_type=types.YCbCr,vp9_a]': (
         "DALI 2.4's CPU reader fails to convert frames to YCbCr (libswscale rejects its request); penstock gives "
         "the video's own YCbCr planes, chroma upsampled, as FHWC"),
@@ -98,6 +112,7 @@ DYNAMIC_INTENDED: dict[str, str | None] = {
         'slice[shape=[2.0]]', 'squeeze[axes=[]]', 'transforms.rotation[axis=[2.0]]',
         'transforms.rotation[center=[2.0]]', 'transforms.scale[scale=[]]', 'transforms.scale[center=[2.0]]',
         'warp_affine[base]', 'warp_affine[inverse_map=False]', 'warp_affine[size=[0.5, 1.5]]',
+        'warp_affine[dtype=types.FLOAT]', 'warp_affine[dtype=types.UINT8]',
         'warp_affine[fill_value=2.0]', 'warp_affine[fill_value=0.0]', 'warp_affine[fill_value=-1.0]',
         'warp_affine[interp_type=types.INTERP_NN]', 'warp_affine[interp_type=types.INTERP_LINEAR]',
         'debayer[blue_position=[1]]', 'filter[anchor=[1]]', 'roi_random_crop[roi_start=[1]]',

@@ -17,10 +17,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "checkpoint", "audio", "nemo_manifest", "video",
-                "recordio", "npy")
+TARGET_NAMES = ("decode", "pillow", "file_list", "tfrecord", "caffe", "inflate", "checkpoint", "audio",
+                "nemo_manifest", "video", "recordio", "npy")
 # run against the sanitizer build of the engine
-NATIVE_TARGETS = ("decode", "tfrecord", "audio", "video", "recordio", "npy")
+NATIVE_TARGETS = ("decode", "tfrecord", "caffe", "inflate", "audio", "video", "recordio", "npy")
 EDIT_TARGETS = ("decode", "checkpoint", "audio", "video", "recordio", "npy")  # inputs are edits of built-in ones
 # libFuzzer's input length: edits of built-in inputs need no more (see README.md)
 MAX_LEN = {"decode": 256, "checkpoint": 256, "audio": 256, "video": 256, "recordio": 256, "npy": 256,

@@ -187,6 +187,45 @@ def tfrecord(data: bytes) -> None:
         assert len(counts) == len(found) == 1 and int(counts.sum()) == len(values)
 
 
+_CAFFE2_TYPES = (np.uint8, np.int32, np.float32, np.int64)
+
+
+def caffe(data: bytes) -> None:
+    """readers.caffe's and readers.caffe2's native record parsers (Caffe's Datum, Caffe2's TensorProtos).
+    Option bit 0: Caffe2 (else Caffe); bit 1: no image; bits 2-4: label_type (mod 5); bits 5-6: additional
+    inputs; bit 7: a bounding box."""
+    if not data:
+        return
+    opts, record = data[0], np.frombuffer(bytes(data[1:]), np.uint8)
+    starts, sizes = np.zeros(1, np.int64), np.array([len(record)], np.int64)
+    try:
+        if not opts & 1:
+            images, image_sizes, labels, label_counts = _engine.caffe_datums(_POOL, record, starts, sizes)
+            assert len(images) == image_sizes.sum() <= len(record) and len(labels) == label_counts.sum() <= 1
+            return
+        packed = _engine.caffe2_protos(_POOL, record, starts, sizes, not opts & 2, (opts >> 2 & 7) % 5, 5,
+                                       opts >> 5 & 3, bool(opts & 128))
+    except _engine.SampleError:
+        return
+    for k in range(0, len(packed), 4):
+        values, shapes, ranks, types = packed[k:k + 4]
+        count = int(np.prod(shapes[0, :ranks[0]]))
+        assert len(values) == count * np.dtype(_CAFFE2_TYPES[types[0]]).itemsize
+
+
+def inflate(data: bytes) -> None:
+    """decoders.inflate's LZ4 block decoder: the rest of the input decompressed into 3 * (first byte) bytes."""
+    if not data:
+        return
+    out = np.zeros(3 * data[0], np.uint8)
+    src = np.frombuffer(bytes(data[1:]), np.uint8)
+    try:
+        _engine.inflate_lz4(_POOL, src, np.zeros(1, np.int64), np.array([len(src)], np.int64), out,
+                            np.zeros(1, np.int64), np.array([len(out)], np.int64))
+    except _engine.SampleError:
+        return
+
+
 _CKPT_FILES = 11
 
 
@@ -378,9 +417,9 @@ def nemo_manifest(data: bytes) -> None:
         assert n == len(op.paths) > 0
 
 
-TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "tfrecord": tfrecord,
-           "checkpoint": checkpoint, "audio": audio, "nemo_manifest": nemo_manifest, "video": video,
-           "recordio": recordio, "npy": npy}
+TARGETS = {"decode": decode, "pillow": pillow, "file_list": file_list, "tfrecord": tfrecord, "caffe": caffe,
+           "inflate": inflate, "checkpoint": checkpoint, "audio": audio, "nemo_manifest": nemo_manifest,
+           "video": video, "recordio": recordio, "npy": npy}
 
 
 _IMAGES: list[bytes] = []
@@ -480,6 +519,16 @@ def seeds(target: str) -> list[bytes]:
         return [b"\x01" + ex for ex in examples] + [b"\x00" + tfrecord_record(ex) for ex in examples]
     if target == "checkpoint":
         return [bytes([opts]) for opts in range(4)] + [bytes([1, 40, 3, 2, 9]), bytes([3, 7, 12])]
+    if target == "caffe":
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from test_readers_caffe import CAFFE2_IMAGE_RECORDS, CAFFE_RECORDS, FLOAT, INT32, caffe2_records, tensor
+        weighted = caffe2_records(tensor(INT32, int32s=[4, 0]), (tensor(FLOAT, floats=[0.75, 0.5]),))[0]
+        return ([b"\x00" + r for r in CAFFE_RECORDS[4:]] + [b"\x01" + r for r in CAFFE2_IMAGE_RECORDS[3:]]
+                + [bytes([1 | 3 << 2]) + weighted, bytes([1 | 1 << 2 | 1 << 5 | 128]) + CAFFE2_IMAGE_RECORDS[0]])
+    if target == "inflate":
+        import lz4.block
+        texts = [bytes(range(90)) * 2, b"abcabcabcabc" * 20, bytes(270)]
+        return [bytes([len(t) // 3]) + lz4.block.compress(t, store_size=False) for t in texts]
     if target == "decode":
         return [bytes([i, opts, 255]) for i in range(len(_images())) for opts in (0, 8 | 16, 2 | 32, 3 | 64)]
     if target == "video":

@@ -69,13 +69,16 @@ def library_version() -> int:
     return -1
 
 
-def decoder_options(fancy_upsampling: bool, batch_size: int, width_hint: int = 0, height_hint: int = 0) -> str:
+def decoder_options(fancy_upsampling: bool, batch_size: int, width_hint: int = 0, height_hint: int = 0,
+                    hybrid_huffman_threshold: int = 1000000) -> str:
     """nvImageCodec's options for the mixed decoders' JPEGs. Chroma is upsampled as asked, in both
     of its JPEG decoders: nvImageCodec's own default interpolates, and DALI's mixed decoders do not.
     The hardware decoder's state is sized for a batch of ``batch_size`` images of the hinted size
-    when it is created, as DALI asks."""
+    when it is created, as DALI asks. The CUDA decoder decodes the Huffman codes of JPEGs of more
+    than ``hybrid_huffman_threshold`` pixels with nvJPEG's hybrid (GPU-assisted) decoder."""
     fancy = int(bool(fancy_upsampling))
     return " ".join([f"nvjpeg_hw_decoder:fancy_upsampling={fancy}", f"nvjpeg_cuda_decoder:fancy_upsampling={fancy}",
+                     f"nvjpeg_cuda_decoder:hybrid_huffman_threshold={int(hybrid_huffman_threshold) % 2 ** 32}",
                      f"nvjpeg_hw_decoder:preallocate_batch_size={max(1, int(batch_size))}",
                      f"nvjpeg_hw_decoder:preallocate_width_hint={max(1, int(width_hint))}",
                      f"nvjpeg_hw_decoder:preallocate_height_hint={max(1, int(height_hint))}"])

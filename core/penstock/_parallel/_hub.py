@@ -22,6 +22,9 @@ from ._shm import Segment, new_memfd, output_starts
 _POLL_S = 0.5  # how often a wait for results checks that the workers are alive
 _EXIT_WAIT_S = 2.0  # for a worker whose connection closed to exit (and its stderr to be complete)
 STDERR_TAIL = 8192  # characters of a worker's standard error kept for the error reporting its death
+# ... and its first ones: a fatal signal's report starts with its name, then lists every thread's stack
+# and every extension module loaded (hundreds of modules in a process that imported a few libraries)
+STDERR_HEAD = 1024
 
 # The pipeline's ends of the workers' control connections (their lifelines, see _worker.py). Only
 # this process may hold them, so that a worker's end closes exactly when this process ends: a
@@ -74,13 +77,16 @@ def stop_workers(procs: list, conns: list, controls: list, stderrs: list) -> Non
 
 class WorkerStderr:
     """A worker's standard error as it arrives through its pipe: passed on to this process's, and
-    its last STDERR_TAIL characters kept, so that the error reporting the worker's death can say
-    what it printed (a traceback, a fatal signal's stacks) wherever this process's stderr goes."""
+    its first STDERR_HEAD and last STDERR_TAIL characters kept, so that the error reporting the
+    worker's death can say what it printed (a traceback, a fatal signal's name and stacks) wherever
+    this process's stderr goes."""
 
     def __init__(self, conn: Any):
         self.conn = conn
         self.open = True
+        self.head = ""
         self.tail = ""
+        self.length = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         os.set_blocking(conn.fileno(), False)
 
@@ -98,8 +104,17 @@ class WorkerStderr:
                 self.open = False  # every writer is gone
             chunks.append(self._decoder.decode(data, final=not data))
         text = "".join(chunks)
+        if len(self.head) < STDERR_HEAD:
+            self.head += text[:STDERR_HEAD - len(self.head)]
         self.tail = (self.tail + text)[-STDERR_TAIL:]
+        self.length += len(text)
         return text
+
+    def excerpt(self) -> str:
+        """What the worker printed, its middle left out beyond STDERR_HEAD + STDERR_TAIL characters."""
+        if self.length <= STDERR_HEAD + STDERR_TAIL:
+            return (self.head + self.tail[len(self.tail) - (self.length - len(self.head)):]).rstrip()
+        return f"{self.head}\n[... {self.length - STDERR_HEAD - STDERR_TAIL} characters ...]\n{self.tail}".rstrip()
 
 
 def pass_on(text: str) -> None:
@@ -251,7 +266,7 @@ class Hub:
                f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
         stderr = self.worker_stderr[worker]
         pass_on(stderr.read())  # before run() raises: the output shows ahead of the error
-        printed = (f"; its last output on standard error:\n{stderr.tail.rstrip()}" if stderr.tail.strip() else
+        printed = (f"; its last output on standard error:\n{stderr.excerpt()}" if stderr.tail.strip() else
                    "; it printed nothing on standard error")
         self.failure = RuntimeError(f"external_source worker process {worker} (pid {p.pid}) {how}; the "
                                     f"parallel external_source cannot continue{printed}")

@@ -125,7 +125,7 @@ class MixedDecoder:
             from .._cuda._nvimgcodec import DeviceDecoder, decoder_options
             a = self.op.args
             options = decoder_options(a["jpeg_fancy_upsampling"], ws.batch_size, a["preallocate_width_hint"],
-                                      a["preallocate_height_hint"])
+                                      a["preallocate_height_hint"], a["hybrid_huffman_threshold"])
             hw_load = float(a["hw_decoder_load"])
             threads = _decoder_thread_budget(ws.pool.num_threads)
             codec_threads = _codec_threads(threads)

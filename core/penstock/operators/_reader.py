@@ -49,6 +49,8 @@ READER_ARGS = [
     Arg("dont_use_mmap", ArgType.BOOL, False, "read with plain file I/O (penstock always does)"),
     Arg("tensor_init_bytes", ArgType.INT, 1048576, "performance hint: initial buffer size per sample"),
     Arg("shuffle_after_epoch", ArgType.BOOL, False, "a new global permutation every epoch"),
+    Arg("shuffle_after_epoch_seed", ArgType.INT, optional=True,
+        doc="seed of shuffle_after_epoch's permutations (the same on every shard); by default a fixed one"),
     ON_ERROR_ARG,
 ]
 
@@ -287,6 +289,7 @@ class Reader(Operator):
     """
     reads_ahead = True
     tracks_state = True
+    shuffles_list = False
     decodes = False  # whether load() decodes (compute) besides reading (I/O)
 
     def __init__(self, node, pipeline) -> None:
@@ -335,12 +338,16 @@ class Reader(Operator):
                                      self.seed)
 
     def list_shuffle_seed(self) -> int:
-        """The seed of shuffle_after_epoch's list shuffles (readers.nemo_asr lets the user choose it)."""
-        return LIST_SHUFFLE_SEED
+        """The seed of shuffle_after_epoch's list shuffles: the user's, or DALI's fixed one."""
+        seed = self.args["shuffle_after_epoch_seed"]
+        return LIST_SHUFFLE_SEED if seed is None else seed
 
     def list_order(self) -> list | None:
-        """The order a reader reads its list in (None: as scanned). DALI's file readers shuffle
-        the list once with a fixed seed under ``random_shuffle``; see ``FileReaderCPU``."""
+        """The order a reader reads its list in (None: as scanned). DALI's readers of file lists
+        (``shuffles_list``) shuffle it once under ``random_shuffle``, with a fixed seed (the same on
+        every shard), before the buffer shuffles."""
+        if self.shuffles_list and self.args["random_shuffle"]:
+            return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED)
         return None
 
     def scan(self) -> int:

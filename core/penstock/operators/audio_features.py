@@ -34,7 +34,8 @@ AUDIO_RESAMPLE = OpSchema(
                                                          "read and written as fractions of full scale")])
 
 EXPERIMENTAL_AUDIO_RESAMPLE = OpSchema(
-    "experimental.AudioResample", "Deprecated name of audio_resample.", args=AUDIO_RESAMPLE.args)
+    "experimental.AudioResample", "Deprecated name of audio_resample.", args=AUDIO_RESAMPLE.args, deprecated=True,
+    replaced_by="audio_resample", deprecation_note="The operator left the experimental module.", hidden=True)
 
 _RESAMPLED_TYPES = (DALIDataType.UINT8, DALIDataType.UINT16, DALIDataType.UINT32, DALIDataType.UINT64,
                     DALIDataType.INT8, DALIDataType.INT16, DALIDataType.INT32, DALIDataType.INT64,

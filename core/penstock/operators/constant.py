@@ -19,7 +19,7 @@ CONSTANT = OpSchema(
           Arg("shape", ArgType.INT_LIST, optional=True, doc="shape; default: 1-D of the data's length"),
           Arg("dtype", ArgType.DTYPE, optional=True, doc="output type; default FLOAT for fdata, INT32 for idata"),
           Arg("layout", ArgType.LAYOUT, "", doc="output layout")],
-    min_inputs=0, devices=("cpu", "gpu"))
+    min_inputs=0, devices=("cpu", "gpu"), hidden=True)
 
 
 def _value_array(value: Any, dtype: DALIDataType | None) -> np.ndarray:

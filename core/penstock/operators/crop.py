@@ -265,7 +265,8 @@ class Crop(Operator):
 PAD = OpSchema(
     "Pad", "Pads samples at the end of the chosen axes: to `shape` (never below a sample's own extent), "
            "or to the batch maximum, optionally rounded up to a multiple of `align`.",
-    args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="dims to pad (default or []: all)"),
+    args=[Arg("axes", ArgType.INT_LIST, optional=True, tensor=True,
+              doc="dims to pad (default or []: all); per sample, each sample's own"),
           Arg("axis_names", ArgType.LAYOUT, optional=True, doc="dims to pad, by layout letters"),
           Arg("shape", ArgType.INT_LIST, optional=True, tensor=True,
               doc="target extents (-1: batch maximum; below the sample's extent: the extent)"),
@@ -276,44 +277,62 @@ PAD = OpSchema(
 
 @register(PAD, device=("cpu", "gpu"))
 class Pad(Operator):
-    def run(self, ws):
-        src = contiguous(ws.inputs[0])
+    def _axes(self, ws, src) -> np.ndarray:
+        """[N, k] the dims each sample pads (-1 after a sample's own, where samples pad different counts)."""
         n, nd = src._shapes.shape
         layout = src._layout
         if self.args["axis_names"]:
             if any(c not in layout for c in self.args["axis_names"]):
                 raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' not in layout '{layout}'")
-            axes = [layout.index(c) for c in self.args["axis_names"]]
-        elif self.args["axes"]:
-            axes = [a + nd if a < 0 else a for a in self.args["axes"]]
-            if any(a < 0 or a >= nd for a in axes):
-                raise ValueError(f"{self.label}: axes {list(self.args['axes'])} out of range for {nd}-D input")
+            return np.tile([layout.index(c) for c in self.args["axis_names"]], (n, 1))
+        if "axes" in ws.arg_inputs:
+            tl = contiguous(ws.arg_inputs["axes"])
+            lists = [np.asarray(tl._sample_array(i), np.int64).reshape(-1) for i in range(len(tl))]
         else:
-            axes = list(range(nd))
-        ext = src._shapes[:, axes]
-        target = np.tile(ext.max(axis=0) if n else np.zeros(len(axes), np.int64), (n, 1))
-        shape = per_sample_list(ws, "shape", np.int64)
-        if shape is not None and shape.shape[1]:  # [] is no shape
-            shape = _broadcast_cols(self, shape, len(axes), "shape")
-            target = np.where(shape < 0, target, np.maximum(shape, ext))
-        align = per_sample_list(ws, "align", np.int64)
-        if align is not None and align.shape[1]:  # [] is no alignment
-            align = _broadcast_cols(self, align, len(axes), "align")
-            if (align <= 0).any():
+            lists = [np.asarray(self.args["axes"] or (), np.int64)] * n
+        k = max((len(a) for a in lists), default=0)
+        if k == 0:  # none given, or []: every dim
+            return np.tile(np.arange(nd), (n, 1))
+        axes = np.full((n, k), -1, np.int64)
+        for i, a in enumerate(lists):
+            if ((a < -nd) | (a >= nd)).any():
+                raise ValueError(f"{self.label}: axes {a.tolist()} out of range for {nd}-D input")
+            axes[i, :len(a)] = np.where(a < 0, a + nd, a)
+        return axes
+
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        n, nd = src._shapes.shape
+        axes = self._axes(ws, src)
+        given = axes >= 0
+        rows = np.nonzero(given)[0]
+        padded = np.zeros((n, nd), bool)
+        padded[rows, axes[given]] = True
+        ext = src._shapes
+        target = np.where(padded, ext.max(axis=0) if n else 0, ext)  # the batch maximum of each padded dim
+        counts = given.sum(axis=1)
+
+        def per_axis(name: str) -> np.ndarray | None:
+            """A per-axis argument spread over the dims each sample pads ([N, nd]; None: not given)."""
+            v = per_sample_list(ws, name, np.int64)
+            if v is None or not v.shape[1]:  # [] is none
+                return None
+            if v.shape[1] != 1 and (counts != v.shape[1]).any():
+                raise ValueError(f"{self.label}: '{name}' has {v.shape[1]} values for {int(counts.max())} axes")
+            full = np.full((n, nd), -1, np.int64)
+            full[rows, axes[given]] = np.broadcast_to(v, (n, axes.shape[1]) if v.shape[1] == 1 else v.shape)[given]
+            return full
+
+        shape = per_axis("shape")
+        if shape is not None:
+            target = np.where(padded & (shape >= 0), np.maximum(shape, ext), target)
+        align = per_axis("align")
+        if align is not None:
+            if (align[padded] <= 0).any():
                 raise ValueError(f"{self.label}: 'align' must be positive")
-            target = -(-target // align) * align
-        shapes = src._shapes.copy()
-        shapes[:, axes] = target
+            target = np.where(padded, -(-target // np.where(padded, align, 1)) * np.where(padded, align, 1), target)
         fill = ws.per_sample("fill_value", np.float64).reshape(n, 1)
-        return [slice_batch(ws, src, np.zeros((n, nd), np.int64), shapes, fill=fill)]
-
-
-def _broadcast_cols(op, v, k, what):
-    if v.shape[1] == 1:
-        return np.repeat(v, k, axis=1)
-    if v.shape[1] != k:
-        raise ValueError(f"{op.label}: '{what}' has {v.shape[1]} values for {k} axes")
-    return v
+        return [slice_batch(ws, src, np.zeros((n, nd), np.int64), target, fill=fill)]
 
 
 # ---- flip ----------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ FILTER = OpSchema(
           Arg("mode", ArgType.STR, "same", doc="'same': output of the input's size; 'valid': only positions where "
               "the whole filter lies inside the sample"),
           Arg("dtype", ArgType.DTYPE, optional=True, doc="output type: the input's (default) or FLOAT")],
-    min_inputs=2, max_inputs=3, devices=("cpu", "gpu"), host_inputs=(2,))
+    min_inputs=2, max_inputs=3, devices=("cpu", "gpu"), host_inputs=(2,), moved_from=("experimental",))
 
 LAPLACIAN = OpSchema(
     "Laplacian",

@@ -60,6 +60,9 @@ _DECODER_ARGS = [
         "both busy, and the host decodes a share of the JPEGs whose windows are small (random crops), sized "
         "from both sides' measured rates; "
         "any other value is fixed, with no host share"),
+    Arg("hybrid_huffman_threshold", ArgType.INT, 1000000,
+        "mixed backend: JPEGs of more pixels than this have their Huffman codes decoded by nvJPEG's hybrid "
+        "decoder, smaller ones on the host (an unsigned 32-bit number: -1 is the largest); no effect on the CPU"),
     Arg("preallocate_width_hint", ArgType.INT, 0,
         "mixed backend: expected image width; a batch of such images is reserved in the memory pool"),
     Arg("preallocate_height_hint", ArgType.INT, 0,
@@ -86,9 +89,10 @@ _CACHE_ARGS = [
     Arg("cache_batch_copy", ArgType.BOOL, True, _MIXED_ONLY + " (decoded-image cache)"),
 ]
 
-# The crop decoder takes crop's 2-D window arguments (decoding never pads outside the image).
-_CROP_ARGS = [arg for arg in CROP_ARGS
-              if arg.name in ("crop", "crop_h", "crop_w", "crop_pos_x", "crop_pos_y", "rounding")]
+# The crop decoder takes crop's window arguments (decoding never pads outside the image); the depth ones
+# as DALI's does: crop_d needs crop_h and crop_w, and neither changes a 2-D image's window.
+_CROP_ARGS = [arg for arg in CROP_ARGS if arg.name in ("crop", "crop_h", "crop_w", "crop_d", "crop_pos_x",
+                                                       "crop_pos_y", "crop_pos_z", "rounding")]
 
 _RANDOM_CROP_ARGS = [
     Arg("random_area", ArgType.FLOAT_LIST, (0.08, 1.0),
@@ -102,26 +106,27 @@ _RANDOM_CROP_ARGS = [
 
 IMAGE = OpSchema("decoders.Image", "Decodes images (JPEG, PNG, BMP, PNM, TIFF, WebP, JPEG 2000) to HWC.",
                  args=_DECODER_ARGS + _CACHE_ARGS, devices=("cpu", "mixed"), legacy_names=("ImageDecoder",),
-    moved_from=("experimental.decoders",))
+    moved_from=("experimental.decoders",), aliases_hidden=False)
 IMAGE_RANDOM_CROP = OpSchema(
     "decoders.ImageRandomCrop", "Decodes a random window (area and aspect ratio ranges) of each image.",
     args=_DECODER_ARGS + _RANDOM_CROP_ARGS, devices=("cpu", "mixed"), is_random=True,
     legacy_names=("ImageDecoderRandomCrop",),
-    moved_from=("experimental.decoders",))
+    moved_from=("experimental.decoders",), aliases_hidden=False)
 IMAGE_CROP = OpSchema("decoders.ImageCrop", "Decodes a fixed-size window of each image.",
                       args=_DECODER_ARGS + _CROP_ARGS, devices=("cpu", "mixed"),
                       legacy_names=("ImageDecoderCrop",),
-    moved_from=("experimental.decoders",))
+    moved_from=("experimental.decoders",), aliases_hidden=False)
 IMAGE_SLICE = OpSchema(
     "decoders.ImageSlice", "Decodes a window given by anchor/shape inputs or start/end arguments.",
     args=_DECODER_ARGS + WINDOW_ARGS, min_inputs=1, max_inputs=3, devices=("cpu", "mixed"),
     legacy_names=("ImageDecoderSlice",),
-    moved_from=("experimental.decoders",))
+    moved_from=("experimental.decoders",), aliases_hidden=False)
 PEEK_IMAGE_SHAPE = OpSchema(
     "PeekImageShape", "The (H, W, C) shape an image decodes to, from its header only.",
     args=[Arg("dtype", ArgType.DTYPE, DALIDataType.INT64, "output type"),
           Arg("adjust_orientation", ArgType.BOOL, True, "report the EXIF display orientation"),
-          Arg("image_type", ArgType.IMAGE_TYPE, DALIImageType.RGB, "colour format that gives C")])
+          Arg("image_type", ArgType.IMAGE_TYPE, DALIImageType.RGB, "colour format that gives C")],
+    moved_from=("experimental",), aliases_hidden=False)
 
 
 # ---- Pillow fallback --------------------------------------------------------------------------
@@ -325,24 +330,41 @@ class _DecoderBase(Operator):
         return self._mixed.decode(ws, src, shapes, self.windows(ws, shapes) if self.crops else None)
 
     def _with_fallbacks(self, src, buf, shapes, offsets, fallback, crop):
-        """Decodes the samples the kernel left to Pillow and repacks the batch."""
-        samples = [buf[o:o + s.prod()].reshape(s) for o, s in zip(offsets, shapes)]
-        adjust = self.args["adjust_orientation"]
-        for i in np.nonzero(fallback)[0]:
-            px = _stored_pixels(_pillow_open(self, _blob(src, i), i, adjust, self.max_pixels))
-            if crop is not None:
-                y, x, h, w = crop[i]
-                if y < 0 or x < 0 or h < 1 or w < 1 or y + h > px.shape[0] or x + w > px.shape[1]:
-                    raise SampleError(int(i), f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside "
-                                              f"the {px.shape[0]}x{px.shape[1]} image")
-                px = px[y:y + h, x:x + w]
-            samples[i] = _convert_type(px, int(self.args["output_type"]))
-        shapes = np.array([s.shape for s in samples], np.int64).reshape(len(samples), 3)
-        offsets = np.concatenate([[0], np.cumsum(shapes.prod(axis=1))[:-1]]).astype(np.int64)
-        buf = np.empty(int(shapes.prod(axis=1).sum()), np.uint8)
-        for o, s in zip(offsets, samples):
-            buf[o:o + s.size] = s.reshape(-1)
-        return buf, shapes, offsets
+        return pillow_fallbacks(self, src, buf, shapes, offsets, fallback, crop, int(self.args["output_type"]),
+                                self.args["adjust_orientation"], self.max_pixels)
+
+
+def pillow_fallbacks(op: Operator, src, buf, shapes, offsets, fallback, crop, output_type: int, adjust: bool,
+                     max_pixels: int | None):
+    """Decodes the samples the kernel left to Pillow and repacks the batch."""
+    samples = [buf[o:o + s.prod()].reshape(s) for o, s in zip(offsets, shapes)]
+    for i in np.nonzero(fallback)[0]:
+        px = _stored_pixels(_pillow_open(op, _blob(src, i), i, adjust, max_pixels))
+        if crop is not None:
+            y, x, h, w = crop[i]
+            if y < 0 or x < 0 or h < 1 or w < 1 or y + h > px.shape[0] or x + w > px.shape[1]:
+                raise SampleError(int(i), f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside "
+                                          f"the {px.shape[0]}x{px.shape[1]} image")
+            px = px[y:y + h, x:x + w]
+        samples[i] = _convert_type(px, output_type)
+    shapes = np.array([s.shape for s in samples], np.int64).reshape(len(samples), 3)
+    offsets = np.concatenate([[0], np.cumsum(shapes.prod(axis=1))[:-1]]).astype(np.int64)
+    buf = np.empty(int(shapes.prod(axis=1).sum()), np.uint8)
+    for o, s in zip(offsets, samples):
+        buf[o:o + s.size] = s.reshape(-1)
+    return buf, shapes, offsets
+
+
+def decode_whole(op: Operator, pool, src, output_type: int, max_pixels: int | None):
+    """Whole images (``src``: a batch of encoded files) decoded to HWC uint8 in their display orientation, as
+    DALI's readers that decode what they read do: (buffer, shapes [N, 3], offsets)."""
+    buf, shapes, offsets, fallback = _engine.decode_images(
+        pool, src._buf, src._shapes, src._offsets, output_type, True, None, None, False, return_geometry=False,
+        max_pixels=max_pixels, accept_corrupt_jpeg=True)[:4]
+    if fallback.any():
+        buf, shapes, offsets = pillow_fallbacks(op, src, buf, shapes, offsets, fallback, None, output_type, True,
+                                                max_pixels)
+    return buf, shapes, offsets
 
 
 def _encoded(op: Operator, ws):

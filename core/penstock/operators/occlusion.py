@@ -16,7 +16,8 @@ ERASE = OpSchema(
           Arg("axes", ArgType.INT_LIST, optional=True, doc="dimension indices the regions span"),
           Arg("axis_names", ArgType.LAYOUT, optional=True,
               doc="layout letters the regions span (default 'HW'); when given, `axes` is not used"),
-          Arg("fill_value", ArgType.FLOAT_LIST, (0.0,), doc="one value, or one per channel (none: 0)"),
+          Arg("fill_value", ArgType.FLOAT_LIST, (0.0,), tensor=True,
+              doc="one value, or one per channel (none: 0); per sample, as many for every sample"),
           Arg("normalized_anchor", ArgType.BOOL, False, doc="anchor is relative to the extent"),
           Arg("normalized_shape", ArgType.BOOL, False, doc="shape is relative to the extent"),
           Arg("normalized", ArgType.BOOL, False, doc="both anchor and shape are relative"),
@@ -75,10 +76,19 @@ class Erase(Operator):
             hi[:, axes] = np.floor(anchor + shape)
             boxes.append(np.concatenate([lo, hi], axis=1))
             counts.append(len(shape))
-        fill = np.asarray(self.args["fill_value"] or (0.0,), np.float32)  # an empty list: the default
-        bad = np.nonzero(src._shapes[:, -1] != len(fill))[0] if len(fill) > 1 else ()
+        if "fill_value" in ws.arg_inputs:  # a row of fill values per sample
+            rows = contiguous(ws.arg_inputs["fill_value"])
+            sizes = rows._volumes()
+            if len(sizes) and (sizes != sizes[0]).any():
+                raise ValueError(f"{self.label}: Expected uniform shape for argument \"fill_value\" but got "
+                                 f"{sizes.tolist()} values per sample")
+            fill = np.asarray(rows._buf[:int(sizes.sum())], np.float32).reshape(len(sizes), -1)
+        else:
+            fill = np.asarray(self.args["fill_value"] or (0.0,), np.float32)  # an empty list: the default
+        count = fill.shape[-1]
+        bad = np.nonzero(src._shapes[:, -1] != count)[0] if count > 1 else ()
         if len(bad):
-            raise SampleError(int(bad[0]), f"{self.label}: {len(fill)} fill values given for "
+            raise SampleError(int(bad[0]), f"{self.label}: {count} fill values given for "
                                            f"{src._shapes[bad[0], -1]} channels")
         box_arr = np.ascontiguousarray(np.concatenate(boxes) if boxes else np.zeros((0, 2 * nd)), np.int64)
         box_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

@@ -13,7 +13,8 @@ from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
 
 SHAPES = OpSchema("Shapes", "The shape of each sample as a 1-D tensor.",
-                  args=[Arg("dtype", ArgType.DTYPE, DALIDataType.INT64, doc="output type")], devices=("cpu", "gpu"))
+                  args=[Arg("dtype", ArgType.DTYPE, DALIDataType.INT64, doc="output type")], devices=("cpu", "gpu"),
+                  deprecated=True, deprecation_note="Use DataNode.shape() instead.", hidden=True)
 GET_PROPERTY = OpSchema("GetProperty", "A property of each sample ('source_info' or 'layout') as uint8 bytes.",
                         args=[Arg("key", ArgType.STR, doc="'source_info' or 'layout'")], devices=("cpu", "gpu"))
 

@@ -13,13 +13,16 @@ as arrays [samples, attempts, boxes].
 """
 from __future__ import annotations
 
+import dataclasses
+import warnings
+
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import REQUIRED, Arg, ArgType, OpSchema, register
 from .._batch import contiguous, empty_batch
 from .boxes import box_batch, box_rows
-from .crop import per_sample_list
+from .crop import per_sample_list, round_half_away, slice_batch
 
 RANDOM_BBOX_CROP = OpSchema(
     "RandomBBoxCrop", "Random crop window (anchor, shape) with the boxes (and labels) it keeps.",
@@ -38,10 +41,24 @@ RANDOM_BBOX_CROP = OpSchema(
           Arg("crop_shape", ArgType.INT_LIST, optional=True, tensor=True, doc="fixed absolute window shape"),
           Arg("input_shape", ArgType.INT_LIST, optional=True, tensor=True, doc="image shape (with crop_shape)"),
           Arg("shape_layout", ArgType.LAYOUT, optional=True, doc="order of crop_shape/input_shape ('WH' ...)"),
-          Arg("output_bbox_indices", ArgType.BOOL, False, doc="extra output: indices of the kept boxes")],
+          Arg("output_bbox_indices", ArgType.BOOL, False, doc="extra output: indices of the kept boxes"),
+          Arg("quiet", ArgType.BOOL, False, doc="no warning when total_num_attempts ran out and the best window "
+              "tried is taken")],
     min_inputs=1, max_inputs=2,
     num_outputs=lambda args, num_inputs: 3 + (num_inputs > 1) + bool(args.get("output_bbox_indices")),
     is_random=True, devices=("cpu",), fn_name="random_bbox_crop")
+
+SSD_RANDOM_CROP = OpSchema(
+    "SSDRandomCrop", "Crops each image (input 0, HWC) to a random window that keeps its boxes (input 1, relative "
+    "[l, t, r, b]), one of them at least at an IoU threshold drawn from 0, 0.1, 0.3, 0.5, 0.7, 0.9 (or not at "
+    "all), as in SSD's training; outputs the image, the boxes kept in the window's coordinates and their labels "
+    "(input 2).",
+    args=[Arg("num_attempts", ArgType.INT, 1, doc="windows tried per drawn threshold")],
+    min_inputs=3, num_outputs=3, is_random=True, devices=("cpu",), deprecated=True, replaced_by="random_bbox_crop",
+    hidden=True)
+# the windows SSDRandomCrop tries: random_bbox_crop's arguments as SSD's paper chose them
+_SSD_WINDOWS = {"thresholds": (0.0, 0.1, 0.3, 0.5, 0.7, 0.9), "scaling": (0.3, 1.0), "aspect_ratio": (0.5, 2.0),
+                "allow_no_crop": True, "all_boxes_above_threshold": False}
 
 
 def _layout(op, nd: int) -> str:
@@ -231,6 +248,11 @@ class RandomBBoxCropCPU(Operator):
                     out_of_tries = rest[~found & (used[rest] >= total)]
                     take = out_of_tries[have_best[out_of_tries]]
                     win_lo[take], win_hi[take], keep[take] = best[0][take], best[1][take], best[2][take]
+                    if len(take) and not a["quiet"]:
+                        warnings.warn(f"{self.label}: no cropping window met the requirements of samples "
+                                      f"{take.tolist()} in {total} attempts; each takes the best one tried "
+                                      f"(best metric {best_score[take].max():g}); quiet=True silences this",
+                                      RuntimeWarning, 2)
                     done = np.concatenate([done, out_of_tries])
             pending = np.setdiff1d(pending, done)
         return self._outputs(ws, win_lo, win_hi, keep, plo, phi, counts, starts, lay, nd,
@@ -272,3 +294,30 @@ class RandomBBoxCropCPU(Operator):
             idx._buf[:len(slot)] = slot
             outs.append(idx)
         return outs
+
+
+@register(SSD_RANDOM_CROP)
+class SSDRandomCropCPU(RandomBBoxCropCPU):
+    """random_bbox_crop's window search with SSD's settings, then the image cropped to the window."""
+
+    def setup(self):
+        num_attempts = self.args["num_attempts"]
+        self.args = {name: None if arg.default is REQUIRED else arg.default
+                     for name, arg in RANDOM_BBOX_CROP.arguments.items()}
+        self.args.update(_SSD_WINDOWS, num_attempts=num_attempts)
+        super().setup()
+
+    def run(self, ws):
+        images = contiguous(ws.inputs[0])
+        if images.ndim() != 3:
+            raise ValueError(f"{self.label}: images must be HWC, got {images.ndim()}-D samples")
+        anchor, shape, boxes, labels = super().run(dataclasses.replace(ws, inputs=ws.inputs[1:]))
+        hw = images._shapes[:, :2].astype(np.float64)
+        n = len(hw)
+        rel_anchor = anchor._buf.reshape(n, 2)[:, ::-1]   # (x, y) -> (y, x)
+        rel_shape = shape._buf.reshape(n, 2)[:, ::-1]
+        top_left = np.minimum(round_half_away(rel_anchor * hw).astype(np.int64), images._shapes[:, :2] - 1)
+        extent = np.clip(round_half_away(rel_shape * hw).astype(np.int64), 1, images._shapes[:, :2] - top_left)
+        out_shapes = np.concatenate([extent, images._shapes[:, 2:]], axis=1)
+        anchors = np.concatenate([top_left, np.zeros((n, 1), np.int64)], axis=1)
+        return [slice_batch(ws, images, anchors, out_shapes), boxes, labels]

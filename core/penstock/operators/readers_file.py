@@ -10,8 +10,7 @@ import numpy as np
 from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
-from .._std_random import std_shuffle
+from ._reader import READER_ARGS, Reader
 
 _LABEL = re.compile(r"-?[0-9]+")
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
@@ -39,6 +38,8 @@ def _matches(name: str, patterns, case_sensitive: bool) -> bool:
 
 @register(FILE_READER)
 class FileReaderCPU(Reader):
+    shuffles_list = True
+
     def scan(self) -> int:
         a = self.args
         root, file_list, files = a["file_root"], a["file_list"], a["files"]
@@ -83,10 +84,6 @@ class FileReaderCPU(Reader):
         self.names = names  # source_info: the path as listed, relative to file_root (as DALI gives it)
         self.labels = np.asarray(labels, np.int32)
         return len(paths)
-
-    def list_order(self) -> list | None:
-        # shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
-        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
 
     def _walk(self, root: str) -> tuple[list[str], list[int]]:
         a = self.args

@@ -19,8 +19,7 @@ from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
-from .._std_random import std_shuffle
+from ._reader import READER_ARGS, Reader
 from .audio_decode import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
 
 
@@ -42,14 +41,13 @@ NEMO_ASR = OpSchema(
           Arg("read_idxs", ArgType.BOOL, False, doc="output each sample's index in the manifests"),
           Arg("min_duration", ArgType.FLOAT, 0.0, doc="leave out samples shorter than this (s); 0: no limit"),
           Arg("max_duration", ArgType.FLOAT, 0.0, doc="leave out samples longer than this (s); 0: no limit"),
-          Arg("shuffle_after_epoch_seed", ArgType.INT, optional=True,
-              doc="seed of shuffle_after_epoch's list shuffles"),
           *READER_ARGS],
     min_inputs=0, num_outputs=_outputs, is_reader=True, is_random=True, legacy_names=("NemoAsrReader",))
 
 
 @register(NEMO_ASR)
 class NemoAsrReader(Reader):
+    shuffles_list = True
     decodes = True
 
     def setup(self) -> None:
@@ -57,14 +55,6 @@ class NemoAsrReader(Reader):
         if self.args["min_duration"] < 0 or self.args["max_duration"] < 0:
             raise ArgumentValueError(f"{self.label}: min_duration and max_duration must not be negative")
         super().setup()
-
-    def list_order(self) -> list | None:
-        # as readers.file: shuffled once with a fixed seed, the same on every shard, before the buffer shuffles
-        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
-
-    def list_shuffle_seed(self) -> int:
-        seed = self.args["shuffle_after_epoch_seed"]
-        return super().list_shuffle_seed() if seed is None else seed
 
     def scan(self) -> int:
         a = self.args

@@ -27,7 +27,7 @@ TFRECORD_READER = OpSchema(
           Arg("use_o_direct", ArgType.BOOL, False, doc="performance hint: bypass the page cache (no effect)"),
           *READER_ARGS],
     min_inputs=0, num_outputs=lambda a: len(a.get("features") or {}), is_reader=True, is_random=True,
-    legacy_names=("TFRecordReader",))
+    legacy_names=("TFRecordReader",), aliases_hidden=False)
 
 _KINDS = {tfrec.string: 0, tfrec.float32: 1, tfrec.int64: 2}
 _NUMPY = {tfrec.string: np.uint8, tfrec.float32: np.float32, tfrec.int64: np.int64}

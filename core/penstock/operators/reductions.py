@@ -25,10 +25,11 @@ def _widened(dtype: np.dtype) -> np.dtype:
 
 
 def _allowed_outputs(kind: str, dtype: np.dtype) -> list[np.dtype]:
-    """The output types DALI 2.4 takes for ``dtype``: the input's own, float32 and, for sum, the
-    widened 64-bit type (DALI rejects the rest, e.g. uint8 -> int32)."""
-    out = [dtype, _floating(dtype)]
-    if kind == "sum":
+    """The output types DALI 2.4 takes for ``dtype``: the input's own (not for mean_square), float32 and,
+    for sum and mean_square of integers, the widened 64-bit type (DALI rejects the rest, e.g. uint8 -> int32)."""
+    out = [dtype] if kind != "mean_square" else []
+    out.append(_floating(dtype))
+    if kind == "sum" or kind == "mean_square" and dtype.kind in "iub":
         out.append(_widened(dtype))
     return list(dict.fromkeys(out))
 
@@ -128,8 +129,8 @@ def _register(name: str, doc: str, kind: str, args=(), min_inputs=1):
 _DDOF = Arg("ddof", ArgType.INT, 0, doc="delta degrees of freedom")
 _register("Sum", "Sum over the axes (integers widen to 64 bits).", "sum", [_DTYPE])
 _register("Mean", "Mean over the axes.", "mean", [_DTYPE])
-_register("MeanSquare", "Mean of the squares over the axes.", "mean_square")
-_register("RMS", "Root mean square over the axes.", "rms")
+_register("MeanSquare", "Mean of the squares over the axes.", "mean_square", [_DTYPE])
+_register("RMS", "Root mean square over the axes.", "rms", [_DTYPE])
 _register("Min", "Minimum over the axes.", "min")
 _register("Max", "Maximum over the axes.", "max")
 _register("Variance", "Variance over the axes, given the mean (second input).", "variance", [_DDOF], min_inputs=2)

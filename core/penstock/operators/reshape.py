@@ -13,7 +13,8 @@ _RESHAPE_ARGS = [
     Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="new shape; one -1 is inferred"),
     Arg("rel_shape", ArgType.FLOAT_LIST, optional=True, tensor=True,
         doc="new shape relative to the input's (to the input dims src_dims maps); one negative entry is inferred"),
-    Arg("src_dims", ArgType.INT_LIST, optional=True, doc="input dims to keep, in order (-1 inserts a unit dim)"),
+    Arg("src_dims", ArgType.INT_LIST, optional=True, tensor=True,
+        doc="input dims to keep, in order (-1 inserts a unit dim); per sample, as many for every sample"),
     Arg("layout", ArgType.LAYOUT, optional=True, doc="layout of the output"),
 ]
 RESHAPE = OpSchema("Reshape", "Gives each sample a new shape of the same volume (no copy).",
@@ -22,7 +23,8 @@ REINTERPRET = OpSchema("Reinterpret", "Reshape that may also reinterpret the byt
                        args=_RESHAPE_ARGS + [Arg("dtype", ArgType.DTYPE, optional=True, doc="new element type")],
                        min_inputs=1, max_inputs=2, devices=("cpu", "gpu"), host_inputs=(1,))
 SQUEEZE = OpSchema("Squeeze", "Removes unit dimensions.",
-                   args=[Arg("axes", ArgType.INT_LIST, optional=True, doc="input dims to remove (0..ndim-1)"),
+                   args=[Arg("axes", ArgType.INT_LIST, optional=True, tensor=True,
+                             doc="input dims to remove (0..ndim-1); per sample, as many for every sample"),
                          Arg("axis_names", ArgType.LAYOUT, optional=True, doc="the same by layout letters")],
                    devices=("cpu", "gpu"))
 EXPAND_DIMS = OpSchema("ExpandDims", "Inserts unit dimensions at the given output positions.",
@@ -44,6 +46,26 @@ def _refuse_volume_change(label: str, shapes: np.ndarray, src_shapes: np.ndarray
                              f"Requested a shape with {int(_volumes(shapes[i:i + 1])[0])} elements but the original "
                              f"shape has {int(_volumes(src_shapes[i:i + 1])[0])} elements. (sample {i} of shape "
                              f"{tuple(int(e) for e in src_shapes[i])}{'; ' + why if why else ''})")
+
+
+def per_sample_dims(op: Operator, ws, name: str, n: int) -> np.ndarray | None:
+    """A list-of-dims argument as [N, k] int64 (k the same for every sample: the output's rank follows
+    from it), or None when it is not given."""
+    if name in ws.arg_inputs:
+        tl = ws.arg_inputs[name]
+        counts = tl._volumes()
+        if len(counts) and (counts != counts[0]).any():
+            raise ValueError(f"{op.label}: '{name}' must give every sample as many dims, got {counts.tolist()}")
+        return np.asarray(tl.as_array(), np.int64).reshape(n, -1)
+    value = op.args[name]
+    return None if value is None else np.tile(np.asarray(value, np.int64).reshape(1, -1), (n, 1))
+
+
+def _picked(shapes: np.ndarray, dims: np.ndarray) -> np.ndarray:
+    """Per sample the extents of the input dims ``dims`` picks ([N, k]; -1: a new dim of extent 1)."""
+    if not dims.shape[1]:
+        return np.zeros((len(shapes), 0), np.int64)
+    return np.where(dims >= 0, np.take_along_axis(shapes, np.maximum(dims, 0), axis=1), 1)
 
 
 def _dims_text(shape) -> str:
@@ -92,13 +114,14 @@ class _ReshapeBase(Operator):
         output elements."""
         n, a, nd = len(src), self.args, src.ndim()
         out_volumes = _volumes(src._shapes) * src._buf.dtype.itemsize // out_itemsize
-        src_dims = None if a["src_dims"] is None else list(a["src_dims"])
+        src_dims = self._src_dims = per_sample_dims(self, ws, "src_dims", n)
         # src_dims are checked even where a shape makes them unused, as DALI does
-        for k, d in enumerate(src_dims or ()):
-            if not -1 <= d < nd:
-                raise ValueError(f"{self.label}: `src_dims[{k}] == {d}` is out of bounds. The indices in `src_dims` "
-                                 f"should be either valid dimension indices in range [0..{nd - 1}] or -1 to insert a "
-                                 "new dimension.")
+        bad = np.argwhere((src_dims < -1) | (src_dims >= nd)) if src_dims is not None else ()
+        if len(bad):
+            k, d = int(bad[0][1]), int(src_dims[tuple(bad[0])])
+            raise ValueError(f"{self.label}: `src_dims[{k}] == {d}` is out of bounds. The indices in `src_dims` "
+                             f"should be either valid dimension indices in range [0..{nd - 1}] or -1 to insert a "
+                             "new dimension.")
         if len(ws.inputs) > 1 or ws.has_arg("shape"):
             return self._given_shapes(ws, src, out_volumes)
         if ws.has_arg("rel_shape"):
@@ -108,13 +131,13 @@ class _ReshapeBase(Operator):
                 raise ValueError(f"{self.label}: `rel_shape` has more elements ({rel.shape[1]}) than there are "
                                  f"dimensions in the input ({nd}). To add new dimensions, use `src_dims` to specify "
                                  "the mapping between input and output dimensions.")
-            if src_dims is not None and len(src_dims) != rel.shape[1]:
-                raise ValueError(f"{self.label}: `src_dims` and `rel_shape` have different lengths: {len(src_dims)} vs "
-                                 f"{rel.shape[1]}")
-            return self._relative_shapes(src, rel, src_dims or list(range(rel.shape[1])), out_volumes)
+            if src_dims is not None and src_dims.shape[1] != rel.shape[1]:
+                raise ValueError(f"{self.label}: `src_dims` and `rel_shape` have different lengths: "
+                                 f"{src_dims.shape[1]} vs {rel.shape[1]}")
+            dims = src_dims if src_dims is not None else np.tile(np.arange(rel.shape[1]), (n, 1))
+            return self._relative_shapes(src, rel, dims, out_volumes)
         if src_dims is not None:
-            cols = [src._shapes[:, d] if d >= 0 else np.ones(n, np.int64) for d in src_dims]
-            shapes = np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+            shapes = _picked(src._shapes, src_dims)
             _refuse_volume_change(self.label, shapes, src._shapes)
             return shapes
         shapes = src._shapes.copy()
@@ -150,10 +173,11 @@ class _ReshapeBase(Operator):
             shape[wild] = (out_volumes // known)[rows]  # a volume that does not divide is the size check's error
         return shape
 
-    def _relative_shapes(self, src: TensorListCPU, rel: np.ndarray, dims: list, out_volumes: np.ndarray) -> np.ndarray:
-        """Extents of the mapped input dims (1 for a new one) scaled by ``rel`` (float32, as DALI,
+    def _relative_shapes(self, src: TensorListCPU, rel: np.ndarray, dims: np.ndarray,
+                         out_volumes: np.ndarray) -> np.ndarray:
+        """Extents of the mapped input dims ([N, k]; 1 for a new one) scaled by ``rel`` (float32, as DALI,
         rounded half up); a negative entry is inferred from the volume and the other extents."""
-        base = np.stack([src._shapes[:, d] if d >= 0 else np.ones(len(src), np.int64) for d in dims], axis=1)
+        base = _picked(src._shapes, dims)
         scaled = base.astype(np.float32) * rel
         shape = np.floor(scaled).astype(np.int64)
         shape += (scaled - np.floor(scaled)) >= 0.5
@@ -178,8 +202,9 @@ class _ReshapeBase(Operator):
         # when src_dims reorders them); otherwise src_dims picks its letters (none for a new dim)
         if shapes.shape[1] == src.ndim():
             return src._layout
-        if a["src_dims"] is not None and src._layout and -1 not in a["src_dims"]:
-            return "".join(src._layout[d] for d in a["src_dims"])
+        dims = self._src_dims  # per sample: letters only where every sample picks the same dims
+        if dims is not None and len(dims) and src._layout and (dims >= 0).all() and (dims == dims[0]).all():
+            return "".join(src._layout[d] for d in dims[0])
         return ""
 
 
@@ -212,32 +237,42 @@ class Squeeze(Operator):
     unless the sample is empty before and after."""
 
     def setup(self):
-        if self.args["axes"] is not None and self.args["axis_names"] is not None:
+        if self.given("axes") and self.args["axis_names"] is not None:
             raise ArgumentValueError(f"{self.label}: Provided both ``axes`` and ``axis_names`` arguments")
-        if self.args["axes"] is None and self.args["axis_names"] is None:
+        if not self.given("axes") and self.args["axis_names"] is None:
             raise ArgumentValueError(f"{self.label}: give 'axes' or 'axis_names'")
 
     def run(self, ws):
         src = ws.inputs[0]
-        nd, layout = src.ndim(), src._layout
+        n, nd, layout = len(src), src.ndim(), src._layout
         if self.args["axis_names"] is not None:
             missing = [c for c in self.args["axis_names"] if c not in layout]
             if missing:
                 raise ArgumentValueError(f"{self.label}: Axis '{missing[0]}' is not present in the input layout "
                                          f"'{layout}'")
-            axes = [layout.index(c) for c in self.args["axis_names"]]
+            axes = np.tile([layout.index(c) for c in self.args["axis_names"]], (n, 1)).astype(np.int64)
         else:
-            axes = list(self.args["axes"])
-        bad = [a for a in axes if not 0 <= a < nd]
-        if bad:
-            raise ArgumentValueError(f"{self.label}: axes {bad} out of range for {nd}-D input (valid: 0..{nd - 1})")
-        if len(set(axes)) != len(axes):
-            raise ArgumentValueError(f"{self.label}: Specified at least twice same dimension to remove. (axes {axes})")
-        keep = [d for d in range(nd) if d not in axes]
-        shapes = src._shapes[:, keep]
+            axes = per_sample_dims(self, ws, "axes", n)  # [N, k]: each sample's own
+        for row in axes:
+            bad = [int(a) for a in row if not 0 <= a < nd]
+            if bad:
+                raise ArgumentValueError(f"{self.label}: axes {bad} out of range for {nd}-D input (valid: 0..{nd - 1})")
+            if len(set(row.tolist())) != len(row):
+                raise ArgumentValueError(f"{self.label}: Specified at least twice same dimension to remove. (axes "
+                                         f"{row.tolist()})")
+        keep = np.ones((n, nd), bool)
+        np.put_along_axis(keep, axes, False, axis=1)
+        shapes = src._shapes[keep].reshape(n, nd - axes.shape[1])
         _refuse_volume_change(self.label, shapes, src._shapes, f"only dimensions of extent 1 can be squeezed "
-                                                                f"(axes {sorted(axes)})")
-        return [reshaped(src, shapes, "".join(layout[d] for d in keep) if layout else "", self.label)]
+                                                                f"(axes {sorted(axes[0].tolist()) if n else []})")
+        # a layout where every sample removes the same dims
+        removed = axes[0].tolist() if n and (axes == axes[0]).all() else None
+        if not n and "axes" not in ws.arg_inputs:
+            removed = [layout.index(c) for c in self.args["axis_names"]] if self.args["axis_names"] is not None \
+                else list(self.args["axes"])
+        out_layout = "".join(c for d, c in enumerate(layout) if d not in removed) if layout and removed is not None \
+            else ""
+        return [reshaped(src, shapes, out_layout, self.label)]
 
 
 @register(EXPAND_DIMS, device=("cpu", "gpu"))

@@ -337,7 +337,7 @@ TENSOR_RESIZE = OpSchema(
           Arg("roi_relative", ArgType.BOOL, False, doc="ROI is relative to the input extent"),
           Arg("subpixel_scale", ArgType.BOOL, True, doc="keep fractional sizes' exact scale (ROI adjusted)")]
     + FILTER_ARGS,
-    devices=("cpu", "gpu"))
+    devices=("cpu", "gpu"), moved_from=("experimental",))
 
 _ROUNDING = {"round": round_half_away, "truncate": lambda x: np.trunc(x).astype(np.int64),
              "ceil": lambda x: np.ceil(x).astype(np.int64)}

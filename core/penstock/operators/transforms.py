@@ -18,9 +18,10 @@ _CENTER = Arg("center", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="cen
 _MAX_NDIM = 6  # the largest transform DALI builds
 
 
-def _schema(name: str, doc: str, args: list, min_inputs: int = 0, max_inputs: int = 1) -> OpSchema:
+def _schema(name: str, doc: str, args: list, min_inputs: int = 0, max_inputs: int = 1,
+            legacy_names: tuple[str, ...] = ()) -> OpSchema:
     return OpSchema(f"transforms.{name}", doc, args=args + [_REVERSE], min_inputs=min_inputs,
-                    max_inputs=max_inputs, devices=("cpu",))
+                    max_inputs=max_inputs, devices=("cpu",), legacy_names=legacy_names)
 
 
 def _arg_length(ws, name: str) -> int:
@@ -100,7 +101,8 @@ def _matrix_batch(m: np.ndarray, n: int):
 
 
 @register(_schema("Translation", "Translation by `offset`.",
-                  [Arg("offset", ArgType.FLOAT_LIST, tensor=True, doc="translation vector")]))
+                  [Arg("offset", ArgType.FLOAT_LIST, tensor=True, doc="translation vector")],
+                  legacy_names=("TransformTranslation",)))
 class TranslationCPU(_TransformOp):
     def ndim(self, ws):
         return _arg_length(ws, "offset")

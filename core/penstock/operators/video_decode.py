@@ -54,7 +54,9 @@ VIDEO_DECODER = OpSchema(
     "decoders.Video", "Decodes encoded videos (MP4, MKV, WebM, AVI ...) into FHWC uint8 RGB frame sequences.",
     args=VIDEO_DECODER_ARGS, devices=("cpu", "mixed"))
 VIDEO_DECODER_EXPERIMENTAL = dataclasses.replace(VIDEO_DECODER, name="experimental.decoders.Video", fn_name=None,
-                                                 doc=VIDEO_DECODER.doc + " (older name of decoders.video)")
+                                                 doc=VIDEO_DECODER.doc + " (older name of decoders.video)",
+                                                 deprecated=True, replaced_by="decoders.video", hidden=True,
+                                                 deprecation_note="The operator left the experimental module.")
 
 VIDEO_INPUT = OpSchema(
     "experimental.inputs.Video",

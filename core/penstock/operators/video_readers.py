@@ -24,10 +24,9 @@ import numpy as np
 
 from .._operator import SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
-from .._std_random import std_shuffle
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, DALIImageType
-from ._reader import LIST_SHUFFLE_SEED, READER_ARGS, Reader
+from ._reader import READER_ARGS, Reader
 from ._video_codec import VideoIndex, fill_pixels, index_of, pad_indices
 from .resize import RESIZE, Resize, filters, resize_batch
 from .video_decode import FILL_VALUE_ARG, PAD_MODE_DOC, VideoDecoding, check_pad_mode
@@ -129,6 +128,7 @@ class _Sequences:
 
 @register(VIDEO_READER, device=("cpu", "gpu"))
 class VideoReader(VideoDecoding, Reader):
+    shuffles_list = True
     legacy = False
 
     def setup(self) -> None:
@@ -273,9 +273,6 @@ class VideoReader(VideoDecoding, Reader):
         self.sequences = seqs
         self.paths = [paths[f] for f in seqs.file]
         return len(seqs.file)
-
-    def list_order(self) -> list | None:
-        return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED) if self.args["random_shuffle"] else None
 
     # -- reading
     def _frames_of(self, sample: int) -> np.ndarray:

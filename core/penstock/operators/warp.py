@@ -14,10 +14,11 @@ import math
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIInterpType
 from .._batch import contiguous
 from .._image_layout import as_outer_spatial_channels, input_layout, split_layout
+from .cast import cast_batch
 
 _INTERP_CODES = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1}
 
@@ -28,7 +29,12 @@ _WARP_ARGS = [
         doc="value for areas outside the input; default: repeat the border"),
     Arg("interp_type", ArgType.INTERP_TYPE, DALIInterpType.INTERP_LINEAR,
         doc="INTERP_NN or INTERP_LINEAR"),
+    Arg("dtype", ArgType.DTYPE, optional=True,
+        doc="output type: the input's (default), FLOAT, or from FLOAT input UINT8, INT16 or INT32 (rounded, "
+            "saturated)"),
 ]
+# the output types other than its own that an input type may be warped into (DALI 2.4's)
+_OTHER_OUTPUTS = {DALIDataType.FLOAT: (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.INT32)}
 
 
 def _interp_code(op: Operator) -> int:
@@ -59,7 +65,16 @@ def _requested_size(ws, default_hw: np.ndarray) -> np.ndarray:
 
 def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: np.ndarray,
                matrices: np.ndarray):
-    """Runs the kernel on (frames, H, W, C) views; the output keeps the input's layout."""
+    """Runs the kernel on (frames, H, W, C) views; the output keeps the input's layout. Another output
+    type (``dtype``) is warped in float: the input converted first, or the float result after."""
+    dtype = op.args["dtype"]
+    if dtype is not None and dtype != src.dtype:
+        if dtype != DALIDataType.FLOAT and dtype not in _OTHER_OUTPUTS.get(src.dtype, ()):
+            raise ArgumentValueError(f"{op.label}: Unsupported input/output types for the operator: "
+                                     f"{src.dtype.name.lower()} -> {dtype.name.lower()} (the input's type, FLOAT, or "
+                                     "from FLOAT: UINT8, INT16, INT32)")
+        if src.dtype != DALIDataType.FLOAT:
+            src = cast_batch(ws, src, DALIDataType.FLOAT)
     out_k = kshapes.copy()
     out_k[:, 1:3] = out_hw
     shapes = src._shapes.copy()
@@ -69,7 +84,7 @@ def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: n
     ws.kernels.warp_affine(ws.pool, src._buf, kshapes, src._offsets, out._buf, out_k, out._offsets,
                         int(src.dtype), np.ascontiguousarray(matrices, np.float32), _interp_code(op),
                         None if fill is None else float(fill))
-    return [out]
+    return [out if dtype is None or dtype == out.dtype else cast_batch(ws, out, dtype)]
 
 
 @register(OpSchema(

@@ -13,11 +13,13 @@ class OcclusionKernels(KernelFamily):
               dst_offsets: np.ndarray, boxes: np.ndarray, box_offsets: np.ndarray, fill: np.ndarray) -> None:
         n, nd = shapes.shape
         check_dims(shapes, "erase")
-        fill = np.ascontiguousarray(fill, np.float32).reshape(-1)
-        if fill.size < 1:
+        fill = np.ascontiguousarray(fill, np.float32)
+        rows = fill.reshape(-1, fill.shape[-1] if fill.ndim == 2 else fill.size)  # [1, F] for all, or [N, F]
+        num_fill = rows.shape[1]
+        if num_fill < 1:
             raise ValueError("erase: fill value is empty")
-        if fill.size > 1 and n and (shapes[:, -1] != fill.size).any():
-            raise ValueError(f"erase: {fill.size} fill values given for {shapes[:, -1].tolist()} channels")
+        if num_fill > 1 and n and (shapes[:, -1] != num_fill).any():
+            raise ValueError(f"erase: {num_fill} fill values given for {shapes[:, -1].tolist()} channels")
         desc = np.zeros((n, 13), np.int64)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
@@ -27,8 +29,9 @@ class OcclusionKernels(KernelFamily):
         desc[:, 5:13] = padded(shapes)
         boxes = np.ascontiguousarray(boxes, np.int64).reshape(-1, 2 * nd)
         self._launch_batch("occlusion", f"erase_{image_type(dtype, 'erase')}", desc[:, 2], desc, (src, dst),
-                           (np.int32(nd), lambda p: p[0], lambda p: p[1], np.int32(fill.size)),
-                           (boxes if len(boxes) else np.zeros((1, 2 * nd), np.int64), fill))
+                           (np.int32(nd), lambda p: p[0], lambda p: p[1], np.int32(num_fill),
+                            np.int32(num_fill if fill.ndim == 2 else 0)),
+                           (boxes if len(boxes) else np.zeros((1, 2 * nd), np.int64), rows.reshape(-1)))
 
     def grid_mask(self, pool: Any, src: Any, shapes: np.ndarray, src_offsets: np.ndarray, dtype: int, dst: Any,
                   dst_offsets: np.ndarray, params: np.ndarray) -> None:

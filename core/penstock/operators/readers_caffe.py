@@ -1,0 +1,227 @@
+"""``readers.caffe`` and ``readers.caffe2``: the records of Caffe and Caffe2 LMDB databases.
+
+The databases are read through the ``lmdb`` library (``pip install penstock-data[lmdb]``): the scan
+lists every database's keys (LMDB keeps them sorted: the reader's order), and a batch's records are
+fetched in one ``getmulti`` call per database and parsed by one native call (``caffe_datums``,
+``caffe2_protos``: Caffe's Datum and Caffe2's TensorProtos protobufs, no protobuf library needed).
+"""
+from __future__ import annotations
+
+import operator
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from .. import _engine
+from .._operator import SampleError, sample_error_from_engine
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
+from ..tensors import TensorListCPU
+from ._reader import READER_ARGS, Reader
+
+_PATH = Arg("path", ArgType.STR_LIST, doc="the LMDB directories, read one after another")
+_IMAGE = Arg("image_available", ArgType.BOOL, True, "the records hold an image (output first)")
+
+CAFFE_READER = OpSchema(
+    "readers.Caffe", "Reads (image, label) pairs from Caffe LMDB databases of caffe.Datum records: the image's "
+    "bytes as stored (encoded, or raw CHW pixels) and the int32 label.",
+    args=[_PATH, _IMAGE, Arg("label_available", ArgType.BOOL, True, "the records hold a label (output last)"),
+          *READER_ARGS],
+    min_inputs=0, num_outputs=lambda a: int(a.get("image_available", True)) + int(a.get("label_available", True)),
+    is_reader=True, is_random=True, legacy_names=("CaffeReader",))
+
+# label_type values (Caffe2's)
+SINGLE_LABEL, MULTI_LABEL_SPARSE, MULTI_LABEL_DENSE, MULTI_LABEL_WEIGHTED_SPARSE, NO_LABEL = range(5)
+
+
+def _caffe2_outputs(a: dict) -> int:
+    return (int(a.get("image_available", True)) + int(a.get("label_type", SINGLE_LABEL) != NO_LABEL)
+            + max(0, a.get("additional_inputs", 0) or 0) + int(a.get("bbox", False)))
+
+
+CAFFE2_READER = OpSchema(
+    "readers.Caffe2", "Reads samples from Caffe2 LMDB databases of caffe2.TensorProtos records: the image (encoded "
+    "bytes, or raw HWC pixels), the label(s), additional tensors and a bounding box, as the arguments say.",
+    args=[_PATH, _IMAGE,
+          Arg("label_type", ArgType.INT, SINGLE_LABEL, "0 one label (INT32 or FLOAT), 1 sparse indices of active "
+              "labels (int32 0/1 vector of num_labels), 2 dense labels (as stored), 3 sparse indices and their "
+              "weights (float vector of num_labels), 4 no label", range=(0, 4)),
+          Arg("num_labels", ArgType.INT, 1, "the number of classes (the length of sparse labels' vectors)",
+              range=(1, None)),
+          Arg("additional_inputs", ArgType.INT, 0, "tensors (FLOAT, INT32 or INT64) after the label, each an output",
+              range=(0, None)),
+          Arg("bbox", ArgType.BOOL, False, "a bounding box (4 INT32 values) ends the record, the last output"),
+          *READER_ARGS],
+    min_inputs=0, num_outputs=_caffe2_outputs, is_reader=True, is_random=True, legacy_names=("Caffe2Reader",))
+
+# the element types caffe2_protos reports (readers_caffe.h's Caffe2Type)
+_CAFFE2_TYPES = (np.uint8, np.int32, np.float32, np.int64)
+
+
+def _lmdb() -> Any:
+    try:
+        import lmdb
+    except ImportError:
+        raise RuntimeError("readers.caffe and readers.caffe2 read LMDB databases through the 'lmdb' package: "
+                           "pip install lmdb (or penstock-data[lmdb])") from None
+    return lmdb
+
+
+class _Environments:
+    """LMDB allows one open environment per database and process: readers of the same database (several
+    pipelines) share it, and the last one to close closes it."""
+
+    def __init__(self) -> None:
+        # reentrant: a pipeline collected while the lock is held closes its readers in the same thread
+        self._lock = threading.RLock()
+        self._open: dict[str, list] = {}   # real path -> [environment, users]
+
+    def acquire(self, label: str, path: str) -> tuple[str, Any]:
+        lmdb = _lmdb()
+        key = os.path.realpath(path)
+        with self._lock:
+            entry = self._open.get(key)
+            if entry is None:
+                if not os.path.isdir(path):
+                    why = "No such file or directory" if not os.path.exists(path) else "Not a directory"
+                    raise RuntimeError(f"{label}: LMDB Error: {why}, with file: {path} (a database is the directory "
+                                       "of its data.mdb)")
+                try:
+                    env = lmdb.open(path, readonly=True, lock=False, readahead=False, subdir=True, max_dbs=0)
+                except lmdb.Error as e:
+                    raise RuntimeError(f"{label}: LMDB Error: {e}, with file: {path}") from None
+                entry = self._open[key] = [env, 0]
+            entry[1] += 1
+            return key, entry[0]
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            entry = self._open.get(key)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._open[key]
+                    entry[0].close()
+
+
+_ENVIRONMENTS = _Environments()
+
+
+class _LmdbReader(Reader):
+    """A reader of the records of LMDB databases, in key order, one database after another."""
+
+    def setup(self) -> None:
+        self._envs: list[tuple[str, Any]] = []
+        super().setup()
+
+    def scan(self) -> int:
+        paths = self.args["path"]
+        if not paths:
+            raise ArgumentValueError(f"{self.label}: argument 'path' names no LMDB database")
+        self._release()
+        keys, firsts = [], []
+        for path in paths:
+            key, env = _ENVIRONMENTS.acquire(self.label, path)
+            self._envs.append((key, env))
+            firsts.append(len(keys))
+            with env.begin() as txn:
+                keys += txn.cursor().iternext(keys=True, values=False)
+        self.paths = list(paths)
+        self.keys = keys
+        self.db_of = np.repeat(np.arange(len(paths)), np.diff(np.append(firsts, len(keys))))
+        return len(keys)
+
+    def sources(self, indices) -> list[str]:
+        # as DALI names them; a key that is not text shows its bytes escaped
+        return [f"{self.paths[self.db_of[i]]} at key {self.keys[i].decode('utf-8', 'backslashreplace')}"
+                for i in indices]
+
+    def records(self, indices: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The batch's records back to back, with their starts and sizes: one getmulti per database."""
+        dbs = self.db_of[indices]
+        parts = []
+        for db in np.unique(dbs):
+            at = np.flatnonzero(dbs == db)
+            wanted = operator.itemgetter(*indices[at])(self.keys)
+            with self._envs[db][1].begin() as txn:
+                found = txn.cursor().getmulti([wanted] if len(at) == 1 else wanted)
+            if len(found) != len(at):
+                raise RuntimeError(f"{self.label}: records of '{self.paths[db]}' went missing since the reader "
+                                   "listed its keys (was the database changed?)")
+            parts.append((at, list(map(operator.itemgetter(1), found))))
+        if len(parts) == 1:
+            values = parts[0][1]
+        else:  # a batch across databases: back in the batch's order
+            values = [b""] * len(indices)
+            for at, found in parts:
+                for k, value in zip(at.tolist(), found):
+                    values[k] = value
+        sizes = np.fromiter(map(len, values), np.int64, len(values))
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return b"".join(values), starts, sizes
+
+    def parse(self, ws, indices: np.ndarray, parser: Any, *args: Any) -> tuple:
+        blob, starts, sizes = self.records(indices)
+        try:
+            return parser(ws.pool, np.frombuffer(blob, np.uint8), starts, sizes, *args)
+        except _engine.SampleError as e:
+            bad = sample_error_from_engine(e)
+            raise SampleError(bad.sample, self.parse_error(self.sources([indices[bad.sample]])[0], bad.args[0])) \
+                from None
+
+    def parse_error(self, source: str, why: str) -> str:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        for key, _env in self._envs:
+            _ENVIRONMENTS.release(key)
+        self._envs = []
+
+    def close(self) -> None:
+        super().close()
+        self._release()
+
+
+@register(CAFFE_READER)
+class CaffeReader(_LmdbReader):
+    def parse_error(self, source: str, why: str) -> str:
+        return f"{self.label}: Error while parsing Caffe file: {source} ({why})"
+
+    def load(self, ws, indices: np.ndarray):
+        images, image_sizes, labels, label_counts = self.parse(ws, indices, _engine.caffe_datums)
+        outputs = []
+        if self.args["image_available"]:
+            outputs.append(TensorListCPU._from_packed(images, image_sizes.reshape(-1, 1),
+                                                      source_info=self.sources(indices)))
+        if self.args["label_available"]:
+            outputs.append(TensorListCPU._from_packed(labels, label_counts.reshape(-1, 1)))
+        return outputs
+
+
+@register(CAFFE2_READER)
+class Caffe2Reader(_LmdbReader):
+    def parse_error(self, source: str, why: str) -> str:
+        return f"{self.label}: bad Caffe2 record {source}: {why}"
+
+    def load(self, ws, indices: np.ndarray):
+        a = self.args
+        packed = self.parse(ws, indices, _engine.caffe2_protos, a["image_available"], a["label_type"],
+                            a["num_labels"], a["additional_inputs"], a["bbox"])
+        info = self.sources(indices)
+        outputs = []
+        for k in range(0, len(packed), 4):
+            data, shapes, ranks, types = packed[k:k + 4]
+            first = self._uniform(ranks, "ranks", info, k // 4), self._uniform(types, "element types", info, k // 4)
+            rank, dtype = int(first[0]), _CAFFE2_TYPES[int(first[1])]
+            outputs.append(TensorListCPU._from_packed(data.view(dtype), np.ascontiguousarray(shapes[:, :rank]),
+                                                      source_info=info if k == 0 else None))
+        return outputs
+
+    def _uniform(self, values: np.ndarray, what: str, info: list[str], output: int) -> Any:
+        """The value every sample of a batch has (an output's samples share their rank and type)."""
+        odd = np.flatnonzero(values != values[0])
+        if len(odd):
+            raise SampleError(int(odd[0]), f"{self.label}: output {output} of {info[odd[0]]} differs in its "
+                                           f"{what} from {info[0]} in the same batch")
+        return values[0]
