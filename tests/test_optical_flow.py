@@ -8,16 +8,10 @@ from penstock import fn, pipeline_def
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
+from penstock._cuda import available as cuda_available  # noqa: E402
 
 
-def _cuda():
-    try:
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001
-        return False
-
-
-@pytest.mark.skipif(not _cuda(), reason="no CUDA device")
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA device")
 def test_building_optical_flow_says_it_is_not_implemented():
     @pipeline_def(batch_size=1, num_threads=1, device_id=0)
     def p():

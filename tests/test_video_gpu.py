@@ -18,16 +18,10 @@ from penstock.operators._video_nvdec import load_pynvvideocodec
 
 pytestmark = pytest.mark.gpu
 cupy = pytest.importorskip("cupy")
+from penstock._cuda import available as cuda_available  # noqa: E402
 
 
-def _cuda():
-    try:
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001
-        return False
-
-
-if not _cuda():
+if not cuda_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 NVC, WHY_NOT_NVDEC = load_pynvvideocodec()
