@@ -58,7 +58,8 @@ def test_several_outputs_layouts_and_none():
     sums, doubled = run(graph)
     np.testing.assert_array_equal(sums.at(2), DATA[2].sum(axis=1))
     assert sums.layout() == "R" and doubled.layout() == "HW" and doubled.dtype == types.INT32
-    assert calls == [float(DATA[2].max())]
+    # once per iteration run so far: the pipeline may have prefetched the next one
+    assert calls and set(calls) == {float(DATA[2].max())}
 
 
 def test_batches_of_different_shapes_and_bad_results_are_errors():
