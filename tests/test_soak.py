@@ -59,3 +59,16 @@ def test_verdict_flags_growth(soak):
     assert not soak.verdict("x", slots, 1, 1.0, [], slot_bound=8)["ok"]
     rising = [dict(flat[0], rss_mb=100.0 + k, seconds=900.0 * k) for k in range(5)]  # +1 MB every 15 minutes
     assert soak.verdict("x", rising, 1, 3600.0, [])["rss_slope_mb_per_hour"] == pytest.approx(4.0)
+
+
+def test_drift_is_judged_on_stretch_medians_not_on_the_first_sample(soak):
+    # a cache's sawtooth (+-4% sample to sample) around a level that does not move is flat, whichever
+    # sample comes first; the same swings over a level rising 3% are not
+    base = {"fds": 5, "threads": 3, "processes": 0, "shm": 0}
+    sawtooth = [dict(base, rss_mb=100.0 + (4.0 if k % 3 == 0 else -4.0 if k % 3 == 1 else 0.0), seconds=float(k))
+                for k in range(100)]
+    v = soak.verdict("x", sawtooth, 1, 100.0, [])
+    assert v["ok"] and v["rss_drift_pct"] < 2 and v["rss_swing_pct"] == pytest.approx(8.0)
+    rising = [dict(s, rss_mb=s["rss_mb"] + 3.0 * k / 99) for k, s in enumerate(sawtooth)]
+    v = soak.verdict("x", rising, 1, 100.0, [])
+    assert not v["ok"] and v["rss_drift_pct"] > 2
