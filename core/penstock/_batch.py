@@ -5,20 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
 from .tensors import TensorListCPU
+from .tensors._host import POOLED_BYTES, host_buffer  # noqa: F401 - the operators' allocator
 from .tensors._base import packed_offsets
 
-POOLED_BYTES = 1 << 20  # batches at least this large come from the engine's buffer pool
-
-
-def host_buffer(count: int, dtype: Any) -> np.ndarray:
-    """An uninitialized 1-D array; large ones reuse pooled memory (no fresh page faults)."""
-    dtype = np.dtype(dtype)
-    nbytes = count * dtype.itemsize
-    if nbytes < POOLED_BYTES:
-        return np.empty(count, dtype)
-    return _engine.empty_pooled(nbytes).view(dtype)
 
 
 def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None,

@@ -6,6 +6,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .. import _engine
 from ..types import to_dali_type
 from ._base import _Batch, _Tensor, check_layout, layout_str
 
@@ -85,6 +86,22 @@ class TensorCPU(_Tensor):
                 f"    shape={self.shape()})")
 
 
+# Batches at least this large come from the engine's buffer pool, which maps them from the system
+# (csrc/engine/buffer_pool.cpp): glibc maps those above its threshold and raises the threshold to
+# each one freed, after which they come from its heaps, where they linger as free memory.
+POOLED_BYTES = 64 << 10
+
+
+def host_buffer(count: int, dtype: Any) -> np.ndarray:
+    """An uninitialized 1-D array; large ones reuse pooled memory (no fresh page faults, and none of
+    glibc's heaps left holding a batch's worth of free memory in every thread that made one)."""
+    dtype = np.dtype(dtype)
+    nbytes = count * dtype.itemsize
+    if nbytes < POOLED_BYTES:
+        return np.empty(count, dtype)
+    return _engine.empty_pooled(nbytes).view(dtype)
+
+
 def _pack(arrays: Sequence[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One buffer holding every sample back to back, plus shapes and element offsets."""
     if not arrays:
@@ -101,7 +118,7 @@ def _pack(arrays: Sequence[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarr
     volumes = shapes.prod(axis=1) if ndim else np.ones(len(arrays), np.int64)
     offsets = np.zeros(len(arrays), np.int64)
     np.cumsum(volumes[:-1], out=offsets[1:])
-    buf = np.empty(int(volumes.sum()), dtype)
+    buf = host_buffer(int(volumes.sum()), dtype)
     for a, off, vol in zip(arrays, offsets, volumes):
         buf[off:off + vol] = a.reshape(-1)
     return buf, shapes, offsets
