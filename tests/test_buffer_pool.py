@@ -94,3 +94,27 @@ def test_a_slightly_larger_cached_block_is_reused():
     assert _address(b) == address and b.nbytes == POOLED_BYTES
     c = _engine.empty_pooled(POOLED_BYTES // 2)  # too small for that block to serve: a new one
     assert _address(c) != address
+
+
+def test_file_batches_and_batches_packed_from_samples_come_from_the_pool(tmp_path):
+    """Hundreds of KB allocated and freed every iteration outside the pool made glibc raise its
+    mmap and trim thresholds and keep that much free memory in every reader thread's arena."""
+    _clear_pool()
+    paths = []
+    for k in range(3):
+        paths.append(str(tmp_path / f"{k}.bin"))
+        with open(paths[-1], "wb") as f:
+            f.write(bytes([k]) * 100_000)
+    buf, sizes = _engine.read_files(_engine.ThreadPool(1), paths)
+    assert sizes.tolist() == [100_000] * 3 and buf[:100_000].max() == 0 and buf[200_000:].min() == 2
+    del buf
+    gc.collect()
+    assert _engine.pool_cached_bytes() >= 300_000
+
+    from penstock.tensors import TensorListCPU
+    _clear_pool()
+    batch = TensorListCPU([np.full((200, 200), k, np.uint8) for k in range(3)])  # 120,000 bytes packed
+    assert batch.at(2).min() == 2 and POOLED_BYTES <= 120_000
+    del batch
+    gc.collect()
+    assert _engine.pool_cached_bytes() >= 120_000
