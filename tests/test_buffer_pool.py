@@ -2,6 +2,7 @@
 import gc
 
 import numpy as np
+import pytest
 
 from penstock import _engine
 from penstock._batch import POOLED_BYTES, host_buffer
@@ -118,3 +119,6 @@ def test_file_batches_and_batches_packed_from_samples_come_from_the_pool(tmp_pat
     del batch
     gc.collect()
     assert _engine.pool_cached_bytes() >= 120_000
+    # arrays of references never get pooled (uninitialized) memory: refused for their type, as before
+    with pytest.raises(TypeError, match="no DALIDataType"):
+        TensorListCPU([np.array(["a"] * 20_000, object)] * 2)

@@ -97,7 +97,7 @@ def host_buffer(count: int, dtype: Any) -> np.ndarray:
     glibc's heaps left holding a batch's worth of free memory in every thread that made one)."""
     dtype = np.dtype(dtype)
     nbytes = count * dtype.itemsize
-    if nbytes < POOLED_BYTES:
+    if nbytes < POOLED_BYTES or dtype.hasobject:  # references need numpy's own (zeroed) memory
         return np.empty(count, dtype)
     return _engine.empty_pooled(nbytes).view(dtype)
 
