@@ -93,13 +93,13 @@ wheel-test: $(STAMP)
 	PENSTOCK_SDIST_ROUNDTRIP=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
 
 # The same wheel test (without the sdist's) under each CPython of make wheels, in the venv that
-# built its wheel, with the engine built in place for that Python (the tests import penstock).
+# built its wheel, with that build's engine put in place in core/ too (the tests import penstock).
 wheels-test: wheels
 	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel-test-one PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
 
 wheel-test-one: $(VENV)/bin/python
 	$(PIP) install -q pytest
-	$(PIP) install -q --no-build-isolation --no-deps -e .
+	$(PY) setup.py -q build_ext --inplace
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
 
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
