@@ -98,7 +98,7 @@ wheels-test: wheels
 	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel-test-one PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
 
 wheel-test-one: $(VENV)/bin/python
-	$(PIP) install -q pytest
+	$(PIP) install -q pytest pillow
 	$(PY) setup.py -q build_ext --inplace
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
 
