@@ -1,0 +1,34 @@
+"""Operator rules that DALI's own operator tests rely on (found by running those tests on both
+libraries): how normalize treats epsilon and degenerate variances, ...
+Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
+from __future__ import annotations
+
+import numpy as np
+
+from _expressions import Expression
+
+F5 = ([[1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 7.0, 1.0, 8.0, 2.5]], "float32", None)
+ONE = ([[1.5], [-2.0]], "float32", None)
+
+
+def _normalize() -> list[Expression]:
+    e = Expression
+    return [
+        # a given deviation takes epsilon too: sqrt(stddev^2 + epsilon)
+        e("normalize:stddev_epsilon", "fn.normalize(a, stddev=2.0, epsilon=0.25)", (F5,)),
+        e("normalize:stddev_epsilon_batch", "fn.normalize(a, stddev=2.0, epsilon=1.0, batch=True)", (F5,)),
+        e("normalize:stddev_node_epsilon", "fn.normalize(a, stddev=fn.reductions.std_dev(a, fn.reductions.mean("
+          "a, keep_dims=True), keep_dims=True), epsilon=0.5)", (F5,)),
+        # no degrees of freedom left: a variance of 0, then 0 (times scale, plus shift) rather than 1/0
+        e("normalize:ddof_all", "fn.normalize(a, ddof=5)", (F5,)),
+        e("normalize:ddof_above_count_shift", "fn.normalize(a, ddof=7, shift=1.0, scale=3.0)", (F5,)),
+        e("normalize:ddof_all_epsilon", "fn.normalize(a, ddof=5, epsilon=1.0)", (F5,)),
+        e("normalize:ddof_all_mean_epsilon", "fn.normalize(a, mean=1.0, ddof=5, epsilon=0.25)", (F5,)),
+        e("normalize:ddof_all_batch", "fn.normalize(a, ddof=10, batch=True)", (F5,)),
+        e("normalize:ddof_all_batch_epsilon", "fn.normalize(a, ddof=10, batch=True, epsilon=1.0)", (F5,)),
+        e("normalize:single_element", "fn.normalize(a)", (ONE,)),
+        e("normalize:single_element_axes", "fn.normalize(a, axes=[0], ddof=2)", (ONE,)),
+    ]
+
+
+RULES = _normalize()
