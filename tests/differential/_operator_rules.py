@@ -1,5 +1,5 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
-libraries): how normalize treats epsilon and degenerate variances, ...
+libraries): how normalize treats epsilon and degenerate variances, reductions over no axes, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from _expressions import Expression
 
 F5 = ([[1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 7.0, 1.0, 8.0, 2.5]], "float32", None)
 ONE = ([[1.5], [-2.0]], "float32", None)
+ABC = ([np.arange(12).reshape(2, 2, 3).tolist(), (np.arange(12) * 3 % 7).reshape(2, 2, 3).tolist()], "float32",
+       "ABC")
 
 
 def _normalize() -> list[Expression]:
@@ -31,4 +33,15 @@ def _normalize() -> list[Expression]:
     ]
 
 
-RULES = _normalize()
+def _reductions() -> list[Expression]:
+    e = Expression
+    return [
+        # axis_names="" names no axis: nothing is reduced (as axes=[]), the layout stays
+        e("reductions:sum_axis_names_empty", "fn.reductions.sum(a, axis_names='')", (ABC,)),
+        e("reductions:max_axis_names_empty", "fn.reductions.max(a, axis_names='')", (ABC,)),
+        e("reductions:std_dev_axis_names_empty", "fn.reductions.std_dev(a, fn.reductions.mean(a, axes=()), "
+          "axis_names='')", (ABC,)),
+    ]
+
+
+RULES = _normalize() + _reductions()
