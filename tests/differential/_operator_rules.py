@@ -1,5 +1,6 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
-libraries): how normalize treats epsilon and degenerate variances, reductions over no axes, ...
+libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
+axis names, reductions over no axes, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -33,6 +34,32 @@ def _normalize() -> list[Expression]:
     ]
 
 
+def _labels(*shape: int, layout: str | None = None) -> tuple:
+    n = int(np.prod(shape))
+    return ([(np.arange(n) % 4).reshape(shape).tolist(), ((np.arange(n) + 1) % 4).reshape(shape).tolist()], "int32",
+            layout)
+
+
+def _one_hot() -> list[Expression]:
+    e = Expression
+    oh = "fn.one_hot(a, num_classes=5"
+    return [
+        # single-element samples of any rank are scalars for the default axis only
+        e("one_hot:unit_2d_default_axis", f"{oh}, axis_name='O')", (_labels(1, 1, layout="AB"),)),
+        e("one_hot:unit_3d_default_axis", f"{oh})", (_labels(1, 1, 1, layout="ABC"),)),
+        e("one_hot:unit_1d_axis_0", f"{oh}, axis=0)", (_labels(1, layout="A"),)),
+        e("one_hot:unit_2d_axis_2_name", f"{oh}, axis=2, axis_name='X')", (_labels(1, 1, layout="AB"),)),
+        e("one_hot:unit_1d_no_layout_name", f"{oh}, axis_name='O')", (_labels(1),)),
+        # refusals in DALI's words
+        e("one_hot:axis_name_two_letters", f"{oh}, axis_name='CD')", (_labels(2, 3, layout="AB"),)),
+        e("one_hot:axis_name_empty", f"{oh}, axis_name='')", (_labels(2, 3, layout="AB"),)),
+        e("one_hot:axis_name_without_layout", f"{oh}, axis_name='O')", (_labels(2, 3),)),
+        e("one_hot:axis_-2", f"{oh}, axis=-2)", (_labels(2, 3, layout="AB"),)),
+        e("one_hot:axis_past_end", f"{oh}, axis=3)", (_labels(2, 3, layout="AB"),)),
+        e("one_hot:axis_of_scalars", f"{oh}, axis=1)", (([3, 1], "int32", None),)),
+    ]
+
+
 def _reductions() -> list[Expression]:
     e = Expression
     return [
@@ -44,4 +71,4 @@ def _reductions() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _reductions()
+RULES = _normalize() + _one_hot() + _reductions()
