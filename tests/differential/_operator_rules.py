@@ -1,6 +1,6 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
-axis names, reductions over no axes, ...
+axis names, pad's per-sample axes and its refusals, reductions over no axes, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -60,6 +60,33 @@ def _one_hot() -> list[Expression]:
     ]
 
 
+def _per_sample(rows: list, dtype: str = "int32") -> str:
+    """An external source giving one array per sample (for argument inputs of ragged length)."""
+    return f"fn.external_source(source=lambda: [np.array(r, '{dtype}') for r in {rows!r}])"
+
+
+def _pad() -> list[Expression]:
+    e = Expression
+    img = ([np.ones((4, 5, 2)).tolist(), (2 * np.ones((6, 3, 2))).tolist()], "float32", "HWC")
+    axes = _per_sample([[1, 0], [2]])
+    return [
+        # per-sample axes of different counts, each sample's shape / align matching its own axes
+        e("pad:ragged_axes_shape", f"fn.pad(a, axes={axes}, shape={_per_sample([[7, 9], [5]])})", (img,)),
+        e("pad:ragged_axes_align", f"fn.pad(a, axes={axes}, align={_per_sample([[4, 3], [8]])})", (img,)),
+        e("pad:ragged_axes_empty_row", f"fn.pad(a, axes={_per_sample([[], [-1]])}, "
+          f"shape={_per_sample([[7, 9, 3], [5]])}, fill_value=3.0)", (img,)),
+        e("pad:ragged_axes_row_mismatch", f"fn.pad(a, axes={axes}, shape={_per_sample([[7, 9], [5, 6]])})", (img,)),
+        # refusals in DALI's words
+        e("pad:align_0", "fn.pad(a, axis_names='H', align=0)", (img,)),
+        e("pad:align_negative", "fn.pad(a, axes=[0], align=[-2])", (img,)),
+        e("pad:axis_above", "fn.pad(a, axes=[5])", (img,)),
+        e("pad:axis_below", "fn.pad(a, axes=[-4])", (img,)),
+        e("pad:axis_node_above", f"fn.pad(a, axes={_per_sample([[4, 1], [0]])})", (img,)),
+        e("pad:shape_too_long", "fn.pad(a, axes=[0, 1], shape=[7, -1, 3])", (img,)),
+        e("pad:align_too_long", "fn.pad(a, axes=[0, 1], align=[2, 2, 3])", (img,)),
+    ]
+
+
 def _reductions() -> list[Expression]:
     e = Expression
     return [
@@ -71,4 +98,4 @@ def _reductions() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _one_hot() + _reductions()
+RULES = _normalize() + _one_hot() + _pad() + _reductions()
