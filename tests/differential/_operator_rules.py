@@ -1,6 +1,7 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
-axis names, pad's per-sample axes and its refusals, reductions over no axes, ...
+axis names, pad's per-sample axes and its refusals, the sequence operators'
+refusals, reductions over no axes, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -87,6 +88,34 @@ def _pad() -> list[Expression]:
     ]
 
 
+def _sequence_ops() -> list[Expression]:
+    e = Expression
+
+    def seq(layout: str | None = "FX", *shape: int) -> tuple:
+        shape = shape or (5, 1)
+        n = int(np.prod(shape))
+        return ([np.arange(n).reshape(shape).tolist(), (np.arange(n) + 10).reshape(shape).tolist()], "int32", layout)
+
+    rearrange = "fn.sequence_rearrange(a, new_order="
+    return [
+        # element_extract's refusals in DALI's words
+        e("element_extract:1d", "fn.element_extract(a, element_map=[1])", (seq("F", 4),)),
+        e("element_extract:layout_XF", "fn.element_extract(a, element_map=[1])", (seq("XF", 6, 1),)),
+        e("element_extract:layout_HWC", "fn.element_extract(a, element_map=[1])", (seq("HWC", 8, 10, 3),)),
+        e("element_extract:index_past_end", "fn.element_extract(a, element_map=[10])", (seq("FX", 6, 1),)),
+        e("element_extract:index_negative", "fn.element_extract(a, element_map=[-5])", (seq("FX", 6, 1),)),
+        # sequence_rearrange's
+        e("sequence_rearrange:index_past_end", f"{rearrange}[6, 7])", (seq(),)),
+        e("sequence_rearrange:index_negative", f"{rearrange}[-1])", (seq(),)),
+        e("sequence_rearrange:empty", f"{rearrange}[])", (seq(),)),
+        e("sequence_rearrange:empty_for_a_sample", f"{rearrange}{_per_sample([[0], []])})", (seq(),)),
+        e("sequence_rearrange:node_past_end", f"{rearrange}{_per_sample([[6, 7], [0]])})", (seq(),)),
+        e("sequence_rearrange:node_2d", f"{rearrange}{_per_sample([[[1], [2]], [[1], [2]]])})", (seq(),)),
+        e("sequence_rearrange:layout_HF", f"{rearrange}[0, 2])", (seq("HF"),)),
+        e("sequence_rearrange:layout_HW", f"{rearrange}[0, 2])", (seq("HW"),)),
+    ]
+
+
 def _reductions() -> list[Expression]:
     e = Expression
     return [
@@ -98,4 +127,4 @@ def _reductions() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _one_hot() + _pad() + _reductions()
+RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions()
