@@ -1,6 +1,6 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
-axis names, pad's per-sample axes and its refusals, the sequence operators'
+axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
 refusals, reductions over no axes, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
@@ -113,6 +113,11 @@ def _sequence_ops() -> list[Expression]:
         e("sequence_rearrange:node_2d", f"{rearrange}{_per_sample([[[1], [2]], [[1], [2]]])})", (seq(),)),
         e("sequence_rearrange:layout_HF", f"{rearrange}[0, 2])", (seq("HF"),)),
         e("sequence_rearrange:layout_HW", f"{rearrange}[0, 2])", (seq("HW"),)),
+        # permute_batch's
+        e("permute_batch:index_past_end", "fn.permute_batch(a, indices=[0, 3])", (seq(),)),
+        e("permute_batch:index_negative", "fn.permute_batch(a, indices=[-1, 0])", (seq(),)),
+        e("permute_batch:too_few", "fn.permute_batch(a, indices=[1])", (seq(),)),
+        e("permute_batch:too_many", "fn.permute_batch(a, indices=[0, 1, 1])", (seq(),)),
     ]
 
 
