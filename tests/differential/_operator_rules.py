@@ -1,7 +1,7 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
 axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
-refusals, reductions over no axes, ...
+refusals, reductions over no axes, uniform's open upper end, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -132,4 +132,15 @@ def _reductions() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions()
+def _random() -> list[Expression]:
+    e = Expression
+    one_step = "range=[np.float32(10.0), np.nextafter(np.float32(10.0), np.float32(11.0))]"
+    return [
+        # [lo, hi) holds in float32 too: a range one float wide gives lo only (compared exactly as booleans)
+        e("random.uniform:range_one_float_wide", f"fn.random.uniform({one_step}, shape=[20000]) == 10.0", ()),
+        e("random.uniform:range_one_float_wide_node", "fn.random.uniform(range=fn.constant(fdata=[1.0, float("
+          "np.nextafter(np.float32(1.0), np.float32(2.0)))]), shape=[20000]) == 1.0", ()),
+    ]
+
+
+RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random()

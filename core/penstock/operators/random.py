@@ -86,7 +86,11 @@ class UniformCPU(_RandomOp):
             if (hi <= lo).any():  # an empty range is an error for integer dtypes too (DALI)
                 raise ValueError(f"{self.label}: 'range' must be [lo, hi) with lo < hi")
             if _is_float(self.args["dtype"]):
-                draws = lo + (hi - lo) * rng.random(total)
+                ftype = to_numpy_type(self.args["dtype"])
+                draws = (lo + (hi - lo) * rng.random(total)).astype(ftype)
+                # [lo, hi) in the output type too: a draw rounded up to hi takes the last value below it
+                top = hi.astype(ftype)
+                draws = np.where(draws >= top, np.nextafter(top, lo.astype(ftype)), draws)
             else:  # integers in [trunc(lo), trunc(hi)], both ends included (DALI)
                 draws = rng.integers(np.trunc(lo).astype(np.int64), np.trunc(hi).astype(np.int64), endpoint=True)
         return self._out(ws, draws, shapes)
