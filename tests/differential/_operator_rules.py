@@ -1,7 +1,8 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
 axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
-refusals, reductions over no axes, uniform's open upper end, ...
+refusals, reductions over no axes, uniform's open upper end, choice's
+elements, probabilities and refusals, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -143,4 +144,28 @@ def _random() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random()
+def _choice() -> list[Expression]:
+    e = Expression
+    ragged = ([[5, 6, 7], [1, 2, 3, 4, 5]], "int32", "N")
+    rows = ([[[0, 1], [2, 3], [4, 5]], [[6, 7], [8, 9], [10, 11]]], "int16", "NS")
+    one_hot = _per_sample([[0, 0, 1], [0, 1, 0, 0, 0]], "float32")  # certain picks: the values compare
+    return [
+        e("random.choice:p_per_sample_ragged", f"fn.random.choice(a, p={one_hot}, shape=[4])", (ragged,)),
+        e("random.choice:p_per_sample_ragged_no_shape", f"fn.random.choice(a, p={one_hot})", (ragged,)),
+        e("random.choice:shape_like", f"fn.random.choice(a, b, p={one_hot})",
+          (ragged, ([np.zeros((2, 3)).tolist()] * 2, "uint8", None))),
+        e("random.choice:rows", "fn.random.choice(a, p=[0.0, 0.0, 1.0], shape=[2])", (rows,)),
+        e("random.choice:rows_no_shape", "fn.random.choice(a, p=[0.0, 1.0, 0.0])", (rows,)),
+        e("random.choice:rows_2d_shape", "fn.random.choice(a, p=[1.0, 0.0, 0.0], shape=[2, 2])", (rows,)),
+        e("random.choice:p_one_value", "fn.random.choice(1, p=1.0, shape=[3])", ()),
+        # refusals in DALI's words
+        e("random.choice:p_above_1", "fn.random.choice(1, p=1.5)", ()),
+        e("random.choice:p_sum", "fn.random.choice(2, p=0.25)", ()),
+        e("random.choice:n_negative", "fn.random.choice(-5)", ()),
+        e("random.choice:n_0", "fn.random.choice(0)", ()),
+        e("random.choice:float_scalar", "fn.random.choice(5.0)", ()),
+        e("random.choice:p_length", "fn.random.choice(5, p=np.array([0.25, 0.5, 0.25]))", ()),
+    ]
+
+
+RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice()
