@@ -2,7 +2,7 @@
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
 axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
 refusals, reductions over no axes, uniform's open upper end, choice's
-elements, probabilities and refusals, ...
+elements, probabilities and refusals, select_masks' refusals, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -168,4 +168,18 @@ def _choice() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice()
+def _select_masks() -> list[Expression]:
+    e = Expression
+    verts = ([np.arange(18).reshape(9, 2).tolist()] * 2, "float32", None)
+    polys = ([[[0, 0, 2], [1, 3, 5], [2, 6, 8]]] * 2, "int32", None)
+    select = "tuple(fn.segmentation.select_masks(a, b, c))"
+    return [
+        e("select_masks:id_missing", select, (([[10, 11], [0]], "int32", None), polys, verts)),
+        e("select_masks:four_columns", select, (([[0], [0]], "int32", None),
+                                                ([[[0, 0, 2, -1], [1, 3, 5, -1]]] * 2, "int32", None), verts)),
+        e("select_masks:vertex_range", select, (([[0], [0]], "int32", None), ([[[0, 0, 20]]] * 2, "int32", None),
+                                                ([np.zeros((3, 2)).tolist()] * 2, "float32", None))),
+    ]
+
+
+RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
