@@ -2,7 +2,8 @@
 libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
 axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
 refusals, reductions over no axes, uniform's open upper end, choice's
-elements, probabilities and refusals, select_masks' refusals, ...
+elements, probabilities and refusals, select_masks' refusals, the layouts
+gaussian_blur and laplacian take, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -182,4 +183,24 @@ def _select_masks() -> list[Expression]:
     ]
 
 
-RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
+def _vol(layout: str | None, *shape: int) -> tuple:
+    n = int(np.prod(shape))
+    return ([((np.arange(n) * 7) % 23).reshape(shape).tolist(), ((np.arange(n) * 5) % 19).reshape(shape).tolist()],
+            "float32", layout)
+
+
+def _convolution_layouts() -> list[Expression]:
+    """gaussian_blur and laplacian read layouts alike: without one every dim is spatial; any letter
+    but leading F/C and a trailing C is a spatial dim."""
+    e = Expression
+    layouts = [("empty_3d", _vol(None, 6, 7, 8)), ("empty_1d", _vol(None, 9)), ("empty_4d", _vol(None, 3, 4, 5, 6)),
+               ("XYZ", _vol("XYZ", 6, 7, 3)), ("XYC", _vol("XYC", 6, 7, 3)), ("FXYZ", _vol("FXYZ", 3, 4, 5, 6)),
+               ("FCX", _vol("FCX", 3, 4, 5)), ("CFHW", _vol("CFHW", 2, 3, 4, 5)), ("DHCW", _vol("DHCW", 6, 7, 8, 3)),
+               ("HFWC", _vol("HFWC", 5, 6, 7, 3)), ("FWXYZC", _vol("FWXYZC", 2, 3, 3, 3, 3, 2)),
+               ("FCHCW", _vol("FCHCW", 2, 3, 4, 3, 5)), ("FCCHW", _vol("FCCHW", 2, 3, 3, 4, 5)),
+               ("XYZW", _vol("XYZW", 3, 4, 5, 6)), ("FC", _vol("FC", 3, 4))]
+    return [e(f"{op}:layout_{name}", f"fn.{op}(a{kw})", (data,))
+            for op, kw in (("gaussian_blur", ", window_size=3"), ("laplacian", "")) for name, data in layouts]
+
+
+RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks() + _convolution_layouts()

@@ -13,7 +13,7 @@ from math import comb
 import numpy as np
 
 from .._batch import contiguous
-from .._image_layout import as_outer_spatial_channels, split_layout
+from .._image_layout import as_outer_spatial_channels, convolution_axes, split_layout
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, to_numpy_type
@@ -197,7 +197,7 @@ class Laplacian(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         out_type = _output_type(self, src)
-        start, k = _spatial(self, src)
+        start, k = convolution_axes(self.label, src._layout, src.ndim())
         sizes = per_axis(self, ws, "window_size", k)
         _check_odd(self, "window_size", sizes, 3)
         # partial derivative a smooths along axis b with smoothing_size[b], or its own window size

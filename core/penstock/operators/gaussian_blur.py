@@ -7,7 +7,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import to_numpy_type
 from .._batch import contiguous
-from .._image_layout import as_outer_spatial_channels, split_layout
+from .._image_layout import as_outer_spatial_channels, convolution_axes
 
 GAUSSIAN_BLUR = OpSchema(
     "GaussianBlur",
@@ -50,7 +50,7 @@ def resolve_windows(label: str, sigma: np.ndarray, window: np.ndarray) -> tuple[
 class GaussianBlur(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        start, k = split_layout(self.label, src._layout, src.ndim())
+        start, k = convolution_axes(self.label, src._layout, src.ndim())
         sigma, window = resolve_windows(self.label, _per_axis(ws, "sigma", k, np.float64),
                                         _per_axis(ws, "window_size", k, np.int64))
         out_type = self.args["dtype"] if self.args["dtype"] is not None else src.dtype
