@@ -3,7 +3,7 @@ libraries): how normalize treats epsilon and degenerate variances, one_hot's sca
 axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
 refusals, reductions over no axes, uniform's open upper end, choice's
 elements, probabilities and refusals, select_masks' refusals, the layouts
-gaussian_blur and laplacian take, ...
+gaussian_blur and laplacian take, gaussian_blur's window refusals, ...
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -203,4 +203,14 @@ def _convolution_layouts() -> list[Expression]:
             for op, kw in (("gaussian_blur", ", window_size=3"), ("laplacian", "")) for name, data in layouts]
 
 
-RULES = _normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks() + _convolution_layouts()
+def _gaussian_windows() -> list[Expression]:
+    e = Expression
+    img = _vol("HWC", 20, 10, 3)
+    return [e(f"gaussian_blur:{name}", f"fn.gaussian_blur(a, {kw})", (img,)) for name, kw in (
+        ("sigma_and_window_0", "sigma=0.0, window_size=0"), ("sigma_negative", "sigma=-1.0, window_size=0"),
+        ("window_negative", "sigma=0.0, window_size=-11"), ("window_even", "sigma=0.0, window_size=2"),
+        ("sigma_negative_axis_1", "sigma=[1.0, -2.0]"), ("window_even_axis_1", "window_size=[3, 4]"))]
+
+
+RULES = (_normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
+         + _convolution_layouts() + _gaussian_windows())
