@@ -1,9 +1,8 @@
 """Operator rules that DALI's own operator tests rely on (found by running those tests on both
-libraries): how normalize treats epsilon and degenerate variances, one_hot's scalar-like labels, axes and
-axis names, pad's per-sample axes and its refusals, the sequence and batch operators'
-refusals, reductions over no axes, uniform's open upper end, choice's
-elements, probabilities and refusals, select_masks' refusals, the layouts
-gaussian_blur and laplacian take, gaussian_blur's window refusals, ...
+libraries): normalize's epsilon and degenerate variances, one_hot's scalar-like labels, axes and
+axis names, pad's per-sample axes, the sequence and batch operators' refusals, reductions over no
+axes, uniform's open upper end, choice's elements and probabilities, select_masks' refusals, the
+layouts gaussian_blur and laplacian take and gaussian_blur's windows, per-frame arguments.
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -212,5 +211,18 @@ def _gaussian_windows() -> list[Expression]:
         ("sigma_negative_axis_1", "sigma=[1.0, -2.0]"), ("window_even_axis_1", "window_size=[3, 4]"))]
 
 
+def _per_frame() -> list[Expression]:
+    e = Expression
+    mats = ([np.linspace(-1, 1, 5 * 6).reshape(5, 2, 3).tolist(), np.linspace(2, -1, 4 * 6).reshape(4, 2, 3).tolist()],
+            "float32", "F**")
+    return [
+        # an argument of one frame serves every frame; other counts than the input's are refused in DALI's words
+        e("per_frame:one_frame_argument", "fn.transforms.rotation(a, angle=fn.per_frame(b))",
+          (mats, ([[10.0], [20.0]], "float32", None))),
+        e("per_frame:argument_frames_mismatch", "fn.transforms.rotation(a, angle=fn.per_frame(b))",
+          (mats, ([[1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 2.0, 3.0]], "float32", None))),
+    ]
+
+
 RULES = (_normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
-         + _convolution_layouts() + _gaussian_windows())
+         + _convolution_layouts() + _gaussian_windows() + _per_frame())
