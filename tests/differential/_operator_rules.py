@@ -2,7 +2,7 @@
 libraries): normalize's epsilon and degenerate variances, one_hot's scalar-like labels, axes and
 axis names, pad's per-sample axes, the sequence and batch operators' refusals, reductions over no
 axes, uniform's open upper end, choice's elements and probabilities, select_masks' refusals, the
-layouts gaussian_blur and laplacian take and gaussian_blur's windows, per-frame arguments.
+layouts gaussian_blur and laplacian take and their windows, per-frame arguments.
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -211,6 +211,19 @@ def _gaussian_windows() -> list[Expression]:
         ("sigma_negative_axis_1", "sigma=[1.0, -2.0]"), ("window_even_axis_1", "window_size=[3, 4]"))]
 
 
+def _laplacian_windows() -> list[Expression]:
+    e = Expression
+    img = ([((np.arange(40 * 40 * 3) % 11).reshape(40, 40, 3)).tolist()] * 2, "uint8", "HWC")
+    cases = [("window_31", "window_size=31"), ("window_33", "window_size=33"), ("window_even", "window_size=10"),
+             ("window_even_axis", "window_size=[3, 6]"),
+             ("smoothing_negative", "smoothing_size=-1"), ("smoothing_33", "window_size=3, smoothing_size=33"),
+             ("dtype_uint16", "dtype=types.UINT16"), ("normalized_and_scale", "normalized_kernel=True, scale=1.0"),
+             ("window_3_values", "window_size=[3, 7, 3]"), ("scale_3_values", "scale=[3.0, 7.0, 3.0]"),
+             ("window_node_3_values", f"window_size={_per_sample([[3, 7, 3], [3, 7, 3]])}"),
+             ("window_node_mixed", f"window_size={_per_sample([[5], [3, 7]])}")]
+    return [e(f"laplacian:{name}", f"fn.laplacian(a, {kw})", (img,), tolerance=1) for name, kw in cases]
+
+
 def _per_frame() -> list[Expression]:
     e = Expression
     mats = ([np.linspace(-1, 1, 5 * 6).reshape(5, 2, 3).tolist(), np.linspace(2, -1, 4 * 6).reshape(4, 2, 3).tolist()],
@@ -225,4 +238,5 @@ def _per_frame() -> list[Expression]:
 
 
 RULES = (_normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
-         + _convolution_layouts() + _gaussian_windows() + _per_frame())
+         + _convolution_layouts() + _gaussian_windows() + _laplacian_windows()
+         + _per_frame())
