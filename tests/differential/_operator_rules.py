@@ -2,7 +2,8 @@
 libraries): normalize's epsilon and degenerate variances, one_hot's scalar-like labels, axes and
 axis names, pad's per-sample axes, the sequence and batch operators' refusals, reductions over no
 axes, uniform's open upper end, choice's elements and probabilities, select_masks' refusals, the
-layouts gaussian_blur and laplacian take and their windows, per-frame arguments.
+layouts gaussian_blur and laplacian take and their windows, roi_random_crop's refusals, per-frame
+arguments.
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -224,6 +225,22 @@ def _laplacian_windows() -> list[Expression]:
     return [e(f"laplacian:{name}", f"fn.laplacian(a, {kw})", (img,), tolerance=1) for name, kw in cases]
 
 
+def _roi_random_crop() -> list[Expression]:
+    e = Expression
+    zeros = ([np.zeros((4, 4)).tolist()] * 2, "float32", None)
+    roi = "crop_shape=[2, 2], roi_start=[1, 1]"
+    cases = [("in_shape_and_input", f"a, in_shape=[4, 4], {roi}, roi_shape=[1, 1]", (zeros,)),
+             ("roi_end_and_shape", f"a, {roi}, roi_shape=[1, 1], roi_end=[2, 2]", (zeros,)),
+             ("in_shape_negative", "in_shape=[-4, 4], crop_shape=[2, 2], roi_start=[1, 1], roi_shape=[1, 1]", ()),
+             ("crop_negative", "in_shape=[4, 4], crop_shape=[1, -1], roi_start=[1, 1], roi_shape=[1, 1]", ()),
+             ("roi_start_negative", "in_shape=[4, 4], crop_shape=[2, 2], roi_start=[-1, -1], roi_shape=[1, 1]", ()),
+             ("roi_shape_past_end", f"in_shape=[4, 4], {roi}, roi_shape=[4, 4]", ()),
+             ("roi_end_past_end", f"in_shape=[4, 4], {roi}, roi_end=[5, 5]", ()),
+             ("crop_bigger", "in_shape=[4, 4], crop_shape=[10, 10], roi_start=[1, 1], roi_shape=[1, 1]", ()),
+             ("crop_bigger_than_input", "a, crop_shape=[10, 10], roi_start=[1, 1], roi_shape=[1, 1]", (zeros,))]
+    return [e(f"roi_random_crop:{name}", f"fn.roi_random_crop({kw})", data) for name, kw, data in cases]
+
+
 def _per_frame() -> list[Expression]:
     e = Expression
     mats = ([np.linspace(-1, 1, 5 * 6).reshape(5, 2, 3).tolist(), np.linspace(2, -1, 4 * 6).reshape(4, 2, 3).tolist()],
@@ -239,4 +256,4 @@ def _per_frame() -> list[Expression]:
 
 RULES = (_normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
          + _convolution_layouts() + _gaussian_windows() + _laplacian_windows()
-         + _per_frame())
+         + _roi_random_crop() + _per_frame())
