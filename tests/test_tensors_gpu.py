@@ -110,6 +110,7 @@ def test_copy_to_external_orders_on_the_given_stream():
     for kernel in (False, True):
         out = cp.zeros(12, cp.float32)
         stream = cp.cuda.Stream(non_blocking=True)
+        stream.wait_event(cp.cuda.get_current_stream().record())  # the zeros first, then the copy
         t.copy_to_external(out.data.ptr, stream, non_blocking=True, use_copy_kernel=kernel)
         stream.synchronize()
         np.testing.assert_array_equal(cp.asnumpy(out), np.arange(12, dtype=np.float32))

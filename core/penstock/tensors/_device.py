@@ -37,6 +37,15 @@ def _device_array(data: Any) -> Any:
         return cp.asarray(data)
 
 
+def _current_stream(array: Any) -> Any:
+    """The stream data handed in without one is ready on: CuPy's current stream of the array's
+    GPU (CuPy queues its own work there, and imports through DLPack or the CUDA array interface
+    are ordered onto it). Recorded as the producer's, so a consumer on another stream (a
+    non-blocking one, torch's, a copy's) waits for the data instead of reading it half made."""
+    with array.device:
+        return _cupy().cuda.get_current_stream()
+
+
 def _cuda_device_of(data: Any) -> int | None:
     """The CUDA device holding ``data`` (DLPack or CUDA array interface), None for host data."""
     if hasattr(data, "__dlpack_device__"):
@@ -169,6 +178,7 @@ class TensorGPU(_StreamOrdered, _Tensor):
             self._source_info = data._source_info
         else:
             self._array = _device_array(data)
+            self.stream = _current_stream(self._array)
         if stream is not None:
             self.stream = stream
         self._layout = layout_str(layout)
@@ -255,6 +265,8 @@ class TensorListGPU(_StreamOrdered, _Batch):
         to_dali_type(buf.dtype)
         self._set(buf, shapes, offsets, layout)
         self._source_info = list(infos) if infos is not None else [""] * len(shapes)
+        if not isinstance(data, TensorListGPU):
+            self.stream = _current_stream(buf)
         if stream is not None:
             self.stream = stream
         self._device_id = buf.device.id if device_id is None else device_id
