@@ -380,7 +380,8 @@ def test_shm_segments_are_anonymous():
 
 def test_sigint_in_parent_leaves_no_worker():
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored
         sys.path.insert(0, {os.path.join(_ROOT, 'core')!r})
         import numpy as np
         from penstock import fn, pipeline_def
