@@ -401,11 +401,14 @@ def test_sigint_in_parent_leaves_no_worker():
             pipe.run()
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    pids = [int(x) for x in proc.stdout.readline().split()]
-    assert len(pids) == 2
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
+    try:
+        pids = [int(x) for x in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()  # a failed test leaves no endless loop behind
     assert b"KeyboardInterrupt" in err
     assert _wait_dead(pids)
 
