@@ -5,7 +5,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test torchaudio-site
+.PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test wheels-test wheel-test-one \
+        pythons torchaudio-site
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,17 +70,37 @@ wheel: $(VENV)/bin/python
 	$(PIP) wheel -q --no-build-isolation --no-deps -w build/wheel .
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --strip -w dist build/wheel/penstock_data-*.whl
 
-# Wheels for each CPython 3.10-3.14 that runs here as python3.1x (or those named:
-# make wheels WHEEL_PYTHONS="/opt/py312/bin/python3.12 ..."), each built from a venv of its own.
-WHEEL_PYTHONS ?= $(foreach v,10 11 12 13 14,$(shell python3.$(v) -c "" 2>/dev/null && echo python3.$(v)))
+# Wheels for each CPython 3.10-3.14 found here, each built from a venv of its own: python3.1x on
+# PATH, else pyenv's 3.1x, else uv's (`make pythons` installs those); or those named:
+# make wheels WHEEL_PYTHONS="/opt/py312/bin/python3.12 ...".
+WHEEL_VERSIONS := 3.10 3.11 3.12 3.13 3.14
+UV := $(firstword $(wildcard $(VENV)/bin/uv) uv)
+WHEEL_PYTHONS ?= $(shell for v in $(WHEEL_VERSIONS); do \
+	for py in python$$v "$$(pyenv prefix $$v 2>/dev/null)/bin/python$$v" "$$($(UV) python find $$v 2>/dev/null)"; do \
+	  "$$py" -c "" 2>/dev/null && { echo "$$py"; break; }; done; done; true)
 wheels:
 	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
+
+# CPython 3.10-3.14 for make wheels: uv's builds (python-build-standalone), in uv's own directory.
+pythons: $(VENV)/bin/python
+	$(PIP) install -q uv
+	$(VENV)/bin/uv python install $(WHEEL_VERSIONS)
 
 # The wheel installed into a fresh venv with no compiler on PATH runs the README's CPU example
 # (make test runs that too); here also the source distribution's round trip, which compiles the
 # engine once more from the sdist (minutes, so not in make test).
 wheel-test: $(STAMP)
 	PENSTOCK_SDIST_ROUNDTRIP=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
+
+# The same wheel test (without the sdist's) under each CPython of make wheels, in the venv that
+# built its wheel, with that build's engine put in place in core/ too (the tests import penstock).
+wheels-test: wheels
+	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel-test-one PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
+
+wheel-test-one: $(VENV)/bin/python
+	$(PIP) install -q pytest pillow
+	$(PY) setup.py -q build_ext --inplace
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_wheel.py
 
 # On a CUDA machine, with that machine's own Python and its CUDA builds of CuPy/torch/JAX (the
 # pinned test venv is CPU-only): installs penstock and the plugins into it and runs the GPU tests,

@@ -159,7 +159,10 @@ def test_exception_in_training_loop_while_prefetching(tmp_path):
 
 def _script(body: str, timeout: float = 60) -> str:
     env = dict(os.environ, PYTHONPATH=CORE + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env, capture_output=True,
+    # the interrupt tests need Python's own SIGINT handler, which a child started with SIGINT ignored
+    # (as `make test &` starts the suite from a script) would not install
+    body = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n" + textwrap.dedent(body)
+    r = subprocess.run([sys.executable, "-c", body], env=env, capture_output=True,
                        text=True, timeout=timeout)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout

@@ -95,7 +95,7 @@ def test_laplacian_of_uint8_saturates_and_rejects_bad_windows():
     for img, o in zip(IMAGES, samples(out)):
         ref = np.stack([_laplacian_ref(img[..., c], [3, 3], [[3, 3], [3, 3]]) for c in range(3)], -1)
         assert o.dtype == np.uint8 and np.abs(o.astype(int) - _to_uint8(ref)).max() <= 1
-    with pytest.raises(ValueError, match="window_size"):
+    with pytest.raises(ValueError, match="Window size must be an odd integer between 3 and 31, got 4"):
         run_es(lambda x: fn.laplacian(x, window_size=4), IMAGES, layouts=["HWC"])
     with pytest.raises(ValueError, match="normalized_kernel"):
         run_es(lambda x: fn.laplacian(x, scale=2.0, normalized_kernel=True), IMAGES, layouts=["HWC"])

@@ -44,7 +44,7 @@ def test_per_sample_sigma_and_sequence_layout():
 
 
 def test_missing_sigma_and_window_is_an_error():
-    with pytest.raises(Exception, match="sigma or window_size"):
+    with pytest.raises(RuntimeError, match="`sigma` and `window_size` shouldn.t be 0 at the same time for sample: 0"):
         run_once(lambda x: fn.gaussian_blur(x), images(3))
 
 

@@ -184,7 +184,8 @@ def test_training_resumes_from_a_checkpoint_taken_in_the_middle(files):
 
 
 def test_the_jax_iterator_feeds_a_training_step(files):
-    jax = pytest.importorskip("jax")
+    from _util import installed_or_skip
+    jax = installed_or_skip("jax")
     if not any(d.platform == "gpu" for d in jax.devices()):
         pytest.skip("JAX has no GPU here")
     import jax.numpy as jnp

@@ -13,8 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("jax")
-from _util import free_port, run_together  # noqa: E402
+from _util import free_port, installed_or_skip, run_together  # noqa: E402
+
+installed_or_skip("jax")
 
 PROCESSES, LOCAL_DEVICES, N, BATCH = 2, 2, 13, 2
 TIMEOUT_S = 180

@@ -11,9 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import free_port, installed_or_skip, run_together  # noqa: E402
+
+jax = installed_or_skip("jax")
 from penstock import _cuda  # noqa: E402
-from _util import free_port, run_together  # noqa: E402
 
 
 def _gpu_count() -> int:

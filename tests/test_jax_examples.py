@@ -8,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import installed_or_skip  # noqa: E402
+
+jax = installed_or_skip("jax")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "jax"))

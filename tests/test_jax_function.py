@@ -3,7 +3,9 @@ functions, several outputs or none, layouts, and the errors of non-uniform batch
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import installed_or_skip  # noqa: E402
+
+jax = installed_or_skip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import penstock.plugin.jax as dax  # noqa: E402

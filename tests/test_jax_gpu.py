@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import installed_or_skip  # noqa: E402
+
+jax = installed_or_skip("jax")
 from penstock import _cuda, fn, pipeline_def  # noqa: E402
 from penstock.pipeline import Pipeline  # noqa: E402
 from penstock.tensors import TensorListGPU  # noqa: E402

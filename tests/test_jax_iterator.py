@@ -11,7 +11,9 @@ import itertools
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import installed_or_skip  # noqa: E402
+
+jax = installed_or_skip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from penstock import fn, pipeline_def, types  # noqa: E402

@@ -14,7 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import installed_or_skip  # noqa: E402
+
+jax = installed_or_skip("jax")
 
 CHILD = "PENSTOCK_JAX_MULTIDEVICE_CHILD"
 

@@ -18,7 +18,9 @@ import sys
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _util import installed_or_skip  # noqa: E402
+
+jax = installed_or_skip("jax")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from make_sample_data import make_dataset  # noqa: E402

@@ -26,6 +26,10 @@ def test_report_names_version_backends_and_each_plugin_with_its_framework():
         "penstock.plugin.pytorch"]
     assert "penstock.plugin.jax" in rows and "penstock.plugin.tf" in rows
     assert any(name.startswith("nvImageCodec") for name in rows)
+    assert "NVDEC (video decoding on the GPU)" in rows
+    import av
+    assert rows["PyAV (video reading and CPU decoding)"].endswith(f"  av {av.__version__}")
+    assert rows["libsndfile (audio decoding)"].startswith("  yes")  # soundfile's, in the test set
     cuda = rows["CUDA (GPU pipelines)"]
     from penstock import backend
     assert cuda.startswith("  yes" if backend.cuda_available() else "  no ")
@@ -39,6 +43,20 @@ def test_a_missing_framework_is_reported_with_what_to_install(monkeypatch):
     (tf,) = [c for c in cli.components() if c.name == "penstock.plugin.tf"]
     assert not tf.available and tf.install == "pip install tensorflow (or tensorflow-cpu)"
     assert "penstock.plugin.tf: pip install tensorflow (or tensorflow-cpu)" in cli.report()
+
+
+def test_missing_video_libraries_are_reported_with_their_extras(monkeypatch):
+    from penstock import __main__ as cli
+    from penstock.operators import _video_nvdec
+    monkeypatch.setitem(sys.modules, "av", None)
+    monkeypatch.setattr(_video_nvdec, "load_pynvvideocodec", lambda: (None, "PyNvVideoCodec is not installed"))
+    parts = {c.name: c for c in cli.components()}
+    assert not parts["PyAV (video reading and CPU decoding)"].available
+    nvdec = parts["NVDEC (video decoding on the GPU)"]
+    assert not nvdec.available and nvdec.detail.startswith("PyNvVideoCodec is not installed")
+    report = cli.report()
+    assert "PyAV (video reading and CPU decoding): the video extra: pip install 'penstock-data[video]'" in report
+    assert "pip install 'penstock-data[video-gpu]'" in report
 
 
 def test_profile_command_prints_operators_and_the_bottleneck_and_writes_a_timeline(tmp_path):

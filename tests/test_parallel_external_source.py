@@ -380,7 +380,8 @@ def test_shm_segments_are_anonymous():
 
 def test_sigint_in_parent_leaves_no_worker():
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored
         sys.path.insert(0, {os.path.join(_ROOT, 'core')!r})
         import numpy as np
         from penstock import fn, pipeline_def
@@ -400,11 +401,14 @@ def test_sigint_in_parent_leaves_no_worker():
             pipe.run()
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    pids = [int(x) for x in proc.stdout.readline().split()]
-    assert len(pids) == 2
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
+    try:
+        pids = [int(x) for x in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()  # a failed test leaves no endless loop behind
     assert b"KeyboardInterrupt" in err
     assert _wait_dead(pids)
 

@@ -79,5 +79,5 @@ def test_per_frame_arguments():
 
 def test_per_frame_values_must_match_the_frames():
     wrong = [np.array([1.0, 1.0], np.float32)] * 2
-    with pytest.raises(RuntimeError, match="frames per sample"):
+    with pytest.raises(RuntimeError, match="contains 2 per-frame parameters, but there are"):
         _run(lambda v: fn.brightness(v, brightness=fn.per_frame(fn.external_source(source=lambda: wrong))))

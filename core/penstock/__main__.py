@@ -49,9 +49,10 @@ def _found(module: str) -> bool:
 
 
 def components() -> list[Component]:
-    """The native engine, CUDA, nvImageCodec and each framework plugin, as found here."""
+    """The native engine, CUDA, nvImageCodec, NVDEC, PyAV, libsndfile and each framework plugin, as found here."""
     from penstock import _engine, backend
     from penstock._cuda import INSTALL_HINT, _nvimgcodec
+    from penstock.operators import _video_nvdec, audio_decode
     found = [Component("native engine", True, os.path.basename(_engine.__file__))]
     reason = backend.cuda_unavailable_reason()
     if reason is None:
@@ -69,6 +70,18 @@ def components() -> list[Component]:
         (_version("nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12") or "found") + f" in {codec}" if codec else
         "not installed: mixed decoders decode on the host and upload",
         "comes with the GPU extra: pip install 'penstock-data[cuda13]' (or [cuda12])"))
+    nvdec, why = _video_nvdec.load_pynvvideocodec()
+    found.append(Component(
+        "NVDEC (video decoding on the GPU)", nvdec is not None,
+        _version("PyNvVideoCodec") or "found" if nvdec is not None else f"{why}: GPU video decodes on the host",
+        "comes with the video-gpu extra: pip install 'penstock-data[video-gpu]'"))
+    found.append(Component(
+        "PyAV (video reading and CPU decoding)", _found("av"), _version("av") if _found("av") else "not installed",
+        "the video extra: pip install 'penstock-data[video]'"))
+    libsndfile = audio_decode.libsndfile_path()
+    found.append(Component(
+        "libsndfile (audio decoding)", libsndfile is not None, libsndfile or "not found",
+        "the audio extra: pip install 'penstock-data[audio]' (or the system's libsndfile)"))
     for module, (distribution, package, framework, framework_dists) in PLUGINS.items():
         plugin = _version(distribution) or (f"{distribution} (source tree)" if _found(package) else None)
         library = _version(*framework_dists) if _found(framework) else None

@@ -23,6 +23,32 @@ def split_layout(label: str, layout: str, ndim: int) -> tuple[int, int]:
     return start, count
 
 
+def convolution_axes(label: str, layout: str, ndim: int) -> tuple[int, int]:
+    """(first spatial dim, number of spatial dims) as DALI's convolution operators (gaussian_blur,
+    laplacian) read a layout: up to two leading frame / channel dims (F, C), an optional trailing C,
+    every other letter a spatial dim (1 to 3 of them). Without a layout every dim is spatial.
+    Refusals in DALI's words."""
+    if not layout:
+        if ndim > 3:
+            raise ArgumentValueError(f"{label}: Input data with empty layout cannot have more than 3 dimensions, "
+                                     f"got input with {ndim} dimensions.")
+        return 0, ndim
+    start = len(layout) - len(layout.lstrip("FC"))
+    if start > 2:
+        raise ArgumentValueError(f"{label}: Found more the one occurrence of 'F' or 'C' axes in layout: {layout}.")
+    end = ndim - 1 if layout.endswith("C") and ndim > start else ndim
+    if "C" in layout[start:end]:
+        raise ArgumentValueError(f"{label}: Only channel-first or channel-last layouts are supported, got: {layout}.")
+    if "F" in layout[start:end]:
+        raise ArgumentValueError(f"{label}: For sequences, layout should begin with 'F' or 'C', got: {layout}.")
+    if end <= start:
+        raise ArgumentValueError(f"{label}: No spatial axes found in the layout: {layout}")
+    if end - start > 3:
+        raise ArgumentValueError(f"{label}: Too many dimensions, found: {end - start} data axes, maximum supported "
+                                 "is: 3.")
+    return start, end - start
+
+
 def as_outer_spatial_channels(shapes: np.ndarray, start: int, count: int) -> np.ndarray:
     """[N, count + 2] shapes (outer, spatial..., channels): leading dims are merged into the
     outer extent, a trailing channel dim (or 1) is the last."""

@@ -18,15 +18,27 @@ def has_per_frame_args(ws: Any) -> bool:
 
 
 def _frames_of(tl: Any, counts: np.ndarray, label: str, what: str) -> Any:
-    """The samples of ``tl`` (``F...``, ``counts[i]`` frames each) as one sample per frame."""
-    if tl._shapes.shape[1] < 1 or not np.array_equal(tl._shapes[:, 0], counts):
-        raise ValueError(f"{label}: {what} has {tl._shapes[:, 0].tolist() if tl._shapes.shape[1] else 'no'} frames "
-                         f"per sample, the sequences {counts.tolist()}")
+    """The samples of ``tl`` (``F...``, ``counts[i]`` frames each) as one sample per frame; an
+    argument's sample of one frame serves every frame of its sequence (as DALI). Mismatches are
+    refused in DALI's words (``what``: "input k" or "argument `name`")."""
+    if tl._shapes.shape[1] < 1:
+        raise ValueError(f"{label}: {what} has no frames (a 0-D sample)")
+    frames = tl._shapes[:, 0]
+    single = np.zeros(len(tl), bool) if what.startswith("input") else frames == 1
+    bad = np.nonzero((frames != counts) & ~single)[0]
+    if bad.size:
+        i = int(bad[0])
+        if what.startswith("input"):
+            raise ValueError(f"{label}: The input 0 and the {what} have different number of frames for sample {i}, "
+                             f"respectively: {counts[i]} and {frames[i]}")
+        raise ValueError(f"{label}: The sample {i} of tensor {what} contains {frames[i]} per-frame parameters, but "
+                         f"there are {counts[i]} frames in the corresponding sample of input 0. The numbers should "
+                         "match.")
     inner = tl._shapes[:, 1:]
     frame_vol = inner.prod(axis=1) if inner.shape[1] else np.ones(len(tl), np.int64)
     sample = np.repeat(np.arange(len(tl)), counts)
     index = np.arange(len(sample)) - np.repeat(np.cumsum(counts) - counts, counts)
-    offsets = tl._offsets[sample] + index * frame_vol[sample]
+    offsets = tl._offsets[sample] + np.where(single[sample], 0, index) * frame_vol[sample]
     info = [tl._source_info[i] for i in sample] if tl._source_info else None
     return type(tl)._from_packed(tl._buf, np.ascontiguousarray(inner[sample]), offsets, tl._layout[1:], info)
 
@@ -64,7 +76,7 @@ def run_per_frame(op: Any, ws: Any) -> list:
     counts = first._shapes[:, 0].astype(np.int64)
     inputs = [_frames_of(tl, counts, op.label, f"input {k}") if tl._layout.startswith("F") else _repeated(tl, counts)
               for k, tl in enumerate(ws.inputs)]
-    args = {name: _frames_of(tl, counts, op.label, f"argument '{name}'") if tl._layout.startswith("F")
+    args = {name: _frames_of(tl, counts, op.label, f"argument `{name}`") if tl._layout.startswith("F")
             else _repeated(tl, counts) for name, tl in ws.arg_inputs.items()}
     frame_ws = dataclasses.replace(ws, inputs=inputs, arg_inputs=args, batch_size=int(counts.sum()))
     return [_folded(out, counts, first._source_info, op.label) for out in op.run(frame_ws)]

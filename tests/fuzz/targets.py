@@ -48,7 +48,6 @@ from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
 from penstock.types import DALIImageType  # noqa: E402
 
 _POOL = _engine.ThreadPool(1)
-load_libsndfile("fuzz")
 _OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR, DALIImageType.GRAY, DALIImageType.YCbCr,
                  DALIImageType.ANY_DATA)
 MAX_PIXELS = 1 << 22  # decoding a header's claimed size beyond this only measures memory
@@ -457,6 +456,7 @@ _AUDIO: list[bytes] = []
 def _audio_files() -> list[bytes]:
     """Valid files of every audio container (the audio target edits them)."""
     if not _AUDIO:
+        load_libsndfile("fuzz")  # here, not at import: only the audio target needs libsndfile
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from _audio_data import CONTAINERS, encode, signal
         for k, container in enumerate(CONTAINERS):

@@ -48,7 +48,7 @@ _library_lock = threading.Lock()
 _library_version: list[str] = []
 
 
-def _libsndfile_path() -> str | None:
+def libsndfile_path() -> str | None:
     """The soundfile wheel's bundled libsndfile, else the system's."""
     spec = importlib.util.find_spec("_soundfile_data")
     if spec is not None and spec.submodule_search_locations:
@@ -63,7 +63,7 @@ def load_libsndfile(label: str) -> str:
     """Opens libsndfile in the engine once; returns its version."""
     with _library_lock:
         if not _library_version:
-            path = _libsndfile_path()
+            path = libsndfile_path()
             if path is None:
                 raise RuntimeError(f"{label}: decoding audio needs libsndfile: pip install soundfile "
                                    "(or penstock's 'audio' extra), or install the system's libsndfile")

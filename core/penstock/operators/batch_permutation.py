@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from .._batch import contiguous, empty_batch
 from .sequences import gather_ranges
 
@@ -52,9 +52,13 @@ class PermuteBatch(Operator):
         idx = ws.per_sample("indices", np.int64) if "indices" in ws.arg_inputs else \
             np.asarray(self.args["indices"], np.int64)
         if len(idx) != n:
-            raise ValueError(f"{self.label}: 'indices' has {len(idx)} entries for a batch of {n}")
-        if ((idx < 0) | (idx >= n)).any():
-            raise ValueError(f"{self.label}: indices must lie in [0, {n}), got {idx.tolist()}")
+            raise ArgumentValueError(f"{self.label}: The number of sample indices {len(idx)} does not match the "
+                                     f"current batch size, which is {n}")
+        bad = np.nonzero((idx < 0) | (idx >= n))[0]
+        if bad.size:
+            i = int(bad[0])
+            raise ArgumentValueError(f"{self.label}: Sample index out of range. indices[{i}] = {int(idx[i])} is not "
+                                     f"a valid index for an input batch of {n} tensors.")
         shapes = src._shapes[idx]
         vols = src._volumes()
         if ws.gpu is not None:  # one launch copies every sample

@@ -290,13 +290,16 @@ class Pad(Operator):
             lists = [np.asarray(tl._sample_array(i), np.int64).reshape(-1) for i in range(len(tl))]
         else:
             lists = [np.asarray(self.args["axes"] or (), np.int64)] * n
-        k = max((len(a) for a in lists), default=0)
-        if k == 0:  # none given, or []: every dim
+        if not any(a.size for a in lists):  # none given, or []: every dim
             return np.tile(np.arange(nd), (n, 1))
+        lists = [a if a.size else np.arange(nd) for a in lists]  # a sample's []: its every dim
+        k = max(len(a) for a in lists)
         axes = np.full((n, k), -1, np.int64)
         for i, a in enumerate(lists):
-            if ((a < -nd) | (a >= nd)).any():
-                raise ValueError(f"{self.label}: axes {a.tolist()} out of range for {nd}-D input")
+            bad = a[(a < -nd) | (a >= nd)]
+            if bad.size:
+                raise ArgumentValueError(f"{self.label}: Axis {int(bad[0])} out of range. Expected range is "
+                                         f"[{-nd}, {nd - 1}] for a {nd}D input")
             axes[i, :len(a)] = np.where(a < 0, a + nd, a)
         return axes
 
@@ -313,14 +316,28 @@ class Pad(Operator):
         counts = given.sum(axis=1)
 
         def per_axis(name: str) -> np.ndarray | None:
-            """A per-axis argument spread over the dims each sample pads ([N, nd]; None: not given)."""
-            v = per_sample_list(ws, name, np.int64)
-            if v is None or not v.shape[1]:  # [] is none
+            """A per-axis argument spread over the dims each sample pads ([N, nd], -1 where not given;
+            None: not given). Per sample, its values match that sample's own axes (or are one value,
+            or none)."""
+            if name in ws.arg_inputs:
+                tl = contiguous(ws.arg_inputs[name])
+                lists = [np.asarray(tl._sample_array(i), np.int64).reshape(-1) for i in range(n)]
+            elif self.args.get(name) is not None:
+                lists = [np.asarray(self.args[name], np.int64).reshape(-1)] * n
+            else:
                 return None
-            if v.shape[1] != 1 and (counts != v.shape[1]).any():
-                raise ValueError(f"{self.label}: '{name}' has {v.shape[1]} values for {int(counts.max())} axes")
+            if not any(v.size for v in lists):  # [] is none
+                return None
             full = np.full((n, nd), -1, np.int64)
-            full[rows, axes[given]] = np.broadcast_to(v, (n, axes.shape[1]) if v.shape[1] == 1 else v.shape)[given]
+            for i, v in enumerate(lists):  # argument values, not data: a few per sample
+                dims = axes[i][given[i]]
+                if v.size not in (0, 1, dims.size):
+                    if name in ws.arg_inputs:
+                        raise ArgumentValueError(f'{self.label}: Unexpected shape for argument "{name}". Expected '
+                                                 f"{{{dims.size}}} or empty, but got {{{v.size}}} (sample {i})")
+                    raise ArgumentValueError(f'{self.label}: Argument "{name}" expected shape {dims.size} but got '
+                                             f"{v.size} values, which can't be interpreted as the expected shape.")
+                full[i, dims] = v if v.size else -1
             return full
 
         shape = per_axis("shape")
@@ -329,7 +346,7 @@ class Pad(Operator):
         align = per_axis("align")
         if align is not None:
             if (align[padded] <= 0).any():
-                raise ValueError(f"{self.label}: 'align' must be positive")
+                raise ArgumentValueError(f"{self.label}: Values of `align` argument must be positive.")
             target = np.where(padded, -(-target // np.where(padded, align, 1)) * np.where(padded, align, 1), target)
         fill = ws.per_sample("fill_value", np.float64).reshape(n, 1)
         return [slice_batch(ws, src, np.zeros((n, nd), np.int64), target, fill=fill)]

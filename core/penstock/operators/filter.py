@@ -13,9 +13,9 @@ from math import comb
 import numpy as np
 
 from .._batch import contiguous
-from .._image_layout import as_outer_spatial_channels, split_layout
+from .._image_layout import as_outer_spatial_channels, convolution_axes, split_layout
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, to_numpy_type
 
 BORDERS = {"reflect_101": 0, "reflect_1001": 1, "wrap": 2, "clamp": 3, "constant": 4}
@@ -23,7 +23,7 @@ BORDERS = {"reflect_101": 0, "reflect_1001": 1, "wrap": 2, "clamp": 3, "constant
 MORPHOLOGY_BORDERS = {"reflect101": 0, "reflect": 1, "wrap": 2, "replicate": 3, "constant": 4}
 FILTER_TYPES = (DALIDataType.UINT8, DALIDataType.INT8, DALIDataType.UINT16, DALIDataType.INT16,
                 DALIDataType.FLOAT16, DALIDataType.FLOAT)
-MAX_WINDOW = 23
+MAX_WINDOW = 31  # the Laplacian's largest window (DALI's and OpenCV's)
 
 FILTER = OpSchema(
     "Filter",
@@ -42,9 +42,9 @@ LAPLACIAN = OpSchema(
     "The sum of the second partial derivatives along the spatial axes, each approximated by a derivative window "
     "along its axis and smoothing windows along the others (reflect-101 borders, float arithmetic).",
     args=[Arg("window_size", ArgType.INT_LIST, (3,), tensor=True,
-              doc="derivative window size (odd, 3-23), one value or one per axis"),
+              doc="derivative window size (odd, 3-31), one value or one per axis"),
           Arg("smoothing_size", ArgType.INT_LIST, optional=True, tensor=True,
-              doc="smoothing window size (odd, 1-23) per axis; default: the derivative's window size"),
+              doc="smoothing window size (odd, 1-31) per axis; default: the derivative's window size"),
           Arg("scale", ArgType.FLOAT_LIST, optional=True, tensor=True,
               doc="factor of each partial derivative, one value or one per axis (default 1)"),
           Arg("normalized_kernel", ArgType.BOOL, False,
@@ -86,8 +86,8 @@ def _output_type(op: Operator, src) -> DALIDataType:
                         f"({', '.join(t.name for t in FILTER_TYPES)})")
     dtype = op.args["dtype"] if op.args["dtype"] is not None else src.dtype
     if dtype not in (src.dtype, DALIDataType.FLOAT):
-        raise ValueError(f"{op.label}: the output type must be the input's ({src.dtype.name}) or FLOAT, "
-                         f"got {dtype.name}")
+        raise ArgumentValueError(f"{op.label}: Output data type must be same as input, FLOAT or skipped (defaults to "
+                                 f"input type); got {dtype.name} for {src.dtype.name} input")
     return dtype
 
 
@@ -98,10 +98,19 @@ def per_axis(op: Operator, ws, name: str, count: int, dtype=np.int64) -> np.ndar
         vols = tl._volumes()
         if (vols == 1).all():
             return np.repeat(ws.per_sample(name, dtype)[:, None], count, axis=1)
+        bad = np.nonzero((vols != 1) & (vols != count))[0]
+        if bad.size:
+            i = int(bad[0])
+            raise ArgumentValueError(f"{op.label}: Argument {name} for sample {i} is expected to have 1 or {count} "
+                                     f"elements, got: {int(vols[i])}")
+        if (vols == 1).any():  # one value for every axis in some samples, one per axis in others
+            rows = [np.resize(np.asarray(tl._sample_array(i), dtype).reshape(-1), count) for i in range(len(tl))]
+            return np.stack(rows)
         return ws.per_sample(name, dtype, count)
     value = np.asarray(op.args[name], dtype).reshape(-1)
     if value.size not in (1, count):
-        raise ValueError(f"{op.label}: argument '{name}' needs 1 or {count} values, got {value.size}")
+        raise ArgumentValueError(f'{op.label}: Argument "{name}" expects either a single value or a list of {count} '
+                                 f"elements. {value.size} given.")
     return np.broadcast_to(np.resize(value, count), (ws.batch_size, count)).copy()
 
 
@@ -192,18 +201,19 @@ def laplacian_windows(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class Laplacian(Operator):
     def setup(self):
         if self.args["normalized_kernel"] and self.given("scale"):
-            raise ValueError(f"{self.label}: 'normalized_kernel' and 'scale' cannot both be given")
+            raise ArgumentValueError(f"{self.label}: Parameter ``scale`` cannot be specified when "
+                                     "``normalized_kernel`` is set to True")
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         out_type = _output_type(self, src)
-        start, k = _spatial(self, src)
+        start, k = convolution_axes(self.label, src._layout, src.ndim())
         sizes = per_axis(self, ws, "window_size", k)
-        _check_odd(self, "window_size", sizes, 3)
+        _check_odd(self, "Window", sizes, 3)
         # partial derivative a smooths along axis b with smoothing_size[b], or its own window size
         if ws.has_arg("smoothing_size"):
             smoothing = per_axis(self, ws, "smoothing_size", k)
-            _check_odd(self, "smoothing_size", smoothing, 1)
+            _check_odd(self, "Smoothing window", smoothing, 1)
             grid = np.repeat(smoothing[:, None, :], k, axis=1)
         else:
             grid = np.repeat(sizes[:, :, None], k, axis=2)
@@ -223,10 +233,13 @@ class Laplacian(Operator):
         return [out]
 
 
-def _check_odd(op: Operator, name: str, sizes: np.ndarray, low: int) -> None:
-    bad = (sizes < low) | (sizes > MAX_WINDOW) | (sizes % 2 == 0)
-    if bad.any():
-        raise ValueError(f"{op.label}: {name} must be odd and in [{low}, {MAX_WINDOW}], got {int(sizes[bad][0])}")
+def _check_odd(op: Operator, what: str, sizes: np.ndarray, low: int) -> None:
+    """Odd window sizes in [low, MAX_WINDOW]; ``what``: "Window" or "Smoothing window" (DALI's words)."""
+    bad = np.argwhere((sizes < low) | (sizes > MAX_WINDOW) | (sizes % 2 == 0))
+    if bad.size:
+        i, a = (int(v) for v in bad[0])
+        raise ArgumentValueError(f"{op.label}: {what} size must be an odd integer between {low} and {MAX_WINDOW}, "
+                                 f"got {int(sizes[i, a])} for sample: {i}.")
 
 
 class _RankFilter(Operator):

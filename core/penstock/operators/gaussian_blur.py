@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import to_numpy_type
 from .._batch import contiguous
-from .._image_layout import as_outer_spatial_channels, split_layout
+from .._image_layout import as_outer_spatial_channels, convolution_axes
 
 GAUSSIAN_BLUR = OpSchema(
     "GaussianBlur",
@@ -34,13 +34,21 @@ def resolve_windows(label: str, sigma: np.ndarray, window: np.ndarray) -> tuple[
     """Fills the missing half of each (sigma, window) pair as DALI does."""
     if not (np.isfinite(sigma).all() and np.isfinite(window).all()):
         raise ValueError(f"{label}: sigma and window_size must be finite")
-    if ((sigma <= 0) & (window <= 0)).any():
-        raise ValueError(f"{label}: either sigma or window_size must be given (and positive)")
-    if (sigma < 0).any() or (window < 0).any():
-        raise ValueError(f"{label}: sigma and window_size must not be negative")
+    # the first (sample, axis) at fault, in DALI's order and words
+    bad = np.argwhere((sigma < 0) | (window < 0) | ((sigma == 0) & (window == 0)))
+    if bad.size:
+        i, a = (int(v) for v in bad[0])
+        if sigma[i, a] < 0:
+            raise ArgumentValueError(f"{label}: `sigma` must have non-negative values, got {sigma[i, a]:g} for "
+                                     f"sample: {i}, axis: {a}.")
+        if window[i, a] < 0:
+            raise ArgumentValueError(f"{label}: `window_size` must have non-negative values, got {window[i, a]} for "
+                                     f"sample: {i}, axis : {a}.")
+        raise ArgumentValueError(f"{label}: `sigma` and `window_size` shouldn't be 0 at the same time for sample: {i}, "
+                                 f"axis: {a}.")
     window = np.where(window > 0, window, 2 * np.ceil(sigma * 3) + 1).astype(np.int64)
     if (window % 2 == 0).any():
-        raise ValueError(f"{label}: window_size must be odd, got {window[window % 2 == 0][0]}")
+        raise ArgumentValueError(f"{label}: Kernel window should have odd length, got: {window[window % 2 == 0][0]}.")
     radius = (window - 1) // 2
     sigma = np.where(sigma > 0, sigma, (radius - 1) * 0.3 + 0.8)  # OpenCV's rule
     return np.ascontiguousarray(sigma, np.float32), np.ascontiguousarray(window, np.int64)
@@ -50,7 +58,7 @@ def resolve_windows(label: str, sigma: np.ndarray, window: np.ndarray) -> tuple[
 class GaussianBlur(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        start, k = split_layout(self.label, src._layout, src.ndim())
+        start, k = convolution_axes(self.label, src._layout, src.ndim())
         sigma, window = resolve_windows(self.label, _per_axis(ws, "sigma", k, np.float64),
                                         _per_axis(ws, "window_size", k, np.int64))
         out_type = self.args["dtype"] if self.args["dtype"] is not None else src.dtype

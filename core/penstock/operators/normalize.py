@@ -107,6 +107,8 @@ class Normalize(Operator):
         else:
             mean = self._upload_given(ws, "mean", given_mean, src._shapes)
         given_std = self._given(ws, "stddev", (), n)
+        if given_std is not None and a["epsilon"]:  # as DALI: epsilon joins a given deviation's square too
+            given_std = [np.sqrt(np.square(v) + a["epsilon"]) for v in given_std]
         if given_std is None:
             around = mean if given_mean is None else self._given_mean_per_stat(ws, given_mean, stat_shapes, layout)
             stddev = self._computed_stddev(ws, src, axes, vols, layout, counts, around)
@@ -160,15 +162,20 @@ class Normalize(Operator):
         xp = _xp(ws)
         with _on_device(ws):
             var = xp.empty(int(vols.sum()), np.float64)
-        # sum of squares / count around the mean, then divided by max(count - ddof, 1)
+        # sum of squares / count around the mean, then divided by count - ddof (as DALI: a variance of 0
+        # where that is not positive)
         ws.kernels.reduce(ws.pool, 6, src._buf, src._shapes, src._offsets, axes, var, layout[0], 0, mean[0], mean[1])
         with _on_device(ws):
             squares = var * xp.asarray(np.repeat(counts.astype(np.float64), vols))
             if a["batch"]:
-                total = squares.reshape(len(src), -1).sum(axis=0) / max(int(counts.sum()) - a["ddof"], 1)
+                factor = int(counts.sum()) - a["ddof"]
+                total = squares.reshape(len(src), -1).sum(axis=0) / factor if factor > 0 else \
+                    xp.zeros(int(vols[0]), np.float64)
                 std = xp.ascontiguousarray(xp.broadcast_to(xp.sqrt(total + a["epsilon"]),
                                                            (len(src), int(vols[0])))).reshape(-1)
             else:
-                std = xp.sqrt(squares / xp.asarray(np.repeat(np.maximum(counts - a["ddof"], 1).astype(np.float64),
-                                                            vols)) + a["epsilon"])
+                factors = np.repeat((counts - a["ddof"]).astype(np.float64), vols)
+                std = xp.sqrt(squares / xp.asarray(np.maximum(factors, 1)) * xp.asarray(factors > 0) + a["epsilon"])
+            # a computed deviation of 0 normalizes to 0 (DALI scales by 0, not 1/0): dividing by inf does
+            std = xp.where(std == 0, xp.inf, std)
         return (std,) + layout

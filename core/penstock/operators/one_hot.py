@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, to_numpy_type
 from .._batch import contiguous
 
@@ -22,6 +22,12 @@ ONE_HOT = OpSchema(
 
 @register(ONE_HOT, device=("cpu", "gpu"))
 class OneHot(Operator):
+    def setup(self):
+        name = self.args["axis_name"]
+        if name is not None and len(name) != 1:
+            raise ArgumentValueError(f'{self.label}: Unsupported axis_name value. It must be a single character, '
+                                     f'got "{name}" instead.')
+
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         a = self.args
@@ -30,24 +36,27 @@ class OneHot(Operator):
             raise ValueError(f"{self.label}: num_classes must not be negative, got {k}")
         shapes = src._shapes
         nd = src.ndim()
-        # a scalar label, or a single one of shape [1], gives a plain vector
-        scalar = nd == 0 or (nd == 1 and len(shapes) and (shapes[:, 0] == 1).all())
+        # as DALI: scalars, or (with the default axis) a batch of single-element samples of any rank, give
+        # plain vectors
+        scalar = nd == 0 or (a["axis"] == -1 and len(shapes) > 0 and bool((shapes == 1).all()))
         in_nd = 0 if scalar else nd
-        axis = a["axis"] if a["axis"] >= 0 else in_nd + 1 + a["axis"]
-        if not 0 <= axis <= in_nd:
-            raise ValueError(f"{self.label}: axis {a['axis']} out of range for {in_nd}-D labels")
+        if not -1 <= a["axis"] <= in_nd:
+            raise ArgumentValueError(f"{self.label}: Provided axis is outside of allowed range, got: {a['axis']}, "
+                                     f"expected to be in range: [-1, {in_nd}].")
+        axis = in_nd if a["axis"] == -1 else a["axis"]
         dtype = to_numpy_type(a["dtype"])
         base = np.zeros((len(src), 0), np.int64) if scalar else shapes
         out_shapes = np.insert(base, axis, k, axis=1)
-        layout = ""
-        if src._layout and not scalar or a["axis_name"]:
-            name = a["axis_name"] or ""
-            if len(name) > 1:
-                raise ValueError(f"{self.label}: axis_name must be one letter, got '{name}'")
-            if src._layout and not scalar:
-                layout = src._layout[:axis] + name + src._layout[axis:] if name else ""
-            else:
-                layout = name
+        name = a["axis_name"]
+        if not name:
+            layout = ""
+        elif scalar:
+            layout = name
+        elif len(src._layout) != nd:
+            raise ArgumentValueError(f'{self.label}: Input layout mismatch - expected input layout to be of size {nd} '
+                                     f'but instead got "{src._layout}", which is of size {len(src._layout)}.')
+        else:
+            layout = src._layout[:axis] + name + src._layout[axis:]
         out = ws.new_batch(out_shapes, dtype, layout, src._source_info)
         on, off = (_as_type(a[name], dtype) for name in ("on_value", "off_value"))
         if ws.gpu is not None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
-from ..types import DALIDataType as T, _is_float, to_numpy_type
-from .._batch import empty_batch
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
+from ..types import DALIDataType as T, _is_float, to_dali_type, to_numpy_type
+from .._batch import contiguous, empty_batch
 
 _SHAPE = Arg("shape", ArgType.INT_LIST, optional=True, tensor=True, doc="shape of each sample (default: scalar)")
 
@@ -86,7 +86,11 @@ class UniformCPU(_RandomOp):
             if (hi <= lo).any():  # an empty range is an error for integer dtypes too (DALI)
                 raise ValueError(f"{self.label}: 'range' must be [lo, hi) with lo < hi")
             if _is_float(self.args["dtype"]):
-                draws = lo + (hi - lo) * rng.random(total)
+                ftype = to_numpy_type(self.args["dtype"])
+                draws = (lo + (hi - lo) * rng.random(total)).astype(ftype)
+                # [lo, hi) in the output type too: a draw rounded up to hi takes the last value below it
+                top = hi.astype(ftype)
+                draws = np.where(draws >= top, np.nextafter(top, lo.astype(ftype)), draws)
             else:  # integers in [trunc(lo), trunc(hi)], both ends included (DALI)
                 draws = rng.integers(np.trunc(lo).astype(np.int64), np.trunc(hi).astype(np.int64), endpoint=True)
         return self._out(ws, draws, shapes)
@@ -132,40 +136,84 @@ class BetaCPU(_RandomOp):
 
 
 CHOICE = OpSchema(
-    "random.Choice", "Random picks from `a`: an integer n (picks 0..n-1) or a 1-D list of values.",
+    "random.Choice", "Random picks from `a`: an integer n (picks 0..n-1) or the elements of a tensor along its "
+                     "first axis (each output element then has the shape of one of them).",
     # no `dtype`: the output has the type of `a`, and DALI 2.4 has no such argument either
-    args=[Arg("p", ArgType.FLOAT_LIST, optional=True, tensor=True, doc="probabilities of the elements"), _SHAPE],
-    min_inputs=1, max_inputs=1, devices=("cpu",), is_random=True)
+    args=[Arg("p", ArgType.FLOAT_LIST, optional=True, tensor=True,
+              doc="probabilities of the elements (one value: the same for each)"), _SHAPE],
+    min_inputs=1, max_inputs=2, devices=("cpu",), is_random=True)
+
+_INTEGERS = "uint8, uint16, uint32, uint64, int8, int16, int32, int64"
 
 
 @register(CHOICE)
 class ChoiceCPU(Operator):
-    def run(self, ws):
-        src = ws.inputs[0]
-        n = ws.batch_size
-        if src.ndim() > 1:
-            raise ValueError(f"{self.label}: input must be a scalar or a 1-D list of values")
-        shapes = sample_shapes(self, ws)
-        vols = shapes.prod(axis=1) if shapes.shape[1] else np.ones(n, np.int64)
-        scalar = src.ndim() == 0
-        counts = (src._buf[src._offsets].astype(np.int64) if scalar else src._shapes[:, 0]).astype(np.int64)
-        if (counts <= 0).any():
-            raise ValueError(f"{self.label}: nothing to choose from (empty input or n <= 0)")
-        u = ws.rng.random(int(vols.sum()))
-        if ws.has_arg("p"):
-            probs = ws.per_sample("p", np.float64, int(counts.max())) if "p" in ws.arg_inputs else \
-                np.tile(np.asarray(self.args["p"], np.float64), (n, 1))
-            if probs.shape[1] != counts.max() or (counts != probs.shape[1]).any():
-                raise ValueError(f"{self.label}: 'p' must have one probability per element")
-            if not np.allclose(probs.sum(axis=1), 1.0, atol=1e-6):
-                raise ValueError(f"{self.label}: probabilities 'p' must sum to 1")
-            cdf = np.cumsum(probs, axis=1)
-            rows = np.repeat(np.arange(n), vols)
-            idx = (u[:, None] >= cdf[rows]).sum(axis=1)
-            idx = np.minimum(idx, counts[rows] - 1)
+    """Input 0 is `a`; an optional input 1 gives the output shape (shape_like)."""
+
+    def _probabilities(self, ws, counts: np.ndarray) -> np.ndarray | None:
+        """[N, max count] cumulative probabilities of each sample's elements (inf past its count)."""
+        if "p" in ws.arg_inputs:
+            tl = contiguous(ws.arg_inputs["p"])
+            rows = [np.asarray(tl._sample_array(i), np.float64).reshape(-1) for i in range(len(counts))]
+        elif self.args["p"] is not None:
+            rows = [np.asarray(self.args["p"], np.float64).reshape(-1)] * len(counts)
         else:
-            idx = np.floor(u * np.repeat(counts, vols)).astype(np.int64)
-        values = idx if scalar else src._buf[np.repeat(src._offsets, vols) + idx]
-        out = empty_batch(shapes, src._buf.dtype if not scalar else src._buf.dtype)
-        out._buf[...] = values
+            return None
+        cdf = np.full((len(counts), int(counts.max())), np.inf)
+        for i, (p, c) in enumerate(zip(rows, counts.tolist())):  # argument values: a few per sample
+            if p.size == 1:
+                p = np.repeat(p, c)
+            if p.size != c:
+                raise ArgumentValueError(f'{self.label}: Unexpected shape for argument "p". Expected {{{c}}}, but got '
+                                         f"{{{p.size}}}")
+            bad = np.nonzero((p < 0) | (p > 1))[0]
+            if bad.size:
+                raise ArgumentValueError(f"{self.label}: Probabilities must be in range [0, 1], but got: "
+                                         f"{p[bad[0]]:g} for sample: {i} at index {int(bad[0])}.")
+            if not np.isclose(p.sum(), 1.0, atol=1e-6):
+                raise ArgumentValueError(f"{self.label}: Sum of probabilities must be 1.0, but got {p.sum():g} for "
+                                         f"sample: {i}.")
+            cdf[i, :c] = np.cumsum(p)
+        return cdf
+
+    def run(self, ws):
+        src = contiguous(ws.inputs[0])
+        n = len(src)
+        scalar = src.ndim() == 0
+        if scalar and src._buf.dtype.kind not in "iu":
+            raise ArgumentValueError(f"{self.label}: Data type {to_dali_type(src._buf.dtype).name.lower()} is not "
+                                     f"supported for 0D inputs. Supported types are: {_INTEGERS}")
+        counts = (src._buf[src._offsets] if scalar else src._shapes[:, 0]).astype(np.int64)
+        bad = np.nonzero(counts <= 0)[0]
+        if bad.size:
+            raise ArgumentValueError(f"{self.label}: Expected positive number of elements for sampling, got: "
+                                     f"{int(counts[bad[0]])} for sample: {int(bad[0])}.")
+        picks = ws.inputs[1]._shapes.copy() if len(ws.inputs) > 1 else sample_shapes(self, ws)
+        vols = picks.prod(axis=1) if picks.shape[1] else np.ones(n, np.int64)
+        rows = np.repeat(np.arange(n), vols)
+        u = ws.rng.random(int(vols.sum()))
+        cdf = self._probabilities(ws, counts)
+        if cdf is None:
+            idx = np.floor(u * counts[rows]).astype(np.int64)
+        else:
+            idx = np.minimum((u[:, None] >= cdf[rows]).sum(axis=1), counts[rows] - 1)
+        elems = src._shapes[:, 1:]
+        out = empty_batch(np.concatenate([picks, elems], axis=1), src._buf.dtype, self._layout(src, picks.shape[1]))
+        if scalar:
+            out._buf[...] = idx
+            return [out]
+        ev = elems.prod(axis=1) if elems.shape[1] else np.ones(n, np.int64)  # one element's volume
+        lens = ev[rows]
+        starts = src._offsets[rows] + idx * lens
+        take = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))
+        out._buf[...] = src._buf[take]
         return [out]
+
+    @staticmethod
+    def _layout(src, pick_ndim: int) -> str:
+        """As DALI: a 1-D shape of picks replaces the chosen axis (the layout stays), no shape drops it,
+        more axes have no names."""
+        layout = src._layout
+        if not layout or pick_ndim > 1:
+            return ""
+        return layout if pick_ndim == 1 else layout[1:]

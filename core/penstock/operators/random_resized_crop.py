@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .._operator import Operator
-from .._registry import Arg, ArgType, OpSchema, register
+from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from .._batch import contiguous
 from ..tensors import TensorListCPU
 from .crop import layout_of, per_sample_list
@@ -114,7 +114,7 @@ ROI_RANDOM_CROP = OpSchema(
 class ROIRandomCrop(Operator):
     def setup(self):
         if self.given("roi_end") == self.given("roi_shape"):
-            raise ValueError(f"{self.label}: give exactly one of 'roi_end' and 'roi_shape'")
+            raise ArgumentValueError(f"{self.label}: Either ROI end or ROI shape should be defined, but not both")
 
     def _vector(self, ws, name: str, k: int | None) -> np.ndarray:
         v = per_sample_list(ws, name, np.int64)
@@ -124,6 +124,25 @@ class ROIRandomCrop(Operator):
             raise ValueError(f"{self.label}: '{name}' needs {k} values, got {v.shape[1]}")
         return v.astype(np.int64)
 
+    def _check(self, crop: np.ndarray, start: np.ndarray, end: np.ndarray, bounds: np.ndarray | None) -> None:
+        """The refusals in DALI's words, each at its first (sample, dim)."""
+        def first(bad: np.ndarray) -> tuple[int, int] | None:
+            at = np.argwhere(bad)
+            return (int(at[0][0]), int(at[0][1])) if at.size else None
+
+        if bounds is not None and (at := first(bounds < 0)):
+            raise ArgumentValueError(f"{self.label}: Input shape can't be negative. Got {bounds[at]} for d={at[1]}")
+        if at := first(crop < 0):
+            raise ArgumentValueError(f"{self.label}: Crop shape can't be negative. Got {crop[at]} for d={at[1]}")
+        if bounds is None:
+            return
+        if at := first((start < 0) | (end > bounds)):
+            raise ArgumentValueError(f"{self.label}: ROI can't be out of bounds. Got roi_start[{start[at]}], "
+                                     f"roi_end[{end[at]}], sample_shape[{bounds[at]}], for d={at[1]}")
+        if at := first(crop > bounds):
+            raise ArgumentValueError(f"{self.label}: Cropping shape can't be bigger than the input shape. Got: "
+                                     f"crop_shape[{crop[at]}] and sample_shape[{bounds[at]}] for d={at[1]}")
+
     def run(self, ws):
         crop = self._vector(ws, "crop_shape", None)
         k = crop.shape[1]
@@ -132,18 +151,16 @@ class ROIRandomCrop(Operator):
         bounds = None
         if ws.inputs:
             if ws.has_arg("in_shape"):
-                raise ValueError(f"{self.label}: 'in_shape' cannot be given with an input")
+                raise ArgumentValueError(f"{self.label}: ``in_shape`` argument is incompatible with providing an "
+                                         "input.")
             bounds = ws.inputs[0]._shapes[:, :k].astype(np.int64)
         elif ws.has_arg("in_shape"):
             bounds = self._vector(ws, "in_shape", k)
-        if (crop < 0).any():
-            raise ValueError(f"{self.label}: crop_shape must not be negative")
+        self._check(crop, start, end, bounds)
         # a window inside a larger ROI, or a ROI inside a larger window
         lo = np.where(end - start >= crop, start, end - crop)
         hi = np.where(end - start >= crop, end - crop, start)
         if bounds is not None:
-            if (crop > bounds).any() or (start < 0).any() or (end > bounds).any():
-                raise ValueError(f"{self.label}: the ROI must lie within the input shape and the window must fit in it")
             lo, hi = np.clip(lo, 0, bounds - crop), np.clip(hi, 0, bounds - crop)
         anchors = lo + np.floor(ws.rng.uniform(0, 1, lo.shape) * (hi - lo + 1)).astype(np.int64)
         return [TensorListCPU(np.minimum(anchors, hi).reshape(-1, k))]

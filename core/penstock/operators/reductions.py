@@ -44,7 +44,7 @@ class _Reduction(Operator):
     def axes(self, src) -> tuple[int, ...]:
         nd = src.ndim()
         a = self.args
-        if a["axis_names"]:
+        if a["axis_names"] is not None:  # "" names no axis: nothing reduced, as axes=[]
             layout = src._layout
             missing = [c for c in a["axis_names"] if c not in layout]
             if missing:

@@ -190,7 +190,9 @@ class SelectMasksCPU(Operator):
         ids_tl, polys_tl, verts_tl = (contiguous(x) for x in ws.inputs)
         n = len(ids_tl)
         if polys_tl.ndim() != 2 or (len(polys_tl) and (polys_tl._shapes[:, 1] != 3).any()):
-            raise RuntimeError(f"{self.label}: polygons must be [polygons, 3] per sample (mask id, first, end vertex)")
+            columns = int(polys_tl._shapes[0, -1]) if len(polys_tl) and polys_tl.ndim() else 0
+            raise RuntimeError(f"{self.label}: ``polygons`` is expected to contain 2D tensors with 3 columns: "
+                               f"``mask_id, start_idx, end_idx``. Got {columns} columns.")
         if verts_tl.ndim() != 2:
             raise RuntimeError(f"{self.label}: vertices must be [vertices, coordinates] per sample")
         id_counts = ids_tl._volumes().astype(np.int64)
@@ -199,8 +201,12 @@ class SelectMasksCPU(Operator):
         ids = np.asarray(ids_tl._buf[:int(id_counts.sum())], np.int64)
         polys = np.asarray(polys_tl._buf[:int(poly_counts.sum()) * 3], np.int64).reshape(-1, 3)
         poly_sample = np.repeat(np.arange(n), poly_counts)
-        if ((polys[:, 1] < 0) | (polys[:, 2] < polys[:, 1]) | (polys[:, 2] > vert_counts[poly_sample])).any():
-            raise RuntimeError(f"{self.label}: a polygon's vertex range lies outside its sample's vertices")
+        bad = np.nonzero((polys[:, 1] < 0) | (polys[:, 2] < polys[:, 1]) | (polys[:, 2] > vert_counts[poly_sample]))[0]
+        if bad.size:
+            mask_id, first, end = polys[bad[0]].tolist()
+            raise RuntimeError(f"{self.label}: Vertex index range for mask id {mask_id} [{first}, {end}) is out of "
+                               f"bounds. Expected to be within the range of available vertices "
+                               f"[0, {int(vert_counts[poly_sample[bad[0]]])}).")
         # the position of each selected id in its sample's selection, per polygon (-1: not selected)
         id_sample = np.repeat(np.arange(n), id_counts)
         id_pos = np.arange(len(ids)) - np.repeat(np.cumsum(id_counts) - id_counts, id_counts)
@@ -208,7 +214,7 @@ class SelectMasksCPU(Operator):
         poly_keys = poly_sample * (1 << 32) + (polys[:, 0] & 0xFFFFFFFF)
         missing = ~np.isin(sel_keys, poly_keys)
         if missing.any():
-            raise RuntimeError(f"{self.label}: selected mask_id {int(ids[missing][0])} is not present in the input")
+            raise RuntimeError(f"{self.label}: Selected mask_id {int(ids[missing][0])} is not present in the input.")
         by_key = np.argsort(sel_keys, kind="stable")
         at = np.minimum(np.searchsorted(sel_keys[by_key], poly_keys), max(len(ids) - 1, 0))
         found = (sel_keys[by_key][at] == poly_keys) if len(ids) else np.zeros(len(polys), bool)

@@ -54,13 +54,14 @@ PER_FRAME = OpSchema(
     devices=("cpu", "gpu"))
 
 
-def _sequences(op: Operator, src) -> tuple[str, np.ndarray, np.ndarray]:
-    """The layout, frame counts and frame volumes of a batch of sequences (``F...`` samples)."""
+def _sequences(op: Operator, src, refusal: str) -> tuple[str, np.ndarray, np.ndarray]:
+    """The layout, frame counts and frame volumes of a batch of sequences (``F...`` samples);
+    ``refusal`` (formatted with the layout) says why a layout not starting with F is refused."""
     if src.ndim() < 1:
-        raise ValueError(f"{op.label}: the input must be sequences (at least 1-D)")
+        raise ArgumentValueError(f"{op.label}: the input must be sequences (at least 1-D)")
     layout = src._layout
     if layout and layout[0] != "F":
-        raise ValueError(f"{op.label}: the input layout '{layout}' does not start with 'F'")
+        raise ArgumentValueError(f"{op.label}: " + refusal.format(layout=layout))
     inner = src._shapes[:, 1:]
     return layout, src._shapes[:, 0], (inner.prod(axis=1) if inner.shape[1] else np.ones(len(src), np.int64))
 
@@ -69,14 +70,22 @@ def _sequences(op: Operator, src) -> tuple[str, np.ndarray, np.ndarray]:
 class ElementExtract(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        layout, frames, frame_vol = _sequences(self, src)
+        if src.ndim() < 2:
+            raise ArgumentValueError(f"{self.label}: Input must have at least two dimensions - outermost for "
+                                     "sequence and at least one for data elements.")
+        layout, frames, frame_vol = _sequences(self, src, "Input layout must describe a sequence - it must start "
+                                                          "with 'F', got '{layout}' instead.")
         inner = src._shapes[:, 1:]
         outs = []
         for e in self.args["element_map"]:
-            bad = np.nonzero((e < 0) | (e >= frames))[0]
+            if e < 0:
+                raise ArgumentValueError(f"{self.label}: Negative indices in `element_map` are not allowed, "
+                                         f"found: {e}.")
+            bad = np.nonzero(e >= frames)[0]
             if bad.size:
                 i = int(bad[0])
-                raise SampleError(i, f"{self.label}: element {e} is out of range for a sequence of {frames[i]} frames")
+                raise SampleError(i, f"{self.label}: Index `{e}` from `element_map` is out of bounds for sample "
+                                     f"with sequence length equal `{frames[i]}`.")
         if ws.gpu is not None:  # every requested frame of every sample in one launch
             outs = [ws.new_batch(inner.copy(), src._buf.dtype, layout[1:], src._source_info)
                     for _ in self.args["element_map"]]
@@ -104,7 +113,10 @@ class SequenceRearrange(Operator):
             orders = []
             for i in range(len(tl)):
                 order = np.asarray(tl[i])
-                if order.ndim != 1 or order.dtype.kind not in "iu":
+                if order.ndim != 1:
+                    raise ArgumentValueError(f"{self.label}: Input with dimension ({order.ndim}) cannot be "
+                                             "converted to dimension (1). ('new_order' must be 1-D per sample)")
+                if order.dtype.kind not in "iu":
                     raise ValueError(f"{self.label}: 'new_order' of sample {i} must be a 1-D integer tensor, "
                                      f"got {order.dtype} of shape {order.shape}")
                 orders.append(order.astype(np.int64))
@@ -113,15 +125,21 @@ class SequenceRearrange(Operator):
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
-        layout, frames, frame_vol = _sequences(self, src)
+        layout, frames, frame_vol = _sequences(self, src, "Expected sequence as the input, where outermost "
+                                                          "dimension represents frames dimension `F`, got data "
+                                                          'with layout = "{layout}".')
         orders = self._orders(ws)
+        per_sample = "new_order" in ws.arg_inputs
         for i, order in enumerate(orders):
             if order.size == 0:
-                raise SampleError(i, f"{self.label}: 'new_order' is empty: an output sequence needs a frame")
-            bad = order[(order < 0) | (order >= frames[i])]
+                if not per_sample:
+                    raise ArgumentValueError(f"{self.label}: Empty result sequences are not allowed.")
+                raise SampleError(i, f"{self.label}: Empty `new_order` for sample {i} is not allowed.")
+            bad = np.nonzero((order < 0) | (order >= frames[i]))[0]
             if bad.size:
-                raise SampleError(i, f"{self.label}: 'new_order' names frame {int(bad[0])}, outside [0, "
-                                     f"{int(frames[i])}) of this sequence")
+                j = int(bad[0])
+                raise SampleError(i, f"{self.label}: new_order[{j}] must be between 0 and input_sequence_length = "
+                                     f"{int(frames[i])} for sample {i}, but it is: {int(order[j])}.")
         lengths = np.array([len(o) for o in orders], np.int64)
         shapes = src._shapes.copy()
         shapes[:, 0] = lengths
