@@ -135,6 +135,23 @@ def test_broadcast_and_dlpack_lists():
         assert tl.as_cpu().as_array().tolist() == [[1, 1], [0, 0]]
 
 
+def test_data_made_on_a_side_stream_is_waited_for_by_other_streams():
+    """An array CuPy made on a non-blocking stream (its current one) and handed in without a stream:
+    the tensor names that stream as its producer, and a copy on another stream reads the values."""
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        data = cp.arange(1 << 22, dtype=cp.float32) * 2  # long enough to be still running when the copy is queued
+        t, batch = TensorGPU(data), TensorListGPU(data.reshape(4, -1))
+    assert t.stream is side and batch.stream is side
+    assert TensorGPU(data, stream=cp.cuda.Stream.null).stream is cp.cuda.Stream.null  # a given stream wins
+    out = cp.zeros(1 << 22, cp.float32)
+    cp.cuda.Device().synchronize()  # the zeros are in place before the copy's stream starts
+    other = cp.cuda.Stream(non_blocking=True)
+    t.copy_to_external(out.data.ptr, other, non_blocking=True)
+    other.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(out[-4:]), np.arange((1 << 22) - 4, 1 << 22, dtype=np.float32) * 2)
+
+
 def test_to_torch_tensor_copies_on_the_device():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -10,7 +10,6 @@ from .tensors._host import POOLED_BYTES, host_buffer  # noqa: F401 - the operato
 from .tensors._base import packed_offsets
 
 
-
 def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None,
                 like: TensorListCPU | None = None) -> TensorListCPU:
     """A new packed batch with the given per-sample shapes, uninitialized.

@@ -178,7 +178,8 @@ class TensorGPU(_StreamOrdered, _Tensor):
             self._source_info = data._source_info
         else:
             self._array = _device_array(data)
-            self.stream = _current_stream(self._array)
+            if stream is None:
+                self.stream = _current_stream(self._array)
         if stream is not None:
             self.stream = stream
         self._layout = layout_str(layout)
@@ -265,10 +266,10 @@ class TensorListGPU(_StreamOrdered, _Batch):
         to_dali_type(buf.dtype)
         self._set(buf, shapes, offsets, layout)
         self._source_info = list(infos) if infos is not None else [""] * len(shapes)
-        if not isinstance(data, TensorListGPU):
-            self.stream = _current_stream(buf)
         if stream is not None:
             self.stream = stream
+        elif not isinstance(data, TensorListGPU):
+            self.stream = _current_stream(buf)
         self._device_id = buf.device.id if device_id is None else device_id
 
     @classmethod
