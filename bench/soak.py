@@ -25,7 +25,9 @@ free memory in the threads' arenas) swing RSS sample to sample by +-4% around a 
 not move (10 minutes: samples 276-297 MB, one stretch's median to another's 282.5-287.9 MB, trend
 -0.7 MB/hour), so a check against the first sample alone fails or passes by which sample came first;
 growth moves the medians. ``rss_swing_pct`` (the samples' spread) and ``rss_slope_mb_per_hour``
-(RSS's least-squares trend after the warm-up) are reported beside it.
+(RSS's least-squares trend after the warm-up) are reported beside it, and ``trends_per_hour`` gives
+the trends of what RSS is made of, so that a rise says where it is: malloc's heaps in use and their
+free memory (glibc's mallinfo2), the host buffer pool's cached blocks, Python's allocated blocks.
 
 Prints one JSON line (penstock; with ``--dali``, a second one for NVIDIA DALI, in its own process)
 with the curves, the accounts and a verdict, and exits non-zero when a check fails. Descriptors are counted
@@ -42,7 +44,9 @@ when it is installed.
 from __future__ import annotations
 
 import argparse
+import array
 import collections
+import ctypes
 import functools
 import gc
 import importlib
@@ -351,17 +355,68 @@ def _open_fds() -> tuple[int, int]:
     return min(looks)
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+
+@functools.lru_cache(maxsize=None)
+def _mallinfo2():
+    """glibc's mallinfo2 (2.33 and later), or None where there is none."""
+    try:
+        fn = ctypes.CDLL(None).mallinfo2
+    except AttributeError:
+        return None
+    fn.restype = _MallInfo2
+    return fn
+
+
+def _heap_mb() -> dict:
+    """Where resident memory is: malloc's heaps in use and free (free memory the threads' arenas
+    keep), the library's host buffer pool's cached blocks, and Python's allocated blocks."""
+    found = {"py_blocks": sys.getallocatedblocks()}
+    info = _mallinfo2()
+    if info is not None:
+        mi = info()
+        found.update(heap_in_use_mb=round((mi.uordblks + mi.hblkhd) / 2**20, 2),
+                     heap_free_mb=round(mi.fordblks / 2**20, 2))
+    engine = sys.modules.get("penstock._engine")
+    if engine is not None:
+        found["pool_mb"] = round(engine.pool_cached_bytes() / 2**20, 2)
+    return found
+
+
 def sample(device_id: int | None = None) -> dict:
     gc.collect()
     fds, slots = _open_fds()
     below = _descendants()
     s = {"rss_mb": round(_rss_mb(), 2), "fds": fds, "shm_slots": slots,
          "threads": threading.active_count(), "os_threads": _os_threads(), "processes": len(below),
-         "shm": _tree_shm(below)}
+         "shm": _tree_shm(below), **_heap_mb()}
     gpu = _gpu_used_mb(device_id)
     if gpu is not None:
         s["gpu_mb"] = round(gpu, 2)
     return s
+
+
+class Curve:
+    """The samples, a typed array per quantity: an hour's record of dicts would itself grow RSS by
+    about 1.5 MB, which the soak would then count as the library's."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, array.array] = {}
+
+    def append(self, s: dict) -> None:
+        if not self.columns:
+            self.columns = {k: array.array("q" if isinstance(v, int) else "d") for k, v in s.items()}
+        for k, column in self.columns.items():
+            column.append(s[k])
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()), ()))
+
+    def rows(self) -> list[dict]:
+        return [dict(zip(self.columns, values)) for values in zip(*self.columns.values())]
 
 
 # ---- the soak ---------------------------------------------------------------------------------
@@ -399,7 +454,7 @@ def soak(lib_name: str, epochs: int | None, warmup: int, images: int, device_id:
         notes.append("skipping reader not run: on_error='skip' is penstock's")
     runs = {name: Replaced(make, ledger.consume, getattr(ledger, "retire", None))
             for name, (ledger, make) in accounted.items()}
-    curve, checksum = [], 0.0
+    curve, checksum = Curve(), 0.0
     start = time.monotonic()
     while (len(curve) < epochs if minutes is None else
            time.monotonic() - start < 60 * minutes or len(curve) <= warmup):
@@ -424,10 +479,11 @@ def soak(lib_name: str, epochs: int | None, warmup: int, images: int, device_id:
     for account in accounts.values():
         account["ok"] = account["ok"] and account["restore_mismatches"] == 0
     shutil.rmtree(scratch, ignore_errors=True)
-    return verdict(lib_name + ("" if device_id is None else f" (GPU {device_id})"), curve, warmup, seconds, notes,
-                   accounts=accounts)
+    return verdict(lib_name + ("" if device_id is None else f" (GPU {device_id})"), curve.rows(), warmup, seconds,
+                   notes, accounts=accounts)
 
 
+TRENDS = ("rss_mb", "heap_in_use_mb", "heap_free_mb", "pool_mb", "py_blocks", "gpu_mb")
 WINDOWS = 10  # stretches of the post-warm-up samples whose medians must stay within +-2%
 
 
@@ -448,9 +504,11 @@ def verdict(system: str, curve: list[dict], warmup: int, seconds: float, notes: 
     drift = _drift([s["rss_mb"] for s in after])
     rss = [s["rss_mb"] for s in after]
     swing = (max(rss) - min(rss)) / float(np.median(rss))
-    # the trend beneath the samples' swings (caches filling and emptying): least squares over time
-    slope = (float(np.polyfit([s["seconds"] for s in after], [s["rss_mb"] for s in after], 1)[0]) * 3600
-             if len(after) > 2 and all("seconds" in s for s in after) else 0.0)
+    # the trends beneath the samples' swings (caches filling and emptying), least squares over time:
+    # RSS's, and those of the parts it is made of, which say where a rise is
+    timed = len(after) > 2 and all("seconds" in s for s in after)
+    trends = {k: round(float(np.polyfit([s["seconds"] for s in after], [s[k] for s in after], 1)[0]) * 3600, 2)
+              for k in TRENDS if timed and k in ref}
     gpu_drift = _drift([s["gpu_mb"] for s in after]) if ref.get("gpu_mb") else 0.0
     growth = {k: after[-1][k] - ref[k] for k in ("fds", "threads", "os_threads", "processes", "shm") if k in ref}
     slots = max(s.get("shm_slots", 0) for s in curve)
@@ -459,7 +517,7 @@ def verdict(system: str, curve: list[dict], warmup: int, seconds: float, notes: 
           and all(a["ok"] for a in accounts.values()))
     return {"system": system, "epochs": len(curve), "warmup": warmup, "seconds": round(seconds, 1),
             "rss_drift_pct": round(100 * drift, 3), "rss_swing_pct": round(100 * swing, 3),
-            "rss_slope_mb_per_hour": round(slope, 2),
+            "rss_slope_mb_per_hour": trends.get("rss_mb", 0.0), "trends_per_hour": trends,
             "gpu_mem_drift_pct": round(100 * gpu_drift, 3),
             "growth_after_warmup": growth,
             "shm_slots_max": slots, "shm_slot_bound": slot_bound, "accounts": accounts, "ok": ok,

@@ -28,7 +28,12 @@ def test_short_soak_is_flat(soak):
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["system"] == "penstock" and r["epochs"] == 6
-    assert set(r["curve"]) >= {"rss_mb", "fds", "shm_slots", "threads", "processes", "shm"}
+    assert set(r["curve"]) >= {"rss_mb", "fds", "shm_slots", "threads", "processes", "shm",
+                               "heap_in_use_mb", "heap_free_mb", "pool_mb", "py_blocks"}
+    # what RSS is made of: malloc's heaps and the pool's cached blocks lie within it
+    for rss, heap, pool in zip(r["curve"]["rss_mb"], r["curve"]["heap_in_use_mb"], r["curve"]["pool_mb"]):
+        assert 0 < heap < rss and 0 <= pool < rss
+    assert all(isinstance(n, int) and n > 0 for n in r["curve"]["py_blocks"])
     assert all(len(v) == 6 for v in r["curve"].values())
     growth = r["growth_after_warmup"]
     assert all(v <= 0 for v in growth.values()), growth
@@ -58,7 +63,20 @@ def test_verdict_flags_growth(soak):
     assert soak.verdict("x", slots, 1, 1.0, [], slot_bound=9)["ok"]
     assert not soak.verdict("x", slots, 1, 1.0, [], slot_bound=8)["ok"]
     rising = [dict(flat[0], rss_mb=100.0 + k, seconds=900.0 * k) for k in range(5)]  # +1 MB every 15 minutes
-    assert soak.verdict("x", rising, 1, 3600.0, [])["rss_slope_mb_per_hour"] == pytest.approx(4.0)
+    v = soak.verdict("x", rising, 1, 3600.0, [])
+    assert v["rss_slope_mb_per_hour"] == pytest.approx(4.0) and v["trends_per_hour"] == {"rss_mb": pytest.approx(4.0)}
+    parts = [dict(s, heap_in_use_mb=50.0, pool_mb=10.0 + 2 * k) for k, s in enumerate(rising)]
+    trends = soak.verdict("x", parts, 1, 3600.0, [])["trends_per_hour"]
+    assert trends == {"rss_mb": pytest.approx(4.0), "heap_in_use_mb": pytest.approx(0.0), "pool_mb": pytest.approx(8.0)}
+
+
+def test_curve_keeps_each_quantity_in_a_typed_array(soak):
+    curve = soak.Curve()
+    for k in range(3):
+        curve.append({"rss_mb": 100.5 + k, "fds": 5 + k})
+    assert len(curve) == 3 and curve.columns["fds"].typecode == "q" and curve.columns["rss_mb"].typecode == "d"
+    assert curve.rows() == [{"rss_mb": 100.5, "fds": 5}, {"rss_mb": 101.5, "fds": 6}, {"rss_mb": 102.5, "fds": 7}]
+    assert all(type(row["fds"]) is int for row in curve.rows())
 
 
 def test_drift_is_judged_on_stretch_medians_not_on_the_first_sample(soak):
