@@ -160,8 +160,20 @@ def run_workers(script: str, arg_lists: Sequence[Sequence[str]], env: dict | Non
     outputs = [p.communicate() for p in procs]  # read while they run: a full pipe would stall them
     for p, args, (_, err) in zip(procs, arg_lists, outputs):
         if p.returncode != 0:
-            raise RuntimeError(f"{os.path.basename(script)} {' '.join(args)} failed:\n{err[-3000:]}")
+            raise RuntimeError(f"{os.path.basename(script)} {' '.join(args)} failed (exit code {p.returncode}):\n"
+                               f"{_stderr_excerpt(err)}")
     return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+
+
+def _stderr_excerpt(err: str, head: int = 4000, tail: int = 3000) -> str:
+    """A failed worker's standard error: its first traceback (where an asynchronous error such as a
+    GPU fault first surfaced; what follows is often the same error repeated by every later call)
+    and its end."""
+    first = err.find("Traceback (most recent call last)")
+    start = max(first, 0)
+    if len(err) - start <= head + tail:
+        return err[start:]
+    return f"{err[start:start + head]}\n[... {len(err) - start - head - tail} characters ...]\n{err[-tail:]}"
 
 
 def alternating_rounds(rounds: int, jobs: Sequence[K], run: Callable[[K], dict]) -> dict[K, list[dict]]:

@@ -570,7 +570,7 @@ def main() -> int:
                                 + ([] if a.device_id is None else ["--device-id", str(a.device_id)])
                                 + ([] if a.minutes is None else ["--minutes", str(a.minutes)]))
         except RuntimeError as exc:
-            result = {"system": LIBRARIES[system], "ok": False, "error": str(exc)[-2000:]}
+            result = {"system": LIBRARIES[system], "ok": False, "error": str(exc)}
         emit(result)
         results.append(result)
     if a.plot and all("curve" in r for r in results):

@@ -20,6 +20,9 @@ class _Event:
     def __init__(self, done=False):
         self.done = done
 
+    def synchronize(self):
+        self.done = True
+
 
 class _Pinned:
     """Stand-in pinned memory: addresses only."""
@@ -104,6 +107,16 @@ def test_preallocated_memory_is_carved_before_more_is_pinned(pool):
     assert pool.release_unused() == 0  # the region still lends a block
     pool.give_back(blocks[0], None)
     assert pool.release_unused() == 8 << 20 and pool.held_bytes() == 0
+
+
+def test_release_waits_for_copies_already_queued_but_not_for_blocks_still_being_filled(pool):
+    queued, filling = pool.take(1 << 20), pool.take(2 << 20)
+    upload = _Event()
+    pool.give_back(queued, upload)  # its copy is queued on a stream, not done yet
+    assert pool.release_unused() == 1 << 20 and upload.done  # waited for, then freed
+    assert pool.held_bytes() == 2 << 20 and filling.taken  # a thread still fills this one
+    pool.give_back(filling, None)
+    assert pool.release_unused() == 2 << 20 and pool.held_bytes() == 0
 
 
 def test_release_unused_memory_empties_the_host_pool():

@@ -37,14 +37,14 @@ def run_on(device, graph, inputs, layouts=None, seed=1234, **kw):
     return [[o.as_cpu().at(i) for i in range(len(o))] for o in outs]
 
 
-def assert_same(graph, inputs, layouts=None, atol_int=1, rtol_float=1e-5, **kw):
+def assert_same(graph, inputs, layouts=None, atol_int=1, rtol_float=1e-5, atol_float=None, **kw):
     cpu = run_on("cpu", graph, inputs, layouts, **kw)
     gpu = run_on("gpu", graph, inputs, layouts, **kw)
     for co, go in zip(cpu, gpu):
         for c, g in zip(co, go):
             assert c.shape == g.shape and c.dtype == g.dtype
             if c.dtype.kind == "f":
-                np.testing.assert_allclose(g, c, rtol=rtol_float, atol=rtol_float)
+                np.testing.assert_allclose(g, c, rtol=rtol_float, atol=rtol_float if atol_float is None else atol_float)
             elif c.dtype == bool:
                 np.testing.assert_array_equal(g, c)
             else:
@@ -176,11 +176,18 @@ def test_random_resized_crop_draws_the_same_windows_on_both_devices():
     lambda x: fn.rotate(x, angle=17.0, fill_value=0),
     lambda x: fn.rotate(x, angle=-33.0, interp_type=types.INTERP_NN, keep_size=True),
     lambda x: fn.warp_affine(x, matrix=[0.9, 0.1, 2.0, -0.1, 1.1, -3.0], fill_value=7),
-    lambda x: fn.warp_affine(x, matrix=[0.9, 0.1, 2.0, -0.1, 1.1, -3.0], fill_value=7, dtype=types.FLOAT),
     lambda x: fn.rotate(fn.cast(x, dtype=types.FLOAT) * 1.3, angle=21.0, dtype=types.UINT8),
 ])
 def test_image_operators_match_cpu(graph):
     assert_same(graph, [IMAGES], ["HWC"])
+
+
+def test_warp_to_float_matches_cpu_to_float_rounding():
+    # the source coordinates are computed in float32 on both sides, in another order on the GPU (fused
+    # multiply-adds): interpolated values of 0-255 then differ in their last bits (H100: at most
+    # 8.6e-4, relative 4.3e-5), which a uint8 output rounds away and a float output keeps
+    assert_same(lambda x: fn.warp_affine(x, matrix=[0.9, 0.1, 2.0, -0.1, 1.1, -3.0], fill_value=7, dtype=types.FLOAT),
+                [IMAGES], ["HWC"], atol_float=2e-3)
 
 
 @pytest.mark.parametrize("dtype", [types.UINT8, types.INT8, types.INT32, types.FLOAT16, types.FLOAT64, types.BOOL])

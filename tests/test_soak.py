@@ -90,3 +90,15 @@ def test_drift_is_judged_on_stretch_medians_not_on_the_first_sample(soak):
     rising = [dict(s, rss_mb=s["rss_mb"] + 3.0 * k / 99) for k, s in enumerate(sawtooth)]
     v = soak.verdict("x", rising, 1, 100.0, [])
     assert not v["ok"] and v["rss_drift_pct"] > 2
+
+
+def test_a_failed_worker_is_reported_by_its_first_traceback_and_its_end(soak):
+    # a GPU fault surfaces at some call, and every later call repeats it: the first traceback says
+    # where, the end how the process ended
+    common = sys.modules["_common"]
+    first = "Traceback (most recent call last):\n  File \"loader.py\", line 9\nCUDA error: illegal address\n"
+    err = "warning: slow\n" + first + "CUDA Runtime failure: '#700\n" * 2000 + "the end\n"
+    excerpt = common._stderr_excerpt(err, head=200, tail=30)
+    assert excerpt.startswith(first) and excerpt.endswith("the end\n") and "characters ..." in excerpt
+    assert len(excerpt) < 300
+    assert common._stderr_excerpt("short failure\n") == "short failure\n"

@@ -144,7 +144,13 @@ class PinnedPool:
                 self._regions.append(_Region(self._pin(size), size))
 
     def release_unused(self) -> int:
-        """Frees the blocks (and preallocated regions) no copy uses; returns the bytes freed."""
+        """Frees the blocks (and preallocated regions) no copy uses; returns the bytes freed. Copies
+        already queued from a block that no thread holds are waited for first: a pipeline deleted
+        right after ``run()`` leaves its last upload queued, and its memory is unused once that ends."""
+        with self._lock:
+            queued = [b.event for b in self._blocks if not b.taken and b.event is not None and not b.event.done]
+        for event in queued:
+            event.synchronize()
         with self._lock:
             busy = {id(b.owner) for b in self._blocks if not b.free()}
             freed = sum(b.size for b in self._blocks if id(b.owner) not in busy)
