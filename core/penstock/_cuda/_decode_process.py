@@ -191,14 +191,18 @@ class DecoderProcess:
                 decoded, seconds, handle, error = answer.result()
             except RuntimeError:  # the child is gone: its samples are the host's
                 return np.zeros(n, bool), 0.0
-            if error is not None:
-                raise RuntimeError(f"{self.label}: in a decoder process: {error}")
             cp = self.ctx.cp
             with self.ctx.device:
-                if handle is not None:  # the child's buffer grew: map the new one
+                # the child's buffer grew: map the new one, also when the part then failed (the child
+                # frees the outgrown buffer at the slot's next part, and that part's answer brings
+                # no handle: a gather through the old mapping would read freed device memory)
+                if handle is not None:
                     if slot.device_ptr:
                         cp.cuda.runtime.ipcCloseMemHandle(slot.device_ptr)
+                        slot.device_ptr = 0
                     slot.device_ptr = cp.cuda.runtime.ipcOpenMemHandle(handle)
+                if error is not None:
+                    raise RuntimeError(f"{self.label}: in a decoder process: {error}")
                 i = np.nonzero(decoded)[0]
                 if len(i):
                     win = np.zeros((len(i), 4), np.int64)
