@@ -93,3 +93,21 @@ def test_a_part_that_failed_after_its_buffer_grew_maps_the_new_buffer_for_the_ne
     assert kernels.read == [b"first", b"second"]  # not the first buffer again, which the child freed
     assert list(runtime.mapped.values()) == [b"second"] and len(runtime.closed) == 1
     assert not proc._slots[0].busy
+
+
+def test_closing_waits_for_the_gathers_and_unmaps_before_the_child_ends():
+    order = []
+    proc, runtime, _ = _decoder_process([(np.ones(2, bool), 0.1, b"first", None)])
+    _part(proc)
+    proc._slots[0].released = types.SimpleNamespace(synchronize=lambda: order.append("gather done"))
+    close_mapping = runtime.ipcCloseMemHandle
+    runtime.ipcCloseMemHandle = lambda ptr: (order.append("unmapped"), close_mapping(ptr))
+    proc._closed, proc._lock = False, threading.Lock()
+    proc.conn = types.SimpleNamespace(send=lambda message: order.append("child told to end"),
+                                      close=lambda: None)
+    proc.proc = types.SimpleNamespace(wait=lambda timeout=None: order.append("child ended"))
+    proc.close()
+    # a gather that a batch in flight queued after the pipeline's stream was waited for still reads
+    # the child's buffer: it ends, and the mapping goes, before the child frees the buffer
+    assert order == ["gather done", "unmapped", "child told to end", "child ended"]
+    assert not runtime.mapped

@@ -217,13 +217,23 @@ class DecoderProcess:
             self._give_back(slot)
 
     def close(self) -> None:
-        """After the pipeline's stream finished: the child ends, then the mappings go."""
+        """Once no batch decodes any more: the gathers out of the child's buffers end and the
+        mappings go, then the child. The workers of a batch in flight may have queued a gather on
+        the pipeline's stream after the pipeline waited for it, and the child's buffers go with the
+        child."""
         if self._closed:
             return
         self._closed = True
         started, self.usable = self.usable, False
         if not started:  # still starting (or failed): nothing of it is in use
             self.proc.kill()
+        with self.ctx.device:
+            for slot in self._slots:
+                if slot.released is not None:
+                    slot.released.synchronize()
+                if slot.device_ptr:
+                    self.ctx.cp.cuda.runtime.ipcCloseMemHandle(slot.device_ptr)
+                    slot.device_ptr = 0
         try:
             with self._lock:
                 self.conn.send(None)
@@ -235,15 +245,9 @@ class DecoderProcess:
             self.proc.kill()
             self.proc.wait()
         self.conn.close()
-        with self.ctx.device:
-            for slot in self._slots:
-                if slot.released is not None:
-                    slot.released.synchronize()
-                if slot.device_ptr:
-                    self.ctx.cp.cuda.runtime.ipcCloseMemHandle(slot.device_ptr)
-                    slot.device_ptr = 0
-                if slot.encoded is not None:
-                    slot.encoded.close()
+        for slot in self._slots:
+            if slot.encoded is not None:
+                slot.encoded.close()
 
 
 # -- the child ----------------------------------------------------------------------------------------
