@@ -2,11 +2,14 @@
 // that includes pybind11 (its headers cost each unit that includes them seconds of compile time):
 // kernels take and return penstock::Array (engine/kernel.h), which the casters below convert from
 // and to numpy arrays without copying, and run with the GIL released.
+#include <string_view>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "codec/nvimgcodec.h"
+#include "codec/stream_queue.h"
 #include "engine/buffer_pool.h"
 #include "engine/kernel.h"
 #include "kernels/audio_decode.h"
@@ -148,6 +151,40 @@ PYBIND11_MODULE(_engine, m) {
         "when the array (and every view of it) is freed", "nbytes"_a);
   m.def("pool_cached_bytes", [] { return host_pool()->cached_bytes(); }, "Bytes held by the host buffer pool for reuse");
   m.def("pool_clear", [] { host_pool()->clear(); }, "Frees every cached buffer");
+
+  // ---- work queued on a CUDA stream: the GIL stays held (stream_queue.h says why) ----
+  m.def(
+      "launch_kernel",
+      [](uintptr_t function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block, unsigned shared_bytes,
+         uintptr_t stream, const py::bytes& params, const std::vector<size_t>& offsets) {
+        std::string_view bytes = params;
+        for (size_t offset : offsets)
+          if (offset >= bytes.size()) throw std::invalid_argument("launch_kernel: a parameter offset is out of range");
+        codec::launch_kernel(function, grid, block, shared_bytes, stream,
+                             reinterpret_cast<const uint8_t*>(bytes.data()), offsets);
+      },
+      "Launch a kernel (CUfunction) on a stream; `params` holds each parameter's bytes at its offset",
+      "function"_a, "grid"_a, "block"_a, "shared_bytes"_a, "stream"_a, "params"_a, "offsets"_a);
+  m.def("record_event", &codec::record_event, "Record an event (CUevent) after the work queued on a stream",
+        "event"_a, "stream"_a);
+  m.def("wait_event", &codec::wait_event, "Make a stream wait for an event (CUevent)", "stream"_a, "event"_a);
+  m.def(
+      "copy_to_device",
+      [](uintptr_t dst, const py::buffer& src, uintptr_t staging, uintptr_t stream, size_t release_gil_from) {
+        py::buffer_info info = src.request();
+        if (!PyBuffer_IsContiguous(info.view(), 'C'))
+          throw std::invalid_argument("copy_to_device: the host data is not contiguous");
+        size_t nbytes = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
+        if (nbytes >= release_gil_from) {  // a copy long enough for other threads to run meanwhile
+          py::gil_scoped_release released;
+          codec::copy_to_device(dst, info.ptr, nbytes, staging, stream);
+        } else {
+          codec::copy_to_device(dst, info.ptr, nbytes, staging, stream);
+        }
+      },
+      "Copy host data through the pinned block `staging` to device memory `dst`, queued on `stream`; the GIL "
+      "is released only for copies of `release_gil_from` bytes or more",
+      "dst"_a, "src"_a, "staging"_a, "stream"_a, "release_gil_from"_a);
 
   // ---- custom operators (include/penstock_plugin.h) ----
   m.def("plugin_parallel_for_address", &plugin_parallel_for_address,

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import _on_error, _per_frame
+from . import _on_error, _per_frame, _switch_interval
 from ._image_layout import input_layout  # the one check of the layouts a schema declares
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
@@ -142,6 +142,9 @@ class Executor:
         self._cpu_gate_released_at = -1
         self._refills = _on_error.plan(flat)  # decoders with on_error="skip"; may refuse the graph
         self.exec_async = exec_async
+        self._shortened_switch = exec_async and device is not None
+        if self._shortened_switch:
+            _switch_interval.acquire()
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
@@ -295,6 +298,8 @@ class Executor:
         if self._closed:
             return
         self._closed = True
+        if getattr(self, "_shortened_switch", False):  # (not set when the constructor refused the graph)
+            _switch_interval.release()
         for q in self._queues:
             q.put(None)
         for t in self._threads:

@@ -11,12 +11,13 @@ namespace penstock::codec {
 const Driver& driver() {
   static const Driver loaded = [] {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) throw std::runtime_error(std::string("ImageCodecDecoder: cannot load the CUDA driver: ") + dlerror());
+    if (!lib) throw std::runtime_error(std::string("cannot load the CUDA driver: ") + dlerror());
     Driver d;
     bind(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent);
     bind(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent);
     bind(lib, "cuEventRecord", d.cuEventRecord);
     bind(lib, "cuLaunchKernel", d.cuLaunchKernel);
+    bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync);
     return d;
   }();
   return loaded;
@@ -24,7 +25,7 @@ const Driver& driver() {
 
 void check_cuda(int status, const char* what) {
   if (status != 0)
-    throw std::runtime_error(std::string("ImageCodecDecoder: ") + what + " failed with CUDA error " +
+    throw std::runtime_error(std::string("CUDA driver: ") + what + " failed with CUDA error " +
                              std::to_string(status));
 }
 

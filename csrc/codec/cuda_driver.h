@@ -1,15 +1,19 @@
 #pragma once
 
+#include <cstddef>
+
 namespace penstock::codec {
 
-// The few CUDA driver entry points for the work queued around a decoding (handles are the runtime
-// API's: cudaStream_t and cudaEvent_t are CUstream and CUevent).
+// The few CUDA driver entry points for the work queued around a decoding and for the pipeline's own
+// launches and copies (stream_queue.h). Handles are the runtime API's: cudaStream_t and cudaEvent_t
+// are CUstream and CUevent.
 struct Driver {
   int (*cuCtxGetCurrent)(void**);
   int (*cuStreamWaitEvent)(void*, void*, unsigned);
   int (*cuEventRecord)(void*, void*);
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
                         void**);
+  int (*cuMemcpyHtoDAsync)(unsigned long long, const void*, size_t, void*);
 };
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).

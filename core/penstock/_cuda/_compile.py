@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from ._runtime import require
+from ._stream_queue import Kernel
 
 _OPTIONS = ("--std=c++17",)
 
@@ -46,6 +47,6 @@ def module(name: str, device_id: int) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def kernel(name: str, kernel_name: str, device_id: int) -> Any:
+def kernel(name: str, kernel_name: str, device_id: int) -> Kernel:
     """The compiled kernel ``kernel_name`` of ``csrc/cuda/<name>.cu`` for ``device_id``."""
-    return module(name, device_id).get_function(kernel_name)
+    return Kernel(module(name, device_id).get_function(kernel_name))

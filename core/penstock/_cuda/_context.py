@@ -2,7 +2,6 @@
 it, and host -> device copies through the process's pinned staging blocks (_pools)."""
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import numpy as np
@@ -10,6 +9,7 @@ import numpy as np
 from ..tensors import TensorListGPU
 from ._compile import compiled
 from ._pools import claim_device_reserve, pinned
+from ._stream_queue import Kernel, copy_to_device, record_event
 from ._runtime import require
 from .kernels import GpuKernels
 
@@ -86,9 +86,8 @@ class DeviceContext:
             return out
         blk, copied = pinned.take(nbytes), None
         try:
-            ctypes.memmove(blk.ptr, host.ctypes.data, nbytes)  # without the GIL
-            cp.cuda.runtime.memcpyAsync(out.data.ptr, blk.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
-                                        self.stream.ptr)
+            with self.device:
+                copy_to_device(out.data.ptr, host.reshape(-1).view(np.uint8), blk.ptr, self.stream)
             copied = self.record()
         finally:
             pinned.give_back(blk, copied)
@@ -125,10 +124,12 @@ class DeviceContext:
     def source_kernel(self, code: str, name: str) -> Any:
         """Kernel ``name`` of CUDA source ``code`` compiled at run time for this device (custom
         operators' kernels); called as ``kernel(grid, block, args, stream=...)``."""
-        return compiled(code, self.device_id).get_function(name)
+        return Kernel(compiled(code, self.device_id).get_function(name))
 
     def record(self) -> Any:
         """An event after everything queued on the stream so far (recorded with the stream's device
         current, whichever thread asks: events belong to a device)."""
         with self.device:
-            return self.stream.record()
+            event = self.cp.cuda.Event(block=False, disable_timing=True)
+            record_event(event, self.stream)
+        return event

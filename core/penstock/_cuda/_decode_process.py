@@ -311,14 +311,22 @@ class _Child:
 def serve(fd: int) -> None:
     """The child's main loop: decodes the parts the parent sends until its pipe closes."""
     conn = Connection(fd)
-    device_id, options, cpu_threads, hw_load, adaptive = conn.recv()
+    try:
+        device_id, options, cpu_threads, hw_load, adaptive = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)  # the parent ended before it sent the settings
     try:
         ctx = DeviceContext(device_id)
         decoder = DeviceDecoder(ctx, options, cpu_threads, hw_load, adaptive)
+        greeting: tuple = ("ready", os.getpid())
     except Exception as exc:  # noqa: BLE001 - told to the parent, which decodes without this process
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        decoder, greeting = None, ("error", f"{type(exc).__name__}: {exc}")
+    try:
+        conn.send(greeting)
+    except OSError:  # BrokenPipeError: the parent ended while this process started (a short job)
+        os._exit(0)
+    if decoder is None:
         return
-    conn.send(("ready", os.getpid()))
     child = _Child(conn, ctx, decoder)
     parts = ThreadPoolExecutor(_SLOTS, thread_name_prefix="penstock-decode-part")
     fd_for_next = -1

@@ -1,0 +1,39 @@
+// Launches and copies queued on a stream (see stream_queue.h).
+#include "codec/stream_queue.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "codec/cuda_driver.h"
+
+namespace penstock::codec {
+
+void launch_kernel(uintptr_t function, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+                   unsigned shared_bytes, uintptr_t stream, const uint8_t* params, const std::vector<size_t>& offsets) {
+  if (!function) throw std::invalid_argument("launch_kernel: no kernel function");
+  std::vector<void*> args(offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i) args[i] = const_cast<uint8_t*>(params + offsets[i]);
+  check_cuda(driver().cuLaunchKernel(reinterpret_cast<void*>(function), grid[0], grid[1], grid[2], block[0],
+                                     block[1], block[2], shared_bytes, reinterpret_cast<void*>(stream),
+                                     args.empty() ? nullptr : args.data(), nullptr),
+             "launching a kernel");
+}
+
+void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream) {
+  if (!nbytes) return;
+  std::memcpy(reinterpret_cast<void*>(staging), src, nbytes);
+  check_cuda(driver().cuMemcpyHtoDAsync(dst, reinterpret_cast<void*>(staging), nbytes, reinterpret_cast<void*>(stream)),
+             "queueing a host -> device copy");
+}
+
+void record_event(uintptr_t event, uintptr_t stream) {
+  check_cuda(driver().cuEventRecord(reinterpret_cast<void*>(event), reinterpret_cast<void*>(stream)),
+             "recording an event");
+}
+
+void wait_event(uintptr_t stream, uintptr_t event) {
+  check_cuda(driver().cuStreamWaitEvent(reinterpret_cast<void*>(stream), reinterpret_cast<void*>(event), 0),
+             "waiting for an event");
+}
+
+}  // namespace penstock::codec

@@ -1,0 +1,29 @@
+// Work that the pipeline's Python side queues on a CUDA stream: kernel launches and host -> device
+// copies through pinned staging. Each is one driver call of microseconds, made by the caller with
+// the GIL held: a thread that released the GIL for it would wait up to Python's switch interval
+// (5 ms) to get it back while the training loop's thread runs Python, and a batch queues dozens.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace penstock::codec {
+
+// Launches `function` (a CUfunction) on `stream`; `params` holds each parameter's bytes at its
+// `offsets` entry, as the kernel's signature lays them out.
+void launch_kernel(uintptr_t function, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+                   unsigned shared_bytes, uintptr_t stream, const uint8_t* params, const std::vector<size_t>& offsets);
+
+// Copies `nbytes` from host memory `src` into the pinned block `staging`, then queues the copy from
+// there to device memory `dst` on `stream`.
+void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream);
+
+// Records `event` (a CUevent) after the work queued on `stream` so far.
+void record_event(uintptr_t event, uintptr_t stream);
+
+// Makes `stream` wait for `event` before the work queued on it afterwards.
+void wait_event(uintptr_t stream, uintptr_t event);
+
+}  // namespace penstock::codec
