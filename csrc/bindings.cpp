@@ -168,6 +168,8 @@ PYBIND11_MODULE(_engine, m) {
   m.def("record_event", &codec::record_event, "Record an event (CUevent) after the work queued on a stream",
         "event"_a, "stream"_a);
   m.def("wait_event", &codec::wait_event, "Make a stream wait for an event (CUevent)", "stream"_a, "event"_a);
+  m.def("wait_for_stream", &codec::wait_for_stream, "Make stream `waiting` wait for the work queued on `producer`",
+        "waiting"_a, "producer"_a);
   m.def(
       "copy_to_device",
       [](uintptr_t dst, const py::buffer& src, uintptr_t staging, uintptr_t stream, size_t release_gil_from) {

@@ -18,6 +18,8 @@ const Driver& driver() {
     bind(lib, "cuEventRecord", d.cuEventRecord);
     bind(lib, "cuLaunchKernel", d.cuLaunchKernel);
     bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync);
+    bind(lib, "cuEventCreate", d.cuEventCreate);
+    bind(lib, "cuEventDestroy_v2", d.cuEventDestroy);
     return d;
   }();
   return loaded;

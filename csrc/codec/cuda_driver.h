@@ -14,6 +14,8 @@ struct Driver {
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
                         void**);
   int (*cuMemcpyHtoDAsync)(unsigned long long, const void*, size_t, void*);
+  int (*cuEventCreate)(void**, unsigned);
+  int (*cuEventDestroy)(void*);
 };
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).

@@ -88,7 +88,10 @@ class DeviceContext:
         try:
             with self.device:
                 copy_to_device(out.data.ptr, host.reshape(-1).view(np.uint8), blk.ptr, self.stream)
-            copied = self.record()
+                copied = blk.copy_events.get(self.device_id)
+                if copied is None:
+                    copied = blk.copy_events[self.device_id] = cp.cuda.Event(block=False, disable_timing=True)
+                record_event(copied, self.stream)
         finally:
             pinned.give_back(blk, copied)
         return out

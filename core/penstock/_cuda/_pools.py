@@ -59,12 +59,16 @@ class PinnedBlock:
     """A staging block: ``size`` bytes at ``ptr`` inside ``owner`` (pinned memory, possibly shared by
     the blocks carved from one preallocated region). ``event`` is recorded after the copy that read
     the block; ``taken`` while a thread fills it."""
-    __slots__ = ("ptr", "size", "owner", "event", "taken")
+    __slots__ = ("ptr", "size", "owner", "event", "taken", "copy_events")
 
     def __init__(self, owner: Any, ptr: int, size: int):
         self.owner, self.ptr, self.size = owner, ptr, size
         self.event = None
         self.taken = False
+        # per device, an event of the block's own, recorded again after each copy from the block: a
+        # block is lent again only once its last copy is done, so nothing else waits on the event
+        # by then, and no event is created per copy (creating one gives the GIL away)
+        self.copy_events: dict[int, Any] = {}
 
     def free(self) -> bool:
         return not self.taken and (self.event is None or self.event.done)

@@ -5,6 +5,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .. import _engine
 from ..types import to_dali_type
 from ._base import _Batch, _Tensor, check_layout, layout_str, packed_offsets
 from ._host import TensorCPU, TensorListCPU
@@ -84,14 +85,16 @@ class _StreamOrdered:
     def _order_stream_after(self, handle: int) -> None:
         """Makes the CUDA stream ``handle`` (an int; 1 or 2 = the legacy/per-thread default
         stream) wait for the producing work."""
-        cp = _cupy()
-        event = self._event
-        if event is None:
-            if self.stream is None:
-                return
-            with cp.cuda.Device(self._device_id):  # an event is recorded on its stream's device
-                event = self.stream.record()
-        cp.cuda.runtime.streamWaitEvent(0 if handle == 1 else handle, event.ptr, 0)
+        if self._event is None and self.stream is None:
+            return
+        # through the engine, with the GIL held: CuPy's calls give it away, and this runs on the
+        # training loop's thread for every batch (_cuda/_stream_queue.py says what that costs)
+        waiting = 0 if handle == 1 else handle
+        with _cupy().cuda.Device(self._device_id):  # the driver calls need the batch's device current
+            if self._event is not None:
+                _engine.wait_event(waiting, int(self._event.ptr))
+            else:
+                _engine.wait_for_stream(waiting, int(self.stream.ptr))
 
     def _export(self, array: Any, stream: Any) -> Any:
         """A DLPack capsule of ``array`` for a consumer working on ``stream`` (the DLPack protocol:
@@ -157,12 +160,8 @@ class _ConsumerGuard:
 
     def __del__(self) -> None:
         try:
-            cp = _cupy()
-            rt = cp.cuda.runtime
-            with cp.cuda.Device(self.array.device.id):
-                event = cp.cuda.Event(disable_timing=True)
-                rt.eventRecord(event.ptr, 0 if self.consumer == 1 else self.consumer)
-                self.producer.wait_event(event)
+            with _cupy().cuda.Device(self.array.device.id):
+                _engine.wait_for_stream(int(self.producer.ptr), 0 if self.consumer == 1 else self.consumer)
         except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to order
             pass
 

@@ -42,16 +42,6 @@ def _stream_handle(stream: Any) -> int | None:
     raise TypeError(f"cannot take a CUDA stream handle from {type(stream).__name__}")
 
 
-def _order_after(producer_stream: Any, device_id: int) -> None:
-    """Makes torch's current stream on ``device_id`` wait for the work queued on ``producer_stream``."""
-    handle = _stream_handle(producer_stream)
-    if handle is None:
-        return
-    device = torch.device("cuda", device_id)
-    producer = torch.cuda.ExternalStream(handle, device=device)
-    torch.cuda.current_stream(device).wait_stream(producer)
-
-
 def _dense(batch_or_tensor: Any) -> Any:
     if isinstance(batch_or_tensor, (TensorListCPU, TensorListGPU)):
         return batch_or_tensor.as_tensor()
@@ -59,11 +49,10 @@ def _dense(batch_or_tensor: Any) -> Any:
 
 
 def to_torch(data: Any) -> torch.Tensor:
-    """A torch tensor viewing a penstock tensor or dense batch (leading batch dimension) without copying."""
-    tensor = _dense(data)
-    if isinstance(tensor, TensorGPU):
-        _order_after(getattr(data, "stream", None), tensor.device_id())
-    return torch.from_dlpack(tensor)
+    """A torch tensor viewing a penstock tensor or dense batch (leading batch dimension) without copying.
+    For GPU data, torch's current stream is made to wait for the pipeline's work through DLPack's
+    stream argument (``torch.from_dlpack`` passes the current stream)."""
+    return torch.from_dlpack(_dense(data))
 
 
 def feed_ndarray(dali_tensor: Any, arr: torch.Tensor, cuda_stream: Any = None) -> torch.Tensor:
@@ -81,12 +70,11 @@ def feed_ndarray(dali_tensor: Any, arr: torch.Tensor, cuda_stream: Any = None) -
         (f"Shapes do not match: DALI tensor has size {tensor.shape()}, but PyTorch Tensor has size "
          f"{list(arr.size())}")
     if isinstance(tensor, TensorGPU):
-        source = to_torch(dali_tensor)
         handle = _stream_handle(cuda_stream)
         stream = (torch.cuda.ExternalStream(handle, device=arr.device) if handle is not None
                   else torch.cuda.current_stream(arr.device))
-        with torch.cuda.stream(stream):
-            arr.copy_(source, non_blocking=True)
+        with torch.cuda.stream(stream):  # the copy's stream is the one ordered after the pipeline
+            arr.copy_(to_torch(dali_tensor), non_blocking=True)
         return arr
     arr.copy_(to_torch(tensor))
     return arr
