@@ -108,16 +108,22 @@ class DebugPipeline(Pipeline):
         if self._last_iter:
             return
         try:
-            results = self._run_iteration()
+            results: tuple | Exception = self._run_iteration()
         except StopIteration:
             self._last_iter = True
             return
+        except Exception as exc:  # noqa: BLE001 - this iteration's failure, raised at its outputs
+            results = exc
+            self._iteration += 1
+            self._iter_in_epoch += 1
         self._pending.append(results)
 
     def _pop_outputs(self) -> tuple:
         if not self._pending:
             raise StopIteration
         results = self._pending.popleft()
+        if isinstance(results, Exception):
+            raise results
         self._check_outputs(results)
         return results
 
