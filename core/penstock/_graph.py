@@ -25,6 +25,7 @@ class OpNode:
     """One operator instance in a graph."""
     scope: Any = None                   # the conditional branch it runs in (None: every sample)
     batch_ref: DataNode | None = None   # in a branch: the input whose sample count is its batch size
+    selects_samples = False             # its outputs hold some of the batch's samples (fn._conditional.split)
 
     def __init__(self, schema: OpSchema, device: str, args: dict, inputs: Sequence[DataNode],
                  arg_inputs: dict[str, DataNode], name: str | None):
@@ -105,6 +106,10 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
     args = resolve_defaults(schema, scalars, tensors, label)
     args["name"] = name
     nodes, tensors, scope, batch_ref = _hooks.place(schema, nodes, tensors)
+    if batch_ref is None:  # an input holding some of the samples (an explicit split's) sets the batch size
+        batch_ref = next((d for d in (*nodes, *tensors.values())
+                          if d.source is not None and (d.source.selects_samples or d.source.batch_ref is not None)),
+                         None)
     node = OpNode(schema, device, args, nodes, tensors, name)
     node.scope, node.batch_ref = scope, batch_ref
     node.py_object = py_object
