@@ -107,13 +107,17 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
     args["name"] = name
     nodes, tensors, scope, batch_ref = _hooks.place(schema, nodes, tensors)
     if batch_ref is None:  # an input holding some of the samples (an explicit split's) sets the batch size
-        batch_ref = next((d for d in (*nodes, *tensors.values())
-                          if d.source is not None and (d.source.selects_samples or d.source.batch_ref is not None)),
-                         None)
+        batch_ref = next((d for d in (*nodes, *tensors.values()) if _holds_some_samples(d)), None)
     node = OpNode(schema, device, args, nodes, tensors, name)
     node.scope, node.batch_ref = scope, batch_ref
     node.py_object = py_object
     return node.outputs
+
+
+def _holds_some_samples(value: DataNode) -> bool:
+    """Whether ``value`` holds some of the batch's samples: an explicit split's output, or a value
+    computed from one (producers outside graphs, like the dynamic mode's leaves, hold all)."""
+    return getattr(value.source, "selects_samples", False) or getattr(value.source, "batch_ref", None) is not None
 
 
 # ---- building ----------------------------------------------------------------------------
