@@ -47,18 +47,29 @@ def test_data_inputs_of_every_kind():
         a = fn.flip(imgs, horizontal=1, vertical=0)                     # list of arrays
         b = fn.flip(TensorListCPU(imgs, "HWC"), horizontal=0, vertical=1)  # TensorList
         c = fn.flip(list(torch.from_numpy(dense)), horizontal=1, vertical=0)  # list of torch tensors
-        # a lone array or tensor is a constant, every sample's (DALI's classification)
-        d = fn.flip(dense[0], horizontal=1, vertical=0)
-        e = fn.flip(torch.from_numpy(dense[1]), horizontal=1, vertical=0)
-        return a, b, c, d, e
+        # an array or a tensor holds its samples along its first axis (DALI splits it so)
+        d = fn.flip(dense, horizontal=1, vertical=0)
+        e = fn.flip(torch.from_numpy(dense), horizontal=0, vertical=1)
+        f = fn.flip(dense[:2], horizontal=1, vertical=0)  # fewer samples than max_batch_size
+        return a, b, c, d, e, f
 
-    a, b, c, d, e = pipe().run()
+    a, b, c, d, e, f = pipe().run()
     for i in range(B):
         np.testing.assert_array_equal(a.at(i), imgs[i][:, ::-1])
         np.testing.assert_array_equal(b.at(i), imgs[i][::-1])
-        np.testing.assert_array_equal(d.at(i), dense[0][:, ::-1])
-        np.testing.assert_array_equal(e.at(i), dense[1][:, ::-1])
-    np.testing.assert_array_equal(c.as_array(), dense[:, :, ::-1])
+    for out in (c, d):
+        np.testing.assert_array_equal(out.as_array(), dense[:, :, ::-1])
+    np.testing.assert_array_equal(e.as_array(), dense[:, ::-1])
+    np.testing.assert_array_equal(f.as_array(), dense[:2, :, ::-1])
+
+
+def test_an_array_of_more_samples_than_max_batch_size_is_refused():
+    @_debug()
+    def pipe():
+        return fn.flip(np.zeros((B + 1, 2, 2, 3), np.uint8), horizontal=1)
+
+    with pytest.raises(RuntimeError, match=f"a batch of {B + 1} samples was given, more than max_batch_size {B}"):
+        pipe().run()
 
 
 def test_python_control_flow_on_values_and_iterations():
@@ -187,7 +198,7 @@ def test_operator_calls_must_keep_their_inputs_and_arguments(change, words):
             return fn.cat(*([batch] if first else [batch, batch]))
         if change == "kwargs":
             return fn.cat(batch, batch, **({"axis": 0} if first else {}))
-        return fn.cat(batch, batch if first else np.zeros(1, np.float32))
+        return fn.cat(batch, batch if first else np.float32(0))  # a 0-d array: a constant
 
     p = pipe()
     p.run()

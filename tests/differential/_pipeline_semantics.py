@@ -234,11 +234,34 @@ def crop_transform_of_an_empty_box(lib: Any) -> list:
             observe(lambda: step(from_start=(1., 0.), from_end=(1., 1.)))]
 
 
+def cast_to_a_type_name(lib: Any) -> list:
+    """fn.cast(x, dtype="float") and other names or Python types: refused (DALI's "float" is 32-bit,
+    numpy's 64-bit); DALI's types are taken."""
+    data = [np.array([1.5, -2.0], np.float32)]
+    return [observe(_one_op(lib, lambda lib, x, dtype=dtype: lib.fn.cast(x, dtype=dtype), data))
+            for dtype in ("float", "float32", "int", float, lib.types.FLOAT64)]
+
+
+def debug_mode_array_of_samples(lib: Any) -> list:
+    """In debug mode an array given to an operator holds its samples along its first axis: 3 of them
+    are more than a batch of 2 (DALI 2.4's debug mode runs no operator here without a CUDA driver,
+    so only this refusal shows how it splits the array)."""
+    from importlib import import_module
+    experimental = import_module(f"{lib.__name__}.pipeline.experimental")
+
+    @experimental.pipeline_def(batch_size=2, num_threads=1, device_id=None, debug=True)
+    def pipe():
+        return lib.fn.cast(np.zeros((3, 4, 3), np.uint8), dtype=lib.types.INT32)
+
+    return [observe(pipe().run)]
+
+
 SCENARIOS: dict[str, Callable[[Any], list]] = {f.__name__: f for f in (
     feed_ahead_then_run, feed_each_run_at_depth_one, declared_output_types, feed_a_pruned_source,
     cycle_a_generator, more_shards_than_samples, do_not_convert_a_definition, cycle_raise_two_sources,
     python_function_of_a_constant, explicit_conditional_operators, reshape_trailing_wildcard,
-    multi_paste_with_channels, crop_transform_of_an_empty_box)}
+    multi_paste_with_channels, crop_transform_of_an_empty_box, cast_to_a_type_name,
+    debug_mode_array_of_samples)}
 
 # scenarios whose errors must carry DALI's words (DALI's tests match them)
 WORDS = {"feed_ahead_then_run", "feed_a_pruned_source", "cycle_a_generator", "more_shards_than_samples",

@@ -50,16 +50,24 @@ def _host_array(value: Any) -> Any:
 
 
 def _as_batch(value: Any, label: str) -> TensorListCPU:
-    """A debug-mode operator input given as data: a TensorList or a list of arrays/tensors, one per
-    sample (as DALI classifies them: a lone array is a constant, the same for every sample)."""
+    """A debug-mode operator input given as data: a TensorList, a list of arrays/tensors (one per
+    sample) or an array/tensor whose samples lie along its first axis (as DALI takes them)."""
     if isinstance(value, DataNodeDebug):
         return value.get()
     if isinstance(value, TensorListCPU):
         return value
     if isinstance(value, (list, tuple)):
         return TensorListCPU([v if isinstance(v, TensorCPU) else _host_array(v) for v in value])
-    raise TypeError(f"{label}: debug-mode data must be a DataNode, a TensorList or a list of arrays (one per "
-                    f"sample); got {type(value).__name__}")
+    if is_batch_array(value):
+        return TensorListCPU(np.ascontiguousarray(_host_array(value)))
+    raise TypeError(f"{label}: debug-mode data must be a DataNode, a TensorList, a list of arrays (one per "
+                    f"sample) or an array of samples along its first axis; got {type(value).__name__}")
+
+
+def is_batch_array(value: Any) -> bool:
+    """Whether an operator's positional input is an array (or tensor) of samples along its first
+    axis: a batch in debug mode, split as DALI splits it (a 0-d one is a constant)."""
+    return (isinstance(value, np.ndarray) or _is_torch_tensor(value)) and value.ndim >= 1
 
 
 def is_data(value: Any) -> bool:
@@ -170,8 +178,8 @@ class DebugPipeline(Pipeline):
         from .._graph import make_op
         label = schema.fn_name
         self._check_call(schema, inputs, kwargs)
-        inputs = tuple(self._debug_node(x, label) if is_data(x) else _host_array(x) if _is_torch_tensor(x) else x
-                       for x in inputs)
+        inputs = tuple(self._debug_node(x, label) if is_data(x) or is_batch_array(x) else
+                       _host_array(x) if _is_torch_tensor(x) else x for x in inputs)
         kwargs = {k: self._debug_node(v, f"{label} argument '{k}'") if is_data(v) and k != "source" else v
                   for k, v in kwargs.items()}
         with _current.eager(None):  # the call's node is built as in a graph, then run here
@@ -185,7 +193,7 @@ class DebugPipeline(Pipeline):
         """The operator calls of every iteration must be those of the first: the same operators in
         the same order, with as many inputs and keyword arguments, each a batch or a constant as
         before (DALI's rules and words)."""
-        call = (schema, [is_data(x) or isinstance(x, DataNode) for x in inputs],
+        call = (schema, [is_data(x) or is_batch_array(x) or isinstance(x, DataNode) for x in inputs],
                 {k: is_data(v) or isinstance(v, DataNode) for k, v in kwargs.items() if k not in ("name", "device")})
         k = self._op_calls
         self._op_calls += 1
@@ -231,7 +239,11 @@ class DebugPipeline(Pipeline):
         return results
 
     def _debug_node(self, value: Any, label: str) -> DataNodeDebug:
-        return DataNodeDebug(_as_batch(value, label), f"{label} input")
+        batch = _as_batch(value, label)
+        if len(batch) > self._max_batch_size:
+            raise RuntimeError(f"{label}: a batch of {len(batch)} samples was given, more than max_batch_size "
+                               f"{self._max_batch_size} (Expected batch size lower or equal to max batch size.)")
+        return DataNodeDebug(batch, f"{label} input")
 
     def _kernel(self, node: Any) -> Any:
         """The operator instance of this call (created at the first iteration)."""
