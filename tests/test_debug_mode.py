@@ -1,10 +1,18 @@
 """Debug mode: pipeline.experimental.pipeline_def(debug=True) runs the graph function eagerly."""
+import io
+import os
+import sys
+
 import numpy as np
 import pytest
+from PIL import Image
 
 from penstock import fn, pipeline_def, types
 from penstock.pipeline import experimental
 from penstock.tensors import TensorListCPU
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from make_sample_data import photo_like  # noqa: E402
 
 B = 4
 
@@ -204,3 +212,61 @@ def test_operator_calls_must_keep_their_inputs_and_arguments(change, words):
     p.run()
     with pytest.raises(RuntimeError, match=words):
         p.run()
+
+
+def _large_jpegs():
+    """Photographs large enough that a resize to 64 pixels lets the decoder shrink them in the DCT domain."""
+    rng = np.random.default_rng(1)
+    out = []
+    for k in range(B):
+        buf = io.BytesIO()
+        Image.fromarray(photo_like(rng, 1200 + 31 * k, 1600 - 17 * k)).save(buf, format="JPEG", quality=90)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
+@pytest.mark.parametrize("graph", [
+    lambda d: fn.resize(fn.decoders.image(d), resize_shorter=64),
+    lambda d: fn.resize(fn.decoders.image_random_crop(d), size=[64, 64]),
+    lambda d: fn.crop_mirror_normalize(fn.resize(fn.decoders.image(d, output_type=types.GRAY), resize_shorter=60),
+                                       crop=(48, 48)),
+], ids=["decode_resize", "random_crop_resize", "gray_resize_cmn"])
+def test_a_decoded_image_only_a_resize_reads_equals_standard_mode(graph):
+    # standard mode decodes it smaller in the DCT domain for the resize (a few levels off a full decode
+    # then resize): debug mode puts the decoding off until it is read, and does the same
+    jpegs = _large_jpegs()
+
+    def pipe():
+        return graph(fn.external_source(lambda: jpegs))
+
+    standard = pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=3)(pipe)()
+    debug = _debug(seed=3)(pipe)()
+    for _ in range(2):
+        for s, d in zip(standard.run(), debug.run()):
+            for i in range(B):
+                np.testing.assert_array_equal(np.array(s[i]), np.array(d[i]))
+
+
+def test_a_decoded_image_read_twice_is_decoded_whole():
+    jpegs = _large_jpegs()
+    seen = []
+
+    @_debug(seed=3)
+    def pipe():
+        img = fn.decoders.image(fn.external_source(lambda: jpegs))
+        small = fn.resize(img, resize_shorter=64)
+        seen.append(img.get().at(0).shape)  # read by the user too: the whole image
+        return small, img
+
+    @pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=3)
+    def standard():
+        img = fn.decoders.image(fn.external_source(lambda: jpegs))
+        return fn.resize(img, resize_shorter=64), img
+
+    p, ref = pipe(), standard()
+    p.run()
+    ref.run()
+    assert seen[0] == (1200, 1600, 3)
+    for s, d in zip(ref.run(), p.run()):  # from the second iteration on, as standard mode (no fusion)
+        for i in range(B):
+            np.testing.assert_array_equal(np.array(s[i]), np.array(d[i]))
