@@ -49,6 +49,20 @@ def test_a_source_failing_loses_no_iteration(depth):
     _check(_runs(pipe()))
 
 
+def _sample(info):
+    if info.iteration == FAILING:
+        raise ValueError(f"no sample for iteration {info.iteration}")
+    return np.full(2, info.iteration, np.int32)
+
+
+def test_a_parallel_source_failing_loses_no_iteration():
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=2, py_num_workers=2)
+    def pipe():
+        return fn.external_source(source=_sample, batch=False, parallel=True)
+
+    _check(_runs(pipe()))
+
+
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_an_operator_failing_loses_no_iteration(depth):
     @pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=depth)

@@ -161,9 +161,6 @@ class ExternalSource(Operator):
             self.fed.append((batch, layout))
             self._fed_cv.notify_all()
 
-    def queued(self) -> int:
-        return len(self.fed)
-
     def ready(self) -> bool:
         """False only for a blocking push source with nothing fed (the pipeline defers it)."""
         return not (self.source is None and self.blocking and not self.fed)
