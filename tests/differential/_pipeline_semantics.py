@@ -198,6 +198,23 @@ def explicit_conditional_operators(lib: Any) -> list:
     return [observe(p.run)]
 
 
+def conditional_on_constants(lib: Any) -> list:
+    """test_dali_cpu_only::test_conditional: a data-dependent `if` on constants, constants in its branches."""
+    types = lib.types
+
+    @lib.pipeline_def(enable_conditionals=True)
+    def pipe():
+        true = types.Constant(np.array(True), device="cpu")
+        false = types.Constant(np.array(False), device="cpu")
+        if true and true or not false:
+            output = types.Constant(np.array([42]), device="cpu")
+        else:
+            output = types.Constant(np.array([0]), device="cpu")
+        return output
+
+    return [observe(pipe(batch_size=5, num_threads=1, device_id=None).run)]
+
+
 def _one_op(lib: Any, make: Callable, data: list, layout: str | None = None) -> Callable:
     """A step running ``make(lib, source)`` once on ``data`` (a batch)."""
     def step():
@@ -259,7 +276,7 @@ def debug_mode_array_of_samples(lib: Any) -> list:
 SCENARIOS: dict[str, Callable[[Any], list]] = {f.__name__: f for f in (
     feed_ahead_then_run, feed_each_run_at_depth_one, declared_output_types, feed_a_pruned_source,
     cycle_a_generator, more_shards_than_samples, do_not_convert_a_definition, cycle_raise_two_sources,
-    python_function_of_a_constant, explicit_conditional_operators, reshape_trailing_wildcard,
+    python_function_of_a_constant, explicit_conditional_operators, conditional_on_constants, reshape_trailing_wildcard,
     multi_paste_with_channels, crop_transform_of_an_empty_box, cast_to_a_type_name,
     debug_mode_array_of_samples)}
 

@@ -22,6 +22,7 @@ def merge(input_true: DataNode, input_false: DataNode, *, predicate: DataNode, *
     """The samples of the two sides of ``split`` interleaved back into the order of ``predicate``."""
     merged = make_op(MERGE, (input_false, input_true, predicate), kwargs)[0]
     merged.source.batch_ref = predicate  # every sample of the predicate, not those of a side
+    merged.source.selects_samples = getattr(predicate.source, "selects_samples", False)
     return merged
 
 
