@@ -3,7 +3,8 @@
 The dataset is ``tf.data.Dataset.from_generator`` over a Python generator that runs the
 pipeline (see ``_source``), wrapped like DALI's in an options dataset that turns off tf.data's
 default optimizations and autotuning. Each element is a tuple with one tensor per pipeline
-output (a tensor alone when a single dtype or TensorSpec, not a tuple, declares it, as in DALI). Batches cross into TensorFlow through one ``numpy_function`` call per batch and, being
+output (a tensor alone when a single dtype or TensorSpec, not a tuple, declares it, as in DALI).
+Batches cross into TensorFlow through one ``numpy_function`` call per batch and, being
 64-byte aligned host buffers, without a copy (``_outputs``). A dataset on a GPU (the pipeline's
 outputs are there, or ``tf.device`` says so; see ``_placement``) is a generator dataset on that GPU
 that takes GPU outputs through DLPack without a copy (``_device``).
