@@ -123,18 +123,18 @@ def cycle_a_generator(lib: Any) -> list:
 
 def more_shards_than_samples(lib: Any) -> list:
     """test_reader_file::test_invalid_number_of_shards."""
-    root = tempfile.mkdtemp()
-    os.makedirs(os.path.join(root, "a"))
-    for i in range(3):
-        with open(os.path.join(root, "a", f"{i}.jpg"), "wb") as f:
-            f.write(b"x")
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "a"))
+        for i in range(3):
+            with open(os.path.join(root, "a", f"{i}.jpg"), "wb") as f:
+                f.write(b"x")
 
-    @lib.pipeline_def(batch_size=1, device_id=None, num_threads=1)
-    def pipe():
-        files, labels = lib.fn.readers.file(file_root=root, shard_id=0, num_shards=9999)
-        return files, labels
+        @lib.pipeline_def(batch_size=1, device_id=None, num_threads=1)
+        def pipe():
+            files, labels = lib.fn.readers.file(file_root=root, shard_id=0, num_shards=9999)
+            return files, labels
 
-    return [observe(pipe().build)]
+        return [observe(pipe().build)]
 
 
 def do_not_convert_a_definition(lib: Any) -> list:
