@@ -218,6 +218,8 @@ PYBIND11_MODULE(_engine, m) {
         "Caffe2 TensorProtos records (back to back) -> per output (bytes, shapes [N, 3], ranks, element types)",
         without_gil, "pool"_a, "records"_a, "starts"_a, "sizes"_a, "image"_a, "label_type"_a, "num_labels"_a,
         "additional_inputs"_a, "bbox"_a);
+  m.def("tfrecord_index", &tfrecord_index, "(offsets, sizes) of a TFRecord file's records, length CRCs checked",
+        without_gil, "path"_a);
   m.def("tfrecord_read", &tfrecord_read, "Read and parse tf.train.Example records", without_gil, "pool"_a, "paths"_a,
         "offsets"_a, "sizes"_a, "names"_a, "kinds"_a);
   m.def("coco_masks", &coco_masks, "Paint COCO objects into pixelwise label masks", without_gil, "pool"_a, "out"_a,

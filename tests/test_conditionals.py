@@ -394,3 +394,34 @@ def test_branch_that_no_sample_reaches():
         return y
 
     np.testing.assert_array_equal(_run(pipe(batch_size=4))[0], [0, 2, 4, 6])
+
+
+def test_constants_in_both_branches_fill_every_sample():
+    @_cond_pipe()
+    def pipe():
+        pred = fn.external_source(lambda: [np.array(i % 3 == 0) for i in range(BATCH)])
+        if pred:
+            out = types.Constant(np.array([42]), device="cpu")
+        else:
+            out = types.Constant(np.array([0]), device="cpu")
+        return out
+
+    (out,) = _run(pipe())
+    assert out.ravel().tolist() == [42 if i % 3 == 0 else 0 for i in range(BATCH)]
+
+
+def test_the_conditional_operators_called_by_hand():
+    # fn._conditional: what an `if` inserts, as DALI's tests call it; what reads a split side runs on its samples
+    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None)
+    def pipe():
+        value = fn.external_source(lambda: [np.array([i], np.int32) for i in range(BATCH)])
+        pred = fn.external_source(lambda: [np.array(i % 2 == 0) for i in range(BATCH)])
+        true, false = fn._conditional.split(value, predicate=pred)
+        merged = fn._conditional.merge(true + 100, false, predicate=pred)
+        return merged, fn._conditional.not_(pred), fn._conditional.validate_logical(
+            pred, expression_name="and", expression_side="left")
+
+    merged, negated, validated = _run(pipe())
+    assert merged.ravel().tolist() == [i + 100 if i % 2 == 0 else i for i in range(BATCH)]
+    assert negated.tolist() == [i % 2 == 1 for i in range(BATCH)]
+    assert validated.tolist() == [i % 2 == 0 for i in range(BATCH)]

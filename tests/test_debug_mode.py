@@ -1,10 +1,18 @@
 """Debug mode: pipeline.experimental.pipeline_def(debug=True) runs the graph function eagerly."""
+import io
+import os
+import sys
+
 import numpy as np
 import pytest
+from PIL import Image
 
 from penstock import fn, pipeline_def, types
 from penstock.pipeline import experimental
 from penstock.tensors import TensorListCPU
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from make_sample_data import photo_like  # noqa: E402
 
 B = 4
 
@@ -47,18 +55,29 @@ def test_data_inputs_of_every_kind():
         a = fn.flip(imgs, horizontal=1, vertical=0)                     # list of arrays
         b = fn.flip(TensorListCPU(imgs, "HWC"), horizontal=0, vertical=1)  # TensorList
         c = fn.flip(list(torch.from_numpy(dense)), horizontal=1, vertical=0)  # list of torch tensors
-        # a lone array or tensor is a constant, every sample's (DALI's classification)
-        d = fn.flip(dense[0], horizontal=1, vertical=0)
-        e = fn.flip(torch.from_numpy(dense[1]), horizontal=1, vertical=0)
-        return a, b, c, d, e
+        # an array or a tensor holds its samples along its first axis (DALI splits it so)
+        d = fn.flip(dense, horizontal=1, vertical=0)
+        e = fn.flip(torch.from_numpy(dense), horizontal=0, vertical=1)
+        f = fn.flip(dense[:2], horizontal=1, vertical=0)  # fewer samples than max_batch_size
+        return a, b, c, d, e, f
 
-    a, b, c, d, e = pipe().run()
+    a, b, c, d, e, f = pipe().run()
     for i in range(B):
         np.testing.assert_array_equal(a.at(i), imgs[i][:, ::-1])
         np.testing.assert_array_equal(b.at(i), imgs[i][::-1])
-        np.testing.assert_array_equal(d.at(i), dense[0][:, ::-1])
-        np.testing.assert_array_equal(e.at(i), dense[1][:, ::-1])
-    np.testing.assert_array_equal(c.as_array(), dense[:, :, ::-1])
+    for out in (c, d):
+        np.testing.assert_array_equal(out.as_array(), dense[:, :, ::-1])
+    np.testing.assert_array_equal(e.as_array(), dense[:, ::-1])
+    np.testing.assert_array_equal(f.as_array(), dense[:2, :, ::-1])
+
+
+def test_an_array_of_more_samples_than_max_batch_size_is_refused():
+    @_debug()
+    def pipe():
+        return fn.flip(np.zeros((B + 1, 2, 2, 3), np.uint8), horizontal=1)
+
+    with pytest.raises(RuntimeError, match=f"a batch of {B + 1} samples was given, more than max_batch_size {B}"):
+        pipe().run()
 
 
 def test_python_control_flow_on_values_and_iterations():
@@ -187,9 +206,67 @@ def test_operator_calls_must_keep_their_inputs_and_arguments(change, words):
             return fn.cat(*([batch] if first else [batch, batch]))
         if change == "kwargs":
             return fn.cat(batch, batch, **({"axis": 0} if first else {}))
-        return fn.cat(batch, batch if first else np.zeros(1, np.float32))
+        return fn.cat(batch, batch if first else np.float32(0))  # a 0-d array: a constant
 
     p = pipe()
     p.run()
     with pytest.raises(RuntimeError, match=words):
         p.run()
+
+
+def _large_jpegs():
+    """Photographs large enough that a resize to 64 pixels lets the decoder shrink them in the DCT domain."""
+    rng = np.random.default_rng(1)
+    out = []
+    for k in range(B):
+        buf = io.BytesIO()
+        Image.fromarray(photo_like(rng, 1200 + 31 * k, 1600 - 17 * k)).save(buf, format="JPEG", quality=90)
+        out.append(np.frombuffer(buf.getvalue(), np.uint8))
+    return out
+
+
+@pytest.mark.parametrize("graph", [
+    lambda d: fn.resize(fn.decoders.image(d), resize_shorter=64),
+    lambda d: fn.resize(fn.decoders.image_random_crop(d), size=[64, 64]),
+    lambda d: fn.crop_mirror_normalize(fn.resize(fn.decoders.image(d, output_type=types.GRAY), resize_shorter=60),
+                                       crop=(48, 48)),
+], ids=["decode_resize", "random_crop_resize", "gray_resize_cmn"])
+def test_a_decoded_image_only_a_resize_reads_equals_standard_mode(graph):
+    # standard mode decodes it smaller in the DCT domain for the resize (a few levels off a full decode
+    # then resize): debug mode puts the decoding off until it is read, and does the same
+    jpegs = _large_jpegs()
+
+    def pipe():
+        return graph(fn.external_source(lambda: jpegs))
+
+    standard = pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=3)(pipe)()
+    debug = _debug(seed=3)(pipe)()
+    for _ in range(2):
+        for s, d in zip(standard.run(), debug.run()):
+            for i in range(B):
+                np.testing.assert_array_equal(np.array(s[i]), np.array(d[i]))
+
+
+def test_a_decoded_image_read_twice_is_decoded_whole():
+    jpegs = _large_jpegs()
+    seen = []
+
+    @_debug(seed=3)
+    def pipe():
+        img = fn.decoders.image(fn.external_source(lambda: jpegs))
+        small = fn.resize(img, resize_shorter=64)
+        seen.append(img.get().at(0).shape)  # read by the user too: the whole image
+        return small, img
+
+    @pipeline_def(batch_size=B, num_threads=1, device_id=None, seed=3)
+    def standard():
+        img = fn.decoders.image(fn.external_source(lambda: jpegs))
+        return fn.resize(img, resize_shorter=64), img
+
+    p, ref = pipe(), standard()
+    p.run()
+    ref.run()
+    assert seen[0] == (1200, 1600, 3)
+    for s, d in zip(ref.run(), p.run()):  # from the second iteration on, as standard mode (no fusion)
+        for i in range(B):
+            np.testing.assert_array_equal(np.array(s[i]), np.array(d[i]))

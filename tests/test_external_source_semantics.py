@@ -191,7 +191,7 @@ def test_blocking_feed_then_run_in_one_thread_with_prefetch():
 
 def test_non_blocking_without_data_raises():
     pipe = _pipe(lambda: fn.external_source(name="in", blocking=False), prefetch_queue_depth=1)
-    with pytest.raises(RuntimeError, match="no data was fed"):
+    with pytest.raises(RuntimeError, match="No data was fed"):
         pipe.run()
 
 

@@ -134,6 +134,24 @@ def test_truncated_file_and_bad_features(tmp_path, shards):
         _read(paths, idx, 1, features={"label": ("int64",)})
 
 
+@pytest.mark.parametrize("damage", [
+    (0, b"\xff\xff\xff\xff\xff\xff\xff\x7f"),  # a huge length (did not fit an offset-sized integer)
+    (0, b"\x05\x00\x00\x00\x00\x00\x00\x00"),  # a plausible one that would mis-frame every later record
+    (8, b"\x00\x00\x00\x00"),                      # the length intact, its CRC damaged
+], ids=["huge", "plausible", "crc"])
+def test_make_index_checks_each_length_against_its_crc(tmp_path, shards, damage):
+    paths, _, _ = shards
+    data = bytearray(open(paths[0], "rb").read())
+    second = int(open(paths[0].replace(".tfrecord", ".idx")).read().split()[2])  # the second record's offset
+    at, raw = damage
+    data[second + at:second + at + len(raw)] = raw
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match=rf"corrupted record at offset {second} of '{bad}': the CRC32C of its "
+                                           "length does not match .*the length field is damaged"):
+        tfrec.make_index(str(bad), str(tmp_path / "bad.idx"))
+
+
 def test_records_written_by_tensorflow(tmp_path):
     """TensorFlow (in the pinned test set) as an independent writer of Examples and CRCs."""
     from _util import installed_or_skip

@@ -270,3 +270,24 @@ def test_debug_mode_examples(image_dirs, capsys):
 
     out, img = my_pipe2(num_threads=1, device_id=None).run()
     np.testing.assert_array_equal(out.at(3), img.at(3)[:, ::-1])
+
+
+def test_feed_input_prefetch_queue_depth_batches_ahead():
+    # "To avoid stalls, feed the data prefetch_queue_depth times ahead": two batches fed before the first
+    # run() of a pipeline of the default depth 2 make two runs; a third run() finds nothing fed for its
+    # iteration, and fails only then (as DALI 2.4 does)
+    @pipeline_def
+    def my_pipe():
+        inp = fn.external_source(name="my_inp")
+        return inp
+
+    p = my_pipe(batch_size=2, num_threads=1, device_id=None, output_dtype=DALIDataType.INT64, output_ndim=1)
+    assert p.output_dtype() == [DALIDataType.INT64] and p.output_ndim() == [1]  # as declared, before a build
+    batches = [np.arange(4, dtype=np.int64).reshape(2, 2) + 10 * k for k in range(2)]
+    for batch in batches:
+        p.feed_input("my_inp", batch)
+    for batch in batches:
+        np.testing.assert_array_equal(p.run()[0].as_array(), batch)
+        assert p.input_feed_count("my_inp") == 2
+    with pytest.raises(IndexError, match="Attempted to peek the data batch that doesn't exist"):
+        p.run()

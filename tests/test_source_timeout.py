@@ -81,6 +81,14 @@ def test_serial_source_that_hangs_fails_run_naming_source_iteration_sample(batch
         pipe.run()  # at once: the source is still inside that call
 
 
+def test_a_timeout_while_prefetching_fails_its_own_iteration_not_the_one_before():
+    # the first run() schedules iterations 0 and 1; 1 times out, and fails the run() that asks for it
+    pipe = _pipe(waits_at_batch, True, source_timeout=1, prefetch_queue_depth=2)
+    np.testing.assert_array_equal(pipe.run()[0].as_array(), np.zeros((4, 2)))
+    with pytest.raises(RuntimeError, match="source_timeout=1 s in iteration 1 of epoch 0"):
+        pipe.run()
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_parallel_source_that_hangs_fails_run_naming_source_iteration_sample(method):
     pipe = _pipe(waits_at_sample, False, parallel=True, py_start_method=method, source_timeout=3)

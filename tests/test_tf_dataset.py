@@ -158,7 +158,7 @@ def test_large_batches_reach_tensorflow_without_a_copy(monkeypatch):
         return fn.random.uniform(range=(0, 1), shape=[512, 512])  # 2 MiB batches
 
     ds = dali_tf.DALIDataset(pipe(), output_dtypes=tf.float32, batch_size=2, num_threads=1, device_id=None)
-    tensors = [x for (x,) in ds.take(3)]
+    tensors = list(ds.take(3))
     assert [np.from_dlpack(Capsule(t)).ctypes.data for t in tensors] == [s[0] for s in seen[:3]]
 
 
@@ -175,7 +175,12 @@ def test_unknown_shapes_by_default_and_single_dtype(files):
     def pipe():
         return fn.random.uniform(range=(0, 1), shape=[4])
 
+    # a single dtype (not in a tuple): the elements are tensors, as in DALI; a 1-tuple of dtypes: 1-tuples
     ds = dali_tf.DALIDataset(pipe(), output_dtypes=tf.float32, batch_size=3, num_threads=1, device_id=None)
+    assert ds.element_spec == tf.TensorSpec(None, tf.float32)
+    x = next(iter(ds))
+    np.testing.assert_array_equal(x.numpy(), pipe().run()[0].as_array())
+    ds = dali_tf.DALIDataset(pipe(), output_dtypes=(tf.float32,), batch_size=3, num_threads=1, device_id=None)
     assert ds.element_spec == (tf.TensorSpec(None, tf.float32),)
     (x,) = next(iter(ds))
     np.testing.assert_array_equal(x.numpy(), pipe().run()[0].as_array())
@@ -373,13 +378,13 @@ def test_inputs_per_sample_and_batch():
     per_sample = dali_tf.experimental.DALIDatasetWithInputs(
         doubled_pipe(2, name="x"), input_datasets={"x": tf.data.Dataset.from_tensor_slices(samples)},
         output_dtypes=tf.int32, output_shapes=(2, 3), batch_size=2, num_threads=1, device_id=None)
-    got = [x.numpy() for (x,) in per_sample]  # ends with the input; the incomplete 4th batch is dropped
+    got = [x.numpy() for x in per_sample]  # ends with the input; the incomplete 4th batch is dropped
     assert_same_batches([(g,) for g in got], [(samples[i:i + 2] * 2,) for i in (0, 2, 4)])
     batches = tf.data.Dataset.from_tensor_slices(samples[:6].reshape(3, 2, 3))
     batched = dali_tf.experimental.DALIDatasetWithInputs(
         doubled_pipe(2, name="x"), input_datasets={"x": dali_tf.experimental.Input(batches, batch=True)},
         output_dtypes=tf.int32, batch_size=2, num_threads=1, device_id=None)
-    assert_same_batches([as_numpy(e) for e in batched], [(samples[i:i + 2] * 2,) for i in (0, 2, 4)])
+    assert_same_batches([(x.numpy(),) for x in batched], [(samples[i:i + 2] * 2,) for i in (0, 2, 4)])
 
 
 def test_inputs_of_different_shapes_per_sample():
@@ -388,7 +393,7 @@ def test_inputs_of_different_shapes_per_sample():
     ds = dali_tf.experimental.DALIDatasetWithInputs(
         doubled_pipe(2, name="x"), input_datasets={"x": ragged}, output_dtypes=tf.int32, batch_size=2,
         num_threads=1, device_id=None)
-    got = [x.numpy() for (x,) in ds]
+    got = [x.numpy() for x in ds]
     assert_same_batches([(g,) for g in got], [(np.full((2, 2), 4),), (np.full((2, 3), 6),)])
 
 
@@ -398,11 +403,11 @@ def test_python_source_runs_in_process():
 
     ds = dali_tf.experimental.DALIDatasetWithInputs(doubled_pipe(2, source=source), output_dtypes=tf.int32,
                                                    batch_size=2, num_threads=1, device_id=None)
-    assert_same_batches([as_numpy(e) for e in ds.take(3)], pipeline_batches(doubled_pipe(2, source=source), 3))
+    assert_same_batches([(x.numpy(),) for x in ds.take(3)], pipeline_batches(doubled_pipe(2, source=source), 3))
     finite = dali_tf.experimental.DALIDatasetWithInputs(
         doubled_pipe(1, source=[[np.array([i], np.int32)] for i in range(3)]), output_dtypes=tf.int32,
         batch_size=1, num_threads=1, device_id=None)
-    assert [int(x.numpy()[0, 0]) for (x,) in finite] == [0, 2, 4]  # the iterable's one epoch, then the end
+    assert [int(x.numpy()[0, 0]) for x in finite] == [0, 2, 4]  # the iterable's one epoch, then the end
 
 
 def test_python_sources_per_sample_and_with_several_outputs():

@@ -92,7 +92,7 @@ def test_values_are_final_when_tensorflow_reads_them():
     ds = dali_tf.experimental.DALIDatasetWithInputs(source_pipe(lambda x: slow_chain(x.gpu()), batches), output_dtypes=tf.float32,
                                                     batch_size=8, num_threads=1, device_id=0)
     with tf.device("/GPU:0"):
-        got = [tf.reduce_sum(x, axis=1).numpy() for (x,) in ds]
+        got = [tf.reduce_sum(x, axis=1).numpy() for x in ds]  # a single dtype: tensors, not 1-tuples
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4)
 

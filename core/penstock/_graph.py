@@ -25,6 +25,7 @@ class OpNode:
     """One operator instance in a graph."""
     scope: Any = None                   # the conditional branch it runs in (None: every sample)
     batch_ref: DataNode | None = None   # in a branch: the input whose sample count is its batch size
+    selects_samples = False             # its outputs hold some of the samples (fn._conditional.split, or from one)
 
     def __init__(self, schema: OpSchema, device: str, args: dict, inputs: Sequence[DataNode],
                  arg_inputs: dict[str, DataNode], name: str | None):
@@ -105,8 +106,12 @@ def make_op(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, *, default_de
     args = resolve_defaults(schema, scalars, tensors, label)
     args["name"] = name
     nodes, tensors, scope, batch_ref = _hooks.place(schema, nodes, tensors)
+    # an input holding some of the samples (an explicit split's, or computed from one) sets the batch size
+    partial = None if batch_ref is not None else next(
+        (d for d in (*nodes, *tensors.values()) if getattr(d.source, "selects_samples", False)), None)
     node = OpNode(schema, device, args, nodes, tensors, name)
-    node.scope, node.batch_ref = scope, batch_ref
+    node.scope, node.batch_ref = scope, batch_ref if partial is None else partial
+    node.selects_samples = partial is not None
     node.py_object = py_object
     return node.outputs
 

@@ -317,6 +317,12 @@ def _convert(arg: Arg, value: Any, op: str) -> Any:
         return "" if value is None else _scalar(value, str, arg, op)
     enum_type = {ArgType.DTYPE: DALIDataType, ArgType.IMAGE_TYPE: DALIImageType,
                  ArgType.INTERP_TYPE: DALIInterpType}[t]
+    if t is ArgType.DTYPE and (isinstance(value, str) or any(value is py for py in (bool, int, float))):
+        # refused as DALI 2.4 refuses them: "float" is FLOAT (32-bit) in DALI but float64 in numpy, and
+        # so is Python's float; numpy types (np.float32) say their width and are taken
+        raise ArgumentTypeError(f"{op}: argument '{arg.name}' expects {t.value} (types.FLOAT ...) or a numpy type "
+                                f"(np.float32 ...), got {value!r}: type names and Python types are refused, as "
+                                "DALI refuses them ('float' is 32-bit in DALI, 64-bit in numpy)")
     try:
         if t is ArgType.DTYPE and not isinstance(value, (int, enum.Enum)):
             return to_dali_type(value)

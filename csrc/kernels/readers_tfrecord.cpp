@@ -10,6 +10,7 @@
 // Feature := oneof { 1: BytesList { 1: bytes* }, 2: FloatList { 1: float* (packed) },
 // 3: Int64List { 1: int64* (packed varints) } }.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -133,16 +134,23 @@ uint32_t masked_crc32c(const uint8_t* p, size_t n) {
   return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
+// Why [p, p + n) is corrupt, or "" when its masked CRC32C is `stored`.
+std::string crc_mismatch(const uint8_t* p, size_t n, const uint8_t* stored, const char* what, int64_t offset,
+                         const std::string& path) {
+  uint32_t want, got = masked_crc32c(p, n);
+  std::memcpy(&want, stored, 4);
+  if (got == want) return "";
+  char crcs[64];
+  std::snprintf(crcs, sizeof(crcs), "stored 0x%08x, computed 0x%08x", want, got);
+  return "corrupted record at offset " + std::to_string(offset) + " of '" + path + "': the CRC32C of its " + what +
+         " does not match (" + crcs + ")";
+}
+
 // Throws when the masked CRC32C of [p, p + n) is not `stored`.
 void check_crc(const uint8_t* p, size_t n, const uint8_t* stored, const char* what, int64_t sample,
                int64_t offset, const std::string& path) {
-  uint32_t want, got = masked_crc32c(p, n);
-  std::memcpy(&want, stored, 4);
-  if (got == want) return;
-  char crcs[64];
-  std::snprintf(crcs, sizeof(crcs), "stored 0x%08x, computed 0x%08x", want, got);
-  throw SampleError(sample, "corrupted record at offset " + std::to_string(offset) + " of '" + path +
-                                "': the CRC32C of its " + what + " does not match (" + crcs + ")");
+  std::string why = crc_mismatch(p, n, stored, what, offset, path);
+  if (!why.empty()) throw SampleError(sample, why);
 }
 
 struct Fd {
@@ -247,6 +255,45 @@ void parse_example(const uint8_t* data, size_t size, const std::unordered_map<st
 }
 
 }  // namespace
+
+std::tuple<I64Array, I64Array> tfrecord_index(const std::string& path) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (f.fd < 0 || ::fstat(f.fd, &st) != 0)
+    throw std::runtime_error("cannot open TFRecord file '" + path + "': " + std::strerror(errno));
+  const int64_t end = st.st_size;
+  std::vector<int64_t> offsets, sizes;
+  for (int64_t offset = 0; offset < end;) {
+    uint8_t head[12];
+    int64_t done = 0;
+    while (done < 12 && offset + done < end) {
+      ssize_t r = ::pread(f.fd, head + done, 12 - done, offset + done);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw std::runtime_error("cannot read '" + path + "' at offset " + std::to_string(offset + done));
+      done += r;
+    }
+    if (done < 12)
+      throw std::runtime_error("'" + path + "' ends inside a record header at offset " + std::to_string(offset));
+    // the length is trusted only once its CRC matches: a damaged one would claim any size
+    std::string why = crc_mismatch(head, 8, head + 8, "length", offset, path);
+    if (!why.empty()) throw std::runtime_error(why + ": the length field is damaged");
+    uint64_t len;
+    std::memcpy(&len, head, 8);
+    if (end - offset < 16 || len > uint64_t(end - offset - 16))
+      throw std::runtime_error("'" + path + "' ends inside the record at offset " + std::to_string(offset) +
+                               " (its length field says " + std::to_string(len) + " bytes of data, the file has " +
+                               std::to_string(end - offset - 12) + " bytes after its header)");
+    offsets.push_back(offset);
+    sizes.push_back(int64_t(len) + 16);
+    offset += int64_t(len) + 16;
+  }
+  auto out_offsets = I64Array::empty({int64_t(offsets.size())});
+  auto out_sizes = I64Array::empty({int64_t(sizes.size())});
+  std::copy(offsets.begin(), offsets.end(), out_offsets.mutable_data());
+  std::copy(sizes.begin(), sizes.end(), out_sizes.mutable_data());
+  return {out_offsets, out_sizes};
+}
 
 // For each feature: (values array, counts int64 [N], found uint8 [N]).
 std::vector<TfrecordFeature> tfrecord_read(ThreadPool& pool, const std::vector<std::string>& paths, I64Array offsets,

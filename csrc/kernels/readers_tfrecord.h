@@ -16,4 +16,9 @@ std::vector<TfrecordFeature> tfrecord_read(ThreadPool& pool, const std::vector<s
                                            I64Array sizes, const std::vector<std::string>& names,
                                            const std::vector<int>& kinds);
 
+// The records of the TFRecord file `path` as its index lists them: (offsets, sizes) int64 [N]. Each
+// record's length is checked against its CRC before it is trusted; a damaged or cut file throws,
+// naming the file and the record's offset.
+std::tuple<I64Array, I64Array> tfrecord_index(const std::string& path);
+
 }  // namespace penstock

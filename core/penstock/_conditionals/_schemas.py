@@ -18,5 +18,6 @@ MERGE = OpSchema(
 
 PREDICATE = OpSchema(
     "_conditional.Predicate", "Checks a predicate (0-d CPU samples) and applies `not` to it.",
-    args=[Arg("kind", ArgType.STR, "if", doc="'if', 'not', 'and' or 'or' (the expression checked)")],
+    args=[Arg("kind", ArgType.STR, "if", doc="'if', 'not', 'and' or 'or' (the expression checked)"),
+          Arg("side", ArgType.STR, "", doc="'left' or 'right': the side of `and`/`or` checked (for error messages)")],
     devices=("cpu",), internal=True)

@@ -5,3 +5,5 @@ from .. import operators as _operators  # noqa: F401  (importing them declares e
 from .._generate import fill_fn as _fill_fn
 
 _fill_fn(_sys.modules[__name__])
+
+from . import _conditional  # noqa: E402,F401  (fn._conditional.split/merge/not_/validate_logical)

@@ -323,8 +323,8 @@ class Reader(Operator):
         if self.size == 0:
             raise RuntimeError(f"{self.label}: no samples found")
         if self.size < a["num_shards"]:
-            raise ArgumentValueError(f"{self.label}: the dataset has {self.size} samples, fewer than "
-                                     f"num_shards={a['num_shards']}")
+            raise ArgumentValueError(f"{self.label}: The number of input samples: {self.size}, needs to be at least "
+                                     f"equal to the requested number of shards: {a['num_shards']}.")
         self._new_samples()
 
     def _new_samples(self) -> None:

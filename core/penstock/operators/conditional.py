@@ -96,8 +96,8 @@ class Merge(Operator):
 class PredicateCPU(Operator):
     def run(self, ws):
         src = ws.inputs[0]
-        kind = self.args["kind"]
-        mask = predicate_mask(src, self.label, kind)
+        kind, side = self.args["kind"], self.args["side"]
+        mask = predicate_mask(src, f"{self.label} ({side} side of `{kind}`)" if side else self.label, kind)
         if kind != "not":
             return [src]
         return [TensorListCPU._from_packed(~mask, np.zeros((len(mask), 0), np.int64), None, "",

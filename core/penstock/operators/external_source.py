@@ -73,6 +73,11 @@ EXTERNAL_SOURCE = OpSchema(
     devices=("cpu", "gpu"), is_source=True)
 
 
+class NoDataFed(RuntimeError, IndexError):
+    """An iteration of a push-mode external source was scheduled with nothing fed for it: raised when
+    its outputs are asked for (catchable as IndexError too, as DALI 2.4's is)."""
+
+
 def _check_source(source: Any, cycle: Any, batch: bool) -> None:
     mode = cycle_mode(cycle)
     if source is None:
@@ -85,7 +90,8 @@ def _check_source(source: Any, cycle: Any, batch: bool) -> None:
         positional_arity(source)
         return
     if inspect.isgenerator(source) and mode is not None:
-        raise TypeError("external_source: a generator object cannot be cycled; pass the generator function")
+        raise TypeError("external_source: Cannot cycle through a generator - if the generator is a result of calling "
+                        "a generator function, pass that function instead as `source`.")
     try:
         iter(source)
     except TypeError:
@@ -155,9 +161,6 @@ class ExternalSource(Operator):
             self.fed.append((batch, layout))
             self._fed_cv.notify_all()
 
-    def queued(self) -> int:
-        return len(self.fed)
-
     def ready(self) -> bool:
         """False only for a blocking push source with nothing fed (the pipeline defers it)."""
         return not (self.source is None and self.blocking and not self.fed)
@@ -216,8 +219,10 @@ class ExternalSource(Operator):
                 return batch, layout
         if self.args["repeat_last"] and self.last_fed is not None:
             return self.last_fed
-        raise RuntimeError(f"{self.label}: no data was fed with feed_input() for this iteration "
-                           "(feed before run(), or use blocking=True to wait for data)")
+        raise NoDataFed(f"{self.label}: Attempted to peek the data batch that doesn't exist. Add more elements to "
+                        "the DALI input operator. (No data was fed with feed_input() for this iteration: feed "
+                        "prefetch_queue_depth batches before the first run(), or use blocking=True to wait for "
+                        "data.)")
 
     def fetch(self, epoch: int, iteration: int, batch_size: int) -> list:
         if self._parallel is not None:

@@ -161,10 +161,16 @@ class MultiPaste(Operator):
     def _canvas(self, ws, shapes: list, n: int) -> np.ndarray:
         """[N, 2] canvas (H, W): output_size, or the inputs' one shape."""
         if ws.has_arg("output_size"):
-            if "output_size" not in ws.arg_inputs and len(self.args["output_size"]) != 2:
-                raise RuntimeError(f"{self.label}: output_size should be a tuple (H, W), got "
-                                   f"{len(self.args['output_size'])} elements")
-            return ws.per_sample("output_size", np.int64, 2)
+            if "output_size" in ws.arg_inputs:
+                return ws.per_sample("output_size", np.int64, 2)
+            size = list(self.args["output_size"])
+            # (H, W), or (H, W, C) as DALI 2.4 takes it: C must then be the inputs' channels, which the
+            # output keeps (DALI ignores it)
+            channels = {int(c) for s in shapes for c in s[:, 3]}
+            if len(size) not in (2, 3) or (len(size) == 3 and channels - {size[2]}):
+                raise RuntimeError(f"{self.label}: output_size should be (H, W) or (H, W, C) with the inputs' "
+                                   f"channels {sorted(channels)}, got {size}")
+            return np.tile(np.asarray(size[:2], np.int64), (n, 1))
         hw = np.concatenate([s[:, 1:3] for s in shapes])
         if len(hw) and (hw != hw[0]).any():
             raise RuntimeError(f"{self.label}: if output_size is not given, all the input samples must have the same "

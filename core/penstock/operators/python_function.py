@@ -42,8 +42,9 @@ from .. import _current
 from ..tensors import TensorCPU, TensorListCPU
 from ..tensors._base import packed_offsets
 from ..tensors._host import as_host_array
-from ..types import CUDAStream, to_dali_type
+from ..types import CUDAStream, ScalarConstant, to_dali_type
 from .._batch import empty_batch
+from .constant import constant_node
 
 MAX_INPUTS = 256
 _running = threading.local()  # the stream of the GPU Python operator running on this thread
@@ -91,6 +92,20 @@ def _check_output_layouts(value: Any, label: str, n_out: int) -> None:
                            f"number of outputs (={n_out}).")
 
 
+def _as_node(value: Any, label: str) -> DataNode:
+    """An input: a DataNode, or a constant (``types.Constant``, a number, a list, an array) that
+    becomes one, as DALI takes them."""
+    if isinstance(value, DataNode):
+        return value
+    if isinstance(value, ScalarConstant):
+        return constant_node(value.value, dtype=value.dtype, device="cpu")
+    nested = isinstance(value, (list, tuple)) and any(isinstance(v, DataNode) for v in value)
+    if isinstance(value, (bool, int, float, list, tuple, np.ndarray, np.generic)) and not nested:
+        return constant_node(value, device="cpu")
+    raise TypeError(f"{label}: Expected inputs of type `DataNode`. Received input of type "
+                    f"'{type(value).__name__}'. Python Operators do not support Multiple Input Sets.")
+
+
 def define(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, default_device: str | None = None) -> Any:
     """Adds a Python operator to the current pipeline (the one path ``fn`` and ``ops`` share)."""
     label = schema.fn_name
@@ -98,10 +113,7 @@ def define(schema: OpSchema, inputs: Sequence[Any], kwargs: dict, default_device
         raise RuntimeError(f"Current Pipeline not set! {label}: a Python operator can only be used while a "
                            "pipeline is current (inside a @pipeline_def function, define_graph(), or a "
                            "`with pipe:` block)")
-    for i, x in enumerate(inputs):
-        if not isinstance(x, DataNode):
-            raise TypeError(f"{label}: Expected inputs of type `DataNode`. Received input of type "
-                            f"'{type(x).__name__}'. Python Operators do not support Multiple Input Sets.")
+    inputs = [_as_node(x, label) for x in inputs]
     function = kwargs.get("function")
     if not callable(function):
         raise TypeError(f"{label}: argument 'function' must be a callable, got {type(function).__name__}")

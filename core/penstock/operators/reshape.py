@@ -127,7 +127,9 @@ class _ReshapeBase(Operator):
         if ws.has_arg("rel_shape"):
             rel = ws.arg_inputs["rel_shape"].as_array().astype(np.float32).reshape(n, -1) if "rel_shape" in ws.arg_inputs \
                 else np.tile(np.array(a["rel_shape"], np.float32), (n, 1))
-            if src_dims is None and rel.shape[1] > nd:
+            # one more extent than the input's dims, a trailing wildcard: a new innermost dim, inferred
+            trailing_wildcard = src_dims is None and rel.shape[1] == nd + 1 and (rel[:, -1] < 0).all()
+            if src_dims is None and rel.shape[1] > nd and not trailing_wildcard:
                 raise ValueError(f"{self.label}: `rel_shape` has more elements ({rel.shape[1]}) than there are "
                                  f"dimensions in the input ({nd}). To add new dimensions, use `src_dims` to specify "
                                  "the mapping between input and output dimensions.")
@@ -135,6 +137,8 @@ class _ReshapeBase(Operator):
                 raise ValueError(f"{self.label}: `src_dims` and `rel_shape` have different lengths: "
                                  f"{src_dims.shape[1]} vs {rel.shape[1]}")
             dims = src_dims if src_dims is not None else np.tile(np.arange(rel.shape[1]), (n, 1))
+            if trailing_wildcard:
+                dims[:, -1] = -1
             return self._relative_shapes(src, rel, dims, out_volumes)
         if src_dims is not None:
             shapes = _picked(src._shapes, src_dims)

@@ -216,11 +216,12 @@ class CropCPU(_TransformOp):
         if self.args["absolute"]:
             fs, fe = np.minimum(fs, fe), np.maximum(fs, fe)
             ts, te = np.minimum(ts, te), np.maximum(ts, te)
-        extent = fe - fs
-        if (extent == 0).any():
-            raise ValueError(f"{self.label}: the source box has zero extent")
-        scale = (te - ts) / extent
-        return _homogeneous(scale[:, :, None] * np.eye(d), ts - scale * fs)
+        # a source box of zero extent gives infinite (or NaN) scales, as DALI 2.4's IEEE division does
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = (te - ts) / (fe - fs)
+            linear = np.zeros(scale.shape + (d,))
+            linear[:, np.arange(d), np.arange(d)] = scale  # off the diagonal 0, even next to an infinite scale
+            return _homogeneous(linear, ts - scale * fs)
 
 
 @register(_schema("Combine", "Combines the input transforms: applying the result equals applying the "

@@ -283,9 +283,6 @@ class VideoInput(VideoDecoding, Operator):
             self._queue.append(_FedVideo(video, index))
             self._fed.notify_all()
 
-    def queued(self) -> int:
-        return len(self._queue) + (self._current is not None)
-
     def ready(self) -> bool:
         return not self.args["blocking"] or bool(self._queue) or self._current is not None
 

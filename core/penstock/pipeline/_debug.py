@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _current, _engine
-from .._operator import Workspace
+from .._operator import Operator, Workspace
 from .._registry import kernel_for
 from .._std_random import seed_seq
 from ..data_node import DataNode
@@ -22,20 +22,56 @@ from ._graph_function import call_graph_function, outputs_tuple
 from ._pipeline import Pipeline
 from ._run import one_caller
 
+class _Deferred:
+    """The run of an operator that specializes for what reads its output (``Operator.link``: a
+    decoder whose only reader is a downscaling resize decodes smaller, in the DCT domain), put off
+    until its output is first read, so that it runs as the same graph runs in standard mode: fused
+    when a resize reads it first (unless it was read again once, see ``unfused``), else not."""
+
+    def __init__(self, pipe: "DebugPipeline", op: Any, ws: Workspace, call: int):
+        self.pipe, self.op, self.ws, self.call = pipe, op, ws, call
+        self.results: list | None = None
+        self.fused = False
+
+    def batch(self, index: int, reader: Any) -> TensorListCPU:
+        """Output ``index`` for ``reader`` (the operator reading it; None: the user, an output)."""
+        if self.results is not None and self.fused:
+            # read again after it was decoded for the resize alone: standard mode would not have fused
+            # it (two readers), so decode it whole, and never fuse this call again
+            self.pipe._unfused.add(self.call)
+            self.results = None
+        if self.results is None:
+            self.fused = reader is not None and self.call not in self.pipe._unfused
+            self.op.link([[reader if self.fused else None] for _ in self.op.node.outputs])
+            self.results = self.pipe._run(self.op, self.ws)
+        return self.results[index]
+
+
 class DataNodeDebug(DataNode):
     """An operator's output in debug mode: a DataNode that also holds this iteration's data."""
 
-    def __init__(self, data: TensorListCPU, name: str, source: Any = None, index: int = 0):
+    def __init__(self, data: TensorListCPU | None, name: str, source: Any = None, index: int = 0,
+                 deferred: _Deferred | None = None):
         super().__init__(name, "cpu", source, index)
         self._data = data
+        self._deferred = deferred  # computes the data when first read (data None till then)
 
     def get(self) -> TensorListCPU:
         """The batch this node holds in the current iteration."""
-        return self._data
+        return self._read(None)
+
+    def _read(self, reader: Any) -> TensorListCPU:
+        if self._data is not None:
+            return self._data
+        batch = self._deferred.batch(self.index, reader)
+        if not self._deferred.fused:  # a batch decoded for a resize alone is that resize's only
+            self._data = batch
+        return batch
 
     def __str__(self) -> str:
-        samples = ",\n".join("    " + np.array2string(self._data.at(i), prefix="    ") for i in range(len(self._data)))
-        return (f"DataNodeDebug(name={self.name!r}, dtype={self._data.dtype.name}, layout={self._data._layout!r}, "
+        data = self.get()
+        samples = ",\n".join("    " + np.array2string(data.at(i), prefix="    ") for i in range(len(data)))
+        return (f"DataNodeDebug(name={self.name!r}, dtype={data.dtype.name}, layout={data._layout!r}, "
                 f"data=[\n{samples}])")
 
     __repr__ = __str__
@@ -50,16 +86,24 @@ def _host_array(value: Any) -> Any:
 
 
 def _as_batch(value: Any, label: str) -> TensorListCPU:
-    """A debug-mode operator input given as data: a TensorList or a list of arrays/tensors, one per
-    sample (as DALI classifies them: a lone array is a constant, the same for every sample)."""
+    """A debug-mode operator input given as data: a TensorList, a list of arrays/tensors (one per
+    sample) or an array/tensor whose samples lie along its first axis (as DALI takes them)."""
     if isinstance(value, DataNodeDebug):
         return value.get()
     if isinstance(value, TensorListCPU):
         return value
     if isinstance(value, (list, tuple)):
         return TensorListCPU([v if isinstance(v, TensorCPU) else _host_array(v) for v in value])
-    raise TypeError(f"{label}: debug-mode data must be a DataNode, a TensorList or a list of arrays (one per "
-                    f"sample); got {type(value).__name__}")
+    if is_batch_array(value):
+        return TensorListCPU(np.ascontiguousarray(_host_array(value)))
+    raise TypeError(f"{label}: debug-mode data must be a DataNode, a TensorList, a list of arrays (one per "
+                    f"sample) or an array of samples along its first axis; got {type(value).__name__}")
+
+
+def is_batch_array(value: Any) -> bool:
+    """Whether an operator's positional input is an array (or tensor) of samples along its first
+    axis: a batch in debug mode, split as DALI splits it (a 0-d one is a constant)."""
+    return (isinstance(value, np.ndarray) or _is_torch_tensor(value)) and value.ndim >= 1
 
 
 def is_data(value: Any) -> bool:
@@ -80,6 +124,7 @@ class DebugPipeline(Pipeline):
         self._func, self._fargs, self._fkwargs = func, args, kwargs
         self._conditionals = conditionals
         self._kernels: list[tuple[Any, Any, str]] = []  # (schema, operator, args key) by call order
+        self._unfused: set[int] = set()  # calls whose output a resize and another reader read (_Deferred)
         self._early_feeds: dict[str, list] = {}  # feed_input before the named external source exists
         self._first_calls: list[tuple] = []  # the first iteration's operator calls (_check_call)
         self._op_calls = 0
@@ -108,16 +153,22 @@ class DebugPipeline(Pipeline):
         if self._last_iter:
             return
         try:
-            results = self._run_iteration()
+            results: tuple | Exception = self._run_iteration()
         except StopIteration:
             self._last_iter = True
             return
+        except Exception as exc:  # noqa: BLE001 - this iteration's failure, raised at its outputs
+            results = exc
+            self._iteration += 1
+            self._iter_in_epoch += 1
         self._pending.append(results)
 
     def _pop_outputs(self) -> tuple:
         if not self._pending:
             raise StopIteration
         results = self._pending.popleft()
+        if isinstance(results, Exception):
+            raise results
         self._check_outputs(results)
         return results
 
@@ -164,22 +215,27 @@ class DebugPipeline(Pipeline):
         from .._graph import make_op
         label = schema.fn_name
         self._check_call(schema, inputs, kwargs)
-        inputs = tuple(self._debug_node(x, label) if is_data(x) else _host_array(x) if _is_torch_tensor(x) else x
-                       for x in inputs)
+        inputs = tuple(self._debug_node(x, label) if is_data(x) or is_batch_array(x) else
+                       _host_array(x) if _is_torch_tensor(x) else x for x in inputs)
         kwargs = {k: self._debug_node(v, f"{label} argument '{k}'") if is_data(v) and k != "source" else v
                   for k, v in kwargs.items()}
         with _current.eager(None):  # the call's node is built as in a graph, then run here
             outs = make_op(schema, inputs, kwargs, default_device=default_device, py_object=py_object)
         if not outs:
             return outs
-        results = self._execute(outs[0].source)
+        call = self._calls
+        op, ws = self._prepare(outs[0].source)
+        if type(op).link is not Operator.link:  # it specializes for its readers: run when first read
+            later = _Deferred(self, op, ws, call)
+            return [DataNodeDebug(None, d.name, d.source, d.index, later) for d in outs]
+        results = self._run(op, ws)
         return [DataNodeDebug(tl, d.name, d.source, d.index) for tl, d in zip(results, outs)]
 
     def _check_call(self, schema: Any, inputs: tuple, kwargs: dict) -> None:
         """The operator calls of every iteration must be those of the first: the same operators in
         the same order, with as many inputs and keyword arguments, each a batch or a constant as
         before (DALI's rules and words)."""
-        call = (schema, [is_data(x) or isinstance(x, DataNode) for x in inputs],
+        call = (schema, [is_data(x) or is_batch_array(x) or isinstance(x, DataNode) for x in inputs],
                 {k: is_data(v) or isinstance(v, DataNode) for k, v in kwargs.items() if k not in ("name", "device")})
         k = self._op_calls
         self._op_calls += 1
@@ -200,14 +256,15 @@ class DebugPipeline(Pipeline):
             kind = {True: "batch", False: "constant", None: "not given"}
             raise RuntimeError(f"{where} for operator '{name}' is a {kind[is_]} but was a {kind[was]} when created.")
 
-    def _value(self, node: DataNode) -> TensorListCPU:
+    def _value(self, node: DataNode, reader: Any = None) -> TensorListCPU:
         if isinstance(node, DataNodeDebug):
-            return node.get()
-        return self._execute(node.source)[node.index]  # a constant promoted while building the call
+            return node._read(reader)
+        return self._run(*self._prepare(node.source))[node.index]  # a constant promoted while building the call
 
-    def _execute(self, node: Any) -> list:
+    def _prepare(self, node: Any) -> tuple[Any, Workspace]:
+        """The call's operator and what it reads (its inputs read now, in call order)."""
         op = self._kernel(node)
-        tls = [self._value(d) for d in node.inputs]
+        tls = [self._value(d, op) for d in node.inputs]
         args = {k: self._value(d) for k, d in node.arg_inputs.items()}
         fed = None
         if node.schema.is_source:
@@ -215,17 +272,24 @@ class DebugPipeline(Pipeline):
             self._iter_batch = len(fed[0] if isinstance(fed, (list, tuple)) else fed)
         batch = len(tls[0]) if tls else len(next(iter(args.values()))) if args else (
             self._iter_batch or self._max_batch_size)
-        if batch == 0 and node.batch_ref is not None:  # a conditional branch no sample reached
-            return [TensorListCPU([]) for _ in node.outputs]
-        ws = Workspace(tls, args, batch, self._iteration, self._epoch, self._pool, fed, op)
+        return op, Workspace(tls, args, batch, self._iteration, self._epoch, self._pool, fed, op)
+
+    def _run(self, op: Any, ws: Workspace) -> list:
+        if ws.batch_size == 0 and op.node.batch_ref is not None:  # a conditional branch no sample reached
+            return [TensorListCPU([]) for _ in op.node.outputs]
         results = op.run(ws)
+        tls = ws.inputs
         for out in results:
             if tls and len(out) == len(tls[0]) and not any(out._source_info):
                 out._source_info = tls[0]._source_info
         return results
 
     def _debug_node(self, value: Any, label: str) -> DataNodeDebug:
-        return DataNodeDebug(_as_batch(value, label), f"{label} input")
+        batch = _as_batch(value, label)
+        if len(batch) > self._max_batch_size:
+            raise RuntimeError(f"{label}: a batch of {len(batch)} samples was given, more than max_batch_size "
+                               f"{self._max_batch_size} (Expected batch size lower or equal to max batch size.)")
+        return DataNodeDebug(batch, f"{label} input")
 
     def _kernel(self, node: Any) -> Any:
         """The operator instance of this call (created at the first iteration)."""

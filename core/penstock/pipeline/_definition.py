@@ -22,6 +22,7 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
     debug = pipeline_kwargs.pop("debug", False)
 
     def decorate(func: Callable) -> Callable:
+        _refuse_do_not_convert(func)
         params = inspect.signature(func).parameters
         var_kw = [p.name for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
         shadowed = _CTOR_PARAMS & set(params)
@@ -54,7 +55,18 @@ def pipeline_def(fn: Callable | None = None, *, enable_conditionals: bool = Fals
     return decorate(fn) if fn is not None else decorate
 
 
+_DO_NOT_CONVERT_DEFINITION = ("Pipeline definition cannot be marked with @do_not_convert. (A pipeline definition "
+                              "is always converted when conditionals are enabled.)")
+
+
+def _refuse_do_not_convert(func: Callable) -> None:
+    if getattr(func, "_penstock_do_not_convert", False):
+        raise ValueError(_DO_NOT_CONVERT_DEFINITION)
+
+
 def do_not_convert(func: Callable) -> Callable:
     """Marks a function to be left alone by conditional-statement conversion."""
+    if getattr(func, "_is_pipeline_def", False):
+        raise ValueError(_DO_NOT_CONVERT_DEFINITION)
     func._penstock_do_not_convert = True
     return func

@@ -348,12 +348,19 @@ class Pipeline(PipelineBuild, PipelineRun):
         return stats
 
     def output_dtype(self) -> list:
-        self.build()
-        return [o.dtype for o in self._outputs]
+        """The data type expected at each output: the constructor's ``output_dtype`` (one value is
+        every output's), None where none is declared; no build needed."""
+        return self._declared_per_output(self._output_dtype)
 
     def output_ndim(self) -> list:
-        self.build()
-        return [o.ndim for o in self._outputs]
+        """The number of dimensions expected at each output: the constructor's ``output_ndim``, as
+        ``output_dtype()``."""
+        return self._declared_per_output(self._output_ndim)
+
+    def _declared_per_output(self, spec: Any) -> list:
+        self._define()
+        n = len(self._outputs or [])
+        return list(spec) if isinstance(spec, (list, tuple)) else [spec] * n
 
     def output_stream(self) -> Any:
         """The CUDA stream (a CuPy ``Stream``) the pipeline's GPU outputs are produced on; None for a

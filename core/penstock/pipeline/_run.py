@@ -69,40 +69,67 @@ class PipelineRun:
 
     def _schedule_one(self) -> bool | None:
         """Schedules one iteration; False at the end of the epoch, None when a blocking push source
-        has no data yet while earlier iterations are pending (run() returns those first)."""
+        has no data yet while earlier iterations are pending (run() returns those first).
+
+        A failure while gathering the iteration's inputs (``iter_setup``, a source, nothing fed)
+        belongs to that iteration: it is raised when its outputs are asked for, after every
+        earlier iteration has been handed out (DALI 2.4 fails an unfed iteration so; for a
+        source that raises it loses the iterations before it, which penstock hands out)."""
         if self._last_iter:
             return False
         if self._pending and not all(op.ready() for op in self._source_ops if hasattr(op, "ready")):
             return None
+        fed: dict[int, Any] = {}
+        batch = self._max_batch_size
+        error: Exception | None = None
         self._calling_sources = True
         try:
             if self._iter_setup_defined():
                 self.iter_setup()
-            fed: dict[int, Any] = {}
             sizes: dict[str, int] = {}
+            ended = False
             for op in self._source_ops:
-                data = op.fetch(self._epoch, self._iter_in_epoch, self._max_batch_size)
+                try:
+                    data = op.fetch(self._epoch, self._iter_in_epoch, self._max_batch_size)
+                except StopIteration:
+                    # the other sources are asked still, as DALI does: each that ends too rewinds now
+                    # (cycle="raise"), so that all of them start the next epoch together
+                    ended = True
+                    continue
                 fed[op.node.id] = data
                 sizes[op.name] = len(data[0] if isinstance(data, (list, tuple)) else data)
+            if ended:
+                raise StopIteration
+            batch = self._batch_size_of(sizes)
         except StopIteration:
             self._last_iter = True
             return False
+        except Exception as exc:  # noqa: BLE001 - this iteration's failure, raised at its outputs
+            error = exc
         finally:
             self._calling_sources = False
+        it = Iteration(self._iteration, self._epoch, batch, fed)
+        if self._enable_checkpointing:
+            _checkpoint.scheduled(self, it.index)
+        self._iteration += 1
+        self._iter_in_epoch += 1
+        if error is None:
+            self._executor.submit(it)
+        else:
+            it.fed, it.error = {}, error
+            it.done.set()
+        self._pending.append(it)
+        return True
+
+    def _batch_size_of(self, sizes: dict[str, int]) -> int:
+        """The iteration's batch size: the one all sources gave (max_batch_size without sources)."""
         if len(set(sizes.values())) > 1:
             raise RuntimeError(f"the sources of this pipeline gave batches of different sizes: {sizes}")
         batch = next(iter(sizes.values())) if sizes else self._max_batch_size
         if batch > self._max_batch_size:
             raise RuntimeError(f"a source gave a batch of {batch} samples, more than the pipeline's "
                                f"max_batch_size {self._max_batch_size}")
-        it = Iteration(self._iteration, self._epoch, batch, fed)
-        if self._enable_checkpointing:
-            _checkpoint.scheduled(self, it.index)
-        self._iteration += 1
-        self._iter_in_epoch += 1
-        self._executor.submit(it)
-        self._pending.append(it)
-        return True
+        return batch
 
     @one_caller
     def schedule_run(self) -> None:
@@ -199,22 +226,24 @@ class PipelineRun:
                 if want is not None and get(tl) != want:
                     raise RuntimeError(f"output {i}: {name} is {want} but the pipeline produced {get(tl)}")
 
-    def _find_op(self, name: str, what: str) -> Any:
+    def _input_op(self, name: str, missing: str) -> Any:
+        """The built input operator (an external source, an ``fn.inputs`` operator) named ``name``;
+        KeyError with ``missing`` (DALI's words) when the pipeline has none: not an input, or one
+        pruned from the graph."""
         self.build()
         for op in self._ops:
-            if op.name == name:
+            if op.name == name and hasattr(op, "feed"):
                 return op
-        raise RuntimeError(f"{what}: the pipeline has no operator named '{name}'")
+        raise KeyError(missing)
 
     def feed_input(self, data_node: Any, data: Any, layout: str | None = None, cuda_stream: Any = None,
                    use_copy_kernel: bool = False) -> None:
         name = data_node.source.name if isinstance(data_node, DataNode) else str(data_node)
-        op = self._find_op(name, "feed_input")
-        if not hasattr(op, "feed"):
-            raise RuntimeError(f"feed_input: '{name}' is not an external_source")
+        op = self._input_op(name, f'Could not find an input operator with name "{name}"')
         op.feed(data, layout, cuda_stream, use_copy_kernel)
 
     def input_feed_count(self, input_name: str) -> int:
-        op = self._find_op(input_name, "input_feed_count")
-        return max(0, (max(self._cpu_queue_size, self._gpu_queue_size) if self._first_iter else 1)
-                   - op.queued())
+        """How many batches to feed ahead: the prefetch depth, as DALI 2.4 answers (whatever is
+        queued already)."""
+        self._input_op(input_name, f"The pipeline doesn't have an input named \"{input_name}\".")
+        return max(self._cpu_queue_size, self._gpu_queue_size)

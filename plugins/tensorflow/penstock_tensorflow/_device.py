@@ -87,7 +87,7 @@ def batch_tensors(outputs: Sequence[Any], dtypes: Sequence[tf.DType], shapes: Se
 
 
 def device_dataset(make: Callable[[], Iterator[Sequence[tf.Tensor]]], specs: Sequence[tf.TensorSpec],
-                   device: str) -> tf.data.Dataset:
+                   device: str, single: bool = False) -> tf.data.Dataset:
     """A dataset on ``device`` whose every iterator runs a fresh ``make()`` generator of tensors.
 
     The generator's tensors are handed over as they are if they are on ``device``, else copied
@@ -108,7 +108,7 @@ def device_dataset(make: Callable[[], Iterator[Sequence[tf.Tensor]]], specs: Seq
             values = tf.py_function(step, [key], [s.dtype for s in specs])
         for value, spec in zip(values, specs):
             value.set_shape(spec.shape)
-        return tuple(values)
+        return values[0] if single else tuple(values)  # single: elements are tensors, not 1-tuples
 
     def finalize(key: tf.Tensor) -> tf.Tensor:
         def stop(k: np.int64) -> np.int64:
@@ -119,7 +119,7 @@ def device_dataset(make: Callable[[], Iterator[Sequence[tf.Tensor]]], specs: Seq
         with tf.device("/CPU:0"):
             return tf.numpy_function(stop, [key], tf.int64, stateful=True)
 
-    return _GeneratorDataset(init, next_batch, finalize, tuple(specs))
+    return _GeneratorDataset(init, next_batch, finalize, specs[0] if single else tuple(specs))
 
 
 class _GeneratorDataset(dataset_ops.DatasetSource):

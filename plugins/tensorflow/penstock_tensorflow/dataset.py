@@ -3,7 +3,8 @@
 The dataset is ``tf.data.Dataset.from_generator`` over a Python generator that runs the
 pipeline (see ``_source``), wrapped like DALI's in an options dataset that turns off tf.data's
 default optimizations and autotuning. Each element is a tuple with one tensor per pipeline
-output. Batches cross into TensorFlow through one ``numpy_function`` call per batch and, being
+output (a tensor alone when a single dtype or TensorSpec, not a tuple, declares it, as in DALI).
+Batches cross into TensorFlow through one ``numpy_function`` call per batch and, being
 64-byte aligned host buffers, without a copy (``_outputs``). A dataset on a GPU (the pipeline's
 outputs are there, or ``tf.device`` says so; see ``_placement``) is a generator dataset on that GPU
 that takes GPU outputs through DLPack without a copy (``_device``).
@@ -43,16 +44,19 @@ def _deprecated_alias(value: Any, alias: Any, name: str) -> Any:
     return tuple(alias) if isinstance(alias, list) else alias
 
 
-def _signature(output_dtypes: Any, output_shapes: Any, output_signature: Any) -> tuple[tf.TensorSpec, ...]:
-    """The element spec: a tuple of TensorSpecs, from dtypes (+ shapes) or from an output_signature."""
+def _signature(output_dtypes: Any, output_shapes: Any,
+               output_signature: Any) -> tuple[tuple[tf.TensorSpec, ...], bool]:
+    """The outputs' TensorSpecs, from dtypes (+ shapes) or from an output_signature, and whether a
+    single one was given (not in a tuple): the dataset's elements are then tensors, not 1-tuples."""
     if output_signature is not None:
         if output_dtypes is not None or output_shapes is not None:
             raise ValueError("give either `output_signature` or `output_dtypes`/`output_shapes`, not both")
-        specs = output_signature if isinstance(output_signature, tuple) else (output_signature,)
+        single = not isinstance(output_signature, tuple)
+        specs = (output_signature,) if single else output_signature
         if not all(isinstance(s, tf.TensorSpec) for s in specs):
             raise TypeError("`output_signature` should be a tf.TensorSpec or a tuple of tf.TensorSpec values. "
                             f"Got value `{output_signature}` of the type `{type(output_signature)}`.")
-        return specs
+        return specs, single
     single = isinstance(output_dtypes, tf.DType)
     if not single and not (isinstance(output_dtypes, tuple) and output_dtypes
                            and all(isinstance(d, tf.DType) for d in output_dtypes)):
@@ -68,7 +72,7 @@ def _signature(output_dtypes: Any, output_shapes: Any, output_signature: Any) ->
             raise ValueError(f"`output_shapes` must give one shape per output: {len(dtypes)} output_dtypes, "
                              f"output_shapes={output_shapes!r}")
         shapes = tuple(output_shapes)
-    return tuple(tf.TensorSpec(tf.TensorShape(s), d) for s, d in zip(shapes, dtypes))
+    return tuple(tf.TensorSpec(tf.TensorShape(s), d) for s, d in zip(shapes, dtypes)), single
 
 
 def _tf_device_scope() -> tuple[str | None, int | None]:
@@ -104,7 +108,7 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
                  output_signature: Any = None):
         output_shapes = _deprecated_alias(output_shapes, shapes, "shapes")
         output_dtypes = _deprecated_alias(output_dtypes, dtypes, "dtypes")
-        specs = _signature(output_dtypes, output_shapes, output_signature)
+        specs, single = _signature(output_dtypes, output_shapes, output_signature)
         if not isinstance(pipeline, Pipeline):
             raise TypeError(f"DALIDataset needs a penstock Pipeline, got {type(pipeline).__name__}")
         pipeline._define()
@@ -130,10 +134,12 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
             if placement.on_gpu:
                 generated = device_dataset(
                     lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight, on_gpu=True), specs,
-                    placement.device)
+                    placement.device, single)
             else:
                 generated = tf.data.Dataset.from_generator(
                     lambda: run(spec, feeds, dtypes_, shapes_, batch_size, in_flight), output_signature=specs)
+                if single:  # from_generator copies a lone array (a tuple's it takes as they are): unpacked after
+                    generated = generated.map(lambda output: output)
             super().__init__(generated, dataset_options())
         self._device_placement = placement  # where the dataset lives, per-output transfers
 
@@ -145,7 +151,8 @@ class _PipelineDataset(dataset_ops._OptionsDataset):
 
 
 class DALIDataset(_PipelineDataset):
-    """A ``tf.data.Dataset`` of the pipeline's batches: a tuple with one tensor per output.
+    """A ``tf.data.Dataset`` of the pipeline's batches: a tuple with one tensor per output (one
+    tensor, not a tuple, when ``output_dtypes`` or ``output_signature`` is a single value).
 
     ``output_dtypes`` (a ``tf.DType`` or a tuple of them) and ``output_shapes`` (matching; None
     and None dimensions allowed; unit dimensions of a batch, including the batch dimension
