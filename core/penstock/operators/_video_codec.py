@@ -76,12 +76,24 @@ class VideoIndex:
 
 def open_video(av: Any, source: str | bytes | np.ndarray) -> Any:
     """An input container over a file path or encoded bytes. Tags that are not UTF-8 (a title in
-    Latin-1) are read with replacement characters: they say nothing about the frames."""
+    Latin-1) must not fail the opening: they say nothing about the frames. PyAV before 19 decodes
+    tags strictly unless told to replace what is not UTF-8; PyAV 19 dropped that argument (and
+    the container's attribute of that name) and always reads tags with surrogate escapes."""
     if isinstance(source, np.ndarray):
         source = io.BytesIO(source.tobytes())
     elif isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
-    return av.open(source, "r", metadata_errors="replace")
+    if hasattr(av.container.Container, "metadata_errors"):
+        return av.open(source, "r", metadata_errors="replace")
+    return av.open(source, "r")
+
+
+def as_fraction(value: Any) -> Fraction | None:
+    """A stream's rational (time base, frame rate) as a Fraction, None where it is unset: PyAV
+    before 19 gives a Fraction or None, PyAV 19 its own AVRational, 0/1 where unset."""
+    if value is None or not value.numerator or not value.denominator:
+        return None
+    return Fraction(value.numerator, value.denominator)
 
 
 def video_stream(container: Any, what: str) -> Any:
@@ -113,8 +125,8 @@ def build_index(container: Any, what: str) -> VideoIndex:
     keyframe = np.asarray(keys, bool)[order]
     keyframe[0] = True  # decoding can always start from the beginning
     full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
-    return VideoIndex(pts_arr[order], keyframe, stream.time_base or Fraction(1, 1), ctx.height, ctx.width,
-                      ctx.name, stream.average_rate, full, ctx.pix_fmt or "")
+    return VideoIndex(pts_arr[order], keyframe, as_fraction(stream.time_base) or Fraction(1, 1), ctx.height,
+                      ctx.width, ctx.name, as_fraction(stream.average_rate), full, ctx.pix_fmt or "")
 
 
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:
@@ -154,7 +166,7 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
             if pixel_format == "rgb24" and frame.format.name in YUV420:
                 planar.append((int(first_slot[k]), frame))
             else:
-                out[first_slot[k]] = frame.to_ndarray(format=pixel_format, channel_last=True)
+                out[first_slot[k]] = interleaved(frame, pixel_format)
             done += 1
     except av.error.FFmpegError as e:
         _close(source, container)
@@ -172,6 +184,14 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
     slot_of = first_slot[np.searchsorted(wanted, frames)]
     for k in np.flatnonzero(slot_of != np.arange(len(frames))):
         out[k] = out[slot_of[k]]
+
+
+def interleaved(frame: Any, pixel_format: str) -> np.ndarray:
+    """The frame converted by libswscale to ``pixel_format``, channels last. PyAV gives a planar
+    format (yuv444p) channels first; its ``channel_last`` argument is not in PyAV 14."""
+    converted = frame.reformat(format=pixel_format)
+    array = converted.to_ndarray()
+    return np.moveaxis(array, 0, -1) if converted.format.is_planar and array.ndim == 3 else array
 
 
 class _OpenFiles(threading.local):
