@@ -70,7 +70,8 @@ test: $(STAMP) $(DALI_STAMP)
 NEWEST_PYTHON ?= $(firstword $(call pythons_of,3.12 3.13 3.14))
 NEWEST_DEPS   := av soundfile lmdb astropy lz4 PyNvVideoCodec
 NEWEST_TESTS  := tests/test_video_decode.py tests/test_video_readers.py tests/test_video_sequences.py \
-                 tests/test_video_emulated.py tests/test_video_codec.py tests/test_audio_decode.py \
+                 tests/test_video_emulated.py tests/test_video_codec.py tests/test_video_nvdec.py \
+                 tests/test_audio_decode.py \
                  tests/test_readers_nemo_asr.py tests/test_readers_caffe.py tests/test_readers_fits.py \
                  tests/test_inflate.py
 newest-deps-test:

@@ -56,7 +56,7 @@ class VideoIndex:
     time_base: Fraction
     height: int
     width: int
-    codec: str
+    codec: str               # FFmpeg's name of the stream's codec (av1, not the decoder's libdav1d)
     rate: Fraction | None    # the stream's average frame rate, when the container gives one
     full_range: bool = False  # samples span 0..255 (JPEG's range), not 16..235
     pix_fmt: str = ""        # FFmpeg's name of the decoded samples' format (yuv420p, yuv420p10le ...)
@@ -126,7 +126,28 @@ def build_index(container: Any, what: str) -> VideoIndex:
     keyframe[0] = True  # decoding can always start from the beginning
     full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
     return VideoIndex(pts_arr[order], keyframe, as_fraction(stream.time_base) or Fraction(1, 1), ctx.height,
-                      ctx.width, ctx.name, as_fraction(stream.average_rate), full, ctx.pix_fmt or "")
+                      ctx.width, codec_name(ctx.codec), as_fraction(stream.average_rate), full, ctx.pix_fmt or "")
+
+
+# codecs whose decoders in PyAV's FFmpeg may be named otherwise (libdav1d, libvpx-vp9)
+NAMED_APART = ("av1", "vp8", "vp9", "h264", "hevc")
+
+
+def codec_name(codec: Any) -> str:
+    """FFmpeg's name of the codec a stream is coded in (``av1``), not that of the decoder PyAV
+    opened for it (``libdav1d``): the codec's ``canonical_name`` where PyAV has it (not in 14),
+    else FFmpeg's own decoder of a known codec with the same codec id."""
+    name = getattr(codec, "canonical_name", None)
+    if name:
+        return name
+    import av
+    for known in NAMED_APART:
+        try:
+            if av.codec.Codec(known, "r").id == codec.id:
+                return known
+        except ValueError:  # an FFmpeg built without that decoder
+            continue
+    return codec.name
 
 
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:

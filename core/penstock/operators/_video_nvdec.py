@@ -11,29 +11,69 @@ batched kernel (``csrc/cuda/video.cu``) converts every frame of the batch to RGB
 the output batch; padding frames take the fill colour in the same launch. A decoder is kept per
 file (readers come back to the same files).
 
-A video NVDEC does not take (another codec, 10-bit or 4:2:2/4:4:4 samples, YCbCr output, or one
-PyNvVideoCodec refuses, e.g. smaller than the engine's minimum size) is decoded on the CPU by the
-caller and uploaded into its place in the batch; each reason is warned about once per operator.
+Which videos go to NVDEC is decided by the stream's codec (FFmpeg's codec name, whatever
+software decoder PyAV chose for it) and by what this GPU's NVDEC says it decodes: PyNvVideoCodec's
+``GetDecoderCaps`` (the driver's ``cuvidGetDecoderCaps``) for the codec in 8-bit 4:2:0, asked once
+per GPU and codec: whether it decodes it at all and the smallest and largest frames it takes.
+
+A video NVDEC does not take (another codec, 10-bit or 4:2:2/4:4:4 samples, YCbCr output, a codec
+or size this GPU's NVDEC does not decode, or one PyNvVideoCodec refuses) is decoded on the CPU by
+the caller and uploaded into its place in the batch; each reason is warned about once per operator.
 """
 from __future__ import annotations
 
 import collections
+import dataclasses
 import threading
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ._video_codec import VideoIndex
 
-# FFmpeg codec names NVDEC decodes through PyNvVideoCodec's SimpleDecoder here (MPEG-4 part 2 and
-# MJPEG, which NVDEC also has, stay on the CPU: PyNvVideoCodec's demuxing of AVI is not relied on)
-NVDEC_CODECS = ("h264", "hevc", "vp8", "vp9", "av1")
+# FFmpeg's names of the codecs NVDEC may decode through PyNvVideoCodec's SimpleDecoder -> their
+# members of PyNvVideoCodec's cudaVideoCodec (MPEG-4 part 2 and MJPEG, which NVDEC also has, stay
+# on the CPU: PyNvVideoCodec's demuxing of AVI is not relied on)
+NVDEC_CODECS = {"h264": "H264", "hevc": "HEVC", "vp8": "VP8", "vp9": "VP9", "av1": "AV1"}
 NV12_SOURCES = ("yuv420p", "yuvj420p")  # 8-bit 4:2:0: NVDEC's native output is NV12
 KEPT_DECODERS = 16
 
 _load_lock = threading.Lock()
 _loaded: dict[str, Any] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class NvdecCaps:
+    """What a GPU's NVDEC decodes of one codec in 8-bit 4:2:0 (``cuvidGetDecoderCaps``)."""
+    supported: bool
+    min_width: int = 0
+    min_height: int = 0
+    max_width: int = 0
+    max_height: int = 0
+    max_macroblocks: int = 0   # (width / 16) * (height / 16), 0: no limit given
+    why: str = ""              # where the capabilities could not be read
+
+
+_caps_lock = threading.Lock()
+_caps: dict[tuple[int, str], NvdecCaps] = {}
+
+
+def nvdec_caps(nvc: Any, gpu_id: int, codec: str) -> NvdecCaps:
+    """NVDEC's capabilities for ``codec`` (a key of NVDEC_CODECS) on GPU ``gpu_id``, asked of the
+    driver once per process (GetDecoderCaps' chroma format and bit depth default to 4:2:0, 8 bits)."""
+    with _caps_lock:
+        key = (gpu_id, codec)
+        if key not in _caps:
+            try:
+                raw = nvc.GetDecoderCaps(gpuid=gpu_id, codec=getattr(nvc.cudaVideoCodec, NVDEC_CODECS[codec]))
+                _caps[key] = NvdecCaps(
+                    bool(raw.get("supported", raw.get("num_decoder_engines", 0))),
+                    int(raw.get("width_min", 0)), int(raw.get("height_min", 0)), int(raw.get("width_max", 0)),
+                    int(raw.get("height_max", 0)), int(raw.get("mb_num_max", 0)))
+            except Exception as e:  # noqa: BLE001 - PyNvVideoCodec raises its own exception types
+                _caps[key] = NvdecCaps(False, why=f"NVDEC's capabilities cannot be read: {type(e).__name__}: {e}")
+        return _caps[key]
 
 
 def load_pynvvideocodec() -> tuple[Any, str]:
@@ -52,14 +92,26 @@ def load_pynvvideocodec() -> tuple[Any, str]:
         return _loaded["module"], _loaded["why"]
 
 
-def nvdec_refusal(index: VideoIndex, pixel_format: str, channels: int) -> str:
-    """Why this video is not for NVDEC ("" when it is)."""
+def nvdec_refusal(index: VideoIndex, pixel_format: str, channels: int, caps_of: Callable[[str], NvdecCaps]) -> str:
+    """Why this video is not for NVDEC ("" when it is); ``caps_of(codec)``: NVDEC's capabilities."""
     if pixel_format != "rgb24" or channels != 3:
         return "NVDEC's frames are converted to RGB only"
     if index.codec not in NVDEC_CODECS:
         return f"NVDEC does not decode {index.codec} here"
     if index.pix_fmt not in NV12_SOURCES:
         return f"NVDEC's path takes 8-bit 4:2:0 video, not {index.pix_fmt or 'an unknown pixel format'}"
+    caps = caps_of(index.codec)
+    if caps.why:
+        return caps.why
+    if not caps.supported:
+        return f"this GPU's NVDEC does not decode {index.codec} (8-bit 4:2:0)"
+    w, h = index.width, index.height
+    if w < caps.min_width or h < caps.min_height or (caps.max_width and w > caps.max_width) or \
+            (caps.max_height and h > caps.max_height):
+        return (f"this GPU's NVDEC decodes {index.codec} from {caps.min_width}x{caps.min_height} to "
+                f"{caps.max_width}x{caps.max_height}, not {w}x{h}")
+    if caps.max_macroblocks and ((w + 15) // 16) * ((h + 15) // 16) > caps.max_macroblocks:
+        return f"this GPU's NVDEC decodes {index.codec} up to {caps.max_macroblocks} macroblocks, not {w}x{h}"
     return ""
 
 
@@ -78,15 +130,16 @@ class VideoDevice:
             self._warned.add(why)
             warnings.warn(f"{self.label}: decoding on the CPU and uploading the frames: {why}", RuntimeWarning, 4)
 
-    def takes(self, sources: list, indices: list[VideoIndex], pixel_format: str, channels: int) -> list[bool]:
-        """Per video, whether NVDEC is to decode it; warns once per reason it is not."""
+    def takes(self, gpu_id: int, sources: list, indices: list[VideoIndex], pixel_format: str,
+              channels: int) -> list[bool]:
+        """Per video, whether NVDEC (of GPU ``gpu_id``) is to decode it; warns once per reason it is not."""
         nvc, why = load_pynvvideocodec()
         if nvc is None:
             self._warn(why)
             return [False] * len(indices)
         taken = []
         for source, index in zip(sources, indices):
-            why = nvdec_refusal(index, pixel_format, channels)
+            why = nvdec_refusal(index, pixel_format, channels, lambda codec: nvdec_caps(nvc, gpu_id, codec))
             if not why and isinstance(source, str):
                 why = self._refused.get(source, "")
             if why:

@@ -1,0 +1,91 @@
+"""Which videos the GPU video operators send to NVDEC, pinned without a GPU: the stream's codec as
+FFmpeg names it (AV1, whichever software decoder PyAV opened for it), 8-bit 4:2:0 samples, and
+what NVDEC's capability query answers (a stand-in for PyNvVideoCodec's GetDecoderCaps here)."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from _video_data import encoded
+from penstock.operators import _video_nvdec
+from penstock.operators._video_codec import VideoIndex, index_of
+from penstock.operators._video_nvdec import NvdecCaps, VideoDevice, nvdec_caps, nvdec_refusal
+
+av = pytest.importorskip("av")
+
+# capabilities of the kind a current GPU's NVDEC answers for 8-bit 4:2:0 (illustrative sizes)
+CAPS = {"h264": NvdecCaps(True, 48, 16, 4096, 4096, 65536), "hevc": NvdecCaps(True, 144, 144, 8192, 8192, 262144),
+        "vp8": NvdecCaps(True, 48, 16, 4096, 4096, 65536), "vp9": NvdecCaps(True, 128, 128, 8192, 8192, 262144),
+        "av1": NvdecCaps(True, 128, 128, 8192, 8192, 262144)}
+
+
+def _index(codec: str, width: int = 176, height: int = 144, pix_fmt: str = "yuv420p") -> VideoIndex:
+    return VideoIndex(np.arange(3), np.array([True, False, False]), 1, height, width, codec, None, False, pix_fmt)
+
+
+@pytest.mark.parametrize("codec,container", [("h264", "mp4"), ("hevc", "mkv"), ("vp9", "webm"), ("av1", "mkv"),
+                                             ("vp8", "webm"), ("mpeg4", "avi"), ("mjpeg", "avi")])
+def test_the_index_names_the_streams_codec_not_the_decoder(codec, container):
+    index = index_of(av, encoded(codec, container, frames=4), "clip")
+    assert index.codec == codec  # AV1 is decoded by libdav1d, VP9 by libvpx-vp9 or FFmpeg's own
+
+
+@pytest.mark.parametrize("codec", ["h264", "hevc", "vp8", "vp9", "av1"])
+def test_the_codecs_nvdec_decodes_go_to_it(codec):
+    assert nvdec_refusal(_index(codec), "rgb24", 3, CAPS.get) == ""
+
+
+@pytest.mark.parametrize("index,caps,why", [
+    (_index("mpeg4"), CAPS, "NVDEC does not decode mpeg4"),
+    (_index("hevc", pix_fmt="yuv420p10le"), CAPS, "8-bit 4:2:0 video, not yuv420p10le"),
+    (_index("h264", pix_fmt="yuv444p"), CAPS, "8-bit 4:2:0 video, not yuv444p"),
+    (_index("av1"), {**CAPS, "av1": NvdecCaps(False)}, "this GPU's NVDEC does not decode av1"),
+    (_index("hevc", 64, 48), CAPS, "decodes hevc from 144x144 to 8192x8192, not 64x48"),
+    (_index("h264", 8192, 64), CAPS, "decodes h264 from 48x16 to 4096x4096, not 8192x64"),
+    (_index("h264", 4096, 4096), {"h264": NvdecCaps(True, 48, 16, 4096, 4096, 32768)}, "up to 32768 macroblocks"),
+    (_index("vp9"), {"vp9": NvdecCaps(False, why="NVDEC's capabilities cannot be read: boom")}, "cannot be read"),
+])
+def test_what_nvdec_does_not_take_is_refused_with_the_reason(index, caps, why):
+    assert why in nvdec_refusal(index, "rgb24", 3, caps.get)
+
+
+def test_ycbcr_output_stays_on_the_cpu():
+    assert "converted to RGB only" in nvdec_refusal(_index("h264"), "yuv444p", 3, CAPS.get)
+
+
+class _FakePyNvVideoCodec:
+    """PyNvVideoCodec's capability query as far as the routing uses it, counting the calls."""
+    cudaVideoCodec = SimpleNamespace(H264="H264", HEVC="HEVC", VP8="VP8", VP9="VP9", AV1="AV1")
+
+    def __init__(self, supported: set):
+        self.supported, self.calls = supported, []
+
+    def GetDecoderCaps(self, gpuid: int, codec: str) -> dict:  # noqa: N802 - PyNvVideoCodec's name
+        self.calls.append((gpuid, codec))
+        return {"codec_id": 0, "chromaformat_id": 1, "bitdepth": 8, "supported": int(codec in self.supported),
+                "num_decoder_engines": 7 if codec in self.supported else 0, "width_max": 8192, "height_max": 8192,
+                "mb_num_max": 262144, "width_min": 144, "height_min": 144}
+
+
+def test_the_capability_query_decides_and_is_asked_once_per_gpu_and_codec(monkeypatch):
+    nvc = _FakePyNvVideoCodec({"HEVC", "AV1"})
+    monkeypatch.setattr(_video_nvdec, "load_pynvvideocodec", lambda: (nvc, ""))
+    monkeypatch.setattr(_video_nvdec, "_caps", {})
+    device = VideoDevice("decoders.video ('v')")
+    indices = [_index("av1"), _index("hevc"), _index("vp9"), _index("av1"), _index("hevc", 64, 48)]
+    with pytest.warns(RuntimeWarning) as caught:
+        taken = device.takes(3, ["a", "b", "c", "d", "e"], indices, "rgb24", 3)
+    assert taken == [True, True, False, True, False]
+    assert sorted(nvc.calls) == [(3, "AV1"), (3, "HEVC"), (3, "VP9")]
+    messages = [str(w.message) for w in caught]
+    assert any("does not decode vp9" in m for m in messages) and any("not 64x48" in m for m in messages)
+    assert all(m.startswith("decoders.video ('v'): decoding on the CPU and uploading the frames") for m in messages)
+
+
+def test_a_failing_capability_query_sends_the_video_to_the_cpu(monkeypatch):
+    def failing(**_):
+        raise RuntimeError("cuvidGetDecoderCaps failed")
+    nvc = SimpleNamespace(cudaVideoCodec=_FakePyNvVideoCodec.cudaVideoCodec, GetDecoderCaps=failing)
+    monkeypatch.setattr(_video_nvdec, "_caps", {})
+    caps = nvdec_caps(nvc, 0, "h264")
+    assert not caps.supported and "RuntimeError: cuvidGetDecoderCaps failed" in caps.why
