@@ -89,3 +89,76 @@ def test_a_failing_capability_query_sends_the_video_to_the_cpu(monkeypatch):
     monkeypatch.setattr(_video_nvdec, "_caps", {})
     caps = nvdec_caps(nvc, 0, "h264")
     assert not caps.supported and "RuntimeError: cuvidGetDecoderCaps failed" in caps.why
+
+
+class _FakeSimpleDecoder:
+    """PyNvVideoCodec's SimpleDecoder as far as fetching frames goes: frame index j is the frame
+    with timestamp ``timestamps[j]`` (presentation order, decoding order, or something wrong)."""
+
+    def __init__(self, timestamps):
+        self.timestamps, self.asked = list(timestamps), []
+
+    def get_batch_frames_by_index(self, indices):
+        self.asked.append(list(indices))
+        return [SimpleNamespace(timestamp=self.timestamps[j]) for j in indices]
+
+
+@pytest.fixture(scope="module")
+def hevc_with_b_frames():
+    """x265's clip (B-frames: frames decode in another order than they are shown) and its packets'
+    timestamps in decoding order."""
+    import io
+    data = encoded("hevc", "mkv", frames=30)
+    with av.open(io.BytesIO(data)) as c:
+        decoding_order = [p.pts for p in c.demux(video=0) if p.size]
+    assert decoding_order != sorted(decoding_order)
+    return index_of(av, data, "clip"), decoding_order
+
+
+def test_frames_numbered_in_presentation_order_are_taken_as_returned(hevc_with_b_frames):
+    index, _ = hevc_with_b_frames
+    decoder = _FakeSimpleDecoder(index.pts)
+    frames, why = _video_nvdec.presented_frames(decoder, index, [3, 5, 7, 21], "clip")
+    assert why == "" and [f.timestamp for f in frames] == list(index.pts[[3, 5, 7, 21]])
+    assert decoder.asked == [[3, 5, 7, 21]]
+
+
+def test_frames_numbered_in_decoding_order_are_asked_for_by_their_places_in_it(hevc_with_b_frames):
+    """What the wrong HEVC frames on NVDEC came from: with B-frames, the k-th frame decoded is not
+    the k-th shown. The timestamps tell, and the frames are asked for again where they decode."""
+    index, decoding_order = hevc_with_b_frames
+    decoder = _FakeSimpleDecoder(decoding_order)
+    wanted = [3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25]
+    frames, why = _video_nvdec.presented_frames(decoder, index, wanted, "clip")
+    assert why == "" and [f.timestamp for f in frames] == list(index.pts[wanted])
+    assert len(decoder.asked) == 2 and decoder.asked[1] != wanted
+
+
+def test_frames_that_no_order_explains_are_refused(hevc_with_b_frames):
+    index, _ = hevc_with_b_frames
+    decoder = _FakeSimpleDecoder(list(index.pts[1:]) + [10 ** 6])  # one frame off
+    frames, why = _video_nvdec.presented_frames(decoder, index, [0, 4], "clip")
+    assert frames is None
+    assert f"frame 0 of clip has the timestamp {index.pts[1]}, not the demuxer's {index.pts[0]}" in why
+
+
+def test_a_stream_without_b_frames_is_asked_once():
+    index = index_of(av, encoded("vp9", "webm", frames=12), "clip")
+    decoder = _FakeSimpleDecoder(list(index.pts[2:]) + [0, 0])
+    frames, why = _video_nvdec.presented_frames(decoder, index, [1, 2], "clip")
+    assert frames is None and len(decoder.asked) == 1  # decoding order is presentation order: nothing else to try
+
+
+@pytest.mark.parametrize("shape,strides,dtype,rows", [
+    ((72, 64), (64, 1), np.uint8, 48),      # 48 rows shown of 48: NV12 as PyNvVideoCodec copies it out
+    ((96, 128), (128, 1), np.uint8, 64),    # a surface of 64 coded rows, pitch 128, for a 64x48 frame
+    ((75, 64), (64, 1), np.uint8, 50),      # 50 rows: 25 chroma rows
+    ((72, 64), (128, 2), np.uint8, 0),      # not interleaved bytes
+    ((72, 64), (128, 2), np.uint16, 0),     # 16-bit samples (P016) are not NV12
+    ((60, 64), (64, 1), np.uint8, 0),       # 40 rows: fewer than the frame's
+    ((72, 32), (64, 1), np.uint8, 0),       # narrower than the frame
+    ((73, 64), (64, 1), np.uint8, 0),       # no luma/chroma split
+])
+def test_surface_rows(shape, strides, dtype, rows):
+    plane = SimpleNamespace(shape=shape, ndim=2, strides=strides, dtype=np.dtype(dtype))
+    assert _video_nvdec.surface_rows(plane, 48, 64) == rows

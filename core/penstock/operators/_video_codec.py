@@ -60,6 +60,11 @@ class VideoIndex:
     rate: Fraction | None    # the stream's average frame rate, when the container gives one
     full_range: bool = False  # samples span 0..255 (JPEG's range), not 16..235
     pix_fmt: str = ""        # FFmpeg's name of the decoded samples' format (yuv420p, yuv420p10le ...)
+    decode_position: np.ndarray | None = None  # int64, per frame: its place in decoding (demuxing) order
+
+    def __post_init__(self) -> None:
+        if self.decode_position is None:  # an index not made by demuxing: decoding order taken as shown
+            self.decode_position = np.arange(len(self.pts), dtype=np.int64)
 
     @property
     def frames(self) -> int:
@@ -126,7 +131,8 @@ def build_index(container: Any, what: str) -> VideoIndex:
     keyframe[0] = True  # decoding can always start from the beginning
     full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
     return VideoIndex(pts_arr[order], keyframe, as_fraction(stream.time_base) or Fraction(1, 1), ctx.height,
-                      ctx.width, codec_name(ctx.codec), as_fraction(stream.average_rate), full, ctx.pix_fmt or "")
+                      ctx.width, codec_name(ctx.codec), as_fraction(stream.average_rate), full, ctx.pix_fmt or "",
+                      order.astype(np.int64))
 
 
 # codecs whose decoders in PyAV's FFmpeg may be named otherwise (libdav1d, libvpx-vp9)

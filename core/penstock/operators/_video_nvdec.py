@@ -4,12 +4,16 @@ decoding uploaded.
 
 PyNvVideoCodec's ``SimpleDecoder`` opens a video (a path or bytes), seeks to the keyframe before
 the frames asked for and hands them out in device memory, decoded on the stream it was given
-(the pipeline's). In its native output an 8-bit 4:2:0 frame is NV12: one buffer of
-``height * 3 / 2`` rows, the luma plane and under it the interleaved chroma plane, exported
-through DLPack. The frame numbers are the same as the CPU's index (presentation order). One
-batched kernel (``csrc/cuda/video.cu``) converts every frame of the batch to RGB straight into
-the output batch; padding frames take the fill colour in the same launch. A decoder is kept per
-file (readers come back to the same files).
+(the pipeline's). In its native output an 8-bit 4:2:0 frame is NV12: one buffer of luma rows and
+under them the interleaved chroma plane (half as many rows), exported through DLPack; the frame
+shown is the buffer's top-left corner (a buffer may have more rows or a wider pitch than the
+frame: the chroma plane starts after the buffer's luma rows). Frame numbers are the CPU index's
+(presentation order); every frame PyNvVideoCodec returns is checked by its timestamp, and where
+its indices count frames in decoding order (which differs where a stream has B-frames) the
+frames are asked for by their places in decoding order. One batched kernel
+(``csrc/cuda/video.cu``) converts every frame of the batch to RGB straight into the output batch;
+padding frames take the fill colour in the same launch. A decoder is kept per file (readers come
+back to the same files).
 
 Which videos go to NVDEC is decided by the stream's codec (FFmpeg's codec name, whatever
 software decoder PyAV chose for it) and by what this GPU's NVDEC says it decodes: PyNvVideoCodec's
@@ -115,6 +119,38 @@ def nvdec_refusal(index: VideoIndex, pixel_format: str, channels: int, caps_of: 
     return ""
 
 
+def presented_frames(decoder: Any, index: VideoIndex, unique: list[int], what: str) -> tuple[list | None, str]:
+    """PyNvVideoCodec's decoded frames numbered ``unique`` (sorted, in presentation order), each
+    checked by its timestamp against the demuxer's, or None and why not. PyNvVideoCodec's frame
+    indices are taken as presentation order first; where the timestamps say they count frames in
+    decoding order instead (the two differ where a stream has B-frames), the frames are asked for
+    by their places in decoding order, and checked again."""
+    wanted = index.pts[unique]
+    asks = [list(unique)]
+    in_decoding_order = [int(p) for p in index.decode_position[unique]]
+    if in_decoding_order != asks[0]:
+        asks.append(in_decoding_order)
+    for ask in asks:
+        decoded = decoder.get_batch_frames_by_index(ask)
+        if len(decoded) != len(ask):
+            return None, f"PyNvVideoCodec returned {len(decoded)} of {len(ask)} frames of {what}"
+        got = np.array([int(frame.timestamp) for frame in decoded], np.int64)
+        if np.array_equal(got, wanted):
+            return decoded, ""
+    k = int(np.flatnonzero(got != wanted)[0])
+    return None, (f"PyNvVideoCodec's frame for frame {unique[k]} of {what} has the timestamp {got[k]}, not the "
+                  f"demuxer's {wanted[k]}: its frame numbers do not agree with the demuxer's")
+
+
+def surface_rows(plane: Any, height: int, width: int) -> int:
+    """The luma rows of an NV12 buffer (luma rows, then half as many chroma rows) of a frame of
+    ``height`` x ``width`` at its top-left, or 0 where the buffer is not such a one."""
+    rows = plane.shape[0] * 2 // 3
+    fits = plane.ndim == 2 and rows + (rows + 1) // 2 == plane.shape[0] and rows >= height and \
+        plane.shape[1] >= width and plane.dtype == np.uint8 and plane.strides[1] == 1
+    return rows if fits else 0
+
+
 class VideoDevice:
     """Decodes the batches of one mixed/gpu video operator on NVDEC where it can."""
 
@@ -172,20 +208,19 @@ class VideoDevice:
             if count != index.frames:
                 return None, (f"PyNvVideoCodec counts {count} frames in {what}, the demuxer {index.frames}: "
                               "frame numbers would not agree")
-            decoded = decoder.get_batch_frames_by_index(unique)
-            if len(decoded) != len(unique):
-                return None, f"PyNvVideoCodec returned {len(decoded)} of {len(unique)} frames of {what}"
+            decoded, why = presented_frames(decoder, index, unique, what)
+            if decoded is None:
+                return None, why
             with ws.gpu:  # the consumer stream DLPack is told of: the pipeline's
                 planes = [cupy.from_dlpack(frame) for frame in decoded]
         except Exception as e:  # noqa: BLE001 - PyNvVideoCodec raises its own exception types
             if isinstance(source, str):
                 self._decoders.pop(source, None)
             return None, f"PyNvVideoCodec cannot decode {what}: {type(e).__name__}: {e}"
-        expected = (index.height + (index.height + 1) // 2, index.width)
         for f, plane in zip(unique, planes):
-            if plane.dtype != np.uint8 or plane.shape[:2] != expected or plane.strides[1] != 1:
+            if not surface_rows(plane, index.height, index.width):
                 return None, (f"PyNvVideoCodec gave frame {f} of {what} as {plane.dtype}{tuple(plane.shape)}, "
-                              f"not NV12 {expected}")
+                              f"not NV12 of a {index.width}x{index.height} frame")
         return (decoder, decoded), dict(zip(unique, planes))
 
     def decode_batch(self, ws: Any, sources: list, indices: list[VideoIndex], frames: list[np.ndarray],
@@ -197,7 +232,7 @@ class VideoDevice:
         while self._in_flight and self._in_flight[0][0].done:
             self._in_flight.popleft()
         out = ws.new_batch(shapes, np.uint8, "FHWC", None)
-        src_addr, pitches, heights, widths, full, dst_addr, keep, left = [], [], [], [], [], [], [], []
+        src_addr, pitches, rows, heights, widths, full, dst_addr, keep, left = [], [], [], [], [], [], [], [], []
         base = int(out._buf.data.ptr)
         for i, (source, index, wanted) in enumerate(zip(sources, indices, frames)):
             if not taken[i]:
@@ -219,12 +254,13 @@ class VideoDevice:
                 plane = surfaces.get(int(f))
                 src_addr.append(0 if plane is None else int(plane.data.ptr))
                 pitches.append(0 if plane is None else int(plane.strides[0]))
+                rows.append(0 if plane is None else surface_rows(plane, index.height, index.width))
                 dst_addr.append(base + int(out._offsets[i]) + k * frame_bytes)
                 heights.append(index.height)
                 widths.append(index.width)
                 full.append(int(index.full_range))
         if src_addr:
-            ws.kernels.nv12_to_rgb(np.array(src_addr, np.uint64), np.array(pitches), np.array(heights),
+            ws.kernels.nv12_to_rgb(np.array(src_addr, np.uint64), np.array(pitches), np.array(rows), np.array(heights),
                                    np.array(widths), np.array(full), np.array(dst_addr, np.uint64), colour)
         event = ws.gpu.record()
         self._in_flight.append((event, keep))  # decoders and surfaces live until the conversion has run
