@@ -1,20 +1,21 @@
-"""The NV12-to-RGB kernel of the NVDEC path (csrc/cuda/video.cu) run on the host: compiled as C++,
+"""The 4:2:0-to-RGB kernel of the NVDEC path (csrc/cuda/video.cu) run on the host: compiled as C++,
 driven by the real ``GpuKernels.nv12_to_rgb`` with numpy in place of CuPy, on surfaces laid out as
-NVIDIA documents NVDEC's NV12 output: a luma plane, then interleaved Cb/Cr at half resolution,
-rows a pitch apart. The surfaces are built from the planes FFmpeg decodes from the tests' clips,
-with a pitch wider than the frame and, as a coded size larger than the one shown gives, more rows
-than the frame (filled with values that would show where they are read). Their RGB must match the
-CPU path's conversion of the same frames within a level, for limited-range (H.264) and full-range
-(MJPEG) video, and padding frames must take the fill colour."""
+NVIDIA documents NVDEC's NV12 (8-bit) and P016 (16-bit samples, the value in the high bits)
+outputs: a luma plane, then interleaved Cb/Cr at half resolution, rows a pitch apart. The surfaces
+are built from the planes FFmpeg decodes from the tests' clips, with a pitch wider than the frame
+and, as a coded size larger than the one shown gives, more rows than the frame (filled with
+values that would show where they are read). Their RGB must match the CPU path's conversion of the
+same frames (the engine's, csrc/kernels/video.cpp) within a level, for limited-range (H.264) and
+full-range (MJPEG) video and for 10-bit HEVC, and padding frames must take the fill colour."""
 import io
 
 import numpy as np
 import pytest
 
 from _cuda_on_host import HostContext, compile_for_host
-from _video_data import encoded
+from _video_data import clip, encoded
 from penstock import _engine
-from penstock.operators._video_codec import _yuv420_to_rgb
+from penstock.operators._video_codec import _yuv420_to_rgb, decode_into, index_of
 
 av = pytest.importorskip("av")
 
@@ -54,8 +55,9 @@ def convert(kernels, surfaces: list[np.ndarray], h: int, w: int, rows: int, full
     src = [s.ctypes.data for s in surfaces] + [0]
     n = len(src)
     kernels.nv12_to_rgb(np.array(src, np.uint64), np.array([surfaces[0].strides[0]] * n), np.array([rows] * n),
-                        np.array([h] * n), np.array([w] * n), np.array([full] * n),
-                        np.array([out.ctypes.data + k * h * w * 3 for k in range(n)], np.uint64), np.array(fill))
+                        np.array([surfaces[0].itemsize] * n), np.array([h] * n), np.array([w] * n),
+                        np.array([full] * n), np.array([out.ctypes.data + k * h * w * 3 for k in range(n)], np.uint64),
+                        np.array(fill))
     assert (out[-1] == fill).all()
     return out[:-1]
 
@@ -94,3 +96,20 @@ def test_the_chroma_plane_is_found_after_the_surfaces_rows_not_the_frames(kernel
     _yuv420_to_rgb(_engine.ThreadPool(1), [(0, frame)], expect)
     assert np.abs(right.astype(int) - expect).max() <= 1
     assert np.abs(wrong.astype(int) - expect).max() > 100
+
+
+@pytest.mark.parametrize("extra_rows,extra_pitch", [(0, 0), (6, 22)])  # 150x170: coded 152 x 176 by x265's CUs
+def test_p016_to_rgb_matches_the_cpu_decoding_of_10bit_hevc(kernels, extra_rows, extra_pitch):
+    data = encoded("hevc", "mkv", frames=6, height=150, width=170, pix_fmt="yuv420p10le")
+    index = index_of(av, data, "clip")
+    assert index.pix_fmt == "yuv420p10le" and (index.height, index.width) == (150, 170)
+    expect = np.zeros((6, 150, 170, 3), np.uint8)
+    decode_into(av, data, index, np.arange(6), expect, "clip", _engine.ThreadPool(1))  # the CPU path: libswscale
+    with av.open(io.BytesIO(data)) as c:
+        frames = list(c.decode(video=0))
+    p016 = [surface([p << 6 for p in _planes(f, "yuv420p10le", np.uint16)], 150 + extra_rows, 170 + extra_pitch,
+                    np.uint16) for f in frames]
+    out = convert(kernels, p016, 150, 170, 150 + extra_rows, False)
+    diff = np.abs(out.astype(int) - expect)
+    assert diff.max() <= 1 and diff.mean() < 0.01, (diff.max(), diff.mean())
+    assert np.abs(out.astype(int) - clip(6, 150, 170)).mean() < 8  # and they are the clip's frames

@@ -1,6 +1,8 @@
 """Which videos the GPU video operators send to NVDEC, pinned without a GPU: the stream's codec as
-FFmpeg names it (AV1, whichever software decoder PyAV opened for it), 8-bit 4:2:0 samples, and
-what NVDEC's capability query answers (a stand-in for PyNvVideoCodec's GetDecoderCaps here)."""
+FFmpeg names it (AV1, whichever software decoder PyAV opened for it), 4:2:0 samples, and what
+NVDEC's capability query answers for that codec and bit depth (a stand-in for PyNvVideoCodec's
+GetDecoderCaps here); then how the frames PyNvVideoCodec returns are checked: their timestamps,
+and the NV12/P016 buffers' layout."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,10 +15,18 @@ from penstock.operators._video_nvdec import NvdecCaps, VideoDevice, nvdec_caps, 
 
 av = pytest.importorskip("av")
 
-# capabilities of the kind a current GPU's NVDEC answers for 8-bit 4:2:0 (illustrative sizes)
-CAPS = {"h264": NvdecCaps(True, 48, 16, 4096, 4096, 65536), "hevc": NvdecCaps(True, 144, 144, 8192, 8192, 262144),
-        "vp8": NvdecCaps(True, 48, 16, 4096, 4096, 65536), "vp9": NvdecCaps(True, 128, 128, 8192, 8192, 262144),
-        "av1": NvdecCaps(True, 128, 128, 8192, 8192, 262144)}
+# capabilities of the kind a current GPU's NVDEC answers for 4:2:0 (illustrative sizes; 10-bit
+# for HEVC, VP9 and AV1 only)
+CAPS = {("h264", 8): NvdecCaps(True, 48, 16, 4096, 4096, 65536),
+        ("hevc", 8): NvdecCaps(True, 144, 144, 8192, 8192, 262144),
+        ("hevc", 10): NvdecCaps(True, 144, 144, 8192, 8192, 262144),
+        ("vp8", 8): NvdecCaps(True, 48, 16, 4096, 4096, 65536),
+        ("vp9", 8): NvdecCaps(True, 128, 128, 8192, 8192, 262144),
+        ("av1", 8): NvdecCaps(True, 128, 128, 8192, 8192, 262144)}
+
+
+def caps_of(caps: dict):
+    return lambda codec, depth: caps.get((codec, depth), NvdecCaps(False))
 
 
 def _index(codec: str, width: int = 176, height: int = 144, pix_fmt: str = "yuv420p") -> VideoIndex:
@@ -32,25 +42,31 @@ def test_the_index_names_the_streams_codec_not_the_decoder(codec, container):
 
 @pytest.mark.parametrize("codec", ["h264", "hevc", "vp8", "vp9", "av1"])
 def test_the_codecs_nvdec_decodes_go_to_it(codec):
-    assert nvdec_refusal(_index(codec), "rgb24", 3, CAPS.get) == ""
+    assert nvdec_refusal(_index(codec), "rgb24", 3, caps_of(CAPS)) == ""
+
+
+def test_10bit_video_goes_to_nvdec_where_it_decodes_that_depth():
+    assert nvdec_refusal(_index("hevc", pix_fmt="yuv420p10le"), "rgb24", 3, caps_of(CAPS)) == ""
+    assert "does not decode h264 (10-bit 4:2:0)" in nvdec_refusal(_index("h264", pix_fmt="yuv420p10le"), "rgb24",
+                                                                  3, caps_of(CAPS))
 
 
 @pytest.mark.parametrize("index,caps,why", [
     (_index("mpeg4"), CAPS, "NVDEC does not decode mpeg4"),
-    (_index("hevc", pix_fmt="yuv420p10le"), CAPS, "8-bit 4:2:0 video, not yuv420p10le"),
-    (_index("h264", pix_fmt="yuv444p"), CAPS, "8-bit 4:2:0 video, not yuv444p"),
-    (_index("av1"), {**CAPS, "av1": NvdecCaps(False)}, "this GPU's NVDEC does not decode av1"),
+    (_index("h264", pix_fmt="yuv444p"), CAPS, "4:2:0 video, not yuv444p"),
+    (_index("h264", pix_fmt="yuv422p10le"), CAPS, "4:2:0 video, not yuv422p10le"),
+    (_index("av1"), {**CAPS, ("av1", 8): NvdecCaps(False)}, "this GPU's NVDEC does not decode av1 (8-bit 4:2:0)"),
     (_index("hevc", 64, 48), CAPS, "decodes hevc from 144x144 to 8192x8192, not 64x48"),
     (_index("h264", 8192, 64), CAPS, "decodes h264 from 48x16 to 4096x4096, not 8192x64"),
-    (_index("h264", 4096, 4096), {"h264": NvdecCaps(True, 48, 16, 4096, 4096, 32768)}, "up to 32768 macroblocks"),
-    (_index("vp9"), {"vp9": NvdecCaps(False, why="NVDEC's capabilities cannot be read: boom")}, "cannot be read"),
+    (_index("h264", 4096, 4096), {("h264", 8): NvdecCaps(True, 48, 16, 4096, 4096, 32768)}, "up to 32768 macroblocks"),
+    (_index("vp9"), {("vp9", 8): NvdecCaps(False, why="NVDEC's capabilities cannot be read: boom")}, "cannot be read"),
 ])
 def test_what_nvdec_does_not_take_is_refused_with_the_reason(index, caps, why):
-    assert why in nvdec_refusal(index, "rgb24", 3, caps.get)
+    assert why in nvdec_refusal(index, "rgb24", 3, caps_of(caps))
 
 
 def test_ycbcr_output_stays_on_the_cpu():
-    assert "converted to RGB only" in nvdec_refusal(_index("h264"), "yuv444p", 3, CAPS.get)
+    assert "converted to RGB only" in nvdec_refusal(_index("h264"), "yuv444p", 3, caps_of(CAPS))
 
 
 class _FakePyNvVideoCodec:
@@ -60,25 +76,28 @@ class _FakePyNvVideoCodec:
     def __init__(self, supported: set):
         self.supported, self.calls = supported, []
 
-    def GetDecoderCaps(self, gpuid: int, codec: str) -> dict:  # noqa: N802 - PyNvVideoCodec's name
-        self.calls.append((gpuid, codec))
-        return {"codec_id": 0, "chromaformat_id": 1, "bitdepth": 8, "supported": int(codec in self.supported),
-                "num_decoder_engines": 7 if codec in self.supported else 0, "width_max": 8192, "height_max": 8192,
+    def GetDecoderCaps(self, gpuid: int, codec: str, bitdepth: int) -> dict:  # noqa: N802 - PyNvVideoCodec's name
+        self.calls.append((gpuid, codec, bitdepth))
+        supported = (codec, bitdepth) in self.supported
+        return {"codec_id": 0, "chromaformat_id": 1, "bitdepth": bitdepth, "supported": int(supported),
+                "num_decoder_engines": 7 if supported else 0, "width_max": 8192, "height_max": 8192,
                 "mb_num_max": 262144, "width_min": 144, "height_min": 144}
 
 
-def test_the_capability_query_decides_and_is_asked_once_per_gpu_and_codec(monkeypatch):
-    nvc = _FakePyNvVideoCodec({"HEVC", "AV1"})
+def test_the_capability_query_decides_and_is_asked_once_per_gpu_codec_and_depth(monkeypatch):
+    nvc = _FakePyNvVideoCodec({("HEVC", 8), ("AV1", 8), ("HEVC", 10)})
     monkeypatch.setattr(_video_nvdec, "load_pynvvideocodec", lambda: (nvc, ""))
     monkeypatch.setattr(_video_nvdec, "_caps", {})
     device = VideoDevice("decoders.video ('v')")
-    indices = [_index("av1"), _index("hevc"), _index("vp9"), _index("av1"), _index("hevc", 64, 48)]
+    indices = [_index("av1"), _index("hevc"), _index("vp9"), _index("av1"), _index("hevc", 64, 48),
+               _index("hevc", pix_fmt="yuv420p10le"), _index("av1", pix_fmt="yuv420p10le")]
     with pytest.warns(RuntimeWarning) as caught:
-        taken = device.takes(3, ["a", "b", "c", "d", "e"], indices, "rgb24", 3)
-    assert taken == [True, True, False, True, False]
-    assert sorted(nvc.calls) == [(3, "AV1"), (3, "HEVC"), (3, "VP9")]
+        taken = device.takes(3, list("abcdefg"), indices, "rgb24", 3)
+    assert taken == [True, True, False, True, False, True, False]
+    assert sorted(nvc.calls) == [(3, "AV1", 8), (3, "AV1", 10), (3, "HEVC", 8), (3, "HEVC", 10), (3, "VP9", 8)]
     messages = [str(w.message) for w in caught]
     assert any("does not decode vp9" in m for m in messages) and any("not 64x48" in m for m in messages)
+    assert any("does not decode av1 (10-bit" in m for m in messages)
     assert all(m.startswith("decoders.video ('v'): decoding on the CPU and uploading the frames") for m in messages)
 
 
@@ -87,7 +106,7 @@ def test_a_failing_capability_query_sends_the_video_to_the_cpu(monkeypatch):
         raise RuntimeError("cuvidGetDecoderCaps failed")
     nvc = SimpleNamespace(cudaVideoCodec=_FakePyNvVideoCodec.cudaVideoCodec, GetDecoderCaps=failing)
     monkeypatch.setattr(_video_nvdec, "_caps", {})
-    caps = nvdec_caps(nvc, 0, "h264")
+    caps = nvdec_caps(nvc, 0, "h264", 8)
     assert not caps.supported and "RuntimeError: cuvidGetDecoderCaps failed" in caps.why
 
 
@@ -149,16 +168,19 @@ def test_a_stream_without_b_frames_is_asked_once():
     assert frames is None and len(decoder.asked) == 1  # decoding order is presentation order: nothing else to try
 
 
-@pytest.mark.parametrize("shape,strides,dtype,rows", [
-    ((72, 64), (64, 1), np.uint8, 48),      # 48 rows shown of 48: NV12 as PyNvVideoCodec copies it out
-    ((96, 128), (128, 1), np.uint8, 64),    # a surface of 64 coded rows, pitch 128, for a 64x48 frame
-    ((75, 64), (64, 1), np.uint8, 50),      # 50 rows: 25 chroma rows
-    ((72, 64), (128, 2), np.uint8, 0),      # not interleaved bytes
-    ((72, 64), (128, 2), np.uint16, 0),     # 16-bit samples (P016) are not NV12
-    ((60, 64), (64, 1), np.uint8, 0),       # 40 rows: fewer than the frame's
-    ((72, 32), (64, 1), np.uint8, 0),       # narrower than the frame
-    ((73, 64), (64, 1), np.uint8, 0),       # no luma/chroma split
+@pytest.mark.parametrize("shape,strides,dtype,layout", [
+    ((72, 64), (64, 1), np.uint8, (48, 1)),      # NV12 of 48 rows, as PyNvVideoCodec copies it out
+    ((96, 64), (128, 1), np.uint8, (64, 1)),     # a surface of 64 coded rows, pitch 128, for a 64x48 frame
+    ((75, 64), (64, 1), np.uint8, (50, 1)),      # 50 rows: 25 chroma rows
+    ((72, 64), (128, 2), np.uint16, (48, 2)),    # P016 as 16-bit samples
+    ((72, 128), (256, 1), np.uint8, (48, 2)),    # P016 as bytes
+    ((72, 64), (128, 2), np.uint8, (0, 0)),      # not interleaved bytes
+    ((72, 64), (64, 1), np.int8, (0, 0)),        # not unsigned
+    ((60, 64), (64, 1), np.uint8, (0, 0)),       # 40 rows: fewer than the frame's
+    ((72, 32), (64, 1), np.uint8, (0, 0)),       # narrower than the frame
+    ((72, 96), (96, 1), np.uint8, (0, 0)),       # neither the frame's width nor twice it
+    ((73, 64), (64, 1), np.uint8, (0, 0)),       # no luma/chroma split
 ])
-def test_surface_rows(shape, strides, dtype, rows):
+def test_surface_layout(shape, strides, dtype, layout):
     plane = SimpleNamespace(shape=shape, ndim=2, strides=strides, dtype=np.dtype(dtype))
-    assert _video_nvdec.surface_rows(plane, 48, 64) == rows
+    assert _video_nvdec.surface_layout(plane, 48, 64) == layout

@@ -167,14 +167,16 @@ def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex
 
 # frames a seek must skip to be worth it (a seek flushes the decoder and re-reads from a keyframe)
 SEEK_GAIN = 4
-YUV420 = {"yuv420p": 0, "yuvj420p": 1}  # 8-bit 4:2:0 formats converted natively -> full range or not
+# 4:2:0 formats converted natively -> (bits per sample, full range or not); FFmpeg's 10/12-bit
+# planes hold little-endian 16-bit samples
+YUV420 = {"yuv420p": (8, False), "yuvj420p": (8, True), "yuv420p10le": (10, False), "yuv420p12le": (12, False)}
 
 
 def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, frames: np.ndarray, out: np.ndarray,
                 what: str, pool: Any, pixel_format: str = "rgb24", seek: bool = True, threads: int = 1) -> None:
     """Decodes the frames numbered ``frames`` (any order, repeats allowed, all in range) into
     ``out[k]`` for ``frames[k]`` (``out``: [len(frames), H, W, C] uint8). ``seek=False`` decodes
-    from the first frame on instead of seeking to keyframes. RGB from 8-bit 4:2:0 video is
+    from the first frame on instead of seeking to keyframes. RGB from 4:2:0 video (8, 10 or 12-bit) is
     converted by the engine (``yuv420_to_rgb``, every frame in one call on ``pool``); other
     formats and colour spaces by libswscale."""
     frames = np.asarray(frames, np.int64)
@@ -260,8 +262,8 @@ def _close(source: Any, container: Any) -> None:
 
 
 def _full_range(frame: Any) -> int:
-    """Whether a 4:2:0 frame's samples span 0..255 (JPEG's range: MJPEG, or a stream that says so)."""
-    return int(YUV420[frame.format.name] or getattr(frame, "color_range", 0) == 2)
+    """Whether a 4:2:0 frame's samples span their whole range (JPEG's: MJPEG, or a stream that says so)."""
+    return int(YUV420[frame.format.name][1] or getattr(frame, "color_range", 0) == 2)
 
 
 def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
@@ -274,6 +276,7 @@ def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
                           np.array([f.planes[1].line_size for _, f in planar], np.int64),
                           np.full(len(planar), out.shape[1], np.int64), np.full(len(planar), out.shape[2], np.int64),
                           np.array([_full_range(f) for _, f in planar], np.int64),
+                          np.array([YUV420[f.format.name][0] for _, f in planar], np.int64),
                           np.array([out.ctypes.data + slot * frame_bytes for slot, _ in planar], np.uint64))
 
 

@@ -4,24 +4,25 @@ decoding uploaded.
 
 PyNvVideoCodec's ``SimpleDecoder`` opens a video (a path or bytes), seeks to the keyframe before
 the frames asked for and hands them out in device memory, decoded on the stream it was given
-(the pipeline's). In its native output an 8-bit 4:2:0 frame is NV12: one buffer of luma rows and
-under them the interleaved chroma plane (half as many rows), exported through DLPack; the frame
-shown is the buffer's top-left corner (a buffer may have more rows or a wider pitch than the
-frame: the chroma plane starts after the buffer's luma rows). Frame numbers are the CPU index's
-(presentation order); every frame PyNvVideoCodec returns is checked by its timestamp, and where
-its indices count frames in decoding order (which differs where a stream has B-frames) the
-frames are asked for by their places in decoding order. One batched kernel
-(``csrc/cuda/video.cu``) converts every frame of the batch to RGB straight into the output batch;
-padding frames take the fill colour in the same launch. A decoder is kept per file (readers come
-back to the same files).
+(the pipeline's). In its native output a 4:2:0 frame is NV12 (8-bit video) or P016 (10/12-bit:
+16-bit samples): one buffer of luma rows and under them the interleaved chroma plane (half as
+many rows), exported through DLPack; the frame shown is the buffer's top-left corner (a buffer
+may have more rows or a wider pitch than the frame: the chroma plane starts after the buffer's
+luma rows). Frame numbers are the CPU index's (presentation order); every frame PyNvVideoCodec
+returns is checked by its timestamp, and where its indices count frames in decoding order (which
+differs where a stream has B-frames) the frames are asked for by their places in decoding order.
+One batched kernel (``csrc/cuda/video.cu``) converts every frame of the batch to RGB straight
+into the output batch; padding frames take the fill colour in the same launch. A decoder is kept
+per file (readers come back to the same files).
 
 Which videos go to NVDEC is decided by the stream's codec (FFmpeg's codec name, whatever
 software decoder PyAV chose for it) and by what this GPU's NVDEC says it decodes: PyNvVideoCodec's
-``GetDecoderCaps`` (the driver's ``cuvidGetDecoderCaps``) for the codec in 8-bit 4:2:0, asked once
-per GPU and codec: whether it decodes it at all and the smallest and largest frames it takes.
+``GetDecoderCaps`` (the driver's ``cuvidGetDecoderCaps``) for the codec in 4:2:0 at the stream's
+bit depth, asked once per GPU, codec and depth: whether it decodes it at all and the smallest and
+largest frames it takes.
 
-A video NVDEC does not take (another codec, 10-bit or 4:2:2/4:4:4 samples, YCbCr output, a codec
-or size this GPU's NVDEC does not decode, or one PyNvVideoCodec refuses) is decoded on the CPU by
+A video NVDEC does not take (another codec, 4:2:2/4:4:4 samples, YCbCr output, a codec, depth or
+size this GPU's NVDEC does not decode, or one PyNvVideoCodec refuses) is decoded on the CPU by
 the caller and uploaded into its place in the batch; each reason is warned about once per operator.
 """
 from __future__ import annotations
@@ -34,13 +35,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._video_codec import VideoIndex
+from ._video_codec import YUV420, VideoIndex
 
 # FFmpeg's names of the codecs NVDEC may decode through PyNvVideoCodec's SimpleDecoder -> their
 # members of PyNvVideoCodec's cudaVideoCodec (MPEG-4 part 2 and MJPEG, which NVDEC also has, stay
 # on the CPU: PyNvVideoCodec's demuxing of AVI is not relied on)
 NVDEC_CODECS = {"h264": "H264", "hevc": "HEVC", "vp8": "VP8", "vp9": "VP9", "av1": "AV1"}
-NV12_SOURCES = ("yuv420p", "yuvj420p")  # 8-bit 4:2:0: NVDEC's native output is NV12
 KEPT_DECODERS = 16
 
 _load_lock = threading.Lock()
@@ -49,7 +49,7 @@ _loaded: dict[str, Any] = {}
 
 @dataclasses.dataclass(frozen=True)
 class NvdecCaps:
-    """What a GPU's NVDEC decodes of one codec in 8-bit 4:2:0 (``cuvidGetDecoderCaps``)."""
+    """What a GPU's NVDEC decodes of one codec in 4:2:0 at one bit depth (``cuvidGetDecoderCaps``)."""
     supported: bool
     min_width: int = 0
     min_height: int = 0
@@ -60,17 +60,18 @@ class NvdecCaps:
 
 
 _caps_lock = threading.Lock()
-_caps: dict[tuple[int, str], NvdecCaps] = {}
+_caps: dict[tuple[int, str, int], NvdecCaps] = {}
 
 
-def nvdec_caps(nvc: Any, gpu_id: int, codec: str) -> NvdecCaps:
-    """NVDEC's capabilities for ``codec`` (a key of NVDEC_CODECS) on GPU ``gpu_id``, asked of the
-    driver once per process (GetDecoderCaps' chroma format and bit depth default to 4:2:0, 8 bits)."""
+def nvdec_caps(nvc: Any, gpu_id: int, codec: str, bit_depth: int) -> NvdecCaps:
+    """NVDEC's capabilities for ``codec`` (a key of NVDEC_CODECS) at ``bit_depth`` on GPU ``gpu_id``,
+    asked of the driver once per process (GetDecoderCaps' chroma format defaults to 4:2:0)."""
     with _caps_lock:
-        key = (gpu_id, codec)
+        key = (gpu_id, codec, bit_depth)
         if key not in _caps:
             try:
-                raw = nvc.GetDecoderCaps(gpuid=gpu_id, codec=getattr(nvc.cudaVideoCodec, NVDEC_CODECS[codec]))
+                raw = nvc.GetDecoderCaps(gpuid=gpu_id, codec=getattr(nvc.cudaVideoCodec, NVDEC_CODECS[codec]),
+                                         bitdepth=bit_depth)
                 _caps[key] = NvdecCaps(
                     bool(raw.get("supported", raw.get("num_decoder_engines", 0))),
                     int(raw.get("width_min", 0)), int(raw.get("height_min", 0)), int(raw.get("width_max", 0)),
@@ -96,19 +97,22 @@ def load_pynvvideocodec() -> tuple[Any, str]:
         return _loaded["module"], _loaded["why"]
 
 
-def nvdec_refusal(index: VideoIndex, pixel_format: str, channels: int, caps_of: Callable[[str], NvdecCaps]) -> str:
-    """Why this video is not for NVDEC ("" when it is); ``caps_of(codec)``: NVDEC's capabilities."""
+def nvdec_refusal(index: VideoIndex, pixel_format: str, channels: int,
+                  caps_of: Callable[[str, int], NvdecCaps]) -> str:
+    """Why this video is not for NVDEC ("" when it is); ``caps_of(codec, bit_depth)``: NVDEC's
+    capabilities."""
     if pixel_format != "rgb24" or channels != 3:
         return "NVDEC's frames are converted to RGB only"
     if index.codec not in NVDEC_CODECS:
         return f"NVDEC does not decode {index.codec} here"
-    if index.pix_fmt not in NV12_SOURCES:
-        return f"NVDEC's path takes 8-bit 4:2:0 video, not {index.pix_fmt or 'an unknown pixel format'}"
-    caps = caps_of(index.codec)
+    if index.pix_fmt not in YUV420:
+        return f"NVDEC's path takes 4:2:0 video, not {index.pix_fmt or 'an unknown pixel format'}"
+    bit_depth = YUV420[index.pix_fmt][0]
+    caps = caps_of(index.codec, bit_depth)
     if caps.why:
         return caps.why
     if not caps.supported:
-        return f"this GPU's NVDEC does not decode {index.codec} (8-bit 4:2:0)"
+        return f"this GPU's NVDEC does not decode {index.codec} ({bit_depth}-bit 4:2:0)"
     w, h = index.width, index.height
     if w < caps.min_width or h < caps.min_height or (caps.max_width and w > caps.max_width) or \
             (caps.max_height and h > caps.max_height):
@@ -142,13 +146,18 @@ def presented_frames(decoder: Any, index: VideoIndex, unique: list[int], what: s
                   f"demuxer's {wanted[k]}: its frame numbers do not agree with the demuxer's")
 
 
-def surface_rows(plane: Any, height: int, width: int) -> int:
-    """The luma rows of an NV12 buffer (luma rows, then half as many chroma rows) of a frame of
-    ``height`` x ``width`` at its top-left, or 0 where the buffer is not such a one."""
+def surface_layout(plane: Any, height: int, width: int) -> tuple[int, int]:
+    """(luma rows, bytes per sample) of an NV12 (1) or P016 (2) buffer of a frame of ``height`` x
+    ``width`` at its top-left: luma rows, then half as many rows of interleaved chroma, each row of
+    ``width`` samples, of bytes or 16-bit samples (P016 as uint16, or as bytes twice as many).
+    (0, 0) where the buffer is none of these."""
     rows = plane.shape[0] * 2 // 3
-    fits = plane.ndim == 2 and rows + (rows + 1) // 2 == plane.shape[0] and rows >= height and \
-        plane.shape[1] >= width and plane.dtype == np.uint8 and plane.strides[1] == 1
-    return rows if fits else 0
+    if plane.ndim != 2 or rows + (rows + 1) // 2 != plane.shape[0] or rows < height:
+        return 0, 0
+    samples = plane.shape[1] * plane.dtype.itemsize
+    if plane.dtype.kind != "u" or plane.strides[1] != plane.dtype.itemsize or samples not in (width, 2 * width):
+        return 0, 0
+    return rows, samples // width
 
 
 class VideoDevice:
@@ -175,7 +184,8 @@ class VideoDevice:
             return [False] * len(indices)
         taken = []
         for source, index in zip(sources, indices):
-            why = nvdec_refusal(index, pixel_format, channels, lambda codec: nvdec_caps(nvc, gpu_id, codec))
+            why = nvdec_refusal(index, pixel_format, channels,
+                                lambda codec, depth: nvdec_caps(nvc, gpu_id, codec, depth))
             if not why and isinstance(source, str):
                 why = self._refused.get(source, "")
             if why:
@@ -218,9 +228,9 @@ class VideoDevice:
                 self._decoders.pop(source, None)
             return None, f"PyNvVideoCodec cannot decode {what}: {type(e).__name__}: {e}"
         for f, plane in zip(unique, planes):
-            if not surface_rows(plane, index.height, index.width):
+            if not surface_layout(plane, index.height, index.width)[0]:
                 return None, (f"PyNvVideoCodec gave frame {f} of {what} as {plane.dtype}{tuple(plane.shape)}, "
-                              f"not NV12 of a {index.width}x{index.height} frame")
+                              f"not NV12 or P016 of a {index.width}x{index.height} frame")
         return (decoder, decoded), dict(zip(unique, planes))
 
     def decode_batch(self, ws: Any, sources: list, indices: list[VideoIndex], frames: list[np.ndarray],
@@ -232,7 +242,7 @@ class VideoDevice:
         while self._in_flight and self._in_flight[0][0].done:
             self._in_flight.popleft()
         out = ws.new_batch(shapes, np.uint8, "FHWC", None)
-        src_addr, pitches, rows, heights, widths, full, dst_addr, keep, left = [], [], [], [], [], [], [], [], []
+        src_addr, pitches, layouts, heights, widths, full, dst_addr, keep, left = [], [], [], [], [], [], [], [], []
         base = int(out._buf.data.ptr)
         for i, (source, index, wanted) in enumerate(zip(sources, indices, frames)):
             if not taken[i]:
@@ -254,14 +264,16 @@ class VideoDevice:
                 plane = surfaces.get(int(f))
                 src_addr.append(0 if plane is None else int(plane.data.ptr))
                 pitches.append(0 if plane is None else int(plane.strides[0]))
-                rows.append(0 if plane is None else surface_rows(plane, index.height, index.width))
+                layouts.append((0, 1) if plane is None else surface_layout(plane, index.height, index.width))
                 dst_addr.append(base + int(out._offsets[i]) + k * frame_bytes)
                 heights.append(index.height)
                 widths.append(index.width)
                 full.append(int(index.full_range))
         if src_addr:
-            ws.kernels.nv12_to_rgb(np.array(src_addr, np.uint64), np.array(pitches), np.array(rows), np.array(heights),
-                                   np.array(widths), np.array(full), np.array(dst_addr, np.uint64), colour)
+            rows, sample_bytes = np.array(layouts, np.int64).T
+            ws.kernels.nv12_to_rgb(np.array(src_addr, np.uint64), np.array(pitches), rows, sample_bytes,
+                                   np.array(heights), np.array(widths), np.array(full), np.array(dst_addr, np.uint64),
+                                   colour)
         event = ws.gpu.record()
         self._in_flight.append((event, keep))  # decoders and surfaces live until the conversion has run
         return out, left
