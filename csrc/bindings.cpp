@@ -316,9 +316,10 @@ PYBIND11_MODULE(_engine, m) {
 
   // ---- video ----
   m.def("yuv420_to_rgb", &yuv420_to_rgb,
-        "Decoded 4:2:0 video frames to interleaved RGB (bilinear chroma, BT.601), every frame in one call",
+        "Decoded 4:2:0 video frames (8 to 16-bit samples) to interleaved RGB (bilinear chroma, BT.601), every "
+        "frame in one call",
         without_gil, "pool"_a, "y_addr"_a, "u_addr"_a, "v_addr"_a, "y_pitch"_a, "c_pitch"_a, "heights"_a, "widths"_a,
-        "full_range"_a, "dst_addr"_a);
+        "full_range"_a, "bit_depth"_a, "dst_addr"_a);
 
   // ---- element-wise, layout, statistics ----
   m.def("cast", &cast,

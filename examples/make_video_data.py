@@ -20,7 +20,7 @@ import numpy as np
 # the others from the codec context): thread pools sized to the machine's cores buy nothing on
 # clips this small and are what differs from one machine to the next.
 CODECS = {
-    "h264": (("libx264", "h264"), "yuv420p", {"preset": "ultrafast", "crf": "16", "bframes": "2"}),
+    "h264": (("libx264", "h264"), "yuv420p", {"preset": "ultrafast", "crf": "16", "x264-params": "bframes=2"}),
     "hevc": (("libx265", "hevc"), "yuv420p", {"preset": "ultrafast", "crf": "16",
                                               "x265-params": "log-level=none:bframes=2:pools=1:frame-threads=1"}),
     "vp9": (("libvpx-vp9", "vp9"), "yuv420p", {"crf": "20", "b": "0", "deadline": "realtime", "cpu-used": "8"}),
@@ -84,20 +84,22 @@ def encoder_for(codec: str) -> str | None:
 
 
 def encode(frames: np.ndarray, codec: str = "h264", container: str = "mp4", fps: int = 25,
-           pts: list[int] | None = None, time_base: Fraction | None = None, gop: int = 12) -> bytes:
+           pts: list[int] | None = None, time_base: Fraction | None = None, gop: int = 12,
+           pix_fmt: str | None = None) -> bytes:
     """The encoded file. ``pts`` (in ``time_base`` units) gives a variable frame rate; else the
-    frames are 1/fps apart. ``gop``: frames between keyframes."""
+    frames are 1/fps apart. ``gop``: frames between keyframes. ``pix_fmt``: the samples' format,
+    where not the codec's usual one (yuv420p10le: 10-bit HEVC)."""
     import av
     name = encoder_for(codec)
     if name is None:
         raise RuntimeError(f"this FFmpeg has no encoder for {codec}")
-    _, pix_fmt, options = CODECS[codec]
+    _, usual_pix_fmt, options = CODECS[codec]
     buf = io.BytesIO()
     buf.name = f"clip.{container}"
     with av.open(buf, "w", format=CONTAINER_OF[container]) as out:
         stream = out.add_stream(name, rate=fps, options=dict(options))
         stream.width, stream.height = frames.shape[2], frames.shape[1]
-        stream.pix_fmt = pix_fmt
+        stream.pix_fmt = pix_fmt or usual_pix_fmt
         stream.codec_context.gop_size = gop
         stream.codec_context.thread_count = 1
         if pts is not None:

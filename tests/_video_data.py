@@ -40,10 +40,10 @@ def clip(frames: int = 30, height: int = 48, width: int = 64, seed: int = 0) -> 
 
 
 def _encode_clip(codec: str, container: str, frames: int, height: int, width: int, seed: int, vfr: bool,
-                 gop: int) -> bytes:
+                 gop: int, pix_fmt: str | None) -> bytes:
     """Runs in the encoding process."""
     pts = variable_pts(frames, seed) if vfr else None
-    return encode(clip(frames, height, width, seed), codec, container, pts=pts, gop=gop)
+    return encode(clip(frames, height, width, seed), codec, container, pts=pts, gop=gop, pix_fmt=pix_fmt)
 
 
 _encoder: list = []  # the encoding process (a one-worker pool), started at the first clip
@@ -51,14 +51,15 @@ _encoder: list = []  # the encoding process (a one-worker pool), started at the 
 
 @functools.lru_cache(maxsize=None)
 def encoded(codec: str = "h264", container: str = "mp4", frames: int = 30, height: int = 48, width: int = 64,
-            seed: int = 0, vfr: bool = False, gop: int = 10) -> bytes:
+            seed: int = 0, vfr: bool = False, gop: int = 10, pix_fmt: str | None = None) -> bytes:
     if not available(codec):
         pytest.skip(f"this FFmpeg has no {codec} encoder")
     if not _encoder:
         _encoder.append(concurrent.futures.ProcessPoolExecutor(
             1, mp_context=multiprocessing.get_context("spawn"), initializer=faulthandler.enable))
     try:
-        return _encoder[0].submit(_encode_clip, codec, container, frames, height, width, seed, vfr, gop).result()
+        return _encoder[0].submit(_encode_clip, codec, container, frames, height, width, seed, vfr, gop,
+                                  pix_fmt).result()
     except BrokenProcessPool:
         _encoder.pop().shutdown(wait=False)
         raise RuntimeError(f"the process encoding a {codec} clip in {container} ({frames} frames of {width}x"

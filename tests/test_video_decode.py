@@ -1,6 +1,8 @@
 """decoders.video, experimental.decoders.video and experimental.inputs.video on the CPU: videos the
 tests encode (every codec and container this FFmpeg writes, constant and variable frame rates),
 decoded frames matched to the encoded ones, frame selection, padding, errors."""
+import io
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,28 @@ def test_every_frame_of_every_codec(codec, container):
     out, = _decode([data])
     assert out.dtype == np.uint8 and out.shape == (30, 48, 64, 3)
     check_frames(out, clip(), np.arange(30), codec)
+
+
+def test_10bit_video_is_converted_as_8bit_video_is():
+    """10-bit HEVC's samples are converted by the engine as 8-bit ones are (a 10-bit level / 4),
+    which NVDEC's 10-bit frames (P016) are converted alike on the GPU."""
+    import av
+    from penstock import _engine
+    from penstock.operators._video_codec import _yuv420_to_rgb
+    data = encoded("hevc", "mkv", frames=8, pix_fmt="yuv420p10le")
+    out, = _decode([data])
+    check_frames(out, clip(8), np.arange(8), "hevc")
+    with av.open(io.BytesIO(data)) as c:
+        frames = list(c.decode(video=0))
+    assert frames[0].format.name == "yuv420p10le"
+    expect = np.zeros_like(out)
+    _yuv420_to_rgb(_engine.ThreadPool(1), list(enumerate(frames)), expect)
+    np.testing.assert_array_equal(out, expect)
+    # the 10-bit planes as 8-bit (rounded) give the same colours within a level of rounding
+    eight = [av.VideoFrame.from_ndarray(f.to_ndarray(format="yuv420p"), format="yuv420p") for f in frames]
+    rounded = np.zeros_like(out)
+    _yuv420_to_rgb(_engine.ThreadPool(1), list(enumerate(eight)), rounded)
+    assert np.abs(rounded.astype(int) - out).max() <= 3
 
 
 @pytest.mark.parametrize("codec,container", [("h264", "mp4"), ("vp9", "webm"), ("h264", "mkv")])

@@ -83,10 +83,20 @@ def _close(cpu, gpu, tolerance=2):
         assert diff.max() <= tolerance, diff.max()
 
 
-@pytest.mark.parametrize("codec,container", [("h264", "mp4"), ("hevc", "mkv"), ("vp9", "webm"), ("av1", "mkv")])
-def test_mixed_decoder_equals_the_cpu(codec, container):
-    videos = [np.frombuffer(encoded(codec, container, **SIZE), np.uint8),
-              np.frombuffer(encoded(codec, container, frames=20, height=144, width=160, seed=1), np.uint8)]
+CODECS = [("h264", "mp4"), ("hevc", "mkv"), ("vp9", "webm"), ("av1", "mkv")]
+# a frame size no codec codes as it is: H.264 codes 176x160 (16x16 macroblocks), x265 176x152 (8x8
+# coding blocks), VP9 and AV1 176x152 (8x8), and the decoders crop to the 170x150 shown
+UNALIGNED = {"height": 150, "width": 170}
+
+
+def _mixed_equals_cpu(codec: str, container: str, size: dict, pix_fmt: str | None = None) -> None:
+    """fn.decoders.video on 'mixed' gives the CPU's frames of two clips of different sizes (B-frames
+    in H.264 and HEVC: frames decode in another order than they are shown), and the pad colour
+    after the second one's end."""
+    h, w = size["height"], size["width"]
+    videos = [np.frombuffer(encoded(codec, container, height=h, width=w, pix_fmt=pix_fmt), np.uint8),
+              np.frombuffer(encoded(codec, container, frames=20, height=h, width=w - 16, seed=1, pix_fmt=pix_fmt),
+                            np.uint8)]
 
     def graph(device):
         enc = fn.external_source(source=lambda: videos)
@@ -95,9 +105,25 @@ def test_mixed_decoder_equals_the_cpu(codec, container):
     with decoded_on_nvdec_if_installed():
         (cpu,), (gpu,) = _both(graph)
     _close(cpu, gpu)
-    check_frames(gpu[0], clip(**SIZE), [3 + 2 * k for k in range(12)], codec)
-    check_frames(gpu[1][:9], clip(20, 144, 160, 1), [3 + 2 * k for k in range(9)], codec)
+    check_frames(gpu[0], clip(30, h, w), [3 + 2 * k for k in range(12)], codec)
+    check_frames(gpu[1][:9], clip(20, h, w - 16, 1), [3 + 2 * k for k in range(9)], codec)
     assert (gpu[1][9:] == [5, 6, 7]).all()
+
+
+@pytest.mark.parametrize("codec,container", CODECS)
+def test_mixed_decoder_equals_the_cpu(codec, container):
+    _mixed_equals_cpu(codec, container, SIZE)
+
+
+@pytest.mark.parametrize("codec,container", CODECS)
+def test_mixed_decoder_equals_the_cpu_where_the_coded_size_is_larger(codec, container):
+    _mixed_equals_cpu(codec, container, UNALIGNED)
+
+
+@pytest.mark.parametrize("size", [SIZE, UNALIGNED])
+def test_mixed_decoder_equals_the_cpu_on_10bit_hevc(size):
+    """NVDEC's 10-bit frames (P016) are converted as the CPU converts FFmpeg's 10-bit planes."""
+    _mixed_equals_cpu("hevc", "mkv", size, pix_fmt="yuv420p10le")
 
 
 def test_a_batch_of_nvdec_and_cpu_videos():

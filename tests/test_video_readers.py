@@ -61,7 +61,7 @@ def test_ycbcr_frames_are_interleaved_as_ffmpeg_converts_them(files):
     from penstock import types
     runs, _ = _read(batch=1, filenames=[files["a"]], sequence_length=3, image_type=types.YCbCr)
     with av.open(files["a"]) as c:
-        expect = np.stack([f.to_ndarray(format="yuv444p", channel_last=True)
+        expect = np.stack([np.moveaxis(f.to_ndarray(format="yuv444p"), 0, -1)  # PyAV 14 has no channel_last
                            for _, f in zip(range(3), c.decode(video=0))])
     assert runs[0][0][0].shape == (3, 48, 64, 3)
     np.testing.assert_array_equal(runs[0][0][0], expect)

@@ -56,10 +56,15 @@ class VideoIndex:
     time_base: Fraction
     height: int
     width: int
-    codec: str
+    codec: str               # FFmpeg's name of the stream's codec (av1, not the decoder's libdav1d)
     rate: Fraction | None    # the stream's average frame rate, when the container gives one
     full_range: bool = False  # samples span 0..255 (JPEG's range), not 16..235
     pix_fmt: str = ""        # FFmpeg's name of the decoded samples' format (yuv420p, yuv420p10le ...)
+    decode_position: np.ndarray | None = None  # int64, per frame: its place in decoding (demuxing) order
+
+    def __post_init__(self) -> None:
+        if self.decode_position is None:  # an index not made by demuxing: decoding order taken as shown
+            self.decode_position = np.arange(len(self.pts), dtype=np.int64)
 
     @property
     def frames(self) -> int:
@@ -76,12 +81,24 @@ class VideoIndex:
 
 def open_video(av: Any, source: str | bytes | np.ndarray) -> Any:
     """An input container over a file path or encoded bytes. Tags that are not UTF-8 (a title in
-    Latin-1) are read with replacement characters: they say nothing about the frames."""
+    Latin-1) must not fail the opening: they say nothing about the frames. PyAV before 19 decodes
+    tags strictly unless told to replace what is not UTF-8; PyAV 19 dropped that argument (and
+    the container's attribute of that name) and always reads tags with surrogate escapes."""
     if isinstance(source, np.ndarray):
         source = io.BytesIO(source.tobytes())
     elif isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
-    return av.open(source, "r", metadata_errors="replace")
+    if hasattr(av.container.Container, "metadata_errors"):
+        return av.open(source, "r", metadata_errors="replace")
+    return av.open(source, "r")
+
+
+def as_fraction(value: Any) -> Fraction | None:
+    """A stream's rational (time base, frame rate) as a Fraction, None where it is unset: PyAV
+    before 19 gives a Fraction or None, PyAV 19 its own AVRational, 0/1 where unset."""
+    if value is None or not value.numerator or not value.denominator:
+        return None
+    return Fraction(value.numerator, value.denominator)
 
 
 def video_stream(container: Any, what: str) -> Any:
@@ -113,8 +130,30 @@ def build_index(container: Any, what: str) -> VideoIndex:
     keyframe = np.asarray(keys, bool)[order]
     keyframe[0] = True  # decoding can always start from the beginning
     full = getattr(ctx, "color_range", 0) == 2 or (ctx.pix_fmt or "").startswith("yuvj")
-    return VideoIndex(pts_arr[order], keyframe, stream.time_base or Fraction(1, 1), ctx.height, ctx.width,
-                      ctx.name, stream.average_rate, full, ctx.pix_fmt or "")
+    return VideoIndex(pts_arr[order], keyframe, as_fraction(stream.time_base) or Fraction(1, 1), ctx.height,
+                      ctx.width, codec_name(ctx.codec), as_fraction(stream.average_rate), full, ctx.pix_fmt or "",
+                      order.astype(np.int64))
+
+
+# codecs whose decoders in PyAV's FFmpeg may be named otherwise (libdav1d, libvpx-vp9)
+NAMED_APART = ("av1", "vp8", "vp9", "h264", "hevc")
+
+
+def codec_name(codec: Any) -> str:
+    """FFmpeg's name of the codec a stream is coded in (``av1``), not that of the decoder PyAV
+    opened for it (``libdav1d``): the codec's ``canonical_name`` where PyAV has it (not in 14),
+    else FFmpeg's own decoder of a known codec with the same codec id."""
+    name = getattr(codec, "canonical_name", None)
+    if name:
+        return name
+    import av
+    for known in NAMED_APART:
+        try:
+            if av.codec.Codec(known, "r").id == codec.id:
+                return known
+        except ValueError:  # an FFmpeg built without that decoder
+            continue
+    return codec.name
 
 
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:
@@ -128,14 +167,16 @@ def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex
 
 # frames a seek must skip to be worth it (a seek flushes the decoder and re-reads from a keyframe)
 SEEK_GAIN = 4
-YUV420 = {"yuv420p": 0, "yuvj420p": 1}  # 8-bit 4:2:0 formats converted natively -> full range or not
+# 4:2:0 formats converted natively -> (bits per sample, full range or not); FFmpeg's 10/12-bit
+# planes hold little-endian 16-bit samples
+YUV420 = {"yuv420p": (8, False), "yuvj420p": (8, True), "yuv420p10le": (10, False), "yuv420p12le": (12, False)}
 
 
 def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, frames: np.ndarray, out: np.ndarray,
                 what: str, pool: Any, pixel_format: str = "rgb24", seek: bool = True, threads: int = 1) -> None:
     """Decodes the frames numbered ``frames`` (any order, repeats allowed, all in range) into
     ``out[k]`` for ``frames[k]`` (``out``: [len(frames), H, W, C] uint8). ``seek=False`` decodes
-    from the first frame on instead of seeking to keyframes. RGB from 8-bit 4:2:0 video is
+    from the first frame on instead of seeking to keyframes. RGB from 4:2:0 video (8, 10 or 12-bit) is
     converted by the engine (``yuv420_to_rgb``, every frame in one call on ``pool``); other
     formats and colour spaces by libswscale."""
     frames = np.asarray(frames, np.int64)
@@ -154,7 +195,7 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
             if pixel_format == "rgb24" and frame.format.name in YUV420:
                 planar.append((int(first_slot[k]), frame))
             else:
-                out[first_slot[k]] = frame.to_ndarray(format=pixel_format, channel_last=True)
+                out[first_slot[k]] = interleaved(frame, pixel_format)
             done += 1
     except av.error.FFmpegError as e:
         _close(source, container)
@@ -172,6 +213,14 @@ def decode_into(av: Any, source: str | bytes | np.ndarray, index: VideoIndex, fr
     slot_of = first_slot[np.searchsorted(wanted, frames)]
     for k in np.flatnonzero(slot_of != np.arange(len(frames))):
         out[k] = out[slot_of[k]]
+
+
+def interleaved(frame: Any, pixel_format: str) -> np.ndarray:
+    """The frame converted by libswscale to ``pixel_format``, channels last. PyAV gives a planar
+    format (yuv444p) channels first; its ``channel_last`` argument is not in PyAV 14."""
+    converted = frame.reformat(format=pixel_format)
+    array = converted.to_ndarray()
+    return np.moveaxis(array, 0, -1) if converted.format.is_planar and array.ndim == 3 else array
 
 
 class _OpenFiles(threading.local):
@@ -213,8 +262,8 @@ def _close(source: Any, container: Any) -> None:
 
 
 def _full_range(frame: Any) -> int:
-    """Whether a 4:2:0 frame's samples span 0..255 (JPEG's range: MJPEG, or a stream that says so)."""
-    return int(YUV420[frame.format.name] or getattr(frame, "color_range", 0) == 2)
+    """Whether a 4:2:0 frame's samples span their whole range (JPEG's: MJPEG, or a stream that says so)."""
+    return int(YUV420[frame.format.name][1] or getattr(frame, "color_range", 0) == 2)
 
 
 def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
@@ -227,6 +276,7 @@ def _yuv420_to_rgb(pool: Any, planar: list, out: np.ndarray) -> None:
                           np.array([f.planes[1].line_size for _, f in planar], np.int64),
                           np.full(len(planar), out.shape[1], np.int64), np.full(len(planar), out.shape[2], np.int64),
                           np.array([_full_range(f) for _, f in planar], np.int64),
+                          np.array([YUV420[f.format.name][0] for _, f in planar], np.int64),
                           np.array([out.ctypes.data + slot * frame_bytes for slot, _ in planar], np.uint64))
 
 

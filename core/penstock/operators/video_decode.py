@@ -103,7 +103,7 @@ class VideoDecoding:
         shapes = np.array([[len(f), ix.height, ix.width, channels] for f, ix in zip(frames, indices)], np.int64)
         if self.video_device is None:
             return self._decode_on_host(ws, sources, indices, frames, shapes, what, colour, seek, pixel_format)
-        taken = self.video_device.takes(sources, indices, pixel_format, channels)
+        taken = self.video_device.takes(ws.gpu.device_id, sources, indices, pixel_format, channels)
         if not any(taken):
             return ws.from_host(self._decode_on_host(ws, sources, indices, frames, shapes, what, colour, seek,
                                                      pixel_format))
