@@ -1,6 +1,8 @@
 // JPEG through libjpeg-turbo: header + EXIF orientation, and region decoding with DCT-domain
 // downscaling (scale_num/8), horizontal cropping at iMCU granularity (jpeg_crop_scanline; the
-// remainder is cut here), skipped rows above the window and an early stop below it.
+// remainder is cut here), and the rows above and below the window skipped: entropy-decoded only,
+// so that a corrupt scan is found wherever the window lies (accepting corruption, the decode
+// stops below the window).
 //
 // libjpeg reports errors by calling error_exit, which must not return: ours longjmps back to
 // guarded(), which throws DecodeError. Frames between setjmp and longjmp hold no C++ objects.
@@ -203,11 +205,24 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
       if (cmyk) cmyk_row(src, w.w, c.saw_Adobe_marker, bgr, out_row);
       else std::memcpy(out_row, src, size_t(w.w) * comps);
     }
-    // Through to the end marker when every row was read, so that corruption libjpeg only notices
-    // there (bytes left over after a scan a flipped bit made end early) is reported too; rows
-    // below a window are never decoded.
-    if (w.y + w.h == int64_t(c.output_height)) jpeg_finish_decompress(&c);
-    else jpeg_abort_decompress(&c);
+    // Through to the end marker, so that corruption libjpeg only notices there (bytes left over
+    // after a scan that a flipped bit put out of step) is reported for a window too, wherever it
+    // lies: the rows below it are entropy-decoded without IDCT (jpeg_skip_scanlines) but the
+    // last, which must be read for libjpeg to go on to the end marker (a skip to the very end
+    // stops without reading on). Tolerating corruption, nothing below the window is read.
+    int64_t below = int64_t(c.output_height) - int64_t(c.output_scanline);
+    if (below > 0 && req.accept_corrupt) {
+      jpeg_abort_decompress(&c);
+      return;
+    }
+    if (below > 1 && jpeg_skip_scanlines(&c, JDIMENSION(below - 1)) != JDIMENSION(below - 1))
+      throw DecodeError("truncated JPEG data");
+    if (below > 0) {
+      s.row.resize(size_t(c.output_width) * comps);
+      JSAMPROW last = s.row.data();
+      if (jpeg_read_scanlines(&c, &last, 1) != 1) throw DecodeError("truncated JPEG data");
+    }
+    jpeg_finish_decompress(&c);
   });
 }
 
