@@ -52,6 +52,21 @@ def test_filter_anchor_fill_value_and_valid_mode():
         assert np.abs(o.astype(int) - ref).max() <= 1
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16])
+def test_filter_rounds_ties_half_to_even_as_dali(dtype):
+    """Averages of two neighbours: every odd sum is an exact .5 tie, which goes to the even integer
+    (DALI's CPU filter; tests/differential/_operator_rules.py runs it against DALI)."""
+    row = np.array([-3, -2, 0, 1, 2, 3, 4, 5, 6, 7, 100, 101], np.int64)
+    row = row - row.min() if np.iinfo(dtype).min == 0 else row
+    img = [np.repeat(row.astype(dtype)[None, :, None], 2, axis=0)] * 2
+    pair = [np.array([[0.5, 0.5]], np.float32)] * 2
+    out, = run_es(lambda x, f: fn.filter(x, f, anchor=[0, 0], border="clamp"), img, pair, layouts=["HWC", None])
+    halves = (row[:-1] + row[1:]) / 2
+    want = np.append(np.rint(halves), row[-1])  # the last averages the clamped edge with itself
+    np.testing.assert_array_equal(samples(out)[0][0, :, 0], want.astype(dtype))
+    assert (halves % 1 == 0.5).sum() >= 5
+
+
 def test_filter_errors():
     with pytest.raises(ValueError, match="anchor"):
         run_es(lambda x, f: fn.filter(x, f, anchor=[3, 0]), IMAGES, [np.ones((3, 3), np.float32)] * 2,

@@ -3,7 +3,7 @@ libraries): normalize's epsilon and degenerate variances, one_hot's scalar-like 
 axis names, pad's per-sample axes, the sequence and batch operators' refusals, reductions over no
 axes, uniform's open upper end, choice's elements and probabilities, select_masks' refusals, the
 layouts gaussian_blur and laplacian take and their windows, roi_random_crop's refusals, per-frame
-arguments.
+arguments, filter's rounding.
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -254,6 +254,26 @@ def _per_frame() -> list[Expression]:
     ]
 
 
+def _filter_rounding() -> list[Expression]:
+    """filter rounds integer outputs half to even (the binomial 3x3 kernel /16 makes many exact .5
+    ties on integer images); float outputs are not rounded."""
+    e = Expression
+    rng = np.random.default_rng(11)
+    binomial = (np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]]) / 16).tolist()
+    kernel = ([binomial, binomial], "float32", None)
+
+    def image(dtype: str, lo: int, hi: int) -> tuple:
+        return ([rng.integers(lo, hi, (12, 14, 3)).tolist() for _ in range(2)], dtype, "HWC")
+    cases = []
+    for dtype, lo, hi in (("uint8", 0, 256), ("int16", -900, 900), ("uint16", 0, 65536)):
+        data = (image(dtype, lo, hi), kernel)
+        cases += [e(f"filter:rounding_{dtype}", "fn.filter(a, b)", data),
+                  e(f"filter:rounding_{dtype}_float", "fn.filter(a, b, dtype=types.FLOAT)", data),
+                  e(f"filter:rounding_{dtype}_border_constant", "fn.filter(a, b, c, border='constant')",
+                    data + (([3, 7], dtype, None),))]
+    return cases
+
+
 RULES = (_normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
          + _convolution_layouts() + _gaussian_windows() + _laplacian_windows()
-         + _roi_random_crop() + _per_frame())
+         + _roi_random_crop() + _per_frame() + _filter_rounding())
