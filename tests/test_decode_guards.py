@@ -227,6 +227,19 @@ def test_every_decoder_refuses_the_damaged_photograph(tmp_path, case):
     assert f"decoders.{case.split()[0]}" in msg
 
 
+def test_a_file_read_through_before_spares_the_read_but_not_other_bytes(tmp_path):
+    """A crop remembers the files it read to the end marker by their bytes: the good photograph's
+    later crops stop below the window, and the damaged one (other bytes) is still refused, every
+    time."""
+    paths = _files(tmp_path, {"astronaut.jpg": ASTRONAUT, "astronaut_damaged.jpg": DAMAGED})
+    kw = {"crop": (64, 512), "crop_pos_y": 0.0}
+    for _ in range(2):
+        _, out = _decode_files(paths[:1], decoder=fn.decoders.image_crop, **kw)
+        assert np.array(out[0]).shape == (64, 512, 3)
+        with pytest.raises(RuntimeError, match="extraneous bytes before marker 0xd9"):
+            _decode_files(paths[1:], decoder=fn.decoders.image_crop, **kw)
+
+
 @pytest.mark.parametrize("case", list(_CROPS))
 def test_on_error_skip_replaces_the_damaged_photograph(tmp_path, case):
     """A batch of 4 read from 5 files, the second damaged: it is skipped and the batch refilled with
