@@ -240,6 +240,24 @@ def test_a_file_read_through_before_spares_the_read_but_not_other_bytes(tmp_path
             _decode_files(paths[1:], decoder=fn.decoders.image_crop, **kw)
 
 
+@pytest.mark.parametrize("fancy", [False, True])
+def test_valid_files_pass_the_read_to_the_end_whatever_the_window(fancy):
+    """Windows ending on every row of a 4:2:0 image 16 rows high per MCU row (with plain upsampling
+    libjpeg-turbo makes rows in pairs, and skipping from the second of a pair once ran past the
+    end of the scan), each on bytes new to the decoder (a counter after the end marker)."""
+    from penstock import _engine
+    pool = _engine.ThreadPool(1)
+    blob = _jpeg(_photo(96, 128, seed=7), subsampling=2)
+    whole = _engine.decode_images(pool, np.frombuffer(blob, np.uint8), np.array([[len(blob)]]), np.zeros(1, np.int64),
+                                  0, True, fancy_upsampling=fancy)[0].reshape(96, 128, 3)
+    for bottom in range(1, 96):
+        data = np.frombuffer(blob + bottom.to_bytes(2, "little") + b"new", np.uint8)
+        y = max(0, bottom - 9)
+        out = _engine.decode_images(pool, data, np.array([[len(data)]]), np.zeros(1, np.int64), 0, True,
+                                    np.array([[y, 5, bottom - y, 70]], np.int64), fancy_upsampling=fancy)[0]
+        np.testing.assert_array_equal(out.reshape(bottom - y, 70, 3), whole[y:bottom, 5:75])
+
+
 @pytest.mark.parametrize("case", list(_CROPS))
 def test_on_error_skip_replaces_the_damaged_photograph(tmp_path, case):
     """A batch of 4 read from 5 files, the second damaged: it is skipped and the batch refilled with

@@ -280,12 +280,19 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
       jpeg_abort_decompress(&c);
       return;
     }
-    if (below > 1 && jpeg_skip_scanlines(&c, JDIMENSION(below - 1)) != JDIMENSION(below - 1))
-      throw DecodeError("truncated JPEG data");
     if (below > 0) {
       s.row.resize(size_t(c.output_width) * comps);
-      JSAMPROW last = s.row.data();
-      if (jpeg_read_scanlines(&c, &last, 1) != 1) throw DecodeError("truncated JPEG data");
+      JSAMPROW spare = s.row.data();
+      // The merged upsampler makes rows in pairs: skipping from the second row of a pair,
+      // libjpeg-turbo (2.1) decodes a row group too many and runs past the end of the scan (a
+      // valid file would be refused). Read that row first.
+      if (below > 1 && c.output_scanline % c.rec_outbuf_height != 0) {
+        if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
+        --below;
+      }
+      if (below > 1 && jpeg_skip_scanlines(&c, JDIMENSION(below - 1)) != JDIMENSION(below - 1))
+        throw DecodeError("truncated JPEG data");
+      if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
     }
     jpeg_finish_decompress(&c);
     if (key) VerifiedJpegs::instance().insert(key);
