@@ -45,6 +45,8 @@ WITH_COMMON = r"""
 #define asm(...) ((void)0)  /* PTX: float16 conversions are not emulated */
 struct Dim { unsigned x; };
 static Dim blockIdx, threadIdx, blockDim;
+static int __float2int_rn(float v) { return int(std::nearbyint(v)); }  /* the default mode: half to even */
+static long long __double2ll_rn(double v) { return (long long)std::nearbyint(v); }
 #include "COMMON"
 #undef asm
 """

@@ -117,14 +117,17 @@ def test_the_rows_past_a_cut_are_made_up(tmp_path):
     assert np.abs(img[-8:] - whole[-8:]).mean() > 20
 
 
-def test_a_window_above_the_damage_decodes(tmp_path):
-    """Rows a crop never reaches are never decoded: its pixels are the file's own."""
+def test_a_window_above_the_damage_is_refused_too(tmp_path):
+    """A crop reads the file to its end marker: the file is refused wherever the window lies, as by
+    decoders.image; accepting corruption, the window above the cut is the file's own pixels."""
     (path,) = _files(tmp_path, {"cut.jpg": CORRUPT["cut mid-scan, end marker appended"][0]})
-    _, out = _decode_files([path], decoder=fn.decoders.image_crop, crop=(8, 96), crop_pos_y=0.0)
+    for pos in (0.0, 1.0):
+        with pytest.raises(RuntimeError, match="premature end of data segment"):
+            _decode_files([path], decoder=fn.decoders.image_crop, crop=(8, 96), crop_pos_y=pos)
+    _, out = _decode_files([path], decoder=fn.decoders.image_crop, crop=(8, 96), crop_pos_y=0.0,
+                           accept_corrupt_jpeg=True)
     whole = np.asarray(Image.open(io.BytesIO(GOOD)).convert("RGB")).astype(int)
     assert np.abs(np.array(out[0]).astype(int) - whole[:8]).max() <= 2
-    with pytest.raises(RuntimeError, match="premature end of data segment"):
-        _decode_files([path], decoder=fn.decoders.image_crop, crop=(8, 96), crop_pos_y=1.0)
 
 
 def test_on_error_skip_drops_corrupt_jpegs(tmp_path):
@@ -164,6 +167,130 @@ def test_dali_decodes_what_accept_corrupt_jpeg_decodes(tmp_path):
     (out,) = p.run()
     for k in range(len(paths)):
         assert np.abs(np.array(ours[k]).astype(int) - np.array(out[k]).astype(int)).mean() < 1
+
+
+# ---- a photograph with 20 bytes of its scan flipped ------------------------------------------------
+def _astronaut_jpeg() -> bytes:
+    from skimage import data
+    return _jpeg(data.astronaut())
+
+
+def _flipped_in_the_middle_third(blob: bytes, count: int = 20) -> bytes:
+    """``count`` bytes spread over the middle third of the entropy-coded data, each XORed with 0x5A;
+    bytes of or next to a marker (0xFF) are left alone, so that the scan keeps its markers and only
+    the Huffman decoder is put out of step."""
+    start = _scan_start(blob)
+    end = len(blob) - 2  # the end marker
+    third = (end - start) // 3
+    b = bytearray(blob)
+    flipped = 0
+    for pos in np.linspace(start + third, start + 2 * third, 4 * count).astype(int):
+        if flipped == count:
+            break
+        if 0xFF in (b[pos - 1], b[pos], b[pos + 1], b[pos] ^ 0x5A):
+            continue
+        b[pos] ^= 0x5A
+        flipped += 1
+    assert flipped == count
+    return bytes(b)
+
+
+ASTRONAUT = _astronaut_jpeg()
+DAMAGED = _flipped_in_the_middle_third(ASTRONAUT)
+_CROPS = {  # (decoder, its window arguments): windows above, across and below the damage
+    "image_crop top": (fn.decoders.image_crop, {"crop": (64, 512), "crop_pos_y": 0.0}),
+    "image_crop middle": (fn.decoders.image_crop, {"crop": (64, 64), "crop_pos_y": 0.5, "crop_pos_x": 0.5}),
+    "image_crop bottom": (fn.decoders.image_crop, {"crop": (64, 512), "crop_pos_y": 1.0}),
+    "image_slice top-left": (fn.decoders.image_slice, {"start": [0, 0], "end": [40, 40], "axes": [0, 1]}),
+    "image_random_crop": (fn.decoders.image_random_crop, {}),
+    "image": (fn.decoders.image, {}),
+}
+
+
+def test_the_damaged_photograph_is_corrupt_where_libjpeg_only_notices_at_the_end():
+    """Decoded whole and tolerated, its rows after the damage are wrong; libjpeg says so only at the
+    end marker (the desynchronised scan ends before it)."""
+    ours = np.asarray(Image.open(io.BytesIO(DAMAGED)).convert("RGB")).astype(int)
+    good = np.asarray(Image.open(io.BytesIO(ASTRONAUT)).convert("RGB")).astype(int)
+    rows_wrong = (np.abs(ours - good).max(axis=(1, 2)) > 32)
+    assert not rows_wrong[:128].any() and rows_wrong[-128:].all()
+
+
+@pytest.mark.parametrize("case", list(_CROPS))
+def test_every_decoder_refuses_the_damaged_photograph(tmp_path, case):
+    decoder, kw = _CROPS[case]
+    (path,) = _files(tmp_path, {"astronaut_damaged.jpg": DAMAGED})
+    with pytest.raises(RuntimeError) as info:
+        _decode_files([path], decoder=decoder, **kw)
+    msg = str(info.value)
+    assert "astronaut_damaged.jpg" in msg and "extraneous bytes before marker 0xd9" in msg
+    assert f"decoders.{case.split()[0]}" in msg
+
+
+def test_a_file_read_through_before_spares_the_read_but_not_other_bytes(tmp_path):
+    """A crop remembers the files it read to the end marker by their bytes: the good photograph's
+    later crops stop below the window, and the damaged one (other bytes) is still refused, every
+    time."""
+    paths = _files(tmp_path, {"astronaut.jpg": ASTRONAUT, "astronaut_damaged.jpg": DAMAGED})
+    kw = {"crop": (64, 512), "crop_pos_y": 0.0}
+    for _ in range(2):
+        _, out = _decode_files(paths[:1], decoder=fn.decoders.image_crop, **kw)
+        assert np.array(out[0]).shape == (64, 512, 3)
+        with pytest.raises(RuntimeError, match="extraneous bytes before marker 0xd9"):
+            _decode_files(paths[1:], decoder=fn.decoders.image_crop, **kw)
+
+
+@pytest.mark.parametrize("fancy", [False, True])
+def test_valid_files_pass_the_read_to_the_end_whatever_the_window(fancy):
+    """Windows ending on every row of a 4:2:0 image 16 rows high per MCU row (with plain upsampling
+    libjpeg-turbo makes rows in pairs, and skipping from the second of a pair once ran past the
+    end of the scan), each on bytes new to the decoder (a counter after the end marker)."""
+    from penstock import _engine
+    pool = _engine.ThreadPool(1)
+    blob = _jpeg(_photo(96, 128, seed=7), subsampling=2)
+    whole = _engine.decode_images(pool, np.frombuffer(blob, np.uint8), np.array([[len(blob)]]), np.zeros(1, np.int64),
+                                  0, True, fancy_upsampling=fancy)[0].reshape(96, 128, 3)
+    for bottom in range(1, 96):
+        data = np.frombuffer(blob + bottom.to_bytes(2, "little") + b"new", np.uint8)
+        y = max(0, bottom - 9)
+        out = _engine.decode_images(pool, data, np.array([[len(data)]]), np.zeros(1, np.int64), 0, True,
+                                    np.array([[y, 5, bottom - y, 70]], np.int64), fancy_upsampling=fancy)[0]
+        np.testing.assert_array_equal(out.reshape(bottom - y, 70, 3), whole[y:bottom, 5:75])
+
+
+@pytest.mark.parametrize("case", list(_CROPS))
+def test_on_error_skip_replaces_the_damaged_photograph(tmp_path, case):
+    """A batch of 4 read from 5 files, the second damaged: it is skipped and the batch refilled with
+    the next file, so the batch holds the 4 good ones, each window the good file's."""
+    decoder, kw = _CROPS[case]
+    good = {f"good{k}.jpg": _jpeg(np.roll(np.asarray(Image.open(io.BytesIO(ASTRONAUT))), 37 * k, axis=1))
+            for k in range(4)}
+    blobs = {"good0.jpg": good["good0.jpg"], "astronaut_damaged.jpg": DAMAGED,
+             **{k: v for k, v in good.items() if k != "good0.jpg"}}
+    paths = _files(tmp_path, blobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pipe, out = _decode_files(paths, decoder=decoder, on_error="skip", batch=4, **kw)
+    assert [os.path.basename(s) for s in out._source_info] == [f"good{k}.jpg" for k in range(4)]
+    # (the next, prefetched, batch skips it too: the reader's stream wraps round)
+    assert {os.path.basename(s["source"]) for s in pipe.skipped_samples} == {"astronaut_damaged.jpg"}
+    assert "extraneous bytes before marker 0xd9" in pipe.skipped_samples[0]["reason"]
+
+
+@pytest.mark.parametrize("case", [c for c in _CROPS if c != "image_random_crop"])
+def test_a_good_photograph_decodes_as_before(tmp_path, case):
+    """The check reads on past the window without changing it: each window is the whole image's."""
+    decoder, kw = _CROPS[case]
+    (path,) = _files(tmp_path, {"astronaut.jpg": ASTRONAUT})
+    _, out = _decode_files([path], decoder=decoder, **kw)
+    _, whole = _decode_files([path])
+    _, tolerated = _decode_files([path], decoder=decoder, accept_corrupt_jpeg=True, **kw)
+    window, whole = np.array(out[0]), np.array(whole[0])
+    np.testing.assert_array_equal(window, np.array(tolerated[0]))  # the old path: stop below the window
+    h, w = window.shape[:2]
+    matches = [(y, x) for y in range(0, 513 - h) for x in (0, (512 - w) // 2, 512 - w)
+               if np.array_equal(whole[y:y + h, x:x + w], window)]
+    assert matches
 
 
 # ---- decompression bombs -------------------------------------------------------------------------

@@ -52,6 +52,21 @@ def test_filter_anchor_fill_value_and_valid_mode():
         assert np.abs(o.astype(int) - ref).max() <= 1
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16])
+def test_filter_rounds_ties_half_to_even_as_dali(dtype):
+    """Averages of two neighbours: every odd sum is an exact .5 tie, which goes to the even integer
+    (DALI's CPU filter; tests/differential/_operator_rules.py runs it against DALI)."""
+    row = np.array([-3, -2, 0, 1, 2, 3, 4, 5, 6, 7, 100, 101], np.int64)
+    row = row - row.min() if np.iinfo(dtype).min == 0 else row
+    img = [np.repeat(row.astype(dtype)[None, :, None], 2, axis=0)] * 2
+    pair = [np.array([[0.5, 0.5]], np.float32)] * 2
+    out, = run_es(lambda x, f: fn.filter(x, f, anchor=[0, 0], border="clamp"), img, pair, layouts=["HWC", None])
+    halves = (row[:-1] + row[1:]) / 2
+    want = np.append(np.rint(halves), row[-1])  # the last averages the clamped edge with itself
+    np.testing.assert_array_equal(samples(out)[0][0, :, 0], want.astype(dtype))
+    assert (halves % 1 == 0.5).sum() >= 5
+
+
 def test_filter_errors():
     with pytest.raises(ValueError, match="anchor"):
         run_es(lambda x, f: fn.filter(x, f, anchor=[3, 0]), IMAGES, [np.ones((3, 3), np.float32)] * 2,
@@ -108,14 +123,41 @@ def test_median_blur_replicates_edges():
 
 
 def test_erode_and_dilate():
-    out_e, out_d = run_es(lambda x: (fn.experimental.erode(x), fn.experimental.dilate(x, mask_size=[3, 5],
+    out_e, out_d = run_es(lambda x: (fn.experimental.erode(x), fn.experimental.dilate(x, mask_size=[5, 3],
                                                                                         iterations=2)),
                           IMAGES, layouts=["HWC"])
     for img, e, d in zip(IMAGES, samples(out_e), samples(out_d)):
         # constant border: points outside never win (scipy: pad with the type's extreme)
         np.testing.assert_array_equal(e, ndimage.grey_erosion(img, size=(3, 3, 1), mode="constant", cval=255))
-        once = ndimage.grey_dilation(img, size=(3, 5, 1), mode="constant", cval=0)
+        once = ndimage.grey_dilation(img, size=(3, 5, 1), mode="constant", cval=0)  # mask_size is (W, H)
         np.testing.assert_array_equal(d, ndimage.grey_dilation(once, size=(3, 5, 1), mode="constant", cval=0))
     out, = run_es(lambda x: fn.experimental.erode(x, border_mode="replicate"), IMAGES, layouts=["HWC"])
     for img, o in zip(IMAGES, samples(out)):
         np.testing.assert_array_equal(o, ndimage.grey_erosion(img, size=(3, 3, 1), mode="nearest"))
+
+
+_CV2_BORDERS = {"constant": "BORDER_CONSTANT", "replicate": "BORDER_REPLICATE", "reflect": "BORDER_REFLECT",
+                "reflect_101": "BORDER_REFLECT_101", "wrap": "BORDER_WRAP"}
+
+
+@pytest.mark.parametrize("border", list(_CV2_BORDERS))
+@pytest.mark.parametrize("op", ["erode", "dilate"])
+def test_erode_and_dilate_take_mask_size_and_anchor_as_x_y_as_dali(op, border):
+    """DALI 2.4's erode/dilate (GPU only there) hand mask_size and anchor to CV-CUDA as (x, y), and
+    its own tests check them against OpenCV's morphology with the same ksize and anchor: so here.
+    (The wrap border is OpenCV's BORDER_WRAP; OpenCV's morphology refuses it, so numpy pads.)"""
+    cv2 = pytest.importorskip("cv2")
+    masks = [np.array([5, 2], np.int32), np.array([1, 4], np.int32)]
+    anchors = [np.array([3, 1], np.int32), np.array([-1, 0], np.int32)]
+    out, = run_es(lambda x, m, a: getattr(fn.experimental, op)(x, mask_size=m, anchor=a, border_mode=border),
+                  IMAGES, masks, anchors, layouts=["HWC", None, None])
+    for img, (w, h), (ax, ay), o in zip(IMAGES, masks, anchors, samples(out)):
+        ax, ay = (w // 2 if ax < 0 else ax), (h // 2 if ay < 0 else ay)
+        element = cv2.getStructuringElement(cv2.MORPH_RECT, (int(w), int(h)))
+        if border == "wrap":
+            padded = np.pad(img, ((ay, h - 1 - ay), (ax, w - 1 - ax), (0, 0)), mode="wrap")
+            want = getattr(cv2, op)(padded, element, anchor=(int(ax), int(ay)), borderType=cv2.BORDER_REPLICATE)
+            want = want[ay:ay + img.shape[0], ax:ax + img.shape[1]]
+        else:
+            want = getattr(cv2, op)(img, element, anchor=(int(ax), int(ay)), borderType=getattr(cv2, _CV2_BORDERS[border]))
+        np.testing.assert_array_equal(o, want)

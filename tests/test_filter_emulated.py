@@ -111,7 +111,7 @@ def test_laplacian_of_volumes(gpu):
 @pytest.mark.parametrize("schema, kw", [
     (filters.MEDIAN_BLUR, {}), (filters.MEDIAN_BLUR, {"window_size": [5, 3]}),
     (filters.ERODE, {}), (filters.DILATE, {"mask_size": [4, 2], "anchor": [0, 1]}),
-    (filters.ERODE, {"iterations": 3, "border_mode": "reflect101"}),
+    (filters.ERODE, {"iterations": 3, "border_mode": "reflect_101"}),
     (filters.DILATE, {"iterations": 2, "border_mode": "wrap"}),
 ])
 def test_rank_filters_match_the_cpu(gpu, schema, kw):

@@ -37,7 +37,7 @@ def test_laplacian(kw):
 @pytest.mark.parametrize("graph", [
     lambda x: fn.experimental.median_blur(x, window_size=[5, 3]),
     lambda x: fn.experimental.erode(x, mask_size=[3, 5], iterations=2),
-    lambda x: fn.experimental.dilate(x, anchor=[0, 0], border_mode="reflect101", iterations=3),
+    lambda x: fn.experimental.dilate(x, anchor=[0, 0], border_mode="reflect_101", iterations=3),
 ])
 def test_rank_filters(graph):
     assert_mixed(graph, [IMAGES], layouts=["HWC"])

@@ -469,6 +469,25 @@ def test_a_corrupt_jpeg_in_mixed_decoding_is_the_decoders_error_naming_its_file(
         pipe().run()
 
 
+@pytest.mark.parametrize("decoder, kw", [(fn.decoders.image, {}), (fn.decoders.image_random_crop, {}),
+                                         (fn.decoders.image_crop, {"crop": (64, 512), "crop_pos_y": 0.0})])
+@pytest.mark.parametrize("hw_load", [0.0, 0.9])
+def test_mixed_decoders_refuse_a_photograph_whose_scan_flipped_bytes_put_out_of_step(tmp_path, decoder, kw, hw_load):
+    # the CPU decoders refuse it (libjpeg-turbo notices at the end marker: tests/test_decode_guards.py);
+    # the mixed backend must too, whichever side decodes it
+    from test_decode_guards import DAMAGED
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "astronaut_damaged.jpg").write_bytes(DAMAGED)
+
+    @pipeline_def(batch_size=1, num_threads=2, device_id=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=str(tmp_path))
+        return decoder(jpegs, device="mixed", hw_decoder_load=hw_load, **kw)
+
+    with pytest.raises(RuntimeError, match=r"(?s)astronaut_damaged.jpg"):
+        pipe().run()
+
+
 @pytest.mark.parametrize("device", ["cpu", "mixed"])
 def test_a_crop_window_larger_than_its_image_is_refused_on_both_backends(tmp_path, device):
     # the GPU decoders gather windows from whole decoded images: one past an edge would read outside

@@ -231,3 +231,46 @@ def test_a_bad_number_of_decoder_processes_is_refused_naming_the_variable(monkey
     monkeypatch.setenv(_decode_process.ENV_PROCESSES, value)
     with pytest.raises(ValueError, match="PENSTOCK_DECODER_PROCESSES"):
         _decode_process.process_count()
+
+
+def test_the_host_share_refuses_a_corrupt_jpeg_whatever_its_window():
+    """The mixed backend's host share decodes with the CPU decoder's check: a JPEG whose scan a few
+    flipped bytes put out of step is its sample's error, also for a window above the damage."""
+    import io
+
+    from PIL import Image
+
+    from penstock import _engine
+    from penstock._operator import SampleError
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.tensors import TensorListCPU
+    src, shapes, encoded = _jpeg_batch([(64, 96), (64, 96)], np.random.default_rng(2))
+    good = np.asarray(Image.open(io.BytesIO(encoded[1].tobytes())))
+    out = io.BytesIO()
+    Image.fromarray(np.clip(good.astype(int) // 2 + 60, 0, 255).astype(np.uint8)).save(out, "JPEG", quality=90)
+    blob = bytearray(out.getvalue())
+    sos = blob.index(b"\xff\xda")
+    middle = sos + (len(blob) - sos) // 2
+    for pos in range(middle, middle + 40, 2):  # every other byte, none made a marker
+        if 0xFF not in (blob[pos - 1], blob[pos], blob[pos + 1], blob[pos] ^ 0x5A):
+            blob[pos] ^= 0x5A
+    damaged = np.frombuffer(bytes(blob), np.uint8)
+    src = TensorListCPU._from_packed(np.concatenate([encoded[0], damaged]), np.array([[len(encoded[0])],
+                                     [len(damaged)]]), np.array([0, len(encoded[0])]), source_info=["a", "b"])
+    windows = np.array([[0, 0, 8, 96], [0, 0, 8, 96]], np.int64)  # the top rows, above the damage
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    try:
+        with pytest.raises(SampleError, match="Corrupt JPEG data") as info:
+            decoder._decode_sides(ws, src, shapes, windows, windows, np.zeros(0, np.int64), np.array([0, 1]),
+                                  _output(2), None)
+        assert info.value.sample == 1
+        # the first alone decodes: its window is the whole image's top rows
+        _, host = decoder._decode_sides(ws, src, shapes, windows, windows, np.zeros(0, np.int64), np.array([0]),
+                                        _output(2), None)
+        whole = _engine.decode_images(ws.pool, encoded[0], np.array([[len(encoded[0])]]), np.zeros(1, np.int64),
+                                      0, True, fancy_upsampling=False)[0].reshape(64, 96, 3)
+        np.testing.assert_array_equal(host[0][1][:8 * 96 * 3].reshape(8, 96, 3), whole[:8])
+    finally:
+        decoder._release()

@@ -80,9 +80,7 @@ HARNESS = r"""
 static float __fadd_rn(float a, float b) { return a + b; }
 static float __fmul_rn(float a, float b) { return a * b; }
 static float __fdiv_rn(float a, float b) { return a / b; }
-static double __dadd_rn(double a, double b) { return a + b; }
-static double __dmul_rn(double a, double b) { return a * b; }
-static double __ddiv_rn(double a, double b) { return a / b; }
+static float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 #include "SOURCE"
 #define LOOP(call) blockDim.x = block; \
   for (int blk = 0; blk < grid; ++blk) for (int t = 0; t < block; ++t) { blockIdx.x = blk; threadIdx.x = t; call; }

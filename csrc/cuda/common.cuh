@@ -45,33 +45,39 @@ template <> struct Limits<i8> { static constexpr float lo = -128.f, hi = 127.f; 
 template <> struct Limits<u16> { static constexpr float lo = 0.f, hi = 65535.f; static constexpr bool is_signed = false; };
 template <> struct Limits<i16> { static constexpr float lo = -32768.f, hi = 32767.f; static constexpr bool is_signed = true; };
 
-// A float result stored as a pixel of type Out (fast_convert.h's round_sat).
+// A float result stored as a pixel of type Out (fast_convert.h's round_sat): integers rounded half
+// away from zero, or half to even with kHalfToEven (Rounding::HalfToEven).
 template <typename Out> struct PixelFrom {
+  template <bool kHalfToEven>
   __device__ static __forceinline__ Out convert(float v) {  // narrow integers
     const float just_below_half = 0.49999997f;
     if (Limits<Out>::is_signed) v = v == v ? v : 0.f;
     v = v > Limits<Out>::lo ? v : Limits<Out>::lo;
     v = v < Limits<Out>::hi ? v : Limits<Out>::hi;
+    if (kHalfToEven) return Out(__float2int_rn(v));
     if (Limits<Out>::is_signed) return Out(int(v + copysignf(just_below_half, v)));
     return Out(int(v + just_below_half));
   }
 };
 template <> struct PixelFrom<float> {
-  __device__ static __forceinline__ float convert(float v) { return v; }
+  template <bool> __device__ static __forceinline__ float convert(float v) { return v; }
 };
 template <> struct PixelFrom<f16> {
-  __device__ static __forceinline__ f16 convert(float v) { return float_to_half(v); }
+  template <bool> __device__ static __forceinline__ f16 convert(float v) { return float_to_half(v); }
 };
 template <> struct PixelFrom<i32> {
+  template <bool kHalfToEven>
   __device__ static __forceinline__ i32 convert(float v) {
     double d = double(v);
     if (d != d) d = 0;
     d = d > -2147483648.0 ? d : -2147483648.0;
     d = d < 2147483647.0 ? d : 2147483647.0;
+    if (kHalfToEven) return i32(__double2ll_rn(d));
     return i32(i64(d + copysign(0.5, d)));
   }
 };
-template <typename Out> __device__ __forceinline__ Out pixel_from(float v) { return PixelFrom<Out>::convert(v); }
+template <typename Out, bool kHalfToEven = false>
+__device__ __forceinline__ Out pixel_from(float v) { return PixelFrom<Out>::template convert<kHalfToEven>(v); }
 
 // The sample that block `block` of a batch launch works on.
 __device__ __forceinline__ int find_sample(const i64* block_start, int n, i64 block) {

@@ -59,7 +59,7 @@ __device__ void filter_kernel(const In* src, Out* dst, const i64* desc, const i6
       }
     }
   }
-  dst[d[kFOutOff] + e] = pixel_from<Out>(acc);
+  dst[d[kFOutOff] + e] = pixel_from<Out, true>(acc);  // half to even, as the CPU kernel (DALI's rounding)
 }
 
 // ---- the Laplacian's passes ------------------------------------------------------------------------

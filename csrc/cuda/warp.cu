@@ -58,9 +58,10 @@ __device__ void warp(const T* src, T* dst, const i64* desc, const i64* block_sta
 PENSTOCK_WARP(u8) PENSTOCK_WARP(i16) PENSTOCK_WARP(u16) PENSTOCK_WARP(i32) PENSTOCK_WARP(f32)
 
 // ---- perspective warp (kernels/warp_perspective.cpp) ----------------------------------------------
-// One thread per output pixel (all channels). Nearest neighbour: the source point in double, from
-// the first column of OpenCV's block of the pixel, rounded; linear / cubic: in float, the taps'
-// weights in float; no fused multiply-adds, so the results are the CPU's.
+// One thread per output pixel (all channels). The source point in float as the CPU kernel evaluates
+// it (the row's terms, a fused multiply-add of the column's, the division), rounded half to even
+// for nearest neighbour; linear / cubic weigh the taps in float; no other fused multiply-adds, so
+// the results are the CPU's.
 enum PerspDesc { kPIn, kPOut, kPH, kPW, kPC, kPOutH, kPOutW, kPPixels, kPDesc = 8 };
 
 __device__ __forceinline__ i64 persp_border(i64 p, i64 n, int border) {
@@ -82,9 +83,10 @@ __device__ __forceinline__ i64 persp_border(i64 p, i64 n, int border) {
   return -1;  // constant
 }
 
-__device__ __forceinline__ i32 persp_round(double v) {
-  v = v < -2147483648.0 ? -2147483648.0 : (v > 2147483647.0 ? 2147483647.0 : v);
-  return i32(rint(v));
+__device__ __forceinline__ i32 persp_round(float v) {  // half to even; NaN (a zero denominator) -> 0
+  double d = v == v ? double(v) : 0.0;
+  d = d < -2147483648.0 ? -2147483648.0 : (d > 2147483647.0 ? 2147483647.0 : d);
+  return i32(rint(d));
 }
 
 __device__ __forceinline__ void persp_cubic(float x, float* w) {
@@ -112,28 +114,21 @@ __device__ void warp_perspective_kernel(const T* src, T* dst, const i64* desc, c
   T* out = dst + d[kPOut] + p * C;
   const double* m = matrices + s * 9;
   const double* cval = fill + s * fill_stride;
-  if (interp == 0) {
-    const i64 bh0 = Ho < 16 ? Ho : 16, bw1 = 1024 / (bh0 > 0 ? bh0 : 1), bw0 = bw1 < Wo ? bw1 : Wo;
-    const i64 bx = (x / bw0) * bw0, x1 = x - bx;
-    const double x0 = __dadd_rn(__dadd_rn(__dmul_rn(m[0], double(bx)), __dmul_rn(m[1], double(y))), m[2]);
-    const double y0 = __dadd_rn(__dadd_rn(__dmul_rn(m[3], double(bx)), __dmul_rn(m[4], double(y))), m[5]);
-    const double w0 = __dadd_rn(__dadd_rn(__dmul_rn(m[6], double(bx)), __dmul_rn(m[7], double(y))), m[8]);
-    double w = __dadd_rn(w0, __dmul_rn(m[6], double(x1)));
-    w = w != 0 ? __ddiv_rn(1.0, w) : 0;
-    i32 sx = persp_round(__dmul_rn(__dadd_rn(x0, __dmul_rn(m[0], double(x1))), w));
-    i32 sy = persp_round(__dmul_rn(__dadd_rn(y0, __dmul_rn(m[3], double(x1))), w));
-    sx = sx < -32768 ? -32768 : (sx > 32767 ? 32767 : sx);
-    sy = sy < -32768 ? -32768 : (sy > 32767 ? 32767 : sy);
-    const i64 ix = persp_border(sx, W, border), iy = persp_border(sy, H, border);
-    for (i64 c = 0; c < C; ++c) out[c] = ix < 0 || iy < 0 ? convert_sat<T, double>(cval[c]) : in[(iy * W + ix) * C + c];
-    return;
-  }
   float mf[9];
   for (int k = 0; k < 9; ++k) mf[k] = float(m[k]);
   const float fx = float(x), fy = float(y);
-  const float den = __fadd_rn(__fadd_rn(__fmul_rn(mf[6], fx), __fmul_rn(mf[7], fy)), mf[8]);
-  const float sx = __fdiv_rn(__fadd_rn(__fadd_rn(__fmul_rn(mf[0], fx), __fmul_rn(mf[1], fy)), mf[2]), den);
-  const float sy = __fdiv_rn(__fadd_rn(__fadd_rn(__fmul_rn(mf[3], fx), __fmul_rn(mf[4], fy)), mf[5]), den);
+  const float row_x = __fadd_rn(__fmul_rn(mf[1], fy), mf[2]), row_y = __fadd_rn(__fmul_rn(mf[4], fy), mf[5]);
+  const float row_w = __fadd_rn(__fmul_rn(mf[7], fy), mf[8]);
+  const float den = __fmaf_rn(mf[6], fx, row_w);
+  const float sx = __fdiv_rn(__fmaf_rn(mf[0], fx, row_x), den), sy = __fdiv_rn(__fmaf_rn(mf[3], fx, row_y), den);
+  if (interp == 0) {
+    i32 ix0 = persp_round(sx), iy0 = persp_round(sy);
+    ix0 = ix0 < -32768 ? -32768 : (ix0 > 32767 ? 32767 : ix0);
+    iy0 = iy0 < -32768 ? -32768 : (iy0 > 32767 ? 32767 : iy0);
+    const i64 ix = persp_border(ix0, W, border), iy = persp_border(iy0, H, border);
+    for (i64 c = 0; c < C; ++c) out[c] = ix < 0 || iy < 0 ? convert_sat<T, double>(cval[c]) : in[(iy * W + ix) * C + c];
+    return;
+  }
   const float fx0 = floorf(sx), fy0 = floorf(sy), ax = __fadd_rn(sx, -fx0), ay = __fadd_rn(sy, -fy0);
   const bool cubic = interp == 2;
   const int k = cubic ? 4 : 2, back = cubic ? 1 : 0;

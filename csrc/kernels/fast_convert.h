@@ -1,6 +1,8 @@
 // Float -> output element conversion for the geometry kernels' inner loops: the same results as
 // convert_sat / float_to_half (round half away from zero and saturate; float16 rounds to nearest
-// even), but branch-free on the data, so random pixel values cost no mispredictions.
+// even), but branch-free on the data, so random pixel values cost no mispredictions. Integers may
+// also be rounded half to even (Rounding::HalfToEven), as the operators that match DALI's own
+// rounding (its CPU filter's) ask.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -44,7 +46,13 @@ inline uint16_t float_to_half_rne(float f) {
   return uint16_t(sign | (x >> 13));
 }
 
-template <typename Out>
+enum class Rounding { HalfAwayFromZero, HalfToEven };
+
+// Adding and subtracting 1.5 * 2^23 rounds a float of magnitude below 2^22 to an integer, ties to
+// even (float addition's own rounding): exact for every clamped narrow-integer value.
+constexpr float kRoundingMagic = 12582912.0f;
+
+template <typename Out, Rounding R = Rounding::HalfAwayFromZero>
 inline Out round_sat(float v) {
   if constexpr (std::is_same_v<Out, float16>) {
     return float16{float_to_half_rne(v)};
@@ -58,10 +66,12 @@ inline Out round_sat(float v) {
       double d = double(v);
       d = d > double(INT32_MIN) ? d : double(INT32_MIN);
       d = d < double(INT32_MAX) ? d : double(INT32_MAX);
+      if constexpr (R == Rounding::HalfToEven) return Out(int64_t(std::nearbyint(d)));
       return Out(int64_t(d + std::copysign(0.5, d)));
     } else {
       v = v > lo ? v : lo;  // written as selects so they compile to maxss / minss
       v = v < hi ? v : hi;
+      if constexpr (R == Rounding::HalfToEven) return Out(int32_t((v + kRoundingMagic) - kRoundingMagic));
       if constexpr (std::is_signed_v<Out>) return Out(int32_t(v + std::copysign(kJustBelowHalf, v)));
       else return Out(int32_t(v + kJustBelowHalf));
     }
@@ -71,14 +81,17 @@ inline Out round_sat(float v) {
 // Converts a contiguous float run. A scalar clamp loop gets compiled into branches, which
 // mispredict on real pixel data, so: uint8 uses SSE2 saturating packs (16 values per step;
 // SSE2 is baseline x86-64), other narrow integers GCC vector extensions (SSE/NEON), 4 per step.
-template <typename Out>
+template <typename Out, Rounding R = Rounding::HalfAwayFromZero>
 void convert_row(const float* in, int64_t n, Out* out) {
   int64_t i = 0;
 #ifdef __SSE2__
   if constexpr (std::is_same_v<Out, uint8_t>) {  // the common case: 16 at a time with saturating packs
     const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f), half = _mm_set1_ps(kJustBelowHalf);
     auto conv4 = [&](const float* p) {  // max first: it maps NaN to 0
-      return _mm_cvttps_epi32(_mm_add_ps(_mm_min_ps(_mm_max_ps(_mm_loadu_ps(p), zero), top), half));
+      __m128 v = _mm_min_ps(_mm_max_ps(_mm_loadu_ps(p), zero), top);
+      // cvtps rounds in the current rounding mode: to nearest even (the default)
+      if constexpr (R == Rounding::HalfToEven) return _mm_cvtps_epi32(v);
+      return _mm_cvttps_epi32(_mm_add_ps(v, half));
     };
     for (; i + 16 <= n; i += 16) {
       __m128i lo = _mm_packs_epi32(conv4(in + i), conv4(in + i + 4));
@@ -98,12 +111,18 @@ void convert_row(const float* in, int64_t n, Out* out) {
       v = v == v ? v : v4f{};  // NaN -> 0
       v = v > vlo ? v : vlo;
       v = v < vhi ? v : vhi;
-      v4f r = std::is_signed_v<Out> ? (v < 0 ? v - half : v + half) : v + half;
+      v4f r;
+      if constexpr (R == Rounding::HalfToEven) {
+        const v4f magic = {kRoundingMagic, kRoundingMagic, kRoundingMagic, kRoundingMagic};
+        r = (v + magic) - magic;
+      } else {
+        r = std::is_signed_v<Out> ? (v < 0 ? v - half : v + half) : v + half;
+      }
       v4i q = __builtin_convertvector(r, v4i);  // truncation completes the rounding
       for (int k = 0; k < 4; ++k) out[i + k] = Out(q[k]);
     }
   }
-  for (; i < n; ++i) out[i] = round_sat<Out>(in[i]);
+  for (; i < n; ++i) out[i] = round_sat<Out, R>(in[i]);
 }
 
 }  // namespace penstock

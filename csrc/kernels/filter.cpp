@@ -4,7 +4,8 @@
 //
 // A sample is seen as (outer, D, H, W, C): leading frames or planar channels merged into `outer`,
 // a trailing channel axis (or 1) last; 2-D samples have D = 1. Arithmetic is in float; the result
-// is rounded half away from zero and saturated once, at the end.
+// is saturated and rounded once, at the end: half to even for `filter` (as DALI's), half away from
+// zero for the Laplacian.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -112,7 +113,7 @@ void filter_plane(const In* in, Out* out, const Geometry& g, const Geometry& og,
         }
       }
     }
-    convert_row<Out>(acc.data(), row, out + y * row);
+    convert_row<Out, Rounding::HalfToEven>(acc.data(), row, out + y * row);
   }
 }
 

@@ -1,6 +1,8 @@
 // JPEG through libjpeg-turbo: header + EXIF orientation, and region decoding with DCT-domain
 // downscaling (scale_num/8), horizontal cropping at iMCU granularity (jpeg_crop_scanline; the
-// remainder is cut here), skipped rows above the window and an early stop below it.
+// remainder is cut here), and the rows above and below the window skipped: entropy-decoded only,
+// so that a corrupt scan is found wherever the window lies (accepting corruption, the decode
+// stops below the window).
 //
 // libjpeg reports errors by calling error_exit, which must not return: ours longjmps back to
 // guarded(), which throws DecodeError. Frames between setjmp and longjmp hold no C++ objects.
@@ -8,6 +10,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include <jpeglib.h>
@@ -119,6 +122,68 @@ int orientation_of(const jpeg_decompress_struct& c) {
   return 1;
 }
 
+// JPEGs whose entropy-coded data a crop read to the end marker without a complaint, by a hash of
+// their bytes: a later crop of the same bytes (the next epoch's) stops below its window, so the
+// check costs a file one read past a window per process, not one per epoch. Open addressing over
+// 64-bit hashes (0 marks an empty slot), grown to at most kMaxSlots (64 MB: 4M files kept). It
+// never waits for its lock: held by another thread (or by a parent's thread when this process was
+// forked), a file is read through again and not remembered.
+class VerifiedJpegs {
+ public:
+  static VerifiedJpegs& instance() {
+    static VerifiedJpegs verified;
+    return verified;
+  }
+  bool contains(uint64_t key) {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    return lock.owns_lock() && !slots_.empty() && slots_[find(key)] == key;
+  }
+  void insert(uint64_t key) {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    if (2 * (used_ + 1) > slots_.size()) {
+      if (slots_.size() >= kMaxSlots) return;  // full: later files pay the read each time
+      std::vector<uint64_t> old(std::max<size_t>(kMinSlots, 2 * slots_.size()), 0);
+      old.swap(slots_);
+      for (uint64_t k : old)
+        if (k) slots_[find(k)] = k;
+    }
+    size_t i = find(key);
+    if (slots_[i] != key) slots_[i] = key, ++used_;
+  }
+
+ private:
+  static constexpr size_t kMinSlots = 1 << 12, kMaxSlots = 1 << 23;
+  size_t find(uint64_t key) const {  // the key's slot, or the empty one where it would go
+    size_t mask = slots_.size() - 1, i = size_t(key) & mask;
+    while (slots_[i] && slots_[i] != key) i = (i + 1) & mask;
+    return i;
+  }
+  std::mutex mutex_;
+  std::vector<uint64_t> slots_;
+  size_t used_ = 0;
+};
+
+// A 64-bit hash of a file's bytes and length (never 0): four multiply-xor lanes over 8-byte
+// words, mixed at the end; ~10 bytes per cycle, a few microseconds for a photograph.
+uint64_t content_hash(const uint8_t* data, size_t size) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t lane[4] = {size, kMul, ~uint64_t(size), 0x632BE59BD9B4E019ull};
+  size_t i = 0;
+  for (; i + 32 <= size; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, data + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * kMul;
+      lane[k] ^= lane[k] >> 29;
+    }
+  uint64_t h = size;
+  for (; i < size; ++i) h = (h ^ data[i]) * kMul;
+  for (int k = 0; k < 4; ++k) h = ((h ^ lane[k]) * kMul) ^ (h >> 31);
+  h ^= h >> 33, h *= 0xFF51AFD7ED558CCDull, h ^= h >> 33;
+  return h ? h : 1;
+}
+
 // Output pixels decoded beyond a crop window's right edge (covers 4x horizontal subsampling).
 constexpr int64_t kChromaMargin = 8;
 
@@ -203,11 +268,34 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
       if (cmyk) cmyk_row(src, w.w, c.saw_Adobe_marker, bgr, out_row);
       else std::memcpy(out_row, src, size_t(w.w) * comps);
     }
-    // Through to the end marker when every row was read, so that corruption libjpeg only notices
-    // there (bytes left over after a scan a flipped bit made end early) is reported too; rows
-    // below a window are never decoded.
-    if (w.y + w.h == int64_t(c.output_height)) jpeg_finish_decompress(&c);
-    else jpeg_abort_decompress(&c);
+    // Through to the end marker, so that corruption libjpeg only notices there (bytes left over
+    // after a scan that a flipped bit put out of step) is reported for a window too, wherever it
+    // lies: the rows below it are entropy-decoded without IDCT (jpeg_skip_scanlines) but the
+    // last, which must be read for libjpeg to go on to the end marker (a skip to the very end
+    // stops without reading on). Tolerating corruption, or for bytes read through before,
+    // nothing below the window is read.
+    int64_t below = int64_t(c.output_height) - int64_t(c.output_scanline);
+    uint64_t key = below > 0 && !req.accept_corrupt ? content_hash(data, size) : 0;
+    if (below > 0 && (req.accept_corrupt || VerifiedJpegs::instance().contains(key))) {
+      jpeg_abort_decompress(&c);
+      return;
+    }
+    if (below > 0) {
+      s.row.resize(size_t(c.output_width) * comps);
+      JSAMPROW spare = s.row.data();
+      // The merged upsampler makes rows in pairs: skipping from the second row of a pair,
+      // libjpeg-turbo (2.1) decodes a row group too many and runs past the end of the scan (a
+      // valid file would be refused). Read that row first.
+      if (below > 1 && c.output_scanline % c.rec_outbuf_height != 0) {
+        if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
+        --below;
+      }
+      if (below > 1 && jpeg_skip_scanlines(&c, JDIMENSION(below - 1)) != JDIMENSION(below - 1))
+        throw DecodeError("truncated JPEG data");
+      if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
+    }
+    jpeg_finish_decompress(&c);
+    if (key) VerifiedJpegs::instance().insert(key);
   });
 }
 

@@ -1,11 +1,12 @@
 // Perspective warp and remap of (frames, H, W, C) images.
 //
-// warp_perspective follows OpenCV's (5.x) warpPerspective with WARP_INVERSE_MAP, which DALI 2.4's
-// CPU operator equals: for output pixel (x, y) (pixel centres at integers) the source point is
-// (M0 x + M1 y + M2, M3 x + M4 y + M5) / (M6 x + M7 y + M8). Nearest neighbour evaluates it in
-// double per block of output pixels, as OpenCV does, and rounds it; linear and cubic (a = -0.75)
-// interpolation evaluate it and weigh the taps in float, rounding the result once. Taps outside
-// the image follow the border mode.
+// warp_perspective follows OpenCV's warpPerspective with WARP_INVERSE_MAP as DALI 2.4's CPU
+// operator runs it (OpenCV 4.11's kernels): for output pixel (x, y) (pixel centres at integers) the
+// source point is (M0 x + M1 y + M2, M3 x + M4 y + M5) / (M6 x + M7 y + M8), evaluated in float: the
+// row's terms (M1 y + M2 ...) once per row, then a fused multiply-add of the column's, then the
+// division. Nearest neighbour rounds the point half to even; linear and cubic (a = -0.75)
+// interpolation weigh the taps in float, rounding the result once. Taps outside the image follow
+// the border mode.
 //
 // remap samples at per-pixel source coordinates (mapx, mapy) in float, the constant border 0.
 #include <algorithm>
@@ -58,9 +59,10 @@ inline int64_t border_index(int64_t p, int64_t n, int border) {
   }
 }
 
-inline int saturate_int(double v) {
-  v = std::min(std::max(v, double(INT32_MIN)), double(INT32_MAX));
-  return int(std::nearbyint(v));
+inline int saturate_int(float v) {  // half to even; NaN (a zero denominator) -> 0
+  double d = v == v ? double(v) : 0.0;
+  d = std::min(std::max(d, double(INT32_MIN)), double(INT32_MAX));
+  return int(std::nearbyint(d));
 }
 inline int16_t saturate_short(int v) { return int16_t(std::min(std::max(v, -32768), 32767)); }
 
@@ -104,37 +106,29 @@ void sample(const T* in, int64_t h, int64_t w, int64_t c, bool cubic, float sx, 
   }
 }
 
-// m: output -> input, 9 doubles, pixel centres at integers.
+// m: output -> input, 9 doubles (float values), pixel centres at integers.
 template <typename T>
 void perspective_frame(const T* in, int64_t h, int64_t w, int64_t c, T* out, int64_t oh, int64_t ow, const double* m,
                        int interp, int border, const T* fill) {
-  // OpenCV's blocks: the row's coordinates are evaluated from each block's first column
-  const int64_t bh0 = std::min<int64_t>(16, oh), bw0 = std::min<int64_t>(1024 / std::max<int64_t>(bh0, 1), ow);
   float mf[9];
   for (int k = 0; k < 9; ++k) mf[k] = float(m[k]);
-  for (int64_t y = 0; y < oh; ++y)
-    for (int64_t x = 0; x < ow; x += bw0) {
-      const int64_t bw = std::min(bw0, ow - x);
-      const double x0 = m[0] * double(x) + m[1] * double(y) + m[2];
-      const double y0 = m[3] * double(x) + m[4] * double(y) + m[5];
-      const double w0 = m[6] * double(x) + m[7] * double(y) + m[8];
-      for (int64_t x1 = 0; x1 < bw; ++x1) {
-        T* px = out + (y * ow + x + x1) * c;
-        double wgt = w0 + m[6] * double(x1);
-        if (interp == kNearest) {
-          wgt = wgt != 0 ? 1. / wgt : 0;
-          int64_t sx = saturate_short(saturate_int((x0 + m[0] * double(x1)) * wgt));
-          int64_t sy = saturate_short(saturate_int((y0 + m[3] * double(x1)) * wgt));
-          int64_t bx = border_index(sx, w, border), by = border_index(sy, h, border);
-          for (int64_t ch = 0; ch < c; ++ch) px[ch] = bx < 0 || by < 0 ? fill[ch] : in[(by * w + bx) * c + ch];
-          continue;
-        }
-        const float fx = float(x + x1), fy = float(y);
-        const float den = mf[6] * fx + mf[7] * fy + mf[8];
-        const float sx = (mf[0] * fx + mf[1] * fy + mf[2]) / den, sy = (mf[3] * fx + mf[4] * fy + mf[5]) / den;
-        sample(in, h, w, c, interp == kCubic, sx, sy, border, fill, px);
+  for (int64_t y = 0; y < oh; ++y) {
+    const float fy = float(y);
+    const float row_x = mf[1] * fy + mf[2], row_y = mf[4] * fy + mf[5], row_w = mf[7] * fy + mf[8];
+    for (int64_t x = 0; x < ow; ++x) {
+      T* px = out + (y * ow + x) * c;
+      const float fx = float(x);
+      const float den = std::fma(mf[6], fx, row_w);
+      const float sx = std::fma(mf[0], fx, row_x) / den, sy = std::fma(mf[3], fx, row_y) / den;
+      if (interp == kNearest) {
+        int64_t bx = border_index(saturate_short(saturate_int(sx)), w, border);
+        int64_t by = border_index(saturate_short(saturate_int(sy)), h, border);
+        for (int64_t ch = 0; ch < c; ++ch) px[ch] = bx < 0 || by < 0 ? fill[ch] : in[(by * w + bx) * c + ch];
+        continue;
       }
+      sample(in, h, w, c, interp == kCubic, sx, sy, border, fill, px);
     }
+  }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@ libraries): normalize's epsilon and degenerate variances, one_hot's scalar-like 
 axis names, pad's per-sample axes, the sequence and batch operators' refusals, reductions over no
 axes, uniform's open upper end, choice's elements and probabilities, select_masks' refusals, the
 layouts gaussian_blur and laplacian take and their windows, roi_random_crop's refusals, per-frame
-arguments.
+arguments, filter's rounding, warp_perspective's nearest neighbour.
 Each case runs on penstock and DALI; errors are compared by class and DALI's words."""
 from __future__ import annotations
 
@@ -254,6 +254,49 @@ def _per_frame() -> list[Expression]:
     ]
 
 
+def _filter_rounding() -> list[Expression]:
+    """filter rounds integer outputs half to even (the binomial 3x3 kernel /16 makes many exact .5
+    ties on integer images); float outputs are not rounded."""
+    e = Expression
+    rng = np.random.default_rng(11)
+    binomial = (np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]]) / 16).tolist()
+    kernel = ([binomial, binomial], "float32", None)
+
+    def image(dtype: str, lo: int, hi: int) -> tuple:
+        return ([rng.integers(lo, hi, (12, 14, 3)).tolist() for _ in range(2)], dtype, "HWC")
+    cases = []
+    for dtype, lo, hi in (("uint8", 0, 256), ("int16", -900, 900), ("uint16", 0, 65536)):
+        data = (image(dtype, lo, hi), kernel)
+        cases += [e(f"filter:rounding_{dtype}", "fn.filter(a, b)", data),
+                  e(f"filter:rounding_{dtype}_float", "fn.filter(a, b, dtype=types.FLOAT)", data),
+                  e(f"filter:rounding_{dtype}_border_constant", "fn.filter(a, b, c, border='constant')",
+                    data + (([3, 7], dtype, None),))]
+    return cases
+
+
+def _warp_perspective_nearest() -> list[Expression]:
+    """Nearest neighbour picks the pixel the source point rounds to: points within a float's
+    rounding of a pixel's edge go where DALI's arithmetic (float32 matrices, the point in float)
+    sends them. Photo-like images, perspective matrices of a few degrees, compared exactly."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    from make_sample_data import photo_like
+    e = Expression
+    rng = np.random.default_rng(17)
+    images = ([photo_like(rng, 120, 160).tolist() for _ in range(2)], "uint8", "HWC")
+    spread = [[0.1, 0.1, 10], [0.1, 0.1, 10], [2e-4, 2e-4, 0]]
+    matrices = ([(np.eye(3) + rng.normal(0, spread, (3, 3))).tolist() for _ in range(2)], "float32", None)
+    call = "fn.experimental.warp_perspective(a, b, interp_type=types.INTERP_"
+    cases = [e(f"warp_perspective:nearest_{name}", f"{call}NN{kw})", (images, matrices)) for name, kw in (
+        ("replicate", ", border_mode='replicate'"), ("constant", ""),
+        ("replicate_center", ", border_mode='replicate', pixel_origin='center'"),
+        ("forward_matrix", ", border_mode='replicate', inverse_map=False"))]
+    # linear interpolation at the same points: within one level
+    return cases + [e("warp_perspective:linear_replicate", f"{call}LINEAR, border_mode='replicate')",
+                      (images, matrices), tolerance=1)]
+
+
 RULES = (_normalize() + _one_hot() + _pad() + _sequence_ops() + _reductions() + _random() + _choice() + _select_masks()
          + _convolution_layouts() + _gaussian_windows() + _laplacian_windows()
-         + _roi_random_crop() + _per_frame())
+         + _roi_random_crop() + _per_frame() + _filter_rounding() + _warp_perspective_nearest())

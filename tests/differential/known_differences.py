@@ -2,7 +2,8 @@
 
 INTENDED: penstock differs on purpose (the reason says why). OPEN: found, not fixed yet; listed so
 the table stays a regression check while they are worked on. A case here that starts to agree
-with DALI fails, asking to be removed.
+with DALI fails, asking to be removed. docs/intended_differences.md is the users' table of the
+intended ones (tests/test_intended_differences.py checks that it names every case here).
 """
 
 _SQUEEZE_RANGE = ("DALI 2.4 skips squeeze axes outside 0..ndim-1 (negative ones too) without a word, although "

@@ -3,7 +3,9 @@
 The GPU side decodes whole images (its hardware engines do not decode regions), so its time
 follows the encoded bytes. The host decodes only the window: it entropy-decodes the rows down to the
 window's last one and transforms only the window, so its time follows the bytes above the window's
-bottom, less for narrow windows. The split gives the host the samples it is relatively fastest at,
+bottom, less for narrow windows. (Checking for corrupt data, the default, it also entropy-decodes
+the rows below the window the first time it sees a file's bytes: the model leaves them out, and the
+host's measured rate absorbs them; not yet measured on a GPU.) The split gives the host the samples it is relatively fastest at,
 until both sides are expected to finish together, at the rates each side measured on earlier
 batches; the measurements keep adjusting the split (host cores busy with other work, a GPU shared
 with training). Only windows that spare the host at least half of a whole image's work qualify.

@@ -20,7 +20,7 @@ from ..types import DALIDataType, to_numpy_type
 
 BORDERS = {"reflect_101": 0, "reflect_1001": 1, "wrap": 2, "clamp": 3, "constant": 4}
 # erode/dilate's names (OpenCV's) for the same border modes
-MORPHOLOGY_BORDERS = {"reflect101": 0, "reflect": 1, "wrap": 2, "replicate": 3, "constant": 4}
+MORPHOLOGY_BORDERS = {"reflect_101": 0, "reflect": 1, "wrap": 2, "replicate": 3, "constant": 4}
 FILTER_TYPES = (DALIDataType.UINT8, DALIDataType.INT8, DALIDataType.UINT16, DALIDataType.INT16,
                 DALIDataType.FLOAT16, DALIDataType.FLOAT)
 MAX_WINDOW = 31  # the Laplacian's largest window (DALI's and OpenCV's)
@@ -62,12 +62,13 @@ MEDIAN_BLUR = OpSchema(
 def _morphology_schema(name: str, doc: str) -> OpSchema:
     return OpSchema(
         f"experimental.{name}", doc,
-        args=[Arg("mask_size", ArgType.INT_LIST, (3, 3), tensor=True, doc="structuring element (H, W)"),
+        args=[Arg("mask_size", ArgType.INT_LIST, (3, 3), tensor=True,
+                  doc="structuring element (width, height), as OpenCV's ksize"),
               Arg("anchor", ArgType.INT_LIST, (-1, -1), tensor=True,
-                  doc="the element's anchor (H, W); -1: its centre"),
+                  doc="the element's anchor (x, y); -1: its centre"),
               Arg("iterations", ArgType.INT, 1, doc="times the operation is repeated"),
               Arg("border_mode", ArgType.STR, "constant",
-                  doc="constant (outside points never win), replicate, reflect, reflect101 or wrap")],
+                  doc="constant (outside points never win), replicate, reflect, reflect_101 or wrap")],
         devices=("cpu", "gpu"), input_layouts=_RANK_LAYOUTS)
 
 
@@ -253,6 +254,10 @@ class _RankFilter(Operator):
     def _iterations(self) -> int:
         return 1
 
+    def _windows(self, ws) -> np.ndarray:
+        """Per sample, the window's (height, width)."""
+        return per_axis(self, ws, self.window_arg, 2)
+
     def _anchors(self, ws, windows: np.ndarray) -> np.ndarray:
         return windows // 2
 
@@ -264,7 +269,7 @@ class _RankFilter(Operator):
         start, k = _spatial(self, src)
         if k != 2:
             raise ValueError(f"{self.label}: expects images (2 spatial dimensions), got layout '{src._layout}'")
-        windows = per_axis(self, ws, self.window_arg, 2)
+        windows = self._windows(ws)
         if (windows < 1).any():
             raise ValueError(f"{self.label}: {self.window_arg} must be positive, got {windows[windows < 1][0]}")
         anchors = self._anchors(ws, windows)
@@ -302,8 +307,13 @@ class _Morphology(_RankFilter):
     def _iterations(self) -> int:
         return self.args["iterations"]
 
+    # mask_size and anchor are (x, y), as CV-CUDA's morphology (which DALI 2.4 runs) and OpenCV's
+    # ksize and anchor take them: the kernel's windows are (rows, columns)
+    def _windows(self, ws) -> np.ndarray:
+        return np.ascontiguousarray(per_axis(self, ws, "mask_size", 2)[:, ::-1])
+
     def _anchors(self, ws, windows: np.ndarray) -> np.ndarray:
-        anchors = per_axis(self, ws, "anchor", 2)
+        anchors = per_axis(self, ws, "anchor", 2)[:, ::-1]
         anchors = np.where(anchors == -1, windows // 2, anchors)
         if ((anchors < 0) | (anchors >= windows)).any():
             raise ValueError(f"{self.label}: the anchor must lie within the structuring element")

@@ -13,8 +13,13 @@ Beyond DALI, two guards against files that would give wrong data or exhaust memo
 * ``accept_corrupt_jpeg=False`` (default): a JPEG in which libjpeg-turbo finds corrupt data it
   can decode around (a scan cut short, a bad Huffman code, a missing restart marker, bytes left
   over) fails as its sample's error, so ``on_error`` decides: decoded, part of it would be made
-  up (grey rows, smeared blocks). DALI's CPU decoder decodes such files, printing libjpeg's
-  warning; ``accept_corrupt_jpeg=True`` does the same (without the print). A file that simply
+  up (grey rows, smeared blocks). The crop decoders read the file past the window to its end
+  marker (entropy decoding only), so they refuse what ``decoders.image`` refuses wherever the
+  window lies: a scan that flipped bytes put out of step shows only at its end. The engine
+  remembers the files read through by a hash of their bytes, so a file's later crops (later
+  epochs) stop below the window. DALI's CPU decoder
+  decodes such files, printing libjpeg's warning; ``accept_corrupt_jpeg=True`` does the same
+  (without the print, and crops stop decoding below the window). A file that simply
   ends too early fails either way, as in DALI. On the mixed backend this holds for the JPEGs
   decoded on the host; what nvImageCodec's GPU decoders do with such files is theirs (not
   checked yet).

@@ -173,7 +173,18 @@ _PERSPECTIVE_INTERP = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR
 _PERSPECTIVE_BORDERS = {"constant": 0, "replicate": 1, "reflect": 2, "reflect_101": 3, "wrap": 4}
 _PIXEL_ORIGINS = ("corner", "center")
 _REMAP_TYPES = (DALIDataType.UINT8, DALIDataType.UINT16, DALIDataType.INT16, DALIDataType.FLOAT)
-_SHIFT = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])  # corner -> centre coordinates
+
+
+def _corner_to_centre(m: np.ndarray) -> np.ndarray:
+    """Matrices [N, 3, 3] for corner coordinates (pixel centres at +0.5) as matrices for centre
+    coordinates, shift^-1 @ M @ shift, in float32 as DALI computes them: rounding the coefficients
+    there moves the nearest-neighbour source pixel of points near a pixel's edge."""
+    m = m.astype(np.float32)
+    half = np.float32(0.5)
+    out = m.copy()
+    out[:, :, 2] = (m[:, :, 0] * half + m[:, :, 1] * half) + m[:, :, 2]
+    out[:, :2, :] -= half * out[:, 2:3, :]
+    return out
 
 
 def _pixel_origin(op: Operator) -> str:
@@ -226,12 +237,12 @@ class WarpPerspective(Operator):
         start, kshapes = _frames_hw(self, src)
         n = ws.batch_size
         m = self._matrices(ws, n)
+        if _pixel_origin(self) == "corner":  # before the inversion, as DALI (OpenCV inverts what it is given)
+            m = _corner_to_centre(m).astype(np.float64)
         if not self.args["inverse_map"]:
             if (np.abs(np.linalg.det(m)) < 1e-12).any():
                 raise ValueError(f"{self.label}: the forward matrix is not invertible")
             m = np.linalg.inv(m)
-        if _pixel_origin(self) == "corner":
-            m = np.linalg.inv(_SHIFT) @ m @ _SHIFT
         out_hw = kshapes[:, 1:3]
         if ws.has_arg("size"):
             if "size" not in ws.arg_inputs and len(self.args["size"]) not in (1, 2):
