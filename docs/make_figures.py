@@ -41,7 +41,7 @@ def photo_folder(root: str) -> str:
 def train_pipeline(data_dir: str):
     jpegs, labels = fn.readers.file(file_root=data_dir, random_shuffle=True, name="Reader")
     images = fn.decoders.image_random_crop(jpegs, output_type=types.RGB)
-    images = fn.resize(images, resize_x=128, resize_y=128)
+    images = fn.resize(images, resize_x=96, resize_y=96)
     return fn.flip(images, horizontal=fn.random.coin_flip()), labels
 
 
@@ -62,7 +62,7 @@ def timeline(data_dir: str) -> str:
     names = sorted({e["name"] for e in slices})
     colours = dict(zip(names, plt.get_cmap("tab10").colors))
     rows = sorted(tracks, key=lambda tid: tracks[tid].startswith("consumer"))
-    figure, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * len(rows)))
+    figure, ax = plt.subplots(figsize=(9, 1.6 + 0.45 * len(rows)))
     for row, tid in enumerate(rows):
         for name in names:
             bars = [(e["ts"] / 1e3, e["dur"] / 1e3) for e in slices if e["tid"] == tid and e["name"] == name]
@@ -70,9 +70,9 @@ def timeline(data_dir: str) -> str:
                 ax.broken_barh(bars, (row - 0.4, 0.8), color=colours[name])
     ax.set_yticks(np.arange(len(rows)), [tracks[tid] for tid in rows], fontsize=8)
     ax.set_xlabel("ms")
-    ax.legend(handles=[matplotlib.patches.Patch(color=colours[n], label=n) for n in names], fontsize=7,
-              loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
-    figure.tight_layout()
+    figure.legend(handles=[matplotlib.patches.Patch(color=colours[n], label=n) for n in names], fontsize=7,
+                  loc="lower center", ncol=4, frameon=False)
+    figure.subplots_adjust(left=0.2, right=0.98, top=0.95, bottom=0.45)
     path = os.path.join(STATIC, "profiler_timeline.png")
     figure.savefig(path, dpi=90)
     return path

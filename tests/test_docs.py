@@ -58,9 +58,10 @@ def run_page(page: str, folder, with_gpu: bool) -> int:
                 continue
             exec(compile(code, f"{name(page)}:{line}", "exec"), namespace)  # noqa: S102 - the docs' own code
             ran += 1
-    finally:  # operators a page declares (custom operators) leave with it
+    finally:  # custom operators a page declares leave with it (plugins' operators stay)
         for operator in set(schemas()) - declared:
-            withdraw(operator)
+            if schemas()[operator].origin:
+                withdraw(operator)
     return ran
 
 

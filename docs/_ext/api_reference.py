@@ -39,10 +39,18 @@ def default_text(arg: Arg) -> str:
     return f"`{value!r}`"
 
 
+def range_text(low: Any, high: Any) -> str:
+    if high is None:
+        return f"at least {low}"
+    if low is None:
+        return f"at most {high}"
+    return f"from {low} to {high}"
+
+
 def argument_row(arg: Arg) -> str:
     notes = [arg.doc] if arg.doc else []
     if arg.range is not None:
-        notes.append(f"range {arg.range[0]} to {arg.range[1]}")
+        notes.append(range_text(*arg.range))
     if arg.aliases:
         notes.append("deprecated spelling: " + ", ".join(f"`{a}`" for a in arg.aliases))
     if arg.ignored_aliases:
@@ -63,18 +71,36 @@ def outputs_text(schema: OpSchema) -> str:
     return "depends on the arguments" if callable(schema.num_outputs) else str(schema.num_outputs)
 
 
-def operator_case(case: str) -> str:
-    """The operator a differential case id names: ``pad[fill_value=-1.0]`` -> ``pad``."""
-    return case.split("[", 1)[0].split(":", 1)[0]
+PIPELINE = "(the pipeline)"
+
+
+def operator_names() -> dict[str, str]:
+    """Every name a case id may give an operator (its fn name, its former places, its last name
+    part where no other operator has it) -> its fn name."""
+    names: dict[str, str] = {}
+    short: dict[str, list[str]] = {}
+    for schema in exported():
+        last = schema.fn_name.rpartition(".")[2]
+        names[schema.fn_name] = schema.fn_name
+        names.update({f"{former}.{last}": schema.fn_name for former in schema.moved_from})
+        short.setdefault(last, []).append(schema.fn_name)
+    return {**{last: fns[0] for last, fns in short.items() if len(fns) == 1}, **names}
+
+
+def operator_case(case: str, names: dict[str, str]) -> str:
+    """The fn name of the operator a differential case id names (``pad[fill_value=-1.0]``,
+    ``caffe2:sparse``), or PIPELINE for a case of the pipeline itself (``device:cpu_only``)."""
+    return names.get(case.split("[", 1)[0].split(":", 1)[0], PIPELINE)
 
 
 def intended_differences() -> dict[str, dict[str, list[str]]]:
     """operator -> reason -> the case ids with that reason, from the differential tests' list."""
     if not os.path.exists(KNOWN_DIFFERENCES):
         return {}
+    names = operator_names()
     found: dict[str, dict[str, list[str]]] = {}
     for case, reason in runpy.run_path(KNOWN_DIFFERENCES)["INTENDED"].items():
-        found.setdefault(operator_case(case), {}).setdefault(reason, []).append(case)
+        found.setdefault(operator_case(case, names), {}).setdefault(reason, []).append(case)
     return found
 
 
@@ -156,8 +182,8 @@ def first_sentence(text: str) -> str:
 
 def differences_table(differences: dict[str, dict[str, list[str]]]) -> str:
     """The migration guide's table: one row per operator and reason."""
-    rows = [f"| `fn.{op}` | {cell(reason)} |" for op, reasons in sorted(differences.items())
-            for reason in reasons]
+    rows = [f"| {op if op == PIPELINE else f'`fn.{op}`'} | {cell(reason)} |"
+            for op, reasons in sorted(differences.items()) for reason in reasons]
     return (f"{HEADER}| operator | what penstock does differently, and why |\n|---|---|\n" + "\n".join(rows) + "\n")
 
 
