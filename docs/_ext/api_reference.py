@@ -180,11 +180,19 @@ def first_sentence(text: str) -> str:
     return text if end < 0 else text[:end + 1]
 
 
+INTENDED_PAGE = os.path.join(ROOT, "docs", "intended_differences.md")
+
+
 def differences_table(differences: dict[str, dict[str, list[str]]]) -> str:
-    """The migration guide's table: one row per operator and reason."""
+    """The migration guide's table: one row per operator and reason; and, where the docs have a
+    page of intended differences, a link to it (in the site's contents, under the guide)."""
     rows = [f"| {op if op == PIPELINE else f'`fn.{op}`'} | {cell(reason)} |"
             for op, reasons in sorted(differences.items()) for reason in reasons]
-    return (f"{HEADER}| operator | what penstock does differently, and why |\n|---|---|\n" + "\n".join(rows) + "\n")
+    text = f"{HEADER}| operator | what penstock does differently, and why |\n|---|---|\n" + "\n".join(rows) + "\n"
+    if os.path.exists(INTENDED_PAGE):
+        text += ("\nThe intended differences, each with what DALI does and what penstock does: "
+                 "{doc}`/intended_differences`.\n\n```{toctree}\n:hidden:\n\n/intended_differences\n```\n")
+    return text
 
 
 def write(folder: str) -> None:
