@@ -107,8 +107,10 @@ def intended_differences() -> dict[str, dict[str, list[str]]]:
 def operator_section(schema: OpSchema, differences: dict[str, list[str]]) -> str:
     name = f"fn.{schema.fn_name}"
     lines = [f"## {name}", "", schema.doc.strip() or name, ""]
-    facts = [("devices", ", ".join(schema.devices)), ("inputs", inputs_text(schema)),
-             ("outputs", outputs_text(schema)),
+    facts = [("devices", ", ".join(schema.devices)), ("inputs", inputs_text(schema))]
+    if schema.input_layouts:
+        facts.append(("layouts of the first input", ", ".join(f"`{layout}`" for layout in schema.input_layouts)))
+    facts += [("outputs", outputs_text(schema)),
              ("ops class", f"`ops.{schema.module + '.' if schema.module else ''}{schema.class_name}`")]
     if schema.legacy_names:
         facts.append(("older names", ", ".join(f"`ops.{n}`" for n in schema.legacy_names)))
