@@ -1,4 +1,4 @@
-"""The documentation's code runs: every ```python block of docs/ (and of the README), each page's
+"""The documentation's code runs: every ```python block of docs/ (the READMEs': test_readme.py), each page's
 blocks in order in one namespace, as a reader would paste them, in a folder of their own that
 holds `images` (a folder of sample JPEGs, one subfolder per class, as the pages assume). Blocks
 whose first line starts with `# GPU` run only in the GPU tests (the `gpu` marker, `make gpu-test`).
@@ -27,8 +27,7 @@ GPU_MARK = "# GPU"
 
 def pages() -> list[str]:
     found = sorted(glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True))
-    return [os.path.join(ROOT, "README.md")] + [p for p in found if os.sep + "api" + os.sep not in p
-                                                 and os.sep + "_build" + os.sep not in p]
+    return [p for p in found if os.sep + "api" + os.sep not in p and os.sep + "_build" + os.sep not in p]
 
 
 def blocks(page: str) -> list[tuple[int, str]]:
