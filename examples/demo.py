@@ -38,7 +38,7 @@ def demo_pipeline(data_dir: str):
 
 
 def main() -> None:
-    make_dataset(DATA, classes=4, per_class=32)
+    make_dataset(DATA)  # 4 classes of 16 (make demo makes them while the engine compiles)
     pipe = demo_pipeline(DATA)
     pipe.build()
     n = pipe.epoch_size("Reader")

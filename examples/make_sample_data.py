@@ -12,7 +12,9 @@ import numpy as np
 
 def photo_like(rng: np.random.Generator, height: int, width: int, noise_sigma: float = 6.0) -> np.ndarray:
     """Smooth gradients, a few shapes and sensor-like noise: compresses like a photograph."""
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    # a column and a row, broadcast: the same values as full grids, computed once per row and column
+    y = np.arange(height, dtype=np.float32)[:, None]
+    x = np.arange(width, dtype=np.float32)[None, :]
     img = np.empty((height, width, 3), np.float32)
     for c in range(3):
         fx, fy, phase = rng.uniform(0.5, 3, 2).tolist() + [rng.uniform(0, 6.28)]

@@ -25,8 +25,10 @@ def test_a_gpu_pipeline_without_cupy_fails_at_build_naming_the_extra(no_cupy):
     def pipe():
         return fn.external_source(source=lambda: [np.zeros(3, np.float32)] * 2).gpu()
 
-    with pytest.raises(RuntimeError, match=r"penstock-data\[cuda13\]"):
+    with pytest.raises(RuntimeError, match=r"penstock-data\[cuda13\]") as error:
         pipe().build()
+    # each sentence ends before the next begins: the install hint, DALI's words, the way out
+    assert "(CUDA 12). You are trying to create a GPU DALI pipeline" in str(error.value)
 
 
 def test_a_mixed_decoder_without_cupy_fails_at_build(no_cupy):

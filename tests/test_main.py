@@ -76,3 +76,31 @@ def test_profile_command_prints_operators_and_the_bottleneck_and_writes_a_timeli
     runs = [e for e in events if e["ph"] == "X" and e["name"] == "resize#1"]
     assert len(runs) == 5 and all(e["dur"] >= 0 for e in runs)
     assert len([e for e in events if e.get("cat") == "consumer"]) == 5
+
+
+def test_nvimgcodec_without_a_gpu_is_not_reported_as_gpu_decoding():
+    from penstock import __main__ as cli
+    without = cli._nvimgcodec_component("/site/nvidia/nvimgcodec", gpu=False)
+    assert not without.available and "no usable GPU here: mixed decoders decode on the host" in without.detail
+    assert cli._nvimgcodec_component("/site/nvidia/nvimgcodec", gpu=True).available
+    assert not cli._nvimgcodec_component(None, gpu=True).available
+
+
+def test_the_unrelated_penstock_project_installed_beside_is_reported(monkeypatch):
+    import importlib.metadata
+    from penstock import __main__ as cli
+    monkeypatch.setattr(importlib.metadata, "packages_distributions",
+                        lambda: {"penstock": ["penstock-data", "penstock"], "numpy": ["numpy"]})
+    monkeypatch.setattr(cli, "_version", lambda *names: "penstock 0.2.5" if names == ("penstock",) else None)
+    assert cli.foreign_distributions() == ["penstock 0.2.5"]
+    assert "WARNING: penstock 0.2.5 is installed here too" in cli.report()
+    monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: {"penstock": ["penstock-data"]})
+    assert cli.foreign_distributions() == [] and "WARNING" not in cli.report()
+
+
+def test_without_cupy_the_cuda_row_names_the_gpu_extra(monkeypatch):
+    from penstock import __main__ as cli
+    monkeypatch.setitem(sys.modules, "cupy", None)  # as if it were not installed
+    cuda = {c.name: c for c in cli.components()}["CUDA (GPU pipelines)"]
+    assert not cuda.available and cuda.detail == "CuPy is not installed"
+    assert cuda.install.startswith("install the GPU extra for your CUDA version: pip install 'penstock-data[cuda13]'")

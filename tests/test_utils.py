@@ -41,7 +41,9 @@ def test_pipeline_batches_in_chw_float_are_stretched_to_the_full_range():
 
 def test_save_grid_writes_the_grid(tmp_path):
     path = str(tmp_path / "grid.png")
-    grid = utils.save_grid(np.stack([np.full((8, 8, 1), v, np.uint8) for v in (0, 128, 255)]), path, columns=3)
+    batch = np.stack([np.full((8, 8, 1), v, np.uint8) for v in (0, 128, 255)])
+    assert utils.save_grid(batch, path, columns=3) is None  # an interactive session prints nothing
+    grid = utils.make_grid(batch, columns=3)
     np.testing.assert_array_equal(np.asarray(Image.open(path).convert("RGB")), grid)
     assert grid[2, 2 + 10].tolist() == [128, 128, 128]  # grey, expanded to RGB
 

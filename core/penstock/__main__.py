@@ -48,6 +48,33 @@ def _found(module: str) -> bool:
         return False
 
 
+def _nvimgcodec_component(codec: str | None, gpu: bool) -> Component:
+    """nvImageCodec decodes on the GPU only where there is one: its library alone (its CPU backend
+    installs anywhere) is not JPEG decoding on the GPU."""
+    name = "nvImageCodec (JPEG decoding on the GPU, device='mixed')"
+    if codec is None:
+        return Component(name, False, "not installed: mixed decoders decode on the host and upload",
+                         "comes with the GPU extra: pip install 'penstock-data[cuda13]' (or [cuda12])")
+    library = (_version("nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12") or "found") + f" in {codec}"
+    if gpu:
+        return Component(name, True, library)
+    return Component(name, False, f"{library}, but no usable GPU here: mixed decoders decode on the host",
+                     "what CUDA (GPU pipelines) needs, above")
+
+
+# the distributions of penstock itself, whose files may be in the top-level `penstock` package
+OWN_DISTRIBUTIONS = {"penstock-data", "penstock-data-pytorch", "penstock-data-jax", "penstock-data-tensorflow"}
+
+
+def foreign_distributions() -> list[str]:
+    """Other installed distributions that put files into the top-level ``penstock`` package, as
+    ``name version``: PyPI's unrelated ``penstock`` project installs one of that name, and the two
+    overwrite each other's files."""
+    owners = importlib.metadata.packages_distributions().get("penstock", [])
+    others = sorted({name for name in owners if name.lower().replace("_", "-") not in OWN_DISTRIBUTIONS})
+    return [_version(name) or name for name in others]
+
+
 def components() -> list[Component]:
     """The native engine, CUDA, nvImageCodec, NVDEC, PyAV, libsndfile and each framework plugin, as found here."""
     from penstock import _engine, backend
@@ -61,15 +88,10 @@ def components() -> list[Component]:
         names = ", ".join(cupy.cuda.runtime.getDeviceProperties(i)["name"].decode() for i in range(count))
         found.append(Component("CUDA (GPU pipelines)", True, f"CuPy {cupy.__version__}, {count} device(s): {names}"))
     else:
-        missing_cupy = reason.startswith("CuPy is not installed")
+        missing_cupy = not _found("cupy")
         found.append(Component("CUDA (GPU pipelines)", False, "CuPy is not installed" if missing_cupy else reason,
                                INSTALL_HINT if missing_cupy else "a CUDA driver and device"))
-    codec = _nvimgcodec.library_dir()
-    found.append(Component(
-        "nvImageCodec (JPEG decoding on the GPU, device='mixed')", codec is not None,
-        (_version("nvidia-nvimgcodec-cu13", "nvidia-nvimgcodec-cu12") or "found") + f" in {codec}" if codec else
-        "not installed: mixed decoders decode on the host and upload",
-        "comes with the GPU extra: pip install 'penstock-data[cuda13]' (or [cuda12])"))
+    found.append(_nvimgcodec_component(_nvimgcodec.library_dir(), reason is None))
     nvdec, why = _video_nvdec.load_pynvvideocodec()
     found.append(Component(
         "NVDEC (video decoding on the GPU)", nvdec is not None,
@@ -98,6 +120,10 @@ def report() -> str:
     """The text ``python -m penstock`` prints."""
     lines = [f"penstock {penstock.__version__} (penstock-data) in {os.path.dirname(penstock.__file__)}",
              f"Python {platform.python_version()} on {platform.system()} {platform.machine()}", ""]
+    for other in foreign_distributions():
+        lines += [f"WARNING: {other} is installed here too: a project unrelated to penstock-data that also installs "
+                  "a top-level package named `penstock`, so each overwrites the other's files. Use separate "
+                  "environments, or `pip uninstall " + other.split()[0] + "` and reinstall penstock-data.", ""]
     parts = components()
     width = max(len(c.name) for c in parts)
     for c in parts:

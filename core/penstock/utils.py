@@ -91,9 +91,10 @@ def show_batch(batch: Any, labels: Sequence[Any] | Any = None, columns: int | No
     return figure
 
 
-def save_grid(batch: Any, path: str, columns: int | None = None, padding: int = 2, layout: str | None = None) -> np.ndarray:
+def save_grid(batch: Any, path: str, columns: int | None = None, padding: int = 2, layout: str | None = None) -> None:
     """Writes ``make_grid(batch, ...)`` to ``path`` (PNG, JPEG ... by its extension), with matplotlib
-    or else Pillow; returns the grid."""
+    or else Pillow. Returns nothing, so that an interactive session prints nothing: ``make_grid``
+    returns the grid."""
     grid = make_grid(batch, columns, padding, layout)
     try:
         import matplotlib.pyplot as plt  # noqa: PLC0415 - optional dependency
@@ -104,4 +105,3 @@ def save_grid(batch: Any, path: str, columns: int | None = None, padding: int = 
         except ImportError:
             raise ImportError("save_grid needs matplotlib or Pillow: pip install matplotlib") from None
         Image.fromarray(grid).save(path)
-    return grid

@@ -140,6 +140,7 @@ class PipelineBuild:
             # penstock runs pipelines of CPU operators)
             asked = ("" if self._device_id is None else " You are trying to create a GPU DALI pipeline while CUDA "
                      "is not available. Please install CUDA or set `device_id = None` in Pipeline constructor.")
+            reason = reason if reason.endswith(".") else reason + "."  # a sentence follows
             raise RuntimeError(f"The pipeline requires a CUDA-capable GPU but {reason}{asked} (It has GPU or mixed "
                                "operators: run them with device='cpu' to use it without a GPU.)")
         if self._device_id is None:
