@@ -152,7 +152,11 @@ class DeviceDecoder:
         np.cumsum(lengths[:-1], out=packed[1:])
         block = pinned.take(max(int(lengths.sum()), 1))
         view = pinned_view(block)
-        _engine.copy_ranges(self._staging, encoded, np.asarray(starts, np.int64), view, packed, lengths)
+        try:
+            _engine.copy_ranges(self._staging, encoded, np.asarray(starts, np.int64), view, packed, lengths)
+        except BaseException:
+            pinned.give_back(block, None)  # nothing was queued from it
+            raise
         return block, view, packed
 
     def _decode(self, encoded: np.ndarray, starts: np.ndarray, lengths: np.ndarray, shapes: np.ndarray,
