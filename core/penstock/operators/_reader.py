@@ -356,6 +356,10 @@ class Reader(Operator):
     def load(self, ws, indices: np.ndarray) -> list:
         raise NotImplementedError
 
+    def prefetch(self, indices: np.ndarray) -> None:
+        """Starts reading samples ``indices`` before ``load`` is given them (readers of object
+        stores: a batch's GETs are in flight while the batches before it are loaded)."""
+
     def sources(self, indices: Sequence[int]) -> list[str]:
         """The source_info of samples ``indices`` (what their outputs carry): here the files of
         ``self.paths``; readers whose samples are something else override it."""
@@ -417,6 +421,7 @@ class Reader(Operator):
                                                                                        self.decodes)))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
             indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
+            self.prefetch(indices)
             self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
         return self._ahead.popleft().result()
 

@@ -1,0 +1,358 @@
+"""Samples in object stores: ``s3://``, ``gs://``, ``az://`` and ``http(s)://`` paths of the file-based readers.
+
+Requests go through obstore (Rust's object_store; the README says why it and not s3fs): one
+store per bucket, each with its pool of connections, its timeouts and its bounded retries with
+exponential backoff. Every request runs on one event loop in a background thread, so a batch's
+objects are fetched with as many GETs in flight as it has objects (up to ``MAX_IN_FLIGHT``), and
+readers start the next batches' GETs before they need them (``ObjectReads.prefetch``).
+
+Credentials, region and endpoint come from where the clients of each store look for them: for S3
+the ``AWS_*`` environment variables (``AWS_ENDPOINT_URL`` included), else the profile
+(``AWS_PROFILE``, ``default``) of ``~/.aws/config`` and ``~/.aws/credentials``, then the
+instance's or container's role; ``GOOGLE_*`` and ``AZURE_*`` for the others. An endpoint given
+as ``http://`` is taken as meaning plain HTTP is allowed.
+
+Settings of penstock's own (environment): ``PENSTOCK_OBJECT_TIMEOUT`` (seconds a request may
+take, default 30), ``PENSTOCK_OBJECT_RETRIES`` (retries of a failed request, default 3),
+``PENSTOCK_OBJECT_CACHE`` (a folder caching fetched objects for later epochs) with
+``PENSTOCK_OBJECT_CACHE_BYTES`` (its bound, default 10 GiB).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import configparser
+import os
+import posixpath
+import threading
+from collections import deque
+from datetime import timedelta
+from typing import Any, Awaitable, Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from .._operator import SampleError
+from ._object_cache import ObjectCache
+
+SCHEMES = ("s3", "gs", "az", "abfs", "abfss", "http", "https")
+MAX_IN_FLIGHT = 512      # GETs at once over all readers: a few batches of small objects
+LIST_PAGE = 1000         # keys per listing request (S3's largest page)
+
+
+def is_url(path: str) -> bool:
+    return isinstance(path, str) and path.split("://", 1)[0].lower() in SCHEMES and "://" in path
+
+
+def join(base: str, name: str) -> str:
+    """``name`` under ``base``, a folder or a URL prefix; a URL or an absolute path stays as it is."""
+    if is_url(name):
+        return name
+    if is_url(base):
+        return posixpath.join(base, name.lstrip("/")) if name else base
+    return os.path.join(base, name)
+
+
+def dirname(path: str) -> str:
+    return posixpath.dirname(path) if is_url(path) else os.path.dirname(os.path.abspath(path))
+
+
+def _obstore():
+    try:
+        import obstore
+    except ImportError:
+        raise ImportError("reading from object stores (s3://, gs://, az://, http(s)://) needs obstore: "
+                          "pip install 'penstock-data[s3]'") from None
+    return obstore
+
+
+# ---- stores: one per bucket, configured from the standard places -------------------------------
+
+def _aws_profile() -> dict[str, str]:
+    """What the AWS profile files give that the environment does not (obstore reads only the
+    environment and the instance's or container's credentials)."""
+    profile = os.environ.get("AWS_PROFILE", "default")
+    wanted = {"region": "AWS_REGION", "endpoint_url": "AWS_ENDPOINT_URL", "aws_access_key_id": "AWS_ACCESS_KEY_ID",
+              "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY", "aws_session_token": "AWS_SESSION_TOKEN"}
+    found: dict[str, str] = {}
+    sources = ((os.environ.get("AWS_CONFIG_FILE", "~/.aws/config"), f"profile {profile}"),
+               (os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"), profile))
+    for path, section in sources:
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(os.path.expanduser(path))
+        for name in (section, profile):
+            if parser.has_section(name):
+                for key, env in wanted.items():
+                    if parser.has_option(name, key) and env not in os.environ:
+                        found.setdefault(env.lower(), parser.get(name, key))
+    if "AWS_DEFAULT_REGION" in os.environ:
+        found.pop("aws_region", None)
+    if "AWS_ENDPOINT_URL_S3" in os.environ:
+        found["aws_endpoint_url"] = os.environ["AWS_ENDPOINT_URL_S3"]
+    return found
+
+
+def _timeout() -> float:
+    return float(os.environ.get("PENSTOCK_OBJECT_TIMEOUT", "30"))
+
+
+def _new_store(scheme: str, bucket: str) -> Any:
+    obstore = _obstore()
+    timeout = _timeout()
+    retries = int(os.environ.get("PENSTOCK_OBJECT_RETRIES", "3"))
+    retry = {"max_retries": retries, "retry_timeout": timedelta(seconds=timeout * (retries + 1)),
+             "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5),
+                         "base": 2}}
+    client = {"timeout": timedelta(seconds=timeout), "connect_timeout": timedelta(seconds=min(timeout, 10)),
+              "pool_max_idle_per_host": str(MAX_IN_FLIGHT)}
+    if scheme == "s3":
+        config = _aws_profile()
+        endpoint = config.get("aws_endpoint_url") or os.environ.get("AWS_ENDPOINT_URL", "")
+        client["allow_http"] = endpoint.startswith("http://")
+        return obstore.store.S3Store(bucket, config=config, client_options=client, retry_config=retry)
+    if scheme in ("http", "https"):
+        client["allow_http"] = scheme == "http"
+    return obstore.store.from_url(f"{scheme}://{bucket}", client_options=client, retry_config=retry)
+
+
+_stores: dict[tuple, Any] = {}
+_stores_lock = threading.Lock()
+# settings a store is made with: a store is made anew when one of them changes
+_SETTINGS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
+             "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "PENSTOCK_OBJECT_TIMEOUT",
+             "PENSTOCK_OBJECT_RETRIES")
+
+
+def locate(url: str) -> tuple[Any, str]:
+    """The store holding ``url`` and the object's key in it."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    key = parts.path.lstrip("/")
+    which = (scheme, parts.netloc, *map(os.environ.get, _SETTINGS))
+    with _stores_lock:
+        store = _stores.get(which)
+        if store is None:
+            store = _stores[which] = _new_store(scheme, parts.netloc)
+    return store, key
+
+
+# ---- the event loop the requests run on --------------------------------------------------------
+
+class _Loop:
+    """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self.in_flight = 0  # requests being answered now (the bench reports it)
+        threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True).start()
+
+    def submit(self, coro: Awaitable) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    async def request(self, coro: Awaitable) -> Any:
+        async with self.slots:
+            self.in_flight += 1
+            try:
+                return await coro
+            finally:
+                self.in_flight -= 1
+
+
+_loop: _Loop | None = None
+_loop_lock = threading.Lock()
+
+
+def event_loop() -> _Loop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = _Loop()
+        return _loop
+
+
+def requests_in_flight() -> int:
+    return 0 if _loop is None else _loop.in_flight
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a client error, named by its kind."""
+    obstore = _obstore()
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(": <?xml")[0]
+    kinds = (((obstore.exceptions.NotFoundError, FileNotFoundError), "no such object"),
+             ((obstore.exceptions.PermissionDeniedError, PermissionError), "access denied"),
+             (obstore.exceptions.UnauthenticatedError, "not authenticated"))
+    for kind, what in kinds:
+        if isinstance(exc, kind):
+            return f"{what} ({first})"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return f"timed out after {_timeout():g} s"
+    return first
+
+
+def wait(label: str, what: str, future: concurrent.futures.Future) -> Any:
+    """The result of a request, with a bound on the wait: the client's own timeouts and retries
+    end every request before it, so reaching it means the loop itself is stuck."""
+    retries = int(os.environ.get("PENSTOCK_OBJECT_RETRIES", "3"))
+    try:
+        return future.result(timeout=_timeout() * (retries + 2) + 10)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise RuntimeError(f"{label}: reading {what} did not finish in time") from None
+
+
+# ---- listing ---------------------------------------------------------------------------------
+
+async def _list(store: Any, prefix: str) -> list[str]:
+    obstore = _obstore()
+    keys: list[str] = []
+    async for page in obstore.list(store, prefix=prefix or None, chunk_size=LIST_PAGE):
+        keys += [meta["path"] for meta in page]
+    return keys
+
+
+async def _list_tree(store: Any, prefix: str, subfolders: bool) -> tuple[list[str], dict[str, list[str]]]:
+    """The folders directly under ``prefix`` and (``subfolders``) every key under each, listed
+    in pages, one listing per folder at once."""
+    obstore = _obstore()
+    top = await obstore.list_with_delimiter_async(store, prefix or None)
+    folders = [p.rsplit("/", 1)[-1] for p in top["common_prefixes"]]
+    if not subfolders:
+        return folders, {"": [m["path"] for m in top["objects"]]}
+    base = prefix.rstrip("/") + "/" if prefix else ""
+    listed = await asyncio.gather(*[_list(store, base + f) for f in folders])
+    return folders, dict(zip(folders, listed))
+
+
+def list_folders(label: str, root: str) -> dict[str, list[str]]:
+    """Every object under each folder directly under the URL ``root`` (a reader's ``file_root``
+    with a folder per class), as paths relative to ``root``: one listing of the top level, then
+    one per folder, all at once."""
+    store, prefix = locate(root)
+    future = event_loop().submit(_list_tree(store, prefix, True))
+    try:
+        folders, keys = wait(label, f"the listing of '{root}'", future)
+    except RuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the client's errors, named by URL
+        raise RuntimeError(f"{label}: cannot list '{root}': {_reason(exc)}") from None
+    cut = len(prefix.rstrip("/")) + 1 if prefix else 0
+    return {f: [k[cut:] for k in keys[f]] for f in folders}
+
+
+def list_all(label: str, root: str) -> list[str]:
+    """Every object under the URL ``root``, as paths relative to it, sorted."""
+    store, prefix = locate(root)
+    try:
+        keys = wait(label, f"the listing of '{root}'", event_loop().submit(_list(store, prefix)))
+    except RuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise RuntimeError(f"{label}: cannot list '{root}': {_reason(exc)}") from None
+    cut = len(prefix.rstrip("/")) + 1 if prefix else 0
+    return sorted(k[cut:] for k in keys)
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+_cache: ObjectCache | None = None
+
+
+def object_cache() -> ObjectCache | None:
+    global _cache
+    folder = os.environ.get("PENSTOCK_OBJECT_CACHE")
+    if not folder:
+        return None
+    bound = int(os.environ.get("PENSTOCK_OBJECT_CACHE_BYTES", str(10 << 30)))
+    if _cache is None or (_cache.folder, _cache.max_bytes) != (folder, bound):
+        _cache = ObjectCache(folder, bound)
+    return _cache
+
+
+async def _get(url: str, cache: ObjectCache | None) -> Any:
+    if cache is not None:
+        held = cache.get(url)
+        if held is not None:
+            return held
+    obstore = _obstore()
+    store, key = locate(url)
+
+    async def whole() -> Any:
+        return await (await obstore.get_async(store, key)).bytes_async()
+
+    data = await event_loop().request(whole())
+    if cache is not None:
+        cache.put(url, data)
+    return data
+
+
+async def _get_all(urls: Sequence[str]) -> list:
+    cache = object_cache()
+    return await asyncio.gather(*[_get(u, cache) for u in urls], return_exceptions=True)
+
+
+async def _get_ranges(url: str, starts: list[int], ends: list[int]) -> list:
+    obstore = _obstore()
+    store, key = locate(url)
+    return await event_loop().request(obstore.get_ranges_async(store, key, starts=starts, ends=ends))
+
+
+def read_ranges(label: str, url: str, starts: Sequence[int], ends: Sequence[int]) -> list:
+    """Byte ranges [start, end) of one object (a record file's samples): the client merges
+    neighbouring ranges into few large GETs."""
+    future = event_loop().submit(_get_ranges(url, [int(s) for s in starts], [int(e) for e in ends]))
+    try:
+        return wait(label, f"'{url}'", future)
+    except RuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise RuntimeError(f"{label}: cannot read '{url}': {_reason(exc)}") from None
+
+
+def read_object(label: str, url: str) -> bytes:
+    """One whole object (a file list, an index file)."""
+    data = wait(label, f"'{url}'", event_loop().submit(_get_all([url])))[0]
+    if isinstance(data, BaseException):
+        raise RuntimeError(f"{label}: cannot read '{url}': {_reason(data)}")
+    return bytes(data)
+
+
+def pack(label: str, urls: Sequence[str], fetched: list) -> tuple[np.ndarray, np.ndarray]:
+    """The objects of a batch in one buffer, with their sizes; the first that failed raises a
+    SampleError (so ``on_error="skip"`` replaces it) naming the reader and its URL."""
+    for i, data in enumerate(fetched):
+        if isinstance(data, BaseException):
+            raise SampleError(i, f"{label}: cannot read '{urls[i]}': {_reason(data)}")
+    sizes = np.fromiter((len(d) for d in fetched), np.int64, len(fetched))
+    views = [np.frombuffer(d, np.uint8) for d in fetched]
+    return (np.concatenate(views) if views else np.empty(0, np.uint8)), sizes
+
+
+class ObjectReads:
+    """The GETs of one reader's batches: ``prefetch`` starts a batch's (in the order the reader
+    will load them), ``read`` takes them (or starts them, when it was not prefetched)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.pending: deque[tuple[tuple[str, ...], concurrent.futures.Future]] = deque()
+
+    def prefetch(self, urls: Sequence[str]) -> None:
+        self.pending.append((tuple(urls), event_loop().submit(_get_all(urls))))
+
+    def read(self, urls: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The objects ``urls`` packed as ``_engine.read_files`` packs files."""
+        urls = tuple(urls)
+        future = None
+        while self.pending:  # batches read ahead and then dropped (a restored checkpoint) are skipped
+            queued, pending = self.pending.popleft()
+            if queued == urls:
+                future = pending
+                break
+            pending.cancel()
+        if future is None:
+            future = event_loop().submit(_get_all(urls))
+        return pack(self.label, urls, wait(self.label, f"{len(urls)} objects", future))
+
+    def close(self) -> None:
+        while self.pending:
+            self.pending.popleft()[1].cancel()

@@ -1,0 +1,207 @@
+"""readers.file over an object store: ``s3://`` file_root, file_list and files against a real S3 server
+(rclone serve s3 on loopback) give what the same reader gives over the same files on local disk."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from _s3_server import s3_server  # noqa: F401 - the fixture
+from penstock import fn, pipeline_def
+
+CLASSES = {"cat": 7, "dog": 5, "eel": 0, "fox": 4}  # files per class; an empty class has no objects
+
+
+@pytest.fixture(scope="module")
+def dataset(s3_server):  # noqa: F811
+    """The same tree in a local folder and under s3://files/train: class folders (one with a
+    nested folder), files the default filters leave out, and files directly under the root."""
+    local = s3_server.bucket("files")
+    root = os.path.join(local, "train")
+    rng = np.random.default_rng(3)
+    for cls, count in CLASSES.items():
+        if count:
+            os.makedirs(os.path.join(root, cls, "sub"), exist_ok=True)
+        for i in range(count):
+            where = "sub" if cls == "dog" and i % 2 else ""
+            with open(os.path.join(root, cls, where, f"{cls}{i:02d}.jpg"), "wb") as f:
+                f.write(rng.bytes(int(rng.integers(1, 3000))))
+        if count:
+            with open(os.path.join(root, cls, "notes.txt"), "w") as f:
+                f.write("not an image")
+    with open(os.path.join(root, "stray.jpg"), "wb") as f:
+        f.write(b"at the root")
+    return root, "s3://files/train"
+
+
+def _pipe(batch_size=3, checkpoint=None, **reader):
+    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=None, seed=11, enable_checkpointing=True,
+                  checkpoint=checkpoint)
+    def pipe():
+        data, label = fn.readers.file(name="r", **reader)
+        return data, label
+    p = pipe()
+    p.build()
+    return p
+
+
+def _run(p, iterations):
+    out = []
+    for _ in range(iterations):
+        data, label = p.run()
+        out.append([(bytes(np.asarray(data.at(i))), int(np.asarray(label.at(i))[0]), data.source_info(i))
+                    for i in range(len(data))])
+    return out
+
+
+@pytest.mark.parametrize("reader", [
+    {},
+    {"random_shuffle": True, "initial_fill": 5},
+    {"num_shards": 3, "shard_id": 1, "pad_last_batch": True},
+    {"shuffle_after_epoch": True, "num_shards": 2, "shard_id": 0},
+    {"dir_filters": ["[cd]*"], "file_filters": ["*.jpg", "*.txt"]},
+])
+def test_file_root_as_on_local_disk(dataset, reader):
+    local, url = dataset
+    on_disk, on_s3 = _pipe(file_root=local, **reader), _pipe(file_root=url, **reader)
+    assert on_s3.reader_meta("r") == on_disk.reader_meta("r")
+    expected = _run(on_disk, 12)
+    assert _run(on_s3, 12) == expected
+    assert {s for batch in expected for _, _, s in batch} >= {"cat/cat00.jpg"}  # relative names, as DALI gives
+
+
+def test_file_list_and_files(dataset, s3_server, tmp_path):  # noqa: F811
+    local, url = dataset
+    lines = ["dog/sub/dog01.jpg 3", "cat/cat02.jpg 1", f"{url}/fox/fox03.jpg 9"]
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "list.txt").write_text(text)
+    (tmp_path / "local.txt").write_text(text.replace(url, local))
+    with open(os.path.join(local, "list.txt"), "w") as f:
+        f.write(text)
+    expected = _run(_pipe(file_root=local, file_list=str(tmp_path / "local.txt")), 2)
+    assert [lbl for batch in expected for _, lbl, _ in batch] == [3, 1, 9, 3, 1, 9]
+    # a local list of keys relative to file_root (and a whole URL), and the same list as an object
+    as_url = [[(d, lbl, s.replace(local, url)) for d, lbl, s in batch] for batch in expected]
+    assert _run(_pipe(file_root=url, file_list=str(tmp_path / "list.txt")), 2) == as_url
+    assert _run(_pipe(file_list=f"{url}/list.txt"), 2) == as_url
+    names = ["fox/fox00.jpg", "cat/cat06.jpg"]
+    files = _run(_pipe(batch_size=2, file_root=url, files=names, labels=[4, 2]), 1)[0]
+    assert [(d, lbl, s) for d, lbl, s in files] == [
+        (open(os.path.join(local, n), "rb").read(), lbl, n) for n, lbl in zip(names, [4, 2])]
+    urls = [f"{url}/{n}" for n in names]
+    assert [d for d, _, _ in _run(_pipe(batch_size=2, files=urls), 1)[0]] == [d for d, _, _ in files]
+    with pytest.raises(ValueError, match="mix URLs and local paths"):
+        _pipe(batch_size=2, files=[urls[0], os.path.join(local, names[1])])
+
+
+def test_checkpoint_resumes_exactly(dataset):
+    _, url = dataset
+    reader = {"file_root": url, "random_shuffle": True, "initial_fill": 4}
+    reference = _run(_pipe(**reader), 9)
+    first = _pipe(**reader)
+    head = _run(first, 4)
+    restored = _pipe(checkpoint=first.checkpoint(), **reader)
+    assert head + _run(restored, 5) == reference
+
+
+def test_missing_object_names_url_and_reader(dataset):
+    _, url = dataset
+    p = _pipe(batch_size=2, file_root=url, files=["cat/cat00.jpg", "cat/nope.jpg"])
+    with pytest.raises(RuntimeError, match=r"readers\.file.*'s3://files/train/cat/nope\.jpg'.*no such object"):
+        p.run()
+
+
+def test_missing_bucket_and_denied_credentials(dataset, s3_server, monkeypatch):  # noqa: F811
+    with pytest.raises(RuntimeError, match=r"readers\.file.*cannot list 's3://no-such-bucket/train'"):
+        _pipe(file_root="s3://no-such-bucket/train")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    monkeypatch.setenv("PENSTOCK_OBJECT_RETRIES", "0")
+    with pytest.raises(RuntimeError, match=r"readers\.file.*cannot list 's3://files/train'.*(denied|403)"):
+        _pipe(file_root=dataset[1])
+
+
+def test_on_error_skip_replaces_missing_objects(dataset):
+    _, url = dataset
+    names = ["cat/cat00.jpg", "cat/gone.jpg", "cat/cat01.jpg", "cat/cat02.jpg"]
+    p = _pipe(batch_size=3, file_root=url, files=names, on_error="skip")
+    with pytest.warns(RuntimeWarning, match="gone.jpg"):
+        batch = _run(p, 1)[0]
+    assert [s for _, _, s in batch] == ["cat/cat00.jpg", "cat/cat01.jpg", "cat/cat02.jpg"]
+    assert [s["source"] for s in p.skipped_samples] == ["cat/gone.jpg"]
+
+
+class _BadServer:
+    """A loopback server that answers nothing (``mode="silent"``) or drops every connection at once."""
+
+    def __init__(self, mode: str):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.mode, self.held, self.stopped = mode, [], False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            if self.mode == "silent":
+                self.held.append(conn)
+            else:
+                conn.close()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def close(self):
+        self.stopped = True
+        self.thread.join()
+        for c in self.held:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("mode, reason", [("silent", "timed out|timeout|Timeout"),
+                                          ("drop", "connection|Connection|error")])
+def test_unresponsive_server_fails_in_bounded_time(s3_server, monkeypatch, mode, reason):  # noqa: F811
+    bad = _BadServer(mode)
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", bad.endpoint)
+        monkeypatch.setenv("PENSTOCK_OBJECT_TIMEOUT", "1")
+        monkeypatch.setenv("PENSTOCK_OBJECT_RETRIES", "1")
+        start = time.monotonic()
+        p = _pipe(batch_size=2, files=["s3://files/train/cat/cat00.jpg", "s3://files/train/cat/cat01.jpg"])
+        with pytest.raises(RuntimeError, match=rf"readers\.file.*'s3://files/train/cat/cat00\.jpg'.*({reason})"):
+            p.run()
+        assert time.monotonic() - start < 30
+    finally:
+        bad.close()
+
+
+def test_cache_serves_later_epochs_within_its_bound(s3_server, tmp_path, monkeypatch):  # noqa: F811
+    local = os.path.join(s3_server.bucket("cached"), "c")
+    os.makedirs(local)
+    for i in range(6):
+        with open(os.path.join(local, f"{i}.jpg"), "wb") as f:
+            f.write(bytes([i]) * 1000)
+    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE", str(tmp_path / "small"))
+    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE_BYTES", "4500")
+    _run(_pipe(batch_size=3, file_root="s3://cached"), 2)
+    held = os.listdir(tmp_path / "small")
+    assert len(held) == 4 and sum(os.path.getsize(tmp_path / "small" / c) for c in held) == 4000
+    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE", str(tmp_path / "large"))
+    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE_BYTES", "100000")
+    first = _run(_pipe(batch_size=3, file_root="s3://cached"), 2)
+    for i in range(6):  # later epochs are served from the cache: the bucket may lose the objects
+        os.remove(os.path.join(local, f"{i}.jpg"))
+    again = _run(_pipe(batch_size=6, files=[f"s3://cached/c/{i}.jpg" for i in range(6)]), 1)[0]
+    assert [d for d, _, _ in again] == [d for batch in first for d, _, _ in batch] == [bytes([i]) * 1000
+                                                                                        for i in range(6)]
