@@ -18,6 +18,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
 from .._batch import contiguous, empty_batch
+from . import _object_store as objects
 from ._reader import READER_ARGS, Reader
 from .cast import cast_batch
 from .crop import round_half_away
@@ -46,19 +47,31 @@ NUMPY_READER = OpSchema(
 _CODES = {int(t): t for t in DALIDataType}
 
 
-def list_files(label: str, file_root: str | None, file_list: str | None, files, pattern: str | None) -> list[str]:
-    """The sample paths of a reader given file_root (+ glob pattern), a file list or explicit files."""
+def list_files(label: str, file_root: str | None, file_list: str | None, files, pattern: str | None,
+               urls: bool = False) -> list[str]:
+    """The sample paths of a reader given file_root (+ glob pattern), a file list or explicit files;
+    with ``urls``, any of them may be in an object store (s3://...), listed there."""
+    if not urls and any(objects.is_url(p) for p in [file_root, file_list, *(files or ())]):
+        raise NotImplementedError(f"{label}: reading from object stores (s3://...) is not implemented for this "
+                                  "reader; give local paths")
     if file_list is not None and files is not None:
         raise ValueError(f"{label}: give only one of 'file_list' and 'files'")
     if files is not None:
-        paths = [os.path.join(file_root, p) if file_root else p for p in files]
+        paths = [objects.join(file_root, p) if file_root else p for p in files]
     elif file_list is not None:
-        base = file_root if file_root is not None else os.path.dirname(os.path.abspath(file_list))
+        base = file_root if file_root is not None else objects.dirname(file_list)
         try:
-            with open(file_list) as f:
-                paths = [os.path.join(base, line.strip()) for line in f if line.strip()]
+            if objects.is_url(file_list):
+                lines = objects.read_object(label, file_list).decode("utf-8").splitlines()
+            else:
+                with open(file_list) as f:
+                    lines = list(f)
+            paths = [objects.join(base, line.strip()) for line in lines if line.strip()]
         except OSError as e:
             raise RuntimeError(f"{label}: cannot read file_list '{file_list}': {e}") from None
+    elif file_root is not None and objects.is_url(file_root):
+        paths = [objects.join(file_root, k) for k in objects.list_all(label, file_root)
+                 if fnmatch.fnmatchcase(k.rsplit("/", 1)[-1], pattern) or fnmatch.fnmatchcase(k, pattern)]
     elif file_root is not None:
         if not os.path.isdir(file_root):
             raise RuntimeError(f"{label}: file_root '{file_root}' is not a directory")
@@ -83,9 +96,22 @@ class NumpyReader(Reader):
         if a["out_of_bounds_policy"] not in ("error", "pad", "trim_to_shape"):
             raise ValueError(f"{self.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape', "
                              f"got '{a['out_of_bounds_policy']}'")
-        self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"])
+        self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"], urls=True)
         self._headers: dict[str, tuple] = {}
+        remote = sum(map(objects.is_url, self.paths))
+        if 0 < remote < len(self.paths):
+            raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
+        self._objects = objects.ObjectReads(self.label) if remote else None
         return len(self.paths)
+
+    def prefetch(self, indices: np.ndarray) -> None:
+        if self._objects is not None:
+            self._objects.prefetch([self.paths[i] for i in indices])
+
+    def close(self) -> None:
+        super().close()
+        if getattr(self, "_objects", None) is not None:
+            self._objects.close()
 
     def run(self, ws):
         """On the GPU: the host batch (read ahead into host memory) uploaded on the pipeline's stream."""
@@ -111,7 +137,13 @@ class NumpyReader(Reader):
 
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
-        codes, sizes, fortran, offsets, ndims, shapes = self._read_headers(ws, paths)
+        if self._objects is not None:
+            buf, lengths = self._objects.read(paths)
+            files = TensorListCPU._from_packed(buf, lengths.reshape(-1, 1), source_info=paths)
+            headers = _engine.npy_buffer_headers(ws.pool, files._buf, files._shapes, files._offsets)
+        else:
+            headers = self._read_headers(ws, paths)
+        codes, sizes, fortran, offsets, ndims, shapes = headers
         for name, values in (("dtype", codes), ("number of dimensions", ndims)):
             bad = np.nonzero(values != values[0])[0]
             if bad.size:
@@ -120,6 +152,9 @@ class NumpyReader(Reader):
                                    f"'{paths[0]}' and '{paths[i]}' differ")
         dtype = _CODES[int(codes[0])]
         anchors, out_shapes = self._roi(ws, shapes, paths)
+        if self._objects is not None and (anchors.any() or not np.array_equal(out_shapes, shapes)):
+            raise NotImplementedError(f"{self.label}: regions of interest of arrays in object stores are not "
+                                      "implemented: read whole arrays and slice them")
         np_type = to_numpy_type(dtype)
         fill = np.array(self.args["fill_value"])
         if np.dtype(np_type).kind in "iub":
@@ -129,8 +164,12 @@ class NumpyReader(Reader):
                 fill = np.clip(fill, info.min, info.max)
         fill = np.ascontiguousarray(fill.astype(np_type).reshape(1)).view(np.uint8)
         out = empty_batch(out_shapes, np_type, source_info=paths)
-        _engine.npy_read(ws.pool, paths, offsets, fortran, np.ascontiguousarray(shapes), anchors,
-                         out._buf, out._shapes, out._offsets, int(sizes[0]), fill)
+        if self._objects is not None:  # whole arrays (no region of interest)
+            _engine.npy_decode(ws.pool, files._buf, files._shapes, files._offsets, np.ascontiguousarray(offsets),
+                               np.ascontiguousarray(fortran), out._buf, out._shapes, out._offsets, int(sizes[0]))
+        else:
+            _engine.npy_read(ws.pool, paths, offsets, fortran, np.ascontiguousarray(shapes), anchors,
+                             out._buf, out._shapes, out._offsets, int(sizes[0]), fill)
         return [out]
 
     def _roi(self, ws, shapes: np.ndarray, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
