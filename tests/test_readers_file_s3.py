@@ -19,7 +19,7 @@ CLASSES = {"cat": 7, "dog": 5, "eel": 0, "fox": 4}  # files per class; an empty 
 @pytest.fixture(scope="module")
 def dataset(s3_server):  # noqa: F811
     """The same tree in a local folder and under s3://files/train: class folders (one with a
-    nested folder), files the default filters leave out, and files directly under the root."""
+    folder below, which discovery does not enter) and files the default filters leave out."""
     local = s3_server.bucket("files")
     root = os.path.join(local, "train")
     rng = np.random.default_rng(3)
@@ -33,8 +33,6 @@ def dataset(s3_server):  # noqa: F811
         if count:
             with open(os.path.join(root, cls, "notes.txt"), "w") as f:
                 f.write("not an image")
-    with open(os.path.join(root, "stray.jpg"), "wb") as f:
-        f.write(b"at the root")
     return root, "s3://files/train"
 
 
@@ -72,6 +70,23 @@ def test_file_root_as_on_local_disk(dataset, reader):
     expected = _run(on_disk, 12)
     assert _run(on_s3, 12) == expected
     assert {s for batch in expected for _, _, s in batch} >= {"cat/cat00.jpg"}  # relative names, as DALI gives
+
+
+def test_objects_directly_under_the_root_are_classes_of_their_own(s3_server):  # noqa: F811
+    """As in DALI's readers over S3 (on local disk such files are no samples): samples in key
+    order, labels by the order in which their classes first come."""
+    root = s3_server.bucket("flat")
+    for name in ("a0/h.jpg", "aaa.jpg", "b1.jpg", "b1/f1.jpg", "b1/f0.jpg", "b5/only.txt", "c2/i.jpg",
+                 "c2/deeper/g.jpg", "mmm.jpg", "zzz.txt"):
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        with open(os.path.join(root, name), "w") as f:
+            f.write(name)
+    p = _pipe(batch_size=7, file_root="s3://flat")
+    assert [(d.decode(), lbl, s) for d, lbl, s in _run(p, 1)[0]] == [
+        (n, lbl, n) for n, lbl in [("a0/h.jpg", 0), ("aaa.jpg", 1), ("b1.jpg", 2), ("b1/f0.jpg", 3),
+                                   ("b1/f1.jpg", 3), ("c2/i.jpg", 4), ("mmm.jpg", 5)]]
+    filtered = _pipe(batch_size=3, file_root="s3://flat", dir_filters=["b*"])
+    assert [(s, lbl) for _, lbl, s in _run(filtered, 1)[0]] == [("b1.jpg", 0), ("b1/f0.jpg", 1), ("b1/f1.jpg", 1)]
 
 
 def test_file_list_and_files(dataset, s3_server, tmp_path):  # noqa: F811

@@ -27,7 +27,7 @@ import posixpath
 import threading
 from collections import deque
 from datetime import timedelta
-from typing import Any, Awaitable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -211,33 +211,28 @@ async def _list(store: Any, prefix: str) -> list[str]:
     return keys
 
 
-async def _list_tree(store: Any, prefix: str, subfolders: bool) -> tuple[list[str], dict[str, list[str]]]:
-    """The folders directly under ``prefix`` and (``subfolders``) every key under each, listed
-    in pages, one listing per folder at once."""
+async def _list_folders(store: Any, prefix: str, keep: Callable[[list[str]], list[str]]) -> dict[str, list[str]]:
     obstore = _obstore()
-    top = await obstore.list_with_delimiter_async(store, prefix or None)
-    folders = [p.rsplit("/", 1)[-1] for p in top["common_prefixes"]]
-    if not subfolders:
-        return folders, {"": [m["path"] for m in top["objects"]]}
     base = prefix.rstrip("/") + "/" if prefix else ""
-    listed = await asyncio.gather(*[_list(store, base + f) for f in folders])
-    return folders, dict(zip(folders, listed))
+    top = await obstore.list_with_delimiter_async(store, prefix or None)
+    folders = keep([p.rsplit("/", 1)[-1] for p in top["common_prefixes"]])
+    listed = await asyncio.gather(*[obstore.list_with_delimiter_async(store, base + f) for f in folders])
+    return {f: [m["path"].rsplit("/", 1)[-1] for m in found["objects"]] for f, found in zip(["", *folders],
+                                                                                          [top, *listed])}
 
 
-def list_folders(label: str, root: str) -> dict[str, list[str]]:
-    """Every object under each folder directly under the URL ``root`` (a reader's ``file_root``
-    with a folder per class), as paths relative to ``root``: one listing of the top level, then
-    one per folder, all at once."""
+def list_folders(label: str, root: str, keep: Callable[[list[str]], list[str]]) -> dict[str, list[str]]:
+    """The names of the objects directly in each folder directly under the URL ``root`` (a
+    reader's class folders), of the folders ``keep`` keeps (in its order), and under "" those
+    directly under ``root``: one listing of the top level, then one of each folder, all at
+    once, each in pages."""
     store, prefix = locate(root)
-    future = event_loop().submit(_list_tree(store, prefix, True))
     try:
-        folders, keys = wait(label, f"the listing of '{root}'", future)
+        return wait(label, f"the listing of '{root}'", event_loop().submit(_list_folders(store, prefix, keep)))
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001 - the client's errors, named by URL
         raise RuntimeError(f"{label}: cannot list '{root}': {_reason(exc)}") from None
-    cut = len(prefix.rstrip("/")) + 1 if prefix else 0
-    return {f: [k[cut:] for k in keys[f]] for f in folders}
 
 
 def list_all(label: str, root: str) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
-import posixpath
 import re
 
 import numpy as np
@@ -101,42 +100,47 @@ class FileReaderCPU(Reader):
             raise RuntimeError(f"{self.label}: cannot read file_list '{file_list}': {e}") from None
 
     def _classes(self, names: list[str]) -> list[str]:
-        """The class folders among ``names`` (sorted), as dir_filters takes them."""
+        """The classes among ``names`` (sorted), as dir_filters takes them."""
         a = self.args
         classes = sorted(names)
         if a["dir_filters"]:
             classes = [d for d in classes if _matches(d, a["dir_filters"], a["case_sensitive_filter"])]
         return classes
 
-    def _list_objects(self, root: str) -> tuple[list[str], list[int]]:
-        """``_walk`` over an object store: the objects of each class folder under the URL ``root``,
-        relative to it, in the order a local folder gives them."""
+    def _discover(self, classes: dict[str, list[str]]) -> tuple[list[str], list[int]]:
+        """Paths relative to file_root, and labels, of the files directly in each class folder
+        (``classes``: folder -> the names of the files in it; DALI looks no deeper), as the
+        filters take them, by class and then by name."""
         a = self.args
-        folders = objects.list_folders(self.label, root)
         names, labels = [], []
-        for label, cls in enumerate(self._classes(list(folders))):
-            found = sorted(k for k in folders[cls]
-                           if _matches(posixpath.basename(k), a["file_filters"], a["case_sensitive_filter"]))
-            names += found
+        for label, cls in enumerate(classes):
+            found = sorted(f for f in classes[cls] if _matches(f, a["file_filters"], a["case_sensitive_filter"]))
+            names += [f"{cls}/{f}" for f in found]
             labels += [label] * len(found)
         return names, labels
 
-    def _walk(self, root: str) -> tuple[list[str], list[int]]:
+    def _list_objects(self, root: str) -> tuple[list[str], list[int]]:
+        """Discovery under the URL ``root`` as DALI's readers do it in object stores: the objects
+        directly in each folder under ``root`` and those directly under ``root`` (each its own
+        class), sorted by key; a class's label is its rank among the classes with a sample, in
+        the order of their first samples. One listing of the top level, then one of each folder,
+        all at once."""
         a = self.args
+        case = a["case_sensitive_filter"]
+        folders = objects.list_folders(self.label, root, self._classes)
+        top = [f for f in folders.pop("") if _matches(f, a["file_filters"], case)]
+        names = sorted(self._classes(top) + [f"{c}/{f}" for c, found in folders.items() for f in found
+                                             if _matches(f, a["file_filters"], case)])
+        ranks: dict[str, int] = {}
+        return names, [ranks.setdefault(n.split("/", 1)[0], len(ranks)) for n in names]
+
+    def _walk(self, root: str) -> tuple[list[str], list[int]]:
         if not os.path.isdir(root):
             raise RuntimeError(f"{self.label}: file_root '{root}' is not a directory")
-        paths, labels = [], []
-        for label, cls in enumerate(self._classes([d for d in os.listdir(root)
-                                                   if os.path.isdir(os.path.join(root, d))])):
-            found = []
-            for dirpath, dirnames, filenames in os.walk(os.path.join(root, cls), followlinks=True):
-                dirnames.sort()
-                found += [os.path.join(dirpath, f) for f in filenames
-                          if _matches(f, a["file_filters"], a["case_sensitive_filter"])]
-            found.sort()
-            paths += found
-            labels += [label] * len(found)
-        return paths, labels
+        classes = self._classes([d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))])
+        names, labels = self._discover({c: [f for f in os.listdir(os.path.join(root, c))
+                                            if os.path.isfile(os.path.join(root, c, f))] for c in classes})
+        return [os.path.join(root, n) for n in names], labels
 
     def sources(self, indices) -> list[str]:
         return [self.names[i] for i in indices]

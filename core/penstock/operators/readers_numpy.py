@@ -91,6 +91,7 @@ def list_files(label: str, file_root: str | None, file_list: str | None, files, 
 
 @register(NUMPY_READER, device=("cpu", "gpu"))
 class NumpyReader(Reader):
+    shuffles_list = True  # random_shuffle shuffles the file list first, as DALI's numpy reader does
     def scan(self) -> int:
         a = self.args
         if a["out_of_bounds_policy"] not in ("error", "pad", "trim_to_shape"):
@@ -102,7 +103,13 @@ class NumpyReader(Reader):
         if 0 < remote < len(self.paths):
             raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
         self._objects = objects.ObjectReads(self.label) if remote else None
+        # source_info: in object stores, as DALI gives it there, the key under file_root
+        root = (a["file_root"] or "").rstrip("/") + "/"
+        self.names = [p[len(root):] if remote and p.startswith(root) else p for p in self.paths]
         return len(self.paths)
+
+    def sources(self, indices) -> list[str]:
+        return [self.names[i] for i in indices]
 
     def prefetch(self, indices: np.ndarray) -> None:
         if self._objects is not None:
@@ -163,7 +170,7 @@ class NumpyReader(Reader):
             if info is not None:
                 fill = np.clip(fill, info.min, info.max)
         fill = np.ascontiguousarray(fill.astype(np_type).reshape(1)).view(np.uint8)
-        out = empty_batch(out_shapes, np_type, source_info=paths)
+        out = empty_batch(out_shapes, np_type, source_info=self.sources(indices))
         if self._objects is not None:  # whole arrays (no region of interest)
             _engine.npy_decode(ws.pool, files._buf, files._shapes, files._offsets, np.ascontiguousarray(offsets),
                                np.ascontiguousarray(fortran), out._buf, out._shapes, out._offsets, int(sizes[0]))
