@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import configparser
+import io
 import os
 import posixpath
 import threading
@@ -175,7 +176,7 @@ def requests_in_flight() -> int:
     return 0 if _loop is None else _loop.in_flight
 
 
-def _reason(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """The first line of a client error, named by its kind."""
     obstore = _obstore()
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].split(": <?xml")[0]
@@ -232,7 +233,7 @@ def list_folders(label: str, root: str, keep: Callable[[list[str]], list[str]]) 
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001 - the client's errors, named by URL
-        raise RuntimeError(f"{label}: cannot list '{root}': {_reason(exc)}") from None
+        raise RuntimeError(f"{label}: cannot list '{root}': {describe_error(exc)}") from None
 
 
 def list_all(label: str, root: str) -> list[str]:
@@ -243,7 +244,7 @@ def list_all(label: str, root: str) -> list[str]:
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise RuntimeError(f"{label}: cannot list '{root}': {_reason(exc)}") from None
+        raise RuntimeError(f"{label}: cannot list '{root}': {describe_error(exc)}") from None
     cut = len(prefix.rstrip("/")) + 1 if prefix else 0
     return sorted(k[cut:] for k in keys)
 
@@ -286,29 +287,130 @@ async def _get_all(urls: Sequence[str]) -> list:
     return await asyncio.gather(*[_get(u, cache) for u in urls], return_exceptions=True)
 
 
-async def _get_ranges(url: str, starts: list[int], ends: list[int]) -> list:
+RANGE_COALESCE = 4 << 20  # ranges of one object closer than this are fetched in one GET (record files)
+
+
+def ignored_range(exc: BaseException) -> bool:
+    """Whether a ranged GET failed because the server sent the whole object (HTTP lets a server
+    ignore Range; object_store refuses the answer). rclone's S3 server does so."""
+    return "non-partial response" in str(exc)
+
+
+async def _get_ranges(url: str, starts: np.ndarray, ends: np.ndarray) -> list:
     obstore = _obstore()
     store, key = locate(url)
-    return await event_loop().request(obstore.get_ranges_async(store, key, starts=starts, ends=ends))
-
-
-def read_ranges(label: str, url: str, starts: Sequence[int], ends: Sequence[int]) -> list:
-    """Byte ranges [start, end) of one object (a record file's samples): the client merges
-    neighbouring ranges into few large GETs."""
-    future = event_loop().submit(_get_ranges(url, [int(s) for s in starts], [int(e) for e in ends]))
     try:
-        return wait(label, f"'{url}'", future)
-    except RuntimeError:
-        raise
+        return await event_loop().request(obstore.get_ranges_async(store, key, starts=starts.tolist(),
+                                                                   ends=ends.tolist(), coalesce=RANGE_COALESCE))
     except Exception as exc:  # noqa: BLE001
-        raise RuntimeError(f"{label}: cannot read '{url}': {_reason(exc)}") from None
+        if not ignored_range(exc):
+            raise
+    whole = memoryview(await _get(url, None))  # a server that ignores ranges: the object once, cut here
+    return [whole[b:e] for b, e in zip(starts.tolist(), ends.tolist())]
+
+
+async def _ranges_by_object(urls: Sequence[str], which: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple:
+    """The non-empty ranges grouped by object, one request (few merged GETs) per object, all at once."""
+    wanted = np.flatnonzero(ends > starts)
+    order = wanted[np.argsort(which[wanted], kind="stable")]
+    objects, first = np.unique(which[order], return_index=True)
+    groups = np.split(order, first[1:])
+    fetched = await asyncio.gather(*[_get_ranges(urls[o], starts[g], ends[g]) for o, g in zip(objects, groups)],
+                                   return_exceptions=True)
+    return objects, groups, fetched
+
+
+def read_ranges(label: str, urls: Sequence[str], which: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                samples: int) -> np.ndarray:
+    """Byte ranges [starts[i], starts[i] + sizes[i]) of objects ``urls[which[i]]`` (samples of
+    record files) packed in order, as ``_engine.read_file_ranges`` packs ranges of files. Ranges
+    of one object go in one request, merged into few large GETs. Range i belongs to sample
+    ``i % samples`` (the error of a range that fails names it)."""
+    which, starts, sizes = (np.asarray(x, np.int64) for x in (which, starts, sizes))
+    ends = starts + sizes
+    objects, groups, fetched = wait(label, f"{len(starts)} ranges", event_loop().submit(
+        _ranges_by_object(urls, which, starts, ends)))
+    out = np.empty(int(sizes.sum()), np.uint8)
+    at = np.cumsum(sizes) - sizes
+    for o, g, parts in zip(objects, groups, fetched):
+        if isinstance(parts, BaseException):
+            raise SampleError(int(g[0]) % samples, f"{label}: cannot read '{urls[o]}': {describe_error(parts)}")
+        for i, part in zip(g.tolist(), parts):
+            if len(part) != sizes[i]:
+                raise SampleError(i % samples, f"{label}: '{urls[o]}' is shorter than its index says "
+                                               f"(range at offset {starts[i]})")
+            out[at[i]:at[i] + sizes[i]] = np.frombuffer(part, np.uint8)
+    return out
+
+
+class _ObjectFile(io.RawIOBase):
+    """A seekable binary file over an object, read through the client's buffered reader (large
+    ranged GETs): what ``tarfile`` and other file readers take."""
+
+    def __init__(self, reader: Any, url: str):
+        super().__init__()
+        self.reader, self.url = reader, url
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self.reader.read(len(buffer))
+        except Exception as exc:  # noqa: BLE001
+            if not ignored_range(exc) or isinstance(self.reader, io.BytesIO):
+                raise
+            # a server that ignores ranges: read on from the whole object
+            at = self.reader.tell()
+            self.reader = io.BytesIO(bytes(read_object("", self.url)))
+            self.reader.seek(at)
+            data = self.reader.read(len(buffer))
+        buffer[:len(data)] = memoryview(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self.reader.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.reader.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.reader.close()
+        super().close()
+
+
+def open_file(label: str, url: str, buffer_size: int = 4 << 20) -> io.RawIOBase:
+    """A seekable file object over the object ``url`` (a tar shard scanned for its members)."""
+    obstore = _obstore()
+    store, key = locate(url)
+    try:
+        return _ObjectFile(obstore.open_reader(store, key, buffer_size=buffer_size), url)
+    except Exception as exc:  # noqa: BLE001
+        raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
+
+
+def read_text(label: str, path: str, what: str) -> list[str]:
+    """The lines of a text file (a file list, an index file), local or in an object store."""
+    try:
+        if is_url(path):
+            return list(io.StringIO(read_object(label, path).decode("utf-8"), newline=None))
+        with open(path, encoding="utf-8") as f:
+            return list(f)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{label}: {what} '{path}' is not UTF-8 text: {e}") from None
+    except OSError as e:
+        raise RuntimeError(f"{label}: cannot read {what} '{path}': {e}") from None
 
 
 def read_object(label: str, url: str) -> bytes:
     """One whole object (a file list, an index file)."""
     data = wait(label, f"'{url}'", event_loop().submit(_get_all([url])))[0]
     if isinstance(data, BaseException):
-        raise RuntimeError(f"{label}: cannot read '{url}': {_reason(data)}")
+        raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(data)}")
     return bytes(data)
 
 
@@ -317,7 +419,7 @@ def pack(label: str, urls: Sequence[str], fetched: list) -> tuple[np.ndarray, np
     SampleError (so ``on_error="skip"`` replaces it) naming the reader and its URL."""
     for i, data in enumerate(fetched):
         if isinstance(data, BaseException):
-            raise SampleError(i, f"{label}: cannot read '{urls[i]}': {_reason(data)}")
+            raise SampleError(i, f"{label}: cannot read '{urls[i]}': {describe_error(data)}")
     sizes = np.fromiter((len(d) for d in fetched), np.int64, len(fetched))
     views = [np.frombuffer(d, np.uint8) for d in fetched]
     return (np.concatenate(views) if views else np.empty(0, np.uint8)), sizes

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import fnmatch
-import io
 import os
 import re
 
@@ -51,7 +50,7 @@ class FileReaderCPU(Reader):
         if file_list is not None:
             base = root if root is not None else objects.dirname(file_list)
             names, labels = [], []
-            for line_no, line in enumerate(self._list_lines(file_list), 1):
+            for line_no, line in enumerate(objects.read_text(self.label, file_list, "file_list"), 1):
                 parts = line.rsplit(None, 1)
                 if not parts:
                     continue
@@ -87,17 +86,6 @@ class FileReaderCPU(Reader):
             raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
         self._objects = objects.ObjectReads(self.label) if remote else None
         return len(paths)
-
-    def _list_lines(self, file_list: str) -> list[str]:
-        try:
-            if objects.is_url(file_list):
-                return list(io.StringIO(objects.read_object(self.label, file_list).decode("utf-8"), newline=None))
-            with open(file_list, encoding="utf-8") as f:
-                return list(f)
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{self.label}: file_list '{file_list}' is not UTF-8 text: {e}") from None
-        except OSError as e:
-            raise RuntimeError(f"{self.label}: cannot read file_list '{file_list}': {e}") from None
 
     def _classes(self, names: list[str]) -> list[str]:
         """The classes among ``names`` (sorted), as dir_filters takes them."""

@@ -60,15 +60,8 @@ def list_files(label: str, file_root: str | None, file_list: str | None, files, 
         paths = [objects.join(file_root, p) if file_root else p for p in files]
     elif file_list is not None:
         base = file_root if file_root is not None else objects.dirname(file_list)
-        try:
-            if objects.is_url(file_list):
-                lines = objects.read_object(label, file_list).decode("utf-8").splitlines()
-            else:
-                with open(file_list) as f:
-                    lines = list(f)
-            paths = [objects.join(base, line.strip()) for line in lines if line.strip()]
-        except OSError as e:
-            raise RuntimeError(f"{label}: cannot read file_list '{file_list}': {e}") from None
+        paths = [objects.join(base, line.strip()) for line in objects.read_text(label, file_list, "file_list")
+                 if line.strip()]
     elif file_root is not None and objects.is_url(file_root):
         paths = [objects.join(file_root, k) for k in objects.list_all(label, file_root)
                  if fnmatch.fnmatchcase(k.rsplit("/", 1)[-1], pattern) or fnmatch.fnmatchcase(k, pattern)]
