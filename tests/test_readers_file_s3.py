@@ -220,3 +220,23 @@ def test_cache_serves_later_epochs_within_its_bound(s3_server, tmp_path, monkeyp
     again = _run(_pipe(batch_size=6, files=[f"s3://cached/c/{i}.jpg" for i in range(6)]), 1)[0]
     assert [d for d, _, _ in again] == [d for batch in first for d, _, _ in batch] == [bytes([i]) * 1000
                                                                                         for i in range(6)]
+
+
+@pytest.mark.parametrize("reader, kwargs", [
+    ("experimental.readers.fits", {"file_root": "s3://files/train"}),
+    ("readers.coco", {"file_root": "s3://files/train", "annotations_file": "s3://files/train/coco.json"}),
+    ("readers.mxnet", {"path": ["s3://files/d.rec"], "index_path": ["s3://files/d.idx"]}),
+    ("readers.nemo_asr", {"manifest_filepaths": ["s3://files/manifest.json"]}),
+])
+def test_readers_without_object_stores_refuse_urls(reader, kwargs):
+    op = fn
+    for part in reader.split("."):
+        op = getattr(op, part)
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        out = op(**kwargs)
+        return tuple(out) if isinstance(out, (list, tuple)) else out
+
+    with pytest.raises(NotImplementedError, match=r"argument '\w+': reading from object stores .*s3://files"):
+        pipe().build()

@@ -63,13 +63,3 @@ def test_missing_array_names_url(arrays):
     _, url = arrays
     with pytest.raises(RuntimeError, match=r"readers\.numpy.*'s3://arrays/set/gone\.npy'.*no such object"):
         _arrays({"file_root": url, "files": ["a1.npy", "gone.npy"]}, batch_size=2, iterations=1)
-
-
-def test_fits_reader_refuses_urls():
-    with pytest.raises(NotImplementedError, match="object stores"):
-        _fits = fn.experimental.readers.fits  # noqa: F841
-
-        @pipeline_def(batch_size=1, num_threads=1, device_id=None)
-        def pipe():
-            return fn.experimental.readers.fits(file_root="s3://arrays/set")
-        pipe().build()

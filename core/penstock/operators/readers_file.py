@@ -39,6 +39,7 @@ def _matches(name: str, patterns, case_sensitive: bool) -> bool:
 
 @register(FILE_READER)
 class FileReaderCPU(Reader):
+    reads_object_stores = True
     shuffles_list = True
 
     def scan(self) -> int:

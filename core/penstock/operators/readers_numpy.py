@@ -47,13 +47,9 @@ NUMPY_READER = OpSchema(
 _CODES = {int(t): t for t in DALIDataType}
 
 
-def list_files(label: str, file_root: str | None, file_list: str | None, files, pattern: str | None,
-               urls: bool = False) -> list[str]:
-    """The sample paths of a reader given file_root (+ glob pattern), a file list or explicit files;
-    with ``urls``, any of them may be in an object store (s3://...), listed there."""
-    if not urls and any(objects.is_url(p) for p in [file_root, file_list, *(files or ())]):
-        raise NotImplementedError(f"{label}: reading from object stores (s3://...) is not implemented for this "
-                                  "reader; give local paths")
+def list_files(label: str, file_root: str | None, file_list: str | None, files, pattern: str | None) -> list[str]:
+    """The sample paths of a reader given file_root (+ glob pattern), a file list or explicit files,
+    on local disk or in an object store (s3://..., listed there)."""
     if file_list is not None and files is not None:
         raise ValueError(f"{label}: give only one of 'file_list' and 'files'")
     if files is not None:
@@ -84,13 +80,14 @@ def list_files(label: str, file_root: str | None, file_list: str | None, files, 
 
 @register(NUMPY_READER, device=("cpu", "gpu"))
 class NumpyReader(Reader):
+    reads_object_stores = True
     shuffles_list = True  # random_shuffle shuffles the file list first, as DALI's numpy reader does
     def scan(self) -> int:
         a = self.args
         if a["out_of_bounds_policy"] not in ("error", "pad", "trim_to_shape"):
             raise ValueError(f"{self.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape', "
                              f"got '{a['out_of_bounds_policy']}'")
-        self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"], urls=True)
+        self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"])
         self._headers: dict[str, tuple] = {}
         remote = sum(map(objects.is_url, self.paths))
         if 0 < remote < len(self.paths):
