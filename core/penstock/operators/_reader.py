@@ -31,7 +31,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
 from .._std_random import MinstdRand0, std_shuffle
-from ._object_store import is_url
+from ._object_store import ObjectReads, is_url
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
 LIST_SHUFFLE_SEED = 524287
@@ -537,3 +537,30 @@ class Reader(Operator):
         return {"epoch_size": self.size, "epoch_size_padded": padded, "number_of_shards": s,
                 "shard_id": a["shard_id"], "pad_last_batch": int(a["pad_last_batch"]),
                 "stick_to_shard": int(a["stick_to_shard"] or a["shuffle_after_epoch"])}
+
+
+class FilesReader(Reader):
+    """A reader whose samples are whole files (``self.paths``, named ``self.names``), on local disk
+    or, all of them, in object stores: those are fetched by ``self.object_reads``, each batch's GETs
+    started when its samples are drawn (``prefetch``)."""
+    reads_object_stores = True
+    object_reads: ObjectReads | None = None
+
+    def fetch_remote(self) -> None:
+        """Called once ``self.paths`` is listed: whether (and how) its files are fetched from object stores."""
+        remote = sum(map(is_url, self.paths))
+        if 0 < remote < len(self.paths):
+            raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
+        self.object_reads = ObjectReads(self.label) if remote else None
+
+    def sources(self, indices: Sequence[int]) -> list[str]:
+        return [self.names[i] for i in indices]
+
+    def prefetch(self, indices: np.ndarray) -> None:
+        if self.object_reads is not None:
+            self.object_reads.prefetch([self.paths[i] for i in indices])
+
+    def close(self) -> None:
+        super().close()
+        if self.object_reads is not None:
+            self.object_reads.close()

@@ -11,7 +11,7 @@ from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from . import _object_store as objects
-from ._reader import READER_ARGS, Reader
+from ._reader import READER_ARGS, FilesReader
 
 _LABEL = re.compile(r"-?[0-9]+")
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
@@ -38,8 +38,7 @@ def _matches(name: str, patterns, case_sensitive: bool) -> bool:
 
 
 @register(FILE_READER)
-class FileReaderCPU(Reader):
-    reads_object_stores = True
+class FileReaderCPU(FilesReader):
     shuffles_list = True
 
     def scan(self) -> int:
@@ -82,10 +81,7 @@ class FileReaderCPU(Reader):
         self.paths = paths
         self.names = names  # source_info: the path as listed, relative to file_root (as DALI gives it)
         self.labels = np.asarray(labels, np.int32)
-        remote = sum(map(objects.is_url, paths))
-        if 0 < remote < len(paths):
-            raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
-        self._objects = objects.ObjectReads(self.label) if remote else None
+        self.fetch_remote()
         return len(paths)
 
     def _classes(self, names: list[str]) -> list[str]:
@@ -131,23 +127,11 @@ class FileReaderCPU(Reader):
                                             if os.path.isfile(os.path.join(root, c, f))] for c in classes})
         return [os.path.join(root, n) for n in names], labels
 
-    def sources(self, indices) -> list[str]:
-        return [self.names[i] for i in indices]
-
-    def prefetch(self, indices: np.ndarray) -> None:
-        if self._objects is not None:
-            self._objects.prefetch([self.paths[i] for i in indices])
-
-    def close(self) -> None:
-        super().close()
-        if getattr(self, "_objects", None) is not None:
-            self._objects.close()
-
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
         names = self.sources(indices)
-        if self._objects is not None:
-            buf, sizes = self._objects.read(paths)
+        if self.object_reads is not None:
+            buf, sizes = self.object_reads.read(paths)
         else:
             buf, sizes = _engine.read_files(ws.pool, paths)
         shapes = sizes.reshape(-1, 1)

@@ -19,7 +19,7 @@ from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
 from .._batch import contiguous, empty_batch
 from . import _object_store as objects
-from ._reader import READER_ARGS, Reader
+from ._reader import READER_ARGS, FilesReader
 from .cast import cast_batch
 from .crop import round_half_away
 
@@ -79,8 +79,7 @@ def list_files(label: str, file_root: str | None, file_list: str | None, files, 
 
 
 @register(NUMPY_READER, device=("cpu", "gpu"))
-class NumpyReader(Reader):
-    reads_object_stores = True
+class NumpyReader(FilesReader):
     shuffles_list = True  # random_shuffle shuffles the file list first, as DALI's numpy reader does
     def scan(self) -> int:
         a = self.args
@@ -89,26 +88,11 @@ class NumpyReader(Reader):
                              f"got '{a['out_of_bounds_policy']}'")
         self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"])
         self._headers: dict[str, tuple] = {}
-        remote = sum(map(objects.is_url, self.paths))
-        if 0 < remote < len(self.paths):
-            raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
-        self._objects = objects.ObjectReads(self.label) if remote else None
+        self.fetch_remote()
         # source_info: in object stores, as DALI gives it there, the key under file_root
         root = (a["file_root"] or "").rstrip("/") + "/"
-        self.names = [p[len(root):] if remote and p.startswith(root) else p for p in self.paths]
+        self.names = [p[len(root):] if self.object_reads is not None and p.startswith(root) else p for p in self.paths]
         return len(self.paths)
-
-    def sources(self, indices) -> list[str]:
-        return [self.names[i] for i in indices]
-
-    def prefetch(self, indices: np.ndarray) -> None:
-        if self._objects is not None:
-            self._objects.prefetch([self.paths[i] for i in indices])
-
-    def close(self) -> None:
-        super().close()
-        if getattr(self, "_objects", None) is not None:
-            self._objects.close()
 
     def run(self, ws):
         """On the GPU: the host batch (read ahead into host memory) uploaded on the pipeline's stream."""
@@ -134,8 +118,8 @@ class NumpyReader(Reader):
 
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
-        if self._objects is not None:
-            buf, lengths = self._objects.read(paths)
+        if self.object_reads is not None:
+            buf, lengths = self.object_reads.read(paths)
             files = TensorListCPU._from_packed(buf, lengths.reshape(-1, 1), source_info=paths)
             headers = _engine.npy_buffer_headers(ws.pool, files._buf, files._shapes, files._offsets)
         else:
@@ -149,7 +133,7 @@ class NumpyReader(Reader):
                                    f"'{paths[0]}' and '{paths[i]}' differ")
         dtype = _CODES[int(codes[0])]
         anchors, out_shapes = self._roi(ws, shapes, paths)
-        if self._objects is not None and (anchors.any() or not np.array_equal(out_shapes, shapes)):
+        if self.object_reads is not None and (anchors.any() or not np.array_equal(out_shapes, shapes)):
             raise NotImplementedError(f"{self.label}: regions of interest of arrays in object stores are not "
                                       "implemented: read whole arrays and slice them")
         np_type = to_numpy_type(dtype)
@@ -161,7 +145,7 @@ class NumpyReader(Reader):
                 fill = np.clip(fill, info.min, info.max)
         fill = np.ascontiguousarray(fill.astype(np_type).reshape(1)).view(np.uint8)
         out = empty_batch(out_shapes, np_type, source_info=self.sources(indices))
-        if self._objects is not None:  # whole arrays (no region of interest)
+        if self.object_reads is not None:  # whole arrays (no region of interest)
             _engine.npy_decode(ws.pool, files._buf, files._shapes, files._offsets, np.ascontiguousarray(offsets),
                                np.ascontiguousarray(fortran), out._buf, out._shapes, out._offsets, int(sizes[0]))
         else:
