@@ -347,9 +347,9 @@ class _ObjectFile(io.RawIOBase):
     """A seekable binary file over an object, read through the client's buffered reader (large
     ranged GETs): what ``tarfile`` and other file readers take."""
 
-    def __init__(self, reader: Any, url: str):
+    def __init__(self, reader: Any, label: str, url: str):
         super().__init__()
-        self.reader, self.url = reader, url
+        self.reader, self.label, self.url = reader, label, url
 
     def readable(self) -> bool:
         return True
@@ -365,7 +365,7 @@ class _ObjectFile(io.RawIOBase):
                 raise
             # a server that ignores ranges: read on from the whole object
             at = self.reader.tell()
-            self.reader = io.BytesIO(bytes(read_object("", self.url)))
+            self.reader = io.BytesIO(bytes(read_object(self.label, self.url)))
             self.reader.seek(at)
             data = self.reader.read(len(buffer))
         buffer[:len(data)] = memoryview(data)
@@ -388,7 +388,7 @@ def open_file(label: str, url: str, buffer_size: int = 4 << 20) -> io.RawIOBase:
     obstore = _obstore()
     store, key = locate(url)
     try:
-        return _ObjectFile(obstore.open_reader(store, key, buffer_size=buffer_size), url)
+        return _ObjectFile(obstore.open_reader(store, key, buffer_size=buffer_size), label, url)
     except Exception as exc:  # noqa: BLE001
         raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
 
