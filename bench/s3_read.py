@@ -6,8 +6,9 @@ the folder the photo set is in; the photo set's folder is its bucket. Cases: ``r
 alone: what object storage costs) and ``decode`` (the reader and decoders.image on the CPU: the
 pipeline a training job runs). Systems: penstock over s3:// and over the local folder, and DALI
 (when it imports here) over both, each in a process of its own, alternating over rounds. One JSON
-line per system and case with images/s, bytes/s of encoded data read, and for penstock over S3
-the GET requests in flight (mean and peak, sampled every millisecond); then the ratios. Then the
+line per system and case with images/s, bytes/s of encoded data read, over S3 the server's CPU
+time per image (on one host it competes with the pipeline for the cores), and for penstock over
+S3 the GET requests in flight (mean and peak, sampled every millisecond); then the ratios. Then the
 time to list a prefix of ``--list-objects`` objects (10 class folders), as readers.file's
 discovery does it.
 
@@ -112,12 +113,18 @@ def discovery(url: str) -> dict:
     return {"objects": p.reader_meta("r")["epoch_size"], "seconds": round(time.perf_counter() - start, 2)}
 
 
-def run_job(job: tuple[str, str], case: str, root: str, url: str, batches: int, env: dict) -> dict | None:
-    """One system's round, or None (with a line saying why) where the system cannot run it."""
+def run_job(job: tuple[str, str], case: str, root: str, url: str, batches: int, env: dict,
+            server: S3Server) -> dict | None:
+    """One system's round, or None (with a line saying why) where the system cannot run it. Over
+    S3, with the server's CPU time per image (it shares the host's cores with the pipeline)."""
     system, source = job
     try:
-        return run_worker(__file__, ["--worker", system, case, url if source == "s3" else root,
-                                     "--batches", str(batches)], env)
+        served = server.cpu_seconds()
+        out = run_worker(__file__, ["--worker", system, case, url if source == "s3" else root,
+                                    "--batches", str(batches)], env)
+        if source == "s3":  # the worker reads 2 warm-up batches and the timed ones
+            out["server_cpu_ms_per_img"] = round(1000 * (server.cpu_seconds() - served) / ((batches + 2) * BATCH), 3)
+        return out
     except RuntimeError as exc:
         if system == "penstock":
             raise
@@ -141,7 +148,8 @@ def main() -> None:
         systems = ["penstock"] + (["dali"] if dali_available() else [])
         jobs = [(system, source) for system in systems for source in ("s3", "local")]
         for case in ("read", "decode"):
-            runs = alternating_rounds(args.rounds, jobs, lambda job: run_job(job, case, root, url, args.batches, env))
+            runs = alternating_rounds(args.rounds, jobs, lambda job: run_job(job, case, root, url, args.batches, env,
+                                                                        server))
             named = {f"{system}_{source}" if (system, source) != ("penstock", "s3") else "penstock": r
                      for (system, source), r in runs.items() if None not in r}
             report("s3_read", named, target={"penstock_vs_penstock_local": 0.8, "penstock_vs_dali_s3": 1.0},

@@ -52,6 +52,12 @@ class S3Server:
                     raise RuntimeError(f"rclone serve s3 did not start: {self.proc.stderr.read().decode()[-2000:]}")
                 time.sleep(0.05)
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (what serving costs the host: the benchmark reports it)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def bucket(self, name: str) -> str:
         """A new bucket (a folder of the served root); returns its local folder."""
         path = os.path.join(self.root, name)

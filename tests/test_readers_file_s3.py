@@ -201,25 +201,35 @@ def test_unresponsive_server_fails_in_bounded_time(s3_server, monkeypatch, mode,
         bad.close()
 
 
-def test_cache_serves_later_epochs_within_its_bound(s3_server, tmp_path, monkeypatch):  # noqa: F811
+def test_cache_serves_later_epochs(s3_server, tmp_path, monkeypatch):  # noqa: F811
     local = os.path.join(s3_server.bucket("cached"), "c")
     os.makedirs(local)
     for i in range(6):
         with open(os.path.join(local, f"{i}.jpg"), "wb") as f:
             f.write(bytes([i]) * 1000)
-    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE", str(tmp_path / "small"))
-    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE_BYTES", "4500")
-    _run(_pipe(batch_size=3, file_root="s3://cached"), 2)
-    held = os.listdir(tmp_path / "small")
-    assert len(held) == 4 and sum(os.path.getsize(tmp_path / "small" / c) for c in held) == 4000
-    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE", str(tmp_path / "large"))
-    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE_BYTES", "100000")
-    first = _run(_pipe(batch_size=3, file_root="s3://cached"), 2)
+    monkeypatch.setenv("PENSTOCK_OBJECT_CACHE", str(tmp_path / "cache"))
+    first = _run(_pipe(batch_size=3, file_root="s3://cached"), 2)  # a batch is handed out once cached
     for i in range(6):  # later epochs are served from the cache: the bucket may lose the objects
         os.remove(os.path.join(local, f"{i}.jpg"))
     again = _run(_pipe(batch_size=6, files=[f"s3://cached/c/{i}.jpg" for i in range(6)]), 1)[0]
     assert [d for d, _, _ in again] == [d for batch in first for d, _, _ in batch] == [bytes([i]) * 1000
                                                                                         for i in range(6)]
+
+
+def test_cache_keeps_within_its_bound_least_recently_used_out(tmp_path):
+    from penstock.operators._object_cache import ObjectCache
+    cache = ObjectCache(str(tmp_path), 4500)
+    for i in range(4):
+        cache.put(f"s3://b/{i}", bytes([i]) * 1000)
+    assert cache.get("s3://b/0") == bytes([0]) * 1000  # 0 is now the most recently used
+    cache.put("s3://b/4", b"4" * 1000)
+    assert cache.get("s3://b/1") is None and cache.get("s3://b/0") is not None
+    assert sorted(os.path.getsize(tmp_path / n) for n in os.listdir(tmp_path)) == [1000] * 4
+    reopened = ObjectCache(str(tmp_path), 2500)  # a new process over the same folder, with a smaller bound
+    reopened.put("s3://b/5", b"5" * 1000)
+    assert reopened.total <= 2500 and len(os.listdir(tmp_path)) == 2
+    assert reopened.get("s3://b/5") == b"5" * 1000
+    assert cache.put("s3://b/big", b"x" * 5000) is None and cache.get("s3://b/big") is None  # over the bound: not kept
 
 
 @pytest.mark.parametrize("reader, kwargs", [

@@ -3,7 +3,7 @@
 Requests go through obstore (Rust's object_store; the README says why it and not s3fs): one
 store per bucket, each with its pool of connections, its timeouts and its bounded retries with
 exponential backoff. Every request runs on one event loop in a background thread, so a batch's
-objects are fetched with as many GETs in flight as it has objects (up to ``MAX_IN_FLIGHT``), and
+objects are fetched with as many GETs in flight as it has objects (up to ``max_in_flight()``), and
 readers start the next batches' GETs before they need them (``ObjectReads.prefetch``).
 
 Credentials, region and endpoint come from where the clients of each store look for them: for S3
@@ -14,7 +14,8 @@ as ``http://`` is taken as meaning plain HTTP is allowed.
 
 Settings of penstock's own (environment): ``PENSTOCK_OBJECT_TIMEOUT`` (seconds a request may
 take, default 30), ``PENSTOCK_OBJECT_RETRIES`` (retries of a failed request, default 3),
-``PENSTOCK_OBJECT_CACHE`` (a folder caching fetched objects for later epochs) with
+``PENSTOCK_OBJECT_REQUESTS`` (GETs in flight at once, default 128), ``PENSTOCK_OBJECT_CACHE``
+(a folder caching fetched objects for later epochs) with
 ``PENSTOCK_OBJECT_CACHE_BYTES`` (its bound, default 10 GiB).
 """
 from __future__ import annotations
@@ -37,7 +38,6 @@ from .._operator import SampleError
 from ._object_cache import ObjectCache
 
 SCHEMES = ("s3", "gs", "az", "abfs", "abfss", "http", "https")
-MAX_IN_FLIGHT = 512      # GETs at once over all readers: a few batches of small objects
 LIST_PAGE = 1000         # keys per listing request (S3's largest page)
 
 
@@ -105,7 +105,7 @@ def _new_store(scheme: str, bucket: str) -> Any:
              "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5),
                          "base": 2}}
     client = {"timeout": timedelta(seconds=timeout), "connect_timeout": timedelta(seconds=min(timeout, 10)),
-              "pool_max_idle_per_host": str(MAX_IN_FLIGHT)}
+              "pool_max_idle_per_host": str(max_in_flight())}
     if scheme == "s3":
         config = _aws_profile()
         endpoint = config.get("aws_endpoint_url") or os.environ.get("AWS_ENDPOINT_URL", "")
@@ -139,12 +139,19 @@ def locate(url: str) -> tuple[Any, str]:
 
 # ---- the event loop the requests run on --------------------------------------------------------
 
+def max_in_flight() -> int:
+    """GETs at once over all readers of the process. Enough for a store tens of milliseconds away
+    (128 objects of 100 KB per 30 ms: 400 MB/s); more only adds contention on a nearby server
+    (on loopback, 512 halved the rate of 32-128: bench/s3_read.py)."""
+    return int(os.environ.get("PENSTOCK_OBJECT_REQUESTS", "128"))
+
+
 class _Loop:
     """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self.slots = asyncio.Semaphore(max_in_flight())
         self.in_flight = 0  # requests being answered now (the bench reports it)
         threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True).start()
 
