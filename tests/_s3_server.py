@@ -31,15 +31,17 @@ def free_port() -> int:
 
 
 class S3Server:
-    def __init__(self, root: str):
+    def __init__(self, root: str, dir_cache: str = "0s"):
+        """``dir_cache``: how long the server keeps a folder's listing; 0 (the tests') sees objects
+        made while it runs, a longer one (the benchmarks', whose objects exist before it starts)
+        spares it reading a folder again for every page of a listing."""
         self.root = root
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        # no ETag hashing (it would read every file at every listing); directories re-read at once,
-        # so buckets and objects the tests make while it runs are seen
+        # no ETag hashing (it would read every file at every listing)
         self.proc = subprocess.Popen(
             [rclone(), "serve", "s3", "--addr", f"127.0.0.1:{self.port}", "--auth-key", f"{KEY},{SECRET}",
-             "--etag-hash", "", "--dir-cache-time", "0s", "--config", os.devnull, root],
+             "--etag-hash", "", "--dir-cache-time", dir_cache, "--config", os.devnull, root],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
