@@ -123,6 +123,19 @@ def test_checkpoint_resumes_exactly(dataset):
     assert head + _run(restored, 5) == reference
 
 
+def test_credentials_and_endpoint_from_the_aws_profile_files(dataset, s3_server, tmp_path, monkeypatch):  # noqa: F811
+    local, url = dataset
+    (tmp_path / "config").write_text(f"[profile data]\nregion = us-east-1\nendpoint_url = {s3_server.endpoint}\n")
+    (tmp_path / "credentials").write_text(f"[data]\naws_access_key_id = {os.environ['AWS_ACCESS_KEY_ID']}\n"
+                                          f"aws_secret_access_key = {os.environ['AWS_SECRET_ACCESS_KEY']}\n")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_PROFILE", "data")
+    assert _run(_pipe(file_root=url), 2) == _run(_pipe(file_root=local), 2)
+
+
 def test_missing_object_names_url_and_reader(dataset):
     _, url = dataset
     p = _pipe(batch_size=2, file_root=url, files=["cat/cat00.jpg", "cat/nope.jpg"])

@@ -120,8 +120,8 @@ _stores: dict[tuple, Any] = {}
 _stores_lock = threading.Lock()
 # settings a store is made with: a store is made anew when one of them changes
 _SETTINGS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
-             "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "PENSTOCK_OBJECT_TIMEOUT",
-             "PENSTOCK_OBJECT_RETRIES")
+             "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_CONFIG_FILE",
+             "AWS_SHARED_CREDENTIALS_FILE", "PENSTOCK_OBJECT_TIMEOUT", "PENSTOCK_OBJECT_RETRIES")
 
 
 def locate(url: str) -> tuple[Any, str]:
