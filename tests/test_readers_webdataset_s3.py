@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from _s3_server import s3_server  # noqa: F401 - the fixture
+from _s3_server import s3_ranges, s3_server  # noqa: F401 - the fixtures
 from penstock import fn, pipeline_def, types
 from test_readers_webdataset import _shard
 
@@ -43,9 +43,18 @@ def _read(paths, batch_size=4, iterations=6, **kw):
     return out, p.reader_meta("r")
 
 
+@pytest.fixture(params=["ranged", "whole"])
+def endpoint(request, s3_server, s3_ranges, monkeypatch):  # noqa: F811
+    """Shards read in ranges (through the proxy that answers ranged GETs with 206, as S3 does) or
+    whole (rclone's own answer, status 200)."""
+    if request.param == "ranged":
+        monkeypatch.setenv("AWS_ENDPOINT_URL", s3_ranges.endpoint)
+    return request.param
+
+
 @pytest.mark.parametrize("reader", [{}, {"random_shuffle": True, "initial_fill": 5},
                                     {"num_shards": 2, "shard_id": 1, "pad_last_batch": True}])
-def test_shards_as_on_local_disk(shards, reader):
+def test_shards_as_on_local_disk(shards, endpoint, reader):
     local, urls = shards
     expected, meta = _read(local, **reader)
     got, got_meta = _read(urls, **reader)
@@ -73,3 +82,19 @@ def test_index_files_from_urls(shards, s3_server, tmp_path):  # noqa: F811
 def test_missing_shard_names_url(shards):
     with pytest.raises(RuntimeError, match=r"readers\.webdataset.*'s3://shards/gone\.tar'"):
         _read(["s3://shards/gone.tar"])
+
+
+def test_a_batch_reads_each_shard_in_few_merged_ranges(shards, s3_ranges, monkeypatch):  # noqa: F811
+    local, urls = shards
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_ranges.endpoint)
+    expected, _ = _read(local, batch_size=8, iterations=1)
+    del s3_ranges.ranges[:]
+    got, _ = _read(urls, batch_size=8, iterations=1, index_paths=[])
+    assert [row[:3] for row in got] == [row[:3] for row in expected]
+    reads = [r for r in s3_ranges.ranges if "part" in r[0]]
+    # the scan: one GET per shard (its headers in one window); then a batch of 8 samples of 3
+    # components (part0's 5 and part1's 3; the batches read ahead span two shards too): one
+    # merged range per shard per batch, not a GET per component
+    assert [r for r in reads[:3]] == [(f"/shards/part{k}.tar", rng) for k, (_, rng) in enumerate(reads[:3])]
+    assert all(rng.startswith("bytes=0-") for _, rng in reads[:3])
+    assert 2 <= len(reads) - 3 <= 3 * 2

@@ -351,12 +351,20 @@ def read_ranges(label: str, urls: Sequence[str], which: np.ndarray, starts: np.n
 
 
 class _ObjectFile(io.RawIOBase):
-    """A seekable binary file over an object, read through the client's buffered reader (large
-    ranged GETs): what ``tarfile`` and other file readers take."""
+    """A seekable binary file over an object (what ``tarfile`` and other file readers take): read
+    through a window of ``chunk`` bytes fetched with one ranged GET, so that scanning a shard's
+    headers costs a GET per ``chunk``, not one per seek."""
 
-    def __init__(self, reader: Any, label: str, url: str):
+    def __init__(self, label: str, url: str, chunk: int):
         super().__init__()
-        self.reader, self.label, self.url = reader, label, url
+        self.label, self.url, self.chunk = label, url, chunk
+        self.store, self.key = locate(url)
+        obstore = _obstore()
+        try:
+            self.size = int(obstore.head(self.store, self.key)["size"])
+        except Exception as exc:  # noqa: BLE001
+            raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
+        self.pos, self.window, self.window_start = 0, memoryview(b""), 0
 
     def readable(self) -> bool:
         return True
@@ -364,40 +372,39 @@ class _ObjectFile(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def _fetch(self, start: int, end: int) -> None:
+        obstore = _obstore()
         try:
-            data = self.reader.read(len(buffer))
+            self.window, self.window_start = memoryview(obstore.get_range(self.store, self.key, start=start, end=end)), start
         except Exception as exc:  # noqa: BLE001
-            if not ignored_range(exc) or isinstance(self.reader, io.BytesIO):
-                raise
-            # a server that ignores ranges: read on from the whole object
-            at = self.reader.tell()
-            self.reader = io.BytesIO(bytes(read_object(self.label, self.url)))
-            self.reader.seek(at)
-            data = self.reader.read(len(buffer))
-        buffer[:len(data)] = memoryview(data)
-        return len(data)
+            if not ignored_range(exc):
+                raise RuntimeError(f"{self.label}: cannot read '{self.url}': {describe_error(exc)}") from None
+            # a server that ignores ranges: the whole object, once
+            self.window, self.window_start = memoryview(read_object(self.label, self.url)), 0
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self.size - self.pos)
+        if n <= 0:
+            return 0
+        at = self.pos - self.window_start
+        if at < 0 or at + n > len(self.window):
+            self._fetch(self.pos, min(self.size, self.pos + max(n, self.chunk)))
+            at = self.pos - self.window_start
+        buffer[:n] = self.window[at:at + n]
+        self.pos += n
+        return n
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        return self.reader.seek(offset, whence)
+        self.pos = max(0, offset + (0, self.pos, self.size)[whence])
+        return self.pos
 
     def tell(self) -> int:
-        return self.reader.tell()
-
-    def close(self) -> None:
-        if not self.closed:
-            self.reader.close()
-        super().close()
+        return self.pos
 
 
-def open_file(label: str, url: str, buffer_size: int = 4 << 20) -> io.RawIOBase:
+def open_file(label: str, url: str, chunk: int = 8 << 20) -> io.RawIOBase:
     """A seekable file object over the object ``url`` (a tar shard scanned for its members)."""
-    obstore = _obstore()
-    store, key = locate(url)
-    try:
-        return _ObjectFile(obstore.open_reader(store, key, buffer_size=buffer_size), label, url)
-    except Exception as exc:  # noqa: BLE001
-        raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
+    return _ObjectFile(label, url, chunk)
 
 
 def read_text(label: str, path: str, what: str) -> list[str]:
