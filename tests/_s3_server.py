@@ -143,6 +143,15 @@ def s3_ranges(s3_server):
     proxy.stop()
 
 
+@pytest.fixture(params=["ranged", "whole"])
+def s3_endpoint(request, s3_server, s3_ranges, monkeypatch):
+    """Record files read in ranges (through the proxy that answers ranged GETs with 206, as S3
+    does) or whole (rclone's own answer, status 200)."""
+    if request.param == "ranged":
+        monkeypatch.setenv("AWS_ENDPOINT_URL", s3_ranges.endpoint)
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     server = S3Server(str(tmp_path_factory.mktemp("s3root")))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import penstock.tfrecord as tfrec
-from _s3_server import s3_ranges, s3_server  # noqa: F401 - the fixtures
+from _s3_server import s3_endpoint, s3_ranges, s3_server  # noqa: F401 - the fixtures
 from penstock import fn, pipeline_def
 from test_readers_tfrecord import FEATURES, _records, _write
 
@@ -41,18 +41,9 @@ def _read(paths, indexes, batch_size=4, iterations=5, **kw):
     return rows, p.reader_meta("r")
 
 
-@pytest.fixture(params=["ranged", "whole"])
-def endpoint(request, s3_server, s3_ranges, monkeypatch):  # noqa: F811
-    """Records read in ranges (through the proxy that answers ranged GETs with 206, as S3 does) or
-    from whole files (rclone's own answer, status 200)."""
-    if request.param == "ranged":
-        monkeypatch.setenv("AWS_ENDPOINT_URL", s3_ranges.endpoint)
-    return request.param
-
-
 @pytest.mark.parametrize("reader", [{}, {"random_shuffle": True, "initial_fill": 6},
                                     {"num_shards": 2, "shard_id": 1, "pad_last_batch": True}])
-def test_records_as_on_local_disk(files, endpoint, reader):
+def test_records_as_on_local_disk(files, s3_endpoint, reader):  # noqa: F811
     local, urls = files
     expected, meta = _read(local, [p + ".idx" for p in local], **reader)
     for indexes in ([p + ".idx" for p in local], [u + ".idx" for u in urls]):  # index files local or in the store
@@ -61,7 +52,7 @@ def test_records_as_on_local_disk(files, endpoint, reader):
         assert got == expected
 
 
-def test_damaged_record_names_url_and_offset(files, s3_server, endpoint):  # noqa: F811
+def test_damaged_record_names_url_and_offset(files, s3_server, s3_endpoint):  # noqa: F811
     local, urls = files
     path = os.path.join(s3_server.bucket("damaged"), "d.tfrecord")
     with open(local[0], "rb") as f:

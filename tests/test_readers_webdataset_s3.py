@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from _s3_server import s3_ranges, s3_server  # noqa: F401 - the fixtures
+from _s3_server import s3_endpoint, s3_ranges, s3_server  # noqa: F401 - the fixtures
 from penstock import fn, pipeline_def, types
 from test_readers_webdataset import _shard
 
@@ -43,18 +43,9 @@ def _read(paths, batch_size=4, iterations=6, **kw):
     return out, p.reader_meta("r")
 
 
-@pytest.fixture(params=["ranged", "whole"])
-def endpoint(request, s3_server, s3_ranges, monkeypatch):  # noqa: F811
-    """Shards read in ranges (through the proxy that answers ranged GETs with 206, as S3 does) or
-    whole (rclone's own answer, status 200)."""
-    if request.param == "ranged":
-        monkeypatch.setenv("AWS_ENDPOINT_URL", s3_ranges.endpoint)
-    return request.param
-
-
 @pytest.mark.parametrize("reader", [{}, {"random_shuffle": True, "initial_fill": 5},
                                     {"num_shards": 2, "shard_id": 1, "pad_last_batch": True}])
-def test_shards_as_on_local_disk(shards, endpoint, reader):
+def test_shards_as_on_local_disk(shards, s3_endpoint, reader):  # noqa: F811
     local, urls = shards
     expected, meta = _read(local, **reader)
     got, got_meta = _read(urls, **reader)
