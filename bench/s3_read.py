@@ -10,9 +10,9 @@ line per system and case with images/s, bytes/s of encoded data read, over S3 th
 time per image (on one host it competes with the pipeline for the cores), and for penstock over
 S3 the GET requests in flight (mean and peak, sampled every millisecond); then the ratios. Then the
 time to list a prefix of ``--list-objects`` objects (10 class folders), as readers.file's
-discovery does it.
+discovery does it; with ``--clients 16,128``, the client comparison behind the choice of obstore.
 
-    python bench/s3_read.py [--images 2048] [--batches 8] [--rounds 3] [--list-objects 100000]
+    python bench/s3_read.py [--images 2048] [--batches 8] [--rounds 3] [--list-objects 100000] [--clients 16,128]
 """
 from __future__ import annotations
 
@@ -99,6 +99,49 @@ def list_prefix(objects: int) -> None:
             server.stop()
 
 
+def compare_clients(bucket: str, root: str, in_flight: list[int]) -> None:
+    """The client choice (README, "Why obstore"): obstore and fsspec's s3fs GETting the photo set's
+    objects from the server with the same requests in flight, in this process: objects/s and the
+    client's CPU per object."""
+    import asyncio
+    keys = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, names in os.walk(root) for f in names)
+    try:
+        import s3fs
+    except ImportError:
+        emit({"bench": "s3_read", "case": "client", "client": "s3fs", "failed": "s3fs is not installed"})
+        s3fs = None
+    import obstore
+    from penstock.operators import _object_store
+    store, _ = _object_store.locate(f"s3://{bucket}/")
+
+    def with_obstore(limit: int) -> list:
+        async def all_of():
+            slots = asyncio.Semaphore(limit)
+
+            async def one(key):
+                async with slots:
+                    return await (await obstore.get_async(store, key)).bytes_async()
+            return await asyncio.gather(*[one(k) for k in keys])
+        return asyncio.run(all_of())
+
+    def with_s3fs(limit: int) -> list:
+        fs = s3fs.S3FileSystem(endpoint_url=os.environ["AWS_ENDPOINT_URL"], max_concurrency=limit)
+        return list(fs.cat([f"{bucket}/{k}" for k in keys], batch_size=limit).values())
+
+    for limit in in_flight:
+        for name, get in (("obstore", with_obstore), ("s3fs", with_s3fs)):
+            if name == "s3fs" and s3fs is None:
+                continue
+            get(limit)  # warm: connections, the server's caches
+            cpu, start = time.process_time(), time.perf_counter()
+            got = get(limit)
+            seconds = time.perf_counter() - start
+            emit({"bench": "s3_read", "case": "client", "client": name, "requests_in_flight": limit,
+                  "objects_per_s": round(len(got) / seconds, 1),
+                  "bytes_per_s": round(sum(len(b) for b in got) / seconds, 1),
+                  "client_cpu_ms_per_object": round(1000 * (time.process_time() - cpu) / len(got), 3)})
+
+
 def discovery(url: str) -> dict:
     import penstock
 
@@ -134,6 +177,8 @@ def run_job(job: tuple[str, str], case: str, root: str, url: str, batches: int, 
 def main() -> None:
     ap = bench_parser(__doc__, batches=8, worker=("SYSTEM", "CASE", "ROOT"), dataset={"default_images": 2048})
     ap.add_argument("--list-objects", type=int, default=100_000, help="objects of the listing case (0: none)")
+    ap.add_argument("--clients", default="", help="comma-separated requests in flight at which to compare the "
+                    "clients obstore and s3fs (needs s3fs; default: no comparison)")
     args = parsed(ap, worker)
     if args is None:
         return
@@ -153,6 +198,8 @@ def main() -> None:
                      for (system, source), r in runs.items() if None not in r}
             report("s3_read", named, target={"penstock_vs_penstock_local": 0.8, "penstock_vs_dali_s3": 1.0},
                    case=case, batch=BATCH, threads=THREADS, server="rclone serve s3 (loopback)")
+        if args.clients:
+            compare_clients(os.path.basename(root), root, [int(c) for c in args.clients.split(",")])
     finally:
         server.stop()
     if args.list_objects:
