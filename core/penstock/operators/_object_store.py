@@ -21,6 +21,7 @@ take, default 30), ``PENSTOCK_OBJECT_RETRIES`` (retries of a failed request, def
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import configparser
 import io
@@ -176,7 +177,24 @@ def event_loop() -> _Loop:
     with _loop_lock:
         if _loop is None:
             _loop = _Loop()
+            atexit.register(_settle, _loop)
         return _loop
+
+
+def _settle(loop: _Loop) -> None:
+    """At exit, requests still in flight (batches read ahead) end first, within a bound, and the
+    loop stops: the client's threads would otherwise hand their results to an interpreter being
+    torn down, which aborts the process."""
+    async def drain() -> None:
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if pending:
+            await asyncio.wait(pending, timeout=10)
+
+    try:
+        asyncio.run_coroutine_threadsafe(drain(), loop.loop).result(15)
+    except Exception:  # noqa: BLE001 - exiting anyway
+        pass
+    loop.loop.call_soon_threadsafe(loop.loop.stop)
 
 
 def requests_in_flight() -> int:
