@@ -31,6 +31,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
 from .._std_random import MinstdRand0, std_shuffle
+from ._object_store import ObjectReads, is_url
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
 LIST_SHUFFLE_SEED = 524287
@@ -288,6 +289,7 @@ class Reader(Operator):
     reader whose ``load`` needs more sets ``reads_ahead = False``.
     """
     reads_ahead = True
+    reads_object_stores = False  # whether its path arguments may be URLs of object stores (s3://...)
     tracks_state = True
     shuffles_list = False
     decodes = False  # whether load() decodes (compute) besides reading (I/O)
@@ -312,6 +314,11 @@ class Reader(Operator):
         if a["initial_fill"] < 1 and a["random_shuffle"]:
             raise ArgumentValueError(f"{self.label}: argument 'initial_fill' must be at least 1, "
                                      f"got {a['initial_fill']}")
+        if not self.reads_object_stores:
+            for name, value in a.items():
+                if any(is_url(v) for v in (value if isinstance(value, (list, tuple)) else [value])):
+                    raise NotImplementedError(f"{self.label}: argument '{name}': reading from object stores "
+                                              f"({value!r}) is not implemented for this reader; give local paths")
         self._samples: SampleBuffer | None = None
         if not a["lazy_init"]:
             self._start()
@@ -355,6 +362,10 @@ class Reader(Operator):
 
     def load(self, ws, indices: np.ndarray) -> list:
         raise NotImplementedError
+
+    def prefetch(self, indices: np.ndarray) -> None:
+        """Starts reading samples ``indices`` before ``load`` is given them (readers of object
+        stores: a batch's GETs are in flight while the batches before it are loaded)."""
 
     def sources(self, indices: Sequence[int]) -> list[str]:
         """The source_info of samples ``indices`` (what their outputs carry): here the files of
@@ -417,6 +428,7 @@ class Reader(Operator):
                                                                                        self.decodes)))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
             indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
+            self.prefetch(indices)
             self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
         return self._ahead.popleft().result()
 
@@ -525,3 +537,30 @@ class Reader(Operator):
         return {"epoch_size": self.size, "epoch_size_padded": padded, "number_of_shards": s,
                 "shard_id": a["shard_id"], "pad_last_batch": int(a["pad_last_batch"]),
                 "stick_to_shard": int(a["stick_to_shard"] or a["shuffle_after_epoch"])}
+
+
+class FilesReader(Reader):
+    """A reader whose samples are whole files (``self.paths``, named ``self.names``), on local disk
+    or, all of them, in object stores: those are fetched by ``self.object_reads``, each batch's GETs
+    started when its samples are drawn (``prefetch``)."""
+    reads_object_stores = True
+    object_reads: ObjectReads | None = None
+
+    def fetch_remote(self) -> None:
+        """Called once ``self.paths`` is listed: whether (and how) its files are fetched from object stores."""
+        remote = sum(map(is_url, self.paths))
+        if 0 < remote < len(self.paths):
+            raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
+        self.object_reads = ObjectReads(self.label) if remote else None
+
+    def sources(self, indices: Sequence[int]) -> list[str]:
+        return [self.names[i] for i in indices]
+
+    def prefetch(self, indices: np.ndarray) -> None:
+        if self.object_reads is not None:
+            self.object_reads.prefetch([self.paths[i] for i in indices])
+
+    def close(self) -> None:
+        super().close()
+        if self.object_reads is not None:
+            self.object_reads.close()

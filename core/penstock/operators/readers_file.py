@@ -10,7 +10,8 @@ import numpy as np
 from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import READER_ARGS, Reader
+from . import _object_store as objects
+from ._reader import READER_ARGS, FilesReader
 
 _LABEL = re.compile(r"-?[0-9]+")
 DEFAULT_FILTERS = ("*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff", "*.pnm", "*.ppm", "*.pgm",
@@ -37,7 +38,7 @@ def _matches(name: str, patterns, case_sensitive: bool) -> bool:
 
 
 @register(FILE_READER)
-class FileReaderCPU(Reader):
+class FileReaderCPU(FilesReader):
     shuffles_list = True
 
     def scan(self) -> int:
@@ -47,32 +48,29 @@ class FileReaderCPU(Reader):
         if sum(given) > 1:
             raise ValueError(f"{self.label}: give only one of 'file_list' and 'files'")
         if file_list is not None:
-            base = root if root is not None else os.path.dirname(os.path.abspath(file_list))
+            base = root if root is not None else objects.dirname(file_list)
             names, labels = [], []
-            try:
-                with open(file_list, encoding="utf-8") as f:
-                    for line_no, line in enumerate(f, 1):
-                        parts = line.rsplit(None, 1)
-                        if not parts:
-                            continue
-                        # labels are int32; a NUL would cut the path short when the file is opened
-                        if (len(parts) != 2 or not _LABEL.fullmatch(parts[1])
-                                or not -2 ** 31 <= int(parts[1]) < 2 ** 31 or "\0" in parts[0]):
-                            raise ValueError(f"{self.label}: line {line_no} of '{file_list}' is not "
-                                             f"'path label' (label: a 32-bit integer): {line.strip()!r}")
-                        names.append(parts[0])
-                        labels.append(int(parts[1]))
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{self.label}: file_list '{file_list}' is not UTF-8 text: {e}") from None
-            except OSError as e:
-                raise RuntimeError(f"{self.label}: cannot read file_list '{file_list}': {e}") from None
-            paths = [os.path.join(base, n) for n in names]
+            for line_no, line in enumerate(objects.read_text(self.label, file_list, "file_list"), 1):
+                parts = line.rsplit(None, 1)
+                if not parts:
+                    continue
+                # labels are int32; a NUL would cut the path short when the file is opened
+                if (len(parts) != 2 or not _LABEL.fullmatch(parts[1])
+                        or not -2 ** 31 <= int(parts[1]) < 2 ** 31 or "\0" in parts[0]):
+                    raise ValueError(f"{self.label}: line {line_no} of '{file_list}' is not "
+                                     f"'path label' (label: a 32-bit integer): {line.strip()!r}")
+                names.append(parts[0])
+                labels.append(int(parts[1]))
+            paths = [objects.join(base, n) for n in names]
         elif files is not None:
             names = list(files)
-            paths = [os.path.join(root, p) if root is not None else p for p in files]
+            paths = [objects.join(root, p) if root is not None else p for p in files]
             labels = list(a["labels"]) if a["labels"] is not None else list(range(len(paths)))
             if len(labels) != len(paths):
                 raise ValueError(f"{self.label}: 'labels' has {len(labels)} entries, 'files' has {len(paths)}")
+        elif root is not None and objects.is_url(root):
+            names, labels = self._list_objects(root)
+            paths = [objects.join(root, n) for n in names]
         elif root is not None:
             paths, labels = self._walk(root)
             names = [os.path.relpath(p, root) for p in paths]
@@ -83,34 +81,59 @@ class FileReaderCPU(Reader):
         self.paths = paths
         self.names = names  # source_info: the path as listed, relative to file_root (as DALI gives it)
         self.labels = np.asarray(labels, np.int32)
+        self.fetch_remote()
         return len(paths)
 
-    def _walk(self, root: str) -> tuple[list[str], list[int]]:
+    def _classes(self, names: list[str]) -> list[str]:
+        """The classes among ``names`` (sorted), as dir_filters takes them."""
         a = self.args
-        if not os.path.isdir(root):
-            raise RuntimeError(f"{self.label}: file_root '{root}' is not a directory")
-        classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+        classes = sorted(names)
         if a["dir_filters"]:
             classes = [d for d in classes if _matches(d, a["dir_filters"], a["case_sensitive_filter"])]
-        paths, labels = [], []
-        for label, cls in enumerate(classes):
-            found = []
-            for dirpath, dirnames, filenames in os.walk(os.path.join(root, cls), followlinks=True):
-                dirnames.sort()
-                found += [os.path.join(dirpath, f) for f in filenames
-                          if _matches(f, a["file_filters"], a["case_sensitive_filter"])]
-            found.sort()
-            paths += found
-            labels += [label] * len(found)
-        return paths, labels
+        return classes
 
-    def sources(self, indices) -> list[str]:
-        return [self.names[i] for i in indices]
+    def _discover(self, classes: dict[str, list[str]]) -> tuple[list[str], list[int]]:
+        """Paths relative to file_root, and labels, of the files directly in each class folder
+        (``classes``: folder -> the names of the files in it; DALI looks no deeper), as the
+        filters take them, by class and then by name."""
+        a = self.args
+        names, labels = [], []
+        for label, cls in enumerate(classes):
+            found = sorted(f for f in classes[cls] if _matches(f, a["file_filters"], a["case_sensitive_filter"]))
+            names += [f"{cls}/{f}" for f in found]
+            labels += [label] * len(found)
+        return names, labels
+
+    def _list_objects(self, root: str) -> tuple[list[str], list[int]]:
+        """Discovery under the URL ``root`` as DALI's readers do it in object stores: the objects
+        directly in each folder under ``root`` and those directly under ``root`` (each its own
+        class), sorted by key; a class's label is its rank among the classes with a sample, in
+        the order of their first samples. One listing of the top level, then one of each folder,
+        all at once."""
+        a = self.args
+        case = a["case_sensitive_filter"]
+        folders = objects.list_folders(self.label, root, self._classes)
+        top = [f for f in folders.pop("") if _matches(f, a["file_filters"], case)]
+        names = sorted(self._classes(top) + [f"{c}/{f}" for c, found in folders.items() for f in found
+                                             if _matches(f, a["file_filters"], case)])
+        ranks: dict[str, int] = {}
+        return names, [ranks.setdefault(n.split("/", 1)[0], len(ranks)) for n in names]
+
+    def _walk(self, root: str) -> tuple[list[str], list[int]]:
+        if not os.path.isdir(root):
+            raise RuntimeError(f"{self.label}: file_root '{root}' is not a directory")
+        classes = self._classes([d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))])
+        names, labels = self._discover({c: [f for f in os.listdir(os.path.join(root, c))
+                                            if os.path.isfile(os.path.join(root, c, f))] for c in classes})
+        return [os.path.join(root, n) for n in names], labels
 
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
         names = self.sources(indices)
-        buf, sizes = _engine.read_files(ws.pool, paths)
+        if self.object_reads is not None:
+            buf, sizes = self.object_reads.read(paths)
+        else:
+            buf, sizes = _engine.read_files(ws.pool, paths)
         shapes = sizes.reshape(-1, 1)
         data = TensorListCPU._from_packed(buf, shapes, source_info=names)
         labels = TensorListCPU._from_packed(self.labels[indices].copy(), np.ones((len(indices), 1), np.int64),

@@ -18,7 +18,8 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
 from .._batch import contiguous, empty_batch
-from ._reader import READER_ARGS, Reader
+from . import _object_store as objects
+from ._reader import READER_ARGS, FilesReader
 from .cast import cast_batch
 from .crop import round_half_away
 
@@ -47,18 +48,19 @@ _CODES = {int(t): t for t in DALIDataType}
 
 
 def list_files(label: str, file_root: str | None, file_list: str | None, files, pattern: str | None) -> list[str]:
-    """The sample paths of a reader given file_root (+ glob pattern), a file list or explicit files."""
+    """The sample paths of a reader given file_root (+ glob pattern), a file list or explicit files,
+    on local disk or in an object store (s3://..., listed there)."""
     if file_list is not None and files is not None:
         raise ValueError(f"{label}: give only one of 'file_list' and 'files'")
     if files is not None:
-        paths = [os.path.join(file_root, p) if file_root else p for p in files]
+        paths = [objects.join(file_root, p) if file_root else p for p in files]
     elif file_list is not None:
-        base = file_root if file_root is not None else os.path.dirname(os.path.abspath(file_list))
-        try:
-            with open(file_list) as f:
-                paths = [os.path.join(base, line.strip()) for line in f if line.strip()]
-        except OSError as e:
-            raise RuntimeError(f"{label}: cannot read file_list '{file_list}': {e}") from None
+        base = file_root if file_root is not None else objects.dirname(file_list)
+        paths = [objects.join(base, line.strip()) for line in objects.read_text(label, file_list, "file_list")
+                 if line.strip()]
+    elif file_root is not None and objects.is_url(file_root):
+        paths = [objects.join(file_root, k) for k in objects.list_all(label, file_root)
+                 if fnmatch.fnmatchcase(k.rsplit("/", 1)[-1], pattern) or fnmatch.fnmatchcase(k, pattern)]
     elif file_root is not None:
         if not os.path.isdir(file_root):
             raise RuntimeError(f"{label}: file_root '{file_root}' is not a directory")
@@ -77,7 +79,8 @@ def list_files(label: str, file_root: str | None, file_list: str | None, files, 
 
 
 @register(NUMPY_READER, device=("cpu", "gpu"))
-class NumpyReader(Reader):
+class NumpyReader(FilesReader):
+    shuffles_list = True  # random_shuffle shuffles the file list first, as DALI's numpy reader does
     def scan(self) -> int:
         a = self.args
         if a["out_of_bounds_policy"] not in ("error", "pad", "trim_to_shape"):
@@ -85,6 +88,10 @@ class NumpyReader(Reader):
                              f"got '{a['out_of_bounds_policy']}'")
         self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"])
         self._headers: dict[str, tuple] = {}
+        self.fetch_remote()
+        # source_info: in object stores, as DALI gives it there, the key under file_root
+        root = (a["file_root"] or "").rstrip("/") + "/"
+        self.names = [p[len(root):] if self.object_reads is not None and p.startswith(root) else p for p in self.paths]
         return len(self.paths)
 
     def run(self, ws):
@@ -111,7 +118,13 @@ class NumpyReader(Reader):
 
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
-        codes, sizes, fortran, offsets, ndims, shapes = self._read_headers(ws, paths)
+        if self.object_reads is not None:
+            buf, lengths = self.object_reads.read(paths)
+            files = TensorListCPU._from_packed(buf, lengths.reshape(-1, 1), source_info=paths)
+            headers = _engine.npy_buffer_headers(ws.pool, files._buf, files._shapes, files._offsets)
+        else:
+            headers = self._read_headers(ws, paths)
+        codes, sizes, fortran, offsets, ndims, shapes = headers
         for name, values in (("dtype", codes), ("number of dimensions", ndims)):
             bad = np.nonzero(values != values[0])[0]
             if bad.size:
@@ -120,6 +133,9 @@ class NumpyReader(Reader):
                                    f"'{paths[0]}' and '{paths[i]}' differ")
         dtype = _CODES[int(codes[0])]
         anchors, out_shapes = self._roi(ws, shapes, paths)
+        if self.object_reads is not None and (anchors.any() or not np.array_equal(out_shapes, shapes)):
+            raise NotImplementedError(f"{self.label}: regions of interest of arrays in object stores are not "
+                                      "implemented: read whole arrays and slice them")
         np_type = to_numpy_type(dtype)
         fill = np.array(self.args["fill_value"])
         if np.dtype(np_type).kind in "iub":
@@ -128,9 +144,13 @@ class NumpyReader(Reader):
             if info is not None:
                 fill = np.clip(fill, info.min, info.max)
         fill = np.ascontiguousarray(fill.astype(np_type).reshape(1)).view(np.uint8)
-        out = empty_batch(out_shapes, np_type, source_info=paths)
-        _engine.npy_read(ws.pool, paths, offsets, fortran, np.ascontiguousarray(shapes), anchors,
-                         out._buf, out._shapes, out._offsets, int(sizes[0]), fill)
+        out = empty_batch(out_shapes, np_type, source_info=self.sources(indices))
+        if self.object_reads is not None:  # whole arrays (no region of interest)
+            _engine.npy_decode(ws.pool, files._buf, files._shapes, files._offsets, np.ascontiguousarray(offsets),
+                               np.ascontiguousarray(fortran), out._buf, out._shapes, out._offsets, int(sizes[0]))
+        else:
+            _engine.npy_read(ws.pool, paths, offsets, fortran, np.ascontiguousarray(shapes), anchors,
+                             out._buf, out._shapes, out._offsets, int(sizes[0]), fill)
         return [out]
 
     def _roi(self, ws, shapes: np.ndarray, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:

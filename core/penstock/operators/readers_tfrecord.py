@@ -7,6 +7,7 @@ shape, ``()`` giving one value), strings as uint8 arrays of their bytes.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from .._operator import SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from .. import tfrecord as tfrec
 from ..tensors import TensorListCPU
+from . import _object_store as objects
 from ._reader import READER_ARGS, Reader
 
 TFRECORD_READER = OpSchema(
@@ -45,11 +47,7 @@ def _check_features(features: Any) -> dict:
 
 def read_index(label: str, index_path: str) -> np.ndarray:
     """[records, 2] int64 (offset, size) of one index file."""
-    try:
-        with open(index_path) as f:
-            rows = [line.split() for line in f if line.strip()]
-    except OSError as e:
-        raise RuntimeError(f"{label}: cannot read index file '{index_path}': {e}") from None
+    rows = [line.split() for line in objects.read_text(label, index_path, "index file") if line.strip()]
     try:
         table = np.array([(int(r[0]), int(r[1])) for r in rows], np.int64).reshape(-1, 2)
     except (ValueError, IndexError):
@@ -59,6 +57,7 @@ def read_index(label: str, index_path: str) -> np.ndarray:
 
 @register(TFRECORD_READER)
 class TFRecordReaderCPU(Reader):
+    reads_object_stores = True
     def scan(self) -> int:
         a = self.args
         self.features = _check_features(a["features"])
@@ -70,6 +69,10 @@ class TFRecordReaderCPU(Reader):
         table = np.concatenate(tables) if tables else np.zeros((0, 2), np.int64)
         self.offsets, self.sizes = table[:, 0].copy(), table[:, 1].copy()
         self.files = paths
+        remote = sum(map(objects.is_url, paths))
+        if 0 < remote < len(paths):
+            raise ValueError(f"{self.label}: 'path' mixes URLs and local paths; give one kind")
+        self._remote = bool(remote)
         self.names = list(self.features)
         return len(table)
 
@@ -79,12 +82,38 @@ class TFRecordReaderCPU(Reader):
                 for k, o in zip(self.file_of[indices], self.offsets[indices].tolist())]
 
     def load(self, ws, indices: np.ndarray):
-        paths = [self.files[k] for k in self.file_of[indices]]
-        parsed = _engine.tfrecord_read(ws.pool, paths, self.offsets[indices], self.sizes[indices], self.names,
-                                       [_KINDS[self.features[n].dtype] for n in self.names])
+        kinds = [_KINDS[self.features[n].dtype] for n in self.names]
+        if self._remote:
+            parsed = self._parse_fetched(ws, indices, kinds)
+        else:
+            paths = [self.files[k] for k in self.file_of[indices]]
+            parsed = _engine.tfrecord_read(ws.pool, paths, self.offsets[indices], self.sizes[indices], self.names,
+                                           kinds)
         info = self.sources(indices)
         return [self._output(name, self.features[name], values, counts, found, info)
                 for name, (values, counts, found) in zip(self.names, parsed)]
+
+    def _parse_fetched(self, ws, indices: np.ndarray, kinds: list[int]) -> list:
+        """The records of a batch in object stores: fetched in merged ranges (one request per file),
+        then checked and parsed by the engine's reader from an in-memory file."""
+        sizes = self.sizes[indices]
+        records = objects.read_ranges(self.label, self.files, self.file_of[indices], self.offsets[indices], sizes,
+                                      len(indices))
+        at = np.cumsum(sizes) - sizes
+        fd = os.memfd_create("penstock-tfrecords", os.MFD_CLOEXEC)
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                f.write(memoryview(records))
+            memory = f"/proc/self/fd/{fd}"
+            try:
+                return _engine.tfrecord_read(ws.pool, [memory] * len(indices), at, sizes, self.names, kinds)
+            except _engine.SampleError as exc:  # named by its object and offset there, not the in-memory file's
+                i = int(exc.args[1])
+                url, offset = self.files[self.file_of[indices[i]]], int(self.offsets[indices[i]])
+                raise SampleError(i, str(exc.args[0]).replace(memory, url).replace(f"offset {at[i]} ",
+                                                                                  f"offset {offset} ")) from None
+        finally:
+            os.close(fd)
 
     def _output(self, name: str, feature: tfrec.Feature, values, counts, found, info) -> TensorListCPU:
         dtype = _NUMPY[feature.dtype]

@@ -16,6 +16,7 @@ from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, to_numpy_type
+from . import _object_store as objects
 from ._reader import READER_ARGS, Reader
 
 WEBDATASET_READER = OpSchema(
@@ -42,7 +43,9 @@ def scan_tar(label: str, path: str) -> list[list[tuple[str, int, int]]]:
     samples: list[list[tuple[str, int, int]]] = []
     last_key = None
     try:
-        with tarfile.open(path, "r:") as tar:
+        # a shard in an object store is read through a buffer of large ranged GETs
+        with objects.open_file(label, path) if objects.is_url(path) else open(path, "rb") as f, \
+                tarfile.open(fileobj=f, mode="r:") as tar:
             for m in tar:
                 if not m.isfile():
                     continue
@@ -53,17 +56,15 @@ def scan_tar(label: str, path: str) -> list[list[tuple[str, int, int]]]:
                 samples[-1].append((ext, m.offset_data, m.size))
     except (OSError, tarfile.TarError) as e:
         raise RuntimeError(f"{label}: cannot read tar shard '{path}': {e}") from None
+    except Exception as e:  # noqa: BLE001 - the object store client's errors
+        raise RuntimeError(f"{label}: cannot read tar shard '{path}': {objects.describe_error(e)}") from None
     return samples
 
 
 def read_wds_index(label: str, path: str) -> list[list[tuple[str, int, int]]]:
     """Samples listed by an index file: a 'v1.x N' header, then per sample groups of
     'ext offset size [name]' (name present from v1.2 on)."""
-    try:
-        with open(path) as f:
-            lines = [line.split() for line in f if line.strip()]
-    except OSError as e:
-        raise RuntimeError(f"{label}: cannot read index file '{path}': {e}") from None
+    lines = [line.split() for line in objects.read_text(label, path, "index file") if line.strip()]
     if not lines or not lines[0][0].startswith("v"):
         raise RuntimeError(f"{label}: index file '{path}' lacks its 'v1.x <samples>' header")
     width = 4 if lines[0][0] >= "v1.2" else 3
@@ -77,6 +78,7 @@ def read_wds_index(label: str, path: str) -> list[list[tuple[str, int, int]]]:
 
 @register(WEBDATASET_READER)
 class WebdatasetReaderCPU(Reader):
+    reads_object_stores = True
     def scan(self) -> int:
         a = self.args
         paths = list(a["paths"])
@@ -121,6 +123,10 @@ class WebdatasetReaderCPU(Reader):
                     sizes.append(row_size)
                     names.append(f"{path}:{j}")
         self.shards = paths
+        remote = sum(map(objects.is_url, paths))
+        if 0 < remote < len(paths):
+            raise ValueError(f"{self.label}: 'paths' mixes URLs and local paths; give one kind")
+        self._remote = bool(remote)
         self.shard_of = np.asarray(shard, np.int64)
         self.offsets = np.asarray(offsets, np.int64).reshape(-1, len(groups))
         self.sizes = np.asarray(sizes, np.int64).reshape(-1, len(groups))
@@ -136,13 +142,18 @@ class WebdatasetReaderCPU(Reader):
         return [self.names[i] for i in indices]
 
     def load(self, ws, indices: np.ndarray):
-        paths = [self.shards[k] for k in self.shard_of[indices]]
         info = self.sources(indices)
-        outs = []
-        for g, dt in enumerate(self.dtypes):
-            sizes = self.sizes[indices, g]
-            buf = _engine.read_file_ranges(ws.pool, paths, np.ascontiguousarray(self.offsets[indices, g]),
-                                           np.ascontiguousarray(sizes))
-            outs.append(TensorListCPU._from_packed(buf.view(dt), (sizes // dt.itemsize).reshape(-1, 1),
-                                                   source_info=info))
-        return outs
+        if self._remote:  # every component of the batch at once: one request per shard, in merged ranges
+            groups = len(self.dtypes)
+            flat = objects.read_ranges(self.label, self.shards, np.tile(self.shard_of[indices], groups),
+                                       self.offsets[indices].T.ravel(), self.sizes[indices].T.ravel(), len(indices))
+            ends = np.cumsum(self.sizes[indices].sum(axis=0))
+            parts = np.split(flat, ends[:-1])
+        else:
+            paths = [self.shards[k] for k in self.shard_of[indices]]
+            parts = [_engine.read_file_ranges(ws.pool, paths, np.ascontiguousarray(self.offsets[indices, g]),
+                                              np.ascontiguousarray(self.sizes[indices, g]))
+                     for g in range(len(self.dtypes))]
+        return [TensorListCPU._from_packed(buf.view(dt), (self.sizes[indices, g] // dt.itemsize).reshape(-1, 1),
+                                           source_info=info)
+                for g, (buf, dt) in enumerate(zip(parts, self.dtypes))]
