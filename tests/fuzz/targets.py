@@ -44,6 +44,7 @@ from penstock.operators import image_decode as decoders  # noqa: E402
 from penstock.operators._video_codec import decode_into, index_of, require_av  # noqa: E402
 from penstock.operators.audio_decode import load_libsndfile  # noqa: E402
 from penstock.operators.readers_nemo_asr import NemoAsrReader  # noqa: E402
+from penstock.operators._reader import FilesReader  # noqa: E402
 from penstock.operators.readers_file import FileReaderCPU  # noqa: E402
 from penstock.types import DALIImageType  # noqa: E402
 
@@ -156,7 +157,11 @@ def _scan(scan, data: bytes, file_name: str, args_for) -> tuple[_Op, int] | None
 
 def file_list(data: bytes) -> None:
     """readers.file's parsing of a file_list: 'path label' lines."""
-    found = _scan(FileReaderCPU.scan, data, "list.txt",
+    def scan(op: _Op) -> int:
+        op.fetch_remote = lambda: FilesReader.fetch_remote(op)  # what the scan calls once the paths are listed
+        return FileReaderCPU.scan(op)
+
+    found = _scan(scan, data, "list.txt",
                   lambda path: {"file_root": None, "file_list": path, "files": None, "labels": None})
     if found:
         op, n = found
