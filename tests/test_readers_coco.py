@@ -1,5 +1,6 @@
 """readers.coco on a COCO subset written by the test: boxes, labels, ids, polygons, options."""
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -22,8 +23,14 @@ ANNS = [  # (image id, category, bbox xywh, iscrowd, polygons)
 
 @pytest.fixture
 def coco(tmp_path):
-    root = tmp_path / "images"
-    root.mkdir()
+    return write_coco(tmp_path)
+
+
+def write_coco(folder) -> tuple[str, str]:
+    """The images (under images/) and the annotations file (instances.json) of the subset, in ``folder``."""
+    folder = pathlib.Path(folder)
+    root = folder / "images"
+    root.mkdir(parents=True)
     for k, (_, name, w, h) in enumerate(IMAGES):
         Image.fromarray(np.full((h, w, 3), 40 * k, np.uint8)).save(root / name)
     anns = []
@@ -33,7 +40,7 @@ def coco(tmp_path):
                      "segmentation": seg, "area": box[2] * box[3]})
     data = {"images": [{"id": i, "file_name": f, "width": w, "height": h} for i, f, w, h in IMAGES],
             "categories": [{"id": c, "name": str(c)} for c in CATS], "annotations": anns}
-    path = tmp_path / "instances.json"
+    path = folder / "instances.json"
     path.write_text(json.dumps(data))
     return str(root), str(path)
 
@@ -177,7 +184,7 @@ def _inside(poly, h, w):
 
 def test_pixelwise_masks(tmp_path):
     root = tmp_path / "img"
-    root.mkdir()
+    root.mkdir(parents=True)
     h, w = 12, 16
     Image.fromarray(np.zeros((h, w, 3), np.uint8)).save(root / "m.jpg")
     crowd = np.zeros((h, w), bool)

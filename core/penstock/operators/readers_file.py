@@ -7,7 +7,6 @@ import re
 
 import numpy as np
 
-from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from . import _object_store as objects
@@ -130,10 +129,7 @@ class FileReaderCPU(FilesReader):
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
         names = self.sources(indices)
-        if self.object_reads is not None:
-            buf, sizes = self.object_reads.read(paths)
-        else:
-            buf, sizes = _engine.read_files(ws.pool, paths)
+        buf, sizes = self.read_files(ws, paths)
         shapes = sizes.reshape(-1, 1)
         data = TensorListCPU._from_packed(buf, shapes, source_info=names)
         labels = TensorListCPU._from_packed(self.labels[indices].copy(), np.ones((len(indices), 1), np.int64),
