@@ -46,6 +46,14 @@ def is_url(path: str) -> bool:
     return isinstance(path, str) and path.split("://", 1)[0].lower() in SCHEMES and "://" in path
 
 
+def all_urls(label: str, what: str, paths: Sequence[str]) -> bool:
+    """Whether ``paths`` are all URLs of object stores (False: all local paths); a mix is refused."""
+    remote = sum(map(is_url, paths))
+    if 0 < remote < len(paths):
+        raise ValueError(f"{label}: {what} mix URLs and local paths; give one kind")
+    return bool(remote)
+
+
 def join(base: str, name: str) -> str:
     """``name`` under ``base``, a folder or a URL prefix; a URL or an absolute path stays as it is."""
     if is_url(name):
