@@ -246,7 +246,6 @@ def test_cache_keeps_within_its_bound_least_recently_used_out(tmp_path):
 
 
 @pytest.mark.parametrize("reader, kwargs", [
-    ("experimental.readers.fits", {"file_root": "s3://files/train"}),
     ("readers.nemo_asr", {"manifest_filepaths": ["s3://files/manifest.json"]}),
 ])
 def test_readers_without_object_stores_refuse_urls(reader, kwargs):
