@@ -8,11 +8,11 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 import pytest
 
+from _reader_runs import assert_checkpoint_resumes, assert_same_rows, reader_pipeline, rows
 from _s3_server import s3_endpoint, s3_ranges, s3_server  # noqa: F401 - the fixtures
-from penstock import fn, pipeline_def
+from penstock import fn
 from test_readers_caffe import CAFFE2_IMAGE_RECORDS, CAFFE_RECORDS, write_lmdb
 
 
@@ -31,28 +31,8 @@ def temp(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _pipe(reader, batch_size=2, checkpoint=None, **kwargs):
-    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=None, seed=12, enable_checkpointing=True,
-                  checkpoint=checkpoint)
-    def pipe():
-        return tuple(getattr(fn.readers, reader)(name="r", **kwargs))
-    p = pipe()
-    p.build()
-    return p
-
-
-def _run(p, iterations):
-    rows = []
-    for _ in range(iterations):
-        outs = p.run()
-        rows += [[np.array(o.at(i)) for o in outs] + [outs[0].source_info(i)] for i in range(len(outs[0]))]
-    return rows
-
-
-def _same(got, expected, local, url):
-    assert [g[-1] for g in got] == [e[-1].replace(local, url) for e in expected]
-    for g, e in zip(got, expected):
-        assert all(a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b) for a, b in zip(g[:-1], e[:-1]))
+def _pipe(reader, batch_size=2, **kwargs):
+    return reader_pipeline(getattr(fn.readers, reader), batch_size, **kwargs)
 
 
 @pytest.mark.parametrize("reader", ["caffe", "caffe2"])
@@ -63,20 +43,15 @@ def test_records_as_on_local_disk(databases, temp, reader, options):
     local, url = databases[reader]
     on_disk, on_s3 = _pipe(reader, path=[local], **options), _pipe(reader, path=[url], **options)
     assert on_s3.reader_meta("r") == on_disk.reader_meta("r")
-    expected = _run(on_disk, 6)
-    _same(_run(on_s3, 6), expected, local, url)
-    assert f"{url} at key 00000000" in {row[-1] for row in _run(_pipe(reader, batch_size=9, path=[url]), 1)}
+    assert_same_rows(rows(on_s3, 6), rows(on_disk, 6), local, url)
+    assert f"{url} at key 00000000" in {row[-1] for row in rows(_pipe(reader, batch_size=4, path=[url]), 1)}
 
 
 def test_labels_as_stored_and_checkpoints(databases, temp):
     _, url = databases["caffe"]
-    labels = [int(row[1][0]) for row in _run(_pipe("caffe", batch_size=5, path=[url]), 1)]
+    labels = [int(row[1][0]) for row in rows(_pipe("caffe", batch_size=5, path=[url]), 1)]
     assert labels == [k * 3 - 4 for k in range(5)]
-    reader = {"path": [url], "random_shuffle": True, "initial_fill": 4}
-    reference = _run(_pipe("caffe", **reader), 7)
-    head_pipe = _pipe("caffe", **reader)
-    head = _run(head_pipe, 3)
-    _same(head + _run(_pipe("caffe", checkpoint=head_pipe.checkpoint(), **reader), 4), reference, url, url)
+    assert_checkpoint_resumes(fn.readers.caffe, 3, 4, path=[url], random_shuffle=True, initial_fill=4)
 
 
 def test_fetched_once_and_removed_with_the_last_reader(databases, temp, s3_endpoint, s3_ranges):  # noqa: F811
@@ -89,7 +64,7 @@ def test_fetched_once_and_removed_with_the_last_reader(databases, temp, s3_endpo
         assert copy.read() == f.read()
     if s3_endpoint == "ranged":  # in ranged GETs (one here: the database is smaller than a chunk)
         assert [path for path, _ in s3_ranges.ranges[asked:]] == ["/lmdb/caffe/data.mdb"]
-    assert [row[-1] for row in _run(p, 2)] == [row[-1] for row in _run(q, 2)]  # both read the shared copy
+    assert [row[-1] for row in rows(p, 2)] == [row[-1] for row in rows(q, 2)]  # both read the shared copy
     del p
     gc.collect()
     assert os.path.isdir(temp / copies[0])

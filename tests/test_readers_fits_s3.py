@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from astropy.io import fits
 
+from _reader_runs import assert_checkpoint_resumes, assert_same_rows, reader_pipeline, rows
 from _s3_server import s3_server  # noqa: F401 - the fixture
-from penstock import fn, pipeline_def, types
+from penstock import fn, types
 from test_readers_fits import write_fits
 
 URL = "s3://fits/set"
@@ -25,46 +26,25 @@ def folder(s3_server):  # noqa: F811
     return root
 
 
-def _pipe(batch_size=2, checkpoint=None, **reader):
-    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=None, seed=3, enable_checkpointing=True,
-                  checkpoint=checkpoint)
-    def pipe():
-        out = fn.experimental.readers.fits(name="r", **reader)
-        return tuple(out) if isinstance(out, list) else out
-    p = pipe()
-    p.build()
-    return p
-
-
-def _run(p, iterations):
-    rows = []
-    for _ in range(iterations):
-        outs = p.run()
-        rows += [[np.array(o.at(i)) for o in outs] + [outs[0].source_info(i)] for i in range(len(outs[0]))]
-    return rows
-
-
-def _same(got, expected, local, url):
-    assert [g[-1] for g in got] == [e[-1].replace(local, url) for e in expected]
-    for g, e in zip(got, expected):
-        assert all(a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b) for a, b in zip(g[:-1], e[:-1]))
+def _pipe(batch_size=2, **reader):
+    return reader_pipeline(fn.experimental.readers.fits, batch_size, **reader)
 
 
 @pytest.mark.parametrize("reader", [
-    {"file_filter": "img*.fits"},
-    {"file_filter": "img*.fits", "random_shuffle": True, "initial_fill": 3},
-    {"file_filter": "img*.fits", "num_shards": 2, "shard_id": 1, "pad_last_batch": True},
-    {"file_filter": "img*.fits", "shuffle_after_epoch": True},
+    {},
+    {"random_shuffle": True, "initial_fill": 3},
+    {"num_shards": 2, "shard_id": 1, "pad_last_batch": True},
+    {"shuffle_after_epoch": True},
 ])
 def test_images_as_on_local_disk(folder, reader):
-    on_disk, on_s3 = _pipe(file_root=folder, **HDUS, **reader), _pipe(file_root=URL, **HDUS, **reader)
+    on_disk = _pipe(file_root=folder, file_filter="img*.fits", **HDUS, **reader)
+    on_s3 = _pipe(file_root=URL, file_filter="img*.fits", **HDUS, **reader)
     assert on_s3.reader_meta("r") == on_disk.reader_meta("r")
-    expected = _run(on_disk, 5)
-    _same(_run(on_s3, 5), expected, folder, URL)
+    assert_same_rows(rows(on_s3, 5), rows(on_disk, 5), folder, URL)
 
 
 def test_images_are_astropys(folder):
-    got = _run(_pipe(batch_size=5, file_root=URL, file_filter="img*.fits", **HDUS), 1)
+    got = rows(_pipe(batch_size=5, file_root=URL, file_filter="img*.fits", **HDUS), 1)
     for k, row in enumerate(got):
         assert row[-1] == f"{URL}/img{k}.fits"
         with fits.open(os.path.join(folder, f"img{k}.fits")) as hdul:
@@ -73,25 +53,21 @@ def test_images_are_astropys(folder):
     assert got[4][0].tolist() == (np.arange(12).reshape(3, 4) * 5 - 7).tolist()  # RICE-compressed, decompressed
 
 
-def test_files_and_file_list(folder, tmp_path):
+def test_files_and_file_list(folder):
     with open(os.path.join(folder, "list.txt"), "w") as f:
         f.write("img3.fits\nimg1.fits\n")
     for listed in ({"file_list": f"{URL}/list.txt"}, {"files": ["img3.fits", "img1.fits"], "file_root": URL},
                    {"files": [f"{URL}/img3.fits", f"{URL}/img1.fits"]}):
-        got = _run(_pipe(hdu_indices=[4], **listed), 1)
+        got = rows(_pipe(hdu_indices=[4], **listed), 1)
         assert [(row[0].tolist(), row[1]) for row in got] == [(list(range(6)), f"{URL}/img3.fits"),
                                                              (list(range(4)), f"{URL}/img1.fits")]
-    scaled = _run(_pipe(batch_size=1, files=[f"{URL}/scaled.fit"], dtypes=[types.UINT16]), 1)
+    scaled = rows(_pipe(batch_size=1, files=[f"{URL}/scaled.fit"], dtypes=[types.UINT16]), 1)
     assert scaled[0][0].tolist() == [[0, 40000, 65535]]  # BZERO applied
 
 
 def test_checkpoint_resumes_exactly(folder):
-    reader = {"file_root": URL, "file_filter": "img*.fits", "hdu_indices": [4], "random_shuffle": True,
-              "initial_fill": 3}
-    reference = _run(_pipe(**reader), 6)
-    first = _pipe(**reader)
-    head = _run(first, 2)
-    _same(head + _run(_pipe(checkpoint=first.checkpoint(), **reader), 4), reference, URL, URL)
+    assert_checkpoint_resumes(fn.experimental.readers.fits, 2, 4, file_root=URL, file_filter="img*.fits",
+                              hdu_indices=[4], random_shuffle=True, initial_fill=3)
 
 
 def test_missing_or_bad_files_name_the_url_and_the_reader(folder):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
+from _reader_runs import assert_checkpoint_resumes, assert_same_rows, reader_pipeline, rows
 from _s3_server import s3_endpoint, s3_ranges, s3_server  # noqa: F401 - the fixtures
-from penstock import fn, pipeline_def
+from penstock import fn
 from test_readers_mxnet import IMAGES, record, write_recordio
 
 
@@ -22,23 +22,8 @@ def files(s3_server):  # noqa: F811
     return [os.path.join(root, n) for n in "ab"], ["s3://recordio/a", "s3://recordio/b"]
 
 
-def _pipe(recs, indexes, batch_size=4, checkpoint=None, **reader):
-    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=None, seed=8, enable_checkpointing=True,
-                  checkpoint=checkpoint)
-    def pipe():
-        return tuple(fn.readers.mxnet(path=recs, index_path=indexes, name="r", **reader))
-    p = pipe()
-    p.build()
-    return p
-
-
-def _run(p, iterations):
-    rows = []
-    for _ in range(iterations):
-        images, labels = p.run()
-        rows += [(bytes(np.asarray(images.at(i))), np.asarray(labels.at(i)).tolist(), images.source_info(i))
-                 for i in range(len(images))]
-    return rows
+def _pipe(recs, indexes, batch_size=4, **reader):
+    return reader_pipeline(fn.readers.mxnet, batch_size, path=recs, index_path=indexes, **reader)
 
 
 @pytest.mark.parametrize("reader", [{}, {"random_shuffle": True, "initial_fill": 3},
@@ -47,19 +32,17 @@ def _run(p, iterations):
 def test_records_as_on_local_disk(files, s3_endpoint, reader):  # noqa: F811
     local, urls = files
     on_disk = _pipe([f"{p}.rec" for p in local], [f"{p}.idx" for p in local], **reader)
-    expected = _run(on_disk, 4)
-    as_urls = [(data, labels, source.replace(os.path.dirname(local[0]), "s3://recordio"))
-               for data, labels, source in expected]
+    expected = rows(on_disk, 4)
     for indexes in ([f"{p}.idx" for p in local], [f"{u}.idx" for u in urls]):  # index files local or in the store
         on_s3 = _pipe([f"{u}.rec" for u in urls], indexes, **reader)
         assert on_s3.reader_meta("r") == on_disk.reader_meta("r")
-        assert _run(on_s3, 4) == as_urls
+        assert_same_rows(rows(on_s3, 4), expected, os.path.dirname(local[0]), "s3://recordio")
 
 
 def test_labels_and_images_as_written(files, s3_endpoint):  # noqa: F811
     local, urls = files
-    got = _run(_pipe([f"{u}.rec" for u in urls], [f"{u}.idx" for u in urls], batch_size=6), 1)
-    assert [(data, labels) for data, labels, _ in got] == [
+    got = rows(_pipe([f"{u}.rec" for u in urls], [f"{u}.idx" for u in urls], batch_size=6), 1)
+    assert [(bytes(image), labels.tolist()) for image, labels, _ in got] == [
         (IMAGES[0], [0.0]), (IMAGES[1], [1.0]), (IMAGES[2], [2.0]), (IMAGES[3], [3.0]), (IMAGES[4], [1.5, 2.5]),
         (IMAGES[5], [9.0])]
     with open(f"{local[1]}.idx") as f:
@@ -69,12 +52,8 @@ def test_labels_and_images_as_written(files, s3_endpoint):  # noqa: F811
 
 def test_checkpoint_resumes_exactly(files, s3_endpoint):  # noqa: F811
     _, urls = files
-    args = ([f"{u}.rec" for u in urls], [f"{u}.idx" for u in urls])
-    reader = {"batch_size": 2, "random_shuffle": True, "initial_fill": 4}
-    reference = _run(_pipe(*args, **reader), 7)
-    first = _pipe(*args, **reader)
-    head = _run(first, 3)
-    assert head + _run(_pipe(*args, checkpoint=first.checkpoint(), **reader), 4) == reference
+    assert_checkpoint_resumes(fn.readers.mxnet, 3, 4, path=[f"{u}.rec" for u in urls],
+                              index_path=[f"{u}.idx" for u in urls], random_shuffle=True, initial_fill=4)
 
 
 def test_missing_and_damaged_files_name_the_url_and_the_reader(files, s3_server, s3_endpoint):  # noqa: F811

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 
-import numpy as np
 import pytest
 
+from _reader_runs import assert_checkpoint_resumes, assert_same_rows, reader_pipeline, rows
 from _s3_server import s3_server  # noqa: F401 - the fixture
-from penstock import fn, pipeline_def
+from penstock import fn
 from test_readers_sequence import write_streams
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*readers.sequence:DeprecationWarning")
@@ -19,30 +19,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*readers.sequence:DeprecationWa
 @pytest.fixture(scope="module")
 def streams(s3_server):  # noqa: F811
     return write_streams(os.path.join(s3_server.bucket("frames"), "streams")), "s3://frames/streams"
-
-
-def _pipe(batch_size=2, checkpoint=None, **reader):
-    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=None, seed=9, enable_checkpointing=True,
-                  checkpoint=checkpoint)
-    def pipe():
-        return fn.readers.sequence(name="r", **reader)
-    p = pipe()
-    p.build()
-    return p
-
-
-def _run(p, iterations):
-    rows = []
-    for _ in range(iterations):
-        (out,) = p.run()
-        rows += [np.array(out.at(i)) for i in range(len(out))]
-    return rows
-
-
-def _same(got, expected):
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected):
-        assert g.dtype == e.dtype == np.uint8 and g.shape == e.shape and np.array_equal(g, e)
 
 
 @pytest.mark.parametrize("reader", [
@@ -54,38 +30,35 @@ def _same(got, expected):
 ])
 def test_sequences_as_on_local_disk(streams, reader):
     local, url = streams
-    on_disk, on_s3 = _pipe(file_root=local, **reader), _pipe(file_root=url, **reader)
+    on_disk = reader_pipeline(fn.readers.sequence, file_root=local, **reader)
+    on_s3 = reader_pipeline(fn.readers.sequence, file_root=url, **reader)
     assert on_s3.reader_meta("r") == on_disk.reader_meta("r")
-    expected = _run(on_disk, 6)
-    _same(_run(on_s3, 6), expected)
+    assert_same_rows(rows(on_s3, 6), rows(on_disk, 6))
 
 
 def test_frames_in_order_from_the_store(streams):
     _, url = streams
-    p = _pipe(batch_size=9, file_root=url, sequence_length=2)
+    p = reader_pipeline(fn.readers.sequence, batch_size=9, file_root=url, sequence_length=2)
     assert p.reader_meta("r")["epoch_size"] == 9  # 4 of stream 0, 2 of stream 1, 3 of b; none of c or top.png
-    got = _run(p, 1)
+    got = [row[0] for row in rows(p, 1)]
     assert [s[:, 1, 1, 0].tolist() for s in got] == [[6, 16], [16, 26], [26, 36], [36, 46], [0, 10], [10, 20],
-                                                       [0, 10], [10, 20], [20, 30]]
+                                                     [0, 10], [10, 20], [20, 30]]
     assert got[0].shape == (2, 4, 6, 3) and got[0][1, 0, 0].tolist() == [1, 100, 200]
 
 
 def test_checkpoint_resumes_exactly(streams):
     _, url = streams
-    reader = {"file_root": url, "sequence_length": 2, "random_shuffle": True, "initial_fill": 4}
-    reference = _run(_pipe(**reader), 7)
-    first = _pipe(**reader)
-    head = _run(first, 3)
-    _same(head + _run(_pipe(checkpoint=first.checkpoint(), **reader), 4), reference)
+    assert_checkpoint_resumes(fn.readers.sequence, 3, 4, file_root=url, sequence_length=2, random_shuffle=True,
+                              initial_fill=4)
 
 
 def test_missing_frame_and_bucket_name_the_url_and_the_reader(streams, s3_server):  # noqa: F811
     local, _ = streams
     copy = os.path.join(s3_server.bucket("frames"), "partial")
     shutil.copytree(local, copy)
-    p = _pipe(file_root="s3://frames/partial", sequence_length=2)
+    p = reader_pipeline(fn.readers.sequence, file_root="s3://frames/partial", sequence_length=2)
     os.remove(os.path.join(copy, "0", "00001.png"))  # listed at build, gone when read
     with pytest.raises(RuntimeError, match=r"readers\.sequence.*'s3://frames/partial/0/00001\.png'.*no such object"):
         p.run()
     with pytest.raises(RuntimeError, match=r"readers\.sequence.*cannot list 's3://no-such-bucket/streams'"):
-        _pipe(file_root="s3://no-such-bucket/streams", sequence_length=2)
+        reader_pipeline(fn.readers.sequence, file_root="s3://no-such-bucket/streams", sequence_length=2)
