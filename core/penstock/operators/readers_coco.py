@@ -90,6 +90,7 @@ def ragged_take(offsets: np.ndarray, counts: np.ndarray, indices: np.ndarray) ->
 
 @register(COCO_READER)
 class COCOReaderCPU(FilesReader):
+    shuffles_list = True
     def scan(self) -> int:
         a = self.args
         if a["pixelwise_masks"] and a["polygon_masks"]:
@@ -110,7 +111,7 @@ class COCOReaderCPU(FilesReader):
         self.paths = [objects.join(a["file_root"], f) for f in self.files]
         if not self.paths:
             raise RuntimeError(f"{self.label}: no images found in '{a['annotations_file']}'")
-        self.names = self.paths  # source_info: the image's path (or URL)
+        self.names = self.files  # source_info: the file name as the annotations give it (DALI's)
         self.fetch_remote()
         self._box_rows = self.boxes.reshape(-1, 4)
         return len(self.paths)
@@ -269,35 +270,36 @@ class COCOReaderCPU(FilesReader):
     def load(self, ws, indices: np.ndarray):
         a = self.args
         paths = [self.paths[i] for i in indices]
+        info = self.sources(indices)
         n = len(indices)
         buf, sizes = self.read_files(ws, paths)
-        out = [TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)]
+        out = [TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=info)]
         take = ragged_take(self.offsets, self.counts, indices)
         counts = self.counts[indices].astype(np.int64)
         out.append(TensorListCPU._from_packed(np.ascontiguousarray(self._box_rows[take]).reshape(-1),
-                                              np.stack([counts, np.full(n, 4)], 1), source_info=paths))
-        out.append(TensorListCPU._from_packed(self.labels[take], counts.reshape(-1, 1), source_info=paths))
+                                              np.stack([counts, np.full(n, 4)], 1), source_info=info))
+        out.append(TensorListCPU._from_packed(self.labels[take], counts.reshape(-1, 1), source_info=info))
         if a["polygon_masks"]:
             pt = ragged_take(self.poly_offsets, self.poly_counts, indices)
             vt = ragged_take(self.vert_offsets, self.vert_counts, indices)
             pc, vc = self.poly_counts[indices], self.vert_counts[indices]
             out.append(TensorListCPU._from_packed(np.ascontiguousarray(self.poly[pt]).reshape(-1),
-                                                  np.stack([pc, np.full(n, 3)], 1), source_info=paths))
+                                                  np.stack([pc, np.full(n, 3)], 1), source_info=info))
             out.append(TensorListCPU._from_packed(np.ascontiguousarray(self.vertices[vt]).reshape(-1),
-                                                  np.stack([vc, np.full(n, 2)], 1), source_info=paths))
+                                                  np.stack([vc, np.full(n, 2)], 1), source_info=info))
         if a["pixelwise_masks"]:
-            out.append(self._masks(ws, indices, paths))
+            out.append(self._masks(ws, indices, info))
         if a["image_ids"]:
             out.append(TensorListCPU._from_packed(self.ids[indices].copy(), np.ones((n, 1), np.int64),
-                                                  source_info=paths))
+                                                  source_info=info))
         return out
 
-    def _masks(self, ws, indices: np.ndarray, paths: list[str]) -> TensorListCPU:
+    def _masks(self, ws, indices: np.ndarray, info: list[str]) -> TensorListCPU:
         """[H, W, 1] int32 label maps of the images ``indices``."""
         from .._batch import empty_batch
         n = len(indices)
         shapes = np.stack([self.heights[indices], self.widths[indices], np.ones(n, np.int64)], 1)
-        out = empty_batch(shapes, np.int32, "HWC", paths)
+        out = empty_batch(shapes, np.int32, "HWC", info)
         rle_take = ragged_take(self.rle_off, self.rle_cnt, indices)
         rle_cnt = self.rle_cnt[indices]
         poly_take = ragged_take(self.poly_offsets, self.poly_counts, indices)
