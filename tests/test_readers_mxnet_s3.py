@@ -4,6 +4,9 @@ missing or damaged file is named by its URL."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -72,3 +75,28 @@ def test_missing_and_damaged_files_name_the_url_and_the_reader(files, s3_server,
         p.run()
     with pytest.raises(ValueError, match=r"readers\.mxnet.*mix URLs and local paths"):
         _pipe([f"{urls[0]}.rec", f"{local[1]}.rec"], [f"{local[0]}.idx", f"{local[1]}.idx"])
+
+
+_SCRIPT = """
+import penstock
+@penstock.pipeline_def(batch_size=2, num_threads=2, device_id=None, seed=17)
+def pipe():
+    return tuple(penstock.fn.readers.mxnet(path=["s3://recordio/a.rec"], index_path=["s3://recordio/a.idx"],
+                                           random_shuffle=True, initial_fill=3, prefetch_queue_depth=3))
+p = pipe()
+p.build()
+for _ in range(5):
+    p.run()
+print("read")
+"""
+
+
+def test_a_script_exits_promptly_with_batches_read_ahead(files):
+    """The reader's thread reads batches ahead while the interpreter exits: its requests end with the
+    loop that answers them (they once waited out their whole bound, 160 s, in one exit of three)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for _ in range(4):
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == "read", done.stderr[-2000:]
+        assert time.monotonic() - start < 30, done.stderr[-2000:]
