@@ -62,3 +62,17 @@ def test_missing_frame_and_bucket_name_the_url_and_the_reader(streams, s3_server
         p.run()
     with pytest.raises(RuntimeError, match=r"readers\.sequence.*cannot list 's3://no-such-bucket/streams'"):
         reader_pipeline(fn.readers.sequence, file_root="s3://no-such-bucket/streams", sequence_length=2)
+
+
+def test_on_error_skip_passes_over_sequences_with_a_missing_frame(streams, s3_server):  # noqa: F811
+    local, _ = streams
+    copy = os.path.join(s3_server.bucket("frames"), "skipping")
+    shutil.copytree(local, copy)
+    p = reader_pipeline(fn.readers.sequence, batch_size=3, file_root="s3://frames/skipping", sequence_length=2,
+                        on_error="skip")
+    os.remove(os.path.join(copy, "0", "00001.png"))  # in the first two sequences of stream 0
+    with pytest.warns(RuntimeWarning, match="00000.png|00001.png"):
+        got = [row[0] for row in rows(p, 1)]
+    assert [s[:, 1, 1, 0].tolist() for s in got] == [[26, 36], [36, 46], [0, 10]]
+    assert [s["source"] for s in p.skipped_samples] == ["s3://frames/skipping/0/00000.png",
+                                                         "s3://frames/skipping/0/00001.png"]

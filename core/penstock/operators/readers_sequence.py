@@ -98,9 +98,9 @@ class SequenceReader(FilesReader):
         a = self.args
         length = a["sequence_length"]
         paths = self._frames_of(indices)
-        buf, sizes = self.read_files(ws, paths)
-        src = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)
-        try:
+        try:  # a frame that cannot be read or decoded is its sequence's error
+            buf, sizes = self.read_files(ws, paths)
+            src = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)
             pixels, shapes, _ = decode_whole(self, ws.pool, src, int(a["image_type"]), None)
         except (_engine.SampleError, SampleError) as e:
             bad = sample_error_from_engine(e) or e
