@@ -33,8 +33,11 @@ def read_index(label: str, rec: str, idx: str) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, sizes) of the records of ``rec`` in the order its index lists them."""
     rows = [line.split() for line in objects.read_text(label, idx, "index file") if line.strip()]
     try:
-        file_size = (objects.open_file(label, rec).seek(0, io.SEEK_END) if objects.is_url(rec)
-                     else os.path.getsize(rec))
+        if objects.is_url(rec):
+            with objects.open_file(label, rec) as f:  # its size: one HEAD request
+                file_size = f.seek(0, io.SEEK_END)
+        else:
+            file_size = os.path.getsize(rec)
     except OSError as e:
         raise RuntimeError(f"{label}: cannot read '{idx}' or '{rec}': {e}") from None
     try:
