@@ -557,13 +557,6 @@ class FilesReader(Reader):
         if self.object_reads is not None:
             self.object_reads.prefetch([self.paths[i] for i in indices])
 
-    def read_files(self, ws, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The files ``paths`` packed in one buffer, with their sizes: fetched from their object
-        store (GETs started by ``prefetch``), or read from local disk by the engine's pool."""
-        if self.object_reads is not None:
-            return self.object_reads.read(paths)
-        return _engine.read_files(ws.pool, paths)
-
     def close(self) -> None:
         super().close()
         if self.object_reads is not None:

@@ -25,6 +25,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
 from . import _object_store as objects
 from ._reader import READER_ARGS, FilesReader
+from .readers_file import read_files
 
 COCO_READER = OpSchema(
     "readers.COCO", "Reads COCO images (encoded) with their bounding boxes and labels.",
@@ -272,7 +273,7 @@ class COCOReaderCPU(FilesReader):
         paths = [self.paths[i] for i in indices]
         info = self.sources(indices)
         n = len(indices)
-        buf, sizes = self.read_files(ws, paths)
+        buf, sizes = read_files(self, ws, paths)
         out = [TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=info)]
         take = ragged_take(self.offsets, self.counts, indices)
         counts = self.counts[indices].astype(np.int64)

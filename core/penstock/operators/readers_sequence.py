@@ -22,7 +22,7 @@ from ..types import DALIImageType
 from . import _object_store as objects
 from ._reader import READER_ARGS, FilesReader
 from .image_decode import decode_whole
-from .readers_file import DEFAULT_FILTERS
+from .readers_file import DEFAULT_FILTERS, read_files
 
 # the extensions of the frames a stream's directory holds (other files are not frames)
 FRAME_EXTENSIONS = tuple(pattern[1:] for pattern in DEFAULT_FILTERS if pattern not in ("*.flac", "*.ogg", "*.wav"))
@@ -99,7 +99,7 @@ class SequenceReader(FilesReader):
         length = a["sequence_length"]
         paths = self._frames_of(indices)
         try:  # a frame that cannot be read or decoded is its sequence's error
-            buf, sizes = self.read_files(ws, paths)
+            buf, sizes = read_files(self, ws, paths)
             src = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)
             pixels, shapes, _ = decode_whole(self, ws.pool, src, int(a["image_type"]), None)
         except (_engine.SampleError, SampleError) as e:
