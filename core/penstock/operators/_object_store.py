@@ -28,6 +28,7 @@ import io
 import os
 import posixpath
 import threading
+import weakref
 from collections import deque
 from datetime import timedelta
 from typing import Any, Awaitable, Callable, Sequence
@@ -44,6 +45,14 @@ LIST_PAGE = 1000         # keys per listing request (S3's largest page)
 
 def is_url(path: str) -> bool:
     return isinstance(path, str) and path.split("://", 1)[0].lower() in SCHEMES and "://" in path
+
+
+def all_urls(label: str, what: str, paths: Sequence[str]) -> bool:
+    """Whether ``paths`` are all URLs of object stores (False: all local paths); a mix is refused."""
+    remote = sum(map(is_url, paths))
+    if 0 < remote < len(paths):
+        raise ValueError(f"{label}: {what} mix URLs and local paths; give one kind")
+    return bool(remote)
 
 
 def join(base: str, name: str) -> str:
@@ -154,10 +163,32 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.slots = asyncio.Semaphore(max_in_flight())
         self.in_flight = 0  # requests being answered now (the bench reports it)
+        self.lock = threading.Lock()
+        self.stopped = False  # at exit
+        self.submitted: weakref.WeakSet = weakref.WeakSet()  # futures someone may still wait on
         threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True).start()
 
     def submit(self, coro: Awaitable) -> concurrent.futures.Future:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """The future of ``coro`` run on the loop; once the loop has stopped, a cancelled one."""
+        with self.lock:
+            if not self.stopped:
+                future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+                self.submitted.add(future)
+                return future
+        coro.close()
+        future = concurrent.futures.Future()
+        future.cancel()
+        return future
+
+    def stop(self) -> None:
+        """Stops the loop; what waits on a request it will not answer now (a batch a reader's thread
+        reads ahead while the interpreter exits) is cancelled rather than left to time out."""
+        with self.lock:
+            self.stopped = True
+            unanswered = list(self.submitted)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        for future in unanswered:
+            future.cancel()
 
     async def request(self, coro: Awaitable) -> Any:
         async with self.slots:
@@ -194,7 +225,7 @@ def _settle(loop: _Loop) -> None:
         asyncio.run_coroutine_threadsafe(drain(), loop.loop).result(15)
     except Exception:  # noqa: BLE001 - exiting anyway
         pass
-    loop.loop.call_soon_threadsafe(loop.loop.stop)
+    loop.stop()
 
 
 def requests_in_flight() -> int:
@@ -225,6 +256,8 @@ def wait(label: str, what: str, future: concurrent.futures.Future) -> Any:
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise RuntimeError(f"{label}: reading {what} did not finish in time") from None
+    except concurrent.futures.CancelledError:
+        raise RuntimeError(f"{label}: reading {what} was cancelled (the interpreter is exiting)") from None
 
 
 # ---- listing ---------------------------------------------------------------------------------
