@@ -256,6 +256,10 @@ PYBIND11_MODULE(_engine, m) {
         "first that fits, else the whole image clamped to the ratio range (the GIL stays held: it is per-batch "
         "planning of microseconds)",
         "hw"_a, "area_draws"_a, "ratio_draws"_a, "min_area"_a, "max_area"_a, "min_ratio"_a, "max_ratio"_a);
+  m.def("verify_jpegs", &image::verify_jpegs,
+        "Read the JPEGs of an encoded batch through to their end markers (no pixels made): a JPEG in which "
+        "libjpeg-turbo finds corrupt data is its sample's error; files read through before are not read again",
+        without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a);
   m.def("decode_images", &image::decode_images,
         "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with return_geometry also "
         "[N, 3] (y0, x0, step): where each output starts in display coordinates of the full-size image and how "

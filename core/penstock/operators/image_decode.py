@@ -20,9 +20,10 @@ Beyond DALI, two guards against files that would give wrong data or exhaust memo
   epochs) stop below the window. DALI's CPU decoder
   decodes such files, printing libjpeg's warning; ``accept_corrupt_jpeg=True`` does the same
   (without the print, and crops stop decoding below the window). A file that simply
-  ends too early fails either way, as in DALI. On the mixed backend this holds for the JPEGs
-  decoded on the host; what nvImageCodec's GPU decoders do with such files is theirs (not
-  checked yet).
+  ends too early fails either way, as in DALI. On the mixed backend it holds for every JPEG:
+  nvImageCodec's GPU decoders decode such a scan without a word (hardware engines and CUDA
+  decoder alike, on an H200), so the host reads the files they decode through beside them, once
+  per file (by the same hash), and a corrupt one fails its batch as on the CPU.
 * The pipeline's ``max_image_pixels``: an image whose header claims more pixels fails before
   anything is decoded (decompression bombs), naming the file and its size. Formats decoded
   through Pillow are also subject to Pillow's own ``Image.MAX_IMAGE_PIXELS``.
