@@ -18,7 +18,7 @@
 #include "kernels/clahe.h"
 #include "kernels/color.h"
 #include "kernels/crop_mirror_normalize.h"
-#include "kernels/crop_windows.h"
+#include "kernels/image_decode_windows.h"
 #include "kernels/custom.h"
 #include "kernels/debayer.h"
 #include "kernels/displacement.h"

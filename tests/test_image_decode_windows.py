@@ -1,4 +1,4 @@
-"""The engine's random crop window sizes (csrc/kernels/crop_windows.cpp) against the algorithm written out
+"""The engine's random crop window sizes (csrc/kernels/image_decode_windows.cpp) against the algorithm written out
 with numpy (operators.md §2): the same draws give the same windows, bit for bit, edge cases included."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-#include "kernels/crop_windows.h"
+#include "kernels/image_decode_windows.h"
 
 #include <algorithm>
 #include <cmath>

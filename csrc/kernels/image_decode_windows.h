@@ -1,4 +1,4 @@
-// random_crop_windows (crop_windows.cpp): the random-window algorithm of decoders.image_random_crop
+// random_crop_sizes (image_decode_windows.cpp): the random-window algorithm of decoders.image_random_crop
 // and random_resized_crop for a batch, from draws made beforehand (so the random stream is the
 // caller's). Small per-batch planning: it runs with the GIL held, one call per batch, instead of
 // some forty array operations each of which gives the GIL away.
