@@ -249,7 +249,6 @@ def test_cache_keeps_within_its_bound_least_recently_used_out(tmp_path):
     ("experimental.readers.fits", {"file_root": "s3://files/train"}),
     ("readers.coco", {"file_root": "s3://files/train", "annotations_file": "s3://files/train/coco.json"}),
     ("readers.mxnet", {"path": ["s3://files/d.rec"], "index_path": ["s3://files/d.idx"]}),
-    ("readers.nemo_asr", {"manifest_filepaths": ["s3://files/manifest.json"]}),
 ])
 def test_readers_without_object_stores_refuse_urls(reader, kwargs):
     op = fn
