@@ -27,6 +27,7 @@ import configparser
 import io
 import os
 import posixpath
+import re
 import threading
 from collections import deque
 from datetime import timedelta
@@ -247,6 +248,17 @@ async def _list_folders(store: Any, prefix: str, keep: Callable[[list[str]], lis
                                                                                           [top, *listed])}
 
 
+def _listing_error(label: str, root: str, exc: BaseException) -> RuntimeError:
+    """A failed listing, named by URL; over http(s), what a server that cannot list means."""
+    why = describe_error(exc)
+    refused = re.search(r"PROPFIND.*status code: (405|501)", str(exc), re.S)
+    if urlsplit(root).scheme.lower() in ("http", "https") and refused:
+        why = ("an http(s) prefix is listed with WebDAV's PROPFIND, which this server does not answer (a plain "
+               "HTTP server cannot list a folder): give the objects' URLs ('files' or a 'file_list') instead; "
+               + why)
+    return RuntimeError(f"{label}: cannot list '{root}': {why}")
+
+
 def list_folders(label: str, root: str, keep: Callable[[list[str]], list[str]]) -> dict[str, list[str]]:
     """The names of the objects directly in each folder directly under the URL ``root`` (a
     reader's class folders), of the folders ``keep`` keeps (in its order), and under "" those
@@ -258,7 +270,7 @@ def list_folders(label: str, root: str, keep: Callable[[list[str]], list[str]]) 
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001 - the client's errors, named by URL
-        raise RuntimeError(f"{label}: cannot list '{root}': {describe_error(exc)}") from None
+        raise _listing_error(label, root, exc) from None
 
 
 def list_all(label: str, root: str) -> list[str]:
@@ -269,7 +281,7 @@ def list_all(label: str, root: str) -> list[str]:
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise RuntimeError(f"{label}: cannot list '{root}': {describe_error(exc)}") from None
+        raise _listing_error(label, root, exc) from None
     cut = len(prefix.rstrip("/")) + 1 if prefix else 0
     return sorted(k[cut:] for k in keys)
 
