@@ -31,7 +31,7 @@ import re
 import threading
 from collections import deque
 from datetime import timedelta
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Coroutine, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -148,17 +148,57 @@ def max_in_flight() -> int:
     return int(os.environ.get("PENSTOCK_OBJECT_REQUESTS", "128"))
 
 
-class _Loop:
-    """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight."""
+class _DeliveringLoop(asyncio.SelectorEventLoop):
+    """An event loop that counts the calls other threads are making into it. The client's threads
+    hand a result over with ``call_soon_threadsafe``, which queues it and then wakes the loop, the
+    GIL released meanwhile: a request is answered (its task done) while the thread that answered
+    it is still in that call, and a thread taking the GIL back once the interpreter finalizes is
+    ended there, which aborts the process (the client's code cannot be unwound)."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        super().__init__()
+        self.calling = 0
+        self.calls_ended = threading.Condition()
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> asyncio.Handle:
+        with self.calls_ended:
+            self.calling += 1
+        try:
+            return super().call_soon_threadsafe(*args, **kwargs)
+        finally:
+            with self.calls_ended:
+                self.calling -= 1
+                self.calls_ended.notify_all()
+
+    def wait_for_callers(self, timeout: float) -> None:
+        with self.calls_ended:
+            self.calls_ended.wait_for(lambda: self.calling == 0, timeout)
+
+
+class _Loop:
+    """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight. Every
+    request runs here, none in the thread that waits for it: a thread waiting inside the client
+    when the interpreter exits is ended by it there, and the client aborts the process."""
+
+    def __init__(self) -> None:
+        self.loop = _DeliveringLoop()
         self.slots = asyncio.Semaphore(max_in_flight())
         self.in_flight = 0  # requests being answered now (the bench reports it)
-        threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True).start()
+        self.closing = False  # set at exit: no request starts after the last ones are waited for
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True)
+        self.thread.start()
 
-    def submit(self, coro: Awaitable) -> concurrent.futures.Future:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+    def submit(self, coro: Coroutine) -> concurrent.futures.Future:
+        """The future of ``coro`` run on the loop; once the interpreter exits, a failed one (what
+        asks then is a thread reading ahead, which a reader's close may be waiting for)."""
+        with self.lock:
+            if not self.closing:
+                return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        coro.close()
+        refused: concurrent.futures.Future = concurrent.futures.Future()
+        refused.set_exception(RuntimeError("the interpreter is exiting: no more objects are read"))
+        return refused
 
     async def request(self, coro: Awaitable) -> Any:
         async with self.slots:
@@ -182,20 +222,30 @@ def event_loop() -> _Loop:
         return _loop
 
 
-def _settle(loop: _Loop) -> None:
-    """At exit, requests still in flight (batches read ahead) end first, within a bound, and the
-    loop stops: the client's threads would otherwise hand their results to an interpreter being
-    torn down, which aborts the process."""
+def _settle(loop: _Loop, bound: float = 10.0) -> None:
+    """At exit, requests still in flight (batches read ahead) end first, within ``bound``
+    seconds, no new one starts (threads still running, a pipeline's stages reading ahead, are
+    refused), and the loop stops: the client's threads would otherwise hand their results to an
+    interpreter being torn down, which aborts the process."""
     async def drain() -> None:
-        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        if pending:
-            await asyncio.wait(pending, timeout=10)
+        end = asyncio.get_running_loop().time() + bound
+        while True:  # requests submitted before closing may start others (a batch's GETs)
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            left = end - asyncio.get_running_loop().time()
+            if not pending or left <= 0:
+                return
+            await asyncio.wait(pending, timeout=left)
 
+    with loop.lock:  # every request submitted before this is queued on the loop ahead of drain()
+        loop.closing = True
+        drained = asyncio.run_coroutine_threadsafe(drain(), loop.loop)
     try:
-        asyncio.run_coroutine_threadsafe(drain(), loop.loop).result(15)
+        drained.result(bound + 5)
     except Exception:  # noqa: BLE001 - exiting anyway
         pass
     loop.loop.call_soon_threadsafe(loop.loop.stop)
+    loop.thread.join(5)
+    loop.loop.wait_for_callers(5)  # the threads that answered the last requests are out of Python
 
 
 def requests_in_flight() -> int:
@@ -391,10 +441,19 @@ class _ObjectFile(io.RawIOBase):
         self.store, self.key = locate(url)
         obstore = _obstore()
         try:
-            self.size = int(obstore.head(self.store, self.key)["size"])
+            self.size = int(self._request(lambda: obstore.head_async(self.store, self.key))["size"])
+        except RuntimeError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
         self.pos, self.window, self.window_start = 0, memoryview(b""), 0
+
+    def _request(self, start: Callable[[], Awaitable]) -> Any:
+        """The answer of the request ``start`` makes, run on the event loop (``_Loop``)."""
+        async def answer() -> Any:
+            return await event_loop().request(start())
+
+        return wait(self.label, f"'{self.url}'", event_loop().submit(answer()))
 
     def readable(self) -> bool:
         return True
@@ -405,7 +464,11 @@ class _ObjectFile(io.RawIOBase):
     def _fetch(self, start: int, end: int) -> None:
         obstore = _obstore()
         try:
-            self.window, self.window_start = memoryview(obstore.get_range(self.store, self.key, start=start, end=end)), start
+            self.window = memoryview(self._request(lambda: obstore.get_range_async(self.store, self.key, start=start,
+                                                                                   end=end)))
+            self.window_start = start
+        except RuntimeError:
+            raise
         except Exception as exc:  # noqa: BLE001
             if not ignored_range(exc):
                 raise RuntimeError(f"{self.label}: cannot read '{self.url}': {describe_error(exc)}") from None
