@@ -55,8 +55,8 @@ def summary(results: Sequence[dict]) -> dict:
     of peaks (``peak_*``), and how many rounds."""
     out: dict[str, Any] = {}
     for key in results[0]:
-        values = [r[key] for r in results]
-        if None in values:  # not measured here (GPU memory on a CPU run)
+        values = [r.get(key) for r in results]
+        if None in values:  # not measured here (GPU memory on a CPU run), or not in every round
             out[key] = None
             continue
         value = max(values) if key.startswith("peak_") else statistics.median(values)
@@ -115,6 +115,23 @@ def library(system: str, plugin: str | None = None) -> Any:
     """The module of a DALI-API system ("penstock", "dali"), or its framework plugin when named."""
     base = LIBRARIES[system]
     return importlib.import_module(f"{base}.plugin.{plugin}" if plugin else base)
+
+
+def thread_cpu_seconds() -> dict[str, float]:
+    """CPU seconds each group of this process's Python threads has used (Linux: /proc), a group
+    being the threads named alike but for a trailing ``_<n>`` (a pool's workers): where a loader's
+    host time goes, by thread."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    groups: dict[str, float] = {}
+    for t in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{t.native_id}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, TypeError):  # not Linux, or the thread just ended
+            continue
+        name = t.name.rsplit("_", 1)[0] if t.name.rsplit("_", 1)[-1].isdigit() else t.name
+        groups[name] = groups.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return groups
 
 
 # ---- processes and rounds ---------------------------------------------------------------------

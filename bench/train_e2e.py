@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, alternating_rounds, bench_parser, cycling, emit,  # noqa: E402
-                     gpu_name, library, parsed, run_worker, summary, timed, with_dali)
+                     gpu_name, library, parsed, run_worker, summary, thread_cpu_seconds, timed, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176}  # model -> training resolution
@@ -151,10 +151,20 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         next_batch = dataloader_feed(root, args.batch, size, args.threads, args.device)
     else:
         next_batch = pipeline_feed(feed, root, args.batch, size, args.threads, args.device)
+    steps = [0]
+
+    def step() -> None:
+        train(*next_batch())
+        steps[0] += 1
+    before = thread_cpu_seconds()
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
-    t = timed(lambda: train(*next_batch()), args.batch, seconds=args.seconds, warmup_steps=5,
-              warmup_seconds=args.warmup_seconds, sync=sync)
-    return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps}
+    t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync)
+    # per batch, the CPU time of the process's Python threads by name (the training loop's is
+    # MainThread's): a loader's threads that run Python take it from the training loop
+    threads = {f"thread_ms_per_batch:{name}": round(1e3 * (seconds - before.get(name, 0.0)) / steps[0], 3)
+               for name, seconds in thread_cpu_seconds().items() if seconds > before.get(name, 0.0)}
+    return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
+            **threads}
 
 
 def main() -> None:

@@ -18,6 +18,7 @@
 #include "kernels/clahe.h"
 #include "kernels/color.h"
 #include "kernels/crop_mirror_normalize.h"
+#include "kernels/crop_windows.h"
 #include "kernels/custom.h"
 #include "kernels/debayer.h"
 #include "kernels/displacement.h"
@@ -165,6 +166,17 @@ PYBIND11_MODULE(_engine, m) {
       },
       "Launch a kernel (CUfunction) on a stream; `params` holds each parameter's bytes at its offset",
       "function"_a, "grid"_a, "block"_a, "shared_bytes"_a, "stream"_a, "params"_a, "offsets"_a);
+  m.def(
+      "launch_kernels",
+      [](ArrayOf<uint64_t> functions, I64Array grids, unsigned block, uintptr_t stream, I64Array slots) {
+        const size_t launches = functions.size();
+        if (grids.size() != int64_t(launches) || slots.ndim() != 2 || slots.shape(0) != int64_t(launches))
+          throw std::invalid_argument("launch_kernels: functions, grids and slots [launches, parameters] disagree");
+        codec::launch_kernels(reinterpret_cast<const uintptr_t*>(functions.data()), grids.data(), launches, block,
+                              stream, slots.data(), size_t(slots.shape(1)));
+      },
+      "Launch kernels (CUfunctions) in order on a stream, one row of 8-byte parameter slots each",
+      "functions"_a, "grids"_a, "block"_a, "stream"_a, "slots"_a);
   m.def("record_event", &codec::record_event, "Record an event (CUevent) after the work queued on a stream",
         "event"_a, "stream"_a);
   m.def("wait_event", &codec::wait_event, "Make a stream wait for an event (CUevent)", "stream"_a, "event"_a);
@@ -239,6 +251,15 @@ PYBIND11_MODULE(_engine, m) {
         "is an error of its sample",
         without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a = int(image::kAnyData),
         "adjust_orientation"_a = true, "max_pixels"_a = py::none());
+  m.def("random_crop_sizes", &random_crop_sizes,
+        "Sizes (h, w) of random crop windows from the draws of each attempt (area fraction, aspect ratio): the "
+        "first that fits, else the whole image clamped to the ratio range (the GIL stays held: it is per-batch "
+        "planning of microseconds)",
+        "hw"_a, "area_draws"_a, "ratio_draws"_a, "min_area"_a, "max_area"_a, "min_ratio"_a, "max_ratio"_a);
+  m.def("verify_jpegs", &image::verify_jpegs,
+        "Read the JPEGs of an encoded batch through to their end markers (no pixels made): a JPEG in which "
+        "libjpeg-turbo finds corrupt data is its sample's error; files read through before are not read again",
+        without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a);
   m.def("decode_images", &image::decode_images,
         "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with return_geometry also "
         "[N, 3] (y0, x0, step): where each output starts in display coordinates of the full-size image and how "
@@ -369,6 +390,10 @@ PYBIND11_MODULE(_engine, m) {
         "Resampling taps of many axes (for kernels that resample elsewhere, such as the GPU)", without_gil,
         "pool"_a, "in_sizes"_a, "out_sizes"_a, "roi_start"_a, "roi_end"_a, "min_filter"_a, "mag_filter"_a,
         "antialias"_a);
+  m.def("resize_axis_spans", &resize_axis_spans,
+        "Per axis of a GPU resize: tap count, where its starts and weights begin, the source range it reads; "
+        "and [total starts, total weights, most taps] (the GIL stays held: per-batch planning of microseconds)",
+        "in_sizes"_a, "out_sizes"_a, "roi_start"_a, "roi_end"_a, "min_filter"_a, "mag_filter"_a, "antialias"_a);
   m.def("warp_affine", &warp_affine,
         "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres to input "
         "coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",

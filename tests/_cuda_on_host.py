@@ -148,6 +148,16 @@ class HostContext:
     def __exit__(self, *exc):
         pass
 
+    @staticmethod
+    def address(array):
+        return array.ctypes.data
+
+    def launch_kernels(self, kernels, grids, block, slots, signature):
+        kinds = {"p": ctypes.c_void_p, "i": np.int32, "q": np.int64}
+        for kernel, grid, row in zip(kernels, grids, slots.tolist()):
+            if grid:
+                kernel((int(grid),), (block,), [kinds[k](v) for k, v in zip(signature, row)])
+
     def upload_params(self, *arrays):
         return [np.ascontiguousarray(a).copy() for a in arrays]
 

@@ -81,6 +81,7 @@ class S3Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.proc.stderr.close()
 
 
 class RangeStatusProxy:

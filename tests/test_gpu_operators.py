@@ -474,7 +474,8 @@ def test_a_corrupt_jpeg_in_mixed_decoding_is_the_decoders_error_naming_its_file(
 @pytest.mark.parametrize("hw_load", [0.0, 0.9])
 def test_mixed_decoders_refuse_a_photograph_whose_scan_flipped_bytes_put_out_of_step(tmp_path, decoder, kw, hw_load):
     # the CPU decoders refuse it (libjpeg-turbo notices at the end marker: tests/test_decode_guards.py);
-    # the mixed backend must too, whichever side decodes it
+    # the mixed backend must too, whichever side decodes it: nvImageCodec's GPU decoders decode it
+    # without an error (H200, 2026-12-02), so the host reads the GPU's files through beside them
     from test_decode_guards import DAMAGED
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "astronaut_damaged.jpg").write_bytes(DAMAGED)

@@ -248,13 +248,7 @@ def test_the_host_share_refuses_a_corrupt_jpeg_whatever_its_window():
     good = np.asarray(Image.open(io.BytesIO(encoded[1].tobytes())))
     out = io.BytesIO()
     Image.fromarray(np.clip(good.astype(int) // 2 + 60, 0, 255).astype(np.uint8)).save(out, "JPEG", quality=90)
-    blob = bytearray(out.getvalue())
-    sos = blob.index(b"\xff\xda")
-    middle = sos + (len(blob) - sos) // 2
-    for pos in range(middle, middle + 40, 2):  # every other byte, none made a marker
-        if 0xFF not in (blob[pos - 1], blob[pos], blob[pos + 1], blob[pos] ^ 0x5A):
-            blob[pos] ^= 0x5A
-    damaged = np.frombuffer(bytes(blob), np.uint8)
+    damaged = _damaged_copy(np.frombuffer(out.getvalue(), np.uint8))
     src = TensorListCPU._from_packed(np.concatenate([encoded[0], damaged]), np.array([[len(encoded[0])],
                                      [len(damaged)]]), np.array([0, len(encoded[0])]), source_info=["a", "b"])
     windows = np.array([[0, 0, 8, 96], [0, 0, 8, 96]], np.int64)  # the top rows, above the damage
@@ -272,5 +266,58 @@ def test_the_host_share_refuses_a_corrupt_jpeg_whatever_its_window():
         whole = _engine.decode_images(ws.pool, encoded[0], np.array([[len(encoded[0])]]), np.zeros(1, np.int64),
                                       0, True, fancy_upsampling=False)[0].reshape(64, 96, 3)
         np.testing.assert_array_equal(host[0][1][:8 * 96 * 3].reshape(8, 96, 3), whole[:8])
+    finally:
+        decoder._release()
+
+
+def _damaged_copy(jpeg: np.ndarray) -> np.ndarray:
+    """``jpeg`` with bytes in the middle of its scan flipped (none made a marker): libjpeg-turbo
+    decodes around them and notices only at the end marker (bytes left over)."""
+    blob = bytearray(jpeg.tobytes())
+    sos = blob.index(b"\xff\xda")
+    middle = sos + (len(blob) - sos) // 2
+    for pos in range(middle, middle + 40, 2):
+        if 0xFF not in (blob[pos - 1], blob[pos], blob[pos + 1], blob[pos] ^ 0x5A):
+            blob[pos] ^= 0x5A
+    return np.frombuffer(bytes(blob), np.uint8)
+
+
+@pytest.mark.parametrize("accept_corrupt", [False, True])
+def test_the_host_reads_the_gpus_jpegs_through_and_refuses_a_corrupt_one(accept_corrupt):
+    # a GPU decoder decodes the damaged scan without a word (nvImageCodec's do): the host's check
+    # beside it makes the file its sample's error, as on the CPU, unless corruption is accepted
+    from penstock import _engine
+    from penstock._operator import SampleError
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.tensors import TensorListCPU
+    _, shapes, encoded = _jpeg_batch([(64, 96), (64, 96), (64, 96)], np.random.default_rng(8))
+    damaged = _damaged_copy(encoded[2])
+    blobs = [encoded[0], encoded[1], damaged]
+    src = TensorListCPU._from_packed(np.concatenate(blobs), np.array([[len(b)] for b in blobs]),
+                                     np.concatenate([[0], np.cumsum([len(b) for b in blobs])[:-1]]),
+                                     source_info=["a.jpg", "b.jpg", "c.jpg"])
+    windows = np.zeros((3, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2]
+    op = _FakeOperator()
+    op.args["accept_corrupt_jpeg"] = accept_corrupt
+    decoder = _mixed_decode.MixedDecoder(op)
+    stand_in = _FakeDecoder()
+    decoder.decoders = [stand_in]
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    try:
+        clean = np.array([0, 1])
+        failed, host = decoder._decode_sides(ws, src, shapes, None, windows, clean, np.zeros(0, np.int64),
+                                             _output(3), None)
+        assert failed.tolist() == [] and host == []
+        if accept_corrupt:
+            failed, _ = decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1, 2]),
+                                              np.zeros(0, np.int64), _output(3), None)
+            assert failed.tolist() == []
+        else:
+            with pytest.raises(SampleError, match="Corrupt JPEG data") as info:
+                decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1, 2]), np.zeros(0, np.int64),
+                                      _output(3), None)
+            assert info.value.sample == 2  # the batch's sample, not the GPU part's
+        assert len(stand_in.calls) == 2  # the GPU decoded every batch whole, the corrupt file too
     finally:
         decoder._release()

@@ -59,3 +59,41 @@ def test_resize_with_several_elements_per_thread_matches_the_cpu_kernel(ctx, mon
         outs.append(dst.astype(int))
     assert np.abs(outs[1] - outs[0]).max() <= 1
     assert outs[0].std() > 10  # real images, not a constant
+
+
+def reference_axis_spans(in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias):
+    """What the GPU resize plans per axis, written out with numpy."""
+    step = (roi_end - roi_start) / np.maximum(out_sizes, 1)
+    scale = np.abs(step)
+    kind = np.where(scale > 1, min_filter, mag_filter).astype(np.int64)
+    stretch = np.where((scale > 1) & (antialias | (kind == 4) | (kind == 5)), scale, 1.0)
+    radius = np.array([0.0, 1.0, 2.0, 3.0, 1.0, 1.5])[kind] * stretch
+    taps = np.maximum(np.where(kind == 0, 1, np.minimum(in_sizes, np.floor(2 * radius).astype(np.int64) + 2)), 1)
+    start_at = np.concatenate([[0], np.cumsum(out_sizes)[:-1]]).astype(np.int64)
+    weight_at = np.concatenate([[0], np.cumsum(out_sizes * taps)[:-1]]).astype(np.int64)
+    c = roi_start[:, None] + (np.stack([np.zeros_like(out_sizes), out_sizes - 1], 1) + 0.5) * step[:, None]
+    nearest = kind == 0
+    first = np.where(nearest, np.floor(c.min(1) + 1e-7), np.ceil(c.min(1) - 0.5 - radius))
+    last = np.where(nearest, np.floor(c.max(1) + 1e-7), np.floor(c.max(1) - 0.5 + radius))
+    top = np.maximum(in_sizes - 1, 0)
+    lo = np.clip(first, 0, top).astype(np.int64)
+    hi = np.where(out_sizes > 0, np.clip(last, 0, top).astype(np.int64) + 1, lo)
+    totals = [out_sizes.sum(), (out_sizes * taps).sum(), taps.max(initial=1)]
+    return taps, start_at, weight_at, lo, hi, np.array(totals, np.int64)
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+def test_axis_spans_match_the_numpy_plan(antialias):
+    # every filter, up- and downscaling, flipped and partial ROIs, empty outputs
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        m = int(rng.integers(1, 600))
+        in_sizes = rng.integers(1, 4000, m)
+        out_sizes = rng.integers(0, 800, m)
+        start = rng.uniform(-50, 300, m)
+        end = start + rng.uniform(-100, 4000, m)
+        filters = rng.integers(0, 6, (2, m)).astype(np.int32)
+        expected = reference_axis_spans(in_sizes, out_sizes, start, end, filters[0], filters[1], antialias)
+        got = _engine.resize_axis_spans(in_sizes, out_sizes, start, end, filters[0], filters[1], antialias)
+        for e, g in zip(expected, got):
+            np.testing.assert_array_equal(g, e)

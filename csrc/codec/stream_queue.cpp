@@ -19,6 +19,20 @@ void launch_kernel(uintptr_t function, const std::array<unsigned, 3>& grid, cons
              "launching a kernel");
 }
 
+void launch_kernels(const uintptr_t* functions, const int64_t* grids, size_t launches, unsigned block,
+                    uintptr_t stream, const int64_t* slots, size_t per_launch) {
+  std::vector<void*> args(per_launch);
+  for (size_t l = 0; l < launches; ++l) {
+    if (grids[l] <= 0) continue;  // nothing to do in this launch
+    if (!functions[l]) throw std::invalid_argument("launch_kernels: no kernel function");
+    if (grids[l] > int64_t(0x7fffffff)) throw std::invalid_argument("launch_kernels: a grid is too large");
+    for (size_t p = 0; p < per_launch; ++p) args[p] = const_cast<int64_t*>(slots + l * per_launch + p);
+    check_cuda(driver().cuLaunchKernel(reinterpret_cast<void*>(functions[l]), unsigned(grids[l]), 1, 1, block, 1, 1, 0,
+                                       reinterpret_cast<void*>(stream), per_launch ? args.data() : nullptr, nullptr),
+               "launching a kernel");
+  }
+}
+
 void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream) {
   if (!nbytes) return;
   std::memcpy(reinterpret_cast<void*>(staging), src, nbytes);

@@ -16,6 +16,13 @@ namespace penstock::codec {
 void launch_kernel(uintptr_t function, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
                    unsigned shared_bytes, uintptr_t stream, const uint8_t* params, const std::vector<size_t>& offsets);
 
+// Launches functions[l] (CUfunctions) with grids[l] blocks of `block` threads on `stream`, for each l
+// in order; launch l's parameters are slots[l * per_launch ...]: one 8-byte slot per parameter, a
+// narrower parameter in its slot's low bytes. One call queues a whole batch's launches of a kernel
+// family whose parameters are all pointers and integers.
+void launch_kernels(const uintptr_t* functions, const int64_t* grids, size_t launches, unsigned block,
+                    uintptr_t stream, const int64_t* slots, size_t per_launch);
+
 // Copies `nbytes` from host memory `src` into the pinned block `staging`, then queues the copy from
 // there to device memory `dst` on `stream`.
 void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream);

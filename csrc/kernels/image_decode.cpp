@@ -244,6 +244,16 @@ BatchView encoded_batch(const Array& data, const I64Array& shapes, const I64Arra
 
 }  // namespace
 
+void verify_jpegs(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets) {
+  BatchView in = encoded_batch(data, shapes, offsets);
+  pool.parallel_for(in.num_samples, [&](int64_t i) {
+    per_sample(i, [&] {
+      Encoded e = encoded_sample(in, i);
+      if (detect_format(e.data, e.size) == Format::Jpeg) verify_jpeg(e.data, e.size);
+    });
+  });
+}
+
 std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array data, I64Array shapes,
                                                       I64Array offsets, int output_type, bool adjust_orientation,
                                                       std::optional<int64_t> max_pixels) {

@@ -73,6 +73,10 @@ const char* format_name(Format f);
 // (rows of region.w * channels(request.model) bytes). Both throw DecodeError.
 ImageInfo read_jpeg_info(const uint8_t* data, size_t size);
 void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uint8_t* dst);
+// Reads a JPEG's entropy-coded data through to its end marker as libjpeg-turbo does when strict (no
+// pixels made but one row), throwing DecodeError where it finds corrupt data; bytes read through
+// before in this process (by a hash of them) are not read again.
+void verify_jpeg(const uint8_t* data, size_t size);
 ImageInfo read_png_info(const uint8_t* data, size_t size);
 void decode_png(const uint8_t* data, size_t size, const DecodeRequest& req, uint8_t* dst);
 ImageInfo read_bmp_info(const uint8_t* data, size_t size);
@@ -113,6 +117,11 @@ bool model_is_output(Model m, int output_type);
 std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array data, I64Array shapes,
                                                       I64Array offsets, int output_type, bool adjust_orientation,
                                                       std::optional<int64_t> max_pixels);
+
+// verify_jpeg of every JPEG of an encoded batch (others are left alone): for decoders that decode
+// them elsewhere (the GPU's) without a word about corrupt data. A corrupt one is its sample's
+// SampleError.
+void verify_jpegs(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets);
 
 // (out uint8, out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N]), and with
 // return_geometry the geometry float64 [N, 3]

@@ -83,8 +83,9 @@ void guarded(Session& s, F&& body) {
   body();
 }
 
-// Inside guarded(): creates the decompressor and reads the header.
-void open(Session& s, const uint8_t* data, size_t size, bool save_app1, bool strict) {
+// Inside guarded(): creates the decompressor and reads the header, refusing one that no file of
+// `size` bytes can hold. Returns whether libjpeg reads the samples (8-bit ones).
+bool read_header(Session& s, const uint8_t* data, size_t size, bool save_app1, bool strict) {
   std::memset(&s.cinfo, 0, sizeof(s.cinfo));
   s.cinfo.err = jpeg_std_error(&s.err.pub);
   s.err.strict = strict;
@@ -98,9 +99,6 @@ void open(Session& s, const uint8_t* data, size_t size, bool save_app1, bool str
   jpeg_mem_src(&s.cinfo, data, static_cast<unsigned long>(size));
   if (save_app1) jpeg_save_markers(&s.cinfo, JPEG_APP0 + 1, 0xFFFF);
   jpeg_read_header(&s.cinfo, TRUE);
-  if (s.cinfo.data_precision != 8)
-    throw DecodeError("JPEG with " + std::to_string(s.cinfo.data_precision) +
-                      "-bit samples is not supported (8-bit only)");
   // Huffman coding spends at least one bit on every 8x8 luma block, so a header that claims
   // more blocks than the file has bits is corrupt (arithmetic coding has no such bound).
   uint64_t blocks = uint64_t((s.cinfo.image_width + 7) / 8) * ((s.cinfo.image_height + 7) / 8);
@@ -108,6 +106,37 @@ void open(Session& s, const uint8_t* data, size_t size, bool save_app1, bool str
     throw DecodeError("invalid JPEG: " + std::to_string(size) + " bytes cannot hold a " +
                       std::to_string(s.cinfo.image_width) + "x" + std::to_string(s.cinfo.image_height) +
                       " image (corrupt header or truncated file)");
+  return s.cinfo.data_precision == 8;
+}
+
+// Inside guarded(): read_header, refusing samples libjpeg does not read.
+void open(Session& s, const uint8_t* data, size_t size, bool save_app1, bool strict) {
+  if (!read_header(s, data, size, save_app1, strict))
+    throw DecodeError("JPEG with " + std::to_string(s.cinfo.data_precision) +
+                      "-bit samples is not supported (8-bit only)");
+}
+
+// Inside guarded(), decompressing: the `below` rows left, entropy-decoded without IDCT but the
+// last (which must be read for libjpeg to go on to the end marker: a skip to the very end stops
+// without reading on), then the end marker, where libjpeg notices corruption that put a scan out
+// of step (bytes left over after it).
+void read_through(Session& s, int64_t below) {
+  jpeg_decompress_struct& c = s.cinfo;
+  if (below > 0) {
+    s.row.resize(size_t(c.output_width) * c.output_components);
+    JSAMPROW spare = s.row.data();
+    // The merged upsampler makes rows in pairs: skipping from the second row of a pair,
+    // libjpeg-turbo (2.1) decodes a row group too many and runs past the end of the scan (a
+    // valid file would be refused). Read that row first.
+    if (below > 1 && c.output_scanline % c.rec_outbuf_height != 0) {
+      if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
+      --below;
+    }
+    if (below > 1 && jpeg_skip_scanlines(&c, JDIMENSION(below - 1)) != JDIMENSION(below - 1))
+      throw DecodeError("truncated JPEG data");
+    if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
+  }
+  jpeg_finish_decompress(&c);
 }
 
 bool is_cmyk(const jpeg_decompress_struct& c) {
@@ -268,35 +297,34 @@ void decode_jpeg(const uint8_t* data, size_t size, const DecodeRequest& req, uin
       if (cmyk) cmyk_row(src, w.w, c.saw_Adobe_marker, bgr, out_row);
       else std::memcpy(out_row, src, size_t(w.w) * comps);
     }
-    // Through to the end marker, so that corruption libjpeg only notices there (bytes left over
-    // after a scan that a flipped bit put out of step) is reported for a window too, wherever it
-    // lies: the rows below it are entropy-decoded without IDCT (jpeg_skip_scanlines) but the
-    // last, which must be read for libjpeg to go on to the end marker (a skip to the very end
-    // stops without reading on). Tolerating corruption, or for bytes read through before,
-    // nothing below the window is read.
+    // Through to the end marker, so that corruption libjpeg only notices there is reported for a
+    // window too, wherever it lies (read_through). Tolerating corruption, or for bytes read
+    // through before, nothing below the window is read.
     int64_t below = int64_t(c.output_height) - int64_t(c.output_scanline);
     uint64_t key = below > 0 && !req.accept_corrupt ? content_hash(data, size) : 0;
     if (below > 0 && (req.accept_corrupt || VerifiedJpegs::instance().contains(key))) {
       jpeg_abort_decompress(&c);
       return;
     }
-    if (below > 0) {
-      s.row.resize(size_t(c.output_width) * comps);
-      JSAMPROW spare = s.row.data();
-      // The merged upsampler makes rows in pairs: skipping from the second row of a pair,
-      // libjpeg-turbo (2.1) decodes a row group too many and runs past the end of the scan (a
-      // valid file would be refused). Read that row first.
-      if (below > 1 && c.output_scanline % c.rec_outbuf_height != 0) {
-        if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
-        --below;
-      }
-      if (below > 1 && jpeg_skip_scanlines(&c, JDIMENSION(below - 1)) != JDIMENSION(below - 1))
-        throw DecodeError("truncated JPEG data");
-      if (jpeg_read_scanlines(&c, &spare, 1) != 1) throw DecodeError("truncated JPEG data");
-    }
-    jpeg_finish_decompress(&c);
+    read_through(s, below);
     if (key) VerifiedJpegs::instance().insert(key);
   });
+}
+
+void verify_jpeg(const uint8_t* data, size_t size) {
+  const uint64_t key = content_hash(data, size);
+  if (VerifiedJpegs::instance().contains(key)) return;
+  Session s;
+  bool read = false;
+  guarded(s, [&] {
+    if (!read_header(s, data, size, false, true)) return;  // samples libjpeg does not read: not its to judge
+    s.cinfo.scale_num = 1;  // the smallest rows: only the last one is made
+    s.cinfo.scale_denom = 8;
+    jpeg_start_decompress(&s.cinfo);
+    read_through(s, int64_t(s.cinfo.output_height));
+    read = true;
+  });
+  if (read) VerifiedJpegs::instance().insert(key);
 }
 
 }  // namespace image

@@ -236,4 +236,42 @@ ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, 
   return {taps, start_at, weight_at, lo, hi, starts, weights};
 }
 
+ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, F64Array roi_start, F64Array roi_end,
+                             I32Array min_filter, I32Array mag_filter, bool antialias) {
+  const int64_t M = in_sizes.size();
+  if (out_sizes.size() != M || roi_start.size() != M || roi_end.size() != M || min_filter.size() != M ||
+      mag_filter.size() != M)
+    throw std::invalid_argument("resize_axis_spans: all per-axis arrays need the same length");
+  static const double kRadius[] = {0.0, 1.0, 2.0, 3.0, 1.0, 1.5};  // per filter kind, before stretching
+  auto taps = I64Array::empty({M}), start_at = I64Array::empty({M}), weight_at = I64Array::empty({M});
+  auto lo = I64Array::empty({M}), hi = I64Array::empty({M}), totals = I64Array::empty({3});
+  int64_t n_start = 0, n_weight = 0, most_taps = 1;
+  for (int64_t k = 0; k < M; ++k) {
+    const int64_t in = in_sizes.data()[k], out = out_sizes.data()[k];
+    const double start = roi_start.data()[k];
+    const double step = (roi_end.data()[k] - start) / double(std::max<int64_t>(out, 1)), scale = std::abs(step);
+    const int32_t kind = scale > 1 ? min_filter.data()[k] : mag_filter.data()[k];
+    if (kind < 0 || kind > 5) throw std::invalid_argument("resize_axis_spans: unknown filter " + std::to_string(kind));
+    const double stretch = scale > 1 && (antialias || kind == 4 || kind == 5) ? scale : 1.0;
+    const double radius = kRadius[kind] * stretch;
+    const int64_t t = std::max<int64_t>(1, kind == 0 ? 1 : std::min<int64_t>(in, int64_t(std::floor(2 * radius)) + 2));
+    // the source range every output may read (before trimming), for the vertical pass's span
+    const double c0 = start + 0.5 * step, c1 = start + (double(out - 1) + 0.5) * step;
+    const double cmin = std::min(c0, c1), cmax = std::max(c0, c1);
+    const double first = kind == 0 ? std::floor(cmin + 1e-7) : std::ceil(cmin - 0.5 - radius);
+    const double last = kind == 0 ? std::floor(cmax + 1e-7) : std::floor(cmax - 0.5 + radius);
+    const double top = double(std::max<int64_t>(in - 1, 0));
+    taps.mutable_data()[k] = t;
+    start_at.mutable_data()[k] = n_start;
+    weight_at.mutable_data()[k] = n_weight;
+    lo.mutable_data()[k] = int64_t(std::clamp(first, 0.0, top));
+    hi.mutable_data()[k] = out > 0 ? int64_t(std::clamp(last, 0.0, top)) + 1 : lo.data()[k];
+    n_start += out;
+    n_weight += out * t;
+    most_taps = std::max(most_taps, t);
+  }
+  totals.mutable_data()[0] = n_start, totals.mutable_data()[1] = n_weight, totals.mutable_data()[2] = most_taps;
+  return {taps, start_at, weight_at, lo, hi, totals};
+}
+
 }  // namespace penstock

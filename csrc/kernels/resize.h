@@ -18,4 +18,12 @@ ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, 
                        ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
                        bool antialias);
 
+// What a GPU resize plans on the host per axis (its kernels compute the taps themselves): the tap
+// count, where the axis's starts and weights begin in the packed arrays, the lowest and highest+1
+// source index it may read; then [total starts, total weights, most taps of an axis]. Runs with the
+// GIL held: microseconds of planning per batch.
+ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, ArrayOf<double> roi_start,
+                             ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
+                             bool antialias);
+
 }  // namespace penstock

@@ -13,6 +13,8 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from _s3_server import s3_server  # noqa: E402,F401 - the fixture
+from test_readers_coco import write_coco  # noqa: E402
+from test_readers_mxnet import record, write_recordio  # noqa: E402
 from test_readers_webdataset import _shard  # noqa: E402
 
 import penstock  # noqa: E402
@@ -83,15 +85,21 @@ def bucket(s3_server):  # noqa: F811
         _shard(os.path.join(root, "wds", f"part{k}.tar"),
                [(f"k{k}/{i:02d}", {"jpg": rng.bytes(int(rng.integers(1, 3000))), "cls": str(i).encode()})
                 for i in range(4 + 3 * k)])
+    write_coco(os.path.join(root, "coco"))
+    os.makedirs(os.path.join(root, "recordio"))  # one file: DALI's reader takes a single index file
+    write_recordio(os.path.join(root, "recordio", "r"),
+                   [record(float(i), rng.bytes(int(rng.integers(1, 900)))) for i in range(7)])
     return "s3://differential"
 
 
 @pytest.fixture(scope="module")
-def file_list(tmp_path_factory):
-    """A local file list of keys under the bucket (DALI reads file lists from local disk only)."""
+def local_files(s3_server, tmp_path_factory):  # noqa: F811
+    """Local files the cases name: a file list of keys under the bucket (DALI reads file lists from
+    local disk only), and the COCO annotations (so are DALI's annotations files)."""
     path = tmp_path_factory.mktemp("lists") / "list.txt"
     path.write_text("images/class1/img01.jpg 4\nimages/class0/img03.jpg 2\nimages/class2/nested/img02.jpg 7\n")
-    return str(path)
+    return {"{list}": str(path), "{annotations}": os.path.join(s3_server.root, "differential", "coco",
+                                                                "instances.json")}
 
 
 CASES = [
@@ -108,16 +116,28 @@ CASES = [
                     "random_shuffle": True, "initial_fill": 4, "num_shards": 2, "shard_id": 0}, 2),
     ("numpy", {"file_root": "{b}/arrays"}, 4),
     ("numpy", {"file_root": "{b}/arrays", "random_shuffle": True, "num_shards": 2, "shard_id": 1}, 3),
+    ("coco", {"file_root": "{b}/coco/images", "annotations_file": "{annotations}", "image_ids": True}, 3),
+    ("coco", {"file_root": "{b}/coco/images", "annotations_file": "{annotations}", "random_shuffle": True,
+              "initial_fill": 3, "num_shards": 2, "shard_id": 1, "pad_last_batch": True}, 2),
+    ("mxnet", {"path": ["{b}/recordio/r.rec"], "index_path": ["{b}/recordio/r.idx"]}, 3),
+    ("mxnet", {"path": ["{b}/recordio/r.rec"], "index_path": ["{b}/recordio/r.idx"], "random_shuffle": True,
+               "initial_fill": 4, "num_shards": 2, "shard_id": 0}, 2),
 ]
 
 
 @pytest.mark.parametrize("reader, kwargs, batch", CASES, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(CASES)])
-def test_same_samples_as_dali(bucket, file_list, reader, kwargs, batch):
-    kwargs = json.loads(json.dumps(kwargs).replace("{b}", bucket).replace("{list}", file_list))
+def test_same_samples_as_dali(bucket, local_files, reader, kwargs, batch):
+    text = json.dumps(kwargs).replace("{b}", bucket)
+    for name, path in local_files.items():
+        text = text.replace(name, path)
+    kwargs = json.loads(text)
     theirs = _outcome("nvidia.dali", reader, kwargs, batch)
     ours = _outcome("penstock", reader, kwargs, batch)
     assert ours["meta"] == theirs["meta"]
+    assert len({s[0] for s in ours["samples"]}) > 1
     if reader == "webdataset":  # its source_info differs from DALI's on local disk too ('shard:index' here)
         ours["samples"], theirs["samples"] = ([s[:3] + s[4:] for s in o["samples"]] for o in (ours, theirs))
+    if reader == "coco":  # DALI 2.4 gives every image fetched from S3 as 1 MiB (its buffer), not the file's bytes
+        assert {tuple(s[1]) for s in theirs["samples"]} == {(1 << 20,)}
+        ours["samples"], theirs["samples"] = ([s[2:] for s in o["samples"]] for o in (ours, theirs))
     assert ours["samples"] == theirs["samples"]
-    assert len({s[0] for s in ours["samples"]}) > 1

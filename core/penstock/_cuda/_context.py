@@ -2,14 +2,14 @@
 it, and host -> device copies through the process's pinned staging blocks (_pools)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..tensors import TensorListGPU
 from ._compile import compiled
 from ._pools import claim_device_reserve, pinned
-from ._stream_queue import Kernel, copy_to_device, record_event
+from ._stream_queue import Kernel, copy_to_device, launch_kernels, record_event
 from ._runtime import require
 from .kernels import GpuKernels
 
@@ -110,6 +110,20 @@ class DeviceContext:
             packed[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
         dev = self.upload(packed)
         return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets)]
+
+    @staticmethod
+    def address(array: Any) -> int:
+        """The device address of a device array's first element (a kernel parameter by address)."""
+        return int(array.data.ptr)
+
+    def launch_kernels(self, kernels: Sequence[Kernel], grids: np.ndarray, block: int, slots: np.ndarray,
+                       signature: str) -> None:
+        """Queues ``kernels[l]`` over ``grids[l]`` blocks of ``block`` threads on the stream, in order
+        (a grid of 0 is skipped), in one engine call: row l of ``slots`` holds launch l's parameters,
+        one int64 each, of the kinds in ``signature`` ('p' an address, 'i' an int32, 'q' an int64)."""
+        if slots.shape[1] != len(signature):
+            raise ValueError(f"launch_kernels: {slots.shape[1]} parameters per launch for the signature {signature!r}")
+        launch_kernels(kernels, grids, block, self.stream, slots)
 
     def on_close(self, release: Any) -> None:
         """``release()`` drops resources that use the stream (codec objects, images in flight);

@@ -15,6 +15,7 @@ cached blocks and the engine's host buffer pool.
 """
 from __future__ import annotations
 
+import bisect
 import threading
 from typing import Any, Callable
 
@@ -71,7 +72,12 @@ class PinnedBlock:
         self.copy_events: dict[int, Any] = {}
 
     def free(self) -> bool:
-        return not self.taken and (self.event is None or self.event.done)
+        if self.taken:
+            return False
+        if self.event is not None and not self.event.done:
+            return False
+        self.event = None  # done: not asked again
+        return True
 
 
 class _Region:
@@ -86,12 +92,16 @@ class _Region:
         return self.size - self.used
 
 
+def _size(block: PinnedBlock) -> int:
+    return block.size
+
+
 class PinnedPool:
     """Staging blocks of pinned memory (see the module's docstring); ``alloc(size)`` pins memory."""
 
     def __init__(self, alloc: Callable[[int], Any] | None = None):
         self._alloc = alloc
-        self._blocks: list[PinnedBlock] = []
+        self._blocks: list[PinnedBlock] = []  # by size, smallest first
         self._regions: list[_Region] = []
         self._lock = threading.Lock()
 
@@ -101,11 +111,17 @@ class PinnedPool:
     def take(self, nbytes: int) -> PinnedBlock:
         """A block of at least ``nbytes``, marked taken: hand it back with ``give_back``."""
         with self._lock:
-            fitting = [b for b in self._blocks if b.size >= nbytes and b.free() and self._worth_lending(b.size, nbytes)]
-            if fitting:
-                block = min(fitting, key=lambda b: b.size)
-            else:
-                largest = max((b.size for b in self._blocks), default=0)
+            block = None
+            for b in self._blocks:  # smallest first: only blocks that fit are asked whether their copy is done
+                if b.size < nbytes or b.taken:
+                    continue
+                if not self._worth_lending(b.size, nbytes):
+                    break  # the larger blocks are not worth it either
+                if b.free():
+                    block = b
+                    break
+            if block is None:
+                largest = self._blocks[-1].size if self._blocks else 0
                 size = max(nbytes, MIN_STAGING)
                 if nbytes > largest and largest:
                     size = grown(largest, size, settings.host_growth)
@@ -123,14 +139,14 @@ class PinnedPool:
                 take = min(region.left, size)
                 block = PinnedBlock(region.mem, region.mem.ptr + region.used, take)
                 region.used += take
-                self._blocks.append(block)
+                bisect.insort(self._blocks, block, key=_size)
                 return block
         return None
 
     def _new(self, size: int) -> PinnedBlock:
         mem = self._pin(size)
         block = PinnedBlock(mem, mem.ptr, size)
-        self._blocks.append(block)
+        bisect.insort(self._blocks, block, key=_size)
         return block
 
     @staticmethod

@@ -29,6 +29,7 @@ import os
 import posixpath
 import re
 import threading
+import weakref
 from collections import deque
 from datetime import timedelta
 from typing import Any, Awaitable, Callable, Coroutine, Sequence
@@ -45,6 +46,14 @@ LIST_PAGE = 1000         # keys per listing request (S3's largest page)
 
 def is_url(path: str) -> bool:
     return isinstance(path, str) and path.split("://", 1)[0].lower() in SCHEMES and "://" in path
+
+
+def all_urls(label: str, what: str, paths: Sequence[str]) -> bool:
+    """Whether ``paths`` are all URLs of object stores (False: all local paths); a mix is refused."""
+    remote = sum(map(is_url, paths))
+    if 0 < remote < len(paths):
+        raise ValueError(f"{label}: {what} mix URLs and local paths; give one kind")
+    return bool(remote)
 
 
 def join(base: str, name: str) -> str:
@@ -176,29 +185,40 @@ class _DeliveringLoop(asyncio.SelectorEventLoop):
 
 
 class _Loop:
-    """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight. Every
-    request runs here, none in the thread that waits for it: a thread waiting inside the client
-    when the interpreter exits is ended by it there, and the client aborts the process."""
+    """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight."""
 
     def __init__(self) -> None:
         self.loop = _DeliveringLoop()
         self.slots = asyncio.Semaphore(max_in_flight())
         self.in_flight = 0  # requests being answered now (the bench reports it)
-        self.closing = False  # set at exit: no request starts after the last ones are waited for
         self.lock = threading.Lock()
+        self.closing = False  # set at exit: no request starts after the last ones are waited for
+        self.submitted: weakref.WeakSet = weakref.WeakSet()  # futures someone may still wait on
         self.thread = threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True)
         self.thread.start()
 
     def submit(self, coro: Coroutine) -> concurrent.futures.Future:
-        """The future of ``coro`` run on the loop; once the interpreter exits, a failed one (what
-        asks then is a thread reading ahead, which a reader's close may be waiting for)."""
+        """The future of ``coro`` run on the loop; once the interpreter exits, a cancelled one
+        (what asks then is a thread reading ahead, which a reader's close may be waiting for)."""
         with self.lock:
             if not self.closing:
-                return asyncio.run_coroutine_threadsafe(coro, self.loop)
+                future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+                self.submitted.add(future)
+                return future
         coro.close()
-        refused: concurrent.futures.Future = concurrent.futures.Future()
-        refused.set_exception(RuntimeError("the interpreter is exiting: no more objects are read"))
-        return refused
+        future = concurrent.futures.Future()
+        future.cancel()
+        return future
+
+    def stop(self) -> None:
+        """Stops the loop; what waits on a request it will not answer now (the exit's wait for
+        them ran out) is cancelled rather than left to time out."""
+        with self.lock:
+            self.closing = True
+            unanswered = list(self.submitted)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        for future in unanswered:
+            future.cancel()
 
     async def request(self, coro: Awaitable) -> Any:
         async with self.slots:
@@ -243,7 +263,7 @@ def _settle(loop: _Loop, bound: float = 10.0) -> None:
         drained.result(bound + 5)
     except Exception:  # noqa: BLE001 - exiting anyway
         pass
-    loop.loop.call_soon_threadsafe(loop.loop.stop)
+    loop.stop()
     loop.thread.join(5)
     loop.loop.wait_for_callers(5)  # the threads that answered the last requests are out of Python
 
@@ -276,6 +296,8 @@ def wait(label: str, what: str, future: concurrent.futures.Future) -> Any:
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise RuntimeError(f"{label}: reading {what} did not finish in time") from None
+    except concurrent.futures.CancelledError:
+        raise RuntimeError(f"{label}: reading {what} was cancelled (the interpreter is exiting)") from None
 
 
 # ---- listing ---------------------------------------------------------------------------------
@@ -430,6 +452,23 @@ def read_ranges(label: str, urls: Sequence[str], which: np.ndarray, starts: np.n
     return out
 
 
+_file_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_file_pool_lock = threading.Lock()
+
+
+def _file_requests() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads that make file objects' requests (each waited for by the thread reading the
+    file). Not the event loop's: a finalizer the garbage collector runs on its thread may wait for
+    a lock the reading thread holds (a reader's close). Not the reading threads themselves: the
+    interpreter waits for these at exit, and a thread inside the client when it finalizes aborts
+    the process."""
+    global _file_pool
+    with _file_pool_lock:
+        if _file_pool is None:
+            _file_pool = concurrent.futures.ThreadPoolExecutor(32, "penstock-object-files")
+        return _file_pool
+
+
 class _ObjectFile(io.RawIOBase):
     """A seekable binary file over an object (what ``tarfile`` and other file readers take): read
     through a window of ``chunk`` bytes fetched with one ranged GET, so that scanning a shard's
@@ -441,19 +480,16 @@ class _ObjectFile(io.RawIOBase):
         self.store, self.key = locate(url)
         obstore = _obstore()
         try:
-            self.size = int(self._request(lambda: obstore.head_async(self.store, self.key))["size"])
+            self.size = int(self._request(lambda: obstore.head(self.store, self.key))["size"])
         except RuntimeError:
             raise
         except Exception as exc:  # noqa: BLE001
             raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
         self.pos, self.window, self.window_start = 0, memoryview(b""), 0
 
-    def _request(self, start: Callable[[], Awaitable]) -> Any:
-        """The answer of the request ``start`` makes, run on the event loop (``_Loop``)."""
-        async def answer() -> Any:
-            return await event_loop().request(start())
-
-        return wait(self.label, f"'{self.url}'", event_loop().submit(answer()))
+    def _request(self, call: Callable[[], Any]) -> Any:
+        """The answer of the request ``call`` makes, made on a thread of ``_file_requests``."""
+        return wait(self.label, f"'{self.url}'", _file_requests().submit(call))
 
     def readable(self) -> bool:
         return True
@@ -464,7 +500,7 @@ class _ObjectFile(io.RawIOBase):
     def _fetch(self, start: int, end: int) -> None:
         obstore = _obstore()
         try:
-            self.window = memoryview(self._request(lambda: obstore.get_range_async(self.store, self.key, start=start,
+            self.window = memoryview(self._request(lambda: obstore.get_range(self.store, self.key, start=start,
                                                                                    end=end)))
             self.window_start = start
         except RuntimeError:

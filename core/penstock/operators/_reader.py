@@ -31,7 +31,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
 from .._std_random import MinstdRand0, std_shuffle
-from ._object_store import ObjectReads, is_url
+from ._object_store import ObjectReads, all_urls, is_url
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
 LIST_SHUFFLE_SEED = 524287
@@ -548,10 +548,7 @@ class FilesReader(Reader):
 
     def fetch_remote(self) -> None:
         """Called once ``self.paths`` is listed: whether (and how) its files are fetched from object stores."""
-        remote = sum(map(is_url, self.paths))
-        if 0 < remote < len(self.paths):
-            raise ValueError(f"{self.label}: the files listed mix URLs and local paths; give one kind")
-        self.object_reads = ObjectReads(self.label) if remote else None
+        self.object_reads = ObjectReads(self.label) if all_urls(self.label, "the files listed", self.paths) else None
 
     def sources(self, indices: Sequence[int]) -> list[str]:
         return [self.names[i] for i in indices]

@@ -20,9 +20,10 @@ Beyond DALI, two guards against files that would give wrong data or exhaust memo
   epochs) stop below the window. DALI's CPU decoder
   decodes such files, printing libjpeg's warning; ``accept_corrupt_jpeg=True`` does the same
   (without the print, and crops stop decoding below the window). A file that simply
-  ends too early fails either way, as in DALI. On the mixed backend this holds for the JPEGs
-  decoded on the host; what nvImageCodec's GPU decoders do with such files is theirs (not
-  checked yet).
+  ends too early fails either way, as in DALI. On the mixed backend it holds for every JPEG:
+  nvImageCodec's GPU decoders decode such a scan without a word (hardware engines and CUDA
+  decoder alike, on an H200), so the host reads the files they decode through beside them, once
+  per file (by the same hash), and a corrupt one fails its batch as on the CPU.
 * The pipeline's ``max_image_pixels``: an image whose header claims more pixels fails before
   anything is decoded (decompression bombs), naming the file and its size. Formats decoded
   through Pillow are also subject to Pillow's own ``Image.MAX_IMAGE_PIXELS``.
@@ -408,41 +409,20 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
 def random_crop_windows(rng: np.random.Generator, hw: np.ndarray, area: tuple, ratio: tuple,
                         attempts: int) -> np.ndarray:
     """The shared random-window algorithm (operators.md §2) for a batch: [N, 4] (y, x, h, w).
-    ``hw``: [N, 2] image heights and widths. Every attempt of every sample is drawn at once."""
-    hw = np.asarray(hw, np.int64).reshape(-1, 2)
-    h, w = hw[:, 0], hw[:, 1]
+    ``hw``: [N, 2] image heights and widths. Every attempt of every sample is drawn at once; the
+    engine picks each sample's window from its draws (``_engine.random_crop_sizes``)."""
+    hw = np.ascontiguousarray(np.asarray(hw, np.int64).reshape(-1, 2))
     n = len(hw)
     min_ratio, max_ratio = ratio
-    min_area = area[0] * h * w
-    max_w = np.maximum(1, (h * max_ratio).astype(np.int64))
-    max_h = np.maximum(1, (w / min_ratio).astype(np.int64))
     s = rng.uniform(area[0], area[1], (n, attempts))
     r = np.exp(rng.uniform(np.log(min_ratio), np.log(max_ratio), (n, attempts)))
-    full = (s * (h * w)[:, None])
-    cw = np.maximum(1, np.floor(np.sqrt(full * r) + 0.5)).astype(np.int64)
-    ch = np.maximum(1, np.floor(np.sqrt(full / r) + 0.5)).astype(np.int64)
-    fits = (cw <= w[:, None]) & (ch <= h[:, None]) & (min_ratio <= cw / ch) & (cw / ch <= max_ratio)
-    fits = np.column_stack([fits, np.zeros(n, bool)])  # a column that never fits: attempts may be 0
-    first = fits.argmax(axis=1)
-    found = fits[np.arange(n), first]
-    first = np.minimum(first, attempts - 1)
-    out_h = ch[np.arange(n), first] if attempts else np.ones(n, np.int64)
-    out_w = cw[np.arange(n), first] if attempts else np.ones(n, np.int64)
-    # no attempt fitted: the whole image, clamped to the ratio range, scaled down to the largest area
-    whole = w / h
-    wh = np.where(whole > max_ratio, h, np.where(whole < min_ratio, max_h, h))
-    ww = np.where(whole > max_ratio, max_w, np.where(whole < min_ratio, w, w))
-    scale = np.minimum(1.0, np.sqrt(area[1] * h * w / (wh * ww)))
-    out_h = np.where(found, out_h, np.maximum(1, (wh * scale).astype(np.int64)))
-    out_w = np.where(found, out_w, np.maximum(1, (ww * scale).astype(np.int64)))
-    too_wide = h * max_w < min_area   # no allowed window is wide enough: full height
-    too_tall = ~too_wide & (w * max_h < min_area)  # full width
-    out_h = np.where(too_wide, h, np.where(too_tall, max_h, out_h))
-    out_w = np.where(too_wide, max_w, np.where(too_tall, w, out_w))
-    out_h, out_w = np.minimum(out_h, h), np.minimum(out_w, w)
-    y = rng.integers(0, h - out_h + 1) if n else np.zeros(0, np.int64)
-    x = rng.integers(0, w - out_w + 1) if n else np.zeros(0, np.int64)
-    return np.column_stack([y, x, out_h, out_w]).astype(np.int64).reshape(n, 4)
+    sizes = _engine.random_crop_sizes(hw, s, r, float(area[0]), float(area[1]), float(min_ratio), float(max_ratio))
+    windows = np.empty((n, 4), np.int64)
+    windows[:, 2:] = sizes
+    if n:
+        windows[:, 0] = rng.integers(0, hw[:, 0] - sizes[:, 0] + 1)
+        windows[:, 1] = rng.integers(0, hw[:, 1] - sizes[:, 1] + 1)
+    return windows
 
 
 @register(IMAGE_RANDOM_CROP, device=("cpu", "mixed"))

@@ -4,11 +4,22 @@ The databases are read through the ``lmdb`` library (``pip install penstock-data
 lists every database's keys (LMDB keeps them sorted: the reader's order), and a batch's records are
 fetched in one ``getmulti`` call per database and parsed by one native call (``caffe_datums``,
 ``caffe2_protos``: Caffe's Datum and Caffe2's TensorProtos protobufs, no protobuf library needed).
+
+A database may be a URL prefix in an object store (s3://, gs://, az://, http(s)://; its ``data.mdb``
+under it). LMDB reads nothing but a memory-mapped local file, and its records are found by walking
+its B-tree page by page, so a remote database is fetched whole, once per process, when the first
+reader of it is built: into a temporary folder (under ``TMPDIR``) removed when its last reader
+closes, in ranged GETs of 64 MiB. A database larger than the free space there is refused up front;
+one read by many jobs or processes is better copied to local disk once.
 """
 from __future__ import annotations
 
+import atexit
+import io
 import operator
 import os
+import shutil
+import tempfile
 import threading
 from typing import Any
 
@@ -18,6 +29,7 @@ from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
+from . import _object_store as objects
 from ._reader import READER_ARGS, Reader
 
 _PATH = Arg("path", ArgType.STR_LIST, doc="the LMDB directories, read one after another")
@@ -68,30 +80,58 @@ def _lmdb() -> Any:
     return lmdb
 
 
+FETCH_CHUNK = 64 << 20  # bytes per ranged GET of a remote database
+
+
+def fetch_database(label: str, url: str) -> str:
+    """A temporary local folder holding a copy of the database under ``url`` (its data.mdb)."""
+    remote = objects.open_file(label, objects.join(url, "data.mdb"), chunk=FETCH_CHUNK)
+    size = remote.seek(0, io.SEEK_END)
+    remote.seek(0)
+    folder = tempfile.mkdtemp(prefix="penstock-lmdb-")
+    atexit.register(shutil.rmtree, folder, True)  # a reader never closed leaves no copy behind either
+    try:
+        free = shutil.disk_usage(folder).free
+        if size > free:
+            raise RuntimeError(f"{label}: the database '{url}' ({size} bytes) does not fit in the {free} bytes free "
+                               f"in '{os.path.dirname(folder)}' (LMDB reads local files: it is fetched there first; "
+                               "set TMPDIR to a larger disk, or copy the database to local disk)")
+        with remote, open(os.path.join(folder, "data.mdb"), "wb") as local:
+            shutil.copyfileobj(remote, local, FETCH_CHUNK)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
 class _Environments:
     """LMDB allows one open environment per database and process: readers of the same database (several
-    pipelines) share it, and the last one to close closes it."""
+    pipelines) share it, and the last one to close closes it (and removes the copy of a remote one)."""
 
     def __init__(self) -> None:
         # reentrant: a pipeline collected while the lock is held closes its readers in the same thread
         self._lock = threading.RLock()
-        self._open: dict[str, list] = {}   # real path -> [environment, users]
+        self._open: dict[str, list] = {}   # real path or URL -> [environment, users, local copy of a URL or None]
 
     def acquire(self, label: str, path: str) -> tuple[str, Any]:
         lmdb = _lmdb()
-        key = os.path.realpath(path)
+        remote = objects.is_url(path)
+        key = path if remote else os.path.realpath(path)
         with self._lock:
             entry = self._open.get(key)
             if entry is None:
-                if not os.path.isdir(path):
-                    why = "No such file or directory" if not os.path.exists(path) else "Not a directory"
+                local = fetch_database(label, path) if remote else path
+                if not os.path.isdir(local):
+                    why = "No such file or directory" if not os.path.exists(local) else "Not a directory"
                     raise RuntimeError(f"{label}: LMDB Error: {why}, with file: {path} (a database is the directory "
                                        "of its data.mdb)")
                 try:
-                    env = lmdb.open(path, readonly=True, lock=False, readahead=False, subdir=True, max_dbs=0)
+                    env = lmdb.open(local, readonly=True, lock=False, readahead=False, subdir=True, max_dbs=0)
                 except lmdb.Error as e:
+                    if remote:
+                        shutil.rmtree(local, ignore_errors=True)
                     raise RuntimeError(f"{label}: LMDB Error: {e}, with file: {path}") from None
-                entry = self._open[key] = [env, 0]
+                entry = self._open[key] = [env, 0, local if remote else None]
             entry[1] += 1
             return key, entry[0]
 
@@ -103,6 +143,8 @@ class _Environments:
                 if entry[1] == 0:
                     del self._open[key]
                     entry[0].close()
+                    if entry[2] is not None:
+                        shutil.rmtree(entry[2], ignore_errors=True)
 
 
 _ENVIRONMENTS = _Environments()
@@ -110,6 +152,7 @@ _ENVIRONMENTS = _Environments()
 
 class _LmdbReader(Reader):
     """A reader of the records of LMDB databases, in key order, one database after another."""
+    reads_object_stores = True
 
     def setup(self) -> None:
         self._envs: list[tuple[str, Any]] = []

@@ -9,6 +9,9 @@ inside it (even-odd rule), run-length masks are decoded as COCO stores them, and
 painted in increasing label order (overlaps show the larger label).
 Preprocessed annotations use DALI's binary layout (``<name>.dat``: a uint32 count, then the
 values), so files saved by either library load in the other.
+``file_root``, ``annotations_file`` and ``preprocessed_annotations`` may be URLs of object stores
+(s3://, gs://, az://, http(s)://): the annotations are fetched once at build, each batch's images
+with one GET per image, all in flight at once, started as the batch's samples are drawn.
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ import numpy as np
 from .. import _engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import READER_ARGS, Reader
+from . import _object_store as objects
+from ._reader import READER_ARGS, FilesReader
+from .readers_file import read_files
 
 COCO_READER = OpSchema(
     "readers.COCO", "Reads COCO images (encoded) with their bounding boxes and labels.",
@@ -85,7 +90,8 @@ def ragged_take(offsets: np.ndarray, counts: np.ndarray, indices: np.ndarray) ->
 
 
 @register(COCO_READER)
-class COCOReaderCPU(Reader):
+class COCOReaderCPU(FilesReader):
+    shuffles_list = True
     def scan(self) -> int:
         a = self.args
         if a["pixelwise_masks"] and a["polygon_masks"]:
@@ -103,19 +109,21 @@ class COCOReaderCPU(Reader):
             raise ValueError(f"{self.label}: give 'annotations_file' or 'preprocessed_annotations'")
         if a["save_preprocessed_annotations"]:
             self._save(a["save_preprocessed_annotations_dir"])
-        self.paths = [os.path.join(a["file_root"], f) for f in self.files]
+        self.paths = [objects.join(a["file_root"], f) for f in self.files]
         if not self.paths:
             raise RuntimeError(f"{self.label}: no images found in '{a['annotations_file']}'")
+        self.names = self.files  # source_info: the file name as the annotations give it (DALI's)
+        self.fetch_remote()
         self._box_rows = self.boxes.reshape(-1, 4)
         return len(self.paths)
 
     # -- annotations ------------------------------------------------------------------------------
     def _parse(self, path: str) -> None:
         a = self.args
+        text = "".join(objects.read_text(self.label, path, "annotations_file"))
         try:
-            with open(path) as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
+            data = json.loads(text)
+        except ValueError as e:
             raise RuntimeError(f"{self.label}: cannot read annotations_file '{path}': {e}") from None
         infos = data.get("images", [])
         remap = {c["id"]: k + 1 for k, c in enumerate(data.get("categories", []))}
@@ -231,6 +239,9 @@ class COCOReaderCPU(Reader):
     def _save(self, directory: str) -> None:
         if not directory:
             raise ValueError(f"{self.label}: save_preprocessed_annotations needs save_preprocessed_annotations_dir")
+        if objects.is_url(directory):
+            raise NotImplementedError(f"{self.label}: argument 'save_preprocessed_annotations_dir': saving to object "
+                                      f"stores ({directory!r}) is not implemented; give a local directory")
         os.makedirs(directory, exist_ok=True)
         for name, (attr, dtype, _) in self._tables().items():
             values = np.ascontiguousarray(getattr(self, attr), dtype)
@@ -242,9 +253,10 @@ class COCOReaderCPU(Reader):
 
     def _load_preprocessed(self, directory: str) -> None:
         for name, (attr, dtype, width) in self._tables().items():
-            path = os.path.join(directory, name + ".dat")
+            path = objects.join(directory, name + ".dat")
             try:
-                raw = np.fromfile(path, np.uint8)
+                raw = (np.frombuffer(objects.read_object(self.label, path), np.uint8) if objects.is_url(path)
+                       else np.fromfile(path, np.uint8))
             except OSError as e:
                 raise RuntimeError(f"{self.label}: cannot read preprocessed annotations '{path}': {e}") from None
             count = int(raw[:4].view(np.uint32)[0]) if raw.size >= 4 else -1
@@ -252,42 +264,43 @@ class COCOReaderCPU(Reader):
             if values is None or count < 0 or values.size != count * width:
                 raise RuntimeError(f"{self.label}: preprocessed annotations '{path}' are corrupt")
             setattr(self, attr, values.reshape(-1, width) if width > 1 else values)
-        with open(os.path.join(directory, "filenames.dat")) as f:
-            self.files = f.read().split()
+        self.files = "".join(objects.read_text(self.label, objects.join(directory, "filenames.dat"),
+                                               "preprocessed annotations")).split()
 
     # -- batches ---------------------------------------------------------------------------------
     def load(self, ws, indices: np.ndarray):
         a = self.args
         paths = [self.paths[i] for i in indices]
+        info = self.sources(indices)
         n = len(indices)
-        buf, sizes = _engine.read_files(ws.pool, paths)
-        out = [TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)]
+        buf, sizes = read_files(self, ws, paths)
+        out = [TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=info)]
         take = ragged_take(self.offsets, self.counts, indices)
         counts = self.counts[indices].astype(np.int64)
         out.append(TensorListCPU._from_packed(np.ascontiguousarray(self._box_rows[take]).reshape(-1),
-                                              np.stack([counts, np.full(n, 4)], 1), source_info=paths))
-        out.append(TensorListCPU._from_packed(self.labels[take], counts.reshape(-1, 1), source_info=paths))
+                                              np.stack([counts, np.full(n, 4)], 1), source_info=info))
+        out.append(TensorListCPU._from_packed(self.labels[take], counts.reshape(-1, 1), source_info=info))
         if a["polygon_masks"]:
             pt = ragged_take(self.poly_offsets, self.poly_counts, indices)
             vt = ragged_take(self.vert_offsets, self.vert_counts, indices)
             pc, vc = self.poly_counts[indices], self.vert_counts[indices]
             out.append(TensorListCPU._from_packed(np.ascontiguousarray(self.poly[pt]).reshape(-1),
-                                                  np.stack([pc, np.full(n, 3)], 1), source_info=paths))
+                                                  np.stack([pc, np.full(n, 3)], 1), source_info=info))
             out.append(TensorListCPU._from_packed(np.ascontiguousarray(self.vertices[vt]).reshape(-1),
-                                                  np.stack([vc, np.full(n, 2)], 1), source_info=paths))
+                                                  np.stack([vc, np.full(n, 2)], 1), source_info=info))
         if a["pixelwise_masks"]:
-            out.append(self._masks(ws, indices, paths))
+            out.append(self._masks(ws, indices, info))
         if a["image_ids"]:
             out.append(TensorListCPU._from_packed(self.ids[indices].copy(), np.ones((n, 1), np.int64),
-                                                  source_info=paths))
+                                                  source_info=info))
         return out
 
-    def _masks(self, ws, indices: np.ndarray, paths: list[str]) -> TensorListCPU:
+    def _masks(self, ws, indices: np.ndarray, info: list[str]) -> TensorListCPU:
         """[H, W, 1] int32 label maps of the images ``indices``."""
         from .._batch import empty_batch
         n = len(indices)
         shapes = np.stack([self.heights[indices], self.widths[indices], np.ones(n, np.int64)], 1)
-        out = empty_batch(shapes, np.int32, "HWC", paths)
+        out = empty_batch(shapes, np.int32, "HWC", info)
         rle_take = ragged_take(self.rle_off, self.rle_cnt, indices)
         rle_cnt = self.rle_cnt[indices]
         poly_take = ragged_take(self.poly_offsets, self.poly_counts, indices)

@@ -30,6 +30,14 @@ FILE_READER = OpSchema(
     min_inputs=0, num_outputs=2, is_reader=True, is_random=True, legacy_names=("FileReader",))
 
 
+def read_files(reader: FilesReader, ws, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The files ``paths`` of ``reader`` packed in one buffer, with their sizes: fetched from their
+    object store (GETs started by ``prefetch``), or read from local disk by the engine's pool."""
+    if reader.object_reads is not None:
+        return reader.object_reads.read(paths)
+    return _engine.read_files(ws.pool, paths)
+
+
 def _matches(name: str, patterns, case_sensitive: bool) -> bool:
     if case_sensitive:
         return any(fnmatch.fnmatchcase(name, p) for p in patterns)
@@ -130,10 +138,7 @@ class FileReaderCPU(FilesReader):
     def load(self, ws, indices: np.ndarray):
         paths = [self.paths[i] for i in indices]
         names = self.sources(indices)
-        if self.object_reads is not None:
-            buf, sizes = self.object_reads.read(paths)
-        else:
-            buf, sizes = _engine.read_files(ws.pool, paths)
+        buf, sizes = read_files(self, ws, paths)
         shapes = sizes.reshape(-1, 1)
         data = TensorListCPU._from_packed(buf, shapes, source_info=names)
         labels = TensorListCPU._from_packed(self.labels[indices].copy(), np.ones((len(indices), 1), np.int64),

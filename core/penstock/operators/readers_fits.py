@@ -6,10 +6,13 @@ by default 2, the first extension), as astropy gives them: C order (NAXISn ... N
 order, scaled by BZERO/BSCALE where the header asks, tile-compressed images (RICE, GZIP, HCOMPRESS,
 PLIO) decompressed. Each output has the type ``dtypes`` declares for it (UINT8 by default), and an
 image of another type is an error of its sample. On the GPU the batch is read on the host and
-uploaded.
+uploaded. The files may be in object stores (s3://, gs://, az://, http(s)://: file_root a URL prefix
+listed as readers.numpy lists it, or URLs in files/file_list): a batch's files are fetched whole,
+with their GETs started as the batch is drawn, and astropy reads them from memory.
 """
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import numpy as np
@@ -18,7 +21,7 @@ from .._operator import SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from .._batch import empty_batch
 from ..types import DALIDataType, to_dali_type, to_numpy_type
-from ._reader import READER_ARGS, Reader
+from ._reader import READER_ARGS, FilesReader
 from .readers_numpy import list_files
 
 FITS_READER = OpSchema(
@@ -46,7 +49,7 @@ def _astropy_fits() -> Any:
 
 
 @register(FITS_READER, device=("cpu", "gpu"))
-class FitsReader(Reader):
+class FitsReader(FilesReader):
     def setup(self) -> None:
         a = self.args
         if not a["hdu_indices"] or any(i < 1 for i in a["hdu_indices"]):
@@ -68,7 +71,9 @@ class FitsReader(Reader):
 
     def scan(self) -> int:
         a = self.args
-        self.paths = list_files(self.label, a["file_root"], a["file_list"], a["files"], a["file_filter"])
+        self.paths = self.names = list_files(self.label, a["file_root"], a["file_list"], a["files"],
+                                             a["file_filter"])
+        self.fetch_remote()
         return len(self.paths)
 
     def run(self, ws):
@@ -78,7 +83,14 @@ class FitsReader(Reader):
 
     def load(self, ws, indices: np.ndarray):
         hdus = self.args["hdu_indices"]
-        images = [self._images(k, self.paths[i], hdus) for k, i in enumerate(indices)]
+        paths = [self.paths[i] for i in indices]
+        if self.object_reads is None:
+            sources = paths
+        else:  # the fetched files, each as an in-memory file
+            buf, sizes = self.object_reads.read(paths)
+            ends = np.cumsum(sizes)
+            sources = [io.BytesIO(buf[e - s:e]) for s, e in zip(sizes.tolist(), ends.tolist())]
+        images = [self._images(k, path, source, hdus) for k, (path, source) in enumerate(zip(paths, sources))]
         outputs = []
         for out, dtype in enumerate(self.dtypes):
             samples = [sample[out] for sample in images]
@@ -87,17 +99,18 @@ class FitsReader(Reader):
                 raise RuntimeError(f"{self.label}: the images of HDU {hdus[out]} differ in their number of "
                                    f"dimensions within a batch ({sorted(ranks)})")
             shapes = np.array([s.shape for s in samples], np.int64).reshape(len(samples), -1)
-            batch = empty_batch(shapes, to_numpy_type(dtype), "", [self.paths[i] for i in indices])
+            batch = empty_batch(shapes, to_numpy_type(dtype), "", paths)
             if len(samples):
                 np.concatenate([s.reshape(-1) for s in samples], out=batch._buf[:int(shapes.prod(axis=1).sum())])
             outputs.append(batch)
         return outputs
 
-    def _images(self, sample: int, path: str, hdus) -> list[np.ndarray]:
-        """The images of ``path``'s HDUs ``hdus``, each of its output's type, native-endian."""
+    def _images(self, sample: int, path: str, source: Any, hdus) -> list[np.ndarray]:
+        """The images of ``path``'s HDUs ``hdus`` (read from ``source``: the path, or the file's bytes
+        as a file object), each of its output's type, native-endian."""
         fits = _astropy_fits()
         try:
-            with fits.open(path, memmap=False, lazy_load_hdus=True) as hdul:
+            with fits.open(source, memmap=False, lazy_load_hdus=True) as hdul:
                 out = []
                 for k, index in enumerate(hdus):
                     try:

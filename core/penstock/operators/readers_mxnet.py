@@ -2,10 +2,13 @@
 
 The index gives each record's offset; a record ends where the next one in its file starts (the last
 at the end of the file). A batch's records are read as byte ranges and parsed by one native call
-each (``read_file_ranges``, ``recordio_records``).
+each (``read_file_ranges``, ``recordio_records``). The files and their indexes may be URLs of object
+stores (s3://, gs://, az://, http(s)://): a batch's records are then fetched in ranges, those of one
+file merged into few large GETs (``read_ranges``), all files' at once.
 """
 from __future__ import annotations
 
+import io
 import os
 
 import numpy as np
@@ -14,6 +17,7 @@ from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, OpSchema, register
 from ..tensors import TensorListCPU
+from . import _object_store as objects
 from ._reader import READER_ARGS, Reader
 
 MXNET_READER = OpSchema(
@@ -27,10 +31,13 @@ MXNET_READER = OpSchema(
 
 def read_index(label: str, rec: str, idx: str) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, sizes) of the records of ``rec`` in the order its index lists them."""
+    rows = [line.split() for line in objects.read_text(label, idx, "index file") if line.strip()]
     try:
-        with open(idx) as f:
-            rows = [line.split() for line in f if line.strip()]
-        file_size = os.path.getsize(rec)
+        if objects.is_url(rec):
+            with objects.open_file(label, rec) as f:  # its size: one HEAD request
+                file_size = f.seek(0, io.SEEK_END)
+        else:
+            file_size = os.path.getsize(rec)
     except OSError as e:
         raise RuntimeError(f"{label}: cannot read '{idx}' or '{rec}': {e}") from None
     try:
@@ -46,10 +53,13 @@ def read_index(label: str, rec: str, idx: str) -> tuple[np.ndarray, np.ndarray]:
 
 @register(MXNET_READER)
 class MXNetReader(Reader):
+    reads_object_stores = True
+
     def scan(self) -> int:
         paths, indexes = self.args["path"], self.args["index_path"]
         if len(paths) != len(indexes):
             raise ValueError(f"{self.label}: give one index_path per path ({len(paths)} paths, {len(indexes)} indexes)")
+        self._remote = objects.all_urls(self.label, "the files of 'path'", paths)
         files, offsets, sizes = [], [], []
         for rec, idx in zip(paths, indexes):
             o, s = read_index(self.label, rec, idx)
@@ -57,6 +67,8 @@ class MXNetReader(Reader):
             offsets.append(o)
             sizes.append(s)
         self.files = files
+        self.rec_files = list(paths)
+        self.file_of = np.repeat(np.arange(len(paths)), [len(o) for o in offsets])
         self.offsets = np.concatenate(offsets) if offsets else np.zeros(0, np.int64)
         self.sizes = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
         return len(files)
@@ -65,9 +77,13 @@ class MXNetReader(Reader):
         return [f"{self.files[i]} at index {self.offsets[i]}" for i in indices]
 
     def load(self, ws, indices: np.ndarray):
-        paths = [self.files[i] for i in indices]
         sizes = np.ascontiguousarray(self.sizes[indices])
-        ranges = _engine.read_file_ranges(ws.pool, paths, np.ascontiguousarray(self.offsets[indices]), sizes)
+        if self._remote:
+            ranges = objects.read_ranges(self.label, self.rec_files, self.file_of[indices], self.offsets[indices],
+                                         sizes, len(indices))
+        else:
+            ranges = _engine.read_file_ranges(ws.pool, [self.files[i] for i in indices],
+                                              np.ascontiguousarray(self.offsets[indices]), sizes)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         info = self.sources(indices)
         try:

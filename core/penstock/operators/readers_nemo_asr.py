@@ -28,6 +28,7 @@ from ..tensors import TensorListCPU
 from . import _object_store as objects
 from ._reader import READER_ARGS, FilesReader
 from .audio_decode import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
+from .readers_file import read_files
 
 
 def _outputs(args: dict) -> int:
@@ -106,8 +107,7 @@ class NemoAsrReader(FilesReader):
     def load(self, ws, indices: np.ndarray) -> list:
         a = self.args
         names = [self.paths[i] for i in indices]
-        buf, sizes = (self.object_reads.read(names) if self.object_reads is not None
-                      else _engine.read_files(ws.pool, names))
+        buf, sizes = read_files(self, ws, names)
         encoded = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=names)
         rates = np.full(len(indices), a["sample_rate"] if a["sample_rate"] > 0 else 0.0)
         try:

@@ -4,7 +4,9 @@ Each directory under ``file_root`` is a stream: its image files, sorted by name,
 A sample is ``sequence_length`` frames ``stride`` apart; consecutive samples of a stream start
 ``step`` frames apart, and only whole sequences are read (none crosses a stream's end). A batch's
 files are read by one native call and decoded by another (``decode_whole``), the sequences coming
-out FHWC uint8 in the frames' packed order.
+out FHWC uint8 in the frames' packed order. ``file_root`` may be a URL prefix of an object store
+(s3://, gs://, az://, http(s)://): its folders are the streams, as on local disk, listed all at once,
+and a batch's frames are fetched with one GET each, started as the batch is drawn.
 """
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIImageType
-from ._reader import READER_ARGS, Reader
+from . import _object_store as objects
+from ._reader import READER_ARGS, FilesReader
 from .image_decode import decode_whole
-from .readers_file import DEFAULT_FILTERS
+from .readers_file import DEFAULT_FILTERS, read_files
 
 # the extensions of the frames a stream's directory holds (other files are not frames)
 FRAME_EXTENSIONS = tuple(pattern[1:] for pattern in DEFAULT_FILTERS if pattern not in ("*.flac", "*.ogg", "*.wav"))
@@ -42,7 +45,7 @@ SEQUENCE_READER = OpSchema(
 
 
 @register(SEQUENCE_READER)
-class SequenceReader(Reader):
+class SequenceReader(FilesReader):
     shuffles_list = True
     decodes = True
 
@@ -55,31 +58,49 @@ class SequenceReader(Reader):
     def scan(self) -> int:
         a = self.args
         root, length, step, stride = a["file_root"], a["sequence_length"], a["step"], a["stride"]
-        try:
-            streams = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
-        except OSError as e:
-            raise RuntimeError(f"{self.label}: cannot list file_root '{root}': {e.strerror}") from None
         frames, firsts = [], []   # every stream's frame paths; each sequence's first frame among them
         span = (length - 1) * stride
-        for stream in streams:
-            folder = os.path.join(root, stream)
-            names = sorted(name for name in os.listdir(folder) if name.lower().endswith(FRAME_EXTENSIONS)
-                           and os.path.isfile(os.path.join(folder, name)))
+        for stream, files in self._streams(root).items():
+            names = sorted(name for name in files if name.lower().endswith(FRAME_EXTENSIONS))
             firsts += range(len(frames), len(frames) + max(0, len(names) - span), step)
-            frames += [os.path.join(folder, name) for name in names]
+            frames += [objects.join(root, f"{stream}/{name}") for name in names]
         self.frames = frames
         self.firsts = np.array(firsts, np.int64)
-        self.paths = [frames[f] for f in firsts]  # a sequence is named by its first frame
+        self.paths = self.names = [frames[f] for f in firsts]  # a sequence is named by its first frame
+        self.fetch_remote()
         return len(firsts)
+
+    def _streams(self, root: str) -> dict[str, list[str]]:
+        """The streams (folders directly under ``root``), in name order, each with the names of the
+        files directly in it."""
+        if objects.is_url(root):
+            streams = objects.list_folders(self.label, root, sorted)
+            del streams[""]  # objects directly under file_root belong to no stream
+            return streams
+        try:
+            names = sorted(e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)))
+        except OSError as e:
+            raise RuntimeError(f"{self.label}: cannot list file_root '{root}': {e.strerror}") from None
+        return {stream: [f for f in os.listdir(os.path.join(root, stream))
+                         if os.path.isfile(os.path.join(root, stream, f))] for stream in names}
+
+    def _frames_of(self, indices: np.ndarray) -> list[str]:
+        """The frames of sequences ``indices``, in the order they are packed."""
+        a = self.args
+        frame_indices = (self.firsts[indices][:, None] + a["stride"] * np.arange(a["sequence_length"])).ravel()
+        return [self.frames[f] for f in frame_indices]
+
+    def prefetch(self, indices: np.ndarray) -> None:
+        if self.object_reads is not None:
+            self.object_reads.prefetch(self._frames_of(indices))
 
     def load(self, ws, indices: np.ndarray):
         a = self.args
         length = a["sequence_length"]
-        frame_indices = (self.firsts[indices][:, None] + a["stride"] * np.arange(length)).ravel()
-        paths = [self.frames[f] for f in frame_indices]
-        buf, sizes = _engine.read_files(ws.pool, paths)
-        src = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)
-        try:
+        paths = self._frames_of(indices)
+        try:  # a frame that cannot be read or decoded is its sequence's error
+            buf, sizes = read_files(self, ws, paths)
+            src = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=paths)
             pixels, shapes, _ = decode_whole(self, ws.pool, src, int(a["image_type"]), None)
         except (_engine.SampleError, SampleError) as e:
             bad = sample_error_from_engine(e) or e

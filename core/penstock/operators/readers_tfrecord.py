@@ -69,10 +69,7 @@ class TFRecordReaderCPU(Reader):
         table = np.concatenate(tables) if tables else np.zeros((0, 2), np.int64)
         self.offsets, self.sizes = table[:, 0].copy(), table[:, 1].copy()
         self.files = paths
-        remote = sum(map(objects.is_url, paths))
-        if 0 < remote < len(paths):
-            raise ValueError(f"{self.label}: 'path' mixes URLs and local paths; give one kind")
-        self._remote = bool(remote)
+        self._remote = objects.all_urls(self.label, "the files of 'path'", paths)
         self.names = list(self.features)
         return len(table)
 

@@ -123,10 +123,7 @@ class WebdatasetReaderCPU(Reader):
                     sizes.append(row_size)
                     names.append(f"{path}:{j}")
         self.shards = paths
-        remote = sum(map(objects.is_url, paths))
-        if 0 < remote < len(paths):
-            raise ValueError(f"{self.label}: 'paths' mixes URLs and local paths; give one kind")
-        self._remote = bool(remote)
+        self._remote = objects.all_urls(self.label, "the files of 'paths'", paths)
         self.shard_of = np.asarray(shard, np.int64)
         self.offsets = np.asarray(offsets, np.int64).reshape(-1, len(groups))
         self.sizes = np.asarray(sizes, np.int64).reshape(-1, len(groups))

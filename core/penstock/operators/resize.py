@@ -153,6 +153,21 @@ class Resize(Operator):
         given = [name for name in ("roi_start", "roi_end") if self.given(name)]
         if len(given) == 1:
             raise ValueError(f"{self.label}: 'roi_start' and 'roi_end' must be given together (got only '{given[0]}')")
+        self._constant_sizes = self._constant_output_sizes()
+
+    def _constant_output_sizes(self) -> dict[str, int] | None:
+        """Per spatial letter, the output size when it is one whole number for every sample and the
+        source is the whole input (resize_x/y/z as constants, no ROI, no cap, a mode that keeps given
+        sizes as they are): plan() then skips the per-sample sizing rules, which are a training
+        pipeline's per-batch work."""
+        a = self.args
+        if self.node.arg_inputs or a["mode"] not in ("default", "stretch") or a.get("max_size") is not None:
+            return None
+        if any(a.get(name) is not None for name in ("size", "resize_shorter", "resize_longer", "roi_start", "roi_end")):
+            return None
+        given = {letter: a.get(name) for letter, name in (("W", "resize_x"), ("H", "resize_y"), ("D", "resize_z"))}
+        sizes = {letter: int(v) for letter, v in given.items() if v is not None and v > 0 and float(v).is_integer()}
+        return sizes or None
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
@@ -188,6 +203,13 @@ class Resize(Operator):
     def plan(self, ws, letters: str, extents: np.ndarray):
         """Integer output sizes [N, S] and source ROIs [N, 2S] (starts then ends)."""
         n, s = extents.shape
+        constant = self._constant_sizes
+        if constant is not None and all(letter in constant for letter in letters):
+            out = np.empty((n, s), np.int64)
+            out[:] = [constant[letter] for letter in letters]
+            rois = np.zeros((n, 2 * s))
+            rois[:, s:] = extents
+            return out, rois
         start, end = self.roi(ws, extents)
         roi_ext = np.abs(end - start)
         req = self.requested(ws, letters, n)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _engine
-from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, block_starts, budget_runs, volumes
+from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, budget_runs, volumes
 
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
 # runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
@@ -34,25 +34,10 @@ class ResizeKernels(KernelFamily):
         pixel. Computed by the resize_taps kernel; filters wider than it takes (extreme
         downscaling) are planned on the host by the CPU kernel's code."""
         cp = self.cp
-        step = (roi_end - roi_start) / np.maximum(out_sizes, 1)
-        scale = np.abs(step)
-        kind = np.where(scale > 1, min_filter, mag_filter).astype(np.int64)
-        stretch = np.where((scale > 1) & (antialias | (kind == 4) | (kind == 5)), scale, 1.0)
-        radius = np.array([0.0, 1.0, 2.0, 3.0, 1.0, 1.5])[kind] * stretch
-        taps = np.where(kind == 0, 1, np.minimum(in_sizes, np.floor(2 * radius).astype(np.int64) + 2))
-        taps = np.maximum(taps, 1)
-        start_at = np.concatenate([[0], np.cumsum(out_sizes)[:-1]]).astype(np.int64)
-        weight_at = np.concatenate([[0], np.cumsum(out_sizes * taps)[:-1]]).astype(np.int64)
-        # the source range every output may read (before trimming), for the vertical pass's span
-        c = roi_start[:, None] + (np.stack([np.zeros_like(out_sizes), out_sizes - 1], 1) + 0.5) * step[:, None]
-        nn = kind == 0
-        first = np.where(nn, np.floor(c.min(1) + 1e-7), np.ceil(c.min(1) - 0.5 - radius))
-        last = np.where(nn, np.floor(c.max(1) + 1e-7), np.floor(c.max(1) - 0.5 + radius))
-        top = np.maximum(in_sizes - 1, 0)
-        lo = np.clip(first, 0, top).astype(np.int64)
-        hi = np.where(out_sizes > 0, np.clip(last, 0, top).astype(np.int64) + 1, lo)
-        total_out, total_w = int(out_sizes.sum()), int((out_sizes * taps).sum())
-        if taps.max(initial=1) > 128:
+        taps, start_at, weight_at, lo, hi, totals = _engine.resize_axis_spans(
+            in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
+        total_out, total_w, most_taps = totals.tolist()
+        if most_taps > 128:
             t, s_at, w_at, lo, hi, starts, weights = _engine.resize_taps(
                 self._planning_pool, in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
             counts = np.repeat(t, out_sizes).astype(np.int32)
@@ -110,26 +95,44 @@ class ResizeKernels(KernelFamily):
         desc[:, 9], desc[:, 10], desc[:, 11] = taps[sample, 0], start_at[sample, 0], weight_at[sample, 0]
         desc[:, 12], desc[:, 13], desc[:, 14] = taps[sample, 1], start_at[sample, 1], weight_at[sample, 1]
         out_sizes = desc[:, 5] * desc[:, 6] * desc[:, 4]
+        if not len(desc):  # samples without frames
+            return
         # The vertical pass's float intermediate holds a run of frames at a time, reused run after
         # run in stream order: for a whole batch it would be out_h x in_w x C floats per image,
         # 400 MB for 256 ImageNet-sized images resized to 256 px, all of it on the pool's peak.
-        runs = budget_runs(tmp_sizes, _RESIZE_TMP_ELEMENTS)
-        blocks = []
-        for start, end in runs:
-            desc[start, 2] = 0
-            np.cumsum(tmp_sizes[start:end - 1], out=desc[start + 1:end, 2])
-            blocks += [block_starts(tmp_sizes[start:end], ITEMS), block_starts(out_sizes[start:end], ITEMS)]
-        tmp = self.ctx.empty(max(max(int(tmp_sizes[a:b].sum()) for a, b in runs), 1), np.float32)
-        d_desc, *d_blocks = self.ctx.upload_params(desc, *(b for b, _ in blocks))
-        stream = self.ctx.stream
-        for k, (start, end) in enumerate(runs):
-            (_, grid_v), (_, grid_h) = blocks[2 * k], blocks[2 * k + 1]
-            frames_n, run_desc = np.int32(end - start), d_desc[start:]
-            if grid_v:
-                self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}")(
-                    (grid_v,), (BLOCK,), (src, tmp, run_desc, d_blocks[2 * k], frames_n, d_starts, d_counts, d_weights),
-                    stream=stream)
-            if grid_h:
-                self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}")(
-                    (grid_h,), (BLOCK,), (tmp, dst, run_desc, d_blocks[2 * k + 1], frames_n, d_starts, d_counts,
-                                          d_weights), stream=stream)
+        runs = np.array(budget_runs(tmp_sizes, _RESIZE_TMP_ELEMENTS), np.int64)
+        run_start, run_end = runs[:, 0], runs[:, 1]
+        frames_in_run = run_end - run_start
+        run_of_frame = np.repeat(np.arange(len(runs)), frames_in_run)
+        before = np.zeros(len(tmp_sizes) + 1, np.int64)
+        np.cumsum(tmp_sizes, out=before[1:])
+        desc[:, 2] = before[:-1] - before[run_start][run_of_frame]  # where each frame's rows start in tmp
+        tmp = self.ctx.empty(max(int((before[run_end] - before[run_start]).max()), 1), np.float32)
+        v_blocks, v_grids, blocks_at = _run_block_starts(tmp_sizes, run_start, run_end)
+        h_blocks, h_grids, _ = _run_block_starts(out_sizes, run_start, run_end)
+        d_desc, d_v_blocks, d_h_blocks = self.ctx.upload_params(desc, v_blocks, h_blocks)
+        # per run, the vertical pass into tmp, then the horizontal pass out of it (tmp is reused by the
+        # next run in stream order): one engine call queues them all
+        address = self.ctx.address
+        launches = np.empty((len(runs), 2, 8), np.int64)
+        launches[:, :, 2] = address(d_desc) + run_start[:, None] * desc.strides[0]
+        launches[:, 0, 3] = address(d_v_blocks) + blocks_at * 8
+        launches[:, 1, 3] = address(d_h_blocks) + blocks_at * 8
+        launches[:, :, 4] = frames_in_run[:, None]
+        launches[:, :, 5:] = (address(d_starts), address(d_counts), address(d_weights))
+        launches[:, 0, :2] = (address(src), address(tmp))
+        launches[:, 1, :2] = (address(tmp), address(dst))
+        passes = (self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"),
+                  self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}"))
+        self.ctx.launch_kernels(passes * len(runs), np.column_stack([v_grids, h_grids]).reshape(-1), BLOCK,
+                                launches.reshape(-1, 8), "ppppippp")
+
+def _run_block_starts(work: np.ndarray, run_start: np.ndarray, run_end: np.ndarray) -> tuple:
+    """``block_starts`` of each run [start, end) of frames, back to back (run k's frames_in_run + 1
+    entries from ``at[k]``), and each run's grid."""
+    per_block = BLOCK * ITEMS
+    before = np.zeros(len(work) + 1, np.int64)
+    np.cumsum((np.asarray(work, np.int64) + per_block - 1) // per_block, out=before[1:])
+    run_of_entry = np.repeat(np.arange(len(run_start)), run_end - run_start + 1)
+    entries = before[np.arange(len(run_of_entry)) - run_of_entry] - before[run_start][run_of_entry]
+    return entries, before[run_end] - before[run_start], run_start + np.arange(len(run_start))

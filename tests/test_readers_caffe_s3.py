@@ -1,0 +1,86 @@
+"""readers.caffe and readers.caffe2 over an object store: LMDB databases under s3:// on a real S3 server
+(rclone serve s3 on loopback) are fetched once to a temporary folder and give what the same databases
+give on local disk; the copy goes when the last reader closes; a missing database is named by its URL."""
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from _reader_runs import assert_checkpoint_resumes, assert_same_rows, reader_pipeline, rows
+from _s3_server import s3_endpoint, s3_ranges, s3_server  # noqa: F401 - the fixtures
+from penstock import fn
+from test_readers_caffe import CAFFE2_IMAGE_RECORDS, CAFFE_RECORDS, write_lmdb
+
+
+@pytest.fixture(scope="module")
+def databases(s3_server):  # noqa: F811
+    """{reader: (local database, its URL)}; the Caffe2 records all encoded images (a batch mixes no ranks)"""
+    root = s3_server.bucket("lmdb")
+    return {"caffe": (write_lmdb(os.path.join(root, "caffe"), CAFFE_RECORDS), "s3://lmdb/caffe"),
+            "caffe2": (write_lmdb(os.path.join(root, "caffe2"), CAFFE2_IMAGE_RECORDS[:4]), "s3://lmdb/caffe2")}
+
+
+@pytest.fixture
+def temp(tmp_path, monkeypatch):
+    """The temporary folder the databases are fetched to."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def _pipe(reader, batch_size=2, **kwargs):
+    return reader_pipeline(getattr(fn.readers, reader), batch_size, **kwargs)
+
+
+@pytest.mark.parametrize("reader", ["caffe", "caffe2"])
+@pytest.mark.parametrize("options", [{}, {"random_shuffle": True, "initial_fill": 3},
+                                     {"num_shards": 2, "shard_id": 1, "pad_last_batch": True},
+                                     {"shuffle_after_epoch": True}])
+def test_records_as_on_local_disk(databases, temp, reader, options):
+    local, url = databases[reader]
+    on_disk, on_s3 = _pipe(reader, path=[local], **options), _pipe(reader, path=[url], **options)
+    assert on_s3.reader_meta("r") == on_disk.reader_meta("r")
+    assert_same_rows(rows(on_s3, 6), rows(on_disk, 6), local, url)
+    assert f"{url} at key 00000000" in {row[-1] for row in rows(_pipe(reader, batch_size=4, path=[url]), 1)}
+
+
+def test_labels_as_stored_and_checkpoints(databases, temp):
+    _, url = databases["caffe"]
+    labels = [int(row[1][0]) for row in rows(_pipe("caffe", batch_size=5, path=[url]), 1)]
+    assert labels == [k * 3 - 4 for k in range(5)]
+    assert_checkpoint_resumes(fn.readers.caffe, 3, 4, path=[url], random_shuffle=True, initial_fill=4)
+
+
+def test_fetched_once_and_removed_with_the_last_reader(databases, temp, s3_endpoint, s3_ranges):  # noqa: F811
+    local, url = databases["caffe"]
+    asked = len(s3_ranges.ranges)
+    p, q = _pipe("caffe", path=[url]), _pipe("caffe", path=[url])
+    copies = [n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]
+    assert len(copies) == 1 and os.listdir(temp / copies[0]) == ["data.mdb"]
+    with open(temp / copies[0] / "data.mdb", "rb") as copy, open(os.path.join(local, "data.mdb"), "rb") as f:
+        assert copy.read() == f.read()
+    if s3_endpoint == "ranged":  # in ranged GETs (one here: the database is smaller than a chunk)
+        assert [path for path, _ in s3_ranges.ranges[asked:]] == ["/lmdb/caffe/data.mdb"]
+    assert [row[-1] for row in rows(p, 2)] == [row[-1] for row in rows(q, 2)]  # both read the shared copy
+    del p
+    gc.collect()
+    assert os.path.isdir(temp / copies[0])
+    del q
+    gc.collect()
+    assert not os.path.exists(temp / copies[0])
+
+
+def test_missing_or_bad_database_names_the_url_and_the_reader(databases, s3_server, temp):  # noqa: F811
+    with pytest.raises(RuntimeError, match=r"readers\.caffe.*'s3://lmdb/gone/data\.mdb'.*no such object"):
+        _pipe("caffe", path=["s3://lmdb/gone"])
+    bad = os.path.join(s3_server.bucket("lmdb"), "bad")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "data.mdb"), "wb") as f:
+        f.write(b"not a database" * 100)
+    with pytest.raises(RuntimeError, match=r"readers\.caffe2.*LMDB Error: .*with file: s3://lmdb/bad"):
+        _pipe("caffe2", path=["s3://lmdb/bad"])
+    assert not [n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]  # no copy left behind
+    shutil.rmtree(bad)
