@@ -243,20 +243,3 @@ def test_cache_keeps_within_its_bound_least_recently_used_out(tmp_path):
     assert reopened.total <= 2500 and len(os.listdir(tmp_path)) == 2
     assert reopened.get("s3://b/5") == b"5" * 1000
     assert cache.put("s3://b/big", b"x" * 5000) is None and cache.get("s3://b/big") is None  # over the bound: not kept
-
-
-@pytest.mark.parametrize("reader, kwargs", [
-    ("readers.nemo_asr", {"manifest_filepaths": ["s3://files/manifest.json"]}),
-])
-def test_readers_without_object_stores_refuse_urls(reader, kwargs):
-    op = fn
-    for part in reader.split("."):
-        op = getattr(op, part)
-
-    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
-    def pipe():
-        out = op(**kwargs)
-        return tuple(out) if isinstance(out, (list, tuple)) else out
-
-    with pytest.raises(NotImplementedError, match=r"argument '\w+': reading from object stores .*s3://files"):
-        pipe().build()

@@ -414,7 +414,11 @@ def npy(data: bytes) -> None:
 
 def nemo_manifest(data: bytes) -> None:
     """readers.nemo_asr's parsing of NeMo manifests (JSON lines)."""
-    found = _scan(NemoAsrReader.scan, data, "manifest.json",
+    def scan(op: _Op) -> int:
+        op.fetch_remote = lambda: FilesReader.fetch_remote(op)  # what the scan calls once the paths are listed
+        return NemoAsrReader.scan(op)
+
+    found = _scan(scan, data, "manifest.json",
                   lambda path: {"manifest_filepaths": (path,), "min_duration": 0.0, "max_duration": 0.0})
     if found:
         op, n = found

@@ -27,11 +27,12 @@ import configparser
 import io
 import os
 import posixpath
+import re
 import threading
 import weakref
 from collections import deque
 from datetime import timedelta
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Coroutine, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -156,22 +157,51 @@ def max_in_flight() -> int:
     return int(os.environ.get("PENSTOCK_OBJECT_REQUESTS", "128"))
 
 
+class _DeliveringLoop(asyncio.SelectorEventLoop):
+    """An event loop that counts the calls other threads are making into it. The client's threads
+    hand a result over with ``call_soon_threadsafe``, which queues it and then wakes the loop, the
+    GIL released meanwhile: a request is answered (its task done) while the thread that answered
+    it is still in that call, and a thread taking the GIL back once the interpreter finalizes is
+    ended there, which aborts the process (the client's code cannot be unwound)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calling = 0
+        self.calls_ended = threading.Condition()
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> asyncio.Handle:
+        with self.calls_ended:
+            self.calling += 1
+        try:
+            return super().call_soon_threadsafe(*args, **kwargs)
+        finally:
+            with self.calls_ended:
+                self.calling -= 1
+                self.calls_ended.notify_all()
+
+    def wait_for_callers(self, timeout: float) -> None:
+        with self.calls_ended:
+            self.calls_ended.wait_for(lambda: self.calling == 0, timeout)
+
+
 class _Loop:
     """An asyncio loop on a daemon thread; a semaphore bounds the requests in flight."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = _DeliveringLoop()
         self.slots = asyncio.Semaphore(max_in_flight())
         self.in_flight = 0  # requests being answered now (the bench reports it)
         self.lock = threading.Lock()
-        self.stopped = False  # at exit
+        self.closing = False  # set at exit: no request starts after the last ones are waited for
         self.submitted: weakref.WeakSet = weakref.WeakSet()  # futures someone may still wait on
-        threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True).start()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True)
+        self.thread.start()
 
-    def submit(self, coro: Awaitable) -> concurrent.futures.Future:
-        """The future of ``coro`` run on the loop; once the loop has stopped, a cancelled one."""
+    def submit(self, coro: Coroutine) -> concurrent.futures.Future:
+        """The future of ``coro`` run on the loop; once the interpreter exits, a cancelled one
+        (what asks then is a thread reading ahead, which a reader's close may be waiting for)."""
         with self.lock:
-            if not self.stopped:
+            if not self.closing:
                 future = asyncio.run_coroutine_threadsafe(coro, self.loop)
                 self.submitted.add(future)
                 return future
@@ -181,10 +211,10 @@ class _Loop:
         return future
 
     def stop(self) -> None:
-        """Stops the loop; what waits on a request it will not answer now (a batch a reader's thread
-        reads ahead while the interpreter exits) is cancelled rather than left to time out."""
+        """Stops the loop; what waits on a request it will not answer now (the exit's wait for
+        them ran out) is cancelled rather than left to time out."""
         with self.lock:
-            self.stopped = True
+            self.closing = True
             unanswered = list(self.submitted)
         self.loop.call_soon_threadsafe(self.loop.stop)
         for future in unanswered:
@@ -212,20 +242,30 @@ def event_loop() -> _Loop:
         return _loop
 
 
-def _settle(loop: _Loop) -> None:
-    """At exit, requests still in flight (batches read ahead) end first, within a bound, and the
-    loop stops: the client's threads would otherwise hand their results to an interpreter being
-    torn down, which aborts the process."""
+def _settle(loop: _Loop, bound: float = 10.0) -> None:
+    """At exit, requests still in flight (batches read ahead) end first, within ``bound``
+    seconds, no new one starts (threads still running, a pipeline's stages reading ahead, are
+    refused), and the loop stops: the client's threads would otherwise hand their results to an
+    interpreter being torn down, which aborts the process."""
     async def drain() -> None:
-        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        if pending:
-            await asyncio.wait(pending, timeout=10)
+        end = asyncio.get_running_loop().time() + bound
+        while True:  # requests submitted before closing may start others (a batch's GETs)
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            left = end - asyncio.get_running_loop().time()
+            if not pending or left <= 0:
+                return
+            await asyncio.wait(pending, timeout=left)
 
+    with loop.lock:  # every request submitted before this is queued on the loop ahead of drain()
+        loop.closing = True
+        drained = asyncio.run_coroutine_threadsafe(drain(), loop.loop)
     try:
-        asyncio.run_coroutine_threadsafe(drain(), loop.loop).result(15)
+        drained.result(bound + 5)
     except Exception:  # noqa: BLE001 - exiting anyway
         pass
     loop.stop()
+    loop.thread.join(5)
+    loop.loop.wait_for_callers(5)  # the threads that answered the last requests are out of Python
 
 
 def requests_in_flight() -> int:
@@ -280,6 +320,17 @@ async def _list_folders(store: Any, prefix: str, keep: Callable[[list[str]], lis
                                                                                           [top, *listed])}
 
 
+def _listing_error(label: str, root: str, exc: BaseException) -> RuntimeError:
+    """A failed listing, named by URL; over http(s), what a server that cannot list means."""
+    why = describe_error(exc)
+    refused = re.search(r"PROPFIND.*status code: (405|501)", str(exc), re.S)
+    if urlsplit(root).scheme.lower() in ("http", "https") and refused:
+        why = ("an http(s) prefix is listed with WebDAV's PROPFIND, which this server does not answer (a plain "
+               "HTTP server cannot list a folder): give the objects' URLs ('files' or a 'file_list') instead; "
+               + why)
+    return RuntimeError(f"{label}: cannot list '{root}': {why}")
+
+
 def list_folders(label: str, root: str, keep: Callable[[list[str]], list[str]]) -> dict[str, list[str]]:
     """The names of the objects directly in each folder directly under the URL ``root`` (a
     reader's class folders), of the folders ``keep`` keeps (in its order), and under "" those
@@ -291,7 +342,7 @@ def list_folders(label: str, root: str, keep: Callable[[list[str]], list[str]]) 
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001 - the client's errors, named by URL
-        raise RuntimeError(f"{label}: cannot list '{root}': {describe_error(exc)}") from None
+        raise _listing_error(label, root, exc) from None
 
 
 def list_all(label: str, root: str) -> list[str]:
@@ -302,7 +353,7 @@ def list_all(label: str, root: str) -> list[str]:
     except RuntimeError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise RuntimeError(f"{label}: cannot list '{root}': {describe_error(exc)}") from None
+        raise _listing_error(label, root, exc) from None
     cut = len(prefix.rstrip("/")) + 1 if prefix else 0
     return sorted(k[cut:] for k in keys)
 
@@ -401,6 +452,23 @@ def read_ranges(label: str, urls: Sequence[str], which: np.ndarray, starts: np.n
     return out
 
 
+_file_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_file_pool_lock = threading.Lock()
+
+
+def _file_requests() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads that make file objects' requests (each waited for by the thread reading the
+    file). Not the event loop's: a finalizer the garbage collector runs on its thread may wait for
+    a lock the reading thread holds (a reader's close). Not the reading threads themselves: the
+    interpreter waits for these at exit, and a thread inside the client when it finalizes aborts
+    the process."""
+    global _file_pool
+    with _file_pool_lock:
+        if _file_pool is None:
+            _file_pool = concurrent.futures.ThreadPoolExecutor(32, "penstock-object-files")
+        return _file_pool
+
+
 class _ObjectFile(io.RawIOBase):
     """A seekable binary file over an object (what ``tarfile`` and other file readers take): read
     through a window of ``chunk`` bytes fetched with one ranged GET, so that scanning a shard's
@@ -412,10 +480,16 @@ class _ObjectFile(io.RawIOBase):
         self.store, self.key = locate(url)
         obstore = _obstore()
         try:
-            self.size = int(obstore.head(self.store, self.key)["size"])
+            self.size = int(self._request(lambda: obstore.head(self.store, self.key))["size"])
+        except RuntimeError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise RuntimeError(f"{label}: cannot read '{url}': {describe_error(exc)}") from None
         self.pos, self.window, self.window_start = 0, memoryview(b""), 0
+
+    def _request(self, call: Callable[[], Any]) -> Any:
+        """The answer of the request ``call`` makes, made on a thread of ``_file_requests``."""
+        return wait(self.label, f"'{self.url}'", _file_requests().submit(call))
 
     def readable(self) -> bool:
         return True
@@ -426,7 +500,11 @@ class _ObjectFile(io.RawIOBase):
     def _fetch(self, start: int, end: int) -> None:
         obstore = _obstore()
         try:
-            self.window, self.window_start = memoryview(obstore.get_range(self.store, self.key, start=start, end=end)), start
+            self.window = memoryview(self._request(lambda: obstore.get_range(self.store, self.key, start=start,
+                                                                                   end=end)))
+            self.window_start = start
+        except RuntimeError:
+            raise
         except Exception as exc:  # noqa: BLE001
             if not ignored_range(exc):
                 raise RuntimeError(f"{self.label}: cannot read '{self.url}': {describe_error(exc)}") from None

@@ -23,10 +23,16 @@ import numpy as np
 
 from .._operator import SampleError
 from .._workers import Workers
+from . import _object_store as objects
 
 # pad_mode values and the padding each means (DALI's names; numpy.pad's in the comments)
 PAD_MODES = {"none": "none", "constant": "constant", "edge": "edge", "repeat": "edge",
              "reflect_1001": "symmetric", "symmetric": "symmetric", "reflect_101": "reflect", "reflect": "reflect"}
+
+# bytes of a video in an object store fetched per ranged GET: FFmpeg reads a file front to back
+# (its header, then packets), so a window of a few packets' worth serves many of its reads; a
+# decoding thread keeps few files open (``_OpenFiles``), each holding its window
+OBJECT_WINDOW = 1 << 20
 
 _av_lock = threading.Lock()
 _av_module: list = []
@@ -79,15 +85,20 @@ class VideoIndex:
         return int(keys[-1]) if keys.size else 0
 
 
-def open_video(av: Any, source: str | bytes | np.ndarray) -> Any:
-    """An input container over a file path or encoded bytes. Tags that are not UTF-8 (a title in
-    Latin-1) must not fail the opening: they say nothing about the frames. PyAV before 19 decodes
-    tags strictly unless told to replace what is not UTF-8; PyAV 19 dropped that argument (and
-    the container's attribute of that name) and always reads tags with surrogate escapes."""
+def open_video(av: Any, source: str | bytes | np.ndarray, what: str = "video") -> Any:
+    """An input container over a file path, the URL of an object (read through a seekable file
+    object over ranged GETs: FFmpeg seeks to the index of an MP4 at its end, and decoding a few
+    frames needs only their packets, not the whole file; errors name ``what``) or encoded bytes.
+    Tags that are not UTF-8 (a title in Latin-1) must not fail the opening: they say nothing
+    about the frames. PyAV before 19 decodes tags strictly unless told to replace what is not
+    UTF-8; PyAV 19 dropped that argument (and the container's attribute of that name) and always
+    reads tags with surrogate escapes."""
     if isinstance(source, np.ndarray):
         source = io.BytesIO(source.tobytes())
     elif isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
+    elif objects.is_url(source):
+        source = objects.open_file(what, source, OBJECT_WINDOW)
     if hasattr(av.container.Container, "metadata_errors"):
         return av.open(source, "r", metadata_errors="replace")
     return av.open(source, "r")
@@ -159,7 +170,7 @@ def codec_name(codec: Any) -> str:
 def index_of(av: Any, source: str | bytes | np.ndarray, what: str) -> VideoIndex:
     """Opens, indexes and closes a video; errors name ``what``."""
     try:
-        with open_video(av, source) as container:
+        with open_video(av, source, what) as container:
             return build_index(container, what)
     except av.error.FFmpegError as e:
         raise ValueError(f"{what} cannot be read as a video: {e}") from None
@@ -242,7 +253,7 @@ def _opened(av: Any, source: str | bytes | np.ndarray, what: str, threads: int) 
     if key is not None and key in _open_files.files:
         _open_files.files.move_to_end(key)
         return _open_files.files[key]
-    container = open_video(av, source)
+    container = open_video(av, source, what)
     stream = video_stream(container, what)
     stream.thread_type = "AUTO" if threads > 1 else "SLICE"
     stream.codec_context.thread_count = threads

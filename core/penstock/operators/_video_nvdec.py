@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import _object_store as objects
 from ._video_codec import YUV420, VideoIndex
 
 # FFmpeg's names of the codecs NVDEC may decode through PyNvVideoCodec's SimpleDecoder -> their
@@ -198,7 +199,12 @@ class VideoDevice:
         if key is not None and key in self._decoders:
             self._decoders.move_to_end(key)
             return self._decoders[key]
-        data = source if isinstance(source, str) else np.ascontiguousarray(source).tobytes()
+        if not isinstance(source, str):
+            data = np.ascontiguousarray(source).tobytes()
+        elif objects.is_url(source):  # PyNvVideoCodec demuxes a path FFmpeg opens or bytes: the object's
+            data = objects.read_object(self.label, source)
+        else:
+            data = source
         decoder = nvc.SimpleDecoder(data, gpu_id=ws.gpu.device_id, cuda_stream=ws.stream.ptr,
                                     use_device_memory=True, need_scanned_stream_metadata=True,
                                     decoder_cache_size=1, output_color_type=nvc.OutputColorType.NATIVE)

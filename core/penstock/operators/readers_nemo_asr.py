@@ -1,13 +1,19 @@
 """``readers.nemo_asr``: speech samples listed in NeMo ASR manifests, decoded as they are read.
 
 A manifest has one JSON object per line: ``audio_filepath`` (opened as written: a relative
-path is relative to the working directory, as in DALI 2.4), ``duration`` and ``offset`` in
+path is relative to the working directory, as in DALI 2.4; in a manifest in an object store,
+relative to the manifest's folder there), ``duration`` and ``offset`` in
 seconds (the decoded range: ``int(offset * rate)`` frames skipped, at most
 ``int(duration * rate)`` kept), ``text``. Outputs, as DALI gives them: the audio (decoded like
 ``decoders.audio``, downmixed by default), then the file's own sample rate (float32 scalar,
 ``read_sample_rate``), the transcript's UTF-8 bytes (uint8, ``read_text``) and the sample's
 index in the manifests (int64 ``[1]``, ``read_idxs``). Sharding, shuffling, checkpoints and
 ``on_error`` are the common readers' (``_reader.Reader``).
+
+Manifests and audio files may be URLs of object stores (``s3://``, ``gs://``, ``az://``,
+``http(s)://``; beyond DALI 2.4, whose reader takes local paths only): a batch's files are
+fetched together, read ahead (``_reader.FilesReader``), and decoded from their bytes as local
+files are.
 """
 from __future__ import annotations
 
@@ -19,8 +25,10 @@ from .. import _engine
 from .._operator import SampleError, sample_error_from_engine
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
-from ._reader import READER_ARGS, Reader
+from . import _object_store as objects
+from ._reader import READER_ARGS, FilesReader
 from .audio_decode import DECODED_TYPE_ARG, QUALITY_ARG, check_decoding_args, decode_batch, rate_batch
+from .readers_file import read_files
 
 
 def _outputs(args: dict) -> int:
@@ -46,7 +54,7 @@ NEMO_ASR = OpSchema(
 
 
 @register(NEMO_ASR)
-class NemoAsrReader(Reader):
+class NemoAsrReader(FilesReader):
     shuffles_list = True
     decodes = True
 
@@ -61,13 +69,9 @@ class NemoAsrReader(Reader):
         paths, durations, offsets, texts, indices = [], [], [], [], []
         index = 0
         for manifest in a["manifest_filepaths"]:
-            try:
-                with open(manifest, encoding="utf-8") as f:
-                    lines = f.readlines()
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{self.label}: manifest '{manifest}' is not UTF-8 text: {e}") from None
-            except OSError as e:
-                raise RuntimeError(f"{self.label}: cannot read manifest '{manifest}': {e}") from None
+            lines = objects.read_text(self.label, manifest, "manifest")
+            # a relative audio_filepath: from the working directory (DALI), or beside a manifest in a store
+            base = objects.dirname(manifest) if objects.is_url(manifest) else ""
             for line_no, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
@@ -84,7 +88,7 @@ class NemoAsrReader(Reader):
                         or (a["max_duration"] > 0 and duration > a["max_duration"])):
                     index += 1
                     continue
-                paths.append(path)
+                paths.append(objects.join(base, path) if base else path)
                 durations.append(duration)
                 offsets.append(offset)
                 texts.append(text.encode("utf-8"))
@@ -92,7 +96,8 @@ class NemoAsrReader(Reader):
                 index += 1
         if not paths:
             raise RuntimeError(f"{self.label}: the manifests list no samples (within min/max_duration)")
-        self.paths = paths
+        self.paths = self.names = paths
+        self.fetch_remote()
         self._durations = np.asarray(durations, np.float64)
         self._offsets = np.asarray(offsets, np.float64)
         self._texts = texts
@@ -102,7 +107,7 @@ class NemoAsrReader(Reader):
     def load(self, ws, indices: np.ndarray) -> list:
         a = self.args
         names = [self.paths[i] for i in indices]
-        buf, sizes = _engine.read_files(ws.pool, names)
+        buf, sizes = read_files(self, ws, names)
         encoded = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=names)
         rates = np.full(len(indices), a["sample_rate"] if a["sample_rate"] > 0 else 0.0)
         try:

@@ -13,6 +13,12 @@ Outputs: the frames (``FHWC`` uint8; the legacy reader's ``dtype=FLOAT`` gives 0
 (``enable_frame_num``: int32 ``[1]``, the first frame's, or ``[F]``, every frame's, -1 for
 padding) and the timestamps (``enable_timestamps``: each frame's presentation time in seconds,
 -1 for padding; float64, the legacy reader's float32).
+
+Videos may lie in object stores (``s3://``, ``gs://``, ``az://``, ``http(s)://``; beyond DALI 2.4):
+``filenames`` and ``file_list`` entries as URLs (a relative entry of a list in a store is relative
+to the list's folder), ``file_root`` as a URL prefix listed as a folder is walked. FFmpeg reads
+them through seekable files over ranged GETs (``_video_codec.open_video``), fetching the parts it
+reads rather than whole files; NVDEC is given the whole object (``_video_nvdec``).
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from .._operator import SampleError
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..tensors import TensorListCPU
 from ..types import DALIDataType, DALIImageType
+from . import _object_store as objects
 from ._reader import READER_ARGS, Reader
 from ._video_codec import VideoIndex, fill_pixels, index_of, pad_indices
 from .resize import RESIZE, Resize, filters, resize_batch
@@ -129,6 +136,7 @@ class _Sequences:
 @register(VIDEO_READER, device=("cpu", "gpu"))
 class VideoReader(VideoDecoding, Reader):
     shuffles_list = True
+    reads_object_stores = True
     legacy = False
 
     def setup(self) -> None:
@@ -163,6 +171,8 @@ class VideoReader(VideoDecoding, Reader):
         if a["filenames"]:
             labels = list(a["labels"]) if a["labels"] else list(range(len(a["filenames"])))
             return list(a["filenames"]), labels, [("", "")] * len(a["filenames"])
+        if a["file_root"] and objects.is_url(a["file_root"]):
+            return self._listed_objects(a["file_root"])
         if a["file_root"]:
             root = a["file_root"]
             if not os.path.isdir(root):
@@ -178,11 +188,9 @@ class VideoReader(VideoDecoding, Reader):
                 labels += [label] * len(found)
             return paths, labels, [("", "")] * len(paths)
         paths, labels, ranges = [], [], []
-        try:
-            with open(a["file_list"], encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except OSError as e:
-            raise RuntimeError(f"{self.label}: cannot read file_list '{a['file_list']}': {e}") from None
+        lines = objects.read_text(self.label, a["file_list"], "file_list")
+        # a relative path: from the working directory (DALI), or beside a list in an object store
+        base = objects.dirname(a["file_list"]) if objects.is_url(a["file_list"]) else ""
         for line_no, line in enumerate(lines, 1):
             parts = line.split()
             if not parts:
@@ -195,10 +203,27 @@ class VideoReader(VideoDecoding, Reader):
             except ValueError:
                 raise ValueError(f"{self.label}: line {line_no} of '{a['file_list']}': the label {parts[1]!r} is not "
                                  "an integer") from None
-            paths.append(parts[0])
+            paths.append(objects.join(base, parts[0]) if base else parts[0])
             labels.append(label)
             ranges.append((parts[2] if len(parts) > 2 else "", parts[3] if len(parts) > 3 else ""))
         return paths, labels, ranges
+
+    def _listed_objects(self, root: str) -> tuple[list[str], list[int], list[tuple[str, str]]]:
+        """file_root in an object store, as on local disk: the folders directly under it are the
+        classes, in sorted order, and every object below one is a video of it (objects directly
+        under the root belong to none); one listing of the prefix, in pages."""
+        by_class: dict[str, list[str]] = {}
+        for key in objects.list_all(self.label, root):
+            if "/" in key:
+                by_class.setdefault(key.split("/", 1)[0], []).append(objects.join(root, key))
+        paths, labels = [], []
+        for label, cls in enumerate(sorted(by_class)):
+            paths += by_class[cls]  # in key order, as listed
+            labels += [label] * len(by_class[cls])
+        return paths, labels, [("", "")] * len(paths)
+
+    def _what(self, path: str) -> str:
+        return f"{self.label}: video file '{path}'"
 
     def _frame_range(self, index: VideoIndex, start: str, end: str, where: str) -> tuple[int, int]:
         """The [first, end) frames of a listed range."""
@@ -242,7 +267,7 @@ class VideoReader(VideoDecoding, Reader):
         paths, labels, ranges = self._listed()
         if not paths:
             raise RuntimeError(f"{self.label}: no video files found")
-        indices = self.threads.map(len(paths), lambda i: index_of(self.av, paths[i], f"video file '{paths[i]}'"),
+        indices = self.threads.map(len(paths), lambda i: index_of(self.av, paths[i], self._what(paths[i])),
                                    os.cpu_count() or 1)
         self.files, self.file_labels, self.indices = paths, np.asarray(labels, np.int32), indices
         length, stride = a["sequence_length"], a["stride"]
@@ -302,7 +327,7 @@ class VideoReader(VideoDecoding, Reader):
         union = [np.concatenate([frames[k] for k in by_file[f]]) for f in order]
         try:
             batch = self.decode_batch(ws, [self.files[f] for f in order], [self.indices[f] for f in order], union,
-                                      [f"video file '{self.files[f]}'" for f in order], self.colour,
+                                      [self._what(self.files[f]) for f in order], self.colour,
                                       pixel_format=self.pixel_format)
         except SampleError as e:  # a sample of the per-file batch: name the first sample of that file
             raise SampleError(by_file[order[e.sample]][0], str(e)) from None
