@@ -31,7 +31,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
 from .._std_random import MinstdRand0, std_shuffle
-from ._object_store import ObjectReads, all_urls, is_url
+from ._object_store import ObjectReads, all_urls
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
 LIST_SHUFFLE_SEED = 524287
@@ -289,7 +289,6 @@ class Reader(Operator):
     reader whose ``load`` needs more sets ``reads_ahead = False``.
     """
     reads_ahead = True
-    reads_object_stores = False  # whether its path arguments may be URLs of object stores (s3://...)
     tracks_state = True
     shuffles_list = False
     decodes = False  # whether load() decodes (compute) besides reading (I/O)
@@ -314,11 +313,6 @@ class Reader(Operator):
         if a["initial_fill"] < 1 and a["random_shuffle"]:
             raise ArgumentValueError(f"{self.label}: argument 'initial_fill' must be at least 1, "
                                      f"got {a['initial_fill']}")
-        if not self.reads_object_stores:
-            for name, value in a.items():
-                if any(is_url(v) for v in (value if isinstance(value, (list, tuple)) else [value])):
-                    raise NotImplementedError(f"{self.label}: argument '{name}': reading from object stores "
-                                              f"({value!r}) is not implemented for this reader; give local paths")
         self._samples: SampleBuffer | None = None
         if not a["lazy_init"]:
             self._start()
@@ -543,7 +537,6 @@ class FilesReader(Reader):
     """A reader whose samples are whole files (``self.paths``, named ``self.names``), on local disk
     or, all of them, in object stores: those are fetched by ``self.object_reads``, each batch's GETs
     started when its samples are drawn (``prefetch``)."""
-    reads_object_stores = True
     object_reads: ObjectReads | None = None
 
     def fetch_remote(self) -> None:

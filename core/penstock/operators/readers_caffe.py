@@ -152,7 +152,6 @@ _ENVIRONMENTS = _Environments()
 
 class _LmdbReader(Reader):
     """A reader of the records of LMDB databases, in key order, one database after another."""
-    reads_object_stores = True
 
     def setup(self) -> None:
         self._envs: list[tuple[str, Any]] = []

@@ -53,7 +53,6 @@ def read_index(label: str, rec: str, idx: str) -> tuple[np.ndarray, np.ndarray]:
 
 @register(MXNET_READER)
 class MXNetReader(Reader):
-    reads_object_stores = True
 
     def scan(self) -> int:
         paths, indexes = self.args["path"], self.args["index_path"]

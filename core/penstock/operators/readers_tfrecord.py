@@ -57,7 +57,6 @@ def read_index(label: str, index_path: str) -> np.ndarray:
 
 @register(TFRECORD_READER)
 class TFRecordReaderCPU(Reader):
-    reads_object_stores = True
     def scan(self) -> int:
         a = self.args
         self.features = _check_features(a["features"])

@@ -78,7 +78,6 @@ def read_wds_index(label: str, path: str) -> list[list[tuple[str, int, int]]]:
 
 @register(WEBDATASET_READER)
 class WebdatasetReaderCPU(Reader):
-    reads_object_stores = True
     def scan(self) -> int:
         a = self.args
         paths = list(a["paths"])

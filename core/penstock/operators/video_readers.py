@@ -136,7 +136,6 @@ class _Sequences:
 @register(VIDEO_READER, device=("cpu", "gpu"))
 class VideoReader(VideoDecoding, Reader):
     shuffles_list = True
-    reads_object_stores = True
     legacy = False
 
     def setup(self) -> None:
