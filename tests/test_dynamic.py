@@ -393,7 +393,6 @@ def test_tfrecord_reader_gives_a_dict_by_feature(tmp_path):
 
 
 def test_nemo_asr_reader_matches_the_pipeline_and_resumes(tmp_path):
-    pytest.importorskip("soundfile")
     from _audio_data import files as audio_files
     entries = []
     for i, container in enumerate(["wav16", "flac16", "wav16", "wavfloat", "flac24"]):

@@ -9,7 +9,7 @@ import pytest
 from _audio_data import files
 from penstock import fn, pipeline_def
 
-soundfile = pytest.importorskip("soundfile")
+import soundfile  # noqa: E402 - the audio extra, installed wherever the tests run
 
 
 @pytest.fixture(scope="module")

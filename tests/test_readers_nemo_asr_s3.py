@@ -10,9 +10,9 @@ import pytest
 
 from _audio_data import files
 from _s3_server import s3_server  # noqa: F401 - the fixture
-from penstock import fn, pipeline_def
+from test_readers_nemo_asr import _nemo_pipe
 
-soundfile = pytest.importorskip("soundfile")
+import soundfile  # noqa: E402 - the audio extra, installed wherever the tests run
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +43,7 @@ def speech(s3_server):  # noqa: F811
 
 
 def _read(manifest, batch=3, iterations=4, checkpoint=None, **reader):
-    @pipeline_def(batch_size=batch, num_threads=2, device_id=None, seed=3, enable_checkpointing=True,
-                  checkpoint=checkpoint)
-    def pipe():
-        return tuple(fn.readers.nemo_asr(manifest_filepaths=[manifest], read_idxs=True, name="r", **reader))
-    p = pipe()
-    p.build()
+    p = _nemo_pipe(manifest, batch, checkpoint, **reader)
     out = []
     for _ in range(iterations):
         audio, rate, text, idx = p.run()
@@ -70,7 +65,7 @@ def _same(got, expected):
 def test_as_on_local_disk(speech, reader, which):
     expected, local = _read(speech["local"], **reader)
     got, remote = _read(speech[which], **reader)
-    assert remote.reader_meta("r") == local.reader_meta("r")
+    assert remote.reader_meta("Reader") == local.reader_meta("Reader")
     _same(got, expected)
     assert {e[0].size for e in expected} != {0} and len({e[3] for e in expected}) >= 4
     # source_info: the audio file's URL (a relative one resolved beside the manifest)
