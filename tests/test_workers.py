@@ -126,3 +126,47 @@ def test_mixed_decoders_size_their_threads_from_the_ranks_share_of_the_host(monk
     assert mixed._codec_threads(mixed._decoder_thread_budget(64)) == 4
     monkeypatch.delenv("LOCAL_WORLD_SIZE")  # ... and one process alone on the host: 16 and 8
     assert (mixed._host_threads(mixed._decoder_thread_budget(64)), mixed._codec_threads(64)) == (16, 8)
+
+
+def test_a_pipeline_finalized_on_a_thread_its_reader_waits_for_is_not_waited_for_there(tmp_path, monkeypatch):
+    # the object-store event loop collects garbage on its own thread too: a pipeline dropped there,
+    # its reader's thread waiting for a read that loop would answer, was waited for 10 s (the join's
+    # bound) before the read could go on; on such a thread its shutdown runs on a thread of its own
+    import time
+
+    from penstock import fn, pipeline_def
+    from penstock.operators import readers_file
+    reading, served = threading.Event(), threading.Event()
+    load = readers_file.FileReaderCPU.load
+
+    def load_once_served(self, ws, indices):
+        reading.set()
+        served.wait(30)  # the read the service thread answers
+        return load(self, ws, indices)
+    monkeypatch.setattr(readers_file.FileReaderCPU, "load", load_once_served)
+    (tmp_path / "a").mkdir()
+    for i in range(4):
+        (tmp_path / "a" / f"{i}.jpg").write_bytes(b"x" * 10)
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=1)
+    def pipe():
+        return tuple(fn.readers.file(file_root=str(tmp_path)))
+    holder = [pipe()]
+    holder[0].build()
+    holder[0].schedule_run()
+    assert reading.wait(10)
+    stages = [t for t in threading.enumerate() if t.name.startswith("penstock-stage")]
+    took = []
+
+    def service():
+        _workers.mark_serving()
+        start = time.perf_counter()
+        holder.pop()
+        gc.collect()
+        took.append(time.perf_counter() - start)
+        served.set()
+    thread = threading.Thread(target=service)
+    thread.start()
+    thread.join(30)
+    assert took and took[0] < 5  # not the join's 10 s
+    assert stages and _ended(stages, timeout=10)  # and the pipeline did shut down
