@@ -29,22 +29,6 @@ def host_cores() -> int:
     return max(1, allowed // local_ranks)
 
 
-# Threads that other threads' work waits for (the event loop object-store requests run on, and the
-# threads of file objects' requests): a finalizer the garbage collector runs on one of them must
-# not wait for the threads that wait for it (on_service_thread).
-_service_threads: set[int] = set()
-
-
-def mark_serving() -> None:
-    """Marks the calling thread, for the rest of its life, as one that others' work waits for."""
-    _service_threads.add(threading.get_ident())
-
-
-def on_service_thread() -> bool:
-    """Whether the calling thread is one that others' work waits for (``mark_serving``)."""
-    return threading.get_ident() in _service_threads
-
-
 class _State:
     __slots__ = ("closed",)
 

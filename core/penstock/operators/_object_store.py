@@ -38,7 +38,6 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from .._operator import SampleError
-from .._workers import mark_serving
 from ._object_cache import ObjectCache
 
 SCHEMES = ("s3", "gs", "az", "abfs", "abfss", "http", "https")
@@ -195,12 +194,8 @@ class _Loop:
         self.lock = threading.Lock()
         self.closing = False  # set at exit: no request starts after the last ones are waited for
         self.submitted: weakref.WeakSet = weakref.WeakSet()  # futures someone may still wait on
-        self.thread = threading.Thread(target=self._serve, name="penstock-objects", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run_forever, name="penstock-objects", daemon=True)
         self.thread.start()
-
-    def _serve(self) -> None:
-        mark_serving()  # readers' threads wait for this one: a pipeline finalized here is not waited for
-        self.loop.run_forever()
 
     def submit(self, coro: Coroutine) -> concurrent.futures.Future:
         """The future of ``coro`` run on the loop; once the interpreter exits, a cancelled one
@@ -470,8 +465,7 @@ def _file_requests() -> concurrent.futures.ThreadPoolExecutor:
     global _file_pool
     with _file_pool_lock:
         if _file_pool is None:
-            _file_pool = concurrent.futures.ThreadPoolExecutor(32, "penstock-object-files",
-                                                               initializer=mark_serving)
+            _file_pool = concurrent.futures.ThreadPoolExecutor(32, "penstock-object-files")
         return _file_pool
 
 

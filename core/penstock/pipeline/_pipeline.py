@@ -15,7 +15,6 @@ from .. import _checkpoint, _current
 from .._executor import Executor, Iteration
 from .._graph import OpNode
 from .._sources import thread_stacks
-from .._workers import on_service_thread
 from ..data_node import DataNode
 from ..operators.constant import constant_node
 from ..types import DALIDataType, PipelineAPIType, ScalarConstant
@@ -463,13 +462,7 @@ class Pipeline(PipelineBuild, PipelineRun):
 
     def __del__(self) -> None:
         try:
-            if on_service_thread():
-                # the pipeline's threads may be waiting for this very thread (a read that the
-                # object-store event loop, collecting garbage, would answer): shut down on a thread of
-                # its own instead of waiting for them here
-                threading.Thread(target=self._shutdown, name="penstock-shutdown", daemon=True).start()
-            else:
-                self._shutdown()
+            self._shutdown()
         except Exception:  # noqa: BLE001 - interpreter teardown
             pass
 
