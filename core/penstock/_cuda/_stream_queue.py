@@ -75,7 +75,7 @@ def launch_kernels(kernels: Sequence[Kernel], grids: np.ndarray, block: int, str
     """Launches ``kernels[l]`` with ``grids[l]`` blocks of ``block`` threads, in order, on ``stream`` (a
     grid of 0 is skipped), in one engine call: launch l's parameters are row l of ``slots``, one int64
     per parameter (pointers and integers; a narrower integer in its slot's low bytes)."""
-    functions = np.array([k.raw.kernel.ptr for k in kernels], np.uint64)
+    functions = np.array([k.kernel.ptr for k in kernels], np.uint64)
     _engine.launch_kernels(functions, np.ascontiguousarray(grids, np.int64), int(block), int(stream.ptr),
                            np.ascontiguousarray(slots, np.int64))
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _engine
-from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, budget_runs, volumes
+from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, block_starts, budget_runs, volumes
 
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
 # runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
@@ -127,12 +127,11 @@ class ResizeKernels(KernelFamily):
         self.ctx.launch_kernels(passes * len(runs), np.column_stack([v_grids, h_grids]).reshape(-1), BLOCK,
                                 launches.reshape(-1, 8), "ppppippp")
 
+
 def _run_block_starts(work: np.ndarray, run_start: np.ndarray, run_end: np.ndarray) -> tuple:
     """``block_starts`` of each run [start, end) of frames, back to back (run k's frames_in_run + 1
-    entries from ``at[k]``), and each run's grid."""
-    per_block = BLOCK * ITEMS
-    before = np.zeros(len(work) + 1, np.int64)
-    np.cumsum((np.asarray(work, np.int64) + per_block - 1) // per_block, out=before[1:])
+    entries from ``at[k]``), and each run's grid: the whole batch's, less what came before the run."""
+    before, _ = block_starts(work, ITEMS)
     run_of_entry = np.repeat(np.arange(len(run_start)), run_end - run_start + 1)
     entries = before[np.arange(len(run_of_entry)) - run_of_entry] - before[run_start][run_of_entry]
     return entries, before[run_end] - before[run_start], run_start + np.arange(len(run_start))
