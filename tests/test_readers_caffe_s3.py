@@ -7,12 +7,15 @@ import gc
 import os
 import shutil
 import tempfile
+import threading
+import time
 
 import pytest
 
 from _reader_runs import assert_checkpoint_resumes, assert_same_rows, reader_pipeline, rows
 from _s3_server import s3_endpoint, s3_ranges, s3_server  # noqa: F401 - the fixtures
 from penstock import fn
+from penstock.operators import readers_caffe
 from test_readers_caffe import CAFFE2_IMAGE_RECORDS, CAFFE_RECORDS, write_lmdb
 
 
@@ -84,3 +87,46 @@ def test_missing_or_bad_database_names_the_url_and_the_reader(databases, s3_serv
         _pipe("caffe2", path=["s3://lmdb/bad"])
     assert not [n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]  # no copy left behind
     shutil.rmtree(bad)
+
+
+def test_a_pipeline_collected_elsewhere_during_a_fetch_closes_its_readers(databases, temp, monkeypatch):
+    """The garbage collector may finalize a pipeline on the thread that answers a fetch's requests (an
+    object-store thread): its readers' release must not wait for the fetch, which waits for that thread."""
+    local, url = databases["caffe"]
+    gc.collect()  # the database is not open from an earlier test: it is fetched
+    collected = [_pipe("caffe", path=[local])]
+    fetch = readers_caffe.fetch_database
+    released = []
+
+    def fetch_while_another_thread_collects(label, path):
+        done = threading.Thread(target=lambda: (collected.clear(), gc.collect(), released.append(True)))
+        done.start()
+        done.join(10)
+        return fetch(label, path)
+
+    monkeypatch.setattr(readers_caffe, "fetch_database", fetch_while_another_thread_collects)
+    p = _pipe("caffe", path=[url])
+    assert released == [True]  # within the fetch: the other thread's release did not wait for it
+    assert rows(p, 1)[0][-1] == f"{url} at key 00000000"
+
+
+def test_readers_opening_one_database_at_once_share_one_fetch(databases, temp, monkeypatch):
+    _, url = databases["caffe"]
+    gc.collect()
+    fetch, fetches = readers_caffe.fetch_database, []
+
+    def slow_fetch(label, path):
+        fetches.append(path)
+        time.sleep(0.3)  # the other reader asks meanwhile
+        return fetch(label, path)
+
+    monkeypatch.setattr(readers_caffe, "fetch_database", slow_fetch)
+    pipes = []
+    threads = [threading.Thread(target=lambda: pipes.append(_pipe("caffe", path=[url]))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(pipes) == 2 and fetches == [url]
+    assert [row[-1] for row in rows(pipes[0], 2)] == [row[-1] for row in rows(pipes[1], 2)]
+    assert len([n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]) == 1

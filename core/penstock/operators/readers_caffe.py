@@ -112,28 +112,48 @@ class _Environments:
         # reentrant: a pipeline collected while the lock is held closes its readers in the same thread
         self._lock = threading.RLock()
         self._open: dict[str, list] = {}   # real path or URL -> [environment, users, local copy of a URL or None]
+        self._opening: dict[str, threading.Event] = {}  # keys being fetched and opened, set when done
 
     def acquire(self, label: str, path: str) -> tuple[str, Any]:
         lmdb = _lmdb()
         remote = objects.is_url(path)
         key = path if remote else os.path.realpath(path)
-        with self._lock:
-            entry = self._open.get(key)
-            if entry is None:
-                local = fetch_database(label, path) if remote else path
-                if not os.path.isdir(local):
-                    why = "No such file or directory" if not os.path.exists(local) else "Not a directory"
-                    raise RuntimeError(f"{label}: LMDB Error: {why}, with file: {path} (a database is the directory "
-                                       "of its data.mdb)")
-                try:
-                    env = lmdb.open(local, readonly=True, lock=False, readahead=False, subdir=True, max_dbs=0)
-                except lmdb.Error as e:
-                    if remote:
-                        shutil.rmtree(local, ignore_errors=True)
-                    raise RuntimeError(f"{label}: LMDB Error: {e}, with file: {path}") from None
-                entry = self._open[key] = [env, 0, local if remote else None]
-            entry[1] += 1
-            return key, entry[0]
+        while True:
+            with self._lock:
+                entry = self._open.get(key)
+                if entry is not None:
+                    entry[1] += 1
+                    return key, entry[0]
+                opening = self._opening.get(key)
+                if opening is None:
+                    opening = self._opening[key] = threading.Event()
+                    break
+            opening.wait()  # another reader opens it: share what it opened (or try again where it failed)
+        # Fetched and opened without the lock: the fetch waits on object-store threads, where the garbage
+        # collector may finalize another pipeline whose readers' release takes the lock.
+        try:
+            env, local = self._open_database(lmdb, label, path, remote)
+            with self._lock:
+                self._open[key] = [env, 1, local if remote else None]
+        finally:
+            with self._lock:
+                del self._opening[key]
+            opening.set()
+        return key, env
+
+    @staticmethod
+    def _open_database(lmdb: Any, label: str, path: str, remote: bool) -> tuple[Any, str]:
+        local = fetch_database(label, path) if remote else path
+        if not os.path.isdir(local):
+            why = "No such file or directory" if not os.path.exists(local) else "Not a directory"
+            raise RuntimeError(f"{label}: LMDB Error: {why}, with file: {path} (a database is the directory "
+                               "of its data.mdb)")
+        try:
+            return lmdb.open(local, readonly=True, lock=False, readahead=False, subdir=True, max_dbs=0), local
+        except lmdb.Error as e:
+            if remote:
+                shutil.rmtree(local, ignore_errors=True)
+            raise RuntimeError(f"{label}: LMDB Error: {e}, with file: {path}") from None
 
     def release(self, key: str) -> None:
         with self._lock:
