@@ -59,6 +59,7 @@ def test_labels_as_stored_and_checkpoints(databases, temp):
 
 def test_fetched_once_and_removed_with_the_last_reader(databases, temp, s3_endpoint, s3_ranges):  # noqa: F811
     local, url = databases["caffe"]
+    gc.collect()  # no pipeline of an earlier test holds the database open: these two fetch it
     asked = len(s3_ranges.ranges)
     p, q = _pipe("caffe", path=[url]), _pipe("caffe", path=[url])
     copies = [n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]
@@ -108,6 +109,8 @@ def test_a_pipeline_collected_elsewhere_during_a_fetch_closes_its_readers(databa
     p = _pipe("caffe", path=[url])
     assert released == [True]  # within the fetch: the other thread's release did not wait for it
     assert rows(p, 1)[0][-1] == f"{url} at key 00000000"
+    del p
+    gc.collect()  # the database closes for the tests after this one
 
 
 def test_readers_opening_one_database_at_once_share_one_fetch(databases, temp, monkeypatch):
@@ -130,3 +133,5 @@ def test_readers_opening_one_database_at_once_share_one_fetch(databases, temp, m
     assert len(pipes) == 2 and fetches == [url]
     assert [row[-1] for row in rows(pipes[0], 2)] == [row[-1] for row in rows(pipes[1], 2)]
     assert len([n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]) == 1
+    pipes.clear()
+    gc.collect()
