@@ -12,6 +12,7 @@
 #include "codec/stream_queue.h"
 #include "engine/buffer_pool.h"
 #include "engine/kernel.h"
+#include "engine/sample_order.h"
 #include "kernels/audio_decode.h"
 #include "kernels/audio_features.h"
 #include "kernels/boxes.h"
@@ -145,6 +146,44 @@ PYBIND11_MODULE(_engine, m) {
       PyErr_SetObject(sample_error.ptr(), args.ptr());
     }
   });
+
+  // ---- readers: the order samples are handed out in (engine/sample_order.h); the GIL stays held ----
+  py::class_<SampleOrder>(m, "SampleOrder",
+                          "The order one reader shard hands its samples out in: its read order and shuffle buffer")
+      .def(py::init<int64_t, int64_t, int64_t, bool, std::vector<int64_t>, std::optional<uint32_t>, int64_t,
+                    uint64_t, bool>(),
+           "n"_a, "num_shards"_a, "shard_id"_a, "stick"_a, "order"_a, "reshuffle_seed"_a, "fill"_a, "rng_state"_a,
+           "pad"_a)
+      .def("next_batch", &SampleOrder::next_batch, "The next `batch` sample indices", "batch"_a)
+      .def("start_with", &SampleOrder::start_with, "indices"_a, "pass_index"_a, "pad_to"_a)
+      .def("set_order", &SampleOrder::set_order, "order"_a)
+      .def_readonly("n", &SampleOrder::n)
+      .def_readonly("fill", &SampleOrder::fill)
+      .def_readonly("order", &SampleOrder::order)
+      .def_readonly("order_version", &SampleOrder::order_version)
+      .def_readwrite("shard", &SampleOrder::shard)
+      .def_readwrite("pass_shard", &SampleOrder::pass_shard)
+      .def_readwrite("pos", &SampleOrder::pos)
+      .def_readwrite("read_in_pass", &SampleOrder::read_in_pass)
+      .def_readwrite("epoch", &SampleOrder::epoch)
+      .def_readwrite("buffer", &SampleOrder::buffer)
+      .def_readwrite("passes", &SampleOrder::passes)
+      .def_readwrite("rng_state", &SampleOrder::rng_state)
+      .def_readwrite("returned", &SampleOrder::returned)
+      .def_readwrite("last", &SampleOrder::last)
+      .def_readwrite("pass_index", &SampleOrder::pass_index)
+      .def_readwrite("prelude", &SampleOrder::prelude)
+      .def_readwrite("prelude_pos", &SampleOrder::prelude_pos)
+      .def_readwrite("prelude_pad_to", &SampleOrder::prelude_pad_to);
+  m.def("std_shuffle", [](std::vector<int64_t> items, uint32_t seed) {
+        std_shuffle(items, seed);
+        return items;
+      }, "std::shuffle(items, std::mt19937(seed)) as libstdc++ does it (DALI's list orders)", "items"_a, "seed"_a);
+  m.def("minstd_below", [](uint64_t state, int64_t k) {
+        const int64_t value = minstd_below(state, k);
+        return std::make_pair(value, state);
+      }, "uniform_int_distribution<int>(0, k - 1) over minstd_rand0 in `state`, as libstdc++ draws it: "
+      "(the value, the engine's next state)", "state"_a, "k"_a);
 
   // ---- host memory ----
   m.def("empty_pooled", [](int64_t nbytes) { return Array::empty('u', 1, {nbytes}, true); },

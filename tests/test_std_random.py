@@ -1,8 +1,10 @@
-"""_std_random: the C++ standard library's engines and algorithms, checked against the
-real thing (a small program compiled with the system's g++, which building penstock needs)."""
+"""The C++ standard library's draws that readers make as DALI's do (the engine's std_shuffle and
+minstd_below, _std_random's seeding), checked against the real thing: a small program compiled with
+the system's g++ (which building penstock needs) and its libstdc++."""
 import subprocess
 
-from penstock._std_random import MT19937, MinstdRand0, seed_seq, std_shuffle
+from penstock import _engine
+from penstock._std_random import minstd_state, seed_seq
 
 CPP = r"""
 #include <algorithm>
@@ -11,7 +13,7 @@ CPP = r"""
 #include <random>
 #include <vector>
 int main() {
-  for (int n : {1, 2, 3, 7, 20, 1000}) {
+  for (int n : {1, 2, 3, 7, 20, 1000, 70000}) {
     std::vector<int> v(n);
     std::iota(v.begin(), v.end(), 0);
     std::mt19937 g(524287 + n);
@@ -47,23 +49,14 @@ def _reference(tmp_path):
 
 def test_matches_libstdcxx(tmp_path):
     ref = _reference(tmp_path)
-    for line, n in zip(ref[:6], (1, 2, 3, 7, 20, 1000)):
-        assert std_shuffle(list(range(n)), 524287 + n) == line
-    for line, seed in zip(ref[6:12], (0, 1, 42, 1234, -1, 5000000000)):
-        e = MinstdRand0(seed)
-        assert [e.below(k) for k in (1, 2, 3, 5, 20, 1000, 1, 7)] == line
+    sizes = (1, 2, 3, 7, 20, 1000, 70000)  # 70000: past 2^16, one swap per draw
+    for line, n in zip(ref[:7], sizes):
+        assert _engine.std_shuffle(list(range(n)), 524287 + n) == line
+    for line, seed in zip(ref[7:13], (0, 1, 42, 1234, -1, 5000000000)):
+        state, values = minstd_state(seed), []
+        for k in (1, 2, 3, 5, 20, 1000, 1, 7):
+            value, state = _engine.minstd_below(state, k)
+            values.append(value)
+        assert values == line
     words = seed_seq([5, 77], 1024)
-    assert [words[k] for k in (0, 1, 2, 511, 1023)] == ref[12]
-
-
-def test_engines_pass_the_standards_check_values():
-    # the C++ standard requires these 10000th outputs of default-constructed engines (seed 5489 / 1)
-    g = MT19937(5489)
-    for _ in range(9999):
-        g()
-    assert g() == 4123659995
-    e = MinstdRand0(0)
-    e.state = 1
-    for _ in range(9999):
-        e()
-    assert e() == 1043618065
+    assert [words[k] for k in (0, 1, 2, 511, 1023)] == ref[13]

@@ -1,69 +1,14 @@
-"""The C++ standard library's random engines and distributions, as GCC's libstdc++ implements
-them, so readers draw the very sequences DALI's (C++) readers draw from the same seed.
-
-Only what the readers use: ``std::mt19937`` and ``std::shuffle`` (the file list order),
-``std::default_random_engine`` (``minstd_rand0``) seeded through ``std::seed_seq`` and
-``std::uniform_int_distribution<int>`` (the shuffle buffer's picks).
+"""The seeding of the C++ standard library's engines, as the standard defines it, so that
+penstock's seeds are DALI's: ``std::seed_seq`` (the pipeline's operator seeds) and
+``std::default_random_engine`` (``minstd_rand0``) seeded through it (a reader's shuffle buffer,
+whose draws the engine makes: ``_engine.SampleOrder``).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 _M32 = 0xFFFFFFFF
-
-
-class MT19937:
-    """``std::mt19937(seed)``: numpy's MT19937 with the reference (legacy) integer seeding."""
-
-    def __init__(self, seed: int):
-        key = np.random.RandomState(seed & _M32).get_state()[1]
-        self._gen = np.random.MT19937()
-        self._gen.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 624}}
-
-    def __call__(self) -> int:
-        return int(self._gen.random_raw())
-
-
-def _uniform_32(g: MT19937, lo: int, hi: int) -> int:
-    """``uniform_int_distribution(lo, hi)`` over a full 32-bit engine: libstdc++ scales with
-    one 64-bit multiplication and rejects the few low products that would bias it."""
-    span = hi - lo + 1
-    product = g() * span
-    if (product & _M32) < span:
-        threshold = (-span & _M32) % span
-        while (product & _M32) < threshold:
-            product = g() * span
-    return lo + (product >> 32)
-
-
-def std_shuffle(items: list, seed: int) -> list:
-    """``std::shuffle(items, std::mt19937(seed))`` as libstdc++ does it: swap positions are drawn
-    two at a time from one number whenever the engine's range allows it."""
-    a = list(items)
-    n = len(a)
-    if n < 2:
-        return a
-    g = MT19937(seed)
-    if _M32 // n >= n:
-        i = 1
-        if n % 2 == 0:  # an odd count of swaps: the first one alone
-            j = _uniform_32(g, 0, 1)
-            a[i], a[j] = a[j], a[i]
-            i += 1
-        while i < n:
-            span = i + 1
-            x = _uniform_32(g, 0, span * (span + 1) - 1)
-            j, k = divmod(x, span + 1)
-            a[i], a[j] = a[j], a[i]
-            a[i + 1], a[k] = a[k], a[i + 1]
-            i += 2
-        return a
-    for i in range(1, n):
-        j = _uniform_32(g, 0, i)
-        a[i], a[j] = a[j], a[i]
-    return a
+MINSTD_MODULUS = 2147483647
 
 
 def seed_seq(values: Sequence[int], n: int) -> list[int]:
@@ -93,23 +38,6 @@ def seed_seq(values: Sequence[int], n: int) -> list[int]:
     return b
 
 
-class MinstdRand0:
-    """``std::default_random_engine(std::seed_seq{seed})`` of libstdc++ (``minstd_rand0``)."""
-    _MOD = 2147483647
-
-    def __init__(self, seed: int):
-        self.state = seed_seq([seed & _M32], 4)[3] % self._MOD or 1
-
-    def __call__(self) -> int:
-        self.state = self.state * 16807 % self._MOD
-        return self.state
-
-    def below(self, k: int) -> int:
-        """``uniform_int_distribution<int>(0, k - 1)(engine)``: the engine's values 1..2^31-2
-        cut into k equal buckets, rejecting the remainder at the top."""
-        scaling = (self._MOD - 2) // k  # the engine gives 2^31 - 2 values
-        past = k * scaling
-        while True:
-            r = self() - 1
-            if r < past:
-                return r // scaling
+def minstd_state(seed: int) -> int:
+    """The state of ``std::default_random_engine(std::seed_seq{seed})`` (libstdc++'s ``minstd_rand0``)."""
+    return seed_seq([seed & _M32], 4)[3] % MINSTD_MODULUS or 1

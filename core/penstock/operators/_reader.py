@@ -11,8 +11,8 @@ a shuffled reader is a permutation of its shard even when the buffer spans sever
 ceil(ceil(N/S)/B)*B samples (every shard as many as the largest, in whole batches of B).
 ``shuffle_after_epoch`` reshuffles the whole list at every pass (and sticks to the shard).
 The picks and shuffles are those of DALI 2.4's loaders, drawn with the same C++ standard
-library algorithms from the same seed (``_std_random``; the pipeline hands out operator seeds
-as DALI does), so a reader gives DALI's samples one by one.
+library algorithms from the same seed (the engine's ``SampleOrder``; the pipeline hands out
+operator seeds as DALI does), so a reader gives DALI's samples one by one.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from .._on_error import ON_ERROR_ARG, reader_load
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
-from .._std_random import MinstdRand0, std_shuffle
+from .._std_random import MINSTD_MODULUS, minstd_state
 from ._object_store import ObjectReads, all_urls
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
@@ -60,169 +60,70 @@ def shard_bounds(n: int, num_shards: int, shard_id: int) -> tuple[int, int]:
     return (shard_id * n) // num_shards, ((shard_id + 1) * n) // num_shards
 
 
-class ReadOrder:
-    """The endless sequence of dataset indices one reader shard reads, with its pass boundaries."""
+class SampleBuffer:
+    """Hands samples out of a buffer of ``fill`` read indices, pass by pass (see the module doc): the
+    engine's ``SampleOrder`` draws a batch's indices in one call; here its state as checkpoints hold it."""
 
     def __init__(self, n: int, num_shards: int, shard_id: int, stick: bool, order: list | None,
-                 reshuffle: Callable[[list, int], list] | None):
-        self.n, self.num_shards, self.stick = n, num_shards, stick
-        self.shard = shard_id                  # where reading wraps to (stick_to_shard)
-        self.pass_shard = shard_id             # the shard whose pass is being read
-        self.pos = shard_bounds(n, num_shards, shard_id)[0]
-        self.read_in_pass = 0
-        self.order = order                     # the list order (None: as scanned)
-        self.reshuffle = reshuffle             # shuffle_after_epoch: the order of the next pass
-        self.epoch = 1
-        self._encoded: tuple | None = None  # (order, its checkpoint text)
-        if reshuffle is not None:
-            self.order = reshuffle(list(range(n)) if order is None else order, self.epoch)
+                 reshuffle_seed: int | None, fill: int, shuffle: bool, pad: bool, seed: int):
+        self.engine = _engine.SampleOrder(n, num_shards, shard_id, stick, order or [],
+                                          None if reshuffle_seed is None else reshuffle_seed & 0xFFFFFFFF, fill,
+                                          minstd_state(seed) if shuffle else 0, pad)
+        self.reshuffles = reshuffle_seed is not None
+        self._encoded: tuple | None = None  # (the order's version, its checkpoint text): encoded once per pass
 
-    def get_state(self) -> dict:
-        state = {"pos": self.pos, "shard": self.shard, "pass_shard": self.pass_shard,
-                 "read_in_pass": self.read_in_pass, "epoch": self.epoch}
-        if self.reshuffle is not None:  # this pass's own permutation of the list, encoded once per pass
-            if self._encoded is None or self._encoded[0] is not self.order:
-                self._encoded = (self.order, encode_ints(self.order))
-            state["order"] = self._encoded[1]
-        return state
+    @property
+    def fill(self) -> int:
+        return self.engine.fill
 
-    def set_state(self, state: dict) -> None:
-        self.pos, self.shard, self.pass_shard = state["pos"], state["shard"], state["pass_shard"]
-        self.read_in_pass, self.epoch = state["read_in_pass"], state["epoch"]
-        if "order" in state:
-            self.order = decode_ints(state["order"])
+    @property
+    def list_order(self) -> list | None:
+        """The list order being read (None: as scanned)."""
+        return self.engine.order or None
 
-    def read(self) -> tuple[int, bool]:
-        """The next index, and whether it opens a new pass."""
-        index = self.pos if self.order is None else self.order[self.pos]
-        self.pos += 1
-        next_begin = shard_bounds(self.n, self.num_shards, self.shard + 1)[0]
-        if self.pos >= self.n or (self.stick and self.shard + 1 < self.num_shards and self.pos >= next_begin):
-            self.pos = shard_bounds(self.n, self.num_shards, self.shard)[0] if self.stick else 0
-            self.epoch += 1
-            if self.reshuffle is not None:
-                self.order = self.reshuffle(self.order, self.epoch)
-        self.read_in_pass += 1
-        begin, end = shard_bounds(self.n, self.num_shards, self.pass_shard)
-        new_pass = self.read_in_pass - 1 >= end - begin
-        if new_pass:
-            if not self.stick:
-                self.pass_shard = (self.pass_shard + 1) % self.num_shards
-            self.read_in_pass = 1
-        return index, new_pass
-
-
-class SampleBuffer:
-    """Hands samples out of a buffer of ``fill`` read indices, pass by pass (see the module doc)."""
-
-    def __init__(self, read: ReadOrder, fill: int, shuffle: bool, pad: bool, seed: int):
-        self.read = read
-        self.fill = max(1, fill) if shuffle else 1
-        self.rng = MinstdRand0(seed) if shuffle else None
-        self.pad = pad
-        self.pad_to = -(-read.n // read.num_shards)   # samples every shard gives before padding stops
-        self.buffer: list[int] = []
-        self.passes: deque[list[int]] = deque()       # [first, end) counters of each pass in the buffer
-        self.returned = 0                             # samples handed out of the current pass, padding included
-        self.last = -1
-        self.pass_index = 0                           # passes handed out completely
-        # elastic restore: the rest of an epoch begun under another sharding, handed out before reading
-        self.prelude: list[int] | None = None
-        self.prelude_pos = 0
-        self.prelude_pad_to = 0
-
-    def get_state(self) -> dict:
-        state = {"buffer": list(self.buffer), "passes": [list(p) for p in self.passes], "returned": self.returned,
-                 "last": self.last, "rng": None if self.rng is None else self.rng.state,
-                 "read": self.read.get_state(), "pass_index": self.pass_index}
-        if self.prelude is not None:
-            state["prelude"] = encode_ints(self.prelude[self.prelude_pos:])
-            state["prelude_pad_to"] = self.prelude_pad_to
-        return state
-
-    def set_state(self, state: dict) -> None:
-        self.buffer = list(state["buffer"])
-        self.passes = deque(list(p) for p in state["passes"])
-        self.returned, self.last, self.pass_index = state["returned"], state["last"], state["pass_index"]
-        if self.rng is not None:
-            self.rng.state = state["rng"]
-        self.read.set_state(state["read"])
-        self.prelude = decode_ints(state["prelude"]) if "prelude" in state else None
-        self.prelude_pos, self.prelude_pad_to = 0, state.get("prelude_pad_to", 0)
+    def next_batch(self, batch: int) -> np.ndarray:
+        return self.engine.next_batch(batch)
 
     def start_with(self, indices: list[int], pass_index: int, pad_to: int) -> None:
         """Hands ``indices`` out first (shuffled as a pass is), as pass ``pass_index``; then reads
         this shard from its beginning as a new reader does."""
-        self.pass_index = pass_index
-        if indices:
-            self.prelude, self.prelude_pos, self.prelude_pad_to = list(indices), 0, pad_to
+        self.engine.start_with(list(indices), pass_index, pad_to)
 
-    def _from_prelude(self, new_batch: bool) -> int | None:
-        left = len(self.prelude) - self.prelude_pos
-        if left:
-            pos = self.prelude_pos
-            pick = pos + (self.rng.below(left) if self.rng is not None else 0)
-            self.prelude[pos], self.prelude[pick] = self.prelude[pick], self.prelude[pos]
-            self.last = self.prelude[pos]
-            self.prelude_pos += 1
-            self.returned += 1
-            return self.last
-        if self.pad and (self.returned < self.prelude_pad_to or not new_batch):
-            self.returned += 1
-            return self.last
-        self.prelude, self.returned = None, 0
-        self.pass_index += 1
-        return None
+    def get_state(self) -> dict:
+        e = self.engine
+        read = {"pos": e.pos, "shard": e.shard, "pass_shard": e.pass_shard, "read_in_pass": e.read_in_pass,
+                "epoch": e.epoch}
+        if self.reshuffles:  # this pass's own permutation of the list
+            if self._encoded is None or self._encoded[0] != e.order_version:
+                self._encoded = (e.order_version, encode_ints(e.order))
+            read["order"] = self._encoded[1]
+        state = {"buffer": e.buffer, "passes": [list(p) for p in e.passes], "returned": e.returned, "last": e.last,
+                 "rng": e.rng_state or None, "read": read, "pass_index": e.pass_index}
+        prelude = e.prelude
+        if prelude is not None:
+            state["prelude"] = encode_ints(prelude[e.prelude_pos:])
+            state["prelude_pad_to"] = e.prelude_pad_to
+        return state
 
-    def _push(self) -> tuple[int, int]:
-        """Reads one sample into the newest pass; returns it and its buffer counter."""
-        index, new_pass = self.read.read()
-        if new_pass:
-            end = self.passes[-1][1]
-            self.passes.append([end, end])
-        slot = self.passes[-1][1]
-        self.passes[-1][1] += 1
-        return index, slot
-
-    def _one(self, new_batch: bool) -> int:
-        if self.prelude is not None:
-            index = self._from_prelude(new_batch)
-            if index is not None:
-                return index
-        if not self.buffer:
-            self.passes.append([0, 0])
-            for _ in range(self.fill):
-                index, _slot = self._push()
-                self.buffer.append(index)
-        front = self.passes[0]
-        if front[0] == front[1]:
-            if self.pad and (self.returned < self.pad_to or not new_batch):
-                self.returned += 1
-                return self.last
-            self.passes.popleft()
-            self.returned = 0
-            self.pass_index += 1
-            front = self.passes[0]
-        size = len(self.buffer)
-        offset = self.rng.below(front[1] - front[0]) if self.rng is not None else 0
-        first = front[0] % size
-        pick = (front[0] + offset) % size
-        buf = self.buffer
-        buf[pick], buf[first] = buf[first], buf[pick]
-        self.last = buf[first]
-        index, slot = self._push()
-        buf[slot % size] = index      # the slot just emptied: the buffer is always full
-        front[0] += 1
-        self.returned += 1
-        return self.last
-
-    def next_batch(self, batch: int) -> np.ndarray:
-        return np.fromiter((self._one(k == 0) for k in range(batch)), np.int64, batch)
+    def set_state(self, state: dict) -> None:
+        """Takes a state ``check_samples_state`` accepted."""
+        e = self.engine
+        e.buffer, e.passes = list(state["buffer"]), [tuple(p) for p in state["passes"]]
+        e.returned, e.last, e.pass_index = state["returned"], state["last"], state["pass_index"]
+        if e.rng_state:
+            e.rng_state = state["rng"]
+        read = state["read"]
+        e.pos, e.shard, e.pass_shard = read["pos"], read["shard"], read["pass_shard"]
+        e.read_in_pass, e.epoch = read["read_in_pass"], read["epoch"]
+        if "order" in read:
+            e.set_order(decode_ints(read["order"]))
+        e.prelude = decode_ints(state["prelude"]) if "prelude" in state else None
+        e.prelude_pos, e.prelude_pad_to = 0, state.get("prelude_pad_to", 0)
 
 
 def check_samples_state(state: dict, size: int, num_shards: int, shard_id: int, fill: int, shuffled: bool,
                         reshuffled: bool) -> None:
-    """A saved ``SampleBuffer`` state (with its ``ReadOrder``'s) of a reader with these settings:
+    """A saved ``SampleBuffer`` state (with its read order's) of a reader with these settings:
     every value in the range the reader can reach, the buffer's passes contiguous, spanning the
     buffer and each without a repeated sample. A ValueError names the first that is not."""
     buffer, passes = state["buffer"], state["passes"]
@@ -247,7 +148,7 @@ def check_samples_state(state: dict, size: int, num_shards: int, shard_id: int, 
     check_int(state["last"], "the last sample", -1, size)
     check_int(state["pass_index"], "the pass index")
     if shuffled:
-        check_int(state["rng"], "the shuffle generator's state", 1, MinstdRand0._MOD)
+        check_int(state["rng"], "the shuffle generator's state", 1, MINSTD_MODULUS)
     elif state["rng"] is not None:
         raise ValueError("an unshuffled reader has no generator state")
     if "prelude" in state:
@@ -265,11 +166,6 @@ def check_samples_state(state: dict, size: int, num_shards: int, shard_id: int, 
         raise ValueError("a saved list order goes with shuffle_after_epoch, and only with it")
     if reshuffled and sorted(decode_ints(read["order"])) != list(range(size)):
         raise ValueError("the saved list order is not a permutation of the dataset")
-
-
-def _reshuffle_list(order: list, epoch: int, seed: int = LIST_SHUFFLE_SEED) -> list:
-    """shuffle_after_epoch: the list order of pass ``epoch`` (each pass shuffles the previous one)."""
-    return std_shuffle(order, seed + epoch)
 
 
 def _io_threads(num_threads: int, decodes: bool) -> int:
@@ -331,12 +227,10 @@ class Reader(Operator):
     def _new_samples(self) -> None:
         """The read order and sample buffer of a reader that has read nothing yet."""
         a = self.args
-        seed = self.list_shuffle_seed()
-        reshuffle = (lambda order, epoch: _reshuffle_list(order, epoch, seed)) if a["shuffle_after_epoch"] else None
-        order = ReadOrder(self.size, a["num_shards"], a["shard_id"],
-                          a["stick_to_shard"] or a["shuffle_after_epoch"], self.list_order(), reshuffle)
-        self._samples = SampleBuffer(order, a["initial_fill"], a["random_shuffle"], a["pad_last_batch"],
-                                     self.seed)
+        self._samples = SampleBuffer(self.size, a["num_shards"], a["shard_id"],
+                                     a["stick_to_shard"] or a["shuffle_after_epoch"], self.list_order(),
+                                     self.list_shuffle_seed() if a["shuffle_after_epoch"] else None,
+                                     a["initial_fill"], a["random_shuffle"], a["pad_last_batch"], self.seed)
 
     def list_shuffle_seed(self) -> int:
         """The seed of shuffle_after_epoch's list shuffles: the user's, or DALI's fixed one."""
@@ -348,7 +242,7 @@ class Reader(Operator):
         (``shuffles_list``) shuffle it once under ``random_shuffle``, with a fixed seed (the same on
         every shard), before the buffer shuffles."""
         if self.shuffles_list and self.args["random_shuffle"]:
-            return std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED)
+            return _engine.std_shuffle(list(range(self.size)), LIST_SHUFFLE_SEED)
         return None
 
     def scan(self) -> int:
@@ -506,7 +400,7 @@ class Reader(Operator):
         s, r = state["samples"], state["samples"]["read"]
         if "prelude" in s:
             return s["pass_index"], decode_ints(s["prelude"])
-        order = decode_ints(r["order"]) if "order" in r else self._samples.read.order
+        order = decode_ints(r["order"]) if "order" in r else self._samples.list_order
 
         def index(position: int) -> int:
             return position if order is None else order[position]
