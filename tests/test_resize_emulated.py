@@ -61,6 +61,29 @@ def test_resize_with_several_elements_per_thread_matches_the_cpu_kernel(ctx, mon
     assert outs[0].std() > 10  # real images, not a constant
 
 
+@pytest.mark.parametrize("tmp_elements", [1 << 22, 2000])  # one run; runs that split a sequence's frames
+def test_sequences_resize_frame_by_frame_as_the_cpu_kernel(ctx, monkeypatch, tmp_elements):
+    """Each frame of a sequence (FHWC) has its own descriptor and its sample's taps; a sequence of
+    no frames is skipped."""
+    monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
+    rng = np.random.default_rng(5)
+    seqs = [rng.integers(0, 256, shape, np.uint8) for shape in [(3, 40, 31, 3), (0, 9, 9, 3), (2, 23, 57, 3)]]
+    src_shapes = np.array([s.shape for s in seqs], np.int64)
+    dst_shapes = np.array([[3, 29, 44, 3], [0, 5, 5, 3], [2, 31, 20, 3]], np.int64)
+    offsets = [np.concatenate([[0], np.cumsum(sh.prod(axis=1))[:-1]]).astype(np.int64) for sh in (src_shapes, dst_shapes)]
+    src = np.concatenate([s.reshape(-1) for s in seqs])
+    roi = np.column_stack([np.zeros((3, 2)), src_shapes[:, 1:3]]).astype(np.float64)
+    filters = np.full((3, 2), 1, np.int32)
+    outs = []
+    for kernels in (_engine, ctx.kernels):
+        dst = np.zeros(int(dst_shapes.prod(axis=1).sum()), np.uint8)
+        kernels.resize(_engine.ThreadPool(1), src, src_shapes, offsets[0], 0, dst, dst_shapes, offsets[1], 0, 2,
+                       roi, filters, filters, True)
+        outs.append(dst.astype(int))
+    assert np.abs(outs[1] - outs[0]).max() <= 1
+    assert outs[0].std() > 10
+
+
 def reference_axis_spans(in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias):
     """What the GPU resize plans per axis, written out with numpy."""
     step = (roi_end - roi_start) / np.maximum(out_sizes, 1)

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "kernels/resize.h"
 #include "kernels/fast_convert.h"
@@ -272,6 +274,81 @@ ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, F64Array roi
   }
   totals.mutable_data()[0] = n_start, totals.mutable_data()[1] = n_weight, totals.mutable_data()[2] = most_taps;
   return {taps, start_at, weight_at, lo, hi, totals};
+}
+
+ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array src_offsets, I64Array dst_offsets,
+                            I64Array taps, I64Array start_at, I64Array weight_at, I64Array lo, I64Array hi,
+                            int64_t tmp_budget, int64_t per_block) {
+  const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
+  if (n < 0 || nd < 3 || dst_shapes.ndim() != 2 || dst_shapes.shape(0) != n || dst_shapes.shape(1) != nd ||
+      src_offsets.size() != n || dst_offsets.size() != n)
+    throw std::invalid_argument("resize_pass_plan: shapes must be [N, nd >= 3] alike, offsets [N]");
+  for (const I64Array* axis : {&taps, &start_at, &weight_at, &lo, &hi})
+    if (axis->size() != 2 * n) throw std::invalid_argument("resize_pass_plan: the axis spans must be [N * 2]");
+  if (tmp_budget < 1 || per_block < 1) throw std::invalid_argument("resize_pass_plan: budget and block size must be positive");
+  const int64_t* in = src_shapes.data();
+  const int64_t* out = dst_shapes.data();
+  int64_t frames_total = 0;
+  std::vector<int64_t> frames(n);
+  for (int64_t i = 0; i < n; ++i) {
+    frames[i] = 1;
+    for (int64_t d = 0; d < nd - 3; ++d) frames[i] *= in[i * nd + d];
+    frames_total += frames[i];
+  }
+  auto desc = I64Array::empty({frames_total, 16});
+  std::vector<int64_t> tmp_size(frames_total), out_size(frames_total);
+  int64_t* row = desc.mutable_data();
+  for (int64_t i = 0, f = 0; i < n; ++i) {
+    const int64_t* s = in + i * nd + nd - 3;
+    const int64_t* o = out + i * nd + nd - 3;
+    const int64_t c = s[2], span = std::max<int64_t>(hi.data()[2 * i + 1] - lo.data()[2 * i + 1], 0);
+    for (int64_t k = 0; k < frames[i]; ++k, ++f, row += 16) {
+      row[0] = src_offsets.data()[i] + k * s[0] * s[1] * c;
+      row[1] = dst_offsets.data()[i] + k * o[0] * o[1] * c;
+      row[3] = s[1], row[4] = c, row[5] = o[0], row[6] = o[1];
+      row[7] = lo.data()[2 * i + 1], row[8] = span;
+      for (int axis = 0; axis < 2; ++axis) {
+        row[9 + 3 * axis] = taps.data()[2 * i + axis];
+        row[10 + 3 * axis] = start_at.data()[2 * i + axis];
+        row[11 + 3 * axis] = weight_at.data()[2 * i + axis];
+      }
+      row[15] = 0;
+      tmp_size[f] = o[0] * span * c;
+      out_size[f] = o[0] * o[1] * c;
+    }
+  }
+  // runs: a new one wherever the intermediates before a frame pass another multiple of the budget
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  int64_t before = 0, run_first = 0, tmp_most = 0, run_tmp = 0;
+  for (int64_t f = 0; f < frames_total; ++f) {
+    if (f > 0 && before / tmp_budget != (before - tmp_size[f - 1]) / tmp_budget) {
+      runs.emplace_back(run_first, f);
+      run_first = f, run_tmp = 0;
+    }
+    desc.mutable_data()[f * 16 + 2] = run_tmp;  // where the frame's rows start in the intermediate
+    run_tmp += tmp_size[f];
+    tmp_most = std::max(tmp_most, run_tmp);
+    before += tmp_size[f];
+  }
+  if (frames_total) runs.emplace_back(run_first, frames_total);
+  const int64_t r = int64_t(runs.size());
+  auto v_blocks = I64Array::empty({frames_total + r}), h_blocks = I64Array::empty({frames_total + r});
+  auto run_table = I64Array::empty({r, 5}), tmp_elements = I64Array::empty({1});
+  int64_t at = 0;
+  for (int64_t k = 0; k < r; ++k) {
+    const auto [first, end] = runs[k];
+    int64_t v = 0, h = 0;
+    for (int64_t f = first; f <= end; ++f) {
+      v_blocks.mutable_data()[at + f - first] = v;
+      h_blocks.mutable_data()[at + f - first] = h;
+      if (f < end) v += (tmp_size[f] + per_block - 1) / per_block, h += (out_size[f] + per_block - 1) / per_block;
+    }
+    int64_t* run = run_table.mutable_data() + 5 * k;
+    run[0] = first, run[1] = end, run[2] = v, run[3] = h, run[4] = at;
+    at += end - first + 1;
+  }
+  tmp_elements.mutable_data()[0] = tmp_most;
+  return {desc, v_blocks, h_blocks, run_table, tmp_elements};
 }
 
 }  // namespace penstock

@@ -26,4 +26,15 @@ ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, ArrayOf<doub
                              ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
                              bool antialias);
 
+// The two passes of a GPU resize planned from resize_axis_spans' results (taps ... hi: [N * 2], y then x
+// per sample) for samples of shapes [N, nd] (..., H, W, C; leading dimensions are frames): one descriptor
+// per frame [F, 16], and the frames cut into runs whose vertical-pass intermediates (floats) stay within
+// `tmp_budget` elements each (beyond one frame). Returns the descriptors, both passes' block starts per
+// run back to back (a run's frames + 1 entries each, `per_block` elements a block), the runs [R, 5]
+// (first frame, end frame, vertical grid, horizontal grid, where its block starts begin) and [the
+// intermediate's elements]. Runs with the GIL held: microseconds of planning per batch.
+ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array src_offsets, I64Array dst_offsets,
+                            I64Array taps, I64Array start_at, I64Array weight_at, I64Array lo, I64Array hi,
+                            int64_t tmp_budget, int64_t per_block);
+
 }  // namespace penstock

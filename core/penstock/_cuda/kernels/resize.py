@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _engine
-from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, block_starts, budget_runs, volumes
+from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily
 
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
 # runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
@@ -71,67 +71,30 @@ class ResizeKernels(KernelFamily):
             np.ascontiguousarray(roi[:, 2:].reshape(-1), np.float64),
             np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2].reshape(-1)),
             np.ascontiguousarray(np.asarray(mag_filter, np.int32)[:, :2].reshape(-1)), bool(antialias))
-        taps, start_at, weight_at = (a.reshape(n, 2) for a in (taps, start_at, weight_at))
-        lo, hi = lo.reshape(n, 2)[:, 1], hi.reshape(n, 2)[:, 1]
-        frames = volumes(src_shapes[:, :-3]) if nd > 3 else np.ones(n, np.int64)
-        channels = src_shapes[:, -1]
-        span = np.maximum(hi - lo, 0)
-        # one descriptor per frame; frames of a sample share its taps
-        sample = np.repeat(np.arange(n), frames)
-        frame = np.arange(len(sample)) - np.repeat(np.cumsum(frames) - frames, frames)
-        in_vol = in_hw[:, 0] * in_hw[:, 1] * channels
-        out_vol = out_hw[:, 0] * out_hw[:, 1] * channels
-        tmp_vol = out_hw[:, 0] * span * channels
-        desc = np.zeros((len(sample), 16), np.int64)
-        desc[:, 0] = src_offsets[sample] + frame * in_vol[sample]
-        desc[:, 1] = dst_offsets[sample] + frame * out_vol[sample]
-        tmp_sizes = tmp_vol[sample]
-        desc[:, 3] = in_hw[sample, 1]
-        desc[:, 4] = channels[sample]
-        desc[:, 5] = out_hw[sample, 0]
-        desc[:, 6] = out_hw[sample, 1]
-        desc[:, 7] = lo[sample]
-        desc[:, 8] = span[sample]
-        desc[:, 9], desc[:, 10], desc[:, 11] = taps[sample, 0], start_at[sample, 0], weight_at[sample, 0]
-        desc[:, 12], desc[:, 13], desc[:, 14] = taps[sample, 1], start_at[sample, 1], weight_at[sample, 1]
-        out_sizes = desc[:, 5] * desc[:, 6] * desc[:, 4]
+        # one descriptor per frame (frames of a sample share its taps). The vertical pass's float
+        # intermediate holds a run of frames at a time, reused run after run in stream order: for a
+        # whole batch it would be out_h x in_w x C floats per image, 400 MB for 256 ImageNet-sized
+        # images resized to 256 px, all of it on the pool's peak.
+        desc, v_blocks, h_blocks, runs, tmp_elements = _engine.resize_pass_plan(
+            src_shapes, dst_shapes, src_offsets, dst_offsets, taps, start_at, weight_at, lo, hi,
+            _RESIZE_TMP_ELEMENTS, BLOCK * ITEMS)
         if not len(desc):  # samples without frames
             return
-        # The vertical pass's float intermediate holds a run of frames at a time, reused run after
-        # run in stream order: for a whole batch it would be out_h x in_w x C floats per image,
-        # 400 MB for 256 ImageNet-sized images resized to 256 px, all of it on the pool's peak.
-        runs = np.array(budget_runs(tmp_sizes, _RESIZE_TMP_ELEMENTS), np.int64)
-        run_start, run_end = runs[:, 0], runs[:, 1]
-        frames_in_run = run_end - run_start
-        run_of_frame = np.repeat(np.arange(len(runs)), frames_in_run)
-        before = np.zeros(len(tmp_sizes) + 1, np.int64)
-        np.cumsum(tmp_sizes, out=before[1:])
-        desc[:, 2] = before[:-1] - before[run_start][run_of_frame]  # where each frame's rows start in tmp
-        tmp = self.ctx.empty(max(int((before[run_end] - before[run_start]).max()), 1), np.float32)
-        v_blocks, v_grids, blocks_at = _run_block_starts(tmp_sizes, run_start, run_end)
-        h_blocks, h_grids, _ = _run_block_starts(out_sizes, run_start, run_end)
+        tmp = self.ctx.empty(max(int(tmp_elements[0]), 1), np.float32)
         d_desc, d_v_blocks, d_h_blocks = self.ctx.upload_params(desc, v_blocks, h_blocks)
         # per run, the vertical pass into tmp, then the horizontal pass out of it (tmp is reused by the
         # next run in stream order): one engine call queues them all
         address = self.ctx.address
+        run_start, run_end, grids, blocks_at = runs[:, 0], runs[:, 1], runs[:, 2:4], runs[:, 4]
         launches = np.empty((len(runs), 2, 8), np.int64)
         launches[:, :, 2] = address(d_desc) + run_start[:, None] * desc.strides[0]
         launches[:, 0, 3] = address(d_v_blocks) + blocks_at * 8
         launches[:, 1, 3] = address(d_h_blocks) + blocks_at * 8
-        launches[:, :, 4] = frames_in_run[:, None]
+        launches[:, :, 4] = (run_end - run_start)[:, None]
         launches[:, :, 5:] = (address(d_starts), address(d_counts), address(d_weights))
         launches[:, 0, :2] = (address(src), address(tmp))
         launches[:, 1, :2] = (address(tmp), address(dst))
         passes = (self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"),
                   self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}"))
-        self.ctx.launch_kernels(passes * len(runs), np.column_stack([v_grids, h_grids]).reshape(-1), BLOCK,
-                                launches.reshape(-1, 8), "ppppippp")
+        self.ctx.launch_kernels(passes * len(runs), grids.reshape(-1), BLOCK, launches.reshape(-1, 8), "ppppippp")
 
-
-def _run_block_starts(work: np.ndarray, run_start: np.ndarray, run_end: np.ndarray) -> tuple:
-    """``block_starts`` of each run [start, end) of frames, back to back (run k's frames_in_run + 1
-    entries from ``at[k]``), and each run's grid: the whole batch's, less what came before the run."""
-    before, _ = block_starts(work, ITEMS)
-    run_of_entry = np.repeat(np.arange(len(run_start)), run_end - run_start + 1)
-    entries = before[np.arange(len(run_of_entry)) - run_of_entry] - before[run_start][run_of_entry]
-    return entries, before[run_end] - before[run_start], run_start + np.arange(len(run_start))
