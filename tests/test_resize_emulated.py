@@ -84,6 +84,30 @@ def test_sequences_resize_frame_by_frame_as_the_cpu_kernel(ctx, monkeypatch, tmp
     assert outs[0].std() > 10
 
 
+def test_filters_wider_than_the_taps_kernel_takes_are_planned_on_the_host(ctx):
+    """An extreme downscale (1300 rows to 5: 522 taps a row with antialiasing) beside an ordinary one:
+    the host plans every axis's taps, uploaded with the passes' descriptors."""
+    rng = np.random.default_rng(8)
+    images = [rng.integers(0, 256, shape, np.uint8) for shape in [(1300, 20, 3), (30, 41, 3)]]
+    src_shapes = np.array([im.shape for im in images], np.int64)
+    dst_shapes = np.array([[5, 20, 3], [17, 60, 3]], np.int64)
+    offsets = [np.concatenate([[0], np.cumsum(sh.prod(axis=1))[:-1]]).astype(np.int64) for sh in (src_shapes, dst_shapes)]
+    src = np.concatenate([im.reshape(-1) for im in images])
+    roi = np.column_stack([np.zeros((2, 2)), src_shapes[:, :2]]).astype(np.float64)
+    filters = np.full((2, 2), 1, np.int32)
+    assert _engine.resize_axis_spans(src_shapes[:, :2].reshape(-1), dst_shapes[:, :2].reshape(-1),
+                                     roi[:, :2].reshape(-1), roi[:, 2:].reshape(-1), filters.reshape(-1),
+                                     filters.reshape(-1), True)[5][2] > 128
+    outs = []
+    for kernels in (_engine, ctx.kernels):
+        dst = np.zeros(int(dst_shapes.prod(axis=1).sum()), np.uint8)
+        kernels.resize(_engine.ThreadPool(1), src, src_shapes, offsets[0], 0, dst, dst_shapes, offsets[1], 0, 2,
+                       roi, filters, filters, True)
+        outs.append(dst.astype(int))
+    assert np.abs(outs[1] - outs[0]).max() <= 1
+    assert outs[0].std() > 5
+
+
 def reference_axis_spans(in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias):
     """What the GPU resize plans per axis, written out with numpy."""
     step = (roi_end - roi_start) / np.maximum(out_sizes, 1)

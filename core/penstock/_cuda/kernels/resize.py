@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _engine
-from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily
+from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, block_starts
 
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
 # runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
@@ -27,50 +27,37 @@ class ResizeKernels(KernelFamily):
             self._planning_threads = _engine.ThreadPool(min(4, os.cpu_count() or 1))
         return self._planning_threads
 
-    def _resize_taps(self, pool: Any, in_sizes: np.ndarray, out_sizes: np.ndarray, roi_start: np.ndarray,
-                     roi_end: np.ndarray, min_filter: np.ndarray, mag_filter: np.ndarray, antialias: bool) -> tuple:
-        """Per axis: (weight stride, first start index, first weight index, lowest and highest+1
-        source index read) and the device arrays (starts, counts, weights), one entry per output
-        pixel. Computed by the resize_taps kernel; filters wider than it takes (extreme
-        downscaling) are planned on the host by the CPU kernel's code."""
-        cp = self.cp
-        taps, start_at, weight_at, lo, hi, totals = _engine.resize_axis_spans(
-            in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
-        total_out, total_w, most_taps = totals.tolist()
-        if most_taps > 128:
-            t, s_at, w_at, lo, hi, starts, weights = _engine.resize_taps(
-                self._planning_pool, in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
-            counts = np.repeat(t, out_sizes).astype(np.int32)
-            d_starts, d_counts, d_weights = self.ctx.upload_params(starts[:max(total_out, 1)], counts, weights)
-            return t, s_at, w_at, lo, hi, d_starts, d_counts, d_weights
-        with self.ctx:
-            d_starts = cp.empty(max(total_out, 1), np.int32)
-            d_counts = cp.empty(max(total_out, 1), np.int32)
-            d_weights = cp.empty(max(total_w, 1), np.float32)
-        axes = np.column_stack([in_sizes, out_sizes, min_filter, mag_filter, taps, start_at, weight_at,
-                                np.zeros_like(in_sizes)]).astype(np.int64)
-        rois = np.column_stack([roi_start, roi_end]).astype(np.float64)
-        self._launch_batch("resize", "resize_taps", out_sizes, axes, (),
-                           (lambda p: p[0], np.int32(bool(antialias)), d_starts, d_counts, d_weights), (rois,))
-        return taps, start_at, weight_at, lo, hi, d_starts, d_counts, d_weights
-
     def resize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
                dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray, dst_type: int, spatial: int,
                roi: np.ndarray, min_filter: np.ndarray, mag_filter: np.ndarray, antialias: bool) -> None:
         if spatial != 2:
             raise NotImplementedError("resize: volumes (3 spatial dimensions) are not supported on the GPU; "
                                       "resize them with device='cpu'")
-        n, nd = src_shapes.shape
-        if n == 0:
+        if len(src_shapes) == 0:
             return
-        # taps per sample and axis (y then x)
-        in_hw, out_hw = src_shapes[:, -3:-1], dst_shapes[:, -3:-1]
-        taps, start_at, weight_at, lo, hi, d_starts, d_counts, d_weights = self._resize_taps(
-            pool, np.ascontiguousarray(in_hw.reshape(-1)), np.ascontiguousarray(out_hw.reshape(-1)),
-            np.ascontiguousarray(roi[:, :2].reshape(-1), np.float64),
-            np.ascontiguousarray(roi[:, 2:].reshape(-1), np.float64),
-            np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2].reshape(-1)),
-            np.ascontiguousarray(np.asarray(mag_filter, np.int32)[:, :2].reshape(-1)), bool(antialias))
+        # per sample and axis (y then x)
+        in_sizes = np.ascontiguousarray(src_shapes[:, -3:-1]).reshape(-1)
+        out_sizes = np.ascontiguousarray(dst_shapes[:, -3:-1]).reshape(-1)
+        roi_start = np.ascontiguousarray(roi[:, :2], np.float64).reshape(-1)
+        roi_end = np.ascontiguousarray(roi[:, 2:], np.float64).reshape(-1)
+        min_filter = np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2]).reshape(-1)
+        mag_filter = np.ascontiguousarray(np.asarray(mag_filter, np.int32)[:, :2]).reshape(-1)
+        antialias = bool(antialias)
+        # Per axis: the tap count, where its starts and weights begin, the source range it reads. The taps
+        # themselves (one start, count and weights per output pixel) the resize_taps kernel computes;
+        # filters wider than it takes (extreme downscaling) are planned on the host by the CPU kernel's code.
+        taps, start_at, weight_at, lo, hi, totals = _engine.resize_axis_spans(
+            in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
+        total_out, total_w, most_taps = (max(int(t), 1) for t in totals)
+        if most_taps > 128:
+            taps, start_at, weight_at, lo, hi, starts, weights = _engine.resize_taps(
+                self._planning_pool, in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
+            taps_params = (starts[:total_out], np.repeat(taps, out_sizes).astype(np.int32), weights)
+        else:
+            axes = np.column_stack([in_sizes, out_sizes, min_filter, mag_filter, taps, start_at, weight_at,
+                                    np.zeros_like(in_sizes)]).astype(np.int64)
+            taps_blocks, taps_grid = block_starts(out_sizes)
+            taps_params = (axes, taps_blocks, np.column_stack([roi_start, roi_end]))
         # one descriptor per frame (frames of a sample share its taps). The vertical pass's float
         # intermediate holds a run of frames at a time, reused run after run in stream order: for a
         # whole batch it would be out_h x in_w x C floats per image, 400 MB for 256 ImageNet-sized
@@ -80,8 +67,20 @@ class ResizeKernels(KernelFamily):
             _RESIZE_TMP_ELEMENTS, BLOCK * ITEMS)
         if not len(desc):  # samples without frames
             return
+        d_desc, d_v_blocks, d_h_blocks, *d_taps = self.ctx.upload_params(desc, v_blocks, h_blocks, *taps_params)
+        if most_taps > 128:
+            d_starts, d_counts, d_weights = d_taps
+        else:  # the taps kernel's output in one block: starts and counts (int32), then weights (float32)
+            taps_out = self.ctx.empty(2 * total_out + total_w, np.int32)
+            d_starts, d_counts = taps_out[:total_out], taps_out[total_out:2 * total_out]
+            d_weights = taps_out[2 * total_out:].view(np.float32)
+            if taps_grid:
+                d_axes, d_taps_blocks, d_rois = d_taps
+                self._fn("resize", "resize_taps")(
+                    (taps_grid,), (BLOCK,), (d_axes, d_taps_blocks, np.int32(len(out_sizes)), d_rois,
+                                            np.int32(antialias), d_starts, d_counts, d_weights),
+                    stream=self.ctx.stream)
         tmp = self.ctx.empty(max(int(tmp_elements[0]), 1), np.float32)
-        d_desc, d_v_blocks, d_h_blocks = self.ctx.upload_params(desc, v_blocks, h_blocks)
         # per run, the vertical pass into tmp, then the horizontal pass out of it (tmp is reused by the
         # next run in stream order): one engine call queues them all
         address = self.ctx.address
