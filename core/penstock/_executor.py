@@ -65,10 +65,10 @@ class Iteration:
 
 
 class OpStats:
-    __slots__ = ("runs", "seconds", "output_bytes", "total_bytes", "real", "reserved", "max_real", "max_reserved",
-                 "timeline")
+    __slots__ = ("runs", "seconds", "output_bytes", "total_bytes", "memory", "real", "reserved", "max_real",
+                 "max_reserved", "timeline")
 
-    def __init__(self) -> None:
+    def __init__(self, memory: bool = False) -> None:
         self.runs = 0
         self.seconds = 0.0
         self.output_bytes = 0
@@ -76,17 +76,23 @@ class OpStats:
         # (start, end, thread id, iteration, output bytes) of each run while a profiler records it
         # (penstock.profiler)
         self.timeline: list[tuple[float, float, int, int, int]] | None = None
-        # per output, bytes of this iteration's samples (real) and of its buffer (reserved), and their peaks
+        # with ``memory`` (enable_memory_stats), per output, bytes of this iteration's samples (real)
+        # and of its buffer (reserved), and their peaks: work per operator and batch that is not
+        # done unless asked for
+        self.memory = memory
         self.real: list[int] = []
         self.reserved: list[int] = []
         self.max_real: list[int] = []
         self.max_reserved: list[int] = []
 
     def record_outputs(self, outs: Sequence[Any]) -> None:
-        self.real = [int(np.prod(out._shapes, axis=1).sum()) * out._buf.itemsize for out in outs]
-        self.reserved = [int(out._buf.nbytes) for out in outs]
-        self.output_bytes = sum(self.reserved)
+        reserved = [int(out._buf.nbytes) for out in outs]
+        self.output_bytes = sum(reserved)
         self.total_bytes += self.output_bytes
+        if not self.memory:
+            return
+        self.real = [int(np.prod(out._shapes, axis=1).sum()) * out._buf.itemsize for out in outs]
+        self.reserved = reserved
         if len(self.max_real) != len(outs):
             self.max_real, self.max_reserved = [0] * len(outs), [0] * len(outs)
         self.max_real = [max(a, b) for a, b in zip(self.max_real, self.real)]
@@ -120,12 +126,12 @@ class Executor:
 
     def __init__(self, stages: Sequence[Sequence[Operator]], output_refs: Sequence[tuple[int, int]],
                  pool: Any, exec_async: bool, exec_pipelined: bool, device: Any = None,
-                 queue_sizes: tuple[int, int] = (1, 1)):
+                 queue_sizes: tuple[int, int] = (1, 1), memory_stats: bool = False):
         self.stages = [list(s) for s in stages if s]
         self.device = device  # the pipeline's DeviceContext, when it has GPU operators
         self.output_refs = list(output_refs)
         self.pool = pool
-        self.stats: dict[str, OpStats] = {op.name: OpStats() for s in self.stages for op in s}
+        self.stats: dict[str, OpStats] = {op.name: OpStats(memory_stats) for s in self.stages for op in s}
         # last stage/op position that reads each value, so buffers are dropped as soon as possible
         self._last_use: dict[tuple[int, int], int] = {}
         flat = [op for s in self.stages for op in s]

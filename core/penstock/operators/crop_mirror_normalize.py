@@ -55,6 +55,7 @@ def _transposed(ws, src, perm: list, layout: str):
 
 @register(CMN, device=("cpu", "gpu"))
 class CropMirrorNormalize(Operator):
+    _constant_normalization: tuple | None = None  # (batch size, channels, pad) and what _normalization gave for it
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         in_layout = input_layout(self, src)
@@ -78,6 +79,23 @@ class CropMirrorNormalize(Operator):
         out_layout = layout[:-1][:cdim] + "C" + layout[:-1][cdim:]
         pad = bool(self.args["pad_output"])
         out_shapes = np.insert(windows[:, :-1], cdim, c + pad, axis=1)
+        fill, mean, std = self._normalization(ws, c, pad, dtype)
+        mirror = (ws.per_sample("mirror", np.int64) != 0).astype(np.uint8)
+        out = ws.new_batch(out_shapes, to_numpy_type(dtype), out_layout, src._source_info)
+        ws.kernels.crop_mirror_normalize(
+            ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
+            int(dtype), np.ascontiguousarray(anchors[:, :-1]), mirror, mean, std, float(self.args["scale"]),
+            float(self.args["shift"]), fill, cdim, pad)
+        return [out if after is None else _transposed(ws, out, after, self.args["output_layout"])]
+
+    def _normalization(self, ws, c: int, pad: bool, dtype) -> tuple:
+        """The fill values (one per output channel) and per-sample means and deviations [N, c]; worked
+        out once while they are constants (no argument inputs) and the batch keeps its size and channels."""
+        constant = "mean" not in ws.arg_inputs and "std" not in ws.arg_inputs
+        key = (ws.batch_size, c, pad)
+        cached = self._constant_normalization
+        if constant and cached is not None and cached[0] == key:
+            return cached[1]
         # only the 'pad' policy fills: one value for every output channel, or one per output channel;
         # with a per-channel mean or std (as in DALI) fewer may be given, the rest being 0 (3 values
         # for the 4 channels of pad_output). The pad_output channel takes its value everywhere (0
@@ -94,14 +112,10 @@ class CropMirrorNormalize(Operator):
             fill = np.trunc(fill)
         fill = np.ascontiguousarray(np.broadcast_to(fill, (c + pad,)) if fill.size == 1 else
                                     np.pad(fill, (0, c + pad - fill.size)))
-        mean = per_channel(ws, "mean", c, spare=int(pad))
-        std = per_channel(ws, "std", c, spare=int(pad))
+        mean = np.ascontiguousarray(per_channel(ws, "mean", c, spare=int(pad)))
+        std = np.ascontiguousarray(per_channel(ws, "std", c, spare=int(pad)))
         if (std == 0).any():
             raise ValueError(f"{self.label}: 'std' must not contain zeros")
-        mirror = (ws.per_sample("mirror", np.int64) != 0).astype(np.uint8)
-        out = ws.new_batch(out_shapes, to_numpy_type(dtype), out_layout, src._source_info)
-        ws.kernels.crop_mirror_normalize(
-            ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
-            int(dtype), np.ascontiguousarray(anchors[:, :-1]), mirror, np.ascontiguousarray(mean),
-            np.ascontiguousarray(std), float(self.args["scale"]), float(self.args["shift"]), fill, cdim, pad)
-        return [out if after is None else _transposed(ws, out, after, self.args["output_layout"])]
+        if constant:
+            self._constant_normalization = (key, (fill, mean, std))
+        return fill, mean, std

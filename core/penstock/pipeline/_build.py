@@ -100,7 +100,7 @@ class PipelineBuild:
             stages = [self._ops]
         self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
                                   self._exec_async, self._exec_pipelined, self._gpu,
-                                  (self._cpu_queue_size, self._gpu_queue_size))
+                                  (self._cpu_queue_size, self._gpu_queue_size), self._enable_memory_stats)
         if self._enable_checkpointing:
             _checkpoint.enable(self)
         if self._checkpoint is not None:
