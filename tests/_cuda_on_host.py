@@ -2,6 +2,7 @@
 operators' planning, GpuKernels' descriptors and the kernels' arithmetic) on a machine without a
 GPU. A harness defines the CUDA names a file uses and ``run_<kernel>`` entry points that loop over
 blocks and threads; HostContext stands in for a DeviceContext, with numpy in place of CuPy."""
+import collections
 import ctypes
 import os
 import shutil
@@ -11,6 +12,7 @@ import numpy as np
 
 from penstock._cuda.kernels import GpuKernels
 from penstock._batch import empty_batch
+from penstock.tensors import TensorListGPU
 
 CUDA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "cuda")
 
@@ -172,3 +174,119 @@ class HostContext:
 
     def new_batch(self, shapes, dtype, layout="", source_info=None):
         return empty_batch(shapes, dtype, layout, source_info)
+
+
+class _DeviceId:
+    id = 0
+
+
+class _Pointer:
+    def __init__(self, array: np.ndarray):
+        self.ptr = array.ctypes.data
+
+
+class HostArray(np.ndarray):
+    """Host memory posing as a CuPy array where the GPU path reads a device array's attributes."""
+
+    @property
+    def device(self):
+        return _DeviceId()
+
+    @property
+    def data(self):
+        return _Pointer(self)
+
+
+def host_array(a: np.ndarray) -> HostArray:
+    return np.ascontiguousarray(a).copy().view(HostArray)
+
+
+class _Synchronizing:
+    """A stream or event whose host synchronizations are counted in ``calls``."""
+    ptr = 0
+
+    def __init__(self, calls: collections.Counter, what: str):
+        self.calls, self.what = calls, what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def synchronize(self) -> None:
+        self.calls[f"{self.what}.synchronize"] += 1
+
+    def query(self) -> bool:
+        return True
+
+
+class HostDevice(HostContext):
+    """A DeviceContext for whole pipelines on a machine without a GPU: device memory is host memory
+    (``HostArray``), work runs at once on the calling thread, kernels run from the host-compiled
+    libraries ``libs`` ({kernel module: library}), and ``calls`` counts what the pipeline asked of the
+    device (launches, uploads, host synchronizations). Put in place of a pipeline's DeviceContext
+    by ``use_host_device``."""
+
+    def __init__(self, libs: dict):
+        self.libs = libs
+        self.calls: collections.Counter = collections.Counter()
+        super().__init__(None)
+        self.stream = _Synchronizing(self.calls, "stream")
+        self._closers: list = []
+
+    def _launcher(self, module: str, name: str):
+        run = getattr(self.libs[module], f"run_{name}")
+
+        def call(grid, block, args, stream=None):
+            self.calls["launch"] += 1
+            run(ctypes.c_int(grid[0]), ctypes.c_int(block[0]), *[_c_value(a) for a in args])
+        return call
+
+    def new_batch(self, shapes, dtype, layout="", source_info=None):
+        shapes = np.ascontiguousarray(shapes, np.int64)
+        total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+        tl = TensorListGPU._from_packed(self.empty(total, dtype), shapes, None, layout, source_info)
+        tl.stream = self.stream
+        return tl
+
+    def empty(self, count, dtype):
+        return np.empty(int(count), dtype).view(HostArray)
+
+    def upload(self, host, out=None):
+        self.calls["upload"] += 1
+        if out is None:
+            return host_array(host)
+        out.reshape(-1).view(np.uint8)[:host.nbytes] = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        return out
+
+    def upload_params(self, *arrays):
+        self.calls["upload"] += 1
+        return [host_array(a) for a in arrays]
+
+    @staticmethod
+    def reserve_staging(nbytes):
+        pass
+
+    def record(self):
+        return _Synchronizing(self.calls, "event")
+
+    def on_close(self, release):
+        self._closers.append(release)
+
+    def close(self):
+        closers, self._closers = self._closers, []
+        for release in closers:
+            release()
+
+
+def use_host_device(monkeypatch, device: HostDevice) -> None:
+    """Pipelines built from now on run their GPU and mixed operators on ``device``; mixed decoders
+    decode on the host (as without nvImageCodec)."""
+    from penstock.operators import _image_decode_mixed
+    from penstock.pipeline import _build
+
+    def require_gpu(pipeline):
+        pipeline._gpu = device
+    monkeypatch.setattr(_build.PipelineBuild, "_require_gpu", require_gpu)
+    monkeypatch.setattr(_image_decode_mixed, "_has_nvimgcodec", lambda: False)

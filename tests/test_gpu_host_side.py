@@ -1,0 +1,79 @@
+"""The GPU path's host side on a machine without a GPU: a training pipeline (file reader, mixed
+random-crop decoder, resize, crop_mirror_normalize with a random mirror, labels to the device) built
+with device_id=0 runs its executor stages, deferred fills, planning and uploads against HostDevice
+(tests/_cuda_on_host.py): device memory is host memory and the kernels are csrc/cuda's, compiled for
+the host. Its batches must be the CPU pipeline's, and a batch must not hold the host for the device
+(no stream or event synchronization between batches)."""
+import numpy as np
+import pytest
+from PIL import Image
+
+from penstock import fn, pipeline_def, types
+
+from _cuda_on_host import HostDevice, compile_for_host, use_host_device
+from test_crop_mirror_normalize_emulated import CMN_HARNESS, GATHER_HARNESS
+from test_resize_emulated import HARNESS as RESIZE_HARNESS
+
+MEAN, STD = [0.485 * 255, 0.456 * 255, 0.406 * 255], [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    return {module: compile_for_host(tmp_path_factory.mktemp(module), f"{module}.cu", harness, with_common=True)
+            for module, harness in (("resize", RESIZE_HARNESS), ("crop_mirror_normalize", CMN_HARNESS),
+                                    ("image_decode", GATHER_HARNESS))}
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    """Smooth photo-like JPEGs of several sizes in two classes."""
+    root = tmp_path_factory.mktemp("photos")
+    for c in range(2):
+        (root / str(c)).mkdir()
+        for i in range(9):
+            h, w = 40 + 7 * i, 56 + 5 * i + 9 * c
+            y, x, ch = np.mgrid[0:h, 0:w, 0:3]
+            px = 128 + 90 * np.sin(x / w * (2 + i) + y / h * 3 + ch) + 30 * np.cos(x * y / (h * w) * 9 + c)
+            Image.fromarray(px.clip(0, 255).astype(np.uint8)).save(root / str(c) / f"{i}.jpg", quality=92)
+    return str(root)
+
+
+def _train_pipeline(root, device_id, batch_size=5):
+    # the mixed decoder upsamples chroma as the CPU one does (by default it does as nvJPEG does)
+    decoder = {"device": "cpu"} if device_id is None else {"device": "mixed", "jpeg_fancy_upsampling": True}
+
+    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=device_id, seed=17)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, initial_fill=8, name="Reader")
+        images = fn.decoders.image_random_crop(jpegs, random_area=[0.3, 1.0], **decoder)
+        images = fn.resize(images, resize_x=32, resize_y=24)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=MEAN, std=STD,
+                                          mirror=fn.random.coin_flip())
+        return images, (labels if device_id is None else labels.gpu())
+    p = pipe()
+    p.build()
+    return p
+
+
+def _samples(batch):
+    """The samples of a host or HostDevice batch as numpy arrays."""
+    buf = np.asarray(batch._buf)
+    return [buf[o:o + int(np.prod(s))].reshape(s) for o, s in zip(batch._offsets, batch._shapes)]
+
+
+def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, photos):
+    device = HostDevice(kernels)
+    use_host_device(monkeypatch, device)
+    gpu, cpu = _train_pipeline(photos, 0), _train_pipeline(photos, None)
+    gpu.run(), cpu.run()
+    settled = dict(device.calls)  # after the first batch: the pools' and the decoder's first use
+    for _ in range(4):  # across an epoch's end (18 files, batches of 5)
+        (images, labels), (cpu_images, cpu_labels) = gpu.run(), cpu.run()
+        assert [s.tolist() for s in _samples(labels)] == [s.tolist() for s in _samples(cpu_labels)]
+        assert images._shapes.tolist() == [[3, 24, 32]] * 5
+        for got, want in zip(_samples(images), _samples(cpu_images)):
+            # resize's passes on the host-compiled GPU kernels are within 1 of the CPU kernel's (uint8)
+            np.testing.assert_allclose(got, want, atol=1.01 / min(STD))
+        assert len({float(np.abs(s).sum()) for s in _samples(images)}) == 5  # five different windows
+    calls = {k: v - settled.get(k, 0) for k, v in device.calls.items()}
+    assert calls.get("stream.synchronize", 0) == 0 and calls.get("event.synchronize", 0) == 0
