@@ -106,6 +106,7 @@ class MixedDecoder:
         self._host = Workers(1, "penstock-host-decode")
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode")
+        self._checks = Workers(1, "penstock-jpeg-check")  # the host's read-through of the GPU's JPEGs
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
         self._process_args: tuple | None = None  # the decoder processes' settings, once the GPU decodes
@@ -124,7 +125,7 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        workers = [w for w in (self._jobs, self._parts, self._host) if w is not None]
+        workers = [w for w in (self._jobs, self._parts, self._host, self._checks) if w is not None]
         for w in workers:
             w.close()
         for w in workers:
@@ -259,6 +260,10 @@ class MixedDecoder:
         lengths = src._volumes()
         host_job = self._host.submit(self._host_part, ws, src, host_idx, crop, windows, shapes, upload) \
             if len(host_idx) else None
+        # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
+        # about half a host decode); a corrupt one is the batch's error once every part is in
+        check = self._checks.submit(self._check_jpegs, ws, src, gpu_idx) \
+            if len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"] else None
         orient = bool(self.op.args["adjust_orientation"])
         reverse = int(self.op.args["output_type"]) == DALIImageType.BGR
 
@@ -285,8 +290,8 @@ class MixedDecoder:
             # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(s for _, s in parts))
         host = [host_job.result()] if host_job is not None else []
-        if len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"]:
-            self._check_jpegs(ws, src, gpu_idx)  # every part is in: a corrupt file is the batch's error now
+        if check is not None:
+            check.result()
         if len(failed):
             host.append(self._host_part(ws, src, failed, crop, windows, shapes, upload, timed=False))
         return failed, host
