@@ -203,3 +203,24 @@ def test_dump_stacks_shows_what_each_worker_runs():
     pipe._shutdown()  # the workers end though their source never returns
     runner.join(_WAIT_S)
     assert not runner.is_alive()
+
+
+def test_thread_stacks_collect_no_garbage_while_the_thread_list_is_locked(monkeypatch):
+    # sys._current_frames() builds its dict with the interpreter's thread list locked: a pipeline the
+    # garbage collector finalized in there joined threads that could not end (10 s a join; a test
+    # session with a thousand pipelines left to collect hung for hours)
+    import gc
+    import sys
+
+    from penstock import _sources
+    seen = []
+    current_frames = sys._current_frames
+
+    def recording():
+        seen.append(gc.isenabled())
+        return current_frames()
+    monkeypatch.setattr(sys, "_current_frames", recording)
+    assert gc.isenabled()
+    stacks = _sources.thread_stacks()
+    assert seen == [False] and gc.isenabled()
+    assert "test_thread_stacks_collect_no_garbage" in stacks

@@ -6,6 +6,7 @@ that starts them, which all use it."""
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import queue
 import sys
@@ -208,13 +209,27 @@ class SourceCaller:
 
 # ---- sources that hang ----------------------------------------------------------------------------
 
+def _current_frames() -> dict:
+    """``sys._current_frames()`` with the garbage collector off: CPython builds its dict holding the
+    lock of the interpreter's thread list, and a collection there runs finalizers with it held; a
+    pipeline finalized then joins its threads, which cannot end (a thread's end takes that lock)
+    until each join gives up after 10 s (a test session once hung there for hours)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def thread_stacks(only: int | None = None) -> str:
     """Every thread's Python stack in this process, most recent call first, as faulthandler prints
     them (with the threads' names), or only the thread whose ident is ``only``."""
     names = {t.ident: t.name for t in threading.enumerate()}
     me = threading.get_ident()
     parts = []
-    for ident, frame in sys._current_frames().items():
+    for ident, frame in _current_frames().items():
         if only is not None and ident != only:
             continue
         title = "Current thread" if ident == me else "Thread"
