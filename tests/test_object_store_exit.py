@@ -83,6 +83,6 @@ def test_settle_answers_what_was_asked_and_refuses_the_rest():
     count = sum(answered)  # those submitted before the exit began, then those refused
     assert count and answered == [True] * count + [False] * (len(submitted) - count)
     assert all(f.result() == "answered" for f in submitted[:count])
-    with pytest.raises(RuntimeError, match=r"readers\.test: reading 'x' was cancelled \(the interpreter is exiting\)"):
+    with pytest.raises(RuntimeError, match=r"readers\.test: reading 'x' was cancelled \(its pipeline shut down, or the interpreter is exiting\)"):
         objects.wait("readers.test", "'x'", loop.submit(asyncio.sleep(0)))
     loop.loop.close()

@@ -243,3 +243,39 @@ def test_cache_keeps_within_its_bound_least_recently_used_out(tmp_path):
     assert reopened.total <= 2500 and len(os.listdir(tmp_path)) == 2
     assert reopened.get("s3://b/5") == b"5" * 1000
     assert cache.put("s3://b/big", b"x" * 5000) is None and cache.get("s3://b/big") is None  # over the bound: not kept
+
+
+def test_a_pipeline_collected_on_the_object_stores_thread_shuts_down_at_once(dataset, monkeypatch):
+    """The garbage collector may finalize a pipeline on the event loop's thread while the pipeline's
+    reader waits for GETs that only that thread would answer: its shutdown stops those waits instead
+    of waiting for its threads (for the joins' 10 s each)."""
+    import asyncio
+    import gc
+
+    from penstock.operators import _object_store as objects
+    asked = threading.Event()
+
+    async def never_answered(urls):
+        asked.set()
+        await asyncio.Event().wait()
+    monkeypatch.setattr(objects, "_get_all", never_answered)
+    holder = [_pipe(file_root=dataset[1])]
+    holder[0].schedule_run()
+    assert asked.wait(10)
+    time.sleep(0.2)  # the reader's thread is waiting for them
+    stages = [t for t in threading.enumerate() if t.name.startswith(("penstock-stage", "penstock-reader"))]
+    took, done = [], threading.Event()
+
+    def collect_here():
+        start = time.perf_counter()
+        holder.clear()
+        gc.collect()
+        took.append(time.perf_counter() - start)
+        done.set()
+    objects.event_loop().loop.call_soon_threadsafe(collect_here)
+    assert done.wait(60)
+    assert took[0] < 3  # not the joins' 10 s
+    deadline = time.monotonic() + 10
+    while any(t.is_alive() for t in stages) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stages and not any(t.is_alive() for t in stages)  # and the pipeline's threads ended

@@ -300,6 +300,11 @@ class Executor:
                 return False
         return True
 
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The stages' worker threads (none when it runs them inline)."""
+        return list(self._threads)
+
     def shutdown(self) -> None:
         if self._closed:
             return

@@ -133,6 +133,10 @@ class Operator:
         """Called once when the pipeline shuts down: threads the operator started end here, not
         whenever the garbage collector reaches the operator."""
 
+    def stop_reading(self) -> None:
+        """Called when the pipeline shuts down, before it joins its stages: threads of the
+        operator's own stop reading (and waiting for an object store's reads)."""
+
     def link(self, consumers: list[list["Operator | None"]]) -> None:
         """Called once at build with, per output, the operators that read it (None for a pipeline
         output or an argument input), so an operator may specialize for what follows it."""

@@ -287,17 +287,43 @@ def describe_error(exc: BaseException) -> str:
     return first
 
 
+_waits_lock = threading.Lock()
+_waiting: dict[threading.Thread, concurrent.futures.Future] = {}  # the request each thread waits for
+_stopped: weakref.WeakSet = weakref.WeakSet()  # threads whose waits end at once (stop_waiting)
+
+
 def wait(label: str, what: str, future: concurrent.futures.Future) -> Any:
     """The result of a request, with a bound on the wait: the client's own timeouts and retries
     end every request before it, so reaching it means the loop itself is stuck."""
     retries = int(os.environ.get("PENSTOCK_OBJECT_RETRIES", "3"))
+    thread = threading.current_thread()
+    with _waits_lock:
+        if thread in _stopped:
+            future.cancel()
+        _waiting[thread] = future
     try:
         return future.result(timeout=_timeout() * (retries + 2) + 10)
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise RuntimeError(f"{label}: reading {what} did not finish in time") from None
     except concurrent.futures.CancelledError:
-        raise RuntimeError(f"{label}: reading {what} was cancelled (the interpreter is exiting)") from None
+        raise RuntimeError(f"{label}: reading {what} was cancelled (its pipeline shut down, or the interpreter "
+                           "is exiting)") from None
+    finally:
+        with _waits_lock:
+            _waiting.pop(thread, None)
+
+
+def stop_waiting(threads: Sequence[threading.Thread]) -> None:
+    """The requests ``threads`` wait for, now and from now on, are cancelled: their waits end at
+    once (a pipeline shutting down joins its threads, and one the garbage collector finalizes on
+    the event loop's own thread would otherwise wait for reads that thread alone can answer)."""
+    with _waits_lock:
+        for thread in threads:
+            _stopped.add(thread)
+            future = _waiting.get(thread)
+            if future is not None:
+                future.cancel()
 
 
 # ---- listing ---------------------------------------------------------------------------------

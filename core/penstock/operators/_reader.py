@@ -31,7 +31,7 @@ from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError
 from .._workers import Workers
 from .._std_random import MINSTD_MODULUS, minstd_state
-from ._object_store import ObjectReads, all_urls
+from ._object_store import ObjectReads, all_urls, stop_waiting
 
 # DALI's file list shuffles use this fixed seed so that every shard sees the same order.
 LIST_SHUFFLE_SEED = 524287
@@ -319,6 +319,11 @@ class Reader(Operator):
             self.prefetch(indices)
             self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
         return self._ahead.popleft().result()
+
+    def stop_reading(self) -> None:
+        if self._io is not None:  # batches not started are dropped; the one being read stops waiting
+            self._io.close()
+            stop_waiting(self._io.threads)
 
     def close(self) -> None:
         if self._io is not None:  # the read-ahead thread ends after the batch it is reading

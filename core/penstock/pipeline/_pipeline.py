@@ -16,6 +16,7 @@ from .._executor import Executor, Iteration
 from .._graph import OpNode
 from .._sources import thread_stacks
 from ..data_node import DataNode
+from ..operators import _object_store
 from ..operators.constant import constant_node
 from ..types import DALIDataType, PipelineAPIType, ScalarConstant
 from ._build import PipelineBuild
@@ -453,6 +454,11 @@ class Pipeline(PipelineBuild, PipelineRun):
         if self._py_pool is not None:
             self._py_pool.close()
         if self._executor is not None:
+            # reads its threads wait for would keep their joins waiting: for 10 s where the garbage
+            # collector finalized the pipeline on the object store's thread that alone answers them
+            for op in self._ops:
+                op.stop_reading()
+            _object_store.stop_waiting(self._executor.threads)
             self._executor.shutdown()
             self._executor = None
         for op in self._ops:  # no stage runs them any more
