@@ -259,11 +259,13 @@ def test_a_pipeline_collected_on_the_object_stores_thread_shuts_down_at_once(dat
         asked.set()
         await asyncio.Event().wait()
     monkeypatch.setattr(objects, "_get_all", never_answered)
+    before = set(threading.enumerate())  # other tests' pipelines may still be alive
     holder = [_pipe(file_root=dataset[1])]
     holder[0].schedule_run()
     assert asked.wait(10)
     time.sleep(0.2)  # the reader's thread is waiting for them
-    stages = [t for t in threading.enumerate() if t.name.startswith(("penstock-stage", "penstock-reader"))]
+    stages = [t for t in set(threading.enumerate()) - before
+              if t.name.startswith(("penstock-stage", "penstock-reader"))]
     took, done = [], threading.Event()
 
     def collect_here():
