@@ -37,28 +37,36 @@ def ctx(tmp_path_factory):
     return HostContext(compile_for_host(tmp_path_factory.mktemp("resize"), "resize.cu", HARNESS, with_common=True))
 
 
-@pytest.mark.parametrize("tmp_elements", [1 << 22, 3000])  # one run; a run per image
-@pytest.mark.parametrize("filter_type", [1, 2])  # linear, cubic
-def test_resize_with_several_elements_per_thread_matches_the_cpu_kernel(ctx, monkeypatch, tmp_elements, filter_type):
-    monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
-    rng = np.random.default_rng(21)
-    images = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in [(61, 47), (30, 90), (17, 13)]]
-    src_shapes = np.array([im.shape for im in images], np.int64)
-    src_offsets = np.concatenate([[0], np.cumsum(src_shapes.prod(axis=1))[:-1]]).astype(np.int64)
-    src = np.concatenate([im.reshape(-1) for im in images])
-    dst_shapes = np.array([[37, 29, 3], [45, 61, 3], [33, 19, 3]], np.int64)
-    assert (dst_shapes.prod(axis=1) % (BLOCK * ITEMS) != 0).all()
-    dst_offsets = np.concatenate([[0], np.cumsum(dst_shapes.prod(axis=1))[:-1]]).astype(np.int64)
-    roi = np.column_stack([np.zeros((3, 2)), src_shapes[:, :2]]).astype(np.float64)
-    filters = np.full((3, 2), filter_type, np.int32)
+def _resized_both_ways(ctx, samples, dst_shapes, filter_type=1):
+    """``samples`` (HWC images or FHWC sequences) resized to ``dst_shapes`` by the CPU kernel and by
+    the GPU kernels on the host, as int arrays; also the ROIs and filters given (whole images)."""
+    src_shapes = np.array([a.shape for a in samples], np.int64)
+    dst_shapes = np.array(dst_shapes, np.int64)
+    src_offsets, dst_offsets = (np.concatenate([[0], np.cumsum(sh.prod(axis=1))[:-1]]).astype(np.int64)
+                                for sh in (src_shapes, dst_shapes))
+    src = np.concatenate([a.reshape(-1) for a in samples])
+    roi = np.column_stack([np.zeros((len(samples), 2)), src_shapes[:, -3:-1]]).astype(np.float64)
+    filters = np.full((len(samples), 2), filter_type, np.int32)
     outs = []
     for kernels in (_engine, ctx.kernels):
         dst = np.zeros(int(dst_shapes.prod(axis=1).sum()), np.uint8)
         kernels.resize(_engine.ThreadPool(1), src, src_shapes, src_offsets, 0, dst, dst_shapes, dst_offsets, 0, 2,
                        roi, filters, filters, True)
         outs.append(dst.astype(int))
-    assert np.abs(outs[1] - outs[0]).max() <= 1
-    assert outs[0].std() > 10  # real images, not a constant
+    return outs, roi, filters
+
+
+@pytest.mark.parametrize("tmp_elements", [1 << 22, 3000])  # one run; a run per image
+@pytest.mark.parametrize("filter_type", [1, 2])  # linear, cubic
+def test_resize_with_several_elements_per_thread_matches_the_cpu_kernel(ctx, monkeypatch, tmp_elements, filter_type):
+    monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
+    rng = np.random.default_rng(21)
+    images = [rng.integers(0, 256, (h, w, 3), np.uint8) for h, w in [(61, 47), (30, 90), (17, 13)]]
+    dst_shapes = [[37, 29, 3], [45, 61, 3], [33, 19, 3]]
+    assert (np.prod(dst_shapes, axis=1) % (BLOCK * ITEMS) != 0).all()
+    (cpu, gpu), _, _ = _resized_both_ways(ctx, images, dst_shapes, filter_type)
+    assert np.abs(gpu - cpu).max() <= 1
+    assert cpu.std() > 10  # real images, not a constant
 
 
 @pytest.mark.parametrize("tmp_elements", [1 << 22, 2000])  # one run; runs that split a sequence's frames
@@ -68,20 +76,9 @@ def test_sequences_resize_frame_by_frame_as_the_cpu_kernel(ctx, monkeypatch, tmp
     monkeypatch.setattr(resize_kernels, "_RESIZE_TMP_ELEMENTS", tmp_elements)
     rng = np.random.default_rng(5)
     seqs = [rng.integers(0, 256, shape, np.uint8) for shape in [(3, 40, 31, 3), (0, 9, 9, 3), (2, 23, 57, 3)]]
-    src_shapes = np.array([s.shape for s in seqs], np.int64)
-    dst_shapes = np.array([[3, 29, 44, 3], [0, 5, 5, 3], [2, 31, 20, 3]], np.int64)
-    offsets = [np.concatenate([[0], np.cumsum(sh.prod(axis=1))[:-1]]).astype(np.int64) for sh in (src_shapes, dst_shapes)]
-    src = np.concatenate([s.reshape(-1) for s in seqs])
-    roi = np.column_stack([np.zeros((3, 2)), src_shapes[:, 1:3]]).astype(np.float64)
-    filters = np.full((3, 2), 1, np.int32)
-    outs = []
-    for kernels in (_engine, ctx.kernels):
-        dst = np.zeros(int(dst_shapes.prod(axis=1).sum()), np.uint8)
-        kernels.resize(_engine.ThreadPool(1), src, src_shapes, offsets[0], 0, dst, dst_shapes, offsets[1], 0, 2,
-                       roi, filters, filters, True)
-        outs.append(dst.astype(int))
-    assert np.abs(outs[1] - outs[0]).max() <= 1
-    assert outs[0].std() > 10
+    (cpu, gpu), _, _ = _resized_both_ways(ctx, seqs, [[3, 29, 44, 3], [0, 5, 5, 3], [2, 31, 20, 3]])
+    assert np.abs(gpu - cpu).max() <= 1
+    assert cpu.std() > 10
 
 
 def test_filters_wider_than_the_taps_kernel_takes_are_planned_on_the_host(ctx):
@@ -89,23 +86,14 @@ def test_filters_wider_than_the_taps_kernel_takes_are_planned_on_the_host(ctx):
     the host plans every axis's taps, uploaded with the passes' descriptors."""
     rng = np.random.default_rng(8)
     images = [rng.integers(0, 256, shape, np.uint8) for shape in [(1300, 20, 3), (30, 41, 3)]]
-    src_shapes = np.array([im.shape for im in images], np.int64)
-    dst_shapes = np.array([[5, 20, 3], [17, 60, 3]], np.int64)
-    offsets = [np.concatenate([[0], np.cumsum(sh.prod(axis=1))[:-1]]).astype(np.int64) for sh in (src_shapes, dst_shapes)]
-    src = np.concatenate([im.reshape(-1) for im in images])
-    roi = np.column_stack([np.zeros((2, 2)), src_shapes[:, :2]]).astype(np.float64)
-    filters = np.full((2, 2), 1, np.int32)
-    assert _engine.resize_axis_spans(src_shapes[:, :2].reshape(-1), dst_shapes[:, :2].reshape(-1),
-                                     roi[:, :2].reshape(-1), roi[:, 2:].reshape(-1), filters.reshape(-1),
-                                     filters.reshape(-1), True)[5][2] > 128
-    outs = []
-    for kernels in (_engine, ctx.kernels):
-        dst = np.zeros(int(dst_shapes.prod(axis=1).sum()), np.uint8)
-        kernels.resize(_engine.ThreadPool(1), src, src_shapes, offsets[0], 0, dst, dst_shapes, offsets[1], 0, 2,
-                       roi, filters, filters, True)
-        outs.append(dst.astype(int))
-    assert np.abs(outs[1] - outs[0]).max() <= 1
-    assert outs[0].std() > 5
+    dst_shapes = [[5, 20, 3], [17, 60, 3]]
+    (cpu, gpu), roi, filters = _resized_both_ways(ctx, images, dst_shapes)
+    widest = _engine.resize_axis_spans(np.array([im.shape[:2] for im in images]).reshape(-1),
+                                       np.array(dst_shapes)[:, :2].reshape(-1), roi[:, :2].reshape(-1),
+                                       roi[:, 2:].reshape(-1), filters.reshape(-1), filters.reshape(-1), True)[5][2]
+    assert widest > 128
+    assert np.abs(gpu - cpu).max() <= 1
+    assert cpu.std() > 5
 
 
 def reference_axis_spans(in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias):
