@@ -110,14 +110,19 @@ std::optional<int64_t> SampleOrder::from_prelude(bool new_batch) {
     ++returned;
     return last;
   }
-  if (pad && (returned < prelude_pad_to || !new_batch)) {
-    ++returned;
-    return last;
-  }
+  if (pads_or_ends_pass(prelude_pad_to, new_batch)) return last;
   prelude.reset();
+  return std::nullopt;
+}
+
+bool SampleOrder::pads_or_ends_pass(int64_t pad_to, bool new_batch) {
+  if (pad && (returned < pad_to || !new_batch)) {  // the last sample again, to whole batches of pad_to
+    ++returned;
+    return true;
+  }
   returned = 0;
   ++pass_index;
-  return std::nullopt;
+  return false;
 }
 
 int64_t SampleOrder::one(bool new_batch) {
@@ -130,13 +135,8 @@ int64_t SampleOrder::one(bool new_batch) {
   }
   if (passes.front().first == passes.front().second) {
     const int64_t pad_to = (n + num_shards - 1) / num_shards;  // what every shard gives before padding stops
-    if (pad && (returned < pad_to || !new_batch)) {
-      ++returned;
-      return last;
-    }
+    if (pads_or_ends_pass(pad_to, new_batch)) return last;
     passes.pop_front();
-    returned = 0;
-    ++pass_index;
   }
   auto& front = passes.front();
   const int64_t size = int64_t(buffer.size());

@@ -60,6 +60,9 @@ class SampleOrder {
   std::pair<int64_t, bool> read();
   std::pair<int64_t, int64_t> push();
   std::optional<int64_t> from_prelude(bool new_batch);
+  // At a pass's end: true (the last sample again) while pad_last_batch pads it to whole batches and
+  // `pad_to` samples, else the pass ends (false)
+  bool pads_or_ends_pass(int64_t pad_to, bool new_batch);
   int64_t one(bool new_batch);
   int64_t below(int64_t k) { return minstd_below(rng_state, k); }
 };

@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import os
 from collections import deque
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
