@@ -13,6 +13,7 @@
 #include "engine/buffer_pool.h"
 #include "engine/kernel.h"
 #include "engine/sample_order.h"
+#include "engine/thread_state.h"
 #include "kernels/audio_decode.h"
 #include "kernels/audio_features.h"
 #include "kernels/boxes.h"
@@ -184,6 +185,12 @@ PYBIND11_MODULE(_engine, m) {
         return std::make_pair(value, state);
       }, "uniform_int_distribution<int>(0, k - 1) over minstd_rand0 in `state`, as libstdc++ draws it: "
       "(the value, the engine's next state)", "state"_a, "k"_a);
+
+  // ---- the consumer's turn (core/penstock/_consumer.py) ----
+  m.def("thread_running", &thread_running, "Whether thread `tid` of this process is running or runnable", "tid"_a);
+  m.def("wait_while_running", &wait_while_running,
+        "Sleeps `poll_us`, then on while thread `tid` runs (polling every `poll_us`), at most `max_us` in all: "
+        "the microseconds waited", without_gil, "tid"_a, "max_us"_a, "poll_us"_a);
 
   // ---- host memory ----
   m.def("empty_pooled", [](int64_t nbytes) { return Array::empty('u', 1, {nbytes}, true); },

@@ -4,6 +4,8 @@ with device_id=0 runs its executor stages, deferred fills, planning and uploads 
 (tests/_cuda_on_host.py): device memory is host memory and the kernels are csrc/cuda's, compiled for
 the host. Its batches must be the CPU pipeline's, and a batch must not hold the host for the device
 (no stream or event synchronization between batches)."""
+import threading
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -77,3 +79,29 @@ def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, p
         assert len({float(np.abs(s).sum()) for s in _samples(images)}) == 5  # five different windows
     calls = {k: v - settled.get(k, 0) for k, v in device.calls.items()}
     assert calls.get("stream.synchronize", 0) == 0 and calls.get("event.synchronize", 0) == 0
+
+
+def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
+    """The thread that takes the batches is the consumer; the stages' threads and the mixed
+    decoder's defer to it (a batch's waits bounded by a budget per thread), the consumer never to
+    itself; a pipeline on the host alone does not defer."""
+    from penstock import _consumer
+    calls = []
+
+    def defer(max_us=None):
+        calls.append((threading.current_thread().name, max_us))
+        return 0
+    monkeypatch.setattr(_consumer, "defer", defer)
+    cpu = _train_pipeline(photos, None)
+    cpu.run()
+    assert calls == []
+    use_host_device(monkeypatch, HostDevice(kernels))
+    gpu = _train_pipeline(photos, 0)
+    for _ in range(3):
+        gpu.run()
+    assert _consumer.consumer() == threading.get_native_id()
+    names = {name.rsplit("_", 1)[0] for name, _ in calls}
+    assert {"penstock-stage0", "penstock-stage1", "penstock-stage2", "penstock-mixed-decode"} <= names
+    assert threading.current_thread().name not in names
+    stage_calls = [max_us for name, max_us in calls if name.startswith("penstock-stage")]
+    assert stage_calls and all(max_us == _consumer.budget() for max_us in stage_calls)

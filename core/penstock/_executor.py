@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import _on_error, _per_frame, _switch_interval
+from . import _consumer, _on_error, _per_frame, _switch_interval
 from ._image_layout import input_layout  # the one check of the layouts a schema declares
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
@@ -151,6 +151,10 @@ class Executor:
         self._shortened_switch = exec_async and device is not None
         if self._shortened_switch:
             _switch_interval.acquire()
+        # the stages' threads let the thread that waits for the outputs run first (_consumer.py)
+        self._defers = exec_async and device is not None
+        if self._defers:
+            _consumer.enable()
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
@@ -193,7 +197,10 @@ class Executor:
 
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
+        budget = _consumer.budget() if self._defers else 0  # of waits for the consumer, this batch
         for op in ops:
+            if budget > 0:
+                budget -= _consumer.defer(budget)
             in_keys, arg_keys, drop, stats, batch_key, check_layout = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
@@ -280,6 +287,8 @@ class Executor:
             self._queues[0].put(it)
 
     def wait(self, it: Iteration) -> tuple:
+        if self._defers:
+            _consumer.consuming()
         while not it.done.wait(0.1):
             if self._closed:
                 raise RuntimeError("the pipeline was shut down while an iteration was running")

@@ -105,7 +105,7 @@ class MixedDecoder:
         self._host_pool: Any = None  # the host side's threads beside the GPU decoders
         self._host = Workers(1, "penstock-host-decode")
         self._reserved = False
-        self._jobs = Workers(2, "penstock-mixed-decode")
+        self._jobs = Workers(2, "penstock-mixed-decode", defers=True)
         self._checks = Workers(1, "penstock-jpeg-check")  # the host's read-through of the GPU's JPEGs
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
@@ -179,7 +179,7 @@ class MixedDecoder:
             # each child's hardware decoder state is sized for its part of a batch, not all of it
             options = decoder_options(a["jpeg_fancy_upsampling"], -(-ws.batch_size // (count + 1)),
                                       a["preallocate_width_hint"], a["preallocate_height_hint"])
-            self._parts = Workers(2 * count, "penstock-decode-part")  # both batches in flight: a part at each
+            self._parts = Workers(2 * count, "penstock-decode-part", defers=True)  # both batches in flight: a part at each
             self.decoders += [DecoderProcess(ws.gpu, options, *self._process_args, label=self.op.label)
                               for _ in range(count)]
 

@@ -1,0 +1,76 @@
+"""The thread that consumes a GPU pipeline's batches runs its Python first.
+
+A training loop's thread spends a step in two halves: launching the model's forward pass, Python
+holding the GIL, then waiting with the GIL released (the backward pass runs in the autograd
+engine's threads; a synchronization; the next batch). A pipeline ahead of its consumer starts the
+next batch the moment a batch is taken, that is when the forward pass starts, so its threads' Python
+(planning, launches, hand-offs) shared the GIL with the forward pass and lengthened it by about as
+much as they ran, while the GIL sat free during the backward pass. So at the points where a GPU
+pipeline's threads are about to run a batch's Python they first wait, briefly and boundedly, while
+the consumer's thread is on a CPU: the consumer's Python runs at its own speed, the pipeline's in
+the consumer's waits.
+
+The consumer is the last thread that waited for a GPU pipeline's outputs. A thread never waits for
+itself, and a thread's waits for one batch end after ``PENSTOCK_CONSUMER_FIRST_US`` microseconds in
+all (default 4000) however busy the consumer is: a consumer that never waits still gets its
+batches, a little later. 0 turns the waiting off.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from . import _engine
+
+ENV = "PENSTOCK_CONSUMER_FIRST_US"
+DEFAULT_MAX_US = 4000
+POLL_US = 30  # how often a waiting thread looks: a small part of a forward pass
+
+_consumer = 0  # the native id of the thread that last waited for a GPU pipeline's outputs
+
+
+def max_wait_us() -> int:
+    """The longest a pipeline thread waits for the consumer at one point, in microseconds."""
+    value = os.environ.get(ENV, str(DEFAULT_MAX_US))
+    try:
+        microseconds = int(value)
+    except ValueError:
+        raise ValueError(f"{ENV}={value!r}: expected a whole number of microseconds (0 turns it off)") from None
+    if microseconds < 0:
+        raise ValueError(f"{ENV}={value!r}: expected a whole number of microseconds (0 turns it off)")
+    return microseconds
+
+
+_max_us = 0  # set when a GPU pipeline starts
+
+
+def enable() -> None:
+    """A GPU pipeline starts: its threads defer to the consumer (by the bound configured now)."""
+    global _max_us
+    _max_us = max_wait_us()
+
+
+def consuming() -> None:
+    """The calling thread waits for a GPU pipeline's outputs: it is the consumer."""
+    global _consumer
+    _consumer = threading.get_native_id()
+
+
+def consumer() -> int:
+    """The consumer's native thread id (0: none yet)."""
+    return _consumer
+
+
+def budget() -> int:
+    """Microseconds a pipeline thread may wait for the consumer over one batch."""
+    return _max_us
+
+
+def defer(max_us: int | None = None) -> int:
+    """Called by a pipeline thread before a batch's Python: waits while the consumer runs, at most
+    ``max_us`` (default: a batch's budget); the microseconds waited."""
+    tid = _consumer
+    max_us = _max_us if max_us is None else min(max_us, _max_us)
+    if not tid or max_us <= 0 or tid == threading.get_native_id():
+        return 0
+    return _engine.wait_while_running(tid, max_us, POLL_US)

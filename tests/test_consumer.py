@@ -1,0 +1,118 @@
+"""The consumer's turn (penstock._consumer): a GPU pipeline's threads wait while the thread that
+consumes its batches runs, boundedly, and never for themselves."""
+import hashlib
+import threading
+import time
+
+import pytest
+
+from penstock import _consumer, _engine
+from penstock._workers import Workers
+
+
+class _Busy(threading.Thread):
+    """A thread on a CPU without the GIL (hashlib releases it for large inputs) until stopped."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.started_work = threading.Event()
+
+    def run(self):
+        data = b"x" * (8 << 20)
+        while not self.stop.is_set():
+            self.started_work.set()
+            hashlib.sha256(data).digest()
+
+
+@pytest.fixture
+def busy():
+    t = _Busy()
+    t.start()
+    t.started_work.wait()
+    yield t
+    t.stop.set()
+    t.join()
+
+
+@pytest.fixture
+def idle():
+    release = threading.Event()
+    t = threading.Thread(target=release.wait, daemon=True)
+    t.start()
+    yield t
+    release.set()
+    t.join()
+
+
+def _seen(state, tid):
+    """Whether thread ``tid`` is seen in ``state`` (running or not) within a few seconds: a thread
+    just started may not have reached its wait yet, and a busy Python thread waits for the GIL now
+    and then."""
+    for _ in range(2000):
+        if _engine.thread_running(tid) == state:
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def test_a_running_thread_is_seen_running_and_a_waiting_one_is_not(busy, idle):
+    assert _seen(True, busy.native_id)
+    assert _seen(False, idle.native_id)
+    assert not _engine.thread_running(2**31 - 2)  # no such thread
+
+
+def test_waits_while_the_thread_runs_up_to_the_bound(busy):
+    assert _engine.wait_while_running(busy.native_id, 20_000, 200) >= 20_000
+
+
+def test_a_thread_that_waits_itself_is_not_waited_for(idle):
+    assert _engine.wait_while_running(idle.native_id, 5_000_000, 100) < 5_000_000
+
+
+@pytest.fixture
+def enabled(monkeypatch):
+    monkeypatch.setenv(_consumer.ENV, "30000")
+    monkeypatch.setattr(_consumer, "_consumer", 0)
+    monkeypatch.setattr(_consumer, "_max_us", 0)
+    _consumer.enable()
+
+
+def test_defer_waits_for_the_consumer_and_never_for_itself(enabled, busy, monkeypatch):
+    assert _consumer.defer() == 0  # no consumer yet
+    monkeypatch.setattr(_consumer, "_consumer", busy.native_id)
+    assert _consumer.defer() >= 30_000
+    assert _consumer.defer(5_000) >= 5_000  # a smaller bound: what is left of a batch's budget
+    _consumer.consuming()
+    assert _consumer.consumer() == threading.get_native_id()
+    assert _consumer.defer() == 0  # the consumer itself
+
+
+def test_zero_turns_the_waits_off(monkeypatch, busy):
+    monkeypatch.setenv(_consumer.ENV, "0")
+    monkeypatch.setattr(_consumer, "_consumer", busy.native_id)
+    _consumer.enable()
+    assert _consumer.budget() == 0
+    assert _consumer.defer() == 0
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "2.5"])
+def test_a_bad_setting_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv(_consumer.ENV, value)
+    with pytest.raises(ValueError, match=_consumer.ENV):
+        _consumer.enable()
+
+
+def test_deferring_workers_let_the_consumer_run_before_each_call(enabled, busy, monkeypatch):
+    monkeypatch.setattr(_consumer, "_consumer", busy.native_id)
+    calls = []
+    monkeypatch.setattr(_consumer, "defer", lambda max_us=None: calls.append(threading.current_thread().name) or 0)
+    deferring, plain = Workers(1, "deferring", defers=True), Workers(1, "plain")
+    try:
+        assert [deferring.submit(lambda i=i: i).result() for i in range(3)] == [0, 1, 2]
+        assert plain.submit(lambda: 7).result() == 7
+    finally:
+        for w in (deferring, plain):
+            w.close()
+            w.join()
+    assert calls == ["deferring_0"] * 3
