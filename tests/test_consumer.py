@@ -73,8 +73,8 @@ def test_a_thread_that_waits_itself_is_not_waited_for(idle):
 @pytest.fixture
 def enabled(monkeypatch):
     monkeypatch.setenv(_consumer.ENV, "30000")
-    monkeypatch.setattr(_consumer, "_consumer", 0)
-    monkeypatch.setattr(_consumer, "_max_us", 0)
+    for name, value in (("_consumer", 0), ("_max_us", 0), ("_last_ns", 0), ("_period_ns", 0.0)):
+        monkeypatch.setattr(_consumer, name, value)
     _consumer.enable()
 
 
@@ -116,3 +116,17 @@ def test_deferring_workers_let_the_consumer_run_before_each_call(enabled, busy, 
             w.close()
             w.join()
     assert calls == ["deferring_0"] * 3
+
+
+def test_the_budget_is_a_third_of_the_consumers_period(enabled):
+    assert _consumer.budget() == 30_000  # no period yet: the bound
+    _consumer.consuming()
+    time.sleep(0.015)
+    _consumer.consuming()
+    assert 5_000 <= _consumer.budget() < 30_000
+    done = threading.Event()
+    other = threading.Thread(target=lambda: (_consumer.consuming(), done.set()))
+    other.start()
+    other.join()
+    assert _consumer.consumer() == other.native_id
+    assert _consumer.budget() == 30_000  # another consumer: its period is not known yet

@@ -11,14 +11,17 @@ the consumer's thread is on a CPU: the consumer's Python runs at its own speed, 
 the consumer's waits.
 
 The consumer is the last thread that waited for a GPU pipeline's outputs. A thread never waits for
-itself, and a thread's waits for one batch end after ``PENSTOCK_CONSUMER_FIRST_US`` microseconds in
-all (default 4000) however busy the consumer is: a consumer that never waits still gets its
-batches, a little later. 0 turns the waiting off.
+itself, and a thread's waits for one batch end after a budget however busy the consumer is: a third
+of the consumer's period between batches, at most ``PENSTOCK_CONSUMER_FIRST_US`` microseconds
+(default 4000; 0 turns the waiting off). A consumer on a CPU without the GIL (spinning in a CUDA
+synchronization, say) looks busy too; the budget bounds what that costs the pipeline, and a fast
+loop's short period a short budget.
 """
 from __future__ import annotations
 
 import os
 import threading
+import time
 
 from . import _engine
 
@@ -27,6 +30,8 @@ DEFAULT_MAX_US = 4000
 POLL_US = 30  # how often a waiting thread looks: a small part of a forward pass
 
 _consumer = 0  # the native id of the thread that last waited for a GPU pipeline's outputs
+_last_ns = 0  # when it last did
+_period_ns = 0.0  # its period between batches (a moving average)
 
 
 def max_wait_us() -> int:
@@ -52,8 +57,15 @@ def enable() -> None:
 
 def consuming() -> None:
     """The calling thread waits for a GPU pipeline's outputs: it is the consumer."""
-    global _consumer
-    _consumer = threading.get_native_id()
+    global _consumer, _last_ns, _period_ns
+    now = time.perf_counter_ns()
+    tid = threading.get_native_id()
+    if tid == _consumer and _last_ns:
+        interval = now - _last_ns
+        _period_ns = interval if not _period_ns else 0.8 * _period_ns + 0.2 * interval
+    else:
+        _period_ns = 0.0
+    _consumer, _last_ns = tid, now
 
 
 def consumer() -> int:
@@ -63,14 +75,16 @@ def consumer() -> int:
 
 def budget() -> int:
     """Microseconds a pipeline thread may wait for the consumer over one batch."""
-    return _max_us
+    if not _period_ns:
+        return _max_us
+    return min(_max_us, int(_period_ns / 3000))
 
 
 def defer(max_us: int | None = None) -> int:
     """Called by a pipeline thread before a batch's Python: waits while the consumer runs, at most
     ``max_us`` (default: a batch's budget); the microseconds waited."""
     tid = _consumer
-    max_us = _max_us if max_us is None else min(max_us, _max_us)
+    max_us = budget() if max_us is None else min(max_us, _max_us)
     if not tid or max_us <= 0 or tid == threading.get_native_id():
         return 0
     return _engine.wait_while_running(tid, max_us, POLL_US)
