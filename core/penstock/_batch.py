@@ -34,7 +34,7 @@ def dense_batch(array: np.ndarray, layout: str = "") -> TensorListCPU:
 
 def contiguous(tl: Any) -> Any:
     """The batch itself when packed, else a packed copy (on the batch's device)."""
-    if tl._is_packed() and tl._buf.flags.c_contiguous:
+    if tl._is_packed_cached() and tl._buf.flags.c_contiguous:
         return tl
     if not isinstance(tl, TensorListCPU):  # device batches: one concatenation on the device
         return type(tl)([tl._sample_array(i) for i in range(len(tl))], tl._layout)

@@ -82,7 +82,7 @@ class Workspace:
                 bad = int(np.nonzero(vols != want)[0][0])
                 raise RuntimeError(f"{label}: argument input '{name}' must have {want} value(s) per "
                                    f"sample; sample {bad} has shape {tl.shape()[bad]}")
-            arr = np.asarray(tl._buf[:self.batch_size * want] if tl._is_packed()
+            arr = np.asarray(tl._buf[:self.batch_size * want] if tl._is_packed_cached()
                              else np.concatenate([tl._sample_array(i).reshape(-1) for i in range(len(tl))]),
                              dtype=dtype)
             return arr if count is None else arr.reshape(self.batch_size, count)

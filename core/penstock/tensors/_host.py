@@ -184,7 +184,7 @@ class TensorListCPU(_Batch):
         sample_shape = tuple(int(e) for e in self._shapes[0]) if n else ()
         if n == 0:
             return np.zeros((0,) + sample_shape, self._buf.dtype)
-        if self._is_packed():
+        if self._is_packed_cached():
             vol = int(np.prod(sample_shape, dtype=np.int64))
             return self._buf[:n * vol].reshape((n,) + sample_shape)
         return np.stack([self._sample_array(i) for i in range(n)])
