@@ -187,10 +187,11 @@ PYBIND11_MODULE(_engine, m) {
       "(the value, the engine's next state)", "state"_a, "k"_a);
 
   // ---- the consumer's turn (core/penstock/_consumer.py) ----
-  m.def("thread_running", &thread_running, "Whether thread `tid` of this process is running or runnable", "tid"_a);
+  m.def("thread_cpu_ns", &thread_cpu_ns, "CPU nanoseconds thread `tid` of this process has used (-1: no such thread)",
+        "tid"_a);
   m.def("wait_while_running", &wait_while_running,
-        "Sleeps `poll_us`, then on while thread `tid` runs (polling every `poll_us`), at most `max_us` in all: "
-        "the microseconds waited", without_gil, "tid"_a, "max_us"_a, "poll_us"_a);
+        "Sleeps `poll_us` at a time while thread `tid` ran for half of the last sleep or more, at most `max_us` "
+        "in all: the microseconds waited", without_gil, "tid"_a, "max_us"_a, "poll_us"_a);
 
   // ---- host memory ----
   m.def("empty_pooled", [](int64_t nbytes) { return Array::empty('u', 1, {nbytes}, true); },

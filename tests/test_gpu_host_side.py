@@ -82,9 +82,10 @@ def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, p
 
 
 def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
-    """The thread that takes the batches is the consumer; the stages' threads and the mixed
-    decoder's defer to it (a batch's waits bounded by a budget per thread), the consumer never to
-    itself; a pipeline on the host alone does not defer."""
+    """With PENSTOCK_CONSUMER_FIRST_US set, the thread that takes the batches is the consumer; the
+    stages' threads and the mixed decoder's defer to it (a batch's waits bounded by a budget per
+    thread), the consumer never to itself; a pipeline on the host alone does not defer, nor one
+    without the setting."""
     from penstock import _consumer
     calls = []
 
@@ -92,10 +93,14 @@ def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
         calls.append((threading.current_thread().name, max_us))
         return 0
     monkeypatch.setattr(_consumer, "defer", defer)
+    use_host_device(monkeypatch, HostDevice(kernels))
+    monkeypatch.delenv(_consumer.ENV, raising=False)
+    _train_pipeline(photos, 0).run()
+    assert [name for name, _ in calls if name.startswith("penstock-stage")] == []
+    monkeypatch.setenv(_consumer.ENV, "4000")
     cpu = _train_pipeline(photos, None)
     cpu.run()
-    assert calls == []
-    use_host_device(monkeypatch, HostDevice(kernels))
+    calls.clear()
     gpu = _train_pipeline(photos, 0)
     for _ in range(3):
         gpu.run()
@@ -104,4 +109,4 @@ def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
     assert {"penstock-stage0", "penstock-stage1", "penstock-stage2", "penstock-mixed-decode"} <= names
     assert threading.current_thread().name not in names
     stage_calls = [max_us for name, max_us in calls if name.startswith("penstock-stage")]
-    assert stage_calls and all(0 < max_us <= _consumer.max_wait_us() for max_us in stage_calls)
+    assert stage_calls and all(0 < max_us <= 4000 for max_us in stage_calls)

@@ -1,21 +1,24 @@
-"""The thread that consumes a GPU pipeline's batches runs its Python first.
+"""The thread that consumes a GPU pipeline's batches can run its Python first (opt-in).
 
 A training loop's thread spends a step in two halves: launching the model's forward pass, Python
 holding the GIL, then waiting with the GIL released (the backward pass runs in the autograd
 engine's threads; a synchronization; the next batch). A pipeline ahead of its consumer starts the
-next batch the moment a batch is taken, that is when the forward pass starts, so its threads' Python
-(planning, launches, hand-offs) shared the GIL with the forward pass and lengthened it by about as
-much as they ran, while the GIL sat free during the backward pass. So at the points where a GPU
-pipeline's threads are about to run a batch's Python they first wait, briefly and boundedly, while
-the consumer's thread is on a CPU: the consumer's Python runs at its own speed, the pipeline's in
-the consumer's waits.
+next batch the moment a batch is taken, that is as the forward pass starts, so its threads' Python
+(planning, launches, hand-offs) shares the GIL with the forward pass. With
+``PENSTOCK_CONSUMER_FIRST_US`` set, a GPU pipeline's threads, where they are about to run a batch's
+Python, first wait while the consumer's thread uses a CPU, so that their Python runs in the
+consumer's waits.
 
-The consumer is the last thread that waited for a GPU pipeline's outputs. A thread never waits for
-itself, and a thread's waits for one batch end after a budget however busy the consumer is: a third
-of the consumer's period between batches, at most ``PENSTOCK_CONSUMER_FIRST_US`` microseconds
-(default 4000; 0 turns the waiting off). A consumer on a CPU without the GIL (spinning in a CUDA
-synchronization, say) looks busy too; the budget bounds what that costs the pipeline, and a fast
-loop's short period a short budget.
+The consumer is the last thread that waited for a GPU pipeline's outputs; it counts as running
+while its CPU time grows by half the polling interval or more. A thread never waits for itself, and
+its waits for one batch end after a budget however busy the consumer is: a third of the consumer's
+period between batches, at most ``PENSTOCK_CONSUMER_FIRST_US`` microseconds. A consumer on a CPU
+without the GIL (spinning in a CUDA synchronization, say) looks busy too; the budget bounds what
+that costs the pipeline.
+
+It is off by default (0). With the GPU pipeline emulated on a 2-core host, it halved the Python
+steps of a loop that alternates Python and GIL-free waits; training ResNet-18 on an H200 it made no
+difference beyond the runs' spread (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ import time
 from . import _engine
 
 ENV = "PENSTOCK_CONSUMER_FIRST_US"
-DEFAULT_MAX_US = 4000
-POLL_US = 30  # how often a waiting thread looks: a small part of a forward pass
+DEFAULT_MAX_US = 0  # off
+POLL_US = 50  # how often a waiting thread looks: a small part of a forward pass
 
 _consumer = 0  # the native id of the thread that last waited for a GPU pipeline's outputs
 _last_ns = 0  # when it last did
@@ -35,7 +38,7 @@ _period_ns = 0.0  # its period between batches (a moving average)
 
 
 def max_wait_us() -> int:
-    """The longest a pipeline thread waits for the consumer at one point, in microseconds."""
+    """The longest a pipeline thread waits for the consumer over one batch, in microseconds (0: never)."""
     value = os.environ.get(ENV, str(DEFAULT_MAX_US))
     try:
         microseconds = int(value)

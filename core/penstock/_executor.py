@@ -151,10 +151,11 @@ class Executor:
         self._shortened_switch = exec_async and device is not None
         if self._shortened_switch:
             _switch_interval.acquire()
-        # the stages' threads let the thread that waits for the outputs run first (_consumer.py)
-        self._defers = exec_async and device is not None
-        if self._defers:
+        # the stages' threads let the thread that waits for the outputs run first, when asked to
+        # (_consumer.py)
+        if exec_async and device is not None:
             _consumer.enable()
+        self._defers = exec_async and device is not None and _consumer.budget() > 0
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups

@@ -1,32 +1,23 @@
 #include "engine/thread_state.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <time.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <thread>
 
 namespace penstock {
 
-bool thread_running(int64_t tid) {
+int64_t thread_cpu_ns(int64_t tid) {
 #ifdef __linux__
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%lld/stat", static_cast<long long>(tid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  // "tid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'
-  const char* end = std::strrchr(buf, ')');
-  return end != nullptr && end[1] == ' ' && end[2] == 'R';
+  // the clock glibc's pthread_getcpuclockid names for a thread: its id, inverted, shifted, and the
+  // per-thread scheduler clock's bits; clock_gettime refuses it for a thread that has ended
+  const clockid_t clock = static_cast<clockid_t>((~static_cast<uint32_t>(tid) << 3) | 6u);
+  timespec ts{};
+  if (tid <= 0 || clock_gettime(clock, &ts) != 0) return -1;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 #else
   (void)tid;
-  return false;
+  return -1;
 #endif
 }
 
@@ -35,9 +26,16 @@ int64_t wait_while_running(int64_t tid, int64_t max_us, int64_t poll_us) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::microseconds(max_us);
   const auto poll = std::chrono::microseconds(poll_us > 0 ? poll_us : 1);
-  do {
+  int64_t used = thread_cpu_ns(tid);
+  while (used >= 0) {
+    const auto before = Clock::now();
     std::this_thread::sleep_for(poll);
-  } while (Clock::now() < deadline && thread_running(tid));
+    const auto after = Clock::now();
+    const int64_t now_used = thread_cpu_ns(tid);
+    const int64_t slept_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(after - before).count();
+    if (now_used < 0 || (now_used - used) * 2 < slept_ns || after >= deadline) break;
+    used = now_used;
+  }
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
 }
 
