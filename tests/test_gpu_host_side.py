@@ -5,6 +5,7 @@ with device_id=0 runs its executor stages, deferred fills, planning and uploads 
 the host. Its batches must be the CPU pipeline's, and a batch must not hold the host for the device
 (no stream or event synchronization between batches)."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -110,3 +111,44 @@ def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
     assert threading.current_thread().name not in names
     stage_calls = [max_us for name, max_us in calls if name.startswith("penstock-stage")]
     assert stage_calls and all(0 < max_us <= 4000 for max_us in stage_calls)
+
+
+@pytest.mark.parametrize("consumer_first", ["0", "4000"])
+def test_a_thread_busy_in_python_does_not_stall_the_pipeline(monkeypatch, kernels, photos, consumer_first):
+    """A thread that runs Python without pause (a training loop's, or any other) shares the GIL
+    with the pipeline's threads: the batches still come, the CPU pipeline's, whether the consumer's
+    turn is on (the busy consumer bounds the waits) or off."""
+    from penstock import _consumer
+    monkeypatch.setenv(_consumer.ENV, consumer_first)
+    use_host_device(monkeypatch, HostDevice(kernels))
+    gpu, cpu = _train_pipeline(photos, 0), _train_pipeline(photos, None)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+    bystander = threading.Thread(target=spin, daemon=True)
+    bystander.start()
+    got, failure = [], []
+
+    def consume():  # takes a batch, then runs Python as a forward pass would
+        try:
+            for _ in range(4):
+                images, _ = gpu.run()
+                got.append([s.copy() for s in _samples(images)])
+                end = time.perf_counter() + 0.005
+                while time.perf_counter() < end:
+                    sum(range(1000))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failure.append(exc)
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    consumer.join(timeout=120)  # a hang guard, not a speed limit
+    stop.set()
+    bystander.join()
+    assert not consumer.is_alive(), "the pipeline stalled behind threads busy in Python"
+    assert not failure, failure
+    for batch in got:
+        want = _samples(cpu.run()[0])
+        for a, b in zip(batch, want):
+            np.testing.assert_allclose(a, b, atol=1.01 / min(STD))
