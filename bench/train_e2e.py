@@ -24,10 +24,19 @@ run checks that every feed works.
     python bench/train_e2e.py --models resnet50
     python bench/train_e2e.py --device cpu                        # smoke run of every path on the CPU:
                                                                   # tiny model, batch 8, 1 round
+    python bench/train_e2e.py --models resnet18 --feeds synthetic,penstock --rounds 5 \
+        --variant cf PENSTOCK_CONSUMER_FIRST_US=4000 --variant hw decoder.hw_decoder_load=0.99
+                                                                  # an A/B of settings, alternating
+
+A --variant NAME SETTING... is one more feed, penstock:NAME: penstock with SETTINGs, each an
+environment variable (ENV=VALUE) or an argument of the mixed decoder (decoder.ARG=VALUE, VALUE a
+Python literal), run in its turn of every round like the other feeds.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import json
 import os
 import sys
 
@@ -83,11 +92,12 @@ def synthetic_feed(batch: int, size: int, device: str):
     return lambda: (images, labels)
 
 
-def pipeline_feed(system: str, root: str, batch: int, size: int, threads: int, device: str):
+def pipeline_feed(system: str, root: str, batch: int, size: int, threads: int, device: str,
+                  decoder_args: dict | None = None):
     """penstock's or DALI's train pipeline through its DALIClassificationIterator. The pipeline
     writes HWC; its permutation to NCHW is channels_last as it stands (no copy)."""
     pipe = rn50_pipeline(library(system), "train", root, batch, threads, device="gpu" if device == "cuda" else "cpu",
-                         size=size, layout="HWC")
+                         size=size, layout="HWC", decoder_args=decoder_args)
     next_output = cycling(library(system, "pytorch").DALIClassificationIterator(pipe, reader_name="Reader",
                                                                                 auto_reset=True))
 
@@ -122,6 +132,26 @@ def dataloader_feed(root: str, batch: int, size: int, workers: int, device: str)
     return next_batch
 
 
+def variant(spec: list[str]) -> tuple[str, tuple[dict, dict]]:
+    """A --variant's NAME and its settings: (environment, mixed decoder arguments)."""
+    name, *settings = spec
+    if not settings or ":" in name or "," in name:
+        raise SystemExit(f"--variant {' '.join(spec)}: expected a NAME (no ':' or ',') and settings")
+    env, decoder_args = {}, {}
+    for setting in settings:
+        key, eq, value = setting.partition("=")
+        if not eq or not key:
+            raise SystemExit(f"--variant {name}: {setting!r} is not KEY=VALUE")
+        if key.startswith("decoder."):
+            try:
+                decoder_args[key[len("decoder."):]] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise SystemExit(f"--variant {name}: {setting!r}: the value is not a Python literal") from None
+        else:
+            env[key] = value
+    return name, (env, decoder_args)
+
+
 def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     """Fills the options left unset: a GPU run's, or a CPU smoke run's (small and short)."""
     smoke = args.device == "cpu"
@@ -149,8 +179,9 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         next_batch = warm
     elif feed == "dataloader":
         next_batch = dataloader_feed(root, args.batch, size, args.threads, args.device)
-    else:
-        next_batch = pipeline_feed(feed, root, args.batch, size, args.threads, args.device)
+    else:  # penstock, dali, or a variant penstock:NAME (its environment set by the parent)
+        next_batch = pipeline_feed(feed.split(":")[0], root, args.batch, size, args.threads, args.device,
+                                   json.loads(args.decoder_args) if args.decoder_args else None)
     steps = [0]
 
     def step() -> None:
@@ -178,6 +209,9 @@ def main() -> None:
                     help="the pipelines' threads and the DataLoader's workers (default: host cores)")
     ap.add_argument("--seconds", type=float, default=None, help="timed seconds per process (default 6; 1 on the CPU)")
     ap.add_argument("--warmup-seconds", type=float, default=None, help="default 4 (0 on the CPU)")
+    ap.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME SETTING",
+                    help="one more feed, penstock:NAME, with SETTINGs: ENV=VALUE or decoder.ARG=VALUE (repeatable)")
+    ap.add_argument("--decoder-args", default=None, help=argparse.SUPPRESS)  # a variant's, to its worker
     args = parsed(ap, worker)
     if args is None:
         return
@@ -185,12 +219,18 @@ def main() -> None:
     smoke = args.device == "cpu"
     root = photos.prepared(args)
     feeds = args.feeds.split(",") if args.feeds else with_dali(list(FEEDS), plugin="pytorch", at=2)
+    variants = dict(variant(spec) for spec in args.variant)
+    feeds += [f"penstock:{name}" for name in variants]
     models = args.models.split(",")
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
               "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds)]
-    runs = alternating_rounds(args.rounds, [(m, f) for m in models for f in feeds],
-                              lambda job: run_worker(__file__, ["--worker", job[1], job[0], root, *passed]))
+    def run(job: tuple[str, str]) -> dict:
+        model, feed = job
+        env, decoder_args = variants.get(feed.partition(":")[2], ({}, {})) if ":" in feed else ({}, {})
+        extra = ["--decoder-args", json.dumps(decoder_args)] if decoder_args else []
+        return run_worker(__file__, ["--worker", feed, model, root, *passed, *extra], env or None)
+    runs = alternating_rounds(args.rounds, [(m, f) for m in models for f in feeds], run)
     cores = os.cpu_count()
     for model in models:
         rates = {feed: summary(runs[(model, feed)]) for feed in feeds}
