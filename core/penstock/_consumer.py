@@ -22,11 +22,11 @@ difference beyond the runs' spread (docs/benchmarks.md).
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 from . import _engine
+from ._environment import non_negative
 
 ENV = "PENSTOCK_CONSUMER_FIRST_US"
 DEFAULT_MAX_US = 0  # off
@@ -39,14 +39,7 @@ _period_ns = 0.0  # its period between batches (a moving average)
 
 def max_wait_us() -> int:
     """The longest a pipeline thread waits for the consumer over one batch, in microseconds (0: never)."""
-    value = os.environ.get(ENV, str(DEFAULT_MAX_US))
-    try:
-        microseconds = int(value)
-    except ValueError:
-        raise ValueError(f"{ENV}={value!r}: expected a whole number of microseconds (0 turns it off)") from None
-    if microseconds < 0:
-        raise ValueError(f"{ENV}={value!r}: expected a whole number of microseconds (0 turns it off)")
-    return microseconds
+    return non_negative(ENV, DEFAULT_MAX_US, "a whole number of microseconds (0 turns it off)")
 
 
 _max_us = 0  # set when a GPU pipeline starts

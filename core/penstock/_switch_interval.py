@@ -11,9 +11,10 @@ last one, unless the program changed it meanwhile. ``PENSTOCK_SWITCH_INTERVAL_US
 interval in microseconds; 0 leaves Python's alone."""
 from __future__ import annotations
 
-import os
 import sys
 import threading
+
+from ._environment import non_negative
 
 ENV = "PENSTOCK_SWITCH_INTERVAL_US"
 DEFAULT_US = 200
@@ -26,14 +27,7 @@ _ours: float | None = None  # the interval set for the users
 
 def configured() -> float:
     """The interval asked for, in seconds (0: leave Python's)."""
-    value = os.environ.get(ENV, str(DEFAULT_US))
-    try:
-        microseconds = float(value)
-    except ValueError:
-        raise ValueError(f"{ENV}={value!r}: expected a number of microseconds (0 leaves Python's)") from None
-    if microseconds < 0:
-        raise ValueError(f"{ENV}={value!r}: expected a number of microseconds (0 leaves Python's)")
-    return microseconds * 1e-6
+    return non_negative(ENV, DEFAULT_US, "a number of microseconds (0 leaves Python's)", float) * 1e-6
 
 
 def acquire() -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._environment import non_negative
 from .._parallel._shm import Segment, new_memfd
 from ._context import DeviceContext
 from ._nvimgcodec import DeviceDecoder
@@ -45,14 +46,7 @@ _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
 
 def process_count() -> int:
     """Decoder processes beside the pipeline's own decoder (``PENSTOCK_DECODER_PROCESSES``)."""
-    value = os.environ.get(ENV_PROCESSES, "1")
-    try:
-        count = int(value)
-    except ValueError:
-        raise ValueError(f"{ENV_PROCESSES}={value!r}: expected a number of processes (0 or more)") from None
-    if count < 0:
-        raise ValueError(f"{ENV_PROCESSES}={value!r}: expected a number of processes (0 or more)")
-    return count
+    return non_negative(ENV_PROCESSES, 1, "a number of processes (0 or more)")
 
 
 def _window_offsets(windows: np.ndarray, channels: np.ndarray) -> tuple[np.ndarray, int]:
