@@ -16,8 +16,10 @@ in its own process, alternating over rounds: the model is warmed up on synthetic
 autotuning) before the loader starts, then trained for a warm-up and --seconds timed. One JSON
 line per (model, feed) with the median training img/s, its fraction of the ceiling, and the host
 cores the process (with its loader's threads and worker processes) kept busy and left free, and
-the loader's share (busy beyond the ceiling run's); then per model the issue's target (penstock
-at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers mean nothing: the
+the loader's share (busy beyond the ceiling run's), the CPU time of the process's Python threads per
+batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
+forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); then per model
+the issue's target (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers mean nothing: the
 run checks that every feed works.
 
     python bench/train_e2e.py --models resnet18                  # on the GPU, about 4 minutes
@@ -39,6 +41,7 @@ import ast
 import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -68,18 +71,53 @@ def make_model(name: str, device: str):
     return model.to(device, memory_format=torch.channels_last)
 
 
-def trainer(model, device: str):
-    """A function doing one SGD step on a batch under bf16 autocast: torchvision's reference loop."""
+class Phases:
+    """The training thread's time per phase of a step (wall and its own CPU, milliseconds summed):
+    wall beyond CPU is time the thread waited (the GIL, a lock, the GPU's queue), CPU beyond the
+    synthetic feed's is work it did more."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+
+    def add(self, name: str, wall: float, cpu: float) -> None:
+        self.wall[name] = self.wall.get(name, 0.0) + wall
+        self.cpu[name] = self.cpu.get(name, 0.0) + cpu
+
+    def timed(self, name: str, fn, *args):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        out = fn(*args)
+        self.add(name, time.perf_counter() - wall, time.thread_time() - cpu)
+        return out
+
+    def per_step(self, steps: int) -> dict:
+        return {f"{kind}_ms_per_step:{name}": round(1e3 * seconds / steps, 3)
+                for kind, table in (("wall", self.wall), ("cpu", self.cpu)) for name, seconds in table.items()}
+
+
+def trainer(model, device: str, phases: Phases | None = None):
+    """A function doing one SGD step on a batch under bf16 autocast: torchvision's reference loop
+    (its phases timed into ``phases`` when given)."""
     import torch
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
     loss_fn = torch.nn.CrossEntropyLoss()
+    timed_phase = phases.timed if phases is not None else (lambda name, fn, *args: fn(*args))
 
-    def train(images, labels) -> None:
+    def forward(images, labels):
         with torch.autocast(device, dtype=torch.bfloat16):
-            loss = loss_fn(model(images), labels)
+            return loss_fn(model(images), labels)
+
+    def backward(loss) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
+
+    def train(images, labels) -> None:
+        loss = timed_phase("forward", forward, images, labels)
+        timed_phase("backward", backward, loss)
+        timed_phase("optimizer", optimizer.step)
     return train
 
 
@@ -168,7 +206,8 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     size = MODELS[model_name]
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     torch.backends.cudnn.benchmark = True
-    train = trainer(make_model(model_name, args.device), args.device)
+    phases = Phases()
+    train = trainer(make_model(model_name, args.device), args.device, phases)
     # the model first, on synthetic data: cuDNN's autotuning happens here, not while a loader that
     # has already started fills its queues (a backlog would be counted as the loader's speed)
     warm = synthetic_feed(args.batch, size, args.device)
@@ -185,8 +224,9 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     steps = [0]
 
     def step() -> None:
-        train(*next_batch())
+        train(*phases.timed("next_batch", next_batch))
         steps[0] += 1
+    phases.clear()  # the model's warm-up on synthetic data does not count
     before = thread_cpu_seconds()
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
     t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync)
@@ -195,7 +235,7 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     threads = {f"thread_ms_per_batch:{name}": round(1e3 * (seconds - before.get(name, 0.0)) / steps[0], 3)
                for name, seconds in thread_cpu_seconds().items() if seconds > before.get(name, 0.0)}
     return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
-            **threads}
+            **threads, **phases.per_step(steps[0])}
 
 
 def main() -> None:
