@@ -173,7 +173,7 @@ def dataloader_feed(root: str, batch: int, size: int, workers: int, device: str)
 def variant(spec: list[str]) -> tuple[str, tuple[dict, dict]]:
     """A --variant's NAME and its settings: (environment, mixed decoder arguments)."""
     name, *settings = spec
-    if not settings or ":" in name or "," in name:
+    if not settings or not name or ":" in name or "," in name:
         raise SystemExit(f"--variant {' '.join(spec)}: expected a NAME (no ':' or ',') and settings")
     env, decoder_args = {}, {}
     for setting in settings:
@@ -265,9 +265,10 @@ def main() -> None:
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
               "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds)]
+
     def run(job: tuple[str, str]) -> dict:
         model, feed = job
-        env, decoder_args = variants.get(feed.partition(":")[2], ({}, {})) if ":" in feed else ({}, {})
+        env, decoder_args = variants.get(feed.partition(":")[2], ({}, {}))
         extra = ["--decoder-args", json.dumps(decoder_args)] if decoder_args else []
         return run_worker(__file__, ["--worker", feed, model, root, *passed, *extra], env or None)
     runs = alternating_rounds(args.rounds, [(m, f) for m in models for f in feeds], run)

@@ -1,7 +1,8 @@
-"""bench/train_e2e.py's --variant: a named penstock feed with environment variables and mixed
-decoder arguments, for A/B runs of settings in alternating rounds."""
+"""bench/train_e2e.py's --variant (a named penstock feed with environment variables and mixed
+decoder arguments, for A/B runs of settings in alternating rounds) and its phase times."""
 import os
 import sys
+import time
 
 import pytest
 
@@ -18,8 +19,24 @@ def test_a_variant_splits_its_settings_into_environment_and_decoder_arguments():
 
 
 @pytest.mark.parametrize("spec, says", [(["alone"], "expected a NAME"), (["a:b", "X=1"], "expected a NAME"),
+                                        (["", "X=1"], "expected a NAME"),
                                         (["x", "novalue"], "is not KEY=VALUE"),
                                         (["x", "decoder.hw_decoder_load=high"], "not a Python literal")])
 def test_a_bad_variant_says_what_is_wrong(spec, says):
     with pytest.raises(SystemExit, match=says):
         train_e2e.variant(spec)
+
+
+def test_phase_times_tell_waiting_from_work():
+    phases = train_e2e.Phases()
+    for _ in range(2):
+        assert phases.timed("wait", time.sleep, 0.01) is None
+        assert phases.timed("work", sum, range(200_000)) == sum(range(200_000))
+    got = phases.per_step(2)
+    assert set(got) == {"wall_ms_per_step:wait", "cpu_ms_per_step:wait", "wall_ms_per_step:work",
+                        "cpu_ms_per_step:work"}
+    assert got["wall_ms_per_step:wait"] >= 10.0  # a sleep lasts at least what it asks
+    assert got["cpu_ms_per_step:wait"] < got["wall_ms_per_step:wait"] / 2
+    assert 0 < got["cpu_ms_per_step:work"]
+    phases.clear()
+    assert phases.per_step(1) == {}

@@ -78,9 +78,10 @@ def budget() -> int:
 
 def defer(max_us: int | None = None) -> int:
     """Called by a pipeline thread before a batch's Python: waits while the consumer runs, at most
-    ``max_us`` (default: a batch's budget); the microseconds waited."""
+    ``max_us`` (default: a batch's budget, of which callers pass what is left); the microseconds
+    waited."""
     tid = _consumer
-    max_us = budget() if max_us is None else min(max_us, _max_us)
+    max_us = budget() if max_us is None else max_us
     if not tid or max_us <= 0 or tid == threading.get_native_id():
         return 0
     return _engine.wait_while_running(tid, max_us, POLL_US)
