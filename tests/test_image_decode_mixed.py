@@ -215,7 +215,7 @@ def test_a_decoder_process_that_cannot_start_says_why_and_leaves_its_share_to_th
     assert decoded.tolist() == [False] and seconds == 0.0
 
 
-@pytest.mark.parametrize("value, count", [(None, 1), ("0", 0), ("3", 3)])
+@pytest.mark.parametrize("value, count", [(None, 0), ("1", 1), ("3", 3)])
 def test_the_number_of_decoder_processes_comes_from_the_environment(monkeypatch, value, count):
     from penstock._cuda import _decode_process
     if value is None:

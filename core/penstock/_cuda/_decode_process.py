@@ -45,8 +45,13 @@ _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
 
 
 def process_count() -> int:
-    """Decoder processes beside the pipeline's own decoder (``PENSTOCK_DECODER_PROCESSES``)."""
-    return non_negative(ENV_PROCESSES, 1, "a number of processes (0 or more)")
+    """Decoder processes beside the pipeline's own decoder (``PENSTOCK_DECODER_PROCESSES``, none by
+    default). They raise a pipeline's rate when nothing else in the process wants the GIL or the
+    GPU. Beside a training loop they cost more than they bring: a part's way out and back (shared
+    memory, the pipe, the answer's thread, the gather) takes the GIL several times, each take waiting
+    for the loop's Python, so the batch waits for its slowest part; and the child's CUDA context
+    takes turns on the GPU with the training's (docs/benchmarks.md)."""
+    return non_negative(ENV_PROCESSES, 0, "a number of processes (0 or more)")
 
 
 def _window_offsets(windows: np.ndarray, channels: np.ndarray) -> tuple[np.ndarray, int]:

@@ -10,13 +10,14 @@ measured rates so that they finish together (``_image_decode_split``): the GPU s
 and is bound by its engines, and the host has cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
-stream of its own, and writes each sample's window into the output batch. Once a pipeline has run
-a few batches, decoder processes (``_cuda._decode_process``; ``PENSTOCK_DECODER_PROCESSES``, 1 by
-default) take parts of each batch too, sized by each decoder's measured rate: one process leaves
-the hardware engines partly idle. On an H100 (ImageNet-like photographs, ResNet-50 pipelines,
-medians of 3 rounds) one decoder process took train from 19.9k to 22.2k img/s at 16 host threads
-and 19.0k to 22.3k at 8, val from 18.0k to 20.2k and 17.3k to 22.8k, for about 830 MB more device
-memory (the child's CUDA context and decoder state). The host results are
+stream of its own, and writes each sample's window into the output batch. With
+``PENSTOCK_DECODER_PROCESSES`` set, once a pipeline has run a few batches, decoder processes
+(``_cuda._decode_process``) take parts of each batch too, sized by each decoder's measured rate:
+one process leaves the hardware engines partly idle. On an H100 (ImageNet-like photographs,
+ResNet-50 pipelines alone, medians of 3 rounds) one decoder process took train from 19.9k to 22.2k
+img/s at 16 host threads, for about 830 MB more device memory (the child's CUDA context and decoder
+state); beside a training loop it slows the pipeline down (``process_count`` says why), so it is
+off by default. The host results are
 uploaded through pinned staging, and one kernel copies them into the output batch. Two batches
 decode at once on background workers. Without nvImageCodec the host decodes everything.
 
