@@ -10,6 +10,7 @@
 
 #include "codec/nvimgcodec.h"
 #include "codec/stream_queue.h"
+#include "engine/batch_shapes.h"
 #include "engine/buffer_pool.h"
 #include "engine/kernel.h"
 #include "engine/sample_order.h"
@@ -185,6 +186,11 @@ PYBIND11_MODULE(_engine, m) {
         return std::make_pair(value, state);
       }, "uniform_int_distribution<int>(0, k - 1) over minstd_rand0 in `state`, as libstdc++ draws it: "
       "(the value, the engine's next state)", "state"_a, "k"_a);
+
+  // ---- a batch's volumes and packed offsets (engine/batch_shapes.h): the GIL stays held ----
+  m.def("shape_volumes", &shape_volumes, "The product of each row of shapes [N, D] (1 when D is 0)", "shapes"_a);
+  m.def("packed_offsets", &packed_offsets, "Where each sample of shapes [N, D] starts when packed back to back",
+        "shapes"_a);
 
   // ---- the consumer's turn (core/penstock/_consumer.py) ----
   m.def("thread_cpu_ns", &thread_cpu_ns, "CPU nanoseconds thread `tid` of this process has used (-1: no such thread)",

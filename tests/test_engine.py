@@ -179,3 +179,21 @@ def test_read_files_packs_contents_and_names_the_missing_file(pool, tmp_path):
     assert index == 3 and "missing.jpg" in message
     with pytest.raises(_engine.SampleError):
         _engine.read_files(pool, [str(tmp_path)])  # a directory is not a file
+
+
+@pytest.mark.parametrize("shapes", [[[2, 3, 4], [1, 5, 1], [0, 2, 2], [7, 1, 3]], [[5], [0], [9]], [[], [], []],
+                                    np.zeros((0, 3), np.int64)])
+def test_volumes_and_packed_offsets_are_numpys(shapes):
+    shapes = np.asarray(shapes, np.int64)
+    volumes = shapes.prod(axis=1)
+    assert _engine.shape_volumes(shapes).tolist() == volumes.tolist()
+    assert _engine.packed_offsets(shapes).tolist() == (np.cumsum(volumes) - volumes).tolist()
+    # a column slice (not contiguous) and int32 shapes are taken as they are
+    assert _engine.packed_offsets(shapes[:, :1]).tolist() == (np.cumsum(shapes[:, :1].prod(axis=1)) -
+                                                              shapes[:, :1].prod(axis=1)).tolist()
+    assert _engine.shape_volumes(shapes.astype(np.int32)).tolist() == volumes.tolist()
+
+
+def test_packed_offsets_refuses_shapes_that_are_not_a_table():
+    with pytest.raises(ValueError, match="packed_offsets: shapes must be"):
+        _engine.packed_offsets(np.arange(3))

@@ -293,3 +293,13 @@ def test_choice_has_no_dtype_argument():
         def p():
             return fn.random.choice(5, dtype=types.INT8)
         p()
+
+
+@pytest.mark.parametrize("seed, iteration", [(0, 0), (1234, 5), (2**63 + 7, 2**40)])
+def test_an_operators_draws_are_philox_keyed_on_its_seed_at_the_iteration(seed, iteration):
+    from penstock._operator import Operator
+    op = Operator.__new__(Operator)
+    op.seed = seed
+    key = np.array([seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], np.uint64)
+    expected = np.random.Generator(np.random.Philox(key=key, counter=np.array([0, 0, 0, iteration], np.uint64)))
+    assert op.rng_for(iteration).integers(0, 2**62, 8).tolist() == expected.integers(0, 2**62, 8).tolist()

@@ -11,6 +11,8 @@ from ._batch import contiguous, empty_batch
 from ._registry import OpSchema
 from .tensors import TensorListCPU
 
+_UNUSED_SEED = np.random.SeedSequence(0)  # Operator.rng_for
+
 
 class SampleError(RuntimeError):
     """A kernel's complaint about one sample; the executor adds the sample's source (file name)."""
@@ -166,9 +168,15 @@ class Operator:
 
     # -- randomness
     def rng_for(self, iteration: int) -> np.random.Generator:
-        key = np.array([self.seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], dtype=np.uint64)
-        counter = np.array([0, 0, 0, iteration], dtype=np.uint64)
-        return np.random.Generator(np.random.Philox(key=key, counter=counter))
+        """Philox keyed on the seed, its counter at the iteration. Made from a fixed seed sequence and
+        then set: made from a key alone, numpy first draws the OS's entropy for a seed it does not
+        use, a system call that gives the GIL away (a pipeline thread then waits to take it back)."""
+        bits = np.random.Philox(_UNUSED_SEED)
+        bits.state = {"bit_generator": "Philox",
+                      "state": {"counter": np.array([0, 0, 0, iteration], np.uint64),
+                                "key": np.array([self.seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], np.uint64)},
+                      "buffer": np.zeros(4, np.uint64), "buffer_pos": 4, "has_uint32": 0, "uinteger": 0}
+        return np.random.Generator(bits)
 
     # -- metadata for readers
     def reader_meta(self) -> dict | None:

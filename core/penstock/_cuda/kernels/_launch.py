@@ -6,6 +6,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from ... import _engine
 from .._compile import kernel
 from .._image_plans import IMAGE_TYPES
 
@@ -31,7 +32,8 @@ def block_starts(work: np.ndarray, items: int = 1) -> tuple[np.ndarray, int]:
     whose threads take ``items`` elements each."""
     per_block = BLOCK * items
     per = (np.asarray(work, np.int64) + per_block - 1) // per_block
-    start = np.zeros(len(per) + 1, np.int64)
+    start = np.empty(len(per) + 1, np.int64)  # not zeros: numpy's zeroing of a batch's worth gives the GIL away
+    start[0] = 0
     np.cumsum(per, out=start[1:])
     return start, int(start[-1])
 
@@ -99,7 +101,7 @@ def row_major_strides(shapes: np.ndarray) -> np.ndarray:
 
 
 def volumes(shapes: np.ndarray) -> np.ndarray:
-    return shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
+    return _engine.shape_volumes(shapes)
 
 
 def unit_name(itemsize: int, what: str) -> str:

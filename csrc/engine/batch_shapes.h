@@ -1,0 +1,16 @@
+// A batch's bookkeeping from its shapes [N, D]: each sample's volume, and where each sample starts
+// when the samples lie back to back. Every batch a pipeline makes needs them, and numpy gives the
+// GIL away on [N, D] arrays of a batch's size: a pipeline thread then waits to take it back while
+// the thread of a training loop runs Python. These keep the GIL (bindings.cpp).
+#pragma once
+#include "engine/kernel.h"
+
+namespace penstock {
+
+// The product of each row of `shapes` [N, D] (1 when D is 0).
+I64Array shape_volumes(const I64Array& shapes);
+
+// Exclusive prefix sums of shape_volumes(shapes): sample k's first element in a packed buffer.
+I64Array packed_offsets(const I64Array& shapes);
+
+}  // namespace penstock
