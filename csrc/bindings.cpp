@@ -444,15 +444,16 @@ PYBIND11_MODULE(_engine, m) {
         "pool"_a, "in_sizes"_a, "out_sizes"_a, "roi_start"_a, "roi_end"_a, "min_filter"_a, "mag_filter"_a,
         "antialias"_a);
   m.def("resize_axis_spans", &resize_axis_spans,
-        "Per axis of a GPU resize: tap count, where its starts and weights begin, the source range it reads; "
-        "and [total starts, total weights, most taps] (the GIL stays held: per-batch planning of microseconds)",
-        "in_sizes"_a, "out_sizes"_a, "roi_start"_a, "roi_end"_a, "min_filter"_a, "mag_filter"_a, "antialias"_a);
+        "Per axis of a GPU resize (y then x of each sample): the taps kernel's rows [2N, 8], the source range "
+        "each reads (lo, hi), its region [2N, 2], the taps kernel's block starts, and [total starts, total "
+        "weights, most taps, taps blocks] (the GIL stays held: per-batch planning of microseconds)",
+        "src_shapes"_a, "dst_shapes"_a, "roi"_a, "min_filter"_a, "mag_filter"_a, "antialias"_a, "per_block"_a);
   m.def("resize_pass_plan", &resize_pass_plan,
         "A GPU resize's two passes from its axis spans: per-frame descriptors, both passes' block starts per "
         "run, the runs [first frame, end frame, vertical grid, horizontal grid, block starts at] and the "
         "intermediate's elements (the GIL stays held: per-batch planning of microseconds)",
-        "src_shapes"_a, "dst_shapes"_a, "src_offsets"_a, "dst_offsets"_a, "taps"_a, "start_at"_a, "weight_at"_a,
-        "lo"_a, "hi"_a, "tmp_budget"_a, "per_block"_a);
+        "src_shapes"_a, "dst_shapes"_a, "src_offsets"_a, "dst_offsets"_a, "axes"_a, "lo"_a, "hi"_a, "tmp_budget"_a,
+        "per_block"_a);
   m.def("warp_affine", &warp_affine,
         "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres to input "
         "coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",

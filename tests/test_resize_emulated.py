@@ -88,9 +88,8 @@ def test_filters_wider_than_the_taps_kernel_takes_are_planned_on_the_host(ctx):
     images = [rng.integers(0, 256, shape, np.uint8) for shape in [(1300, 20, 3), (30, 41, 3)]]
     dst_shapes = [[5, 20, 3], [17, 60, 3]]
     (cpu, gpu), roi, filters = _resized_both_ways(ctx, images, dst_shapes)
-    widest = _engine.resize_axis_spans(np.array([im.shape[:2] for im in images]).reshape(-1),
-                                       np.array(dst_shapes)[:, :2].reshape(-1), roi[:, :2].reshape(-1),
-                                       roi[:, 2:].reshape(-1), filters.reshape(-1), filters.reshape(-1), True)[5][2]
+    widest = _engine.resize_axis_spans(np.array([im.shape for im in images]), np.array(dst_shapes), roi, filters,
+                                       filters, True, BLOCK)[5][2]
     assert widest > 128
     assert np.abs(gpu - cpu).max() <= 1
     assert cpu.std() > 5
@@ -119,16 +118,38 @@ def reference_axis_spans(in_sizes, out_sizes, roi_start, roi_end, min_filter, ma
 
 @pytest.mark.parametrize("antialias", [False, True])
 def test_axis_spans_match_the_numpy_plan(antialias):
-    # every filter, up- and downscaling, flipped and partial ROIs, empty outputs
+    # every filter, up- and downscaling, flipped and partial ROIs, empty outputs; sequences (FHWC)
     rng = np.random.default_rng(5)
-    for _ in range(50):
-        m = int(rng.integers(1, 600))
-        in_sizes = rng.integers(1, 4000, m)
-        out_sizes = rng.integers(0, 800, m)
-        start = rng.uniform(-50, 300, m)
-        end = start + rng.uniform(-100, 4000, m)
-        filters = rng.integers(0, 6, (2, m)).astype(np.int32)
-        expected = reference_axis_spans(in_sizes, out_sizes, start, end, filters[0], filters[1], antialias)
-        got = _engine.resize_axis_spans(in_sizes, out_sizes, start, end, filters[0], filters[1], antialias)
-        for e, g in zip(expected, got):
-            np.testing.assert_array_equal(g, e)
+    for trial in range(50):
+        n, frames = int(rng.integers(1, 300)), trial % 2
+        in_hw, out_hw = rng.integers(1, 4000, (n, 2)), rng.integers(0, 800, (n, 2))
+        start = rng.uniform(-50, 300, (n, 2))
+        end = start + rng.uniform(-100, 4000, (n, 2))
+        filters = rng.integers(0, 6, (2, n, 2)).astype(np.int32)
+        lead = [np.full((n, 1), 3)] * frames
+        src_shapes = np.hstack(lead + [in_hw, np.full((n, 1), 3)]).astype(np.int64)
+        dst_shapes = np.hstack(lead + [out_hw, np.full((n, 1), 3)]).astype(np.int64)
+        taps, start_at, weight_at, lo, hi, totals = reference_axis_spans(
+            in_hw.reshape(-1), out_hw.reshape(-1), start.reshape(-1), end.reshape(-1), filters[0].reshape(-1),
+            filters[1].reshape(-1), antialias)
+        axes, got_lo, got_hi, rois, blocks, got_totals = _engine.resize_axis_spans(
+            src_shapes, dst_shapes, np.hstack([start, end]), filters[0], filters[1], antialias, BLOCK)
+        np.testing.assert_array_equal(axes, np.column_stack([in_hw.reshape(-1), out_hw.reshape(-1),
+                                                             filters[0].reshape(-1), filters[1].reshape(-1), taps,
+                                                             start_at, weight_at, np.zeros(2 * n, np.int64)]))
+        np.testing.assert_array_equal(got_lo, lo)
+        np.testing.assert_array_equal(got_hi, hi)
+        np.testing.assert_array_equal(rois, np.column_stack([start.reshape(-1), end.reshape(-1)]))
+        per_block = -(-out_hw.reshape(-1) // BLOCK)
+        np.testing.assert_array_equal(blocks, np.concatenate([[0], np.cumsum(per_block)]))
+        np.testing.assert_array_equal(got_totals, np.append(totals, per_block.sum()))
+
+
+def test_axis_spans_refuse_arguments_that_disagree():
+    shapes = np.array([[4, 4, 3]], np.int64)
+    with pytest.raises(ValueError, match="roi must be"):
+        _engine.resize_axis_spans(shapes, shapes, np.zeros(2), np.ones((1, 2), np.int32), np.ones((1, 2), np.int32),
+                                  True, BLOCK)
+    with pytest.raises(ValueError, match="shapes must be"):
+        _engine.resize_axis_spans(shapes, shapes[:, :2], np.zeros(4), np.ones(2, np.int32), np.ones(2, np.int32),
+                                  True, BLOCK)

@@ -238,21 +238,28 @@ ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, 
   return {taps, start_at, weight_at, lo, hi, starts, weights};
 }
 
-ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, F64Array roi_start, F64Array roi_end,
-                             I32Array min_filter, I32Array mag_filter, bool antialias) {
-  const int64_t M = in_sizes.size();
-  if (out_sizes.size() != M || roi_start.size() != M || roi_end.size() != M || min_filter.size() != M ||
-      mag_filter.size() != M)
-    throw std::invalid_argument("resize_axis_spans: all per-axis arrays need the same length");
+ArrayTuple resize_axis_spans(I64Array src_shapes, I64Array dst_shapes, F64Array roi, I32Array min_filter,
+                             I32Array mag_filter, bool antialias, int64_t per_block) {
+  const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
+  if (n < 0 || nd < 3 || dst_shapes.ndim() != 2 || dst_shapes.shape(0) != n || dst_shapes.shape(1) != nd)
+    throw std::invalid_argument("resize_axis_spans: shapes must be [N, nd >= 3] alike");
+  if (roi.size() != 4 * n || min_filter.size() != 2 * n || mag_filter.size() != 2 * n)
+    throw std::invalid_argument("resize_axis_spans: roi must be [N, 4] and the filters [N, 2]");
+  if (per_block < 1) throw std::invalid_argument("resize_axis_spans: the block size must be positive");
   static const double kRadius[] = {0.0, 1.0, 2.0, 3.0, 1.0, 1.5};  // per filter kind, before stretching
-  auto taps = I64Array::empty({M}), start_at = I64Array::empty({M}), weight_at = I64Array::empty({M});
-  auto lo = I64Array::empty({M}), hi = I64Array::empty({M}), totals = I64Array::empty({3});
+  const int64_t M = 2 * n;
+  auto axes = I64Array::empty({M, 8}), lo = I64Array::empty({M}), hi = I64Array::empty({M});
+  auto rois = F64Array::empty({M, 2});
+  auto blocks = I64Array::empty({M + 1}), totals = I64Array::empty({4});
   int64_t n_start = 0, n_weight = 0, most_taps = 1;
+  blocks.mutable_data()[0] = 0;
   for (int64_t k = 0; k < M; ++k) {
-    const int64_t in = in_sizes.data()[k], out = out_sizes.data()[k];
-    const double start = roi_start.data()[k];
-    const double step = (roi_end.data()[k] - start) / double(std::max<int64_t>(out, 1)), scale = std::abs(step);
-    const int32_t kind = scale > 1 ? min_filter.data()[k] : mag_filter.data()[k];
+    const int64_t i = k / 2, axis = k % 2;  // sample, then y / x
+    const int64_t in = src_shapes.data()[i * nd + nd - 3 + axis], out = dst_shapes.data()[i * nd + nd - 3 + axis];
+    const double start = roi.data()[4 * i + axis], end = roi.data()[4 * i + 2 + axis];
+    const int32_t minf = min_filter.data()[k], magf = mag_filter.data()[k];
+    const double step = (end - start) / double(std::max<int64_t>(out, 1)), scale = std::abs(step);
+    const int32_t kind = scale > 1 ? minf : magf;
     if (kind < 0 || kind > 5) throw std::invalid_argument("resize_axis_spans: unknown filter " + std::to_string(kind));
     const double stretch = scale > 1 && (antialias || kind == 4 || kind == 5) ? scale : 1.0;
     const double radius = kRadius[kind] * stretch;
@@ -263,28 +270,29 @@ ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, F64Array roi
     const double first = kind == 0 ? std::floor(cmin + 1e-7) : std::ceil(cmin - 0.5 - radius);
     const double last = kind == 0 ? std::floor(cmax + 1e-7) : std::floor(cmax - 0.5 + radius);
     const double top = double(std::max<int64_t>(in - 1, 0));
-    taps.mutable_data()[k] = t;
-    start_at.mutable_data()[k] = n_start;
-    weight_at.mutable_data()[k] = n_weight;
+    int64_t* row = axes.mutable_data() + 8 * k;
+    row[0] = in, row[1] = out, row[2] = minf, row[3] = magf, row[4] = t, row[5] = n_start, row[6] = n_weight, row[7] = 0;
     lo.mutable_data()[k] = int64_t(std::clamp(first, 0.0, top));
     hi.mutable_data()[k] = out > 0 ? int64_t(std::clamp(last, 0.0, top)) + 1 : lo.data()[k];
+    rois.mutable_data()[2 * k] = start, rois.mutable_data()[2 * k + 1] = end;
+    blocks.mutable_data()[k + 1] = blocks.data()[k] + (out + per_block - 1) / per_block;
     n_start += out;
     n_weight += out * t;
     most_taps = std::max(most_taps, t);
   }
-  totals.mutable_data()[0] = n_start, totals.mutable_data()[1] = n_weight, totals.mutable_data()[2] = most_taps;
-  return {taps, start_at, weight_at, lo, hi, totals};
+  int64_t* total = totals.mutable_data();
+  total[0] = n_start, total[1] = n_weight, total[2] = most_taps, total[3] = blocks.data()[M];
+  return {axes, lo, hi, rois, blocks, totals};
 }
 
 ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array src_offsets, I64Array dst_offsets,
-                            I64Array taps, I64Array start_at, I64Array weight_at, I64Array lo, I64Array hi,
-                            int64_t tmp_budget, int64_t per_block) {
+                            I64Array axes, I64Array lo, I64Array hi, int64_t tmp_budget, int64_t per_block) {
   const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
   if (n < 0 || nd < 3 || dst_shapes.ndim() != 2 || dst_shapes.shape(0) != n || dst_shapes.shape(1) != nd ||
       src_offsets.size() != n || dst_offsets.size() != n)
     throw std::invalid_argument("resize_pass_plan: shapes must be [N, nd >= 3] alike, offsets [N]");
-  for (const I64Array* axis : {&taps, &start_at, &weight_at, &lo, &hi})
-    if (axis->size() != 2 * n) throw std::invalid_argument("resize_pass_plan: the axis spans must be [N * 2]");
+  if (axes.ndim() != 2 || axes.shape(0) != 2 * n || axes.shape(1) != 8 || lo.size() != 2 * n || hi.size() != 2 * n)
+    throw std::invalid_argument("resize_pass_plan: the axes must be [N * 2, 8] and their spans [N * 2]");
   if (tmp_budget < 1 || per_block < 1) throw std::invalid_argument("resize_pass_plan: budget and block size must be positive");
   const int64_t* in = src_shapes.data();
   const int64_t* out = dst_shapes.data();
@@ -307,10 +315,11 @@ ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array s
       row[1] = dst_offsets.data()[i] + k * o[0] * o[1] * c;
       row[3] = s[1], row[4] = c, row[5] = o[0], row[6] = o[1];
       row[7] = lo.data()[2 * i + 1], row[8] = span;
-      for (int axis = 0; axis < 2; ++axis) {
-        row[9 + 3 * axis] = taps.data()[2 * i + axis];
-        row[10 + 3 * axis] = start_at.data()[2 * i + axis];
-        row[11 + 3 * axis] = weight_at.data()[2 * i + axis];
+      for (int axis = 0; axis < 2; ++axis) {  // the axis's tap count, where its starts and weights begin
+        const int64_t* spans = axes.data() + 8 * (2 * i + axis);
+        row[9 + 3 * axis] = spans[4];
+        row[10 + 3 * axis] = spans[5];
+        row[11 + 3 * axis] = spans[6];
       }
       row[15] = 0;
       tmp_size[f] = o[0] * span * c;

@@ -18,23 +18,26 @@ ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, 
                        ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
                        bool antialias);
 
-// What a GPU resize plans on the host per axis (its kernels compute the taps themselves): the tap
-// count, where the axis's starts and weights begin in the packed arrays, the lowest and highest+1
-// source index it may read; then [total starts, total weights, most taps of an axis]. Runs with the
-// GIL held: microseconds of planning per batch.
-ArrayTuple resize_axis_spans(I64Array in_sizes, I64Array out_sizes, ArrayOf<double> roi_start,
-                             ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
-                             bool antialias);
+// What a GPU resize plans on the host per axis (its kernels compute the taps themselves), for samples
+// of shapes [N, nd] (..., H, W, C) resized from their source regions roi [N, 4] (y0, x0, y1, x1) with
+// filters [N, 2] (y, x): per axis, y then x of each sample, the taps kernel's row [2N, 8] (input size,
+// output size, min filter, mag filter, tap count, where its starts and weights begin in the packed
+// arrays, 0), the lowest and highest+1 source index it may read [2N], its source range [2N, 2] (start,
+// end); the taps kernel's block starts [2N + 1] (`per_block` outputs a block); and [total starts,
+// total weights, most taps of an axis, the taps kernel's blocks]. Runs with the GIL held:
+// microseconds of planning per batch, where the same steps in numpy gave the GIL away a dozen times.
+ArrayTuple resize_axis_spans(I64Array src_shapes, I64Array dst_shapes, ArrayOf<double> roi, ArrayOf<int32_t> min_filter,
+                             ArrayOf<int32_t> mag_filter, bool antialias, int64_t per_block);
 
-// The two passes of a GPU resize planned from resize_axis_spans' results (taps ... hi: [N * 2], y then x
-// per sample) for samples of shapes [N, nd] (..., H, W, C; leading dimensions are frames): one descriptor
-// per frame [F, 16], and the frames cut into runs whose vertical-pass intermediates (floats) stay within
-// `tmp_budget` elements each (beyond one frame). Returns the descriptors, both passes' block starts per
-// run back to back (a run's frames + 1 entries each, `per_block` elements a block), the runs [R, 5]
-// (first frame, end frame, vertical grid, horizontal grid, where its block starts begin) and [the
-// intermediate's elements]. Runs with the GIL held: microseconds of planning per batch.
+// The two passes of a GPU resize planned from resize_axis_spans' axes [N * 2, 8] and spans (lo, hi:
+// [N * 2], y then x per sample) for samples of shapes [N, nd] (..., H, W, C; leading dimensions are
+// frames): one descriptor per frame [F, 16], and the frames cut into runs whose vertical-pass
+// intermediates (floats) stay within `tmp_budget` elements each (beyond one frame). Returns the
+// descriptors, both passes' block starts per run back to back (a run's frames + 1 entries each,
+// `per_block` elements a block), the runs [R, 5] (first frame, end frame, vertical grid, horizontal
+// grid, where its block starts begin) and [the intermediate's elements]. Runs with the GIL held:
+// microseconds of planning per batch.
 ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array src_offsets, I64Array dst_offsets,
-                            I64Array taps, I64Array start_at, I64Array weight_at, I64Array lo, I64Array hi,
-                            int64_t tmp_budget, int64_t per_block);
+                            I64Array axes, I64Array lo, I64Array hi, int64_t tmp_budget, int64_t per_block);
 
 }  // namespace penstock

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _engine
-from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily, block_starts
+from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily
 
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
 # runs each, interleaved) 16 MB ran 24.4k, 20.0k and 22.6k img/s at 767 MB peak, 32 MB 21.7k, 19.7k
@@ -35,36 +35,32 @@ class ResizeKernels(KernelFamily):
                                       "resize them with device='cpu'")
         if len(src_shapes) == 0:
             return
-        # per sample and axis (y then x)
-        in_sizes = np.ascontiguousarray(src_shapes[:, -3:-1]).reshape(-1)
-        out_sizes = np.ascontiguousarray(dst_shapes[:, -3:-1]).reshape(-1)
-        roi_start = np.ascontiguousarray(roi[:, :2], np.float64).reshape(-1)
-        roi_end = np.ascontiguousarray(roi[:, 2:], np.float64).reshape(-1)
-        min_filter = np.ascontiguousarray(np.asarray(min_filter, np.int32)[:, :2]).reshape(-1)
-        mag_filter = np.ascontiguousarray(np.asarray(mag_filter, np.int32)[:, :2]).reshape(-1)
-        antialias = bool(antialias)
-        # Per axis: the tap count, where its starts and weights begin, the source range it reads. The taps
-        # themselves (one start, count and weights per output pixel) the resize_taps kernel computes;
-        # filters wider than it takes (extreme downscaling) are planned on the host by the CPU kernel's code.
-        taps, start_at, weight_at, lo, hi, totals = _engine.resize_axis_spans(
-            in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
-        total_out, total_w, most_taps = (max(int(t), 1) for t in totals)
+        # Per axis (y then x of each sample): the taps kernel's row (sizes, filters, tap count, where its
+        # starts and weights begin), the source range it reads, its region. The taps themselves (one
+        # start, count and weights per output pixel) the resize_taps kernel computes; filters wider than
+        # it takes (extreme downscaling) are planned on the host by the CPU kernel's code.
+        axes, lo, hi, rois, taps_blocks, totals = _engine.resize_axis_spans(
+            src_shapes, dst_shapes, np.ascontiguousarray(roi, np.float64), np.asarray(min_filter, np.int32),
+            np.asarray(mag_filter, np.int32), bool(antialias), BLOCK)
+        total_out, total_w, most_taps, taps_grid = (int(t) for t in totals)
+        total_out, total_w = max(total_out, 1), max(total_w, 1)
         if most_taps > 128:
+            out_sizes = np.ascontiguousarray(axes[:, 1])
             taps, start_at, weight_at, lo, hi, starts, weights = _engine.resize_taps(
-                self._planning_pool, in_sizes, out_sizes, roi_start, roi_end, min_filter, mag_filter, antialias)
+                self._planning_pool, np.ascontiguousarray(axes[:, 0]), out_sizes, np.ascontiguousarray(rois[:, 0]),
+                np.ascontiguousarray(rois[:, 1]), axes[:, 2].astype(np.int32), axes[:, 3].astype(np.int32),
+                bool(antialias))
+            axes = axes.copy()
+            axes[:, 4], axes[:, 5], axes[:, 6] = taps, start_at, weight_at
             taps_params = (starts[:total_out], np.repeat(taps, out_sizes).astype(np.int32), weights)
         else:
-            axes = np.column_stack([in_sizes, out_sizes, min_filter, mag_filter, taps, start_at, weight_at,
-                                    np.zeros_like(in_sizes)]).astype(np.int64)
-            taps_blocks, taps_grid = block_starts(out_sizes)
-            taps_params = (axes, taps_blocks, np.column_stack([roi_start, roi_end]))
+            taps_params = (axes, taps_blocks, rois)
         # one descriptor per frame (frames of a sample share its taps). The vertical pass's float
         # intermediate holds a run of frames at a time, reused run after run in stream order: for a
         # whole batch it would be out_h x in_w x C floats per image, 400 MB for 256 ImageNet-sized
         # images resized to 256 px, all of it on the pool's peak.
         desc, v_blocks, h_blocks, runs, tmp_elements = _engine.resize_pass_plan(
-            src_shapes, dst_shapes, src_offsets, dst_offsets, taps, start_at, weight_at, lo, hi,
-            _RESIZE_TMP_ELEMENTS, BLOCK * ITEMS)
+            src_shapes, dst_shapes, src_offsets, dst_offsets, axes, lo, hi, _RESIZE_TMP_ELEMENTS, BLOCK * ITEMS)
         if not len(desc):  # samples without frames
             return
         d_desc, d_v_blocks, d_h_blocks, *d_taps = self.ctx.upload_params(desc, v_blocks, h_blocks, *taps_params)
@@ -77,7 +73,7 @@ class ResizeKernels(KernelFamily):
             if taps_grid:
                 d_axes, d_taps_blocks, d_rois = d_taps
                 self._fn("resize", "resize_taps")(
-                    (taps_grid,), (BLOCK,), (d_axes, d_taps_blocks, np.int32(len(out_sizes)), d_rois,
+                    (taps_grid,), (BLOCK,), (d_axes, d_taps_blocks, np.int32(len(axes)), d_rois,
                                             np.int32(antialias), d_starts, d_counts, d_weights),
                     stream=self.ctx.stream)
         tmp = self.ctx.empty(max(int(tmp_elements[0]), 1), np.float32)
