@@ -52,7 +52,8 @@ def ratios(medians: dict[str, float], subject: str = "penstock") -> dict[str, fl
 
 def summary(results: Sequence[dict]) -> dict:
     """The rounds of one system and case in one record: the median of every number, the maximum
-    of peaks (``peak_*``), and how many rounds."""
+    of peaks (``peak_*``), each round's rate (``<rate>_rounds``, for ``*_per_s``: the spread between
+    rounds says which differences a run can tell apart), and how many rounds."""
     out: dict[str, Any] = {}
     for key in results[0]:
         values = [r.get(key) for r in results]
@@ -61,6 +62,8 @@ def summary(results: Sequence[dict]) -> dict:
             continue
         value = max(values) if key.startswith("peak_") else statistics.median(values)
         out[key] = round(value, 1 if key.endswith("_per_s") else 3)
+        if key.endswith("_per_s") and len(values) > 1:
+            out[f"{key}_rounds"] = [round(v, 1) for v in values]
     out["rounds"] = len(results)
     return out
 

@@ -40,3 +40,12 @@ def test_phase_times_tell_waiting_from_work():
     assert 0 < got["cpu_ms_per_step:work"]
     phases.clear()
     assert phases.per_step(1) == {}
+
+
+def test_a_summary_keeps_each_rounds_rate_beside_the_median():
+    from _common import summary
+    line = summary([{"img_per_s": 10.04, "peak_mb": 5, "cpu_ms": 1.0}, {"img_per_s": 12.0, "peak_mb": 7, "cpu_ms": 3.0},
+                    {"img_per_s": 11.0, "peak_mb": 6, "cpu_ms": 2.0}])
+    assert line == {"img_per_s": 11.0, "img_per_s_rounds": [10.0, 12.0, 11.0], "peak_mb": 7, "cpu_ms": 2.0,
+                    "rounds": 3}
+    assert "img_per_s_rounds" not in summary([{"img_per_s": 10.0}])  # one round: the median is the round
