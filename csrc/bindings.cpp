@@ -191,6 +191,9 @@ PYBIND11_MODULE(_engine, m) {
   m.def("shape_volumes", &shape_volumes, "The product of each row of shapes [N, D] (1 when D is 0)", "shapes"_a);
   m.def("packed_offsets", &packed_offsets, "Where each sample of shapes [N, D] starts when packed back to back",
         "shapes"_a);
+  m.def("first_window_outside", &first_window_outside,
+        "The first sample whose window (anchors, windows [N, D]) reaches outside its shape, or -1", "shapes"_a,
+        "anchors"_a, "windows"_a);
 
   // ---- the consumer's turn (core/penstock/_consumer.py) ----
   m.def("thread_cpu_ns", &thread_cpu_ns, "CPU nanoseconds thread `tid` of this process has used (-1: no such thread)",
@@ -430,6 +433,11 @@ PYBIND11_MODULE(_engine, m) {
         "math, rounded and saturated to the output type",
         without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_shapes"_a,
         "dst_offsets"_a, "dst_type"_a, "matrices"_a);
+  m.def("crop_mirror_normalize_plan", &crop_mirror_normalize_plan,
+        "The GPU crop_mirror_normalize's descriptor per sample [N, 28] and scale / std as floats (the GIL stays "
+        "held: per-batch planning of microseconds)",
+        "src_shapes"_a, "src_offsets"_a, "dst_shapes"_a, "dst_offsets"_a, "anchors"_a, "mirror"_a, "std"_a, "scale"_a,
+        "channel_out_dim"_a);
   m.def("crop_mirror_normalize", &crop_mirror_normalize,
         "Fused crop (with fill outside the input), horizontal mirror, (x - mean) / std * scale + shift, channel "
         "move and type conversion",

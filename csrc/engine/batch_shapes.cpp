@@ -36,4 +36,13 @@ I64Array packed_offsets(const I64Array& shapes) {
   return out;
 }
 
+int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows) {
+  if (shapes.ndim() != 2 || anchors.shape() != shapes.shape() || windows.shape() != shapes.shape())
+    throw std::invalid_argument("first_window_outside: shapes, anchors and windows must be [samples, dims] alike");
+  const int64_t n = shapes.shape(0), dims = shapes.shape(1);
+  for (int64_t k = 0; k < n * dims; ++k)
+    if (anchors.data()[k] < 0 || anchors.data()[k] + windows.data()[k] > shapes.data()[k]) return k / dims;
+  return -1;
+}
+
 }  // namespace penstock

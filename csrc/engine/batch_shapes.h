@@ -13,4 +13,7 @@ I64Array shape_volumes(const I64Array& shapes);
 // Exclusive prefix sums of shape_volumes(shapes): sample k's first element in a packed buffer.
 I64Array packed_offsets(const I64Array& shapes);
 
+// The first sample whose window (anchors, windows: [N, D] like shapes) reaches outside its shape, or -1.
+int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows);
+
 }  // namespace penstock

@@ -173,4 +173,39 @@ void crop_mirror_normalize(ThreadPool& pool, Array src, I64Array src_shapes, I64
   });
 }
 
+ArrayTuple crop_mirror_normalize_plan(I64Array src_shapes, I64Array src_offsets, I64Array dst_shapes,
+                                      I64Array dst_offsets, I64Array anchors, I64Array mirror, ArrayOf<double> std,
+                                      double scale, int64_t channel_out_dim) {
+  constexpr int64_t kDims = 8, kRow = 4 + 3 * kDims;
+  const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
+  if (n < 0 || nd < 1 || nd - 1 > kDims || dst_shapes.ndim() != 2 || dst_shapes.shape(0) != n ||
+      dst_shapes.shape(1) != nd || src_offsets.size() != n || dst_offsets.size() != n || mirror.size() != n ||
+      anchors.ndim() != 2 || anchors.shape(0) != n || anchors.shape(1) != nd - 1)
+    throw std::invalid_argument("crop_mirror_normalize_plan: shapes [N, nd <= 9] alike, offsets and mirror [N], "
+                                "anchors [N, nd - 1]");
+  if (channel_out_dim < 0 || channel_out_dim >= nd)
+    throw std::invalid_argument("crop_mirror_normalize_plan: the channel dimension is out of range");
+  auto desc = I64Array::empty({n, kRow});
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t* row = desc.mutable_data() + i * kRow;
+    const int64_t *in = src_shapes.data() + i * nd, *out = dst_shapes.data() + i * nd;
+    const int64_t* anchor = anchors.data() + i * (nd - 1);
+    int64_t volume = 1;
+    for (int64_t d = 0; d < nd; ++d) volume *= out[d];
+    row[0] = src_offsets.data()[i], row[1] = dst_offsets.data()[i], row[2] = mirror.data()[i] != 0, row[3] = volume;
+    for (int64_t d = 0, w = 0; d < kDims; ++d) {
+      row[4 + d] = d < nd - 1 ? in[d] : 1;
+      row[4 + kDims + d] = d < nd - 1 ? anchor[d] : 0;
+      if (w == channel_out_dim) ++w;  // the window's dimensions: the output's but its channels
+      row[4 + 2 * kDims + d] = d < nd - 1 ? out[w++] : 1;
+    }
+  }
+  auto inv_std = ArrayOf<float>::empty(std::vector<int64_t>(std.shape()));
+  for (int64_t k = 0; k < std.size(); ++k) {
+    if (std.data()[k] == 0) throw std::invalid_argument("crop_mirror_normalize: std must not be 0");
+    inv_std.mutable_data()[k] = float(scale / std.data()[k]);
+  }
+  return {desc, inv_std};
+}
+
 }  // namespace penstock

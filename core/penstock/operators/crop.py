@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._image_layout import input_layout
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
@@ -39,9 +40,8 @@ def _dims(values) -> str:
 
 def refuse_out_of_bounds(shapes: np.ndarray, anchors: np.ndarray, windows: np.ndarray) -> None:
     """The "error" policy: a window that reaches outside its sample is an error (DALI's words)."""
-    outside = ((anchors < 0) | (anchors + windows > shapes)).any(axis=1)
-    if outside.any():
-        i = int(np.nonzero(outside)[0][0])
+    i = _engine.first_window_outside(shapes, anchors, windows)
+    if i >= 0:
         raise SampleError(i, "Slice can't be placed out of bounds with current policy. Got: "
                              f"input_shape={_dims(shapes[i])}, slice_anchor={_dims(anchors[i])}, "
                              f"slice_shape={_dims(windows[i])} (out_of_bounds_policy 'pad' or 'trim_to_shape' "

@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import ITEMS, TYPE_NAMES, KernelFamily, check_dims, padded, volumes
+from ... import _engine
+from ._launch import ITEMS, TYPE_NAMES, KernelFamily, check_dims
 
 
 class CropMirrorNormalizeKernels(KernelFamily):
@@ -19,19 +20,9 @@ class CropMirrorNormalizeKernels(KernelFamily):
         if n == 0:
             return
         c = int(src_shapes[0, -1])
-        std = np.asarray(std, np.float64)
-        if (std == 0).any():
-            raise ValueError("crop_mirror_normalize: std must not be 0")
-        inv_std = (float(scale) / std).astype(np.float32)
-        win = np.delete(dst_shapes, cdim, axis=1)
-        desc = np.zeros((n, 28), np.int64)
-        desc[:, 0] = src_offsets
-        desc[:, 1] = dst_offsets
-        desc[:, 2] = np.asarray(mirror) != 0
-        desc[:, 3] = volumes(dst_shapes)
-        desc[:, 4:12] = padded(src_shapes[:, :-1])
-        desc[:, 12:20] = padded(np.asarray(anchors, np.int64), fill=0)
-        desc[:, 20:28] = padded(win)
+        desc, inv_std = _engine.crop_mirror_normalize_plan(src_shapes, src_offsets, dst_shapes, dst_offsets,
+                                                           np.asarray(anchors, np.int64), mirror, std, float(scale),
+                                                           cdim)
         self._launch_batch(
             "crop_mirror_normalize", f"cmn_{TYPE_NAMES[src_type]}_{TYPE_NAMES[dst_type]}", desc[:, 3], desc,
             (src, dst), (np.int32(nd), np.int32(c), np.int32(c + int(bool(pad))), np.int32(cdim),
