@@ -221,10 +221,11 @@ class MixedDecoder:
         self._batches += 1
         if self._batches == PROCESSES_AFTER_BATCHES + 1:
             self._start_processes(ws)
-        windows = np.zeros((n, 4), np.int64)
-        windows[:, 2:] = shapes[:, :2] if crop is None else crop[:, 2:]
-        if crop is not None:
-            windows[:, :2] = crop[:, :2]
+        if crop is None:
+            windows = np.zeros((n, 4), np.int64)
+            windows[:, 2:] = shapes[:, :2]
+        else:  # this batch's windows (y, x, h, w), read only from here on
+            windows = np.ascontiguousarray(crop, np.int64)
         if self._share is not None and gpu_ok.any():
             self._give_host_its_share(src, windows, shapes, gpu_ok)
         gpu_idx = np.nonzero(gpu_ok)[0]
