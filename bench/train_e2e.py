@@ -3,6 +3,10 @@ speed on synthetic data (its ceiling). This is the number users feel.
 
 Models (torchvision, bf16 autocast, channels_last, SGD with momentum, batch 256):
   resnet50 at 224 px, resnet18 at 176 px (small and fast: the loader has to keep up)
+  python-loop at 176 px: no model, a training step's host side as ResNet-18's on an H200 has it
+              (--loop-ms: Python for 5.5 ms, its forward pass and optimizer step, then 7.5 ms waiting
+              with the GIL released, its backward pass); the loaders' cost to the training thread
+              without the model's GPU time, whose spread between rounds hides differences of 10%
 Feeds:
   synthetic   one fixed batch already on the GPU: the ceiling
   penstock    the ResNet-50 train pipeline of _pipelines.py on the GPU (mixed decoders, output
@@ -26,6 +30,8 @@ run checks that every feed works.
     python bench/train_e2e.py --models resnet50
     python bench/train_e2e.py --device cpu                        # smoke run of every path on the CPU:
                                                                   # tiny model, batch 8, 1 round
+    python bench/train_e2e.py --models python-loop --feeds synthetic,penstock,dali --rounds 5
+                                                                  # the loaders' cost to a training thread
     python bench/train_e2e.py --models resnet18 --feeds synthetic,penstock --rounds 5 \
         --variant cf PENSTOCK_CONSUMER_FIRST_US=4000 --variant hw decoder.hw_decoder_load=0.99
                                                                   # an A/B of settings, alternating
@@ -51,7 +57,7 @@ from _common import (IMAGENET_MEAN, IMAGENET_STD, alternating_rounds, bench_pars
                      gpu_name, library, parsed, run_worker, summary, thread_cpu_seconds, timed, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
-MODELS = {"resnet50": 224, "resnet18": 176}  # model -> training resolution
+MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
 FEEDS = ("synthetic", "penstock", "dataloader")  # and "dali" when it imports
 TARGET_FRACTION = {"resnet18": 0.80, "resnet50": 0.97}  # issue 45: of the model's synthetic ceiling
 
@@ -118,6 +124,24 @@ def trainer(model, device: str, phases: Phases | None = None):
         loss = timed_phase("forward", forward, images, labels)
         timed_phase("backward", backward, loss)
         timed_phase("optimizer", optimizer.step)
+    return train
+
+
+def loop_trainer(python_ms: float, waiting_ms: float, phases: Phases | None = None):
+    """A training step without a model: ``python_ms`` of pure Python (the forward pass's and the
+    optimizer's kernel launches, GIL held), then ``waiting_ms`` with the GIL released (the backward
+    pass, run by the autograd engine's threads while this one waits)."""
+    timed_phase = phases.timed if phases is not None else (lambda name, fn, *args: fn(*args))
+
+    def forward() -> None:
+        end = time.perf_counter() + python_ms / 1e3
+        while time.perf_counter() < end:
+            for _ in range(100):
+                pass
+
+    def train(images, labels) -> None:
+        timed_phase("forward", forward)
+        timed_phase("backward", time.sleep, waiting_ms / 1e3)
     return train
 
 
@@ -207,7 +231,10 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     torch.backends.cudnn.benchmark = True
     phases = Phases()
-    train = trainer(make_model(model_name, args.device), args.device, phases)
+    if model_name == "python-loop":
+        train = loop_trainer(*map(float, args.loop_ms.split(",")), phases)
+    else:
+        train = trainer(make_model(model_name, args.device), args.device, phases)
     # the model first, on synthetic data: cuDNN's autotuning happens here, not while a loader that
     # has already started fills its queues (a backlog would be counted as the loader's speed)
     warm = synthetic_feed(args.batch, size, args.device)
@@ -240,7 +267,9 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
 
 def main() -> None:
     ap = bench_parser(__doc__, rounds=None, worker=("FEED", "MODEL", "ROOT"), dataset={})
-    ap.add_argument("--models", default=",".join(MODELS), help="of " + ", ".join(MODELS))
+    ap.add_argument("--models", default="resnet50,resnet18", help="of " + ", ".join(MODELS))
+    ap.add_argument("--loop-ms", default="5.5,7.5",
+                    help="python-loop's step: milliseconds of Python, then of waiting without the GIL")
     ap.add_argument("--feeds", default=None, help="of synthetic, penstock, dali, dataloader (default: all there are)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                     help="cpu: a smoke run (tiny model; batch, rounds and seconds shrink unless given)")
@@ -264,7 +293,7 @@ def main() -> None:
     models = args.models.split(",")
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
-              "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds)]
+              "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms]
 
     def run(job: tuple[str, str]) -> dict:
         model, feed = job

@@ -49,3 +49,15 @@ def test_a_summary_keeps_each_rounds_rate_beside_the_median():
     assert line == {"img_per_s": 11.0, "img_per_s_rounds": [10.0, 12.0, 11.0], "peak_mb": 7, "cpu_ms": 2.0,
                     "rounds": 3}
     assert "img_per_s_rounds" not in summary([{"img_per_s": 10.0}])  # one round: the median is the round
+
+
+def test_the_python_loop_holds_the_gil_then_waits_without_it():
+    phases = train_e2e.Phases()
+    train = train_e2e.loop_trainer(3.0, 4.0, phases)
+    for _ in range(2):
+        train(None, None)
+    got = phases.per_step(2)
+    assert set(got) == {"wall_ms_per_step:forward", "cpu_ms_per_step:forward", "wall_ms_per_step:backward",
+                        "cpu_ms_per_step:backward"}
+    assert got["wall_ms_per_step:forward"] >= 3.0 and got["wall_ms_per_step:backward"] >= 4.0
+    assert got["cpu_ms_per_step:backward"] < got["wall_ms_per_step:backward"] / 2  # a sleep, not a spin
