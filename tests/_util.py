@@ -119,3 +119,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def write_smooth_jpegs(root, per_class: int, shape_of, quality: int = 92) -> str:
+    """Smooth photo-like JPEGs in two class folders under ``root`` (a pathlib.Path): picture i of
+    class c is ``shape_of(i, c)`` = (height, width). Returns the root as a string."""
+    from PIL import Image
+    for c in range(2):
+        (root / str(c)).mkdir()
+        for i in range(per_class):
+            h, w = shape_of(i, c)
+            y, x, ch = np.mgrid[0:h, 0:w, 0:3]
+            px = 128 + 90 * np.sin(x / w * (2 + i) + y / h * 3 + ch) + 30 * np.cos(x * y / (h * w) * 9 + c)
+            Image.fromarray(px.clip(0, 255).astype(np.uint8)).save(root / str(c) / f"{i}.jpg", quality=quality)
+    return str(root)

@@ -11,27 +11,23 @@ import subprocess
 import sys
 import sysconfig
 
-import numpy as np
 import pytest
-from PIL import Image
+
+from _util import write_smooth_jpegs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CHILD = r"""
 import ctypes, sys
 sys.path.insert(0, HERE)
-import numpy as np
-from _cuda_on_host import HostDevice
+import pytest
+from _cuda_on_host import HostDevice, use_host_device
 from penstock import fn, pipeline_def, types
-from penstock.operators import _image_decode_mixed
-from penstock.pipeline import _build
 
 counter = ctypes.PyDLL(SHIM)
 counter.gil_numpy_handbacks.restype = counter.gil_all_handbacks.restype = ctypes.c_long
-HostDevice._launcher = lambda self, module, name: (lambda grid, block, args, stream=None: None)
-device = HostDevice({})
-_build.PipelineBuild._require_gpu = lambda pipeline: setattr(pipeline, "_gpu", device)
-_image_decode_mixed._has_nvimgcodec = lambda: False
+HostDevice._launcher = lambda self, module, name: (lambda grid, block, args, stream=None: None)  # no-op kernels
+use_host_device(pytest.MonkeyPatch(), HostDevice({}))
 
 @pipeline_def(batch_size=256, num_threads=2, device_id=0, seed=3)
 def train():
@@ -69,15 +65,7 @@ def shim(tmp_path_factory):
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
     """Small photo-like JPEGs, 64 in two classes: a batch's numpy work is the same for any picture size."""
-    root = tmp_path_factory.mktemp("photos")
-    for c in range(2):
-        (root / str(c)).mkdir()
-        for i in range(32):
-            h, w = 20 + i, 28 + 2 * i + c
-            y, x, ch = np.mgrid[0:h, 0:w, 0:3]
-            px = 128 + 90 * np.sin(x / w * (2 + i % 4) + y / h * 3 + ch)
-            Image.fromarray(px.clip(0, 255).astype(np.uint8)).save(root / str(c) / f"{i}.jpg", quality=90)
-    return str(root)
+    return write_smooth_jpegs(tmp_path_factory.mktemp("photos"), 32, lambda i, c: (20 + i, 28 + 2 * i + c), quality=90)
 
 
 def test_a_gpu_training_pipeline_gives_numpy_the_gil_rarely(shim, photos):

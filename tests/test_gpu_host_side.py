@@ -9,11 +9,11 @@ import time
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from penstock import fn, pipeline_def, types
 
 from _cuda_on_host import HostDevice, compile_for_host, use_host_device
+from _util import write_smooth_jpegs
 from test_crop_mirror_normalize_emulated import CMN_HARNESS, GATHER_HARNESS
 from test_resize_emulated import HARNESS as RESIZE_HARNESS
 
@@ -30,15 +30,7 @@ def kernels(tmp_path_factory):
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
     """Smooth photo-like JPEGs of several sizes in two classes."""
-    root = tmp_path_factory.mktemp("photos")
-    for c in range(2):
-        (root / str(c)).mkdir()
-        for i in range(9):
-            h, w = 40 + 7 * i, 56 + 5 * i + 9 * c
-            y, x, ch = np.mgrid[0:h, 0:w, 0:3]
-            px = 128 + 90 * np.sin(x / w * (2 + i) + y / h * 3 + ch) + 30 * np.cos(x * y / (h * w) * 9 + c)
-            Image.fromarray(px.clip(0, 255).astype(np.uint8)).save(root / str(c) / f"{i}.jpg", quality=92)
-    return str(root)
+    return write_smooth_jpegs(tmp_path_factory.mktemp("photos"), 9, lambda i, c: (40 + 7 * i, 56 + 5 * i + 9 * c))
 
 
 def _train_pipeline(root, device_id, batch_size=5):
