@@ -2,7 +2,9 @@
 // that includes pybind11 (its headers cost each unit that includes them seconds of compile time):
 // kernels take and return penstock::Array (engine/kernel.h), which the casters below convert from
 // and to numpy arrays without copying, and run with the GIL released.
+#include <mutex>
 #include <string_view>
+#include <vector>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -21,6 +23,7 @@
 #include "kernels/clahe.h"
 #include "kernels/color.h"
 #include "kernels/crop_mirror_normalize.h"
+#include "kernels/image_decode_split.h"
 #include "kernels/image_decode_windows.h"
 #include "kernels/custom.h"
 #include "kernels/debayer.h"
@@ -61,20 +64,50 @@ namespace py = pybind11;
 namespace penstock {
 namespace {
 
-// A view of a numpy array that holds a reference to it; the reference is dropped with the GIL
-// taken, wherever the last copy of the view goes.
+// References to numpy arrays whose last view went away in a thread without the GIL. A kernel's
+// array arguments are its own copies, dropped as it returns, still without the GIL: taking it back
+// there (and giving it away again) costs a thread that runs Python beside the pipeline one more
+// switch per argument. They are dropped by the next conversion of an array, which holds the GIL.
+std::mutex orphans_mutex;
+std::vector<PyObject*> orphans;
+
+void drop_orphans() {
+  std::vector<PyObject*> dropped;
+  {
+    std::lock_guard<std::mutex> lock(orphans_mutex);
+    if (orphans.empty()) return;
+    dropped.swap(orphans);
+  }
+  for (PyObject* object : dropped) Py_DECREF(object);
+}
+
+// A view of a numpy array that holds a reference to it: dropped at once where the last copy of the
+// view goes with the GIL held, else by the next array conversion (drop_orphans).
 Array view_of(const py::array& a) {
+  drop_orphans();
   std::shared_ptr<void> owner(a.inc_ref().ptr(), [](void* object) {
-    py::gil_scoped_acquire gil;
-    Py_DECREF(static_cast<PyObject*>(object));
+    if (PyGILState_Check()) {
+      Py_DECREF(static_cast<PyObject*>(object));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(orphans_mutex);
+    orphans.push_back(static_cast<PyObject*>(object));
   });
   return Array(const_cast<void*>(a.data()), a.dtype().kind(), a.itemsize(),
                std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), (a.flags() & py::array::c_style) != 0,
                a.writeable(), std::move(owner));
 }
 
+// The bit generator behind a numpy BitGenerator's capsule (`what` names the caller in the error).
+NumpyBitGenerator& bit_generator_of(const py::capsule& capsule, const char* what) {
+  if (std::string_view(capsule.name() ? capsule.name() : "") != "BitGenerator")
+    throw py::type_error(std::string(what) + ": expected a numpy BitGenerator's capsule");
+  return *capsule.get_pointer<NumpyBitGenerator>();
+}
+
 // A numpy array over an Array's memory, which it keeps alive.
 py::array numpy_of(const Array& a) {
+  drop_orphans();
   if (!a.c_contiguous()) throw std::logic_error("a kernel returned an array that is not C-contiguous");
   auto* keep = new std::shared_ptr<void>(a.owner());
   py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
@@ -307,11 +340,37 @@ PYBIND11_MODULE(_engine, m) {
         "is an error of its sample",
         without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a = int(image::kAnyData),
         "adjust_orientation"_a = true, "max_pixels"_a = py::none());
-  m.def("random_crop_sizes", &random_crop_sizes,
-        "Sizes (h, w) of random crop windows from the draws of each attempt (area fraction, aspect ratio): the "
-        "first that fits, else the whole image clamped to the ratio range (the GIL stays held: it is per-batch "
-        "planning of microseconds)",
-        "hw"_a, "area_draws"_a, "ratio_draws"_a, "min_area"_a, "max_area"_a, "min_ratio"_a, "max_ratio"_a);
+  m.def(
+      "random_doubles",
+      [](const py::capsule& bit_generator, int64_t count) {
+        if (count < 0) throw py::value_error("random_doubles: count must not be negative");
+        NumpyBitGenerator& bits = bit_generator_of(bit_generator, "random_doubles");
+        auto out = ArrayOf<double>::empty({count});
+        double* draws = out.mutable_data();
+        for (int64_t i = 0; i < count; ++i) draws[i] = next_double(bits);
+        return out;
+      },
+      "`count` doubles in [0, 1) from a numpy bit generator (its capsule; the caller holds its lock), those "
+      "numpy's Generator.random(count) gives (the GIL stays held)",
+      "bit_generator"_a, "count"_a);
+  m.def(
+      "random_crop_windows",
+      [](const py::capsule& bit_generator, const I64Array& hw, int64_t attempts, double min_area, double max_area,
+         double min_ratio, double max_ratio, double log_min_ratio, double log_max_ratio) {
+        return random_crop_windows(bit_generator_of(bit_generator, "random_crop_windows"), hw, attempts, min_area,
+                                   max_area, min_ratio, max_ratio, log_min_ratio, log_max_ratio);
+      },
+      "Random crop windows [N, 4] (y, x, h, w) of images hw [N, 2+], drawn from a numpy bit generator (its "
+      "capsule; the caller holds its lock) as numpy's uniform and integers draw: the first of `attempts` "
+      "(area fraction, aspect ratio) that fits, else the whole image clamped to the ratio range (the GIL stays "
+      "held: per-batch planning of microseconds)",
+      "bit_generator"_a, "hw"_a, "attempts"_a, "min_area"_a, "max_area"_a, "min_ratio"_a, "max_ratio"_a,
+      "log_min_ratio"_a, "log_max_ratio"_a);
+  m.def("host_share_choose", &host_share_choose,
+        "The mask of a batch's JPEGs for the host beside the GPU decoder, from each sample's GPU bytes and host "
+        "cost, what the host decodes anyway, both sides' rates and the largest host cost per GPU byte (the GIL "
+        "stays held)",
+        "gpu_bytes"_a, "host_costs"_a, "host_already"_a, "host_rate"_a, "gpu_rate"_a, "max_ratio"_a);
   m.def("verify_jpegs", &image::verify_jpegs,
         "Read the JPEGs of an encoded batch through to their end markers (no pixels made): a JPEG in which "
         "libjpeg-turbo finds corrupt data is its sample's error; files read through before are not read again",

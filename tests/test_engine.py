@@ -197,3 +197,15 @@ def test_volumes_and_packed_offsets_are_numpys(shapes):
 def test_packed_offsets_refuses_shapes_that_are_not_a_table():
     with pytest.raises(ValueError, match="packed_offsets: shapes must be"):
         _engine.packed_offsets(np.arange(3))
+
+
+def test_a_call_without_the_gil_lets_go_of_its_arrays(pool):
+    """A kernel's array arguments are dropped where it returns, still without the GIL: the references
+    go at the next array conversion instead of taking the GIL back there. None is kept for good."""
+    import sys
+    buf, shapes, offsets = np.zeros(64, np.uint8), np.array([[32], [32]]), np.array([0, 32])
+    before = [sys.getrefcount(a) for a in (buf, shapes, offsets)]
+    for _ in range(5):
+        _engine.verify_jpegs(pool, buf, shapes, offsets)  # not JPEGs: nothing to read through
+    _engine.shape_volumes(np.ones((1, 1), np.int64))
+    assert [sys.getrefcount(a) for a in (buf, shapes, offsets)] == before
