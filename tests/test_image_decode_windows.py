@@ -1,5 +1,6 @@
-"""The engine's random crop window sizes (csrc/kernels/image_decode_windows.cpp) against the algorithm written out
-with numpy (operators.md §2): the same draws give the same windows, bit for bit, edge cases included."""
+"""The engine's random crop windows (csrc/kernels/image_decode_windows.cpp) against the algorithm written out
+with numpy (operators.md §2): the same generator gives the same windows, bit for bit, edge cases included, and
+leaves the generator where numpy's draws would."""
 import numpy as np
 import pytest
 
@@ -52,10 +53,11 @@ def test_windows_match_the_reference_algorithm(area, ratio, attempts):
         n = int(sizes.integers(0, 64))
         hw = np.column_stack([sizes.integers(1, 4000, n), sizes.integers(1, 4000, n)])
         hw[: n // 8] = sizes.integers(1, 4, (n // 8, 2))  # tiny images: no window fits
+        ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
         with np.errstate(all="ignore"):
-            expected = reference_windows(np.random.default_rng(seed), hw, area, ratio, attempts)
-        got = random_crop_windows(np.random.default_rng(seed), hw, area, ratio, attempts)
-        np.testing.assert_array_equal(got, expected)
+            expected = reference_windows(theirs, hw, area, ratio, attempts)
+        np.testing.assert_array_equal(random_crop_windows(ours, hw, area, ratio, attempts), expected)
+        assert ours.random() == theirs.random()  # the same number of draws
 
 
 def test_empty_images_get_empty_windows():
@@ -66,6 +68,29 @@ def test_empty_images_get_empty_windows():
                                   expected)
 
 
-def test_draws_that_disagree_with_the_images_are_refused():
-    with pytest.raises(ValueError, match="draws"):
-        _engine.random_crop_sizes(np.ones((3, 2), np.int64), np.ones((2, 4)), np.ones((3, 4)), 0.1, 1.0, 0.5, 2.0)
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.Philox, np.random.MT19937, np.random.SFC64])
+def test_every_numpy_bit_generator_gives_numpys_draws(bit_generator):
+    hw = np.array([[375, 500], [3000, 4000], [1, 1], [7, 90000]])
+    ours, theirs = np.random.Generator(bit_generator(5)), np.random.Generator(bit_generator(5))
+    for _ in range(30):
+        np.testing.assert_array_equal(random_crop_windows(ours, hw, (0.08, 1.0), (0.75, 4 / 3), 10),
+                                      reference_windows(theirs, hw, (0.08, 1.0), (0.75, 4 / 3), 10))
+    assert ours.integers(1 << 40) == theirs.integers(1 << 40)
+
+
+def test_hwc_shapes_give_the_windows_of_their_heights_and_widths():
+    shapes = np.array([[375, 500, 3], [3000, 4000, 1], [1, 1, 3], [7, 90000, 4]])
+    np.testing.assert_array_equal(random_crop_windows(np.random.default_rng(3), shapes, (0.08, 1.0), (0.75, 4 / 3), 10),
+                                  random_crop_windows(np.random.default_rng(3), shapes[:, :2], (0.08, 1.0), (0.75, 4 / 3), 10))
+
+
+def test_what_is_not_a_bit_generator_is_refused():
+    import ctypes
+    not_bits = ctypes.pythonapi.PyCapsule_New
+    not_bits.restype, not_bits.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    with pytest.raises(TypeError, match="BitGenerator"):
+        _engine.random_crop_windows(not_bits(1, b"other", None), np.ones((3, 2), np.int64), 10, 0.1, 1.0, 0.5, 2.0,
+                                    np.log(0.5), np.log(2.0))
+    with pytest.raises(ValueError, match="hw must be"):
+        _engine.random_crop_windows(np.random.PCG64(1).capsule, np.ones((3, 1), np.int64), 10, 0.1, 1.0, 0.5, 2.0,
+                                    np.log(0.5), np.log(2.0))

@@ -303,3 +303,14 @@ def test_an_operators_draws_are_philox_keyed_on_its_seed_at_the_iteration(seed, 
     key = np.array([seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], np.uint64)
     expected = np.random.Generator(np.random.Philox(key=key, counter=np.array([0, 0, 0, iteration], np.uint64)))
     assert op.rng_for(iteration).integers(0, 2**62, 8).tolist() == expected.integers(0, 2**62, 8).tolist()
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.Philox, np.random.MT19937, np.random.SFC64])
+def test_the_engines_doubles_are_numpys(bit_generator):
+    from penstock.operators.random import uniform_doubles
+    ours, theirs = np.random.Generator(bit_generator(11)), np.random.Generator(bit_generator(11))
+    for count in (0, 1, 7, 256, 1000):
+        np.testing.assert_array_equal(uniform_doubles(ours, count), theirs.random(count))
+    assert ours.integers(1 << 40) == theirs.integers(1 << 40)  # both generators moved alike
+    with pytest.raises(ValueError, match="count"):
+        uniform_doubles(ours, -1)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 namespace penstock {
 namespace {
@@ -17,23 +18,26 @@ int64_t truncated(double v) {
 
 }  // namespace
 
-I64Array random_crop_sizes(I64Array hw, ArrayOf<double> area_draws, ArrayOf<double> ratio_draws, double min_area,
-                           double max_area, double min_ratio, double max_ratio) {
-  if (hw.ndim() != 2 || hw.shape(1) != 2) throw std::invalid_argument("random_crop_sizes: hw must be [N, 2]");
+I64Array random_crop_windows(NumpyBitGenerator& bits, const I64Array& hw, int64_t attempts, double min_area,
+                             double max_area, double min_ratio, double max_ratio, double log_min_ratio,
+                             double log_max_ratio) {
+  if (hw.ndim() != 2 || hw.shape(1) < 2) throw std::invalid_argument("random_crop_windows: hw must be [N, 2] or wider");
+  const int64_t row = hw.shape(1);
+  if (attempts < 0) throw std::invalid_argument("random_crop_windows: attempts must not be negative");
   const int64_t n = hw.shape(0);
-  if (area_draws.ndim() != 2 || area_draws.shape(0) != n || ratio_draws.ndim() != 2 ||
-      ratio_draws.shape(0) != n || ratio_draws.shape(1) != area_draws.shape(1))
-    throw std::invalid_argument("random_crop_sizes: the draws must be [N, attempts], alike");
-  const int64_t attempts = area_draws.shape(1);
-  I64Array out = I64Array::empty({n, 2});
-  int64_t* sizes = out.mutable_data();
+  // numpy's uniform(low, high): low + (high - low) * next_double, in C order
+  std::vector<double> area_draws(n * attempts), ratio_draws(n * attempts);
+  for (double& d : area_draws) d = min_area + (max_area - min_area) * next_double(bits);
+  for (double& d : ratio_draws) d = std::exp(log_min_ratio + (log_max_ratio - log_min_ratio) * next_double(bits));
+  I64Array out = I64Array::empty({n, 4});
+  int64_t* windows = out.mutable_data();
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t h = hw.data()[2 * i], w = hw.data()[2 * i + 1];
+    const int64_t h = hw.data()[row * i], w = hw.data()[row * i + 1];
     const double full = double(h * w);
     int64_t out_h = 1, out_w = 1;
     bool found = false;
     for (int64_t a = 0; a < attempts && !found; ++a) {
-      const double area = area_draws.data()[i * attempts + a] * full, ratio = ratio_draws.data()[i * attempts + a];
+      const double area = area_draws[i * attempts + a] * full, ratio = ratio_draws[i * attempts + a];
       const int64_t cw = std::max<int64_t>(1, truncated(std::floor(std::sqrt(area * ratio) + 0.5)));
       const int64_t ch = std::max<int64_t>(1, truncated(std::floor(std::sqrt(area / ratio) + 0.5)));
       const double aspect = double(cw) / double(ch);
@@ -55,8 +59,16 @@ I64Array random_crop_sizes(I64Array hw, ArrayOf<double> area_draws, ArrayOf<doub
     } else if (double(w * tallest) < smallest) {  // full width
       out_h = tallest, out_w = w;
     }
-    sizes[2 * i] = std::min(out_h, h);
-    sizes[2 * i + 1] = std::min(out_w, w);
+    windows[4 * i + 2] = std::min(out_h, h);
+    windows[4 * i + 3] = std::min(out_w, w);
+  }
+  // numpy's integers(0, extent + 1), all the y, then all the x
+  for (int axis = 0; axis < 2; ++axis) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t extent = hw.data()[row * i + axis] - windows[4 * i + 2 + axis];
+      if (extent < 0) throw std::invalid_argument("random_crop_windows: a window larger than its image");
+      windows[4 * i + axis] = int64_t(bounded_draw(bits, uint64_t(extent)));
+    }
   }
   return out;
 }

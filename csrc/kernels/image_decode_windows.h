@@ -1,17 +1,22 @@
-// random_crop_sizes (image_decode_windows.cpp): the random-window algorithm of decoders.image_random_crop
-// and random_resized_crop for a batch, from draws made beforehand (so the random stream is the
-// caller's). Small per-batch planning: it runs with the GIL held, one call per batch, instead of
-// some forty array operations each of which gives the GIL away.
+// random_crop_windows (image_decode_windows.cpp): the random-window algorithm of
+// decoders.image_random_crop and random_resized_crop for a batch, drawing from the caller's numpy
+// bit generator exactly as numpy's Generator.uniform and .integers would. Small per-batch planning:
+// it runs with the GIL held, one call per batch, instead of the draws and array operations of the
+// same algorithm in numpy, each of which gives the GIL away.
 #pragma once
 #include "engine/kernel.h"
+#include "engine/numpy_bits.h"
 
 namespace penstock {
 
-// hw [N, 2] image heights and widths; area_draws, ratio_draws [N, attempts] (areas as fractions of
-// the image, aspect ratios); area and ratio: the [min, max] ranges. Returns [N, 2] (h, w) of each
-// window: the first attempt that fits, else the whole image clamped to the ratio range and scaled
-// down to the largest area.
-I64Array random_crop_sizes(I64Array hw, ArrayOf<double> area_draws, ArrayOf<double> ratio_draws, double min_area,
-                           double max_area, double min_ratio, double max_ratio);
+// hw [N, 2+]: image heights and widths in its first two columns (an [N, 3] batch of HWC shapes as
+// it is); area and ratio: the [min, max] ranges, log_ratio their logs.
+// Draws, in numpy's order: the area fractions [N, attempts] (uniform), the log aspect ratios
+// [N, attempts] (uniform), then each window's y and x (integers). Returns [N, 4] (y, x, h, w): per
+// sample the first attempt that fits, else the whole image clamped to the ratio range and scaled
+// down to the largest area. The caller holds the bit generator's lock.
+I64Array random_crop_windows(NumpyBitGenerator& bits, const I64Array& hw, int64_t attempts, double min_area,
+                             double max_area, double min_ratio, double max_ratio, double log_min_ratio,
+                             double log_max_ratio);
 
 }  // namespace penstock

@@ -409,20 +409,17 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
 def random_crop_windows(rng: np.random.Generator, hw: np.ndarray, area: tuple, ratio: tuple,
                         attempts: int) -> np.ndarray:
     """The shared random-window algorithm (operators.md §2) for a batch: [N, 4] (y, x, h, w).
-    ``hw``: [N, 2] image heights and widths. Every attempt of every sample is drawn at once; the
-    engine picks each sample's window from its draws (``_engine.random_crop_sizes``)."""
-    hw = np.ascontiguousarray(np.asarray(hw, np.int64).reshape(-1, 2))
-    n = len(hw)
+    ``hw``: [N, 2] image heights and widths, or [N, 3] (H, W, C) shapes. The engine draws from ``rng``'s bit generator as
+    ``rng.uniform`` (every attempt's area, then every attempt's log aspect ratio) and
+    ``rng.integers`` (the windows' y, then x) would, with the GIL held throughout."""
+    hw = np.asarray(hw, np.int64)
+    hw = np.ascontiguousarray(hw if hw.ndim == 2 and hw.shape[1] >= 2 else hw.reshape(-1, 2))
     min_ratio, max_ratio = ratio
-    s = rng.uniform(area[0], area[1], (n, attempts))
-    r = np.exp(rng.uniform(np.log(min_ratio), np.log(max_ratio), (n, attempts)))
-    sizes = _engine.random_crop_sizes(hw, s, r, float(area[0]), float(area[1]), float(min_ratio), float(max_ratio))
-    windows = np.empty((n, 4), np.int64)
-    windows[:, 2:] = sizes
-    if n:
-        windows[:, 0] = rng.integers(0, hw[:, 0] - sizes[:, 0] + 1)
-        windows[:, 1] = rng.integers(0, hw[:, 1] - sizes[:, 1] + 1)
-    return windows
+    bits = rng.bit_generator
+    with bits.lock:
+        return _engine.random_crop_windows(bits.capsule, hw, int(attempts), float(area[0]), float(area[1]),
+                                           float(min_ratio), float(max_ratio), float(np.log(min_ratio)),
+                                           float(np.log(max_ratio)))
 
 
 @register(IMAGE_RANDOM_CROP, device=("cpu", "mixed"))
@@ -447,7 +444,7 @@ class ImageDecoderRandomCrop(_DecoderBase):
 
     def windows(self, ws, shapes):
         attempts = max(self.args["num_attempts"], 0)  # none: the clamped whole image at once
-        return random_crop_windows(ws.rng, shapes[:, :2], self._area, self._ratio, attempts)
+        return random_crop_windows(ws.rng, shapes, self._area, self._ratio, attempts)
 
 
 @register(IMAGE_CROP, device=("cpu", "mixed"))

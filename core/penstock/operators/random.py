@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, _is_float, to_dali_type, to_numpy_type
@@ -41,6 +42,13 @@ def _per_element(values: np.ndarray, shapes: np.ndarray) -> np.ndarray:
     """Repeats a per-sample value over each sample's elements."""
     vols = shapes.prod(axis=1) if shapes.shape[1] else np.ones(len(shapes), np.int64)
     return np.repeat(values, vols, axis=0)
+
+
+def uniform_doubles(rng: np.random.Generator, count: int) -> np.ndarray:
+    """``rng.random(count)``, drawn by the engine with the GIL held (numpy gives it away to draw)."""
+    bits = rng.bit_generator
+    with bits.lock:
+        return _engine.random_doubles(bits.capsule, count)
 
 
 def _volume(shapes: np.ndarray) -> int:
@@ -106,7 +114,7 @@ class CoinFlipCPU(_RandomOp):
         shapes = sample_shapes(self, ws)
         # a probability below 0 or above 1 acts as 0 or 1 (DALI accepts them)
         p = _per_element(ws.per_sample("probability", np.float64), shapes)
-        return self._out(ws, (ws.rng.random(_volume(shapes)) < p).astype(np.int64), shapes)
+        return self._out(ws, (uniform_doubles(ws.rng, _volume(shapes)) < p).astype(np.int64), shapes)
 
 
 @register(_schema("Normal", "Normally distributed numbers.",
