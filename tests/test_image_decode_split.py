@@ -98,3 +98,29 @@ def test_empty_batches_and_empty_measurements_change_nothing():
     share.measured("host", 0.0, 1.0)
     share.measured("gpu", 5.0, 0.0)
     assert share.rates == {"host": 1.0, "gpu": 2.0}
+
+
+def _choose_reference(gpu_bytes, host_costs, host_already, host_rate, gpu_rate, max_ratio=0.5):
+    """The split written out with numpy."""
+    mask = np.zeros(len(gpu_bytes), bool)
+    ratio = host_costs / np.maximum(gpu_bytes, 1)
+    order = np.argsort(ratio, kind="stable")
+    order = order[:int(np.count_nonzero(ratio <= max_ratio))]
+    host_time = (host_already + np.concatenate([[0.0], np.cumsum(host_costs[order])])) / host_rate
+    gpu_left = float(gpu_bytes.sum()) - np.concatenate([[0.0], np.cumsum(gpu_bytes[order])])
+    k = int(np.argmin(np.maximum(host_time, np.maximum(gpu_left, 0.0) / gpu_rate)))
+    mask[order[:k]] = True
+    return mask
+
+
+def test_the_engines_split_is_the_algorithm_written_out():
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        lengths, windows, shapes = _batch(rng)
+        costs = host_cost(lengths, windows, shapes)
+        host_rate, gpu_rate = rng.uniform(50e6, 3000e6), rng.uniform(500e6, 3000e6)
+        already = float(costs.sum()) * rng.choice([0.0, 0.1, 0.5])
+        share = HostShare(host_rate, gpu_rate)
+        np.testing.assert_array_equal(share.choose(lengths, costs, already),
+                                      _choose_reference(lengths.astype(float), costs, already, host_rate, gpu_rate))
+    assert HostShare(1e6, 1e6).choose(np.zeros(0), np.zeros(0)).shape == (0,)

@@ -22,6 +22,8 @@ import threading
 
 import numpy as np
 
+from .. import _engine
+
 # Host time per encoded byte: the entropy decoding (every byte down to the window's bottom) and the
 # inverse transform and colour conversion (only the window's columns), about evenly.
 _ENTROPY_SHARE = 0.5
@@ -49,22 +51,10 @@ class HostShare:
     def choose(self, gpu_bytes: np.ndarray, host_costs: np.ndarray, host_already: float = 0.0) -> np.ndarray:
         """A mask of the samples for the host, out of those the GPU could decode (``gpu_bytes``
         and ``host_costs`` per sample); ``host_already``: the cost of what the host decodes anyway."""
-        n = len(gpu_bytes)
-        mask = np.zeros(n, bool)
-        if n == 0:
-            return mask
-        ratio = host_costs / np.maximum(gpu_bytes, 1)
-        order = np.argsort(ratio, kind="stable")
-        order = order[:int(np.count_nonzero(ratio <= _MAX_HOST_RATIO))]
         with self._lock:
             host_rate, gpu_rate = self.rates["host"], self.rates["gpu"]
-        # k = 0..len(order) samples (the first k in that order) for the host: each side's expected time
-        host_time = (host_already + np.concatenate([[0.0], np.cumsum(host_costs[order])])) / host_rate
-        gpu_left = float(gpu_bytes.sum()) - np.concatenate([[0.0], np.cumsum(gpu_bytes[order])])
-        gpu_time = np.maximum(gpu_left, 0.0) / gpu_rate
-        k = int(np.argmin(np.maximum(host_time, gpu_time)))
-        mask[order[:k]] = True
-        return mask
+        return _engine.host_share_choose(gpu_bytes, host_costs, float(host_already), host_rate, gpu_rate,
+                                         _MAX_HOST_RATIO)
 
     def measured(self, side: str, cost: float, seconds: float) -> None:
         """A batch's measurement of one side (``"host"`` or ``"gpu"``): ``cost`` done in ``seconds``."""
