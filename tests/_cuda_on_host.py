@@ -10,6 +10,7 @@ import subprocess
 
 import numpy as np
 
+from penstock import _engine
 from penstock._cuda.kernels import GpuKernels
 from penstock._batch import empty_batch
 from penstock.tensors import TensorListGPU
@@ -245,7 +246,7 @@ class HostDevice(HostContext):
 
     def new_batch(self, shapes, dtype, layout="", source_info=None):
         shapes = np.ascontiguousarray(shapes, np.int64)
-        total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+        total = int(_engine.shape_volumes(shapes).sum())  # numpy's prod would give the GIL away
         tl = TensorListGPU._from_packed(self.empty(total, dtype), shapes, None, layout, source_info)
         tl.stream = self.stream
         return tl

@@ -1,9 +1,9 @@
-"""How often a GPU pipeline's threads give the GIL away to numpy, per batch. Each time, a thread
-waits to take the GIL back, behind the training loop's thread when it runs Python, and that
-thread is pre-empted once more: numpy gives the GIL away on arrays of more than ~500 elements
-and when it zeroes a few KB, that is on [N, 2..4] tables of a batch of 256 (shapes, windows,
-descriptors). The count is the work's, not the machine's: the same code path gives the same
-number. Measured on the GPU training pipeline's host side (tests/_cuda_on_host.py's HostDevice,
+"""How often a GPU pipeline's threads give the GIL away, to numpy and in all, per batch. Each time, a
+thread waits to take the GIL back, behind the training loop's thread when it runs Python, and that
+thread is pre-empted once more: numpy gives the GIL away on arrays of more than ~500 elements,
+when it zeroes a few KB (that is on [N, 2..4] tables of a batch of 256: shapes, windows,
+descriptors) and to draw random numbers; an engine call gives it away once for its length. The
+count is the work's, not the machine's: the same code path gives the same number. Measured on the GPU training pipeline's host side (tests/_cuda_on_host.py's HostDevice,
 no-op kernels), batch 256, by preloading tests/gil_handbacks.c in front of libpython."""
 import os
 import shutil
@@ -76,7 +76,11 @@ def test_a_gpu_training_pipeline_gives_numpy_the_gil_rarely(shim, photos):
     assert done.returncode == 0, done.stderr[-3000:]
     numpy_handbacks, all_handbacks = map(float, done.stdout.split())
     assert all_handbacks > numpy_handbacks > 0  # the shim stood in front of libpython
-    # 2026-12-02: 103 a batch before the engine took over the [N, k] planning of resize,
+    # 2026-12-02: numpy's 103 a batch before the engine took over the [N, k] planning of resize,
     # crop_mirror_normalize, packed offsets and window checks; 45 after (13 of them HostDevice's own
-    # copies, standing in for uploads; 7 the random crop's draws)
-    assert numpy_handbacks <= 50, numpy_handbacks
+    # copies, standing in for uploads; 7 the random crop's draws); 34 once the engine drew the random
+    # crops and coin flips and split the batch between host and GPU
+    assert numpy_handbacks <= 40, numpy_handbacks
+    # every hand-back: 45 a batch once engine calls stopped taking the GIL back to drop their array
+    # arguments (3-5 more per call that releases it) and the JPEG check ran on the host decoder's thread
+    assert all_handbacks <= 55, all_handbacks

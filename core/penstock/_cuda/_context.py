@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import _engine
 from ..tensors import TensorListGPU
 from ._compile import compiled
 from ._pools import claim_device_reserve, pinned
@@ -47,7 +48,7 @@ class DeviceContext:
     def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None) -> Any:
         """An uninitialized packed batch in device memory, produced on this context's stream."""
         shapes = np.ascontiguousarray(shapes, np.int64)
-        total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+        total = int(_engine.shape_volumes(shapes).sum())  # numpy's prod would give the GIL away
         buf = self.empty(total, dtype)
         tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
         tl.stream = self.stream

@@ -105,10 +105,10 @@ class MixedDecoder:
         self._opened = False
         self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
         self._host_pool: Any = None  # the host side's threads beside the GPU decoders
+        # the host's side of a batch: its share of the decoding, then the read-through of the GPU's JPEGs
         self._host = Workers(1, "penstock-host-decode")
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode", defers=True)
-        self._checks = Workers(1, "penstock-jpeg-check")  # the host's read-through of the GPU's JPEGs
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
         self._process_args: tuple | None = None  # the decoder processes' settings, once the GPU decodes
@@ -127,7 +127,7 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        workers = [w for w in (self._jobs, self._parts, self._host, self._checks) if w is not None]
+        workers = [w for w in (self._jobs, self._parts, self._host) if w is not None]
         for w in workers:
             w.close()
         for w in workers:
@@ -261,12 +261,12 @@ class MixedDecoder:
         pixels (``upload(buf, shapes)`` of them when given), shapes and offsets. Each side's time
         goes to the host share's rates."""
         lengths = src._volumes()
-        host_job = self._host.submit(self._host_part, ws, src, host_idx, crop, windows, shapes, upload) \
-            if len(host_idx) else None
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
-        # about half a host decode); a corrupt one is the batch's error once every part is in
-        check = self._checks.submit(self._check_jpegs, ws, src, gpu_idx) \
-            if len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"] else None
+        # about half a host decode, a later one a hash), after its own share: one thread's turn, not
+        # two, to take the GIL from a training loop; a corrupt one is the batch's error
+        check = len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"]
+        host_job = self._host.submit(self._host_side, ws, src, host_idx, gpu_idx if check else None, crop, windows,
+                                     shapes, upload) if len(host_idx) or check else None
         orient = bool(self.op.args["adjust_orientation"])
         reverse = int(self.op.args["output_type"]) == DALIImageType.BGR
 
@@ -292,9 +292,7 @@ class MixedDecoder:
         if self._share is not None and len(gpu_idx):
             # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(s for _, s in parts))
-        host = [host_job.result()] if host_job is not None else []
-        if check is not None:
-            check.result()
+        host = host_job.result() if host_job is not None else []
         if len(failed):
             host.append(self._host_part(ws, src, failed, crop, windows, shapes, upload, timed=False))
         return failed, host
@@ -310,6 +308,14 @@ class MixedDecoder:
             now = seconds / nbytes
             before = self._seconds_per_byte.get(id(decoder), now)
             self._seconds_per_byte[id(decoder)] = 0.8 * before + 0.2 * now  # smoothed over batches
+
+    def _host_side(self, ws, src, idx, check_idx, crop, windows, shapes, upload) -> list:
+        """The host's part of a batch: its samples ``idx`` decoded (``_host_part``; none when empty), then
+        the JPEGs ``check_idx`` read through (``_check_jpegs``; none when None)."""
+        host = [self._host_part(ws, src, idx, crop, windows, shapes, upload)] if len(idx) else []
+        if check_idx is not None:
+            self._check_jpegs(ws, src, check_idx)
+        return host
 
     def _host_part(self, ws, src, idx, crop, windows, shapes, upload, timed: bool = True) -> tuple:
         """The host's decoding of samples ``idx``; ``timed``: its time feeds the host's rate."""
