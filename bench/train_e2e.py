@@ -4,7 +4,7 @@ speed on synthetic data (its ceiling). This is the number users feel.
 Models (torchvision, bf16 autocast, channels_last, SGD with momentum, batch 256):
   resnet50 at 224 px, resnet18 at 176 px (small and fast: the loader has to keep up)
   python-loop at 176 px: no model, a training step's host side as ResNet-18's on an H200 has it
-              (--loop-ms: Python for 5.5 ms, its forward pass and optimizer step, then 7.5 ms waiting
+              (--loop-ms: Python that takes 5.5 ms alone, its forward pass and optimizer step, then 7.5 ms waiting
               with the GIL released, its backward pass); the loaders' cost to the training thread
               without the model's GPU time, whose spread between rounds hides differences of 10%
 Feeds:
@@ -78,8 +78,9 @@ def make_model(name: str, device: str):
 
 
 class Phases:
-    """The training thread's time per phase of a step (wall and its own CPU, milliseconds summed):
-    wall beyond CPU is time the thread waited (the GIL, a lock, the GPU's queue), CPU beyond the
+    """The training thread's time per phase of a step (milliseconds summed): wall, its own CPU and,
+    where Linux counts it, its wait for a core (``runq``: time runnable but not running). Wall beyond
+    CPU and run-queue wait is time it was blocked (the GIL, a lock, the GPU's queue); CPU beyond the
     synthetic feed's is work it did more."""
 
     def __init__(self) -> None:
@@ -88,20 +89,35 @@ class Phases:
     def clear(self) -> None:
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.runq: dict[str, float] = {}
 
-    def add(self, name: str, wall: float, cpu: float) -> None:
+    def add(self, name: str, wall: float, cpu: float, runq: float | None = None) -> None:
         self.wall[name] = self.wall.get(name, 0.0) + wall
         self.cpu[name] = self.cpu.get(name, 0.0) + cpu
+        if runq is not None:
+            self.runq[name] = self.runq.get(name, 0.0) + runq
 
     def timed(self, name: str, fn, *args):
-        wall, cpu = time.perf_counter(), time.thread_time()
+        wall, cpu, runq = time.perf_counter(), time.thread_time(), run_queue_seconds()
         out = fn(*args)
-        self.add(name, time.perf_counter() - wall, time.thread_time() - cpu)
+        after = run_queue_seconds()
+        self.add(name, time.perf_counter() - wall, time.thread_time() - cpu,
+                 None if runq is None or after is None else after - runq)
         return out
 
     def per_step(self, steps: int) -> dict:
         return {f"{kind}_ms_per_step:{name}": round(1e3 * seconds / steps, 3)
-                for kind, table in (("wall", self.wall), ("cpu", self.cpu)) for name, seconds in table.items()}
+                for kind, table in (("wall", self.wall), ("cpu", self.cpu), ("runq", self.runq))
+                for name, seconds in table.items()}
+
+
+def run_queue_seconds() -> float | None:
+    """Seconds the calling thread has waited for a core so far (Linux's schedstat; None elsewhere)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) * 1e-9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def trainer(model, device: str, phases: Phases | None = None):
@@ -128,19 +144,28 @@ def trainer(model, device: str, phases: Phases | None = None):
 
 
 def loop_trainer(python_ms: float, waiting_ms: float, phases: Phases | None = None):
-    """A training step without a model: ``python_ms`` of pure Python (the forward pass's and the
-    optimizer's kernel launches, GIL held), then ``waiting_ms`` with the GIL released (the backward
-    pass, run by the autograd engine's threads while this one waits)."""
+    """A training step without a model: a fixed amount of pure Python that takes ``python_ms`` on
+    its own (the forward pass's and the optimizer's kernel launches, GIL held: a loader that takes
+    the GIL or the core from it makes it longer), then ``waiting_ms`` with the GIL released (the
+    backward pass, run by the autograd engine's threads while this one waits)."""
     timed_phase = phases.timed if phases is not None else (lambda name, fn, *args: fn(*args))
 
-    def forward() -> None:
-        end = time.perf_counter() + python_ms / 1e3
-        while time.perf_counter() < end:
-            for _ in range(100):
-                pass
+    def spin(count: int) -> None:
+        for _ in range(count):
+            pass
+
+    def seconds_of(count: int) -> float:
+        times = []
+        for _ in range(7):
+            start = time.perf_counter()
+            spin(count)
+            times.append(time.perf_counter() - start)
+        return sorted(times)[3]
+    # the loop count that takes python_ms here, before any loader runs
+    count = max(1, round(100_000 * python_ms / 1e3 / seconds_of(100_000)))
 
     def train(images, labels) -> None:
-        timed_phase("forward", forward)
+        timed_phase("forward", spin, count)
         timed_phase("backward", time.sleep, waiting_ms / 1e3)
     return train
 
