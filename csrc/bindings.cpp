@@ -224,6 +224,12 @@ PYBIND11_MODULE(_engine, m) {
   m.def("shape_volumes", &shape_volumes, "The product of each row of shapes [N, D] (1 when D is 0)", "shapes"_a);
   m.def("packed_offsets", &packed_offsets, "Where each sample of shapes [N, D] starts when packed back to back",
         "shapes"_a);
+  m.def("with_columns", &with_columns,
+        "A copy of table [N, M] with columns [first, first + K) set from values [K] (every row alike) or [N, K]",
+        "table"_a, "first"_a, "values"_a);
+  m.def("whole_regions", &whole_regions,
+        "Regions [N, 2K] (starts, then ends; float64) covering columns [first, first + K) of shapes whole",
+        "shapes"_a, "first"_a, "count"_a);
   m.def("first_window_outside", &first_window_outside,
         "The first sample whose window (anchors, windows [N, D]) reaches outside its shape, or -1", "shapes"_a,
         "anchors"_a, "windows"_a);

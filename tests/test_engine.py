@@ -209,3 +209,23 @@ def test_a_call_without_the_gil_lets_go_of_its_arrays(pool):
         _engine.verify_jpegs(pool, buf, shapes, offsets)  # not JPEGs: nothing to read through
     _engine.shape_volumes(np.ones((1, 1), np.int64))
     assert [sys.getrefcount(a) for a in (buf, shapes, offsets)] == before
+
+
+def test_with_columns_and_whole_regions_are_numpys():
+    shapes = np.arange(24, dtype=np.int64).reshape(8, 3) + 1
+    expected = shapes.copy()
+    expected[:, 0:2] = [176, 224]
+    np.testing.assert_array_equal(_engine.with_columns(shapes, 0, np.array([176, 224])), expected)
+    per_row = np.arange(8, dtype=np.int64).reshape(8, 1) * 10
+    expected = shapes.copy()
+    expected[:, 2:3] = per_row
+    np.testing.assert_array_equal(_engine.with_columns(shapes, 2, per_row), expected)
+    regions = _engine.whole_regions(shapes, 1, 2)
+    assert regions.dtype == np.float64
+    np.testing.assert_array_equal(regions, np.concatenate([np.zeros((8, 2)), shapes[:, 1:3]], axis=1))
+    with pytest.raises(ValueError, match="columns 2..4"):
+        _engine.with_columns(shapes, 2, np.array([1, 2]))
+    with pytest.raises(ValueError, match="3 rows of values for 8"):
+        _engine.with_columns(shapes, 0, np.ones((3, 2), np.int64))
+    with pytest.raises(ValueError, match="columns"):
+        _engine.whole_regions(shapes, 2, 2)

@@ -13,6 +13,14 @@ I64Array shape_volumes(const I64Array& shapes);
 // Exclusive prefix sums of shape_volumes(shapes): sample k's first element in a packed buffer.
 I64Array packed_offsets(const I64Array& shapes);
 
+// A copy of `table` [N, M] with its columns [first, first + K) set from `values`: [K] (every row
+// alike) or [N, K].
+I64Array with_columns(const I64Array& table, int64_t first, const I64Array& values);
+
+// Regions [N, 2K] (starts, then ends; float64) that cover columns [first, first + K) of `shapes`
+// whole: zeros, then the extents.
+ArrayOf<double> whole_regions(const I64Array& shapes, int64_t first, int64_t count);
+
 // The first sample whose window (anchors, windows: [N, D] like shapes) reaches outside its shape, or -1.
 int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows);
 

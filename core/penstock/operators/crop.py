@@ -9,6 +9,8 @@ floating-point data converted to an integer output type (``dtype``).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import _engine
@@ -125,14 +127,21 @@ def _crop_values(ws) -> int:
     return 0 if crop is None else crop.shape[1]
 
 
+@functools.lru_cache(maxsize=16)
+def zero_rows(n: int, width: int) -> np.ndarray:
+    """A read-only [n, width] int64 table of zeros, made once per size: the anchors of whole samples,
+    batch after batch (numpy gives the GIL away to zero a batch's table)."""
+    zeros = np.zeros((n, width), np.int64)
+    zeros.flags.writeable = False
+    return zeros
+
+
 def crop_windows(ws, src, layout: str, allow_trim: bool = True):
     """Anchors and window shapes [N, ndim] of the crop arguments (non-spatial dims: whole)."""
     op = ws.op
     shapes = src._shapes
     n, nd = shapes.shape
     axes = {c: i for i, c in enumerate(layout)}
-    anchors = np.zeros((n, nd), np.int64)
-    out = shapes.copy()
     policy = op.args["out_of_bounds_policy"]
     if policy not in ("error", "pad", "trim_to_shape"):
         raise ValueError(f"{op.label}: out_of_bounds_policy must be 'error', 'pad' or 'trim_to_shape', got '{policy}'")
@@ -141,6 +150,12 @@ def crop_windows(ws, src, layout: str, allow_trim: bool = True):
         raise ValueError(f"{op.label}: rounding must be 'round' or 'truncate', got '{rounding}'")
     pos_arg = {"D": "crop_pos_z", "H": "crop_pos_y", "W": "crop_pos_x"}
     sizes = crop_window_sizes(ws, axes)
+    if all(size is None for size in sizes.values()):  # nothing cropped: the whole samples, read only
+        whole = shapes.view()
+        whole.flags.writeable = False
+        return zero_rows(n, nd), whole
+    anchors = np.zeros((n, nd), np.int64)
+    out = shapes.copy()
     dims = {a: axes["F" if a == "D" and "D" not in axes else a] for a in sizes}
     for a in sorted(sizes, key=dims.get):  # DALI checks the positions in the order of the dims
         if sizes[a] is None:

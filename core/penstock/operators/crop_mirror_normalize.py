@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
 from .._batch import contiguous
 from .._image_layout import input_layout
-from .crop import CROP_ARGS, WINDOW_LAYOUTS, crop_windows, per_channel, per_sample_list
+from .crop import CROP_ARGS, WINDOW_LAYOUTS, crop_windows, per_channel, per_sample_list, zero_rows
 
 IN_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)
 OUT_TYPES = (T.UINT8, T.INT8, T.FLOAT16, T.FLOAT)  # DALI's: no INT16 / INT32 output
@@ -76,15 +77,20 @@ class CropMirrorNormalize(Operator):
             raise ValueError(f"{self.label}: all samples need the same number of channels, got {sorted(channels)}")
         c = channels.pop() if channels else 0
         anchors, windows = crop_windows(ws, src, layout)
+        # whole samples (no crop) start at the shared zeros: no copy of a batch's table
+        spatial_anchors = zero_rows(n, nd - 1) if anchors is zero_rows(n, nd) else np.ascontiguousarray(anchors[:, :-1])
         out_layout = layout[:-1][:cdim] + "C" + layout[:-1][cdim:]
         pad = bool(self.args["pad_output"])
-        out_shapes = np.insert(windows[:, :-1], cdim, c + pad, axis=1)
+        if cdim == nd - 1:  # channels last, as they come: the windows with the padded channel count
+            out_shapes = _engine.with_columns(windows, nd - 1, np.array([c + pad], np.int64))
+        else:
+            out_shapes = np.insert(windows[:, :-1], cdim, c + pad, axis=1)
         fill, mean, std = self._normalization(ws, c, pad, dtype)
         mirror = (ws.per_sample("mirror", np.int64) != 0).astype(np.uint8)
         out = ws.new_batch(out_shapes, to_numpy_type(dtype), out_layout, src._source_info)
         ws.kernels.crop_mirror_normalize(
             ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
-            int(dtype), np.ascontiguousarray(anchors[:, :-1]), mirror, mean, std, float(self.args["scale"]),
+            int(dtype), spatial_anchors, mirror, mean, std, float(self.args["scale"]),
             float(self.args["shift"]), fill, cdim, pad)
         return [out if after is None else _transposed(ws, out, after, self.args["output_layout"])]
 

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
@@ -71,7 +72,8 @@ def filters(ws) -> tuple[np.ndarray, np.ndarray]:
 
 def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, minf, magf, antialias: bool,
                  dtype):
-    """Resamples a packed batch: out_sizes [N, S] (spatial, layout order), rois [N, 2S] (starts, ends)."""
+    """Resamples a packed batch: out_sizes [N, S] or, the same for every sample, [S] (spatial, layout
+    order), rois [N, 2S] (starts, ends)."""
     op = ws.op
     letters, first, has_c = spatial_layout(op, layout, src.ndim())
     s = len(letters)
@@ -84,8 +86,7 @@ def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, 
         raise TypeError(f"{op.label}: dtype {out_type.name} is not supported: the output keeps the "
                         f"input's type ({in_type.name}) or is FLOAT")
     n = len(src)
-    out_shapes = src._shapes.copy()
-    out_shapes[:, first:first + s] = out_sizes
+    out_shapes = _engine.with_columns(src._shapes, first, np.asarray(out_sizes, np.int64))
     out = ws.new_batch(out_shapes, to_numpy_type(out_type), src._layout, src._source_info)
     in_k, out_k = src._shapes, out._shapes
     if not has_c:  # unit channel for the kernel; the packed buffers are the same
@@ -173,7 +174,6 @@ class Resize(Operator):
         src = contiguous(ws.inputs[0])
         layout = input_layout(self, src)
         letters, first, _ = spatial_layout(self, layout, src.ndim())
-        extents = src._shapes[:, first:first + len(letters)].astype(np.float64)
         prescaled = getattr(src, "_prescaled", None)
         if prescaled is not None and letters == "HW":
             # The decoder shrank the image in the DCT domain: plan in the full-size region's
@@ -183,12 +183,24 @@ class Resize(Operator):
             shift = np.tile(region_origin - geometry[:, :2], 2)
             rois = (rois + shift) / geometry[:, 2:3]
         else:
-            out_sizes, rois = self.plan(ws, letters, extents)
+            out_sizes, rois = self._plan_whole(ws, letters, src._shapes, first)
         minf, magf = filters(ws)
         out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
         if not self.args.get("save_attrs"):
             return [out]
-        return [out, ws.from_host(empty_attrs(extents))]  # DALI's attributes: the input's spatial size
+        # DALI's attributes: the input's spatial size
+        return [out, ws.from_host(empty_attrs(src._shapes[:, first:first + len(letters)].astype(np.float64)))]
+
+    def _plan_whole(self, ws, letters: str, shapes: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """``plan`` of whole samples (their spatial dims from ``first``). With constant sizes, Resize's
+        plan is the sizes, [S] for every sample, and the whole extents, both made without the [N, S]
+        tables on which numpy gives the GIL away (a training pipeline's per-batch work); an operator
+        that plans otherwise (ResizeCropMirror) gets the extents."""
+        constant = self._constant_sizes
+        if type(self).plan is Resize.plan and constant is not None and all(letter in constant for letter in letters):
+            return (np.array([constant[letter] for letter in letters], np.int64),
+                    _engine.whole_regions(shapes, first, len(letters)))
+        return self.plan(ws, letters, shapes[:, first:first + len(letters)].astype(np.float64))
 
     def takes_prescaled_input(self) -> bool:
         """Whether this resize can take an image the decoder shrank in the DCT domain: one with
