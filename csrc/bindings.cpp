@@ -225,8 +225,12 @@ PYBIND11_MODULE(_engine, m) {
   m.def("packed_offsets", &packed_offsets, "Where each sample of shapes [N, D] starts when packed back to back",
         "shapes"_a);
   m.def("with_columns", &with_columns,
-        "A copy of table [N, M] with columns [first, first + K) set from values [K] (every row alike) or [N, K]",
-        "table"_a, "first"_a, "values"_a);
+        "A copy of table [N, M] with columns [first, first + K) set from columns [values_first, values_first + K) "
+        "of values [V] (every row alike) or [N, V]; K: count, or the rest of V when negative",
+        "table"_a, "first"_a, "values"_a, "values_first"_a = 0, "count"_a = -1);
+  m.def("take_rows", &take_rows, "Rows `rows` [M] of table [N, ...] (table[rows])", "table"_a, "rows"_a);
+  m.def("first_differing_row", &first_differing_row, "The first row where a and b (alike) differ, or -1", "a"_a,
+        "b"_a);
   m.def("whole_regions", &whole_regions,
         "Regions [N, 2K] (starts, then ends; float64) covering columns [first, first + K) of shapes whole",
         "shapes"_a, "first"_a, "count"_a);
@@ -372,6 +376,10 @@ PYBIND11_MODULE(_engine, m) {
       "held: per-batch planning of microseconds)",
       "bit_generator"_a, "hw"_a, "attempts"_a, "min_area"_a, "max_area"_a, "min_ratio"_a, "max_ratio"_a,
       "log_min_ratio"_a, "log_max_ratio"_a);
+  m.def("image_gather_descriptors", &image_gather_descriptors,
+        "The gather kernel's descriptors [N, 10] of windows [N, 4] of decoded images at device addresses "
+        "(the GIL stays held)",
+        "pointers"_a, "pitches"_a, "windows"_a, "channels"_a, "reverse"_a, "dst_offsets"_a);
   m.def("host_share_choose", &host_share_choose,
         "The mask of a batch's JPEGs for the host beside the GPU decoder, from each sample's GPU bytes and host "
         "cost, what the host decodes anyway, both sides' rates and the largest host cost per GPU byte (the GIL "

@@ -229,3 +229,30 @@ def test_with_columns_and_whole_regions_are_numpys():
         _engine.with_columns(shapes, 0, np.ones((3, 2), np.int64))
     with pytest.raises(ValueError, match="columns"):
         _engine.whole_regions(shapes, 2, 2)
+
+
+def test_take_rows_and_first_differing_row_are_numpys():
+    table = np.arange(30, dtype=np.int64).reshape(10, 3)
+    rows = np.array([9, 0, 3, 3, -1])
+    np.testing.assert_array_equal(_engine.take_rows(table, rows), table[rows])
+    np.testing.assert_array_equal(_engine.take_rows(table[:, 0].copy(), rows), table[rows, 0])
+    assert _engine.take_rows(table, np.zeros(0, np.int64)).shape == (0, 3)
+    with pytest.raises(IndexError, match="row 10 is out of bounds for 10"):
+        _engine.take_rows(table, np.array([1, 10]))
+    other = table.copy()
+    assert _engine.first_differing_row(table, other) == -1
+    other[7, 2] += 1
+    assert _engine.first_differing_row(table, other) == 7
+    with pytest.raises(ValueError, match="alike"):
+        _engine.first_differing_row(table, table[:5])
+
+
+def test_gather_descriptors_hold_each_windows_copy():
+    windows = np.array([[1, 2, 3, 4], [0, 0, 5, 6]])
+    desc = _engine.image_gather_descriptors(np.array([2**63 + 5, 16], np.uint64), np.array([30, 18]), windows,
+                                            np.array([3, 1]), np.array([1, 0]), np.array([100, 200]))
+    np.testing.assert_array_equal(desc, [[np.array(2**63 + 5, np.uint64).view(np.int64), 30, 1, 2, 100, 4, 36, 3, 1, 0],
+                                         [16, 18, 0, 0, 200, 6, 30, 1, 0, 0]])
+    with pytest.raises(ValueError, match="must be \\[N\\]"):
+        _engine.image_gather_descriptors(np.zeros(2, np.uint64), np.zeros(3, np.int64), windows, np.ones(2, np.int64),
+                                         np.zeros(2, np.int64), np.zeros(2, np.int64))

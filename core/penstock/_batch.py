@@ -1,10 +1,12 @@
 """Packed batch construction and shape arithmetic, shared by the operator kernels and the workspace."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
+from . import _engine
 from .tensors import TensorListCPU
 from .tensors._host import POOLED_BYTES, host_buffer  # noqa: F401 - the operators' allocator
 from .tensors._base import packed_offsets
@@ -23,8 +25,17 @@ def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: A
         return out
     shapes = np.ascontiguousarray(shapes, dtype=np.int64)
     offsets = packed_offsets(shapes)
-    total = int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
+    total = int(_engine.shape_volumes(shapes).sum())  # numpy's prod would give the GIL away
     return TensorListCPU._from_packed(host_buffer(total, dtype), shapes, offsets, layout, source_info)
+
+
+@functools.lru_cache(maxsize=256)
+def zero_rows(n: int, width: int) -> np.ndarray:
+    """A read-only [n, width] int64 table of zeros, made once per size (at most 256 sizes, ~2 MB):
+    the anchors of whole samples, batch after batch (numpy gives the GIL away to zero a batch's table)."""
+    zeros = np.zeros((n, width), np.int64)
+    zeros.flags.writeable = False
+    return zeros
 
 
 def dense_batch(array: np.ndarray, layout: str = "") -> TensorListCPU:

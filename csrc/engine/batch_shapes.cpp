@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace penstock {
 namespace {
@@ -65,10 +66,16 @@ void check_columns(const I64Array& table, int64_t first, int64_t count, const ch
 
 }  // namespace
 
-I64Array with_columns(const I64Array& table, int64_t first, const I64Array& values) {
+I64Array with_columns(const I64Array& table, int64_t first, const I64Array& values, int64_t values_first,
+                      int64_t count) {
   const bool per_row = values.ndim() == 2;
-  if (!per_row && values.ndim() != 1) throw std::invalid_argument("with_columns: values must be [K] or [N, K]");
-  const int64_t count = values.shape(values.ndim() - 1);
+  if (!per_row && values.ndim() != 1) throw std::invalid_argument("with_columns: values must be [V] or [N, V]");
+  const int64_t width_of_values = values.shape(values.ndim() - 1);
+  if (count < 0) count = width_of_values - values_first;
+  if (values_first < 0 || count < 0 || values_first + count > width_of_values)
+    throw std::invalid_argument("with_columns: columns " + std::to_string(values_first) + ".." +
+                                std::to_string(values_first + count) + " are not in values of " +
+                                std::to_string(width_of_values));
   check_columns(table, first, count, "with_columns");
   const int64_t n = table.shape(0), width = table.shape(1);
   if (per_row && values.shape(0) != n)
@@ -76,13 +83,41 @@ I64Array with_columns(const I64Array& table, int64_t first, const I64Array& valu
                                 std::to_string(n) + " rows");
   I64Array out = I64Array::empty({n, width});
   const int64_t* in = table.data();
-  const int64_t* v = values.data();
   int64_t* o = out.mutable_data();
   for (int64_t k = 0; k < n; ++k) {
+    const int64_t* v = values.data() + (per_row ? k * width_of_values : 0) + values_first;
     std::copy(in + k * width, in + (k + 1) * width, o + k * width);
-    std::copy(v + (per_row ? k * count : 0), v + (per_row ? k * count : 0) + count, o + k * width + first);
+    std::copy(v, v + count, o + k * width + first);
   }
   return out;
+}
+
+I64Array take_rows(const I64Array& table, const I64Array& rows) {
+  if (table.ndim() < 1) throw std::invalid_argument("take_rows: the table must have rows");
+  if (rows.ndim() != 1) throw std::invalid_argument("take_rows: rows must be [M]");
+  const int64_t n = table.shape(0), m = rows.shape(0);
+  const int64_t width = n ? table.size() / n : 0;  // no rows: any row asked for is out of bounds
+  std::vector<int64_t> shape = table.shape();
+  shape[0] = m;
+  I64Array out = I64Array::empty(shape);
+  int64_t* o = out.mutable_data();
+  for (int64_t k = 0; k < m; ++k) {
+    int64_t r = rows.data()[k];
+    if (r < -n || r >= n)
+      throw std::out_of_range("take_rows: row " + std::to_string(r) + " is out of bounds for " + std::to_string(n) +
+                              " rows");
+    if (r < 0) r += n;
+    std::copy(table.data() + r * width, table.data() + (r + 1) * width, o + k * width);
+  }
+  return out;
+}
+
+int64_t first_differing_row(const I64Array& a, const I64Array& b) {
+  if (a.shape() != b.shape() || a.ndim() < 1) throw std::invalid_argument("first_differing_row: a and b must be alike");
+  const int64_t n = a.shape(0), width = n ? a.size() / n : 0;
+  for (int64_t k = 0; k < n; ++k)
+    if (!std::equal(a.data() + k * width, a.data() + (k + 1) * width, b.data() + k * width)) return k;
+  return -1;
 }
 
 ArrayOf<double> whole_regions(const I64Array& shapes, int64_t first, int64_t count) {

@@ -13,9 +13,17 @@ I64Array shape_volumes(const I64Array& shapes);
 // Exclusive prefix sums of shape_volumes(shapes): sample k's first element in a packed buffer.
 I64Array packed_offsets(const I64Array& shapes);
 
-// A copy of `table` [N, M] with its columns [first, first + K) set from `values`: [K] (every row
-// alike) or [N, K].
-I64Array with_columns(const I64Array& table, int64_t first, const I64Array& values);
+// A copy of `table` [N, M] with its columns [first, first + K) set from columns [values_first,
+// values_first + K) of `values`: [V] (every row alike) or [N, V]; K is `count`, or all of V from
+// values_first when negative.
+I64Array with_columns(const I64Array& table, int64_t first, const I64Array& values, int64_t values_first = 0,
+                      int64_t count = -1);
+
+// Rows `rows` [M] of `table` [N, ...] (table[rows] in numpy, which gives the GIL away to gather rows).
+I64Array take_rows(const I64Array& table, const I64Array& rows);
+
+// The first row where `a` and `b` (alike, [N, K]) differ, or -1.
+int64_t first_differing_row(const I64Array& a, const I64Array& b);
 
 // Regions [N, 2K] (starts, then ends; float64) that cover columns [first, first + K) of `shapes`
 // whole: zeros, then the extents.

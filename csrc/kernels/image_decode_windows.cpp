@@ -73,4 +73,30 @@ I64Array random_crop_windows(NumpyBitGenerator& bits, const I64Array& hw, int64_
   return out;
 }
 
+I64Array image_gather_descriptors(const ArrayOf<uint64_t>& pointers, const I64Array& pitches, const I64Array& windows,
+                                  const I64Array& channels, const I64Array& reverse, const I64Array& dst_offsets) {
+  const int64_t n = pointers.ndim() == 1 ? pointers.shape(0) : -1;
+  if (n < 0 || windows.ndim() != 2 || windows.shape(0) != n || windows.shape(1) != 4)
+    throw std::invalid_argument("image_gather_descriptors: pointers [N] and windows [N, 4]");
+  for (const I64Array* column : {&pitches, &channels, &reverse, &dst_offsets})
+    if (column->ndim() != 1 || column->shape(0) != n)
+      throw std::invalid_argument("image_gather_descriptors: pitches, channels, reverse and dst_offsets must be [N]");
+  I64Array out = I64Array::empty({n, 10});
+  int64_t* d = out.mutable_data();
+  const int64_t* w = windows.data();
+  for (int64_t k = 0; k < n; ++k, d += 10, w += 4) {
+    const int64_t c = channels.data()[k];
+    d[0] = int64_t(pointers.data()[k]);
+    d[1] = pitches.data()[k];
+    d[2] = w[0], d[3] = w[1];
+    d[4] = dst_offsets.data()[k];
+    d[5] = w[3];
+    d[6] = w[2] * w[3] * c;
+    d[7] = c;
+    d[8] = reverse.data()[k];
+    d[9] = 0;
+  }
+  return out;
+}
+
 }  // namespace penstock

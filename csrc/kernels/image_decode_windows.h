@@ -19,4 +19,11 @@ I64Array random_crop_windows(NumpyBitGenerator& bits, const I64Array& hw, int64_
                              double max_area, double min_ratio, double max_ratio, double log_min_ratio,
                              double log_max_ratio);
 
+// The gather kernel's descriptors [N, 10] (csrc/cuda/image_decode.cu) of windows [N, 4] (y, x, h, w)
+// of uint8 HWC images at device addresses `pointers` (row pitch in bytes, `channels` each, channels
+// reversed where `reverse`) into a packed batch at element `dst_offsets`: per row the address, pitch,
+// y, x, destination offset, w, h * w * channels (the work), channels, reverse and 0.
+I64Array image_gather_descriptors(const ArrayOf<uint64_t>& pointers, const I64Array& pitches, const I64Array& windows,
+                                  const I64Array& channels, const I64Array& reverse, const I64Array& dst_offsets);
+
 }  // namespace penstock

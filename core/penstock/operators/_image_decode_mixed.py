@@ -39,6 +39,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .. import _engine
+from .._batch import zero_rows
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
@@ -76,7 +77,7 @@ def _is_jpeg(src: TensorListCPU) -> np.ndarray:
 
 def _subset(src: TensorListCPU, idx: np.ndarray) -> TensorListCPU:
     """The samples ``idx`` of an encoded batch, viewing the same buffer."""
-    return TensorListCPU._from_packed(src._buf, src._shapes[idx], src._offsets[idx], "",
+    return TensorListCPU._from_packed(src._buf, _engine.take_rows(src._shapes, idx), src._offsets[idx], "",
                                       [src._source_info[i] for i in idx])
 
 
@@ -192,12 +193,12 @@ class MixedDecoder:
         pool = ws.pool if self._host_pool is None else self._host_pool
         buf, shapes, offsets, fallback = _engine.decode_images(
             pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
-            None if crop is None else np.ascontiguousarray(crop[idx]), None, args["use_fast_idct"],
+            None if crop is None else _engine.take_rows(crop, idx), None, args["use_fast_idct"],
             fancy_upsampling=args["jpeg_fancy_upsampling"], max_pixels=self.op.max_pixels,
             accept_corrupt_jpeg=args["accept_corrupt_jpeg"])[:4]
         if fallback.any():
             buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback,
-                                                           None if crop is None else crop[idx])
+                                                           None if crop is None else _engine.take_rows(crop, idx))
         return buf, shapes, offsets
 
     # -- one batch --------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ class MixedDecoder:
             self._give_host_its_share(src, windows, shapes, gpu_ok)
         gpu_idx = np.nonzero(gpu_ok)[0]
         host_idx = np.nonzero(~gpu_ok)[0]
-        out_shapes = np.column_stack([windows[:, 2:], shapes[:, 2]])
+        out_shapes = _engine.with_columns(shapes, 0, windows, values_first=2)  # (h, w) of the window, C
         dtype = np.float32 if args["dtype"] == DALIDataType.FLOAT else np.uint8
         out = ws.new_batch(out_shapes, dtype, "HWC", src._source_info)
         ready = ws.gpu.record() if len(gpu_idx) else None  # the GPU decoders write into out after this
@@ -272,8 +273,9 @@ class MixedDecoder:
 
         def part(decoder: Any, positions: np.ndarray) -> tuple[np.ndarray, float]:
             i = gpu_idx[positions]
-            decoded, seconds = decoder.decode(src._buf, src._offsets[i], lengths[i], shapes[i], windows[i], reverse,
-                                              out._buf, out._offsets[i], ready, orient)
+            decoded, seconds = decoder.decode(src._buf, src._offsets[i], lengths[i], _engine.take_rows(shapes, i),
+                                              _engine.take_rows(windows, i), reverse, out._buf, out._offsets[i], ready,
+                                              orient)
             return i[~decoded], seconds
 
         decoders = [d for d in self.decoders if d.usable] if len(gpu_idx) else []
@@ -323,7 +325,8 @@ class MixedDecoder:
         with _samples_of_the_batch(idx):
             buf, hshapes, offsets = self._decode_host(ws, src, idx, crop)
         if timed and self._share is not None:
-            cost = float(host_cost(src._volumes()[idx], windows[idx], shapes[idx]).sum())
+            cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
+                                   _engine.take_rows(shapes, idx)).sum())
             self._share.measured("host", cost, time.perf_counter() - start)
         return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
 
@@ -342,17 +345,16 @@ class MixedDecoder:
         into ``out`` (the GPU decoders' samples are there already, ordered on the pipeline's stream)."""
         _, host = job.result()
         for idx, buf, hshapes, hoffsets in host:  # each uploaded part holds its windows packed
-            expected = out._shapes[idx]
-            bad = np.nonzero((hshapes != expected).any(axis=1))[0]
-            if len(bad):
-                i = int(idx[bad[0]])
-                raise SampleError(i, f"{self.op.label}: decoded to shape {tuple(hshapes[bad[0]])}, "
-                                     f"expected {tuple(expected[bad[0]])}")
-            windows = np.zeros((len(idx), 4), np.int64)
-            windows[:, 2:] = hshapes[:, :2]
+            expected = _engine.take_rows(out._shapes, idx)
+            bad = _engine.first_differing_row(hshapes, expected)
+            if bad >= 0:
+                raise SampleError(int(idx[bad]), f"{self.op.label}: decoded to shape {tuple(hshapes[bad])}, "
+                                                 f"expected {tuple(expected[bad])}")
+            n = len(idx)
+            windows = _engine.with_columns(zero_rows(n, 4), 2, hshapes, count=2)  # each whole part: (0, 0, h, w)
             ws.kernels.gather_images(np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64),
                                      hshapes[:, 1] * hshapes[:, 2], windows, hshapes[:, 2],
-                                     np.zeros(len(idx), np.int64), out._buf, out._offsets[idx])
+                                     zero_rows(n, 1).reshape(n), out._buf, out._offsets[idx])
 
 
 def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
@@ -400,6 +402,8 @@ def _split_by_bytes(lengths: np.ndarray, parts: int | np.ndarray) -> list[np.nda
     speeds = np.ones(parts) if np.isscalar(parts) else np.asarray(parts, float)
     if not len(lengths) or not len(speeds):
         return []
+    if len(speeds) == 1:  # one decoder takes all (numpy's split would give the GIL away)
+        return [np.arange(len(lengths))]
     ends = np.cumsum(lengths)
     fractions = np.cumsum(speeds)[:-1] / speeds.sum()
     # a sample goes to the run its middle byte falls in

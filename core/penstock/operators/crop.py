@@ -9,8 +9,6 @@ floating-point data converted to an integer output type (``dtype``).
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .. import _engine
@@ -18,7 +16,7 @@ from .._image_layout import input_layout
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
-from .._batch import contiguous
+from .._batch import contiguous, zero_rows
 from .cast import cast_batch
 
 SPATIAL = "DHW"  # crop / crop_pos order for volumes; images use "HW"
@@ -125,15 +123,6 @@ def crop_window_sizes(ws, axes: dict) -> dict:
 def _crop_values(ws) -> int:
     crop = per_sample_list(ws, "crop")
     return 0 if crop is None else crop.shape[1]
-
-
-@functools.lru_cache(maxsize=16)
-def zero_rows(n: int, width: int) -> np.ndarray:
-    """A read-only [n, width] int64 table of zeros, made once per size: the anchors of whole samples,
-    batch after batch (numpy gives the GIL away to zero a batch's table)."""
-    zeros = np.zeros((n, width), np.int64)
-    zeros.flags.writeable = False
-    return zeros
 
 
 def crop_windows(ws, src, layout: str, allow_trim: bool = True):

@@ -9,9 +9,9 @@ from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentTypeError, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType as T, to_numpy_type
-from .._batch import contiguous
+from .._batch import contiguous, zero_rows
 from .._image_layout import input_layout
-from .crop import CROP_ARGS, WINDOW_LAYOUTS, crop_windows, per_channel, per_sample_list, zero_rows
+from .crop import CROP_ARGS, WINDOW_LAYOUTS, crop_windows, per_channel, per_sample_list
 
 IN_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)
 OUT_TYPES = (T.UINT8, T.INT8, T.FLOAT16, T.FLOAT)  # DALI's: no INT16 / INT32 output
@@ -78,7 +78,8 @@ class CropMirrorNormalize(Operator):
         c = channels.pop() if channels else 0
         anchors, windows = crop_windows(ws, src, layout)
         # whole samples (no crop) start at the shared zeros: no copy of a batch's table
-        spatial_anchors = zero_rows(n, nd - 1) if anchors is zero_rows(n, nd) else np.ascontiguousarray(anchors[:, :-1])
+        spatial_anchors = (zero_rows(n, nd - 1) if anchors is zero_rows(n, nd)
+                           else np.ascontiguousarray(anchors[:, :-1]))
         out_layout = layout[:-1][:cdim] + "C" + layout[:-1][cdim:]
         pad = bool(self.args["pad_output"])
         if cdim == nd - 1:  # channels last, as they come: the windows with the padded channel count

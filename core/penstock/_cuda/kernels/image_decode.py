@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _engine
 from ._launch import ITEMS, KernelFamily, Launch
 
 
@@ -20,15 +21,7 @@ class ImageDecodeKernels(KernelFamily):
     def gather_images_launch(self, pointers: np.ndarray, pitches: np.ndarray, windows: np.ndarray,
                              channels: np.ndarray, reverse: np.ndarray, dst: Any, dst_offsets: np.ndarray) -> Launch:
         """``gather_images``' launch, prepared but not queued."""
-        n = len(pointers)
-        desc = np.zeros((n, 10), np.int64)
-        desc[:, 0] = np.asarray(pointers, np.uint64).view(np.int64)
-        desc[:, 1] = pitches
-        desc[:, 2:4] = windows[:, :2]
-        desc[:, 4] = dst_offsets
-        desc[:, 5] = windows[:, 3]
-        desc[:, 6] = windows[:, 2] * windows[:, 3] * channels
-        desc[:, 7] = channels
-        desc[:, 8] = reverse
+        desc = _engine.image_gather_descriptors(np.asarray(pointers, np.uint64), pitches, windows, channels, reverse,
+                                                dst_offsets)
         name = "gather_f32" if dst.dtype == np.float32 else "gather_u8"
         return self._prepare_batch("image_decode", name, desc[:, 6], desc, (dst,), (), items=ITEMS)[0]
