@@ -74,8 +74,9 @@ ImageCodecDecoder::~ImageCodecDecoder() {
 std::unique_ptr<ParsedBatch> ImageCodecDecoder::parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths,
                                                       I64Array shapes, bool orient) {
   int64_t n = starts.size();
-  if (lengths.size() != n || shapes.ndim() != 2 || shapes.shape(0) != n || shapes.shape(1) != 2)
-    throw std::invalid_argument("ImageCodecDecoder.parse: one start, length and (H, W) per sample");
+  if (lengths.size() != n || shapes.ndim() != 2 || shapes.shape(0) != n || shapes.shape(1) < 2)
+    throw std::invalid_argument("ImageCodecDecoder.parse: one start, length and (H, W, ...) per sample");
+  const int64_t row = shapes.shape(1);
   const uint8_t* bytes = encoded.data();
   int64_t size = encoded.size();
   const int64_t *s = starts.data(), *len = lengths.data(), *hw = shapes.data();
@@ -94,7 +95,7 @@ std::unique_ptr<ParsedBatch> ImageCodecDecoder::parse(ArrayOf<uint8_t> encoded, 
       h = info.plane_info[0].height;
       w = info.plane_info[0].width;
     }
-    if (h != hw[2 * k] || w != hw[2 * k + 1]) {
+    if (h != hw[row * k] || w != hw[row * k + 1]) {
       api_.CodeStreamDestroy(cs);
       continue;
     }

@@ -62,9 +62,9 @@ class ImageCodecDecoder {
                     const std::vector<std::tuple<int, float, int>>& backends, const std::string& options);
   ~ImageCodecDecoder();
 
-  // Sample k: bytes [starts[k], starts[k] + lengths[k]) of `encoded`, an image expected to be
-  // shapes[k] = (H, W). Samples that do not parse, have another size, or (with `orient`) an EXIF
-  // orientation other than the identity are left out (ParsedBatch.parsed()).
+  // Sample k: bytes [starts[k], starts[k] + lengths[k]) of `encoded`, an image expected to be of
+  // shapes[k] = (H, W, ...) (its first two columns). Samples that do not parse, have another size,
+  // or (with `orient`) an EXIF orientation other than the identity are left out (ParsedBatch.parsed()).
   std::unique_ptr<ParsedBatch> parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths, I64Array shapes,
                                      bool orient);
 

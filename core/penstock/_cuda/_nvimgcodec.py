@@ -164,11 +164,12 @@ class DeviceDecoder:
                 orient: bool) -> tuple[np.ndarray, float, Any]:
         """``decode`` of code streams in pinned memory; also returns the event after the last work
         that reads them."""
-        parsed = self.native.parse(encoded, starts, lengths, np.ascontiguousarray(shapes[:, :2]), orient)
+        parsed = self.native.parse(encoded, starts, lengths, shapes, orient)  # (H, W) of each row's (H, W, C)
         n = len(starts)
         own = self.own
-        whole = ((windows[:, :2] == 0).all(axis=1) & (windows[:, 2:] == shapes[:, :2]).all(axis=1)
-                 & (out.dtype == np.uint8) & (not reverse))
+        # column by column: numpy's [N, k] comparisons and row reductions give the GIL away
+        whole = ((windows[:, 0] == 0) & (windows[:, 1] == 0) & (windows[:, 2] == shapes[:, 0])
+                 & (windows[:, 3] == shapes[:, 1]) & (out.dtype == np.uint8) & (not reverse))
         sizes = np.where(whole, 0, shapes[:, 0] * shapes[:, 1] * 3)
         pitches = shapes[:, 1] * 3
         direct = np.uint64(out.data.ptr) + out_offsets.astype(np.uint64) * np.uint64(out.itemsize)
@@ -188,7 +189,8 @@ class DeviceDecoder:
             base = self._use_scratch(max(int(sizes[a:b].sum()) for a, b in runs))
             try:
                 for k, (a, b) in enumerate(runs):
-                    offsets = np.zeros(n, np.int64)
+                    offsets = np.empty(n, np.int64)  # read only in the run: [a, b)
+                    offsets[a] = 0
                     np.cumsum(sizes[a:b - 1], out=offsets[a + 1:b])
                     in_run = np.zeros(n, bool)
                     in_run[a:b] = True
@@ -199,7 +201,7 @@ class DeviceDecoder:
                     # every window of the run is gathered: those that failed to decode are the
                     # host's, written over them later on the pipeline's stream
                     gather = own.kernels.gather_images_launch(
-                        dst[crop], pitches[crop], windows[crop], shapes[crop, 2],
+                        dst[crop], pitches[crop], _engine.take_rows(windows, crop), shapes[:, 2][crop],
                         np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop]) if len(crop) else None
                     wait = ready.ptr if k == 0 else 0
                     done_now, took = self.native.decode(
