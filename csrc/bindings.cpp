@@ -15,6 +15,7 @@
 #include "engine/batch_shapes.h"
 #include "engine/buffer_pool.h"
 #include "engine/kernel.h"
+#include "engine/packed_parts.h"
 #include "engine/sample_order.h"
 #include "engine/thread_state.h"
 #include "kernels/audio_decode.h"
@@ -228,6 +229,10 @@ PYBIND11_MODULE(_engine, m) {
         "A copy of table [N, M] with columns [first, first + K) set from columns [values_first, values_first + K) "
         "of values [V] (every row alike) or [N, V]; K: count, or the rest of V when negative",
         "table"_a, "first"_a, "values"_a, "values_first"_a = 0, "count"_a = -1);
+  m.def("pack_parts", &pack_parts,
+        "The bytes of several contiguous arrays in one uint8 array, each from a multiple of `alignment` (gaps "
+        "zeroed), and each one's byte offset (the GIL stays held)",
+        "parts"_a, "alignment"_a = 16);
   m.def("take_rows", &take_rows, "Rows `rows` [M] of table [N, ...] (table[rows])", "table"_a, "rows"_a);
   m.def("first_differing_row", &first_differing_row, "The first row where a and b (alike) differ, or -1", "a"_a,
         "b"_a);

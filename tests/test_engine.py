@@ -256,3 +256,15 @@ def test_gather_descriptors_hold_each_windows_copy():
     with pytest.raises(ValueError, match="must be \\[N\\]"):
         _engine.image_gather_descriptors(np.zeros(2, np.uint64), np.zeros(3, np.int64), windows, np.ones(2, np.int64),
                                          np.zeros(2, np.int64), np.zeros(2, np.int64))
+
+
+def test_packed_parts_lie_at_aligned_offsets_with_zeroed_gaps():
+    parts = [np.arange(5, dtype=np.int64), np.zeros(0, np.float32), np.array([1.5, -2.0], np.float32),
+             np.array([True, False, True])]
+    packed, offsets = _engine.pack_parts(parts, 16)
+    assert packed.dtype == np.uint8 and offsets.tolist() == [0, 48, 48, 64] and len(packed) == 80
+    for part, at in zip(parts, offsets.tolist()):
+        np.testing.assert_array_equal(packed[at:at + part.nbytes].view(part.dtype), part)
+    assert not packed[40:48].any() and not packed[56:64].any() and not packed[67:].any()
+    with pytest.raises(ValueError, match="part 0 is not contiguous"):
+        _engine.pack_parts([np.arange(10)[::2]], 16)

@@ -100,17 +100,10 @@ class DeviceContext:
     def upload_params(self, *arrays: np.ndarray) -> list:
         """Several small host arrays (per-sample kernel parameters) in one copy; returns device
         arrays (views of one buffer) in the same order."""
-        parts, offsets, total = [], [], 0
-        for a in arrays:
-            a = np.ascontiguousarray(a)
-            offsets.append(total)
-            parts.append(a)
-            total += (a.nbytes + 15) & ~15
-        packed = np.zeros(total, np.uint8)
-        for a, off in zip(parts, offsets):
-            packed[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
+        parts = [np.ascontiguousarray(a) for a in arrays]
+        packed, offsets = _engine.pack_parts(parts, 16)  # numpy's zeroing and copies would give the GIL away
         dev = self.upload(packed)
-        return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets)]
+        return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets.tolist())]
 
     @staticmethod
     def address(array: Any) -> int:

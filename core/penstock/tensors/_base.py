@@ -169,7 +169,8 @@ class _Batch:
         return int(self._offsets[-1]) + last
 
     def is_dense_tensor(self) -> bool:
-        return len(self) == 0 or bool((self._shapes == self._shapes[0]).all())
+        # every row as the one before, in the engine: numpy gives the GIL away on a batch's table
+        return len(self) < 2 or _engine.first_differing_row(self._shapes[1:], self._shapes[:-1]) < 0
 
     def _sample_slice(self, i: int) -> tuple[int, int, tuple[int, ...]]:
         """(element offset, volume, shape) of sample ``i`` (negative indices count from the end)."""
