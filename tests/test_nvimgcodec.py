@@ -130,7 +130,11 @@ def test_bad_arguments_raise_before_decoding(decoder):
     with pytest.raises(IndexError, match="outside the encoded buffer"):
         decoder.parse(encoded, starts, lengths + 1, np.array([[8, 8]], np.int64), True)
     with pytest.raises(ValueError, match="one start, length and"):
-        decoder.parse(encoded, starts, lengths, np.array([[8, 8, 3]], np.int64), True)
+        decoder.parse(encoded, starts, lengths, np.array([[8]], np.int64), True)
+    with pytest.raises(ValueError, match="one start, length and"):
+        decoder.parse(encoded, starts, lengths, np.array([[8, 8], [8, 8]], np.int64), True)
+    # a batch's (H, W, C) shape rows are taken as they are: H and W lead each row
+    assert decoder.parse(encoded, starts, lengths, np.array([[8, 8, 3]], np.int64), True).parsed().tolist() == [True]
     parsed = decoder.parse(encoded, starts, lengths, np.array([[8, 8]], np.int64), True)
     out = np.zeros(8 * 8 * 3, np.uint8)
     with pytest.raises(ValueError, match="row pitch is less than its width"):
