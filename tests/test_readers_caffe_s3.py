@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -25,6 +26,16 @@ def databases(s3_server):  # noqa: F811
     root = s3_server.bucket("lmdb")
     return {"caffe": (write_lmdb(os.path.join(root, "caffe"), CAFFE_RECORDS), "s3://lmdb/caffe"),
             "caffe2": (write_lmdb(os.path.join(root, "caffe2"), CAFFE2_IMAGE_RECORDS[:4]), "s3://lmdb/caffe2")}
+
+
+@pytest.fixture
+def own_caffe(databases, s3_server, request):  # noqa: F811
+    """(local database, URL) of a copy of the Caffe database under a key of this test's own: what a test of
+    fetching and removing sees does not depend on whether an earlier test's pipelines are gone yet."""
+    local, _ = databases["caffe"]
+    key = "caffe-" + re.sub(r"\W", "-", request.node.name)
+    shutil.copytree(local, os.path.join(s3_server.bucket("lmdb"), key))
+    return local, f"s3://lmdb/{key}"
 
 
 @pytest.fixture
@@ -57,9 +68,8 @@ def test_labels_as_stored_and_checkpoints(databases, temp):
     assert_checkpoint_resumes(fn.readers.caffe, 3, 4, path=[url], random_shuffle=True, initial_fill=4)
 
 
-def test_fetched_once_and_removed_with_the_last_reader(databases, temp, s3_endpoint, s3_ranges):  # noqa: F811
-    local, url = databases["caffe"]
-    gc.collect()  # no pipeline of an earlier test holds the database open: these two fetch it
+def test_fetched_once_and_removed_with_the_last_reader(own_caffe, temp, s3_endpoint, s3_ranges):  # noqa: F811
+    local, url = own_caffe
     asked = len(s3_ranges.ranges)
     p, q = _pipe("caffe", path=[url]), _pipe("caffe", path=[url])
     copies = [n for n in os.listdir(temp) if n.startswith("penstock-lmdb-")]
@@ -67,7 +77,7 @@ def test_fetched_once_and_removed_with_the_last_reader(databases, temp, s3_endpo
     with open(temp / copies[0] / "data.mdb", "rb") as copy, open(os.path.join(local, "data.mdb"), "rb") as f:
         assert copy.read() == f.read()
     if s3_endpoint == "ranged":  # in ranged GETs (one here: the database is smaller than a chunk)
-        assert [path for path, _ in s3_ranges.ranges[asked:]] == ["/lmdb/caffe/data.mdb"]
+        assert [path for path, _ in s3_ranges.ranges[asked:]] == [url[len("s3:/"):] + "/data.mdb"]
     assert [row[-1] for row in rows(p, 2)] == [row[-1] for row in rows(q, 2)]  # both read the shared copy
     del p
     gc.collect()
@@ -90,11 +100,10 @@ def test_missing_or_bad_database_names_the_url_and_the_reader(databases, s3_serv
     shutil.rmtree(bad)
 
 
-def test_a_pipeline_collected_elsewhere_during_a_fetch_closes_its_readers(databases, temp, monkeypatch):
+def test_a_pipeline_collected_elsewhere_during_a_fetch_closes_its_readers(own_caffe, temp, monkeypatch):
     """The garbage collector may finalize a pipeline on the thread that answers a fetch's requests (an
     object-store thread): its readers' release must not wait for the fetch, which waits for that thread."""
-    local, url = databases["caffe"]
-    gc.collect()  # the database is not open from an earlier test: it is fetched
+    local, url = own_caffe
     collected = [_pipe("caffe", path=[local])]
     fetch = readers_caffe.fetch_database
     released = []
@@ -109,13 +118,10 @@ def test_a_pipeline_collected_elsewhere_during_a_fetch_closes_its_readers(databa
     p = _pipe("caffe", path=[url])
     assert released == [True]  # within the fetch: the other thread's release did not wait for it
     assert rows(p, 1)[0][-1] == f"{url} at key 00000000"
-    del p
-    gc.collect()  # the database closes for the tests after this one
 
 
-def test_readers_opening_one_database_at_once_share_one_fetch(databases, temp, monkeypatch):
-    _, url = databases["caffe"]
-    gc.collect()
+def test_readers_opening_one_database_at_once_share_one_fetch(own_caffe, temp, monkeypatch):
+    _, url = own_caffe
     fetch, fetches = readers_caffe.fetch_database, []
 
     def slow_fetch(label, path):
