@@ -29,13 +29,38 @@ def empty_batch(shapes: np.ndarray, dtype: Any, layout: str = "", source_info: A
     return TensorListCPU._from_packed(host_buffer(total, dtype), shapes, offsets, layout, source_info)
 
 
-@functools.lru_cache(maxsize=256)
-def zero_rows(n: int, width: int) -> np.ndarray:
-    """A read-only [n, width] int64 table of zeros, made once per size (at most 256 sizes, ~2 MB):
-    the anchors of whole samples, batch after batch (numpy gives the GIL away to zero a batch's table)."""
-    zeros = np.zeros((n, width), np.int64)
+def _capacity(n: int) -> int:
+    return 1 << max(8, (n - 1).bit_length())
+
+
+@functools.lru_cache(maxsize=None)
+def _zeros(capacity: int, width: int) -> np.ndarray:
+    zeros = np.zeros((capacity, width), np.int64)
     zeros.flags.writeable = False
     return zeros
+
+
+@functools.lru_cache(maxsize=None)
+def _aranges(capacity: int) -> np.ndarray:
+    out = np.arange(capacity, dtype=np.int64)
+    out.flags.writeable = False
+    return out
+
+
+# The tables below are read-only views of a few arrays made once per power of two: a batch's parts
+# vary in size from batch to batch, and numpy gives the GIL away to fill a new one.
+
+@functools.lru_cache(maxsize=256)
+def zero_rows(n: int, width: int) -> np.ndarray:
+    """A read-only [n, width] int64 table of zeros, the same object for the same size: the anchors of
+    whole samples, batch after batch."""
+    return _zeros(_capacity(n), width)[:n]
+
+
+@functools.lru_cache(maxsize=256)
+def sample_positions(n: int) -> np.ndarray:
+    """A read-only ``np.arange(n)`` (int64), the same object for the same size."""
+    return _aranges(_capacity(n))[:n]
 
 
 def dense_batch(array: np.ndarray, layout: str = "") -> TensorListCPU:

@@ -174,7 +174,7 @@ void crop_mirror_normalize(ThreadPool& pool, Array src, I64Array src_shapes, I64
 }
 
 ArrayTuple crop_mirror_normalize_plan(I64Array src_shapes, I64Array src_offsets, I64Array dst_shapes,
-                                      I64Array dst_offsets, I64Array anchors, I64Array mirror, ArrayOf<double> std,
+                                      I64Array dst_offsets, I64Array anchors, ArrayOf<uint8_t> mirror, ArrayOf<float> std,
                                       double scale, int64_t channel_out_dim) {
   constexpr int64_t kDims = 8, kRow = 4 + 3 * kDims;
   const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
@@ -203,7 +203,7 @@ ArrayTuple crop_mirror_normalize_plan(I64Array src_shapes, I64Array src_offsets,
   auto inv_std = ArrayOf<float>::empty(std::vector<int64_t>(std.shape()));
   for (int64_t k = 0; k < std.size(); ++k) {
     if (std.data()[k] == 0) throw std::invalid_argument("crop_mirror_normalize: std must not be 0");
-    inv_std.mutable_data()[k] = float(scale / std.data()[k]);
+    inv_std.mutable_data()[k] = float(scale / double(std.data()[k]));
   }
   return {desc, inv_std};
 }

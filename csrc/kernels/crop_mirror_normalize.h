@@ -14,8 +14,9 @@ void crop_mirror_normalize(ThreadPool& pool, Array src, I64Array src_shapes, I64
 // output offsets, mirror, output volume, then, each padded to 8 dimensions, the source's shape
 // without its channels and the window's anchor and shape: the output's without its channel
 // dimension `channel_out_dim`), and scale / std as floats (std [N, C] must hold no 0).
+// mirror and std come in the operator's own types: a cast on the way in gave the GIL away.
 ArrayTuple crop_mirror_normalize_plan(I64Array src_shapes, I64Array src_offsets, I64Array dst_shapes,
-                                      I64Array dst_offsets, I64Array anchors, I64Array mirror, ArrayOf<double> std,
+                                      I64Array dst_offsets, I64Array anchors, ArrayOf<uint8_t> mirror, ArrayOf<float> std,
                                       double scale, int64_t channel_out_dim);
 
 }  // namespace penstock

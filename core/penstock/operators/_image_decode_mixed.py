@@ -39,7 +39,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .. import _engine
-from .._batch import zero_rows
+from .._batch import sample_positions, zero_rows
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
@@ -403,9 +403,9 @@ def _split_by_bytes(lengths: np.ndarray, parts: int | np.ndarray) -> list[np.nda
     if not len(lengths) or not len(speeds):
         return []
     if len(speeds) == 1:  # one decoder takes all (numpy's split would give the GIL away)
-        return [np.arange(len(lengths))]
+        return [sample_positions(len(lengths))]
     ends = np.cumsum(lengths)
     fractions = np.cumsum(speeds)[:-1] / speeds.sum()
     # a sample goes to the run its middle byte falls in
     cuts = np.searchsorted(ends - lengths / 2, ends[-1] * fractions, side="right")
-    return np.split(np.arange(len(lengths)), cuts)
+    return np.split(sample_positions(len(lengths)), cuts)
