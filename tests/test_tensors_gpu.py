@@ -161,3 +161,17 @@ def test_to_torch_tensor_copies_on_the_device():
     copied, shared = to_torch_tensor(t, copy=True), to_torch_tensor(t, copy=False)
     assert copied.is_cuda and copied.data_ptr() != t.data_ptr() and shared.data_ptr() == t.data_ptr()
     assert copied.cpu().tolist() == shared.cpu().tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_foreign_streams_are_wrapped_without_cupys_deprecated_external_stream():
+    import warnings
+    from penstock.tensors._device import cupy_stream
+    made = cp.cuda.Stream(non_blocking=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # CuPy 14 deprecates ExternalStream
+        wrapped = cupy_stream(made.ptr, 0)
+        with cp.cuda.Device(0), wrapped:
+            data = cp.arange(8) * 2  # queued on the wrapped stream
+    assert wrapped.ptr == made.ptr and cupy_stream(0).ptr == 0
+    made.synchronize()
+    assert data.tolist() == [2 * k for k in range(8)]

@@ -12,6 +12,7 @@ from .._batch import empty_batch, host_buffer
 from .._registry import ArgumentValueError
 from .._sources import gpu_data_error, host_array, sample_arrays, sample_shapes
 from ..tensors import TensorCPU, TensorListCPU, TensorListGPU
+from ..tensors._device import cupy_stream
 from ..types import DALIDataType, to_dali_type
 
 
@@ -38,7 +39,7 @@ def device_batch(data: Any, label: str, copy: bool, cuda_stream: Any, use_copy_k
     queued on that stream, and the batch carries an event the pipeline's stream waits for."""
     import cupy as cp
     handle = _stream_handle(cuda_stream)
-    stream = cp.cuda.ExternalStream(0 if handle == 1 else handle)
+    stream = cupy_stream(0 if handle == 1 else handle)
     with stream:
         if isinstance(data, TensorListGPU):
             tl = TensorListGPU._from_packed(data._buf.copy() if copy else data._buf, data._shapes.copy(),

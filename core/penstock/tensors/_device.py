@@ -22,6 +22,29 @@ def _cupy():
     return cupy
 
 
+class _StreamHandle:
+    """A raw CUDA stream handle under the CUDA stream protocol (``__cuda_stream__``)."""
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+
+def cupy_stream(handle: int, device_id: int = -1) -> Any:
+    """CuPy's stream object for the CUDA stream ``handle`` (0: the legacy default stream), made by
+    the caller's code, not CuPy's. CuPy 14 takes foreign streams through the CUDA stream protocol
+    (``Stream.from_external``) and deprecates ``ExternalStream``; the stream then names no device
+    (as ExternalStream's ``device_id=-1``), so it is used under its own device, as every caller does."""
+    cp = _cupy()
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is None:
+        return cp.cuda.ExternalStream(int(handle), int(device_id))
+    return from_external(_StreamHandle(int(handle)))
+
+
 def _device_array(data: Any) -> Any:
     """``data`` as a CuPy array, on the GPU it is on. ``cupy.asarray`` alone copies device data of
     another GPU than the calling thread's current one onto the current one: with one pipeline per
@@ -127,7 +150,7 @@ class _StreamOrdered:
         if use_copy_kernel:
             dst = cp.ndarray(src.shape, src.dtype, cp.cuda.MemoryPointer(
                 cp.cuda.UnownedMemory(int(ptr), src.nbytes, None, self._device_id), 0))
-            with cp.cuda.Device(self._device_id), cp.cuda.ExternalStream(raw):
+            with cp.cuda.Device(self._device_id), cupy_stream(raw, self._device_id):
                 cp.copyto(dst, src)
         else:
             rt.memcpyAsync(int(ptr), src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, raw)

@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from ... import _cuda
+from ...tensors._device import cupy_stream
 
 __all__ = ["Stream", "stream", "set_default_stream", "get_default_stream", "set_current_stream",
            "get_current_stream"]
@@ -56,7 +57,7 @@ class Stream:
             if device_id is not None and device_id != owner:
                 raise ValueError(f"The device_id {device_id} doesn't match the stream's device {owner}")
             self._device_id = int(owner)
-            self._cupy_stream = cp.cuda.ExternalStream(handle, self._device_id)
+            self._cupy_stream = cupy_stream(handle, self._device_id)
             self._obj = stream
 
     @property
