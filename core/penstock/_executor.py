@@ -143,7 +143,7 @@ class Executor:
         self._position = {id(op): pos for pos, op in enumerate(flat)}
         self._plans: dict[int, tuple] = {}
         self._threads: list[threading.Thread] = []
-        self._queues: list[queue.Queue] = []
+        self._queues: list[queue.SimpleQueue] = []
         self._closed = False
         self._cpu_gate_released_at = -1
         self._refills = _on_error.plan(flat)  # decoders with on_error="skip"; may refuse the graph
@@ -167,7 +167,9 @@ class Executor:
                 self._gates[0] = threading.Semaphore(queue_sizes[0])
                 self._gates[first_gpu] = threading.Semaphore(queue_sizes[1])
                 self._cpu_gate_released_at = first_gpu
-            self._queues = [queue.Queue() for _ in groups]
+            # C queues: a stage blocked on its inbox gives the GIL away once, where queue.Queue's
+            # Python condition took locks (and the GIL) several times around each hand-over
+            self._queues = [queue.SimpleQueue() for _ in groups]
             for k in range(len(groups)):
                 nxt = self._queues[k + 1] if k + 1 < len(groups) else None
                 # the thread gets the group's index, not its ops: operators reference their graph
@@ -362,7 +364,8 @@ def run_iteration_inline(ex: Executor, it: Iteration) -> None:
     it.done.set()
 
 
-def _stage_worker(ex_ref: "weakref.ref[Executor]", group: int, inbox: queue.Queue, outbox: queue.Queue | None) -> None:
+def _stage_worker(ex_ref: "weakref.ref[Executor]", group: int, inbox: queue.SimpleQueue,
+                  outbox: queue.SimpleQueue | None) -> None:
     # Holds the executor only while working on an iteration, so a dropped pipeline is freed.
     while True:
         it = inbox.get()
