@@ -27,7 +27,10 @@ from _util import free_port, run_together  # noqa: E402
 CLASSES, PER_CLASS, BATCH = 2, 13, 2
 N = CLASSES * PER_CLASS
 COMMON = ["--device", "cpu", "--arch", "tiny", "--batch", str(BATCH), "--threads", "1", "--warmup", "1"]
-TIMEOUT_S = 300
+# torchrun's agents meet at an exit barrier once their workers are done; it misses a host now and then
+# (pytorch/pytorch#69520) and then waits out its 300 s before the agent exits, successfully: a launch
+# may take that long on top of its work
+TIMEOUT_S = 480
 
 
 @pytest.fixture(scope="module")
