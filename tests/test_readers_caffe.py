@@ -5,6 +5,7 @@ import io
 import os
 import re
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -201,6 +202,66 @@ def test_two_pipelines_share_a_database(caffe_db):
     assert [x.tolist() for x in a[0][1]] == [x.tolist() for x in b[0][1]]
     del p1
     assert [np.array(x).tolist() for x in p2.run()[1]] == [[2], [5]]
+
+
+def _lmdb_reader(pipe):
+    """The pipeline's LMDB reader, once the pipeline and its read-ahead thread stopped: the test's
+    threads are the only ones that read."""
+    from penstock.operators import readers_caffe
+    reader = next(op for op in pipe._ops if isinstance(op, readers_caffe._LmdbReader))
+    pipe._executor.shutdown()
+    reader.stop_reading()
+    if reader._io is not None:
+        reader._io.join()
+    return reader
+
+
+def test_a_close_from_another_thread_waits_for_the_read_in_progress(tmp_path):
+    # the pipeline's finalizer closing the reader while its read-ahead thread is inside a transaction:
+    # closing the environment under it crashed the process (a segfault, now and then, in the S3 tests)
+    p, _ = run(fn.readers.caffe, batch_size=2, iterations=1, path=[write_lmdb(str(tmp_path / "db"), CAFFE_RECORDS)])
+    reader = _lmdb_reader(p)
+    inside, go_on, out = threading.Event(), threading.Event(), []
+    values = reader._values
+
+    def slow_values(indices):
+        inside.set()
+        go_on.wait(10)
+        return values(indices)
+
+    reader._values = slow_values
+    reading = threading.Thread(target=lambda: out.append(reader.records(np.array([0, 1]))))
+    reading.start()
+    assert inside.wait(10)
+    closing = threading.Thread(target=reader.close)
+    closing.start()
+    closing.join(0.3)
+    assert closing.is_alive() and reader._envs  # the close waits for the read
+    go_on.set()
+    reading.join(10)
+    closing.join(10)
+    assert not closing.is_alive() and reader._envs == []
+    blob, starts, sizes = out[0]
+    assert sizes.tolist() == [len(CAFFE_RECORDS[0]), len(CAFFE_RECORDS[1])]
+    with pytest.raises(RuntimeError, match="the reader was closed"):
+        reader.records(np.array([0]))
+
+
+def test_a_close_inside_a_read_on_its_own_thread_waits_for_the_reads_end(tmp_path):
+    # the garbage collector may finalize the pipeline on the reading thread, inside the read
+    p, _ = run(fn.readers.caffe, batch_size=2, iterations=1, path=[write_lmdb(str(tmp_path / "db"), CAFFE_RECORDS)])
+    reader = _lmdb_reader(p)
+    values = reader._values
+
+    def values_then_closed(indices):
+        found = values(indices)
+        reader.close()
+        assert reader._envs  # still open: the transaction's values are in use
+        return found
+
+    reader._values = values_then_closed
+    blob, _, sizes = reader.records(np.array([2]))
+    assert reader._envs == [] and blob == CAFFE_RECORDS[2] and sizes.tolist() == [len(CAFFE_RECORDS[2])]
 
 
 def test_caffe2_images_encoded_and_raw_with_single_labels(tmp_path):

@@ -175,6 +175,13 @@ class _LmdbReader(Reader):
 
     def setup(self) -> None:
         self._envs: list[tuple[str, Any]] = []
+        # The pipeline's finalizer may close this reader on another thread while the read-ahead thread
+        # is inside a transaction, and closing an environment under a transaction crashes the process:
+        # reads and the release take turns; a release asked for inside a read (the garbage collector
+        # finalizing the pipeline on the reading thread) waits for the read's end.
+        self._reading = threading.Lock()
+        self._reading_thread: int | None = None
+        self._release_after_read = False
         super().setup()
 
     def scan(self) -> int:
@@ -201,6 +208,21 @@ class _LmdbReader(Reader):
 
     def records(self, indices: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
         """The batch's records back to back, with their starts and sizes: one getmulti per database."""
+        with self._reading:
+            if not self._envs:
+                raise RuntimeError(f"{self.label}: the reader was closed")
+            self._reading_thread = threading.get_ident()
+            try:
+                values = self._values(indices)
+            finally:
+                self._reading_thread = None
+                if self._release_after_read:
+                    self._release_environments()
+        sizes = np.fromiter(map(len, values), np.int64, len(values))
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return b"".join(values), starts, sizes
+
+    def _values(self, indices: np.ndarray) -> list[bytes]:
         dbs = self.db_of[indices]
         parts = []
         for db in np.unique(dbs):
@@ -213,15 +235,12 @@ class _LmdbReader(Reader):
                                    "listed its keys (was the database changed?)")
             parts.append((at, list(map(operator.itemgetter(1), found))))
         if len(parts) == 1:
-            values = parts[0][1]
-        else:  # a batch across databases: back in the batch's order
-            values = [b""] * len(indices)
-            for at, found in parts:
-                for k, value in zip(at.tolist(), found):
-                    values[k] = value
-        sizes = np.fromiter(map(len, values), np.int64, len(values))
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        return b"".join(values), starts, sizes
+            return parts[0][1]
+        values = [b""] * len(indices)  # a batch across databases: back in the batch's order
+        for at, found in parts:
+            for k, value in zip(at.tolist(), found):
+                values[k] = value
+        return values
 
     def parse(self, ws, indices: np.ndarray, parser: Any, *args: Any) -> tuple:
         blob, starts, sizes = self.records(indices)
@@ -236,9 +255,17 @@ class _LmdbReader(Reader):
         raise NotImplementedError
 
     def _release(self) -> None:
+        if self._reading_thread == threading.get_ident():
+            self._release_after_read = True
+            return
+        with self._reading:
+            self._release_environments()
+
+    def _release_environments(self) -> None:
         for key, _env in self._envs:
             _ENVIRONMENTS.release(key)
         self._envs = []
+        self._release_after_read = False
 
     def close(self) -> None:
         super().close()
