@@ -48,7 +48,8 @@ def _aranges(capacity: int) -> np.ndarray:
 
 
 # The tables below are read-only views of a few arrays made once per power of two: a batch's parts
-# vary in size from batch to batch, and numpy gives the GIL away to fill a new one.
+# vary in size from batch to batch, and numpy gives the GIL away to fill a new one. zero_rows gives
+# the same object for the same size: callers test whether anchors are the shared zeros by identity.
 
 @functools.lru_cache(maxsize=256)
 def zero_rows(n: int, width: int) -> np.ndarray:
@@ -57,9 +58,8 @@ def zero_rows(n: int, width: int) -> np.ndarray:
     return _zeros(_capacity(n), width)[:n]
 
 
-@functools.lru_cache(maxsize=256)
 def sample_positions(n: int) -> np.ndarray:
-    """A read-only ``np.arange(n)`` (int64), the same object for the same size."""
+    """A read-only ``np.arange(n)`` (int64)."""
     return _aranges(_capacity(n))[:n]
 
 

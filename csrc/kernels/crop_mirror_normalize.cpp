@@ -174,8 +174,8 @@ void crop_mirror_normalize(ThreadPool& pool, Array src, I64Array src_shapes, I64
 }
 
 ArrayTuple crop_mirror_normalize_plan(I64Array src_shapes, I64Array src_offsets, I64Array dst_shapes,
-                                      I64Array dst_offsets, I64Array anchors, ArrayOf<uint8_t> mirror, ArrayOf<float> std,
-                                      double scale, int64_t channel_out_dim) {
+                                      I64Array dst_offsets, I64Array anchors, ArrayOf<uint8_t> mirror,
+                                      ArrayOf<float> std, double scale, int64_t channel_out_dim) {
   constexpr int64_t kDims = 8, kRow = 4 + 3 * kDims;
   const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
   if (n < 0 || nd < 1 || nd - 1 > kDims || dst_shapes.ndim() != 2 || dst_shapes.shape(0) != n ||

@@ -16,7 +16,7 @@ void crop_mirror_normalize(ThreadPool& pool, Array src, I64Array src_shapes, I64
 // dimension `channel_out_dim`), and scale / std as floats (std [N, C] must hold no 0).
 // mirror and std come in the operator's own types: a cast on the way in gave the GIL away.
 ArrayTuple crop_mirror_normalize_plan(I64Array src_shapes, I64Array src_offsets, I64Array dst_shapes,
-                                      I64Array dst_offsets, I64Array anchors, ArrayOf<uint8_t> mirror, ArrayOf<float> std,
-                                      double scale, int64_t channel_out_dim);
+                                      I64Array dst_offsets, I64Array anchors, ArrayOf<uint8_t> mirror,
+                                      ArrayOf<float> std, double scale, int64_t channel_out_dim);
 
 }  // namespace penstock

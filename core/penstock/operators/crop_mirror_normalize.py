@@ -84,7 +84,7 @@ class CropMirrorNormalize(Operator):
         pad = bool(self.args["pad_output"])
         if cdim == nd - 1:  # channels last, as they come: the windows with the padded channel count
             out_shapes = _engine.with_columns(windows, nd - 1, np.array([c + pad], np.int64))
-        else:  # the spatial sizes from cdim on move one column right for the channels (numpy's insert gave the GIL away)
+        else:  # the sizes from cdim on move one column right for the channels (numpy's insert gave the GIL away)
             shifted = _engine.with_columns(windows, cdim + 1, windows, cdim, nd - 1 - cdim)
             out_shapes = _engine.with_columns(shifted, cdim, np.array([c + pad], np.int64))
         fill, mean, std = self._normalization(ws, c, pad, dtype)
