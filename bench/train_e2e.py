@@ -13,6 +13,10 @@ Feeds:
               HWC float, handed over as NCHW channels_last without a copy) through
               penstock.plugin.pytorch.DALIClassificationIterator
   dali        the same pipeline and iterator in NVIDIA DALI 2.4 (when it imports)
+  penstock-beside
+              the model on the synthetic batch while penstock's pipeline makes and hands over one
+              batch a step in a thread of its own (not by default): what the pipeline's presence
+              costs the model, apart from the batch's hand-off and any wait for it
   dataloader  torch.utils.data.DataLoader over torchvision's ImageFolder with RandomResizedCrop,
               RandomHorizontalFlip, ToTensor, Normalize; N workers, pin_memory, copied to the GPU
 The data: a generated photo set (bench/photos.py, default imagenet-like). Every (model, feed) runs
@@ -194,6 +198,24 @@ def pipeline_feed(system: str, root: str, batch: int, size: int, threads: int, d
     return next_batch
 
 
+def beside_feed(model_batch, pipeline_batch):
+    """The model's batch from ``model_batch``, and for each, one batch taken from ``pipeline_batch``
+    by a daemon thread and dropped."""
+    import threading
+    asked = threading.Semaphore(2)  # the pipeline's batches for this step and the next
+
+    def take() -> None:
+        while True:
+            asked.acquire()
+            pipeline_batch()
+    threading.Thread(target=take, name="beside", daemon=True).start()
+
+    def next_batch():
+        asked.release()
+        return model_batch()
+    return next_batch
+
+
 def dataloader_feed(root: str, batch: int, size: int, workers: int, device: str):
     """torchvision's ImageNet recipe in a DataLoader; without torchvision (the CPU test machine)
     the same steps in PIL and torch from torch_baseline.py, at 224 px."""
@@ -268,6 +290,8 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     sync()
     if feed == "synthetic":
         next_batch = warm
+    elif feed == "penstock-beside":
+        next_batch = beside_feed(warm, pipeline_feed("penstock", root, args.batch, size, args.threads, args.device))
     elif feed == "dataloader":
         next_batch = dataloader_feed(root, args.batch, size, args.threads, args.device)
     else:  # penstock, dali, or a variant penstock:NAME (its environment set by the parent)

@@ -72,3 +72,21 @@ def test_the_python_loop_holds_the_gil_then_waits_without_it():
     assert 1.5 <= got["cpu_ms_per_step:forward"] <= 6.0, got
     assert got["wall_ms_per_step:backward"] >= 4.0
     assert got["cpu_ms_per_step:backward"] < got["wall_ms_per_step:backward"] / 2  # a sleep, not a spin
+
+
+def test_the_beside_feed_trains_on_the_model_batch_and_takes_one_pipeline_batch_a_step():
+    import threading
+    taken, threads = [], set()
+    took = threading.Semaphore(0)
+
+    def pipeline_batch():
+        threads.add(threading.get_ident())
+        taken.append(len(taken))
+        took.release()
+    next_batch = train_e2e.beside_feed(lambda: "model batch", pipeline_batch)
+    assert [next_batch() for _ in range(5)] == ["model batch"] * 5
+    for _ in range(5):
+        assert took.acquire(timeout=10)
+    time.sleep(0.05)  # two batches ahead at most: the step's and the next one's
+    assert 5 <= len(taken) <= 7
+    assert threading.get_ident() not in threads
