@@ -30,16 +30,21 @@ def rn50_graph(lib, kind: str, root: str, device: str = "cpu", size: int = 224, 
     of shard ``shard_id`` of ``num_shards``."""
     fn, types = lib.fn, lib.types
     decoder = {"device": "mixed" if device == "gpu" else "cpu", "output_type": types.RGB, **(decoder_args or {})}
+
+    def on_device(images):
+        # a GPU pipeline asked to decode on the host (decoder_args={"device": "cpu"}) augments on the GPU
+        return images.gpu() if device == "gpu" and decoder["device"] == "cpu" else images
+
     jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(kind == "train"), shard_id=shard_id,
                                     num_shards=num_shards, name="Reader")
     if kind == "train":
-        images = fn.decoders.image_random_crop(jpegs, random_area=[0.08, 1.0], random_aspect_ratio=[0.75, 4 / 3],
-                                               num_attempts=10, **decoder)
+        images = on_device(fn.decoders.image_random_crop(jpegs, random_area=[0.08, 1.0],
+                                                         random_aspect_ratio=[0.75, 4 / 3], num_attempts=10, **decoder))
         images = fn.resize(images, resize_x=size, resize_y=size)
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout=layout, mean=IMAGENET_MEAN,
                                           std=IMAGENET_STD, mirror=fn.random.coin_flip())
     elif kind == "val":
-        images = fn.decoders.image(jpegs, **decoder)
+        images = on_device(fn.decoders.image(jpegs, **decoder))
         images = fn.resize(images, resize_shorter=round(size * 256 / 224))
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout=layout, crop=(size, size),
                                           mean=IMAGENET_MEAN, std=IMAGENET_STD)

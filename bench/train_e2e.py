@@ -42,7 +42,8 @@ run checks that every feed works.
 
 A --variant NAME SETTING... is one more feed, penstock:NAME: penstock with SETTINGs, each an
 environment variable (ENV=VALUE) or an argument of the mixed decoder (decoder.ARG=VALUE, VALUE a
-Python literal), run in its turn of every round like the other feeds.
+Python literal; decoder.device="'cpu'" decodes on the host and uploads the images), run in its turn
+of every round like the other feeds.
 """
 from __future__ import annotations
 
