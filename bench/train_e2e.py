@@ -52,6 +52,7 @@ import ast
 import json
 import os
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -201,17 +202,23 @@ def pipeline_feed(system: str, root: str, batch: int, size: int, threads: int, d
 
 def beside_feed(model_batch, pipeline_batch):
     """The model's batch from ``model_batch``, and for each, one batch taken from ``pipeline_batch``
-    by a daemon thread and dropped."""
-    import threading
+    by a daemon thread and dropped. A failure of the pipeline is raised at the next step: the run
+    must not go on measuring the model alone."""
     asked = threading.Semaphore(2)  # the pipeline's batches for this step and the next
+    failed: list[BaseException] = []
 
     def take() -> None:
-        while True:
-            asked.acquire()
-            pipeline_batch()
+        try:
+            while True:
+                asked.acquire()
+                pipeline_batch()
+        except BaseException as exc:  # noqa: BLE001 - raised on the training thread
+            failed.append(exc)
     threading.Thread(target=take, name="beside", daemon=True).start()
 
     def next_batch():
+        if failed:
+            raise RuntimeError("penstock-beside: the pipeline beside the model failed") from failed[0]
         asked.release()
         return model_batch()
     return next_batch

@@ -2,6 +2,7 @@
 decoder arguments, for A/B runs of settings in alternating rounds) and its phase times."""
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -75,7 +76,6 @@ def test_the_python_loop_holds_the_gil_then_waits_without_it():
 
 
 def test_the_beside_feed_trains_on_the_model_batch_and_takes_one_pipeline_batch_a_step():
-    import threading
     taken, threads = [], set()
     took = threading.Semaphore(0)
 
@@ -90,3 +90,77 @@ def test_the_beside_feed_trains_on_the_model_batch_and_takes_one_pipeline_batch_
     time.sleep(0.05)  # two batches ahead at most: the step's and the next one's
     assert 5 <= len(taken) <= 7
     assert threading.get_ident() not in threads
+
+
+def test_a_failing_pipeline_beside_the_model_stops_the_run():
+    def pipeline_batch():
+        raise OSError("a file went away")
+    next_batch = train_e2e.beside_feed(lambda: "model batch", pipeline_batch)
+    deadline = time.monotonic() + 10
+    with pytest.raises(RuntimeError, match="pipeline beside the model failed") as info:
+        while time.monotonic() < deadline:
+            next_batch()
+            time.sleep(0.01)
+    assert isinstance(info.value.__cause__, OSError)
+
+
+class _Node:
+    """A graph value of the fake library below: its history of operators."""
+
+    def __init__(self, history):
+        self.history = history
+
+    def gpu(self):
+        return _Node(self.history + ["gpu"])
+
+
+class _FakeLib:
+    """Records the operators rn50_graph calls and the devices its decoders are asked for."""
+
+    def __init__(self):
+        self.decoder_devices = []
+        lib = self
+
+        class Fn:
+            class readers:
+                @staticmethod
+                def file(**kwargs):
+                    return _Node(["jpegs"]), _Node(["labels"])
+
+            class decoders:
+                @staticmethod
+                def image_random_crop(data, device, **kwargs):
+                    lib.decoder_devices.append(device)
+                    return _Node(data.history + ["decode"])
+
+            class random:
+                @staticmethod
+                def coin_flip():
+                    return _Node(["coin"])
+
+            @staticmethod
+            def resize(data, **kwargs):
+                return _Node(data.history + ["resize"])
+
+            @staticmethod
+            def crop_mirror_normalize(data, **kwargs):
+                return _Node(data.history + ["cmn"])
+        self.fn = Fn
+
+        class types:
+            RGB, FLOAT = "RGB", "FLOAT"
+        self.types = types
+
+
+@pytest.mark.parametrize("device, decoder_args, decoder_device, images, labels", [
+    ("gpu", None, "mixed", ["jpegs", "decode", "resize", "cmn"], ["labels", "gpu"]),
+    ("gpu", {"device": "cpu"}, "cpu", ["jpegs", "decode", "gpu", "resize", "cmn"], ["labels", "gpu"]),
+    ("cpu", None, "cpu", ["jpegs", "decode", "resize", "cmn"], ["labels"]),
+])
+def test_the_bench_pipeline_decodes_on_the_host_and_augments_on_the_gpu_when_asked(
+        device, decoder_args, decoder_device, images, labels):
+    from _pipelines import rn50_graph
+    lib = _FakeLib()
+    got_images, got_labels = rn50_graph(lib, "train", "/photos", device, decoder_args=decoder_args)
+    assert lib.decoder_devices == [decoder_device]
+    assert got_images.history == images and got_labels.history == labels
