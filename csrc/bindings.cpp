@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "codec/dlpack_export.h"
 #include "codec/nvimgcodec.h"
 #include "codec/stream_queue.h"
 #include "engine/batch_shapes.h"
@@ -82,21 +83,34 @@ void drop_orphans() {
   for (PyObject* object : dropped) Py_DECREF(object);
 }
 
+// Drops a reference: at once with the GIL held, else at the next array conversion (a consumer frees
+// a DLPack view on any thread, the autograd engine's among them, and taking the GIL there would
+// make that thread wait for the pipeline's and the training loop's Python).
+void drop_reference(void* object) {
+  if (!Py_IsInitialized()) return;  // freed after the interpreter's end: nothing left to drop
+  if (PyGILState_Check()) {
+    Py_DECREF(static_cast<PyObject*>(object));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(orphans_mutex);
+  orphans.push_back(static_cast<PyObject*>(object));
+}
+
 // A view of a numpy array that holds a reference to it: dropped at once where the last copy of the
 // view goes with the GIL held, else by the next array conversion (drop_orphans).
 Array view_of(const py::array& a) {
   drop_orphans();
-  std::shared_ptr<void> owner(a.inc_ref().ptr(), [](void* object) {
-    if (PyGILState_Check()) {
-      Py_DECREF(static_cast<PyObject*>(object));
-      return;
-    }
-    std::lock_guard<std::mutex> lock(orphans_mutex);
-    orphans.push_back(static_cast<PyObject*>(object));
-  });
+  std::shared_ptr<void> owner(a.inc_ref().ptr(), drop_reference);
   return Array(const_cast<void*>(a.data()), a.dtype().kind(), a.itemsize(),
                std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), (a.flags() & py::array::c_style) != 0,
                a.writeable(), std::move(owner));
+}
+
+// A "dltensor" capsule no consumer took (one that did renamed it and calls the deleter itself).
+void destroy_unconsumed_view(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto* managed = static_cast<codec::DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  managed->deleter(managed);
 }
 
 // The bit generator behind a numpy BitGenerator's capsule (`what` names the caller in the error).
@@ -286,6 +300,44 @@ PYBIND11_MODULE(_engine, m) {
   m.def("wait_event", &codec::wait_event, "Make a stream wait for an event (CUevent)", "stream"_a, "event"_a);
   m.def("wait_for_stream", &codec::wait_for_stream, "Make stream `waiting` wait for the work queued on `producer`",
         "waiting"_a, "producer"_a);
+  m.def(
+      "dlpack_view",
+      [](const py::object& owner, uintptr_t data, std::vector<int64_t> shape, std::vector<int64_t> strides,
+         uint8_t code, uint8_t bits, int32_t device_type, int32_t device_id, int64_t consumer, uintptr_t event,
+         uintptr_t producer) {
+        drop_orphans();
+        codec::ExportRequest request;
+        request.data = data;
+        request.shape = std::move(shape);
+        request.strides = std::move(strides);
+        request.dtype = codec::DLDataType{code, bits, 1};
+        request.device = codec::DLDevice{device_type, device_id};
+        request.consumer = consumer;
+        request.event = event;
+        request.producer = producer;
+        request.release_owner = drop_reference;
+        request.owner = owner.inc_ref().ptr();
+        codec::DLManagedTensor* managed;
+        try {
+          managed = codec::export_view(std::move(request));
+        } catch (...) {
+          owner.dec_ref();
+          throw;
+        }
+        PyObject* capsule = PyCapsule_New(managed, "dltensor", destroy_unconsumed_view);
+        if (!capsule) {
+          managed->deleter(managed);
+          throw py::error_already_set();
+        }
+        return py::reinterpret_steal<py::object>(capsule);
+      },
+      "A DLPack capsule viewing `data` (shape, strides in elements, DLPack type code and bits, device) and "
+      "keeping `owner` until its consumer frees it; for a CUDA view, the `consumer` stream (DLPack's number: "
+      "1 the legacy default stream, -1 no ordering) first waits for `event` or, without one, for the work "
+      "queued on `producer`, and a producer stream lending to a default stream waits for the consumer's work "
+      "when the view is freed",
+      "owner"_a, "data"_a, "shape"_a, "strides"_a, "code"_a, "bits"_a, "device_type"_a, "device_id"_a,
+      "consumer"_a = -1, "event"_a = 0, "producer"_a = 0);
   m.def(
       "copy_to_device",
       [](uintptr_t dst, const py::buffer& src, uintptr_t staging, uintptr_t stream, size_t release_gil_from) {

@@ -1,4 +1,7 @@
 """GPU tensor classes (CuPy memory) and their CUDA hand-off to PyTorch. Needs CuPy and a CUDA device."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -46,6 +49,71 @@ def test_torch_receives_cuda_tensors_ordered_after_the_producer_stream():
     feed_ndarray(batch, out)
     torch.cuda.synchronize()
     assert torch.equal(out.cpu(), torch.from_numpy(cp.asnumpy(data)))
+
+
+def test_memory_lent_to_torch_is_reused_only_after_torchs_work_on_it():
+    """A batch made on the pipeline's stream and read by torch on its default stream: when torch
+    frees its view, the pipeline's stream waits for what torch queued on it so far, so the pool's
+    next use of the memory on that stream (here, zeroing it) cannot overwrite it under torch's
+    still-running kernel."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    from penstock_pytorch.tensors import to_torch
+    producer = cp.cuda.Stream(non_blocking=True)
+    with producer:
+        data = cp.ones((64, 1024), dtype=cp.float32)
+    batch = TensorListGPU(data, stream=producer)
+    producer.synchronize()
+    t = to_torch(batch)
+    torch.cuda._sleep(200_000_000)  # torch's stream is busy for a while before it reads the batch
+    total = t.sum()
+    del t
+    with producer:
+        data.fill(0)  # the pipeline reuses the memory on its stream
+    torch.cuda.synchronize()
+    producer.synchronize()
+    assert total.item() == 64 * 1024
+
+
+def test_a_view_keeps_its_producers_stream_until_torch_frees_it():
+    """The pipeline (its stream among its objects) may be gone before the training loop frees a
+    batch: freeing the view then still orders the stream, which the view keeps alive. (Torch may
+    free the view without the GIL; the reference is then dropped by the engine's next call.)"""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    from penstock_pytorch.tensors import to_torch
+
+    def lend():
+        producer = cp.cuda.Stream(non_blocking=True)
+        with producer:
+            data = cp.full((8, 16), 3, dtype=cp.int32)
+        return to_torch(TensorListGPU(data, stream=producer)), weakref.ref(producer)
+    t, stream = lend()
+    gc.collect()
+    assert stream() is not None  # held by the view
+    assert int(t.sum().item()) == 3 * 8 * 16
+    del t  # orders the stream the view kept
+    torch.cuda.synchronize()
+
+
+def test_a_batch_hands_torch_its_dense_view_with_shape_and_type():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    from penstock_pytorch.tensors import to_torch
+    for dtype, want in ((cp.uint8, torch.uint8), (cp.float16, torch.float16), (cp.int64, torch.int64),
+                        (cp.bool_, torch.bool)):
+        data = (cp.arange(24) % 2).astype(dtype).reshape(4, 3, 2)
+        t = to_torch(TensorListGPU(data, "HW"))
+        assert t.dtype == want and tuple(t.shape) == (4, 3, 2) and t.data_ptr() == int(data.data.ptr)
+        assert torch.equal(t.cpu(), torch.from_numpy(cp.asnumpy(data)))
+    samples = [cp.full((2, 3), k, cp.int32) for k in range(3)]
+    t = to_torch(TensorListGPU(samples))
+    assert tuple(t.shape) == (3, 2, 3) and t[:, 0, 0].tolist() == [0, 1, 2]
+    with pytest.raises(RuntimeError, match="different shapes"):
+        to_torch(TensorListGPU([cp.zeros((2, 3)), cp.zeros((3, 3))]))
 
 
 def _gpu_count() -> int:

@@ -16,6 +16,9 @@ struct Driver {
   int (*cuMemcpyHtoDAsync)(unsigned long long, const void*, size_t, void*);
   int (*cuEventCreate)(void**, unsigned);
   int (*cuEventDestroy)(void*);
+  int (*cuCtxSetCurrent)(void*);
+  int (*cuDeviceGet)(int*, int);
+  int (*cuDevicePrimaryCtxRetain)(void**, int);
 };
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).
@@ -23,5 +26,19 @@ const Driver& driver();
 
 // Throws for a non-zero status of a CUDA driver call.
 void check_cuda(int status, const char* what);
+
+// Makes GPU `device_id`'s primary context (the runtime API's, which CuPy and the frameworks use)
+// current on the calling thread for the scope, as `with cupy.cuda.Device(id)` does, without Python.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device_id);
+  ~CurrentDevice();
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  void* previous_ = nullptr;
+  bool switched_ = false;
+};
 
 }  // namespace penstock::codec

@@ -119,22 +119,29 @@ class _StreamOrdered:
             else:
                 _engine.wait_for_stream(waiting, int(self.stream.ptr))
 
-    def _export(self, array: Any, stream: Any) -> Any:
-        """A DLPack capsule of ``array`` for a consumer working on ``stream`` (the DLPack protocol:
-        None = the legacy default stream, -1 = no ordering wanted). The consumer's stream waits
-        for the producer; when the consumer frees the data, the producer's stream waits for the
-        consumer's work before the memory can be reused (see _ConsumerGuard)."""
-        if stream is None:
-            stream = 1
-        stream = int(stream)
-        if stream != -1:
-            self._order_stream_after(stream)
-        if self.stream is not None and stream in _DEFAULT_STREAMS:
-            array = _ConsumerGuard.view(array, self.stream, stream)
-        try:
-            return array.__dlpack__(stream=-1)
-        except TypeError:  # CuPy without the stream argument
-            return array.toDlpack()
+    def _export(self, owner: Any, ptr: int, dtype: np.dtype, shape: Sequence[int], strides: Sequence[int],
+                stream: Any) -> Any:
+        """A DLPack capsule of the device memory at ``ptr`` (``shape``, ``strides`` in elements),
+        kept by ``owner``, for a consumer working on ``stream`` (the DLPack protocol: None = the
+        legacy default stream, -1 = no ordering wanted). The consumer's stream waits for the
+        producer; when a consumer on a default stream frees the view, the producer's stream waits
+        for the consumer's work before its pool hands the memory out again (a consumer on a stream
+        of its own keeps the view alive while its work may read it, as with any DLPack exchange).
+        Made by the engine in one call that keeps the GIL: this runs on the training loop's thread
+        for every output of every batch."""
+        code, bits = _dlpack_type(dtype)
+        if self.stream is not None:
+            owner = (owner, self.stream)  # the view's release queues work on the producer's stream
+        return _engine.dlpack_view(owner, ptr, shape, strides, code, bits, _KDLCUDA, self._device_id,
+                                   1 if stream is None else int(stream),
+                                   0 if self._event is None else int(self._event.ptr),
+                                   0 if self.stream is None else int(self.stream.ptr))
+
+    def _export_array(self, array: Any, stream: Any) -> Any:
+        """``_export`` of a CuPy array."""
+        itemsize = array.itemsize
+        return self._export(array, int(array.data.ptr), array.dtype, array.shape,
+                            tuple(s // itemsize for s in array.strides), stream)
 
     def _copy_out(self, src: Any, ptr: int, cuda_stream: Any, non_blocking: bool, use_copy_kernel: bool) -> None:
         """Copies the contiguous device array ``src`` to device memory at ``ptr`` on ``cuda_stream``
@@ -158,35 +165,26 @@ class _StreamOrdered:
             rt.streamSynchronize(raw)
 
 
-# Stream handles that stay valid for the whole process (the legacy and per-thread default streams).
-_DEFAULT_STREAMS = (0, 1, 2)
+_KDLCUDA = 2
+# DLPack's type codes by numpy's kinds (int, uint, float, complex, bool)
+_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
-class _ConsumerGuard:
-    """Owns a device buffer lent through DLPack to a consumer working on a default stream (the
-    common case: PyTorch and JAX on their default streams). The producer's memory pool hands
-    memory back out to later work on the producer's stream; so when the consumer drops the buffer,
-    the producer's stream is made to wait for everything the consumer queued so far. A consumer
-    on a stream of its own keeps the batch alive while its work may still read it (as with any
-    DLPack exchange): its stream may be gone by the time the buffer is dropped."""
-    __slots__ = ("array", "producer", "consumer")
+def _dlpack_type(dtype: np.dtype) -> tuple[int, int]:
+    """DLPack's (type code, bits) of a numpy dtype."""
+    code = _DLPACK_CODES.get(dtype.kind)
+    if code is None:
+        raise TypeError(f"DLPack has no type for {dtype}")
+    return code, dtype.itemsize * 8
 
-    def __init__(self, array: Any, producer: Any, consumer: int):
-        self.array, self.producer, self.consumer = array, producer, consumer
 
-    @classmethod
-    def view(cls, array: Any, producer: Any, consumer: int) -> Any:
-        cp = _cupy()
-        guard = cls(array, producer, consumer)
-        mem = cp.cuda.UnownedMemory(array.data.ptr, array.nbytes, guard, array.device.id)
-        return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(mem, 0), strides=array.strides)
-
-    def __del__(self) -> None:
-        try:
-            with _cupy().cuda.Device(self.array.device.id):
-                _engine.wait_for_stream(int(self.producer.ptr), 0 if self.consumer == 1 else self.consumer)
-        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to order
-            pass
+def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides, in elements, of ``shape``."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(int(extent), 1)
+    return tuple(reversed(strides))
 
 
 class TensorGPU(_StreamOrdered, _Tensor):
@@ -235,7 +233,7 @@ class TensorGPU(_StreamOrdered, _Tensor):
         return iface
 
     def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
-        return self._export(self._array, stream)
+        return self._export_array(self._array, stream)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (2, self._device_id)  # kDLCUDA
@@ -378,7 +376,13 @@ class TensorListGPU(_StreamOrdered, _Batch):
         return self.as_tensor().__cuda_array_interface__
 
     def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
-        return self._export(self._dense_array(), stream)
+        """The batch as one tensor: a view of its buffer when the samples lie back to back (no
+        CuPy array made), else of a stacked copy."""
+        shape = self._dense_shape()
+        if len(self) and not self._is_packed_cached():
+            return self._export_array(self._dense_array(), stream)
+        return self._export(self._buf, int(self._buf.data.ptr), self._buf.dtype, shape, _contiguous_strides(shape),
+                            stream)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (2, self._device_id)

@@ -52,7 +52,9 @@ def to_torch(data: Any) -> torch.Tensor:
     """A torch tensor viewing a penstock tensor or dense batch (leading batch dimension) without copying.
     For GPU data, torch's current stream is made to wait for the pipeline's work through DLPack's
     stream argument (``torch.from_dlpack`` passes the current stream)."""
-    return torch.from_dlpack(_dense(data))
+    # a GPU batch is its own DLPack view, made without a TensorGPU on the way (every batch, on the
+    # training loop's thread)
+    return torch.from_dlpack(data if isinstance(data, TensorListGPU) else _dense(data))
 
 
 def feed_ndarray(dali_tensor: Any, arr: torch.Tensor, cuda_stream: Any = None) -> torch.Tensor:
