@@ -721,3 +721,12 @@ def test_output_stream_is_the_stream_outputs_are_produced_on():
     assert out.stream is stream
     stream.synchronize()
     np.testing.assert_array_equal(out.as_cpu().at(0), [2, 2, 2])
+
+
+def test_pipeline_streams_take_the_priority_asked_for(monkeypatch):
+    from penstock._cuda import _context
+    _least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
+    monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "high")
+    assert _cuda.DeviceContext(0).stream.priority == greatest
+    monkeypatch.delenv(_context.STREAM_PRIORITY_ENV)
+    assert _cuda.DeviceContext(0).stream.priority == 0

@@ -21,3 +21,14 @@ def non_negative(name: str, default: Number, what: str, parse: Callable[[str], N
     if number < 0:
         raise ValueError(f"{name}={value!r}: expected {what}")
     return number
+
+
+def one_of(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """``name``'s value, one of ``choices`` (case as given), ``default`` when unset; a ValueError
+    ("NAME='x': expected one of ...") otherwise."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: expected one of {', '.join(map(repr, choices))}")
+    return value
