@@ -26,7 +26,8 @@ line per (model, feed) with the median training img/s, its fraction of the ceili
 cores the process (with its loader's threads and worker processes) kept busy and left free, and
 the loader's share (busy beyond the ceiling run's), the CPU time of the process's Python threads per
 batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
-forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); then per model
+forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); with
+--gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME); then per model
 the issue's target (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers mean nothing: the
 run checks that every feed works.
 
@@ -58,6 +59,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, alternating_rounds, bench_parser, cycling, emit,  # noqa: E402
                      gpu_name, library, parsed, run_worker, summary, thread_cpu_seconds, timed, with_dali)
@@ -312,14 +314,17 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         steps[0] += 1
     phases.clear()  # the model's warm-up on synthetic data does not count
     before = thread_cpu_seconds()
+    gil = _gil_profile.GilProfile(args.seconds) if args.gil_profile else None
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
-    t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync)
+    t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync,
+              ready=gil.start if gil else lambda: None)
     # per batch, the CPU time of the process's Python threads by name (the training loop's is
     # MainThread's): a loader's threads that run Python take it from the training loop
     threads = {f"thread_ms_per_batch:{name}": round(1e3 * (seconds - before.get(name, 0.0)) / steps[0], 3)
                for name, seconds in thread_cpu_seconds().items() if seconds > before.get(name, 0.0)}
+    held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
     return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
-            **threads, **phases.per_step(steps[0])}
+            **threads, **phases.per_step(steps[0]), **held}
 
 
 def main() -> None:
@@ -337,10 +342,14 @@ def main() -> None:
     ap.add_argument("--warmup-seconds", type=float, default=None, help="default 4 (0 on the CPU)")
     ap.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME SETTING",
                     help="one more feed, penstock:NAME, with SETTINGs: ENV=VALUE or decoder.ARG=VALUE (repeatable)")
+    ap.add_argument("--gil-profile", action="store_true",
+                    help="per thread, the share of the timed window it held the GIL (py-spy --gil; needs py-spy)")
     ap.add_argument("--decoder-args", default=None, help=argparse.SUPPRESS)  # a variant's, to its worker
     args = parsed(ap, worker)
     if args is None:
         return
+    if args.gil_profile and not _gil_profile.available():
+        raise SystemExit("--gil-profile samples the GIL's holder with py-spy: pip install py-spy")
     with_defaults(args)
     smoke = args.device == "cpu"
     root = photos.prepared(args)
@@ -350,7 +359,8 @@ def main() -> None:
     models = args.models.split(",")
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
-              "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms]
+              "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms,
+              *(["--gil-profile"] if args.gil_profile else [])]
 
     def run(job: tuple[str, str]) -> dict:
         model, feed = job

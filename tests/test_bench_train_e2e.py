@@ -164,3 +164,43 @@ def test_the_bench_pipeline_decodes_on_the_host_and_augments_on_the_gpu_when_ask
     got_images, got_labels = rn50_graph(lib, "train", "/photos", device, decoder_args=decoder_args)
     assert lib.decoder_devices == [decoder_device]
     assert got_images.history == images and got_labels.history == labels
+
+
+RAW = """thread (881): penstock-reader_0;Thread.run (threading.py:1010);_run (penstock/_workers.py:107) 3
+thread (882): penstock-reader_1;Thread.run (threading.py:1010) 2
+thread (835): MainThread;<module> (train_e2e.py:397);worker (train_e2e.py:327) 40
+thread (900);Thread.run (threading.py:1010) 1
+not a sample line
+"""
+
+
+def test_gil_samples_are_counted_per_thread_group():
+    import _gil_profile
+    assert _gil_profile.holders(RAW) == {"penstock-reader": 5, "MainThread": 40, "(unnamed)": 1}
+
+
+def _fake_py_spy(tmp_path, body: str) -> str:
+    script = tmp_path / "py-spy"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_gil_profile_gives_each_threads_share_of_the_window(tmp_path, monkeypatch):
+    import _gil_profile
+    (tmp_path / "raw").write_text(RAW)
+    # a py-spy that writes the samples above where it is told to (-o), as the real one does
+    monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(
+        tmp_path, f'while [ "$1" != "-o" ]; do shift; done; cp {tmp_path / "raw"} "$2"\n'))
+    profile = _gil_profile.GilProfile(2.7)  # whole seconds: 2
+    profile.start()
+    assert profile.shares() == {"(unnamed)": 0.0005, "MainThread": 0.02, "penstock-reader": 0.0025}
+
+
+def test_a_gil_profile_that_py_spy_could_not_take_says_why(tmp_path, monkeypatch):
+    import _gil_profile
+    monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(tmp_path, "echo 'Permission denied' >&2; exit 1\n"))
+    profile = _gil_profile.GilProfile(1)
+    profile.start()
+    with pytest.raises(RuntimeError, match="exit status 1.*Permission denied"):
+        profile.shares()
