@@ -22,10 +22,11 @@ STREAM_PRIORITY_ENV = "PENSTOCK_STREAM_PRIORITY"
 def stream_priority(cp: Any) -> int:
     """The CUDA priority of the pipelines' streams (``PENSTOCK_STREAM_PRIORITY``): ``normal``, the
     default, is CUDA's default, the one a framework's streams have; ``high`` is the device's greatest.
-    Beside a model that keeps the GPU busy (ResNet-50 on an H200) a batch came late, 16 ms a step,
-    while the decoder's threads waited on the GPU (52 ms of CPU a batch, 13 beside ResNet-18): the
-    pipeline's kernels likely queue behind the model's. At a higher priority its few short kernels
-    are scheduled first. Not measured yet, so not the default."""
+    Beside a model that keeps the GPU busy (ResNet-50 on an H200) the training loop waited 16 ms a
+    step for its batch while the decoder's threads waited on the GPU (52 ms of CPU a batch, 13
+    beside ResNet-18): the pipeline's kernels may queue behind the model's, and the GPU idle between
+    a step's end and the batch. At a higher priority its few short kernels are scheduled first. Not
+    measured yet, so not the default."""
     if one_of(STREAM_PRIORITY_ENV, "normal", ("normal", "high")) == "normal":
         return 0
     _least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
