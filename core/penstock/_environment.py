@@ -24,7 +24,7 @@ def non_negative(name: str, default: Number, what: str, parse: Callable[[str], N
 
 
 def one_of(name: str, default: str, choices: tuple[str, ...]) -> str:
-    """``name``'s value, one of ``choices`` (case as given), ``default`` when unset; a ValueError
+    """``name``'s value, one of ``choices`` (matched exactly), ``default`` when unset; a ValueError
     ("NAME='x': expected one of ...") otherwise."""
     value = os.environ.get(name)
     if value is None:
