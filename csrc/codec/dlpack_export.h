@@ -48,7 +48,8 @@ struct ExportRequest {
   int64_t consumer = -1;
   uintptr_t event = 0;
   uintptr_t producer = 0;
-  // Called once the consumer is done with the view (its tensor freed), with `owner`.
+  // Called once the consumer is done with the view (its tensor freed), with `owner`, after the wait
+  // queued on `producer`: `owner` keeps the memory and the producer's stream valid until then.
   void (*release_owner)(void*) = nullptr;
   void* owner = nullptr;
 };
