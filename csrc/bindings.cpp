@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "codec/cuda_driver.h"
 #include "codec/dlpack_export.h"
 #include "codec/nvimgcodec.h"
 #include "codec/stream_queue.h"
@@ -300,6 +301,9 @@ PYBIND11_MODULE(_engine, m) {
   m.def("wait_event", &codec::wait_event, "Make a stream wait for an event (CUevent)", "stream"_a, "event"_a);
   m.def("wait_for_stream", &codec::wait_for_stream, "Make stream `waiting` wait for the work queued on `producer`",
         "waiting"_a, "producer"_a);
+  m.def("stream_priority_range", &codec::stream_priority_range,
+        "GPU `device_id`'s stream priorities (least, greatest); a greater priority is a smaller number",
+        "device_id"_a);
   m.def(
       "dlpack_view",
       [](const py::object& owner, uintptr_t data, std::vector<int64_t> shape, std::vector<int64_t> strides,

@@ -68,25 +68,22 @@ def test_pooled_blocks_come_in_eight_size_classes_per_power_of_two():
     assert len(classes) <= 3
 
 
-class _PriorityRange:
-    """Stands for CuPy on a device whose stream priorities run from 0 (least) to -5 (greatest)."""
-    class cuda:
-        class runtime:
-            @staticmethod
-            def deviceGetStreamPriorityRange():
-                return 0, -5
+def _priority_range(device_id: int) -> tuple[int, int]:
+    """Stands for the driver of device 3, whose stream priorities run from 0 (least) to -5 (greatest)."""
+    assert device_id == 3
+    return 0, -5
 
 
 def test_the_pipelines_stream_priority_is_cudas_default_unless_asked(monkeypatch):
     monkeypatch.delenv(_context.STREAM_PRIORITY_ENV, raising=False)
-    assert _context.stream_priority(_PriorityRange) == 0
+    assert _context.stream_priority(3, _priority_range) == 0
     monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "normal")
-    assert _context.stream_priority(_PriorityRange) == 0
+    assert _context.stream_priority(3, _priority_range) == 0
     monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "high")
-    assert _context.stream_priority(_PriorityRange) == -5
+    assert _context.stream_priority(3, _priority_range) == -5
 
 
 def test_a_stream_priority_it_does_not_know_is_refused_by_name(monkeypatch):
     monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "low")
     with pytest.raises(ValueError, match=r"PENSTOCK_STREAM_PRIORITY='low': expected one of 'normal', 'high'"):
-        _context.stream_priority(_PriorityRange)
+        _context.stream_priority(3, _priority_range)

@@ -25,6 +25,7 @@ const Driver& driver() {
     bind(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent);
     bind(lib, "cuDeviceGet", d.cuDeviceGet);
     bind(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
+    bind(lib, "cuCtxGetStreamPriorityRange", d.cuCtxGetStreamPriorityRange);
     return d;
   }();
   return loaded;
@@ -70,6 +71,13 @@ CurrentDevice::CurrentDevice(int device_id) {
 
 CurrentDevice::~CurrentDevice() {
   if (switched_) driver().cuCtxSetCurrent(previous_);
+}
+
+std::pair<int, int> stream_priority_range(int device_id) {
+  CurrentDevice current(device_id);
+  int least = 0, greatest = 0;
+  check_cuda(driver().cuCtxGetStreamPriorityRange(&least, &greatest), "reading the stream priority range");
+  return {least, greatest};
 }
 
 }  // namespace penstock::codec

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 
 namespace penstock::codec {
 
@@ -19,6 +20,7 @@ struct Driver {
   int (*cuCtxSetCurrent)(void*);
   int (*cuDeviceGet)(int*, int);
   int (*cuDevicePrimaryCtxRetain)(void**, int);
+  int (*cuCtxGetStreamPriorityRange)(int*, int*);
 };
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).
@@ -40,5 +42,8 @@ class CurrentDevice {
   void* previous_ = nullptr;
   bool switched_ = false;
 };
+
+// GPU `device_id`'s stream priorities: (least, greatest); a greater priority is a smaller number.
+std::pair<int, int> stream_priority_range(int device_id);
 
 }  // namespace penstock::codec

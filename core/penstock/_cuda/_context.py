@@ -2,7 +2,7 @@
 it, and host -> device copies through the process's pinned staging blocks (_pools)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .kernels import GpuKernels
 STREAM_PRIORITY_ENV = "PENSTOCK_STREAM_PRIORITY"
 
 
-def stream_priority(cp: Any) -> int:
+def stream_priority(device_id: int, priority_range: Callable[[int], tuple[int, int]] = _engine.stream_priority_range) -> int:
     """The CUDA priority of the pipelines' streams (``PENSTOCK_STREAM_PRIORITY``): ``normal``, the
     default, is CUDA's default, the one a framework's streams have; ``high`` is the device's greatest.
     Beside a model that keeps the GPU busy (ResNet-50 on an H200) the training loop waited 16 ms a
@@ -29,7 +29,7 @@ def stream_priority(cp: Any) -> int:
     measured yet, so not the default."""
     if one_of(STREAM_PRIORITY_ENV, "normal", ("normal", "high")) == "normal":
         return 0
-    _least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
+    _least, greatest = priority_range(device_id)  # (CuPy has no call for it)
     return int(greatest)
 
 
@@ -58,7 +58,7 @@ class DeviceContext:
             raise RuntimeError(f"device_id {device_id} is out of range: this machine has {count} CUDA device(s)")
         self.device = cp.cuda.Device(self.device_id)
         with self.device:  # a stream of its own, unless given one (the dynamic mode's contexts share theirs)
-            self.stream = cp.cuda.Stream(non_blocking=True, priority=stream_priority(cp)) if stream is None else stream
+            self.stream = cp.cuda.Stream(non_blocking=True, priority=stream_priority(self.device_id)) if stream is None else stream
         claim_device_reserve(cp, self.device_id, self.stream)
         self._closers: list = []
         self.kernels = GpuKernels(self)
