@@ -14,6 +14,7 @@
 #include "codec/dlpack_export.h"
 #include "codec/nvimgcodec.h"
 #include "codec/stream_queue.h"
+#include "engine/background.h"
 #include "engine/batch_shapes.h"
 #include "engine/buffer_pool.h"
 #include "engine/kernel.h"
@@ -185,7 +186,8 @@ PYBIND11_MODULE(_engine, m) {
 
   if (std::string problem = interposed_image_library(); !problem.empty()) throw py::import_error(problem);
 
-  py::class_<ThreadPool>(m, "ThreadPool")
+  // shared: a task in the background (Background) keeps the pool it decodes with
+  py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool")
       .def(py::init<int>(), "num_threads"_a)
       .def_property_readonly("num_threads", &ThreadPool::num_threads);
   static py::exception<SampleError> sample_error(m, "SampleError", PyExc_RuntimeError);
@@ -458,6 +460,48 @@ PYBIND11_MODULE(_engine, m) {
         without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a = true,
         "crop"_a = py::none(), "target_hw"_a = py::none(), "use_fast_idct"_a = false, "return_geometry"_a = false,
         "fancy_upsampling"_a = true, "max_pixels"_a = py::none(), "accept_corrupt_jpeg"_a = false);
+  // ---- batch calls in the background: submitted with the GIL held, run on a native thread, collected later ----
+  py::class_<Pending, std::shared_ptr<Pending>>(m, "Pending", "The result of an engine call run in the background")
+      .def("done", &Pending::done, "Whether the call finished")
+      .def(
+          "result",
+          [](Pending& self) {
+            if (!self.done()) {
+              py::gil_scoped_release released;
+              self.wait();
+            }
+            return self.take();
+          },
+          "The call's arrays (a tuple), waiting for them without the GIL; the call's exception, raised")
+      .def_property_readonly("seconds", &Pending::seconds, "How long the call ran (0 until it finished)");
+  py::class_<Background, std::shared_ptr<Background>>(
+      m, "Background", "A native thread running engine calls in submission order, without the GIL")
+      .def(py::init<const std::string&>(), "name"_a)
+      .def("close", &Background::close, without_gil, "Runs the calls already submitted, then ends the thread");
+  m.def(
+      "decode_images_later",
+      [](Background& background, std::shared_ptr<ThreadPool> pool, Array data, I64Array shapes, I64Array offsets,
+         int output_type, bool adjust_orientation, std::optional<I64Array> crop, bool use_fast_idct,
+         bool fancy_upsampling, std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg) {
+        return background.submit([=] {
+          return image::decode_images(*pool, data, shapes, offsets, output_type, adjust_orientation, crop,
+                                      std::nullopt, use_fast_idct, false, fancy_upsampling, max_pixels,
+                                      accept_corrupt_jpeg);
+        });
+      },
+      "decode_images (without target_hw and geometry) run by `background`: a Pending of its arrays",
+      "background"_a, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a,
+      "crop"_a, "use_fast_idct"_a, "fancy_upsampling"_a, "max_pixels"_a, "accept_corrupt_jpeg"_a);
+  m.def(
+      "verify_jpegs_later",
+      [](Background& background, std::shared_ptr<ThreadPool> pool, Array data, I64Array shapes, I64Array offsets) {
+        return background.submit([=] {
+          image::verify_jpegs(*pool, data, shapes, offsets);
+          return ArrayTuple{};
+        });
+      },
+      "verify_jpegs run by `background`: a Pending of no arrays", "background"_a, "pool"_a, "data"_a, "shapes"_a,
+      "offsets"_a);
   py::class_<ParsedBatch>(m, "ImageCodecParsedBatch", "A batch's code streams, read ahead of decoding")
       .def("parsed", &ParsedBatch::parsed);
   py::class_<ImageCodecDecoder>(m, "ImageCodecDecoder",

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import statistics
 import threading
-import time
 import warnings
 import weakref
 from typing import Any, Iterator
@@ -106,8 +105,9 @@ class MixedDecoder:
         self._opened = False
         self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
         self._host_pool: Any = None  # the host side's threads beside the GPU decoders
-        # the host's side of a batch: its share of the decoding, then the read-through of the GPU's JPEGs
-        self._host = Workers(1, "penstock-host-decode")
+        # the host's side of a batch, on a native thread (no Python thread wakes up for it): its share
+        # of the decoding, then the read-through of the GPU's JPEGs
+        self._host = _engine.Background("penstock-host")
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode", defers=True)
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
@@ -128,11 +128,12 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        workers = [w for w in (self._jobs, self._parts, self._host) if w is not None]
+        workers = [w for w in (self._jobs, self._parts) if w is not None]
         for w in workers:
             w.close()
         for w in workers:
             w.join()  # no batch uses the decoders any more
+        self._host.close()
         self._opened = False
         for decoder in self.decoders:
             decoder.close()
@@ -187,19 +188,27 @@ class MixedDecoder:
                               for _ in range(count)]
 
     # -- the two sides ---------------------------------------------------------------------------
-    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None):
+    def _host_pool_for(self, ws) -> Any:
+        return ws.pool if self._host_pool is None else self._host_pool
+
+    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None) -> Any:
+        """Starts decoding samples ``idx`` on the host's thread; returns what collects the result:
+        ``collect()`` gives (pixels, shapes, offsets) and the decoding's seconds."""
         sub = _subset(src, idx)
         args = self.op.args
-        pool = ws.pool if self._host_pool is None else self._host_pool
-        buf, shapes, offsets, fallback = _engine.decode_images(
-            pool, sub._buf, sub._shapes, sub._offsets, int(args["output_type"]), args["adjust_orientation"],
-            None if crop is None else _engine.take_rows(crop, idx), None, args["use_fast_idct"],
-            fancy_upsampling=args["jpeg_fancy_upsampling"], max_pixels=self.op.max_pixels,
-            accept_corrupt_jpeg=args["accept_corrupt_jpeg"])[:4]
-        if fallback.any():
-            buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback,
-                                                           None if crop is None else _engine.take_rows(crop, idx))
-        return buf, shapes, offsets
+        rows = None if crop is None else _engine.take_rows(crop, idx)
+        pending = _engine.decode_images_later(
+            self._host, self._host_pool_for(ws), sub._buf, sub._shapes, sub._offsets, int(args["output_type"]),
+            args["adjust_orientation"], rows, args["use_fast_idct"], args["jpeg_fancy_upsampling"],
+            self.op.max_pixels, args["accept_corrupt_jpeg"])
+
+        def collect() -> tuple:
+            with _samples_of_the_batch(idx):
+                buf, shapes, offsets, fallback = pending.result()
+                if fallback.any():  # formats the engine does not decode (Pillow's, in Python)
+                    buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback, rows)
+            return (buf, shapes, offsets), pending.seconds
+        return collect
 
     # -- one batch --------------------------------------------------------------------------------
     def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
@@ -248,8 +257,8 @@ class MixedDecoder:
         gpu_ok[np.nonzero(gpu_ok)[0][chosen]] = False
 
     def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready) -> tuple:
-        """``_decode_sides``, each host part uploaded by the thread that decoded it (off the GPU
-        stage's path, and the host's part while the GPU decoders still work)."""
+        """``_decode_sides``, each host part uploaded by this job's thread as it collects it (off the GPU
+        stage's path)."""
         def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
             # pool memory of the pipeline's stream: reused only after the copy that reads it
             return ws.gpu.upload(buf[:int(hshapes.prod(axis=1).sum())])
@@ -263,11 +272,11 @@ class MixedDecoder:
         goes to the host share's rates."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
-        # about half a host decode, a later one a hash), after its own share: one thread's turn, not
-        # two, to take the GIL from a training loop; a corrupt one is the batch's error
+        # about half a host decode, a later one a hash), after its own share, on its native thread; a
+        # corrupt one is the batch's error
+        host_part = self._decode_host(ws, src, host_idx, crop) if len(host_idx) else None
         check = len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"]
-        host_job = self._host.submit(self._host_side, ws, src, host_idx, gpu_idx if check else None, crop, windows,
-                                     shapes, upload) if len(host_idx) or check else None
+        reading = self._check_jpegs(ws, src, gpu_idx) if check else None
         orient = bool(self.op.args["adjust_orientation"])
         reverse = int(self.op.args["output_type"]) == DALIImageType.BGR
 
@@ -294,9 +303,12 @@ class MixedDecoder:
         if self._share is not None and len(gpu_idx):
             # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(s for _, s in parts))
-        host = host_job.result() if host_job is not None else []
+        host = [self._host_part(src, host_idx, host_part, windows, shapes, upload)] if host_part is not None else []
+        if reading is not None:
+            reading()
         if len(failed):
-            host.append(self._host_part(ws, src, failed, crop, windows, shapes, upload, timed=False))
+            host.append(self._host_part(src, failed, self._decode_host(ws, src, failed, crop), windows, shapes, upload,
+                                        timed=False))
         return failed, host
 
     def _speeds(self, decoders: list) -> np.ndarray:
@@ -311,34 +323,30 @@ class MixedDecoder:
             before = self._seconds_per_byte.get(id(decoder), now)
             self._seconds_per_byte[id(decoder)] = 0.8 * before + 0.2 * now  # smoothed over batches
 
-    def _host_side(self, ws, src, idx, check_idx, crop, windows, shapes, upload) -> list:
-        """The host's part of a batch: its samples ``idx`` decoded (``_host_part``; none when empty), then
-        the JPEGs ``check_idx`` read through (``_check_jpegs``; none when None)."""
-        host = [self._host_part(ws, src, idx, crop, windows, shapes, upload)] if len(idx) else []
-        if check_idx is not None:
-            self._check_jpegs(ws, src, check_idx)
-        return host
-
-    def _host_part(self, ws, src, idx, crop, windows, shapes, upload, timed: bool = True) -> tuple:
-        """The host's decoding of samples ``idx``; ``timed``: its time feeds the host's rate."""
-        start = time.perf_counter()
-        with _samples_of_the_batch(idx):
-            buf, hshapes, offsets = self._decode_host(ws, src, idx, crop)
+    def _host_part(self, src, idx, collect, windows, shapes, upload, timed: bool = True) -> tuple:
+        """The host's decoding of samples ``idx`` (``_decode_host``'s ``collect``), its pixels uploaded
+        when ``upload`` is given; ``timed``: its time feeds the host's rate."""
+        (buf, hshapes, offsets), seconds = collect()
         if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
                                    _engine.take_rows(shapes, idx)).sum())
-            self._share.measured("host", cost, time.perf_counter() - start)
+            self._share.measured("host", cost, seconds)
         return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
 
-    def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> None:
-        """Reads the JPEGs ``idx`` (those the GPU decoded) through on the host as the CPU decoders
-        do, without making pixels: nvImageCodec's decoders decode a scan that corruption put out of
-        step without a word, the pixels partly made up. A file read through once is not read again
-        (the engine remembers its bytes): its first epoch costs ~45% of a host decode (0.64 ms of
-        1.41 for an 87 KB photograph on one core), a later one a hash of its bytes (0.01 ms)."""
+    def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Any:
+        """Starts reading the JPEGs ``idx`` (those the GPU decoded) through on the host's thread as the
+        CPU decoders do, without making pixels; returns what raises a corrupt one's error. nvImageCodec's
+        decoders decode a scan that corruption put out of step without a word, the pixels partly made
+        up. A file read through once is not read again (the engine remembers its bytes): its first
+        epoch costs ~45% of a host decode (0.64 ms of 1.41 for an 87 KB photograph on one core), a
+        later one a hash of its bytes (0.01 ms)."""
         sub = _subset(src, idx)
-        with _samples_of_the_batch(idx):
-            _engine.verify_jpegs(ws.pool, sub._buf, sub._shapes, sub._offsets)
+        pending = _engine.verify_jpegs_later(self._host, self._host_pool_for(ws), sub._buf, sub._shapes, sub._offsets)
+
+        def result() -> None:
+            with _samples_of_the_batch(idx):
+                pending.result()
+        return result
 
     def _fill(self, ws, out: Any, job: Any) -> None:
         """On the GPU stage: waits for the decoders, then queues the copy of the host's samples
