@@ -493,6 +493,15 @@ PYBIND11_MODULE(_engine, m) {
       "background"_a, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a,
       "crop"_a, "use_fast_idct"_a, "fancy_upsampling"_a, "max_pixels"_a, "accept_corrupt_jpeg"_a);
   m.def(
+      "read_files_later",
+      [](Background& background, std::shared_ptr<ThreadPool> pool, std::vector<std::string> paths) {
+        return background.submit([=] {
+          auto [buffer, sizes] = read_files(*pool, paths);
+          return ArrayTuple{buffer, sizes};
+        });
+      },
+      "read_files run by `background`: a Pending of (buffer, sizes)", "background"_a, "pool"_a, "paths"_a);
+  m.def(
       "verify_jpegs_later",
       [](Background& background, std::shared_ptr<ThreadPool> pool, Array data, I64Array shapes, I64Array offsets) {
         return background.submit([=] {

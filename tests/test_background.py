@@ -97,3 +97,19 @@ def test_closing_runs_what_was_submitted_then_refuses_more(jpegs):
     background.close()  # once is enough; again does nothing
     with pytest.raises(RuntimeError, match="after it stopped"):
         _later(background, pool, data, shapes, offsets)
+
+
+def test_files_read_in_the_background_and_a_missing_one_named(tmp_path):
+    paths = []
+    for i, payload in enumerate([b"ab", b"", b"cdef"]):
+        paths.append(str(tmp_path / f"{i}.bin"))
+        with open(paths[-1], "wb") as f:
+            f.write(payload)
+    pool, background = _engine.ThreadPool(2), _engine.Background("penstock-test")
+    buffer, sizes = _engine.read_files_later(background, pool, paths).result()
+    assert bytes(buffer) == b"abcdef" and sizes.tolist() == [2, 0, 4]
+    missing = _engine.read_files_later(background, pool, paths[:1] + [str(tmp_path / "gone.bin")])
+    with pytest.raises(_engine.SampleError, match="gone.bin") as caught:
+        missing.result()
+    assert caught.value.args[1] == 1
+    background.close()

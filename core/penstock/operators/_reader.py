@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import os
 from collections import deque
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -176,13 +176,42 @@ def _io_threads(num_threads: int, decodes: bool) -> int:
     return num_threads if decodes else max(1, num_threads // 4)
 
 
+class _NativeLoad:
+    """A batch read ahead on the reader's native thread (``Reader.load_later``), collected as a
+    future's result: once, then the same batch (or error) again."""
+    __slots__ = ("_finish", "_batch", "_error")
+
+    def __init__(self, finish: Callable[[], list]):
+        self._finish: Callable[[], list] | None = finish
+        self._batch: list | None = None
+        self._error: BaseException | None = None
+
+    def exception(self) -> BaseException | None:
+        """Waits for the read; its error, or None."""
+        if self._finish is not None:
+            finish, self._finish = self._finish, None
+            try:
+                self._batch = finish()
+            except Exception as exc:  # noqa: BLE001 - kept for result(), as a future keeps it
+                self._error = exc
+        return self._error
+
+    def result(self) -> list:
+        error = self.exception()
+        if error is not None:
+            raise error
+        return self._batch
+
+
 class Reader(Operator):
     """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``.
 
     ``load`` runs ahead on the reader's own thread (with its own engine pool, ``_io_threads``), up to
     ``prefetch_queue_depth`` batches before the one being run, so file I/O overlaps the rest of
     the CPU stage as DALI's loader thread does; it may use only ``ws.pool`` of its workspace. A
-    reader whose ``load`` needs more sets ``reads_ahead = False``.
+    reader whose ``load`` needs more sets ``reads_ahead = False``. A reader whose reading is one
+    engine call starts it on a native thread instead (``load_later``): no Python thread wakes up,
+    taking the GIL from a training loop, to make the call.
     """
     reads_ahead = True
     tracks_state = True
@@ -195,6 +224,7 @@ class Reader(Operator):
         self._ahead: deque = deque()
         self.elastic_remaining: int | None = None  # samples left of an epoch continued elastically
         self._io: Workers | None = None
+        self._native_io: Any = None  # _engine.Background, with _io
 
     def setup(self) -> None:
         a = self.args
@@ -250,6 +280,11 @@ class Reader(Operator):
 
     def load(self, ws, indices: np.ndarray) -> list:
         raise NotImplementedError
+
+    def load_later(self, ws, indices: np.ndarray, background: Any) -> Callable[[], list] | None:
+        """Starts ``load``'s engine call on ``background``'s native thread and returns what finishes
+        the batch from its result; None where this reader's load is more than one such call."""
+        return None
 
     def prefetch(self, indices: np.ndarray) -> None:
         """Starts reading samples ``indices`` before ``load`` is given them (readers of object
@@ -312,12 +347,15 @@ class Reader(Operator):
             return self.load(ws, self._indices_for(ws.iteration, ws.batch_size))
         if self._io is None:
             self._io = Workers(1, "penstock-reader")
+            self._native_io = _engine.Background("penstock-reader")
             self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(_io_threads(ws.pool.num_threads,
                                                                                        self.decodes)))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
             indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
             self.prefetch(indices)
-            self._ahead.append(self._io.submit(self.load, self._io_ws, indices))
+            finish = self.load_later(self._io_ws, indices, self._native_io)
+            self._ahead.append(self._io.submit(self.load, self._io_ws, indices) if finish is None
+                               else _NativeLoad(finish))
         return self._ahead.popleft().result()
 
     def stop_reading(self) -> None:
@@ -328,6 +366,7 @@ class Reader(Operator):
     def close(self) -> None:
         if self._io is not None:  # the read-ahead thread ends after the batch it is reading
             self._io.close()
+            self._native_io.close()  # (its reads are whole batches of local files: bounded)
 
     # -- checkpoints: position, shuffle buffer and generator (the seed draws nothing else)
     def get_state(self) -> dict | None:

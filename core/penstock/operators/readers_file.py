@@ -136,11 +136,17 @@ class FileReaderCPU(FilesReader):
         return [os.path.join(root, n) for n in names], labels
 
     def load(self, ws, indices: np.ndarray):
-        paths = [self.paths[i] for i in indices]
+        return self._batch(indices, *read_files(self, ws, [self.paths[i] for i in indices]))
+
+    def load_later(self, ws, indices: np.ndarray, background):
+        if self.object_reads is not None:
+            return None
+        pending = _engine.read_files_later(background, ws.pool, [self.paths[i] for i in indices])
+        return lambda: self._batch(indices, *pending.result())
+
+    def _batch(self, indices: np.ndarray, buf: np.ndarray, sizes: np.ndarray) -> list:
         names = self.sources(indices)
-        buf, sizes = read_files(self, ws, paths)
-        shapes = sizes.reshape(-1, 1)
-        data = TensorListCPU._from_packed(buf, shapes, source_info=names)
+        data = TensorListCPU._from_packed(buf, sizes.reshape(-1, 1), source_info=names)
         labels = TensorListCPU._from_packed(self.labels[indices].copy(), np.ones((len(indices), 1), np.int64),
                                             source_info=names)
         return [data, labels]
