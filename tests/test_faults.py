@@ -93,16 +93,18 @@ def test_fifo_is_an_error_not_a_hang(tmp_path):
 
 def test_injected_io_failure(tmp_path, monkeypatch):
     paths = _images(tmp_path, 8)
-    real = _engine.read_files
+    real = _engine.read_files_later  # the reader reads ahead on its native thread
     calls = []
 
-    def failing(pool, files):
-        calls.append(len(files))
-        if len(calls) == 3:
+    class FailedRead:
+        def result(self):
             raise OSError(errno.EIO, "Input/output error (injected)")
-        return real(pool, files)
 
-    monkeypatch.setattr(_engine, "read_files", failing)
+    def failing(background, pool, files):
+        calls.append(len(files))
+        return FailedRead() if len(calls) == 3 else real(background, pool, files)
+
+    monkeypatch.setattr(_engine, "read_files_later", failing)
     text = _run_until_error(_pipe(paths))
     assert "readers.file" in text and "Input/output error (injected)" in text
     monkeypatch.undo()

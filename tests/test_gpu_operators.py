@@ -405,13 +405,14 @@ def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monke
     from penstock.operators import _image_decode_mixed as _mixed_decode
     monkeypatch.setattr(_mixed_decode, "_HOST_RATE_PER_THREAD", 1e12)  # the host takes every window it may
     on_host = []
-    decode_images = _engine.decode_images
+    decode_images_later = _engine.decode_images_later
 
-    def spy(*args, **kwargs):
-        on_host.append((len(args[2]), kwargs.get("fancy_upsampling")))
-        return decode_images(*args, **kwargs)
+    def spy(background, pool, data, shapes, offsets, output_type, orient, crop, fast_idct, fancy_upsampling, *rest):
+        on_host.append((len(shapes), fancy_upsampling))
+        return decode_images_later(background, pool, data, shapes, offsets, output_type, orient, crop, fast_idct,
+                                   fancy_upsampling, *rest)
 
-    monkeypatch.setattr(_engine, "decode_images", spy)
+    monkeypatch.setattr(_engine, "decode_images_later", spy)
     data = _jpegs()[:6]
     outs = {}
     for hw_load in (0.65, 1.0):  # with a host share, on the GPU alone
