@@ -492,15 +492,21 @@ PYBIND11_MODULE(_engine, m) {
       "decode_images (without target_hw and geometry) run by `background`: a Pending of its arrays",
       "background"_a, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a,
       "crop"_a, "use_fast_idct"_a, "fancy_upsampling"_a, "max_pixels"_a, "accept_corrupt_jpeg"_a);
+  py::class_<FileList, std::shared_ptr<FileList>>(
+      m, "FileList", "A reader's file paths, held by the engine: batches name them by index")
+      .def(py::init([](std::vector<std::string> paths) { return FileList{std::move(paths)}; }), "paths"_a)
+      .def("__len__", [](const FileList& self) { return self.paths.size(); });
   m.def(
       "read_files_later",
-      [](Background& background, std::shared_ptr<ThreadPool> pool, std::vector<std::string> paths) {
+      [](Background& background, std::shared_ptr<ThreadPool> pool, std::shared_ptr<const FileList> files,
+         I64Array indices) {
         return background.submit([=] {
-          auto [buffer, sizes] = read_files(*pool, paths);
+          auto [buffer, sizes] = read_listed_files(*pool, *files, indices);
           return ArrayTuple{buffer, sizes};
         });
       },
-      "read_files run by `background`: a Pending of (buffer, sizes)", "background"_a, "pool"_a, "paths"_a);
+      "read_files of the files `indices` of a FileList, run by `background`: a Pending of (buffer, sizes)",
+      "background"_a, "pool"_a, "files"_a, "indices"_a);
   m.def(
       "verify_jpegs_later",
       [](Background& background, std::shared_ptr<ThreadPool> pool, Array data, I64Array shapes, I64Array offsets) {

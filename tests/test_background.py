@@ -105,11 +105,15 @@ def test_files_read_in_the_background_and_a_missing_one_named(tmp_path):
         paths.append(str(tmp_path / f"{i}.bin"))
         with open(paths[-1], "wb") as f:
             f.write(payload)
+    files = _engine.FileList(paths + [str(tmp_path / "gone.bin")])
+    assert len(files) == 4
     pool, background = _engine.ThreadPool(2), _engine.Background("penstock-test")
-    buffer, sizes = _engine.read_files_later(background, pool, paths).result()
-    assert bytes(buffer) == b"abcdef" and sizes.tolist() == [2, 0, 4]
-    missing = _engine.read_files_later(background, pool, paths[:1] + [str(tmp_path / "gone.bin")])
+    buffer, sizes = _engine.read_files_later(background, pool, files, np.array([2, 0, 1])).result()
+    assert bytes(buffer) == b"cdefab" and sizes.tolist() == [4, 2, 0]
+    missing = _engine.read_files_later(background, pool, files, np.array([0, 3]))
     with pytest.raises(_engine.SampleError, match="gone.bin") as caught:
         missing.result()
     assert caught.value.args[1] == 1
+    with pytest.raises(IndexError, match="file index 4 is out of range for a list of 4 files"):
+        _engine.read_files_later(background, pool, files, np.array([4])).result()
     background.close()

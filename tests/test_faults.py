@@ -100,9 +100,9 @@ def test_injected_io_failure(tmp_path, monkeypatch):
         def result(self):
             raise OSError(errno.EIO, "Input/output error (injected)")
 
-    def failing(background, pool, files):
-        calls.append(len(files))
-        return FailedRead() if len(calls) == 3 else real(background, pool, files)
+    def failing(background, pool, files, indices):
+        calls.append(len(indices))
+        return FailedRead() if len(calls) == 3 else real(background, pool, files, indices)
 
     monkeypatch.setattr(_engine, "read_files_later", failing)
     text = _run_until_error(_pipe(paths))

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/file_io.h"
 
@@ -56,6 +57,20 @@ std::tuple<ArrayOf<uint8_t>, I64Array> read_files(ThreadPool& pool, const std::v
     }
   });
   return {buffer, sizes_out};
+}
+
+std::tuple<ArrayOf<uint8_t>, I64Array> read_listed_files(ThreadPool& pool, const FileList& files,
+                                                         const I64Array& indices) {
+  std::vector<std::string> paths;
+  paths.reserve(indices.size());
+  for (int64_t k = 0; k < indices.size(); ++k) {
+    int64_t i = indices.data()[k];
+    if (i < 0 || i >= int64_t(files.paths.size()))
+      throw std::out_of_range("file index " + std::to_string(i) + " is out of range for a list of " +
+                              std::to_string(files.paths.size()) + " files");
+    paths.push_back(files.paths[i]);
+  }
+  return read_files(pool, paths);
 }
 
 }  // namespace penstock

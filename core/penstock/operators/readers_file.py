@@ -48,6 +48,7 @@ def _matches(name: str, patterns, case_sensitive: bool) -> bool:
 @register(FILE_READER)
 class FileReaderCPU(FilesReader):
     shuffles_list = True
+    _listed: tuple = (None, None)  # (self.paths, the engine's FileList of them)
 
     def scan(self) -> int:
         a = self.args
@@ -141,7 +142,9 @@ class FileReaderCPU(FilesReader):
     def load_later(self, ws, indices: np.ndarray, background):
         if self.object_reads is not None:
             return None
-        pending = _engine.read_files_later(background, ws.pool, [self.paths[i] for i in indices])
+        if self._listed[0] is not self.paths:  # the paths go to the engine once
+            self._listed = (self.paths, _engine.FileList(self.paths))
+        pending = _engine.read_files_later(background, ws.pool, self._listed[1], indices)
         return lambda: self._batch(indices, *pending.result())
 
     def _batch(self, indices: np.ndarray, buf: np.ndarray, sizes: np.ndarray) -> list:
