@@ -121,20 +121,42 @@ def library(system: str, plugin: str | None = None) -> Any:
 
 
 def thread_cpu_seconds() -> dict[str, float]:
-    """CPU seconds each group of this process's Python threads has used (Linux: /proc), a group
-    being the threads named alike but for a trailing ``_<n>`` (a pool's workers): where a loader's
-    host time goes, by thread."""
-    ticks = os.sysconf("SC_CLK_TCK")
+    """CPU seconds each group of this process's threads has used (Linux: /proc), a group being the
+    threads named alike but for a trailing ``_<n>`` (a pool's workers): where a loader's host time
+    goes, by thread. Python's threads by their names, and the engine's native threads (penstock's
+    readers and decoders, named ``penstock-*`` for the OS) by theirs."""
     groups: dict[str, float] = {}
+    python_ids = set()
     for t in threading.enumerate():
+        python_ids.add(t.native_id)
+        seconds = _task_cpu_seconds(t.native_id)
+        if seconds is not None:
+            name = t.name.rsplit("_", 1)[0] if t.name.rsplit("_", 1)[-1].isdigit() else t.name
+            groups[name] = groups.get(name, 0.0) + seconds
+    try:
+        tasks = [int(task) for task in os.listdir("/proc/self/task")]
+    except OSError:  # not Linux
+        return groups
+    for task in set(tasks) - python_ids:
         try:
-            with open(f"/proc/self/task/{t.native_id}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, TypeError):  # not Linux, or the thread just ended
+            with open(f"/proc/self/task/{task}/comm") as f:
+                name = f.read().strip()
+        except OSError:  # the thread just ended
             continue
-        name = t.name.rsplit("_", 1)[0] if t.name.rsplit("_", 1)[-1].isdigit() else t.name
-        groups[name] = groups.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+        seconds = _task_cpu_seconds(task) if name.startswith("penstock-") else None
+        if seconds is not None:
+            groups[name] = groups.get(name, 0.0) + seconds
     return groups
+
+
+def _task_cpu_seconds(task: int | None) -> float | None:
+    """A thread's user and system CPU seconds (None: not Linux, or the thread ended)."""
+    try:
+        with open(f"/proc/self/task/{task}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ---- processes and rounds ---------------------------------------------------------------------

@@ -204,3 +204,26 @@ def test_a_gil_profile_that_py_spy_could_not_take_says_why(tmp_path, monkeypatch
     profile.start()
     with pytest.raises(RuntimeError, match="exit status 1.*Permission denied"):
         profile.shares()
+
+
+def test_the_threads_cpu_counts_the_engines_native_threads_by_their_names():
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from _common import thread_cpu_seconds
+    from penstock import _engine
+    y, x = np.mgrid[0:240, 0:320]
+    encoded = io.BytesIO()
+    Image.fromarray((128 + 100 * np.sin(x / 17.0 + y / 23.0)).astype(np.uint8)).save(encoded, "JPEG")
+    data = np.frombuffer(encoded.getvalue(), np.uint8)
+    background, pool = _engine.Background("penstock-bench"), _engine.ThreadPool(1)
+    deadline = time.monotonic() + 10
+    while thread_cpu_seconds().get("penstock-bench", 0.0) < 0.05 and time.monotonic() < deadline:
+        pendings = [_engine.decode_images_later(background, pool, data, np.array([[len(data)]]), np.array([0]), 0,
+                                                True, None, False, True, None, False) for _ in range(50)]
+        pendings[-1].result()
+    groups = thread_cpu_seconds()
+    assert groups.get("penstock-bench", 0.0) >= 0.05, groups
+    assert "MainThread" in groups
+    background.close()
