@@ -144,3 +144,33 @@ def test_a_thread_busy_in_python_does_not_stall_the_pipeline(monkeypatch, kernel
         want = _samples(cpu.run()[0])
         for a, b in zip(batch, want):
             np.testing.assert_allclose(a, b, atol=1.01 / min(STD))
+
+
+def test_the_engines_threads_end_with_the_pipeline(monkeypatch, kernels, photos):
+    """The mixed decoder's host side and the reader's read-ahead run on native threads of the engine
+    (engine/background.h): a dropped pipeline ends them, as it ends its Python threads."""
+    import gc
+    import os
+
+    def native() -> set:  # the engine's threads, by their OS names
+        found = set()
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/comm") as f:
+                    if f.read().strip() in ("penstock-host", "penstock-reader"):
+                        found.add(task)
+            except OSError:  # ended meanwhile
+                pass
+        return found
+    use_host_device(monkeypatch, HostDevice(kernels))
+    before = native()
+    pipe = _train_pipeline(photos, 0)
+    pipe.run()
+    started = native() - before
+    assert len(started) == 2  # one of each
+    del pipe
+    deadline = time.monotonic() + 5
+    while started & native() and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert not started & native()

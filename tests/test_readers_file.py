@@ -475,17 +475,34 @@ def test_reader_reads_ahead_on_its_own_thread(tmp_path, depth):
 def test_the_read_ahead_thread_ends_with_its_pipeline_even_while_the_reader_lives_on(tmp_path):
     import gc
     import threading
+    import time
+
+    def native_readers() -> set:  # the engine's read-ahead threads, by their OS names
+        found = set()
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/comm") as f:
+                    if f.read().strip() == "penstock-reader":
+                        found.add(task)
+            except OSError:  # ended meanwhile
+                pass
+        return found - {str(t.native_id) for t in threading.enumerate()}
     files = _files(tmp_path, 8)
-    before = set(threading.enumerate())
+    before, native_before = set(threading.enumerate()), native_readers()
     out, pipe = _labels_stream(files, 2, 2)
-    reader = pipe._readers["R"]  # something keeps the reader: its thread must still end
+    reader = pipe._readers["R"]  # something keeps the reader: its threads must still end
     started = [t for t in threading.enumerate() if t not in before and t.name.startswith("penstock-reader")]
-    assert started  # it read ahead on its own thread
+    native = native_readers() - native_before
+    assert started and native  # it read ahead (local files: on the engine's thread)
     del pipe
     gc.collect()
     for t in started:
         t.join(timeout=5)
+    deadline = time.monotonic() + 5
+    while native & native_readers() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert not [t.name for t in started if t.is_alive()]
+    assert not native & native_readers()
     assert reader.size == 8
 
 
