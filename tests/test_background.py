@@ -117,3 +117,17 @@ def test_files_read_in_the_background_and_a_missing_one_named(tmp_path):
     with pytest.raises(IndexError, match="file index 4 is out of range for a list of 4 files"):
         _engine.read_files_later(background, pool, files, np.array([4])).result()
     background.close()
+
+
+def test_closing_from_several_threads_at_once_ends_the_thread_once(jpegs):
+    data, shapes, offsets = jpegs
+    pool, background = _engine.ThreadPool(1), _engine.Background("penstock-test")
+    pendings = [_later(background, pool, data, shapes, offsets) for _ in range(20)]
+    closers = [threading.Thread(target=background.close) for _ in range(4)]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in closers)
+    assert all(p.done() for p in pendings)
+    assert len(pendings[-1].result()) == 4

@@ -23,19 +23,10 @@ struct Pending::State {
 Pending::Pending() : state_(std::make_unique<State>()) {}
 Pending::~Pending() = default;
 
-void Pending::set(ArrayTuple result, double seconds) {
+void Pending::finish(ArrayTuple result, std::exception_ptr error, double seconds) {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->result = std::move(result);
-    state_->seconds = seconds;
-    state_->done = true;
-  }
-  state_->ready.notify_all();
-}
-
-void Pending::fail(std::exception_ptr error, double seconds) {
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
     state_->error = std::move(error);
     state_->seconds = seconds;
     state_->done = true;
@@ -71,6 +62,7 @@ struct Background::Queue {
   std::deque<std::pair<std::function<ArrayTuple()>, std::shared_ptr<Pending>>> tasks;
   bool stop = false;
   std::thread thread;
+  std::mutex joining;  // close() from two threads at once joins once
 
   void run() {
     for (;;) {
@@ -90,9 +82,8 @@ struct Background::Queue {
       } catch (...) {
         error = std::current_exception();
       }
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (error) next.second->fail(error, seconds);
-      else next.second->set(std::move(result), seconds);
+      next.second->finish(std::move(result), std::move(error),
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       next.first = nullptr;  // what the task held (its inputs) goes now, not with the next task
     }
   }
@@ -111,6 +102,7 @@ void Background::close() {
     queue_->stop = true;
   }
   queue_->work.notify_all();
+  std::lock_guard<std::mutex> lock(queue_->joining);
   if (queue_->thread.joinable()) queue_->thread.join();
 }
 

@@ -20,9 +20,8 @@ class Pending {
   Pending(const Pending&) = delete;
   Pending& operator=(const Pending&) = delete;
 
-  // The task's outcome, after it ran for `seconds`.
-  void set(ArrayTuple result, double seconds);
-  void fail(std::exception_ptr error, double seconds);
+  // The task's outcome after it ran for `seconds`: its result, or the exception it threw (non-null).
+  void finish(ArrayTuple result, std::exception_ptr error, double seconds);
   bool done() const;
   void wait() const;  // until done
   // After wait(): the result (once; later calls give an empty tuple), or the task's exception rethrown.
@@ -36,7 +35,8 @@ class Pending {
 };
 
 // One native thread (named `name`, as the OS shows it) running tasks in submission order. Closing
-// (or destroying) it runs the tasks already submitted, then joins the thread.
+// (or destroying) it runs the tasks already submitted, then joins the thread; closing again, from
+// any thread, does nothing more.
 class Background {
  public:
   explicit Background(const std::string& name);

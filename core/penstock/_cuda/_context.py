@@ -60,7 +60,8 @@ class DeviceContext:
             raise RuntimeError(f"device_id {device_id} is out of range: this machine has {count} CUDA device(s)")
         self.device = cp.cuda.Device(self.device_id)
         with self.device:  # a stream of its own, unless given one (the dynamic mode's contexts share theirs)
-            self.stream = cp.cuda.Stream(non_blocking=True, priority=stream_priority(self.device_id)) if stream is None else stream
+            self.stream = (cp.cuda.Stream(non_blocking=True, priority=stream_priority(self.device_id))
+                           if stream is None else stream)
         claim_device_reserve(cp, self.device_id, self.stream)
         self._closers: list = []
         self.kernels = GpuKernels(self)

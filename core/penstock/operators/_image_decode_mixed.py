@@ -33,7 +33,7 @@ import statistics
 import threading
 import warnings
 import weakref
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -191,7 +191,8 @@ class MixedDecoder:
     def _host_pool_for(self, ws) -> Any:
         return ws.pool if self._host_pool is None else self._host_pool
 
-    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None) -> Any:
+    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray,
+                     crop: np.ndarray | None) -> Callable[[], tuple]:
         """Starts decoding samples ``idx`` on the host's thread; returns what collects the result:
         ``collect()`` gives (pixels, shapes, offsets) and the decoding's seconds."""
         sub = _subset(src, idx)
@@ -333,7 +334,7 @@ class MixedDecoder:
             self._share.measured("host", cost, seconds)
         return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
 
-    def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Any:
+    def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:
         """Starts reading the JPEGs ``idx`` (those the GPU decoded) through on the host's thread as the
         CPU decoders do, without making pixels; returns what raises a corrupt one's error. nvImageCodec's
         decoders decode a scan that corruption put out of step without a word, the pixels partly made
