@@ -655,6 +655,12 @@ PYBIND11_MODULE(_engine, m) {
         "intermediate's elements (the GIL stays held: per-batch planning of microseconds)",
         "src_shapes"_a, "dst_shapes"_a, "src_offsets"_a, "dst_offsets"_a, "axes"_a, "lo"_a, "hi"_a, "tmp_budget"_a,
         "per_block"_a);
+  m.def("resize_normalize_plan", &resize_normalize_plan,
+        "The rows of a GPU resize's pass that stores crop_mirror_normalize's output: per sample its window row "
+        "[N, 8] and normalization row (shift, fill values, means, scale / std); none when a window reaches outside "
+        "its resized image (the GIL stays held: per-batch planning of microseconds)",
+        "mid_shapes"_a, "anchors"_a, "windows"_a, "mirror"_a, "out_offsets"_a, "channel_out_dim"_a, "fill"_a,
+        "mean"_a, "std"_a, "scale"_a, "shift"_a);
   m.def("warp_affine", &warp_affine,
         "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres to input "
         "coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",

@@ -157,9 +157,10 @@ class HostContext:
 
     def launch_kernels(self, kernels, grids, block, slots, signature):
         kinds = {"p": ctypes.c_void_p, "i": np.int32, "q": np.int64}
-        for kernel, grid, row in zip(kernels, grids, slots.tolist()):
+        signatures = [signature] * len(kernels) if isinstance(signature, str) else signature
+        for kernel, grid, row, kernel_signature in zip(kernels, grids, slots.tolist(), signatures):
             if grid:
-                kernel((int(grid),), (block,), [kinds[k](v) for k, v in zip(signature, row)])
+                kernel((int(grid),), (block,), [kinds[k](v) for k, v in zip(kernel_signature, row)])
 
     def upload_params(self, *arrays):
         return [np.ascontiguousarray(a).copy() for a in arrays]

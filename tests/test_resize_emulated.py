@@ -29,6 +29,14 @@ RUN(resize_v_u8, const u8* src COMMA float* tmp COMMA const i64* desc COMMA cons
 RUN(resize_h_u8, const float* tmp COMMA u8* dst COMMA const i64* desc COMMA const i64* bs COMMA int frames COMMA
     const i32* starts COMMA const i32* counts COMMA const float* weights,
     (tmp, dst, desc, bs, frames, starts, counts, weights))
+#define RUN_NORMALIZED(M, O)                                                                            \
+  RUN(resize_h_##M##_cmn_##O, const float* tmp COMMA O* dst COMMA const i64* desc COMMA const i64* bs COMMA \
+      int frames COMMA const i32* starts COMMA const i32* counts COMMA const float* weights COMMA           \
+      const i64* windows COMMA const float* norm,                                                         \
+      (tmp, dst, desc, bs, frames, starts, counts, weights, windows, norm))
+RUN_NORMALIZED(u8, f32)
+RUN_NORMALIZED(u8, u8)
+RUN_NORMALIZED(u8, i8)
 """
 
 

@@ -43,7 +43,8 @@ class PipelineValueError(PipelineError, ValueError):
     ValueError too, as DALI's run-time errors of that kind are from Python."""
 
 
-def _pipeline_error(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> PipelineError:
+def pipeline_error(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> PipelineError:
+    """``exc``, raised by ``op`` on ``inputs``, as the pipeline reports it."""
     cls = (PipelineIndexError if isinstance(exc, IndexError) else
            PipelineValueError if isinstance(exc, ValueError) else PipelineError)
     return cls(_describe_failure(op, exc, inputs))
@@ -118,7 +119,7 @@ def _no_samples(op: Operator) -> list:
 
 
 def _fail(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> None:
-    raise _pipeline_error(op, exc, inputs) from exc
+    raise pipeline_error(op, exc, inputs) from exc
 
 
 class Executor:
@@ -227,8 +228,10 @@ class Executor:
                     else:
                         outs = run(op, ws)
             except BaseException as exc:  # noqa: BLE001 - reported at outputs()
+                if isinstance(exc, PipelineError):  # an operator that runs others names the one that failed
+                    raise
                 if id(op) not in self._refills:
-                    raise _pipeline_error(op, exc, inputs) from exc
+                    raise pipeline_error(op, exc, inputs) from exc
                 outs, inputs = _on_error.run_refilling(self, op, it, exc, self._refills[id(op)], in_keys,
                                                        arg_keys, lambda e, ins: _fail(op, e, ins))
             end = time.perf_counter()
@@ -258,7 +261,7 @@ class Executor:
                     with self.device:
                         v._complete()
                 except BaseException as exc:  # noqa: BLE001 - reported at outputs()
-                    raise _pipeline_error(v._deferred_by, exc, [v]) from exc
+                    raise pipeline_error(v._deferred_by, exc, [v]) from exc
 
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)

@@ -140,6 +140,77 @@ __device__ void resize_horizontal(const float* tmp, Out* dst, const i64* desc, c
   });
 }
 
+// The horizontal pass feeding crop_mirror_normalize (a GPU resize whose only reader is one, run as
+// one operator: operators/_resize_normalize.py). A resized pixel inside its sample's crop window is
+// rounded to the resize's output type Mid, as resize_h stores it, then normalized as
+// crop_mirror_normalize's kernel does and stored at its place in that operator's output: the
+// resized batch is never written. Pixels outside the window are not computed. Per frame (a sample:
+// images only) a row of kWinDesc: where its output starts, the window (the resized image's pixels
+// it covers), whether it is mirrored, the output's channels and where they go (0: CHW, 1: HCW,
+// 2: HWC); and a row of `norm`: the shift, the output channels' fill values, the frame's means and
+// its scaled inverse deviations (1 + channels out + 2 C floats).
+enum WindowDesc { kWinOut, kWinY, kWinX, kWinH, kWinW, kWinMirror, kWinChannels, kWinChannelDim, kWinDesc = 8 };
+
+template <typename Mid, typename Out>
+__device__ void resize_horizontal_normalized(const float* tmp, Out* dst, const i64* desc, const i64* block_start,
+                                             int frames, const i32* starts, const i32* counts, const float* weights,
+                                             const i64* windows, const float* norm) {
+  int f = find_sample(block_start, frames, blockIdx.x);
+  const i64* d = desc + f * kDesc;
+  const i64* win = windows + f * kWinDesc;
+  const i64 C = d[kChannels], row = d[kOutW] * C, volume = d[kOutH] * row, span = d[kSpan] * C;
+  const i64 start_x = d[kStartX], taps_x = d[kTapsX], col_lo = d[kColLo];
+  const i64 wy0 = win[kWinY], wx0 = win[kWinX], wh = win[kWinH], ww = win[kWinW], cout = win[kWinChannels];
+  const int cdim = int(win[kWinChannelDim]);
+  const bool mirror = win[kWinMirror] != 0;
+  const float* base = tmp + d[kTmpOff];
+  const float* weights_x = weights + d[kWeightX];
+  const float* norm_row = norm + f * (1 + cout + 2 * C);
+  const float shift = norm_row[0];
+  const float* fill = norm_row + 1;
+  const float* mean = fill + cout;
+  const float* inv_std = mean + C;
+  Out* out = dst + win[kWinOut];
+  // the output's strides of a window row, a window column and a channel
+  const i64 s_c = cdim == 0 ? wh * ww : (cdim == 1 ? ww : 1);
+  const i64 s_y = cdim == 0 ? ww : (cdim == 1 ? cout * ww : ww * cout);
+  const i64 s_x = cdim == 2 ? cout : 1;
+  for_items(block_start, f, volume, [&](i64 e, auto i) {
+    using I = decltype(i);
+    I y = i / I(row), r = i - y * I(row), x = r / I(C), c = r - x * I(C);
+    const i64 wy = i64(y) - wy0;
+    i64 wx = i64(x) - wx0;
+    if (wy < 0 || wy >= wh || wx < 0 || wx >= ww) return;
+    if (mirror) wx = ww - 1 - wx;
+    i32 taps = counts[start_x + x];
+    const float* w = weights_x + x * taps_x;
+    const float* p = base + y * span + (i64(starts[start_x + x]) - col_lo) * C + c;
+    float acc = p[0] * w[0];
+    for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
+    const float v = (to_float(pixel_from<Mid>(acc)) - mean[c]) * inv_std[c] + shift;
+    const i64 at = wy * s_y + wx * s_x + i64(c) * s_c;
+    out[at] = pixel_from<Out>(v);
+    if (c == C - 1)  // the pad_output channel, if any
+      for (i64 extra = C; extra < cout; ++extra) out[wy * s_y + wx * s_x + extra * s_c] = pixel_from<Out>(fill[extra]);
+  });
+}
+
+#define PENSTOCK_RESIZE_NORMALIZED(M, O)                                                                    \
+  extern "C" __global__ void resize_h_##M##_cmn_##O(const float* tmp, O* dst, const i64* desc,              \
+                                                    const i64* block_start, int frames, const i32* starts,  \
+                                                    const i32* counts, const float* weights,                \
+                                                    const i64* windows, const float* norm) {                \
+    resize_horizontal_normalized<M, O>(tmp, dst, desc, block_start, frames, starts, counts, weights, windows, \
+                                       norm);                                                               \
+  }
+#define PENSTOCK_RESIZE_NORMALIZED_MID(M) \
+  PENSTOCK_RESIZE_NORMALIZED(M, u8) PENSTOCK_RESIZE_NORMALIZED(M, i8) PENSTOCK_RESIZE_NORMALIZED(M, f16) \
+  PENSTOCK_RESIZE_NORMALIZED(M, f32)
+PENSTOCK_RESIZE_NORMALIZED_MID(u8)
+PENSTOCK_RESIZE_NORMALIZED_MID(i16)
+PENSTOCK_RESIZE_NORMALIZED_MID(u16)
+PENSTOCK_RESIZE_NORMALIZED_MID(f32)
+
 #define PENSTOCK_RESIZE(T)                                                                              \
   extern "C" __global__ void resize_v_##T(const T* src, float* tmp, const i64* desc, const i64* block_start, \
                                           int frames, const i32* starts, const i32* counts,              \

@@ -360,4 +360,40 @@ ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array s
   return {desc, v_blocks, h_blocks, run_table, tmp_elements};
 }
 
+ArrayTuple resize_normalize_plan(I64Array mid_shapes, I64Array anchors, I64Array windows, ArrayOf<uint8_t> mirror,
+                                 I64Array out_offsets, int64_t channel_out_dim, ArrayOf<float> fill,
+                                 ArrayOf<float> mean, ArrayOf<float> std, double scale, double shift) {
+  const int64_t n = mid_shapes.ndim() == 2 && mid_shapes.shape(1) == 3 ? mid_shapes.shape(0) : -1;
+  const int64_t c = n > 0 ? mid_shapes.data()[2] : 0, out_channels = fill.size();
+  if (n < 0 || anchors.ndim() != 2 || anchors.shape(0) != n || anchors.shape(1) != 2 || windows.ndim() != 2 ||
+      windows.shape(0) != n || windows.shape(1) != 3 || mirror.size() != n || out_offsets.size() != n ||
+      mean.size() != n * c || std.size() != n * c || out_channels < c || channel_out_dim < 0 || channel_out_dim > 2)
+    throw std::invalid_argument("resize_normalize_plan: shapes [N, 3], anchors [N, 2], windows [N, 3], mirror and "
+                                "offsets [N], mean and std [N, C], fill values for the output's channels");
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t *shape = mid_shapes.data() + 3 * i, *anchor = anchors.data() + 2 * i, *window = windows.data() + 3 * i;
+    for (int d = 0; d < 2; ++d)
+      if (anchor[d] < 0 || anchor[d] + window[d] > shape[d]) return {};
+  }
+  const int64_t width = 1 + out_channels + 2 * c;
+  auto rows = I64Array::empty({n, 8});
+  auto norm = ArrayOf<float>::empty({n, width});
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t* row = rows.mutable_data() + 8 * i;
+    const int64_t *anchor = anchors.data() + 2 * i, *window = windows.data() + 3 * i;
+    row[0] = out_offsets.data()[i], row[1] = anchor[0], row[2] = anchor[1], row[3] = window[0], row[4] = window[1];
+    row[5] = mirror.data()[i] != 0, row[6] = out_channels, row[7] = channel_out_dim;
+    float* values = norm.mutable_data() + width * i;
+    values[0] = float(shift);
+    std::copy(fill.data(), fill.data() + out_channels, values + 1);
+    std::copy(mean.data() + c * i, mean.data() + c * (i + 1), values + 1 + out_channels);
+    for (int64_t k = 0; k < c; ++k) {  // as crop_mirror_normalize_plan computes them
+      const float deviation = std.data()[c * i + k];
+      if (deviation == 0) throw std::invalid_argument("crop_mirror_normalize: std must not be 0");
+      values[1 + out_channels + c + k] = float(scale / double(deviation));
+    }
+  }
+  return {rows, norm};
+}
+
 }  // namespace penstock

@@ -40,4 +40,15 @@ ArrayTuple resize_axis_spans(I64Array src_shapes, I64Array dst_shapes, ArrayOf<d
 ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array src_offsets, I64Array dst_offsets,
                             I64Array axes, I64Array lo, I64Array hi, int64_t tmp_budget, int64_t per_block);
 
+// The rows of a GPU resize's horizontal pass that stores crop_mirror_normalize's output (resize.cu's
+// resize_h_*_cmn_*) for images resized to `mid_shapes` [N, 3] (H, W, C): per sample its window row
+// [N, 8] (output offset, the window's anchor [N, 2] and size (windows [N, 3]: H, W, C) in the resized
+// image, mirror, the output's channels and where they go) and its normalization row (shift, the
+// `out_channels` fill values, the means [N, C], scale / std [N, C] as floats). No rows (an empty
+// tuple) when a window reaches outside its resized image: the operators then run one after the
+// other. Runs with the GIL held (the same steps in numpy gave it away several times a batch).
+ArrayTuple resize_normalize_plan(I64Array mid_shapes, I64Array anchors, I64Array windows, ArrayOf<uint8_t> mirror,
+                                 I64Array out_offsets, int64_t channel_out_dim, ArrayOf<float> fill,
+                                 ArrayOf<float> mean, ArrayOf<float> std, double scale, double shift);
+
 }  // namespace penstock

@@ -132,11 +132,14 @@ class DeviceContext:
         return int(array.data.ptr)
 
     def launch_kernels(self, kernels: Sequence[Kernel], grids: np.ndarray, block: int, slots: np.ndarray,
-                       signature: str) -> None:
+                       signature: str | Sequence[str]) -> None:
         """Queues ``kernels[l]`` over ``grids[l]`` blocks of ``block`` threads on the stream, in order
         (a grid of 0 is skipped), in one engine call: row l of ``slots`` holds launch l's parameters,
-        one int64 each, of the kinds in ``signature`` ('p' an address, 'i' an int32, 'q' an int64)."""
-        if slots.shape[1] != len(signature):
+        one int64 each, of the kinds in ``signature`` ('p' an address, 'i' an int32, 'q' an int64),
+        one for every launch or one per launch; a row may be wider than a launch's parameters (the
+        driver reads as many as the kernel takes)."""
+        signatures = [signature] if isinstance(signature, str) else signature
+        if max(map(len, signatures)) > slots.shape[1]:
             raise ValueError(f"launch_kernels: {slots.shape[1]} parameters per launch for the signature {signature!r}")
         launch_kernels(kernels, grids, block, self.stream, slots)
 

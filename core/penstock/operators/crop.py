@@ -125,10 +125,10 @@ def _crop_values(ws) -> int:
     return 0 if crop is None else crop.shape[1]
 
 
-def crop_windows(ws, src, layout: str, allow_trim: bool = True):
-    """Anchors and window shapes [N, ndim] of the crop arguments (non-spatial dims: whole)."""
+def crop_windows(ws, shapes: np.ndarray, layout: str, allow_trim: bool = True):
+    """Anchors and window shapes [N, ndim] of the crop arguments for samples of ``shapes``
+    (non-spatial dims: whole)."""
     op = ws.op
-    shapes = src._shapes
     n, nd = shapes.shape
     axes = {c: i for i, c in enumerate(layout)}
     policy = op.args["out_of_bounds_policy"]
@@ -257,7 +257,7 @@ class Crop(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         layout = input_layout(self, src)
-        anchors, shapes = crop_windows(ws, src, layout)
+        anchors, shapes = crop_windows(ws, src._shapes, layout)
         fill, cdim = fill_for(ws, layout, self.args["fill_values"], self.args["out_of_bounds_policy"], shapes)
         out = window_with_dtype(ws, src, anchors, shapes, fill, cdim, self.args["dtype"])
         out._layout = layout  # a batch without a layout comes out with the one it was read as (DALI's)

@@ -3,6 +3,8 @@
 (the crop_mirror_normalize kernel of each device)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import _engine
@@ -54,6 +56,20 @@ def _transposed(ws, src, perm: list, layout: str):
     return out
 
 
+class NormalizePlan(NamedTuple):
+    """A batch's crop_mirror_normalize, planned from its samples' shapes (``CropMirrorNormalize.plan``)."""
+    dtype: T
+    out_layout: str
+    out_shapes: np.ndarray
+    anchors: np.ndarray  # [N, nd - 1]: the windows' starts in the spatial dims
+    windows: np.ndarray  # [N, nd]: the windows' shapes (channels whole)
+    mirror: np.ndarray  # [N] uint8
+    fill: np.ndarray  # per output channel
+    mean: np.ndarray  # [N, C]
+    std: np.ndarray  # [N, C]
+    pad: bool
+
+
 @register(CMN, device=("cpu", "gpu"))
 class CropMirrorNormalize(Operator):
     _constant_normalization: tuple | None = None  # (batch size, channels, pad) and what _normalization gave for it
@@ -64,19 +80,30 @@ class CropMirrorNormalize(Operator):
         cdim, after = output_order(self.args["output_layout"], in_layout, layout)
         if layout != in_layout:  # planar input: the kernel reads channel-last samples
             src = _transposed(ws, src, [in_layout.index(c) for c in layout], layout)
-        if src.dtype not in IN_TYPES:
-            raise TypeError(f"{self.label}: input type {src.dtype.name} is not supported "
+        plan = self.plan(ws, src._shapes, layout, src.dtype, cdim)
+        out = ws.new_batch(plan.out_shapes, to_numpy_type(plan.dtype), plan.out_layout, src._source_info)
+        ws.kernels.crop_mirror_normalize(
+            ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
+            int(plan.dtype), plan.anchors, plan.mirror, plan.mean, plan.std, float(self.args["scale"]),
+            float(self.args["shift"]), plan.fill, cdim, plan.pad)
+        return [out if after is None else _transposed(ws, out, after, self.args["output_layout"])]
+
+    def plan(self, ws, shapes: np.ndarray, layout: str, in_type: T, cdim: int) -> "NormalizePlan":
+        """What normalizing channel-last samples of ``shapes`` (``layout``) takes, the channels put
+        at ``cdim`` of the output."""
+        if in_type not in IN_TYPES:
+            raise TypeError(f"{self.label}: input type {in_type.name} is not supported "
                             f"(use {', '.join(t.name for t in IN_TYPES)})")
         dtype = self.args["dtype"]
         if dtype not in OUT_TYPES:
             raise ArgumentTypeError(f"{self.label}: output type {dtype.name} is not supported "
                                     f"(use {', '.join(t.name for t in OUT_TYPES)})")
-        n, nd = src._shapes.shape
-        channels = set(src._shapes[:, -1].tolist())
+        n, nd = shapes.shape
+        channels = set(shapes[:, -1].tolist())
         if len(channels) > 1:
             raise ValueError(f"{self.label}: all samples need the same number of channels, got {sorted(channels)}")
         c = channels.pop() if channels else 0
-        anchors, windows = crop_windows(ws, src, layout)
+        anchors, windows = crop_windows(ws, shapes, layout)
         # whole samples (no crop) start at the shared zeros: no copy of a batch's table
         spatial_anchors = (zero_rows(n, nd - 1) if anchors is zero_rows(n, nd)
                            else np.ascontiguousarray(anchors[:, :-1]))
@@ -89,12 +116,7 @@ class CropMirrorNormalize(Operator):
             out_shapes = _engine.with_columns(shifted, cdim, np.array([c + pad], np.int64))
         fill, mean, std = self._normalization(ws, c, pad, dtype)
         mirror = (ws.per_sample("mirror", np.int64) != 0).astype(np.uint8)
-        out = ws.new_batch(out_shapes, to_numpy_type(dtype), out_layout, src._source_info)
-        ws.kernels.crop_mirror_normalize(
-            ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._shapes, out._offsets,
-            int(dtype), spatial_anchors, mirror, mean, std, float(self.args["scale"]),
-            float(self.args["shift"]), fill, cdim, pad)
-        return [out if after is None else _transposed(ws, out, after, self.args["output_layout"])]
+        return NormalizePlan(dtype, out_layout, out_shapes, spatial_anchors, windows, mirror, fill, mean, std, pad)
 
     def _normalization(self, ws, c: int, pad: bool, dtype) -> tuple:
         """The fill values (one per output channel) and per-sample means and deviations [N, c]; worked

@@ -70,13 +70,9 @@ def filters(ws) -> tuple[np.ndarray, np.ndarray]:
     return minf, magf
 
 
-def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, minf, magf, antialias: bool,
-                 dtype):
-    """Resamples a packed batch: out_sizes [N, S] or, the same for every sample, [S] (spatial, layout
-    order), rois [N, 2S] (starts, ends)."""
-    op = ws.op
-    letters, first, has_c = spatial_layout(op, layout, src.ndim())
-    s = len(letters)
+def resized(op, src, first: int, out_sizes: np.ndarray, dtype) -> tuple[np.ndarray, DALIDataType]:
+    """The shapes and type of ``src`` resized to ``out_sizes`` (its spatial dims from ``first``);
+    refuses the types the kernels do not take."""
     in_type = src.dtype
     out_type = in_type if dtype is None else dtype
     if in_type not in RESAMPLE_TYPES:
@@ -85,8 +81,18 @@ def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, 
     if out_type not in (in_type, DALIDataType.FLOAT):
         raise TypeError(f"{op.label}: dtype {out_type.name} is not supported: the output keeps the "
                         f"input's type ({in_type.name}) or is FLOAT")
+    return _engine.with_columns(src._shapes, first, np.asarray(out_sizes, np.int64)), out_type
+
+
+def resize_batch(ws, src, layout: str, out_sizes: np.ndarray, rois: np.ndarray, minf, magf, antialias: bool,
+                 dtype):
+    """Resamples a packed batch: out_sizes [N, S] or, the same for every sample, [S] (spatial, layout
+    order), rois [N, 2S] (starts, ends)."""
+    letters, first, has_c = spatial_layout(ws.op, layout, src.ndim())
+    s = len(letters)
+    in_type = src.dtype
+    out_shapes, out_type = resized(ws.op, src, first, out_sizes, dtype)
     n = len(src)
-    out_shapes = _engine.with_columns(src._shapes, first, np.asarray(out_sizes, np.int64))
     out = ws.new_batch(out_shapes, to_numpy_type(out_type), src._layout, src._source_info)
     in_k, out_k = src._shapes, out._shapes
     if not has_c:  # unit channel for the kernel; the packed buffers are the same
@@ -172,6 +178,17 @@ class Resize(Operator):
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
+        layout, first, out_sizes, rois, minf, magf = self.planned(ws, src)
+        out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
+        if not self.args.get("save_attrs"):
+            return [out]
+        # DALI's attributes: the input's spatial size
+        spatial = np.shape(out_sizes)[-1]
+        return [out, ws.from_host(empty_attrs(src._shapes[:, first:first + spatial].astype(np.float64)))]
+
+    def planned(self, ws, src) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What resizing batch ``src`` takes: its layout, where its spatial dims start, the output
+        sizes and source ROIs (``plan``) and the per-sample filters."""
         layout = input_layout(self, src)
         letters, first, _ = spatial_layout(self, layout, src.ndim())
         prescaled = getattr(src, "_prescaled", None)
@@ -185,11 +202,7 @@ class Resize(Operator):
         else:
             out_sizes, rois = self._plan_whole(ws, letters, src._shapes, first)
         minf, magf = filters(ws)
-        out = resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"], self.args["dtype"])
-        if not self.args.get("save_attrs"):
-            return [out]
-        # DALI's attributes: the input's spatial size
-        return [out, ws.from_host(empty_attrs(src._shapes[:, first:first + len(letters)].astype(np.float64)))]
+        return layout, first, out_sizes, rois, minf, magf
 
     def _plan_whole(self, ws, letters: str, shapes: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
         """``plan`` of whole samples (their spatial dims from ``first``). With constant sizes, Resize's

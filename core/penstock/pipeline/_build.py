@@ -13,6 +13,7 @@ from .._registry import ArgumentValueError, as_argument_error, kernel_for
 from .._sources import parallel_spec
 from .._std_random import seed_seq
 from ..data_node import DataNode
+from ..operators._resize_normalize import fuse
 
 
 def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[OpNode]:
@@ -98,7 +99,9 @@ class PipelineBuild:
         stages = [[op for op in self._ops if op.device == dev] for dev in ("cpu", "mixed", "gpu")]
         if not self._stages_are_ordered(stages):
             stages = [self._ops]
-        self._executor = Executor(stages, [(o.source.id, o.index) for o in self._outputs], self._pool,
+        output_refs = [(o.source.id, o.index) for o in self._outputs]
+        stages = fuse(stages, output_refs)  # (self._ops keeps the graph's operators, for serializing)
+        self._executor = Executor(stages, output_refs, self._pool,
                                   self._exec_async, self._exec_pipelined, self._gpu,
                                   (self._cpu_queue_size, self._gpu_queue_size), self._enable_memory_stats)
         if self._enable_checkpointing:

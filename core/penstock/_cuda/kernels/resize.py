@@ -33,6 +33,28 @@ class ResizeKernels(KernelFamily):
         if spatial != 2:
             raise NotImplementedError("resize: volumes (3 spatial dimensions) are not supported on the GPU; "
                                       "resize them with device='cpu'")
+        self._resample(src, src_shapes, src_offsets, src_type, dst, dst_shapes, dst_offsets, roi, min_filter,
+                       mag_filter, antialias, self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}"), ())
+
+    def resize_normalize(self, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,
+                         mid_shapes: np.ndarray, mid_type: int, roi: np.ndarray, min_filter: np.ndarray,
+                         mag_filter: np.ndarray, antialias: bool, dst: Any, dst_type: int, windows: np.ndarray,
+                         norm: np.ndarray) -> None:
+        """Images (HWC) resized to ``mid_shapes`` as ``resize`` would store them (type ``mid_type``)
+        and, in the same pass, cropped, mirrored, normalized and laid out into ``dst`` as
+        crop_mirror_normalize would from them: ``windows`` [N, 8] and ``norm`` are the
+        resize_h_*_cmn_* kernels' (csrc/cuda/resize.cu); the resized batch is never stored."""
+        mid_offsets = np.zeros(len(mid_shapes), np.int64)  # (the pass writes through the windows' offsets)
+        self._resample(src, src_shapes, src_offsets, src_type, dst, mid_shapes, mid_offsets, roi, min_filter,
+                       mag_filter, antialias,
+                       self._fn("resize", f"resize_h_{TYPE_NAMES[mid_type]}_cmn_{TYPE_NAMES[dst_type]}"),
+                       (np.ascontiguousarray(windows, np.int64), np.ascontiguousarray(norm, np.float32)))
+
+    def _resample(self, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int, dst: Any,
+                  dst_shapes: np.ndarray, dst_offsets: np.ndarray, roi: np.ndarray, min_filter: np.ndarray,
+                  mag_filter: np.ndarray, antialias: bool, horizontal: Any, extra_params: tuple) -> None:
+        """The taps, then per run of frames the vertical pass and the ``horizontal`` one, whose
+        parameters after resize_h's are ``extra_params`` (host arrays, uploaded with the plan's)."""
         if len(src_shapes) == 0:
             return
         # Per axis (y then x of each sample): the taps kernel's row (sizes, filters, tap count, where its
@@ -63,7 +85,9 @@ class ResizeKernels(KernelFamily):
             src_shapes, dst_shapes, src_offsets, dst_offsets, axes, lo, hi, _RESIZE_TMP_ELEMENTS, BLOCK * ITEMS)
         if not len(desc):  # samples without frames
             return
-        d_desc, d_v_blocks, d_h_blocks, *d_taps = self.ctx.upload_params(desc, v_blocks, h_blocks, *taps_params)
+        d_desc, d_v_blocks, d_h_blocks, *params = self.ctx.upload_params(desc, v_blocks, h_blocks, *extra_params,
+                                                                         *taps_params)
+        d_extra, d_taps = params[:len(extra_params)], params[len(extra_params):]
         if most_taps > 128:
             d_starts, d_counts, d_weights = d_taps
         else:  # the taps kernel's output in one block: starts and counts (int32), then weights (float32)
@@ -81,15 +105,18 @@ class ResizeKernels(KernelFamily):
         # next run in stream order): one engine call queues them all
         address = self.ctx.address
         run_start, run_end, grids, blocks_at = runs[:, 0], runs[:, 1], runs[:, 2:4], runs[:, 4]
-        launches = np.empty((len(runs), 2, 8), np.int64)
+        slots = 8 + len(extra_params)
+        launches = np.zeros((len(runs), 2, slots), np.int64)
         launches[:, :, 2] = address(d_desc) + run_start[:, None] * desc.strides[0]
         launches[:, 0, 3] = address(d_v_blocks) + blocks_at * 8
         launches[:, 1, 3] = address(d_h_blocks) + blocks_at * 8
         launches[:, :, 4] = (run_end - run_start)[:, None]
-        launches[:, :, 5:] = (address(d_starts), address(d_counts), address(d_weights))
+        launches[:, :, 5:8] = (address(d_starts), address(d_counts), address(d_weights))
         launches[:, 0, :2] = (address(src), address(tmp))
         launches[:, 1, :2] = (address(tmp), address(dst))
-        passes = (self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"),
-                  self._fn("resize", f"resize_h_{TYPE_NAMES[dst_type]}"))
-        self.ctx.launch_kernels(passes * len(runs), grids.reshape(-1), BLOCK, launches.reshape(-1, 8), "ppppippp")
-
+        for k, (host, device) in enumerate(zip(extra_params, d_extra)):  # per-frame tables start at the run's frame
+            per_frame = host.strides[0] if host.ndim == 2 and len(host) == len(desc) else 0
+            launches[:, 1, 8 + k] = address(device) + run_start * per_frame
+        passes = (self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"), horizontal)
+        self.ctx.launch_kernels(passes * len(runs), grids.reshape(-1), BLOCK, launches.reshape(-1, slots),
+                                ("ppppippp", "ppppippp" + "p" * len(extra_params)) * len(runs))
