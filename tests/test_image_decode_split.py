@@ -124,3 +124,16 @@ def test_the_engines_split_is_the_algorithm_written_out():
         np.testing.assert_array_equal(share.choose(lengths, costs, already),
                                       _choose_reference(lengths.astype(float), costs, already, host_rate, gpu_rate))
     assert HostShare(1e6, 1e6).choose(np.zeros(0), np.zeros(0)).shape == (0,)
+
+
+def test_a_sides_rate_is_its_work_over_its_time_not_its_quick_batches():
+    """Beside a training model the GPU side's batches take uneven times; the rate that balances the
+    sides is the work over the time (20 units a second here), where a smoothed per-batch ratio would
+    say ~55. The first batch (the side's set-up, 5 s here) does not count."""
+    share = HostShare(host_rate=1.0, gpu_rate=1.0)
+    share.measured("gpu", 1.0, 5.0)
+    assert share.rates["gpu"] == 1.0  # the guess stands until a batch past the set-up
+    for k in range(40):
+        share.measured("gpu", 1.0, 0.01 if k % 2 else 0.09)
+    assert 14 < share.rates["gpu"] < 28
+    assert share.rates["host"] == 1.0
