@@ -29,16 +29,16 @@ IMAGES = [_smooth(h, w) for h, w in [(61, 47), (30, 90), (120, 77), (45, 45), (2
 MIRROR = [np.array(m, np.int32) for m in [0, 1, 1, 0, 1]]
 
 
-def _pipeline(device_id, resize, normalize, outputs=("normalized",)):
+def _pipeline(device_id, resize, normalize, outputs=("normalized",), memory_stats=False):
     # run in the calling thread: host-compiled kernels of two pipelines must not run at once (the
     # harnesses' thread indices are globals)
     @pipeline_def(batch_size=len(IMAGES), num_threads=1, device_id=device_id, seed=5, exec_async=False,
-                  exec_pipelined=False)
+                  exec_pipelined=False, enable_memory_stats=memory_stats)
     def pipe():
         images = fn.external_source(source=lambda: IMAGES, batch=True, layout="HWC")
         mirror = fn.external_source(source=lambda: MIRROR, batch=True)
-        resized = fn.resize(images.gpu(), **resize)
-        normalized = fn.crop_mirror_normalize(resized, mirror=mirror, **normalize)
+        resized = fn.resize(images.gpu(), name="resize", **resize)
+        normalized = fn.crop_mirror_normalize(resized, mirror=mirror, name="normalize", **normalize)
         return tuple({"normalized": normalized, "resized": resized}[o] for o in outputs)
     p = pipe()
     p.build()
@@ -129,6 +129,17 @@ def test_a_resize_read_elsewhere_is_not_fused(monkeypatch, host_kernels):
     normalized, resized = pipe.run()
     assert resized._shapes.tolist() == [[20, 24, 3]] * len(IMAGES)
     assert normalized._shapes.tolist() == [[3, 20, 24]] * len(IMAGES)
+
+
+def test_per_operator_memory_statistics_keep_the_operators_apart(monkeypatch, host_kernels):
+    use_host_device(monkeypatch, HostDevice(host_kernels))
+    resize, normalize = CASES["train"]
+    pipe = _pipeline(0, resize, normalize, memory_stats=True)
+    assert not _fused(pipe)
+    pipe.run()
+    stats = pipe.executor_statistics()
+    assert stats["resize"]["runs"] == stats["normalize"]["runs"] == 1
+    assert stats["resize"]["max_real_memory_size"] == [len(IMAGES) * 20 * 24 * 3]  # the resized batch, uint8
 
 
 def test_a_failure_names_the_operator_that_failed(monkeypatch, host_kernels):

@@ -100,7 +100,8 @@ class PipelineBuild:
         if not self._stages_are_ordered(stages):
             stages = [self._ops]
         output_refs = [(o.source.id, o.index) for o in self._outputs]
-        stages = fuse(stages, output_refs)  # (self._ops keeps the graph's operators, for serializing)
+        if not self._enable_memory_stats:  # (those are per operator of the graph, as the user declared it)
+            stages = fuse(stages, output_refs)  # (self._ops keeps the graph's operators, for serializing)
         self._executor = Executor(stages, output_refs, self._pool,
                                   self._exec_async, self._exec_pipelined, self._gpu,
                                   (self._cpu_queue_size, self._gpu_queue_size), self._enable_memory_stats)
