@@ -142,6 +142,15 @@ def test_per_operator_memory_statistics_keep_the_operators_apart(monkeypatch, ho
     assert stats["resize"]["max_real_memory_size"] == [len(IMAGES) * 20 * 24 * 3]  # the resized batch, uint8
 
 
+def test_the_profile_names_both_operators(monkeypatch, host_kernels):
+    from penstock import profiler
+    use_host_device(monkeypatch, HostDevice(host_kernels))
+    resize, normalize = CASES["train"]
+    result = profiler.profile(lambda: _pipeline(0, resize, normalize), batches=2, warmup=1)
+    fused = [op for op in result.operators if op.device == "gpu"]
+    assert [(op.name, op.function, op.runs) for op in fused] == [("normalize", "resize + crop_mirror_normalize", 2)]
+
+
 def test_a_failure_names_the_operator_that_failed(monkeypatch, host_kernels):
     use_host_device(monkeypatch, HostDevice(host_kernels))
     pipe = _pipeline(0, {"resize_x": 20, "resize_y": 20}, {"crop": (24, 22)})  # windows outside, policy 'error'

@@ -48,12 +48,15 @@ class FusedNode:
 
 class ResizeNormalize(Operator):
     """``resize`` and ``normalize`` (its only reader) as one GPU operator. It answers to the
-    normalization's name (its outputs are that operator's) and checks its input as the resize."""
+    normalization's name (its outputs are that operator's), checks its input as the resize, and
+    profiles as both (``fn_name`` "resize + crop_mirror_normalize")."""
 
     def __init__(self, resize: Resize, normalize: CropMirrorNormalize):  # noqa: super().__init__ takes a node
         self.resize, self.normalize = resize, normalize
         self.node = FusedNode(resize.node, normalize.node)
-        self.schema = resize.schema  # its input is the resize's: the executor checks its layout
+        # its input is the resize's (the executor checks its layout against the resize's schema)
+        self.schema = dataclasses.replace(resize.schema, fn_name=f"{resize.schema.fn_name} + "
+                                                                 f"{normalize.schema.fn_name}", internal=True)
         self.label = resize.label
         self.args, self.name, self.device, self.seed = normalize.args, normalize.name, "gpu", normalize.seed
 
