@@ -119,6 +119,19 @@ __device__ void resize_vertical(const In* src, float* tmp, const i64* desc, cons
   });
 }
 
+// Output pixel (y, x, c)'s horizontal taps over the vertical pass's rows (`base`, `span` floats a
+// row from source column `col_lo`), as resize_h and the normalizing pass below both sum them.
+__device__ __forceinline__ float horizontal_taps(const float* base, const float* weights_x, const i32* starts,
+                                                 const i32* counts, i64 y, i64 x, i64 c, i64 C, i64 span,
+                                                 i64 start_x, i64 taps_x, i64 col_lo) {
+  const i32 taps = counts[start_x + x];
+  const float* w = weights_x + x * taps_x;
+  const float* p = base + y * span + (i64(starts[start_x + x]) - col_lo) * C + c;
+  float acc = p[0] * w[0];
+  for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
+  return acc;
+}
+
 template <typename Out>
 __device__ void resize_horizontal(const float* tmp, Out* dst, const i64* desc, const i64* block_start, int frames,
                                   const i32* starts, const i32* counts, const float* weights) {
@@ -131,12 +144,8 @@ __device__ void resize_horizontal(const float* tmp, Out* dst, const i64* desc, c
   for_items(block_start, f, volume, [&](i64 e, auto i) {
     using I = decltype(i);
     I y = i / I(row), r = i - y * I(row), x = r / I(C), c = r - x * I(C);
-    i32 taps = counts[start_x + x];
-    const float* w = weights_x + x * taps_x;
-    const float* p = base + y * span + (i64(starts[start_x + x]) - col_lo) * C + c;
-    float acc = p[0] * w[0];
-    for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
-    dst[out_off + e] = pixel_from<Out>(acc);
+    dst[out_off + e] = pixel_from<Out>(horizontal_taps(base, weights_x, starts, counts, y, x, c, C, span, start_x,
+                                                       taps_x, col_lo));
   });
 }
 
@@ -182,11 +191,7 @@ __device__ void resize_horizontal_normalized(const float* tmp, Out* dst, const i
     i64 wx = i64(x) - wx0;
     if (wy < 0 || wy >= wh || wx < 0 || wx >= ww) return;
     if (mirror) wx = ww - 1 - wx;
-    i32 taps = counts[start_x + x];
-    const float* w = weights_x + x * taps_x;
-    const float* p = base + y * span + (i64(starts[start_x + x]) - col_lo) * C + c;
-    float acc = p[0] * w[0];
-    for (i32 k = 1; k < taps; ++k) acc += p[k * C] * w[k];
+    const float acc = horizontal_taps(base, weights_x, starts, counts, y, x, c, C, span, start_x, taps_x, col_lo);
     const float v = (to_float(pixel_from<Mid>(acc)) - mean[c]) * inv_std[c] + shift;
     const i64 at = wy * s_y + wx * s_x + i64(c) * s_c;
     out[at] = pixel_from<Out>(v);

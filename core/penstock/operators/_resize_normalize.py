@@ -4,14 +4,13 @@ Training pipelines resize each decoded image, then crop, mirror, normalize and l
 (``fn.resize`` -> ``fn.crop_mirror_normalize``). Run as one, the resize's horizontal pass stores
 each pixel of the crop window straight into the normalized output (csrc/cuda/resize.cu,
 ``resize_h_*_cmn_*``), with the arithmetic of the two kernels: the resized batch is neither
-allocated nor written and read back, and a batch takes one operator's turn in the GPU stage, one
-upload of parameters and one engine call of launches instead of two of each. Those are Python
-steps a pipeline thread runs holding the GIL, which a training loop's thread then waits for
-(docs/benchmarks.md prices a millisecond of it at several of a ResNet-18 step).
+allocated nor written and read back, and a batch takes one upload of parameters and one engine call
+of launches instead of two of each. (Its Python per batch is about the two operators'; on an H200
+the training rate it fed did not differ beyond the runs' spread: docs/benchmarks.md.)
 
 Batches the fused pass does not cover run the two operators one after the other, as they would
 unfused: sequences and volumes, layouts other than HWC, output layouts that need a transposition,
-crop windows reaching outside the resized image, input types without a fused kernel.
+crop windows reaching outside the resized image.
 """
 from __future__ import annotations
 
@@ -24,12 +23,9 @@ from .. import _engine
 from .._batch import contiguous
 from .._executor import pipeline_error
 from .._operator import Operator, Workspace
-from ..types import DALIDataType as T, to_numpy_type
+from ..types import to_numpy_type
 from .crop_mirror_normalize import CropMirrorNormalize, output_order
 from .resize import Resize, resized
-
-_MID_TYPES = (T.UINT8, T.INT16, T.UINT16, T.FLOAT)  # the resize's output types the fused pass stores as
-
 
 class FusedNode:
     """The graph node of two operators run as one: the first's inputs, the second's outputs and
@@ -76,7 +72,7 @@ class ResizeNormalize(Operator):
             raise pipeline_error(self.resize, exc, [src]) from exc
         cdim, after = (output_order(self.normalize.args["output_layout"], layout, layout)
                        if layout == "HWC" else (None, None))
-        if cdim is None or after is not None or mid_type not in _MID_TYPES:
+        if cdim is None or after is not None:
             return self._one_then_the_other(resize_ws, normalize_ws, src)
         try:
             plan = self.normalize.plan(normalize_ws, mid_shapes, layout, mid_type, cdim)
@@ -140,7 +136,6 @@ def fuse(stages: Sequence[Sequence[Operator]], output_refs: Sequence[tuple[int, 
 def _fusable(resize: Operator, normalize: Any, stage: Sequence[Operator]) -> bool:
     return (type(resize) is Resize and type(normalize) is CropMirrorNormalize
             and resize.device == normalize.device == "gpu" and normalize in stage
-            and not resize.args.get("save_attrs") and len(resize.node.outputs) == 1
+            and not resize.args.get("save_attrs")  # (the fused operator makes no attributes output)
             and len(normalize.node.inputs) == 1 and normalize.node.inputs[0].source is resize.node
-            and all(getattr(n, "scope", None) is None and getattr(n, "batch_ref", None) is None
-                    for n in (resize.node, normalize.node)))
+            and all(n.scope is None and n.batch_ref is None for n in (resize.node, normalize.node)))

@@ -54,7 +54,8 @@ class ResizeKernels(KernelFamily):
                   dst_shapes: np.ndarray, dst_offsets: np.ndarray, roi: np.ndarray, min_filter: np.ndarray,
                   mag_filter: np.ndarray, antialias: bool, horizontal: Any, extra_params: tuple) -> None:
         """The taps, then per run of frames the vertical pass and the ``horizontal`` one, whose
-        parameters after resize_h's are ``extra_params`` (host arrays, uploaded with the plan's)."""
+        parameters after resize_h's are ``extra_params``: host tables of a row per frame, uploaded
+        with the plan's."""
         if len(src_shapes) == 0:
             return
         # Per axis (y then x of each sample): the taps kernel's row (sizes, filters, tap count, where its
@@ -114,9 +115,8 @@ class ResizeKernels(KernelFamily):
         launches[:, :, 5:8] = (address(d_starts), address(d_counts), address(d_weights))
         launches[:, 0, :2] = (address(src), address(tmp))
         launches[:, 1, :2] = (address(tmp), address(dst))
-        for k, (host, device) in enumerate(zip(extra_params, d_extra)):  # per-frame tables start at the run's frame
-            per_frame = host.strides[0] if host.ndim == 2 and len(host) == len(desc) else 0
-            launches[:, 1, 8 + k] = address(device) + run_start * per_frame
+        for k, (host, device) in enumerate(zip(extra_params, d_extra)):  # per-frame tables, from the run's frame
+            launches[:, 1, 8 + k] = address(device) + run_start * host.strides[0]
         passes = (self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"), horizontal)
         self.ctx.launch_kernels(passes * len(runs), grids.reshape(-1), BLOCK, launches.reshape(-1, slots),
                                 ("ppppippp", "ppppippp" + "p" * len(extra_params)) * len(runs))
