@@ -340,10 +340,14 @@ PYBIND11_MODULE(_engine, m) {
       "A DLPack capsule viewing `data` (shape, strides in elements, DLPack type code and bits, device) and "
       "keeping `owner` until its consumer frees it; for a CUDA view, the `consumer` stream (DLPack's number: "
       "1 the legacy default stream, -1 no ordering) first waits for `event` or, without one, for the work "
-      "queued on `producer`, and a producer stream lending to a default stream waits for the consumer's work "
-      "when the view is freed",
+      "queued on `producer`; a producer stream lending to a default stream gets the owner back (its memory "
+      "for the pool) only once the consumer's work queued before the view was freed has passed",
       "owner"_a, "data"_a, "shape"_a, "strides"_a, "code"_a, "bits"_a, "device_type"_a, "device_id"_a,
       "consumer"_a = -1, "event"_a = 0, "producer"_a = 0);
+  m.def("release_passed_owners", &codec::release_passed_owners,
+        "Let go of the owners of freed views whose consumers' work has passed (all, waiting for the GPU, if "
+        "`wait`); returns how many",
+        "wait"_a = false);
   m.def(
       "copy_to_device",
       [](uintptr_t dst, const py::buffer& src, uintptr_t staging, uintptr_t stream, size_t release_gil_from) {

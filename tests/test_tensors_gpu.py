@@ -51,38 +51,50 @@ def test_torch_receives_cuda_tensors_ordered_after_the_producer_stream():
     assert torch.equal(out.cpu(), torch.from_numpy(cp.asnumpy(data)))
 
 
-def test_memory_lent_to_torch_is_reused_only_after_torchs_work_on_it():
+def test_memory_lent_to_torch_goes_back_to_the_pool_only_after_torchs_work_on_it():
     """A batch made on the pipeline's stream and read by torch on its default stream: when torch
-    frees its view, the pipeline's stream waits for what torch queued on it so far, so the pool's
-    next use of the memory on that stream (here, zeroing it) cannot overwrite it under torch's
-    still-running kernel."""
+    frees its view, the memory goes back to the pipeline's pool only once torch's work queued until
+    then has passed, so the pool cannot hand it out again under torch's still-running kernel; the
+    pipeline's stream goes on meanwhile (waiting for torch's there held every later piece of the
+    pipeline's GPU work back behind the model's queued steps)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch without CUDA")
+    from penstock import _engine
     from penstock_pytorch.tensors import to_torch
+    shape = (64, 1027)  # a size no other test's block has in the pool
     producer = cp.cuda.Stream(non_blocking=True)
     with producer:
-        data = cp.ones((64, 1024), dtype=cp.float32)
-    batch = TensorListGPU(data, stream=producer)
+        data = cp.ones(shape, dtype=cp.float32)
+    lent = int(data.data.ptr)
+    t = to_torch(TensorListGPU(data, stream=producer))
+    del data
     producer.synchronize()
-    t = to_torch(batch)
     torch.cuda._sleep(200_000_000)  # torch's stream is busy for a while before it reads the batch
     total = t.sum()
     del t
     with producer:
-        data.fill(0)  # the pipeline reuses the memory on its stream
+        other = cp.zeros(shape, dtype=cp.float32)  # the pool's next block of that size on the stream
+    producer.synchronize()  # the pipeline's stream is not held behind torch's
+    assert not torch.cuda.current_stream().query()  # torch is still at work
+    assert int(other.data.ptr) != lent
     torch.cuda.synchronize()
-    producer.synchronize()
-    assert total.item() == 64 * 1024
+    assert total.item() == shape[0] * shape[1]
+    assert _engine.release_passed_owners() >= 1
+    with producer:
+        again = cp.empty(shape, dtype=cp.float32)
+    assert int(again.data.ptr) == lent  # back in the pool once torch was done
 
 
 def test_a_view_keeps_its_producers_stream_until_torch_frees_it():
     """The pipeline (its stream among its objects) may be gone before the training loop frees a
-    batch: freeing the view then still orders the stream, which the view keeps alive. (Torch may
-    free the view without the GIL; the reference is then dropped by the engine's next call.)"""
+    batch: the view keeps the stream (the pool's part its memory goes back to) until torch's work
+    on it has passed. (Torch may free the view without the GIL; the reference is then dropped by
+    the engine's next call.)"""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch without CUDA")
+    from penstock import _engine
     from penstock_pytorch.tensors import to_torch
 
     def lend():
@@ -94,8 +106,10 @@ def test_a_view_keeps_its_producers_stream_until_torch_frees_it():
     gc.collect()
     assert stream() is not None  # held by the view
     assert int(t.sum().item()) == 3 * 8 * 16
-    del t  # orders the stream the view kept
-    torch.cuda.synchronize()
+    del t
+    _engine.release_passed_owners(wait=True)
+    gc.collect()
+    assert stream() is None
 
 
 def test_a_batch_hands_torch_its_dense_view_with_shape_and_type():

@@ -22,6 +22,8 @@ const Driver& driver() {
     bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync);
     bind(lib, "cuEventCreate", d.cuEventCreate);
     bind(lib, "cuEventDestroy_v2", d.cuEventDestroy);
+    bind(lib, "cuEventQuery", d.cuEventQuery);
+    bind(lib, "cuEventSynchronize", d.cuEventSynchronize);
     bind(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent);
     bind(lib, "cuDeviceGet", d.cuDeviceGet);
     bind(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);

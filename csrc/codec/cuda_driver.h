@@ -17,6 +17,8 @@ struct Driver {
   int (*cuMemcpyHtoDAsync)(unsigned long long, const void*, size_t, void*);
   int (*cuEventCreate)(void**, unsigned);
   int (*cuEventDestroy)(void*);
+  int (*cuEventQuery)(void*);
+  int (*cuEventSynchronize)(void*);
   int (*cuCtxSetCurrent)(void*);
   int (*cuDeviceGet)(int*, int);
   int (*cuDevicePrimaryCtxRetain)(void**, int);
@@ -25,6 +27,8 @@ struct Driver {
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).
 const Driver& driver();
+
+constexpr int kCudaErrorNotReady = 600;  // CUDA_ERROR_NOT_READY: an event or stream still has work to do
 
 // Throws for a non-zero status of a CUDA driver call.
 void check_cuda(int status, const char* what);

@@ -2,6 +2,7 @@
 #include "codec/dlpack_export.h"
 
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
@@ -17,7 +18,7 @@ struct View {
   void (*release_owner)(void*) = nullptr;
   void* owner = nullptr;
   int device_id = 0;
-  uintptr_t producer = 0;  // the stream made to wait for the consumer at release (0: none)
+  bool held_past_consumer = false;  // released only once the consumer's stream passed the release
   uintptr_t consumer = 0;
 };
 
@@ -26,12 +27,59 @@ uintptr_t driver_stream(int64_t stream) { return stream == 1 ? 0 : uintptr_t(str
 
 bool is_default_stream(int64_t stream) { return stream == 0 || stream == 1 || stream == 2; }
 
+// An owner whose view the consumer freed, kept until `passed` (recorded on the consumer's stream
+// at the release) has passed.
+struct HeldOwner {
+  void* passed;
+  int device_id;
+  void (*release_owner)(void*);
+  void* owner;
+};
+
+std::mutex held_mutex;
+// Never destroyed: owners still held when the process ends are the interpreter's to let go.
+std::vector<HeldOwner>& held() {
+  static auto* list = new std::vector<HeldOwner>();
+  return *list;
+}
+
+// Whether `h`'s consumer work has passed (waiting for it if `wait`); its event is gone if so. A
+// driver that is shut down has no work left to wait for.
+bool has_passed(const HeldOwner& h, bool wait) {
+  const Driver& cuda = driver();
+  try {
+    CurrentDevice current(h.device_id);
+    int status = wait ? cuda.cuEventSynchronize(h.passed) : cuda.cuEventQuery(h.passed);
+    if (status == kCudaErrorNotReady) return false;
+    cuda.cuEventDestroy(h.passed);
+  } catch (const std::exception&) {
+  }
+  return true;
+}
+
+// Holds `owner` until the work queued on the consumer's stream so far has passed.
+void hold_past_consumer(const View& view) {
+  constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
+  const Driver& cuda = driver();
+  CurrentDevice current(view.device_id);
+  void* event = nullptr;
+  check_cuda(cuda.cuEventCreate(&event, kDisableTiming), "creating an event");
+  int recorded = cuda.cuEventRecord(event, reinterpret_cast<void*>(view.consumer));
+  if (recorded != 0) {
+    cuda.cuEventDestroy(event);
+    check_cuda(recorded, "recording an event");
+  }
+  std::lock_guard<std::mutex> lock(held_mutex);
+  held().push_back({event, view.device_id, view.release_owner, view.owner});
+}
+
 void release_view(DLManagedTensor* managed) {
   std::unique_ptr<View> view(static_cast<View*>(managed->manager_ctx));
-  if (view->producer) {
+  if (view->held_past_consumer) {
     try {
-      CurrentDevice current(view->device_id);
-      wait_for_stream(view->producer, view->consumer);
+      hold_past_consumer(*view);
+      release_passed_owners(false);  // the views freed before, most of them passed by now
+      return;
     } catch (const std::exception&) {
       // the process is ending (the driver is shut down): no work is left to order
     }
@@ -55,7 +103,7 @@ DLManagedTensor* export_view(ExportRequest request) {
     else
       wait_for_stream(consumer, request.producer);
     if (request.producer && is_default_stream(request.consumer)) {
-      view->producer = request.producer;
+      view->held_past_consumer = true;
       view->consumer = consumer;
     }
   }
@@ -75,6 +123,26 @@ DLManagedTensor* export_view(ExportRequest request) {
   view->managed.manager_ctx = view.get();
   view->managed.deleter = release_view;
   return &view.release()->managed;
+}
+
+size_t release_passed_owners(bool wait) {
+  std::vector<HeldOwner> passed;
+  {
+    std::lock_guard<std::mutex> lock(held_mutex);
+    auto& list = held();
+    auto kept = list.begin();
+    for (auto& h : list) {
+      if (has_passed(h, wait))
+        passed.push_back(h);
+      else
+        *kept++ = h;
+    }
+    list.erase(kept, list.end());
+  }
+  // outside the lock: dropping an owner may free another view
+  for (auto& h : passed)
+    if (h.release_owner) h.release_owner(h.owner);
+  return passed.size();
 }
 
 }  // namespace penstock::codec

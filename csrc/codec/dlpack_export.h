@@ -3,6 +3,7 @@
 // Python object made and each call that gives the GIL away costs the loop time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -48,18 +49,27 @@ struct ExportRequest {
   int64_t consumer = -1;
   uintptr_t event = 0;
   uintptr_t producer = 0;
-  // Called once the consumer is done with the view (its tensor freed), with `owner`, after the wait
-  // queued on `producer`: `owner` keeps the memory and the producer's stream valid until then.
+  // Called with `owner` once the consumer is done with the view (its tensor freed and, for a
+  // consumer on a default stream, the work it queued until then passed): `owner` keeps the memory
+  // valid until then.
   void (*release_owner)(void*) = nullptr;
   void* owner = nullptr;
 };
 
 // Orders the consumer's stream after the producer's work (CUDA views), then returns a view that
 // keeps `owner` until the consumer frees it. A producer with a stream of its own, lending to a
-// consumer on a default stream, reuses the memory on that stream: when the consumer frees the view,
-// the producer's stream is made to wait for what the consumer queued until then. A consumer on a
-// stream of its own keeps the view alive while its work may still read it, as with any DLPack
-// exchange (its stream may be gone by the time the view is freed).
+// consumer on a default stream (a training loop's), gets the memory back for its pool only once
+// the consumer's work queued before the release has passed (an event on the consumer's stream,
+// looked at by later releases and release_passed_owners). The producer's stream does not wait for
+// the consumer's: beside a model that keeps the GPU busy, such a wait held every piece of the
+// pipeline's GPU work queued after it, the decoders' included, until the model had run the steps
+// it had queued. A consumer on a stream of its own keeps the view alive while its work may still
+// read it, as with any DLPack exchange (its stream may be gone by the time the view is freed).
 DLManagedTensor* export_view(ExportRequest request);
+
+// Lets go of the owners held past their consumers' work (export_view) whose work has passed, all
+// of them if `wait` (waiting for the GPU); returns how many. Called with the GIL or not (the
+// owners' release handles both).
+size_t release_passed_owners(bool wait);
 
 }  // namespace penstock::codec

@@ -227,11 +227,13 @@ def claim_device_reserve(cp: Any, device_id: int, stream: Any) -> None:
 
 def release_unused() -> None:
     """Frees unused memory of every pool: pinned staging blocks, unclaimed device preallocations,
-    CuPy's cached device and pinned blocks, and the engine's host buffer pool."""
+    CuPy's cached device and pinned blocks, and the engine's host buffer pool. Batches a consumer
+    freed go back to their pools first, once its work on them has passed (waiting for it)."""
     pinned.release_unused()
     _engine.pool_clear()
     if not available():
         return
+    _engine.release_passed_owners(wait=True)
     cp = require()
     with _device_lock:
         _device_reserve.clear()

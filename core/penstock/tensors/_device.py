@@ -124,14 +124,15 @@ class _StreamOrdered:
         """A DLPack capsule of the device memory at ``ptr`` (``shape``, ``strides`` in elements),
         kept by ``owner``, for a consumer working on ``stream`` (the DLPack protocol: None = the
         legacy default stream, -1 = no ordering wanted). The consumer's stream waits for the
-        producer; when a consumer on a default stream frees the view, the producer's stream waits
-        for the consumer's work before its pool hands the memory out again (a consumer on a stream
-        of its own keeps the view alive while its work may read it, as with any DLPack exchange).
+        producer; when a consumer on a default stream frees the view, the memory goes back to the
+        producer's pool once the consumer's work queued until then has passed, without the
+        producer's stream waiting for it (a consumer on a stream of its own keeps the view alive
+        while its work may read it, as with any DLPack exchange).
         Made by the engine in one call that keeps the GIL: this runs on the training loop's thread
         for every output of every batch."""
         code, bits = _dlpack_type(dtype)
         if self.stream is not None:
-            owner = (owner, self.stream)  # the view's release queues work on the producer's stream
+            owner = (owner, self.stream)  # the memory's pool arena (by stream) stays valid until it is back
         return _engine.dlpack_view(owner, ptr, shape, strides, code, bits, _KDLCUDA, self._device_id,
                                    1 if stream is None else int(stream),
                                    0 if self._event is None else int(self._event.ptr),
