@@ -344,10 +344,16 @@ PYBIND11_MODULE(_engine, m) {
       "for the pool) only once the consumer's work queued before the view was freed has passed",
       "owner"_a, "data"_a, "shape"_a, "strides"_a, "code"_a, "bits"_a, "device_type"_a, "device_id"_a,
       "consumer"_a = -1, "event"_a = 0, "producer"_a = 0);
-  m.def("release_passed_owners", &codec::release_passed_owners,
-        "Let go of the owners of freed views whose consumers' work has passed (all, waiting for the GPU, if "
-        "`wait`); returns how many",
-        "wait"_a = false);
+  m.def(
+      "release_passed_owners",
+      [](bool wait) {
+        size_t passed = codec::release_passed_owners(wait);
+        drop_orphans();  // owners let go of earlier by threads without the GIL
+        return passed;
+      },
+      "Let go of the owners of freed views whose consumers' work has passed (all, waiting for the GPU, if "
+      "`wait`); returns how many",
+      "wait"_a = false);
   m.def(
       "copy_to_device",
       [](uintptr_t dst, const py::buffer& src, uintptr_t staging, uintptr_t stream, size_t release_gil_from) {

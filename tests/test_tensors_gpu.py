@@ -62,28 +62,31 @@ def test_memory_lent_to_torch_goes_back_to_the_pool_only_after_torchs_work_on_it
         pytest.skip("torch without CUDA")
     from penstock import _engine
     from penstock_pytorch.tensors import to_torch
-    shape = (64, 1027)  # a size no other test's block has in the pool
+    shape = (64, 1024)
     producer = cp.cuda.Stream(non_blocking=True)
-    with producer:
-        data = cp.ones(shape, dtype=cp.float32)
-    lent = int(data.data.ptr)
-    t = to_torch(TensorListGPU(data, stream=producer))
-    del data
-    producer.synchronize()
-    torch.cuda._sleep(200_000_000)  # torch's stream is busy for a while before it reads the batch
-    total = t.sum()
-    del t
-    with producer:
-        other = cp.zeros(shape, dtype=cp.float32)  # the pool's next block of that size on the stream
-    producer.synchronize()  # the pipeline's stream is not held behind torch's
-    assert not torch.cuda.current_stream().query()  # torch is still at work
-    assert int(other.data.ptr) != lent
-    torch.cuda.synchronize()
-    assert total.item() == shape[0] * shape[1]
-    assert _engine.release_passed_owners() >= 1
-    with producer:
-        again = cp.empty(shape, dtype=cp.float32)
-    assert int(again.data.ptr) == lent  # back in the pool once torch was done
+    pool = cp.cuda.MemoryPool()  # of its own: its only free block is the one torch gives back
+    with cp.cuda.using_allocator(pool.malloc):
+        with producer:
+            data = cp.ones(shape, dtype=cp.float32)
+        lent = int(data.data.ptr)
+        t = to_torch(TensorListGPU(data, stream=producer))
+        del data
+        t.sum()  # loads the kernels first: a kernel's first launch may wait for the GPU (lazy loading)
+        torch.cuda.synchronize()
+        torch.cuda._sleep(200_000_000)  # torch's stream is busy for a while before it reads the batch
+        total = t.sum()
+        del t
+        with producer:
+            other = cp.zeros(shape, dtype=cp.float32)  # the pool's next block of that size on the stream
+        producer.synchronize()  # the pipeline's stream is not held behind torch's
+        assert not torch.cuda.current_stream().query()  # torch is still at work
+        assert int(other.data.ptr) != lent
+        torch.cuda.synchronize()
+        assert total.item() == shape[0] * shape[1]
+        assert _engine.release_passed_owners() >= 1
+        with producer:
+            again = cp.empty(shape, dtype=cp.float32)
+        assert int(again.data.ptr) == lent  # back in the pool once torch was done
 
 
 def test_a_view_keeps_its_producers_stream_until_torch_frees_it():
