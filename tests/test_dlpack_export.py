@@ -1,7 +1,11 @@
 """The engine's DLPack views (csrc/codec/dlpack_export.cpp), as a consumer sees them: the memory,
-shape, strides and type it names, and its owner kept until the consumer is done. Host views here;
-the CUDA views' stream ordering is tested with the GPU hand-off (tests/test_tensors_gpu.py)."""
+shape, strides and type it names, and its owner kept until the consumer is done. Host views here,
+and the CUDA views' releases against a stand-in for the driver; the CUDA views' stream ordering is
+tested with the GPU hand-off (tests/test_tensors_gpu.py)."""
 import gc
+import os
+import shutil
+import subprocess
 import sys
 import weakref
 
@@ -108,3 +112,102 @@ def test_bad_requests_are_refused():
 def test_contiguous_strides():
     assert _contiguous_strides((4, 3, 2)) == (6, 2, 1)
     assert _contiguous_strides((0, 3)) == (3, 1) and _contiguous_strides(()) == ()
+
+
+# A CUDA driver that records what the engine asks of it (loaded as libcuda.so.1 through
+# LD_LIBRARY_PATH, in a process of its own): events pass when the test says so.
+FAKE_DRIVER = r"""
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+struct Event { bool recorded = false, passed = false; uintptr_t stream = 0; };
+static std::vector<Event*> events;
+static std::vector<uintptr_t> waits;  // the streams made to wait for an event
+static thread_local void* current = nullptr;
+extern "C" {
+int cuCtxGetCurrent(void** ctx) { *ctx = current; return 0; }
+int cuCtxSetCurrent(void* ctx) { current = ctx; return 0; }
+int cuDeviceGet(int* device, int ordinal) { *device = ordinal; return 0; }
+int cuDevicePrimaryCtxRetain(void** ctx, int device) { *ctx = reinterpret_cast<void*>(0x1000 + device); return 0; }
+int cuEventCreate(void** event, unsigned) { events.push_back(new Event); *event = events.back(); return 0; }
+int cuEventRecord(void* event, void* stream) {
+  auto* e = static_cast<Event*>(event);
+  e->recorded = true; e->passed = false; e->stream = reinterpret_cast<uintptr_t>(stream);
+  return 0;
+}
+int cuEventQuery(void* event) { return static_cast<Event*>(event)->passed ? 0 : 600; }
+int cuEventSynchronize(void* event) { static_cast<Event*>(event)->passed = true; return 0; }
+int cuEventDestroy_v2(void*) { return 0; }
+int cuStreamWaitEvent(void* stream, void*, unsigned) { waits.push_back(reinterpret_cast<uintptr_t>(stream)); return 0; }
+int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                   void**) { return 1; }
+int cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*) { return 1; }
+int cuCtxGetStreamPriorityRange(int*, int*) { return 1; }
+// for the test
+void pass_every_event() { for (Event* e : events) if (e->recorded) e->passed = true; }
+int waits_on(uintptr_t stream) { int n = 0; for (uintptr_t s : waits) n += s == stream; return n; }
+uintptr_t last_recorded_on() { return events.empty() ? ~uintptr_t(0) : events.back()->stream; }
+}
+"""
+
+RELEASES = r"""
+import ctypes, gc, weakref
+import numpy as np
+from penstock import _engine
+driver = ctypes.CDLL("libcuda.so.1")  # the fake, as the engine loaded it
+driver.last_recorded_on.restype = ctypes.c_size_t
+PRODUCER, OTHER = 0x77, 0x55
+KDLCUDA = 2
+
+class Owner:
+    pass
+
+def lend(consumer):
+    owner = Owner()
+    buf = np.zeros(16, np.uint8)
+    capsule = _engine.dlpack_view(owner, buf.ctypes.data, (16,), (1,), 1, 8, KDLCUDA, 0, consumer=consumer,
+                                  producer=PRODUCER)
+    return capsule, weakref.ref(owner)
+
+# a consumer on the legacy default stream (1): it waits for the producer's stream
+view, owner = lend(1)
+assert driver.waits_on(0) == 1
+del view  # freed: held until the consumer's work queued until now passes
+gc.collect()
+assert owner() is not None and driver.last_recorded_on() == 0
+assert driver.waits_on(PRODUCER) == 0  # the producer's stream never waits for the consumer's
+assert _engine.release_passed_owners() == 0 and owner() is not None
+driver.pass_every_event()
+assert _engine.release_passed_owners() == 1 and owner() is None
+
+# a later release lets go of the earlier ones that passed
+first, first_owner = lend(1)
+del first
+driver.pass_every_event()
+second, second_owner = lend(1)
+del second
+assert first_owner() is None and second_owner() is not None
+assert _engine.release_passed_owners(wait=True) == 1 and second_owner() is None
+
+# a consumer on a stream of its own keeps its view alive while its work may read it: let go at once
+view, owner = lend(OTHER)
+del view
+assert owner() is None and driver.waits_on(PRODUCER) == 0
+print("ok")
+"""
+
+
+def test_a_default_streams_release_holds_the_memory_until_its_work_passed(tmp_path):
+    """A view lent to a consumer on a default stream (a training loop's): when the consumer frees
+    it, the producer's stream is not made to wait (which held the pipeline's later GPU work behind
+    the model's queued steps); its owner (the memory, for the producer's pool) is kept until an
+    event recorded on the consumer's stream at the release has passed, and let go by a later
+    release or release_passed_owners. Checked against a recording stand-in for the CUDA driver."""
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+    assert cxx, "a C++ compiler is needed (the engine is built with one)"
+    (tmp_path / "driver.cpp").write_text(FAKE_DRIVER)
+    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"),
+                    str(tmp_path / "driver.cpp")], check=True)
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{tmp_path}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    done = subprocess.run([sys.executable, "-c", RELEASES], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -23,12 +23,10 @@ def stream_priority(device_id: int,
                     priority_range: Callable[[int], tuple[int, int]] = _engine.stream_priority_range) -> int:
     """The CUDA priority of the pipelines' streams (``PENSTOCK_STREAM_PRIORITY``): ``normal``, the
     default, is CUDA's default, the one a framework's streams have; ``high`` is the device's greatest.
-    Beside a model that keeps the GPU busy (ResNet-50 on an H200) the training loop waited 16 ms a
-    step for its batch while the decoder's threads waited on the GPU (52 ms of CPU a batch, 13
-    beside ResNet-18): the pipeline's kernels may queue behind the model's, and the GPU idle between
-    a step's end and the batch. At a higher priority its few short kernels are scheduled first. The
-    training run did not gain from it (4,290 img/s against 4,321, alternating rounds), so it is not
-    the default."""
+    At a higher priority the pipeline's few short kernels are scheduled before the model's queued
+    ones. Beside ResNet-50 on an H200 the training run did not gain from it (4,290 img/s against
+    4,321, alternating rounds: its batches were late because the pipeline's stream waited for the
+    model's at every batch the loop freed, since removed), so it is not the default."""
     if one_of(STREAM_PRIORITY_ENV, "normal", ("normal", "high")) == "normal":
         return 0
     _least, greatest = priority_range(device_id)  # (CuPy has no call for it)
