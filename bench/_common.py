@@ -399,11 +399,12 @@ def process_gpu_mb(device_id: int = 0) -> Callable[[], float]:
 
 
 class GpuMemorySampler:
-    """Peak device memory in use above the level when sampling started, sampled every 2 ms (other
-    processes' included: run nothing else on the GPU meanwhile)."""
+    """Peak device memory in use above the level when sampling started, sampled every ``interval``
+    seconds (other processes' included: run nothing else on the GPU meanwhile)."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval: float = 0.002) -> None:
         self._used = _device_memory_used()
+        self._interval = interval
         self.base = self._used()
         self.peak = 0
         self._stop = threading.Event()
@@ -411,7 +412,7 @@ class GpuMemorySampler:
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(0.002):
+        while not self._stop.wait(self._interval):
             self.peak = max(self.peak, self._used() - self.base)
 
     def stop_mb(self) -> float:

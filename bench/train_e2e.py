@@ -24,7 +24,8 @@ in its own process, alternating over rounds: the model is warmed up on synthetic
 autotuning) before the loader starts, then trained for a warm-up and --seconds timed. One JSON
 line per (model, feed) with the median training img/s, its fraction of the ceiling, and the host
 cores the process (with its loader's threads and worker processes) kept busy and left free, and
-the loader's share (busy beyond the ceiling run's), the CPU time of the process's Python threads per
+the loader's share (busy beyond the ceiling run's), the process's peak GPU memory (sampled by the
+launcher every 10 ms) and the loader's (beyond the ceiling run's), the CPU time of the process's Python threads per
 batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
 forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME); then per model
@@ -61,8 +62,9 @@ sys.path.insert(0, HERE)
 
 import _gil_profile  # noqa: E402
 import photos  # noqa: E402
-from _common import (IMAGENET_MEAN, IMAGENET_STD, alternating_rounds, bench_parser, cycling, emit,  # noqa: E402
-                     gpu_name, library, parsed, run_worker, summary, thread_cpu_seconds, timed, with_dali)
+from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, alternating_rounds, bench_parser,  # noqa: E402
+                     cycling, emit, gpu_name, library, parsed, run_worker, summary, thread_cpu_seconds, timed,
+                     with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
@@ -366,7 +368,13 @@ def main() -> None:
         model, feed = job
         env, decoder_args = variants.get(feed.partition(":")[2], ({}, {}))
         extra = ["--decoder-args", json.dumps(decoder_args)] if decoder_args else []
-        return run_worker(__file__, ["--worker", feed, model, root, *passed, *extra], env or None)
+        # sampled from this process, whose threads do not share the worker's GIL
+        memory = None if smoke else GpuMemorySampler(interval=0.01)
+        try:
+            result = run_worker(__file__, ["--worker", feed, model, root, *passed, *extra], env or None)
+        finally:
+            peak = memory.stop_mb() if memory else None
+        return {**result, "peak_gpu_mb": peak}
     runs = alternating_rounds(args.rounds, [(m, f) for m in models for f in feeds], run)
     cores = os.cpu_count()
     for model in models:
@@ -377,6 +385,8 @@ def main() -> None:
             if ceiling:  # the training loop's own host CPU is the ceiling run's: the rest is the loader's
                 extra["fraction_of_ceiling"] = round(line["img_per_s"] / ceiling["img_per_s"], 3)
                 extra["loader_cores_busy"] = round(line["host_cores_busy"] - ceiling["host_cores_busy"], 2)
+                if line["peak_gpu_mb"] is not None and ceiling["peak_gpu_mb"] is not None:
+                    extra["loader_peak_gpu_mb"] = round(line["peak_gpu_mb"] - ceiling["peak_gpu_mb"], 1)
             emit({"bench": "train_e2e", "gpu": card, "device": args.device, "model": model, "size": MODELS[model],
                   "feed": feed, "set": args.set, "batch": args.batch, "threads": args.threads, "host_cores": cores,
                   **line, **extra, **({"smoke": True, "tiny_model": True} if smoke else {})})
