@@ -36,8 +36,12 @@ struct HeldOwner {
   void* owner;
 };
 
-std::mutex held_mutex;
-// Never destroyed: owners still held when the process ends are the interpreter's to let go.
+// Never destroyed (views may be freed as the process ends): owners still held then are the
+// interpreter's to let go.
+std::mutex& held_mutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
 std::vector<HeldOwner>& held() {
   static auto* list = new std::vector<HeldOwner>();
   return *list;
@@ -46,8 +50,8 @@ std::vector<HeldOwner>& held() {
 // Whether `h`'s consumer work has passed (waiting for it if `wait`); its event is gone if so. A
 // driver that is shut down has no work left to wait for.
 bool has_passed(const HeldOwner& h, bool wait) {
-  const Driver& cuda = driver();
   try {
+    const Driver& cuda = driver();
     CurrentDevice current(h.device_id);
     int status = wait ? cuda.cuEventSynchronize(h.passed) : cuda.cuEventQuery(h.passed);
     if (status == kCudaErrorNotReady) return false;
@@ -69,19 +73,23 @@ void hold_past_consumer(const View& view) {
     cuda.cuEventDestroy(event);
     check_cuda(recorded, "recording an event");
   }
-  std::lock_guard<std::mutex> lock(held_mutex);
+  std::lock_guard<std::mutex> lock(held_mutex());
   held().push_back({event, view.device_id, view.release_owner, view.owner});
 }
 
 void release_view(DLManagedTensor* managed) {
   std::unique_ptr<View> view(static_cast<View*>(managed->manager_ctx));
   if (view->held_past_consumer) {
+    bool held_now = false;
     try {
       hold_past_consumer(*view);
-      release_passed_owners(false);  // the views freed before, most of them passed by now
-      return;
+      held_now = true;
     } catch (const std::exception&) {
       // the process is ending (the driver is shut down): no work is left to order
+    }
+    if (held_now) {
+      release_passed_owners(false);  // the views freed before, most of them passed by now
+      return;
     }
   }
   if (view->release_owner) view->release_owner(view->owner);
@@ -128,17 +136,23 @@ DLManagedTensor* export_view(ExportRequest request) {
 size_t release_passed_owners(bool wait) {
   std::vector<HeldOwner> passed;
   {
-    std::lock_guard<std::mutex> lock(held_mutex);
+    std::lock_guard<std::mutex> lock(held_mutex());
     auto& list = held();
-    auto kept = list.begin();
-    for (auto& h : list) {
-      if (has_passed(h, wait))
-        passed.push_back(h);
-      else
-        *kept++ = h;
+    if (wait) {
+      passed.swap(list);  // waited for below, without the lock
+    } else {
+      auto kept = list.begin();
+      for (auto& h : list) {
+        if (has_passed(h, false))
+          passed.push_back(h);
+        else
+          *kept++ = h;
+      }
+      list.erase(kept, list.end());
     }
-    list.erase(kept, list.end());
   }
+  if (wait)
+    for (auto& h : passed) has_passed(h, true);
   // outside the lock: dropping an owner may free another view
   for (auto& h : passed)
     if (h.release_owner) h.release_owner(h.owner);
