@@ -329,6 +329,17 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
             **threads, **phases.per_step(steps[0]), **held}
 
 
+def beyond_ceiling(line: dict, ceiling: dict) -> dict:
+    """A feed's run against the model alone's (the ceiling): its fraction of the rate, and the host
+    cores and peak GPU memory beyond the ceiling run's, which are the loader's (the training loop's
+    own are the ceiling run's; no memory on a CPU run)."""
+    extra = {"fraction_of_ceiling": round(line["img_per_s"] / ceiling["img_per_s"], 3),
+             "loader_cores_busy": round(line["host_cores_busy"] - ceiling["host_cores_busy"], 2)}
+    if line.get("peak_gpu_mb") is not None and ceiling.get("peak_gpu_mb") is not None:
+        extra["loader_peak_gpu_mb"] = round(line["peak_gpu_mb"] - ceiling["peak_gpu_mb"], 1)
+    return extra
+
+
 def main() -> None:
     ap = bench_parser(__doc__, rounds=None, worker=("FEED", "MODEL", "ROOT"), dataset={})
     ap.add_argument("--models", default="resnet50,resnet18", help="of " + ", ".join(MODELS))
@@ -381,12 +392,8 @@ def main() -> None:
         rates = {feed: summary(runs[(model, feed)]) for feed in feeds}
         ceiling = rates.get("synthetic")
         for feed, line in rates.items():
-            extra = {"host_cores_free": round(cores - line["host_cores_busy"], 2)}
-            if ceiling:  # the training loop's own host CPU is the ceiling run's: the rest is the loader's
-                extra["fraction_of_ceiling"] = round(line["img_per_s"] / ceiling["img_per_s"], 3)
-                extra["loader_cores_busy"] = round(line["host_cores_busy"] - ceiling["host_cores_busy"], 2)
-                if line["peak_gpu_mb"] is not None and ceiling["peak_gpu_mb"] is not None:
-                    extra["loader_peak_gpu_mb"] = round(line["peak_gpu_mb"] - ceiling["peak_gpu_mb"], 1)
+            extra = {"host_cores_free": round(cores - line["host_cores_busy"], 2),
+                     **(beyond_ceiling(line, ceiling) if ceiling else {})}
             emit({"bench": "train_e2e", "gpu": card, "device": args.device, "model": model, "size": MODELS[model],
                   "feed": feed, "set": args.set, "batch": args.batch, "threads": args.threads, "host_cores": cores,
                   **line, **extra, **({"smoke": True, "tiny_model": True} if smoke else {})})

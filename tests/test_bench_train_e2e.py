@@ -75,6 +75,15 @@ def test_the_python_loop_holds_the_gil_then_waits_without_it():
     assert got["cpu_ms_per_step:backward"] < got["wall_ms_per_step:backward"] / 2  # a sleep, not a spin
 
 
+def test_the_loaders_share_is_what_a_run_takes_beyond_the_model_alones():
+    ceiling = {"img_per_s": 4712.0, "host_cores_busy": 1.0, "peak_gpu_mb": 20480.0}
+    line = {"img_per_s": 4456.0, "host_cores_busy": 2.3, "peak_gpu_mb": 21250.5}
+    assert train_e2e.beyond_ceiling(line, ceiling) == {"fraction_of_ceiling": 0.946, "loader_cores_busy": 1.3,
+                                                       "loader_peak_gpu_mb": 770.5}
+    on_cpu = train_e2e.beyond_ceiling({**line, "peak_gpu_mb": None}, {**ceiling, "peak_gpu_mb": None})
+    assert on_cpu == {"fraction_of_ceiling": 0.946, "loader_cores_busy": 1.3}
+
+
 def test_the_beside_feed_trains_on_the_model_batch_and_takes_one_pipeline_batch_a_step():
     taken, threads = [], set()
     took = threading.Semaphore(0)

@@ -63,16 +63,8 @@ bool has_passed(const HeldOwner& h, bool wait) {
 
 // Holds `owner` until the work queued on the consumer's stream so far has passed.
 void hold_past_consumer(const View& view) {
-  constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
-  const Driver& cuda = driver();
   CurrentDevice current(view.device_id);
-  void* event = nullptr;
-  check_cuda(cuda.cuEventCreate(&event, kDisableTiming), "creating an event");
-  int recorded = cuda.cuEventRecord(event, reinterpret_cast<void*>(view.consumer));
-  if (recorded != 0) {
-    cuda.cuEventDestroy(event);
-    check_cuda(recorded, "recording an event");
-  }
+  void* event = recorded_event(view.consumer);
   std::lock_guard<std::mutex> lock(held_mutex());
   held().push_back({event, view.device_id, view.release_owner, view.owner});
 }

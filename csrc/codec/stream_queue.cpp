@@ -50,15 +50,24 @@ void wait_event(uintptr_t stream, uintptr_t event) {
              "waiting for an event");
 }
 
-void wait_for_stream(uintptr_t waiting, uintptr_t producer) {
+void* recorded_event(uintptr_t stream) {
   constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
   const Driver& cuda = driver();
   void* event = nullptr;
   check_cuda(cuda.cuEventCreate(&event, kDisableTiming), "creating an event");
-  int recorded = cuda.cuEventRecord(event, reinterpret_cast<void*>(producer));
-  int waited = recorded ? recorded : cuda.cuStreamWaitEvent(reinterpret_cast<void*>(waiting), event, 0);
+  int recorded = cuda.cuEventRecord(event, reinterpret_cast<void*>(stream));
+  if (recorded != 0) {
+    cuda.cuEventDestroy(event);
+    check_cuda(recorded, "recording an event");
+  }
+  return event;
+}
+
+void wait_for_stream(uintptr_t waiting, uintptr_t producer) {
+  const Driver& cuda = driver();
+  void* event = recorded_event(producer);
+  int waited = cuda.cuStreamWaitEvent(reinterpret_cast<void*>(waiting), event, 0);
   cuda.cuEventDestroy(event);
-  check_cuda(recorded, "recording an event");
   check_cuda(waited, "waiting for an event");
 }
 

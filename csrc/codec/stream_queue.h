@@ -33,6 +33,9 @@ void record_event(uintptr_t event, uintptr_t stream);
 // Makes `stream` wait for `event` before the work queued on it afterwards.
 void wait_event(uintptr_t stream, uintptr_t event);
 
+// A new event (a CUevent, without timing; the caller destroys it) recorded after the work queued
+// on `stream` so far.
+void* recorded_event(uintptr_t stream);
 // Makes `waiting` wait for the work queued on `producer` so far (through an event of its own, made,
 // recorded and released here: CUDA keeps a released event until the waits on it are done).
 void wait_for_stream(uintptr_t waiting, uintptr_t producer);
