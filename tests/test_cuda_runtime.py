@@ -74,16 +74,16 @@ def _priority_range(device_id: int) -> tuple[int, int]:
     return 0, -5
 
 
-def test_the_pipelines_stream_priority_is_cudas_default_unless_asked(monkeypatch):
+def test_the_pipelines_streams_take_the_greatest_priority_unless_asked_for_cudas_default(monkeypatch):
     monkeypatch.delenv(_context.STREAM_PRIORITY_ENV, raising=False)
-    assert _context.stream_priority(3, _priority_range) == 0
-    monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "normal")
-    assert _context.stream_priority(3, _priority_range) == 0
+    assert _context.stream_priority(3, _priority_range) == -5
     monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "high")
     assert _context.stream_priority(3, _priority_range) == -5
+    monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "normal")
+    assert _context.stream_priority(3, _priority_range) == 0
 
 
 def test_a_stream_priority_it_does_not_know_is_refused_by_name(monkeypatch):
     monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "low")
-    with pytest.raises(ValueError, match=r"PENSTOCK_STREAM_PRIORITY='low': expected one of 'normal', 'high'"):
+    with pytest.raises(ValueError, match=r"PENSTOCK_STREAM_PRIORITY='low': expected one of 'high', 'normal'"):
         _context.stream_priority(3, _priority_range)

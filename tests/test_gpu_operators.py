@@ -729,7 +729,7 @@ def test_pipeline_streams_take_the_priority_asked_for(monkeypatch):
     from penstock._cuda import _context
     least, greatest = _engine.stream_priority_range(0)
     assert greatest < least <= 0  # the driver's numbers: a greater priority is a smaller one
-    monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "high")
+    monkeypatch.delenv(_context.STREAM_PRIORITY_ENV, raising=False)
     assert _cuda.DeviceContext(0).stream.priority == greatest
-    monkeypatch.delenv(_context.STREAM_PRIORITY_ENV)
+    monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "normal")
     assert _cuda.DeviceContext(0).stream.priority == 0
