@@ -8,6 +8,7 @@ hits all of them alike), and a result is the median over rounds.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
 import json
@@ -225,6 +226,64 @@ def alternating_rounds(rounds: int, jobs: Sequence[K], run: Callable[[K], dict])
         for job in jobs:
             results[job].append(run(job))
     return results
+
+
+# ---- variants: penstock with settings, a system of its own in the alternating rounds -----------
+
+def add_variant_option(ap: argparse.ArgumentParser, what: str) -> None:
+    """--variant NAME SETTING...: one more ``what`` (feed, system), penstock:NAME, penstock with
+    SETTINGs, each an environment variable (ENV=VALUE) or an argument of the mixed decoder
+    (decoder.ARG=VALUE, VALUE a Python literal); and the hidden option that hands the decoder's
+    arguments to the worker."""
+    ap.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME SETTING",
+                    help=f"one more {what}, penstock:NAME, with SETTINGs: ENV=VALUE or decoder.ARG=VALUE (repeatable)")
+    ap.add_argument("--decoder-args", default=None, help=argparse.SUPPRESS)
+
+
+def variant(spec: Sequence[str]) -> tuple[str, tuple[dict, dict]]:
+    """A --variant's NAME and its settings: (environment, mixed decoder arguments)."""
+    name, *settings = spec
+    if not settings or not name or ":" in name or "," in name:
+        raise SystemExit(f"--variant {' '.join(spec)}: expected a NAME (no ':' or ',') and settings")
+    env, decoder_args = {}, {}
+    for setting in settings:
+        key, eq, value = setting.partition("=")
+        if not eq or not key:
+            raise SystemExit(f"--variant {name}: {setting!r} is not KEY=VALUE")
+        if key.startswith("decoder."):
+            try:
+                decoder_args[key[len("decoder."):]] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise SystemExit(f"--variant {name}: {setting!r}: the value is not a Python literal") from None
+        else:
+            env[key] = value
+    return name, (env, decoder_args)
+
+
+def parsed_variants(args: argparse.Namespace) -> dict[str, tuple[dict, dict]]:
+    """The --variants by NAME; a NAME given twice is refused."""
+    variants: dict[str, tuple[dict, dict]] = {}
+    for spec in args.variant:
+        name, settings = variant(spec)
+        if name in variants:
+            raise SystemExit(f"--variant {name}: given twice")
+        variants[name] = settings
+    return variants
+
+
+def variant_of(variants: dict[str, tuple[dict, dict]], system: str) -> tuple[dict, dict]:
+    """A system's (environment, mixed decoder arguments): a variant's, penstock:NAME; none otherwise."""
+    return variants[system.partition(":")[2]] if ":" in system else ({}, {})
+
+
+def decoder_args_option(decoder_args: dict) -> list[str]:
+    """The worker's arguments that hand a variant's decoder arguments over."""
+    return ["--decoder-args", json.dumps(decoder_args)] if decoder_args else []
+
+
+def variant_decoder_args(args: argparse.Namespace) -> dict | None:
+    """In a worker: the mixed decoder's arguments its variant gives (None: the defaults)."""
+    return json.loads(args.decoder_args) if args.decoder_args else None
 
 
 # ---- timing and CPU accounting ----------------------------------------------------------------

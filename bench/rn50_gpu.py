@@ -14,6 +14,13 @@ against both DALI settings with the targets of issue 34.
     python bench/rn50_gpu.py --sets imagenet-like --pipelines train   # 27 processes, ~4 minutes
     python bench/rn50_gpu.py --sets high-res --threads 16             # issue 34's targets there are at 16
     python bench/rn50_gpu.py --sets noise --threads 16                # the synthetic stress case
+    python bench/rn50_gpu.py --sets imagenet-like --threads 16 --systems penstock \
+        --variant normal PENSTOCK_STREAM_PRIORITY=normal --variant hw decoder.hw_decoder_load=0.99
+                                                                      # an A/B of settings, alternating
+
+A --variant NAME SETTING... is one more system, penstock:NAME: penstock with SETTINGs, each an
+environment variable (ENV=VALUE) or an argument of the mixed decoders (decoder.ARG=VALUE, VALUE a
+Python literal), run in its turn of every round like the other systems.
 """
 from __future__ import annotations
 
@@ -26,8 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import photos  # noqa: E402
-from _common import (GpuMemorySampler, alternating_rounds, bench_parser, dali_available, emit, gpu_name,  # noqa: E402
-                     library, median, module_exists, parsed, run_worker, summary, timed)
+from _common import (GpuMemorySampler, add_variant_option, alternating_rounds, bench_parser,  # noqa: E402
+                     dali_available, decoder_args_option, emit, gpu_name, library, median, module_exists, parsed,
+                     parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
 from _pipelines import KINDS, rn50_pipeline  # noqa: E402
 
 BATCH = 256
@@ -42,8 +50,15 @@ TUNED_TARGET = 1.0
 SECONDS_PER_PROCESS = 6.0  # start-up, CUDA and the decoders' set-up: for --dry-run (plus warm-up and timing)
 
 
+def system_settings(system: str) -> tuple[str, dict]:
+    """A system's library and decoder arguments; a variant, penstock:NAME, is penstock's (its own
+    settings come on top)."""
+    return SYSTEMS[system.partition(":")[0]]
+
+
 def worker(system: str, kind: str, root: str, threads: str, args: argparse.Namespace) -> dict:
-    lib_name, decoder_args = SYSTEMS[system]
+    lib_name, decoder_args = system_settings(system)
+    decoder_args = {**decoder_args, **(variant_decoder_args(args) or {})}
     if system in PROCESS_VARIANTS:
         os.environ["PENSTOCK_DECODER_PROCESSES"] = str(PROCESS_VARIANTS[system])
     threads, seconds = int(threads), args.seconds
@@ -73,26 +88,27 @@ def worker(system: str, kind: str, root: str, threads: str, args: argparse.Names
 
 def ratio_lines(results: dict, card: str | None) -> None:
     """Per (set, pipeline, threads) and penstock system: its rate over DALI default and DALI tuned,
-    with the targets."""
+    with the targets, and a variant's (penstock:NAME) over penstock's defaults."""
     cases = sorted({key[1:] for key in results})
     for set_name, kind, threads in cases:
-        rate = {system: median(results[(system, set_name, kind, threads)], "img_per_s")
-                for system in SYSTEMS if (system, set_name, kind, threads) in results}
-        for system in [s for s in rate if SYSTEMS[s][0] == "penstock"]:
-            if len(rate) == 1:
-                continue
-            line = {"bench": "rn50_gpu", "gpu": card, "system": system, "set": set_name, "pipeline": kind,
-                    "threads": threads}
-            target = TARGETS.get(set_name, {}).get(threads)
+        rate = {system: median(runs, "img_per_s")
+                for (system, *case), runs in results.items() if tuple(case) == (set_name, kind, threads)}
+        for system in [s for s in rate if system_settings(s)[0] == "penstock"]:
+            ratios = {}
             if "dali" in rate:
+                target = TARGETS.get(set_name, {}).get(threads)
                 ratio = rate[system] / rate["dali"]
-                line.update(penstock_vs_dali=round(ratio, 3), target=target,
-                            met=None if target is None else ratio >= target)
+                ratios.update(penstock_vs_dali=round(ratio, 3), target=target,
+                              met=None if target is None else ratio >= target)
             if "dali-tuned" in rate:
                 ratio = rate[system] / rate["dali-tuned"]
-                line.update(penstock_vs_dali_tuned=round(ratio, 3), target_vs_tuned=TUNED_TARGET,
-                            met_vs_tuned=ratio >= TUNED_TARGET)
-            emit(line)
+                ratios.update(penstock_vs_dali_tuned=round(ratio, 3), target_vs_tuned=TUNED_TARGET,
+                              met_vs_tuned=ratio >= TUNED_TARGET)
+            if ":" in system and "penstock" in rate:
+                ratios.update(vs_penstock=round(rate[system] / rate["penstock"], 3))
+            if ratios:
+                emit({"bench": "rn50_gpu", "gpu": card, "system": system, "set": set_name, "pipeline": kind,
+                      "threads": threads, **ratios})
 
 
 def main() -> None:
@@ -106,6 +122,7 @@ def main() -> None:
     ap.add_argument("--dry-run", action="store_true", help="make the sets, print the plan, run nothing")
     ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu",
                     help="cpu: the same sweep with CPU decoders, to check the bench itself without a GPU")
+    add_variant_option(ap, "system")
     args = parsed(ap, worker)
     if args is None:
         return
@@ -113,7 +130,9 @@ def main() -> None:
     sets = args.sets.split(",")
     roots = {name: photos.prepared(args, name) for name in sets}
     dali = dali_available()
+    variants = parsed_variants(args)
     systems = [s for s in args.systems.split(",") if SYSTEMS[s][0] == "penstock" or dali]
+    systems += [f"penstock:{name}" for name in variants]
     # the systems side by side within each round: each case's systems run one after the other
     cases = [(system, *case) for case in itertools.product(sets, args.pipelines.split(","),
                                                            map(int, args.threads.split(",")))
@@ -129,9 +148,10 @@ def main() -> None:
 
     def run(case: tuple) -> dict:
         system, set_name, kind, threads = case
+        env, decoder_args = variant_of(variants, system)
         result = run_worker(__file__, ["--worker", system, kind, roots[set_name], str(threads),
                                        "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds),
-                                       "--device", args.device])
+                                       "--device", args.device, *decoder_args_option(decoder_args)], env or None)
         # each process's result as it comes: a sweep cut off by a time limit still leaves its rounds
         emit({"bench": "rn50_gpu_process", "system": system, "set": set_name, "pipeline": kind, "threads": threads,
               **result})
@@ -139,8 +159,10 @@ def main() -> None:
 
     results = alternating_rounds(args.rounds, cases, run)
     for (system, set_name, kind, threads), runs in results.items():
+        env, decoder_args = variant_of(variants, system)
         emit({"bench": "rn50_gpu", "gpu": card, "system": system, "set": set_name, "pipeline": kind,
-              "threads": threads, "batch": BATCH, "decoder_args": SYSTEMS[system][1],
+              "threads": threads, "batch": BATCH,
+              "decoder_args": {**system_settings(system)[1], **decoder_args}, **({"env": env} if env else {}),
               **summary(runs), "img_per_s_rounds": [round(r["img_per_s"]) for r in runs]})
     ratio_lines(results, card)
 

@@ -50,8 +50,6 @@ of every round like the other feeds.
 from __future__ import annotations
 
 import argparse
-import ast
-import json
 import os
 import sys
 import threading
@@ -62,9 +60,10 @@ sys.path.insert(0, HERE)
 
 import _gil_profile  # noqa: E402
 import photos  # noqa: E402
-from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, alternating_rounds, bench_parser,  # noqa: E402
-                     cycling, emit, gpu_name, library, parsed, run_worker, summary, thread_cpu_seconds, timed,
-                     with_dali)
+from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
+                     alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, library,
+                     parsed, parsed_variants, run_worker, summary, thread_cpu_seconds, timed,
+                     variant_decoder_args, variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
@@ -253,26 +252,6 @@ def dataloader_feed(root: str, batch: int, size: int, workers: int, device: str)
     return next_batch
 
 
-def variant(spec: list[str]) -> tuple[str, tuple[dict, dict]]:
-    """A --variant's NAME and its settings: (environment, mixed decoder arguments)."""
-    name, *settings = spec
-    if not settings or not name or ":" in name or "," in name:
-        raise SystemExit(f"--variant {' '.join(spec)}: expected a NAME (no ':' or ',') and settings")
-    env, decoder_args = {}, {}
-    for setting in settings:
-        key, eq, value = setting.partition("=")
-        if not eq or not key:
-            raise SystemExit(f"--variant {name}: {setting!r} is not KEY=VALUE")
-        if key.startswith("decoder."):
-            try:
-                decoder_args[key[len("decoder."):]] = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                raise SystemExit(f"--variant {name}: {setting!r}: the value is not a Python literal") from None
-        else:
-            env[key] = value
-    return name, (env, decoder_args)
-
-
 def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     """Fills the options left unset: a GPU run's, or a CPU smoke run's (small and short)."""
     smoke = args.device == "cpu"
@@ -308,7 +287,7 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         next_batch = dataloader_feed(root, args.batch, size, args.threads, args.device)
     else:  # penstock, dali, or a variant penstock:NAME (its environment set by the parent)
         next_batch = pipeline_feed(feed.split(":")[0], root, args.batch, size, args.threads, args.device,
-                                   json.loads(args.decoder_args) if args.decoder_args else None)
+                                   variant_decoder_args(args))
     steps = [0]
 
     def step() -> None:
@@ -353,11 +332,9 @@ def main() -> None:
                     help="the pipelines' threads and the DataLoader's workers (default: host cores)")
     ap.add_argument("--seconds", type=float, default=None, help="timed seconds per process (default 6; 1 on the CPU)")
     ap.add_argument("--warmup-seconds", type=float, default=None, help="default 4 (0 on the CPU)")
-    ap.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME SETTING",
-                    help="one more feed, penstock:NAME, with SETTINGs: ENV=VALUE or decoder.ARG=VALUE (repeatable)")
+    add_variant_option(ap, "feed")
     ap.add_argument("--gil-profile", action="store_true",
                     help="per thread, the share of the timed window it held the GIL (py-spy --gil; needs py-spy)")
-    ap.add_argument("--decoder-args", default=None, help=argparse.SUPPRESS)  # a variant's, to its worker
     args = parsed(ap, worker)
     if args is None:
         return
@@ -367,7 +344,7 @@ def main() -> None:
     smoke = args.device == "cpu"
     root = photos.prepared(args)
     feeds = args.feeds.split(",") if args.feeds else with_dali(list(FEEDS), plugin="pytorch", at=2)
-    variants = dict(variant(spec) for spec in args.variant)
+    variants = parsed_variants(args)
     feeds += [f"penstock:{name}" for name in variants]
     models = args.models.split(",")
     card = None if smoke else gpu_name()
@@ -377,12 +354,12 @@ def main() -> None:
 
     def run(job: tuple[str, str]) -> dict:
         model, feed = job
-        env, decoder_args = variants.get(feed.partition(":")[2], ({}, {}))
-        extra = ["--decoder-args", json.dumps(decoder_args)] if decoder_args else []
+        env, decoder_args = variant_of(variants, feed)
         # sampled from this process, whose threads do not share the worker's GIL
         memory = None if smoke else GpuMemorySampler(interval=0.01)
         try:
-            result = run_worker(__file__, ["--worker", feed, model, root, *passed, *extra], env or None)
+            result = run_worker(__file__, ["--worker", feed, model, root, *passed, *decoder_args_option(decoder_args)],
+                                env or None)
         finally:
             peak = memory.stop_mb() if memory else None
         return {**result, "peak_gpu_mb": peak}

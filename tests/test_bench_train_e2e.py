@@ -1,5 +1,5 @@
-"""bench/train_e2e.py's --variant (a named penstock feed with environment variables and mixed
-decoder arguments, for A/B runs of settings in alternating rounds) and its phase times."""
+"""bench/train_e2e.py: its phase times, the loaders' share beyond the model alone's, the feeds and
+the GIL profile (its --variant: test_bench_variants.py)."""
 import os
 import sys
 import threading
@@ -9,23 +9,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import train_e2e  # noqa: E402
-
-
-def test_a_variant_splits_its_settings_into_environment_and_decoder_arguments():
-    name, (env, decoder_args) = train_e2e.variant(
-        ["cf", "PENSTOCK_CONSUMER_FIRST_US=4000", "decoder.hw_decoder_load=0.99", "decoder.hybrid_huffman_threshold=0"])
-    assert name == "cf"
-    assert env == {"PENSTOCK_CONSUMER_FIRST_US": "4000"}
-    assert decoder_args == {"hw_decoder_load": 0.99, "hybrid_huffman_threshold": 0}
-
-
-@pytest.mark.parametrize("spec, says", [(["alone"], "expected a NAME"), (["a:b", "X=1"], "expected a NAME"),
-                                        (["", "X=1"], "expected a NAME"),
-                                        (["x", "novalue"], "is not KEY=VALUE"),
-                                        (["x", "decoder.hw_decoder_load=high"], "not a Python literal")])
-def test_a_bad_variant_says_what_is_wrong(spec, says):
-    with pytest.raises(SystemExit, match=says):
-        train_e2e.variant(spec)
 
 
 def test_phase_times_tell_waiting_from_work():

@@ -1,0 +1,69 @@
+"""The benchmarks' --variant (bench/_common.py): a named penstock system with environment variables
+and mixed decoder arguments, run in the alternating rounds beside the others (train_e2e's feeds,
+rn50_gpu's systems)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+sys.path.insert(0, BENCH)
+import _common  # noqa: E402
+
+
+def test_a_variant_splits_its_settings_into_environment_and_decoder_arguments():
+    name, (env, decoder_args) = _common.variant(
+        ["cf", "PENSTOCK_CONSUMER_FIRST_US=4000", "decoder.hw_decoder_load=0.99", "decoder.hybrid_huffman_threshold=0"])
+    assert name == "cf"
+    assert env == {"PENSTOCK_CONSUMER_FIRST_US": "4000"}
+    assert decoder_args == {"hw_decoder_load": 0.99, "hybrid_huffman_threshold": 0}
+
+
+@pytest.mark.parametrize("spec, says", [(["alone"], "expected a NAME"), (["a:b", "X=1"], "expected a NAME"),
+                                        (["", "X=1"], "expected a NAME"),
+                                        (["x", "novalue"], "is not KEY=VALUE"),
+                                        (["x", "decoder.hw_decoder_load=high"], "not a Python literal")])
+def test_a_bad_variant_says_what_is_wrong(spec, says):
+    with pytest.raises(SystemExit, match=says):
+        _common.variant(spec)
+
+
+def test_variants_by_name_and_the_settings_each_system_runs_with():
+    ap = _common.bench_parser("doc")
+    _common.add_variant_option(ap, "system")
+    args = ap.parse_args(["--variant", "normal", "PENSTOCK_STREAM_PRIORITY=normal",
+                          "--variant", "hw", "decoder.hw_decoder_load=0.9"])
+    variants = _common.parsed_variants(args)
+    assert variants == {"normal": ({"PENSTOCK_STREAM_PRIORITY": "normal"}, {}),
+                        "hw": ({}, {"hw_decoder_load": 0.9})}
+    assert _common.variant_of(variants, "penstock") == ({}, {})
+    assert _common.variant_of(variants, "penstock:hw") == ({}, {"hw_decoder_load": 0.9})
+    hw = _common.decoder_args_option({"hw_decoder_load": 0.9})
+    assert _common.decoder_args_option({}) == []
+    # what the worker reads back
+    assert _common.variant_decoder_args(ap.parse_args(hw)) == {"hw_decoder_load": 0.9}
+    assert _common.variant_decoder_args(ap.parse_args([])) is None
+    with pytest.raises(SystemExit, match="--variant hw: given twice"):
+        _common.parsed_variants(ap.parse_args(["--variant", "hw", "X=1", "--variant", "hw", "Y=2"]))
+
+
+def test_the_pipeline_bench_runs_a_variant_beside_the_defaults_and_reports_its_settings(tmp_path):
+    out = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "rn50_gpu.py"), "--device", "cpu", "--sets", "imagenet-like",
+         "--images", "8", "--data-cache", str(tmp_path), "--pipelines", "train", "--threads", "1",
+         "--systems", "penstock", "--rounds", "1", "--seconds", "0.1", "--warmup-seconds", "0",
+         "--variant", "hw", "decoder.hw_decoder_load=0.9", "PENSTOCK_STREAM_PRIORITY=normal"],
+        capture_output=True, text=True, timeout=300, check=True).stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    results = {line["system"]: line for line in lines if line.get("bench") == "rn50_gpu" and "img_per_s" in line}
+    assert set(results) == {"penstock", "penstock:hw"}
+    assert results["penstock"]["decoder_args"] == {} and "env" not in results["penstock"]
+    assert results["penstock:hw"]["decoder_args"] == {"hw_decoder_load": 0.9}
+    assert results["penstock:hw"]["env"] == {"PENSTOCK_STREAM_PRIORITY": "normal"}
+    assert all(line["img_per_s"] > 0 for line in results.values())
+    ratio, = [line for line in lines if "vs_penstock" in line]
+    assert ratio["system"] == "penstock:hw"
+    assert ratio["vs_penstock"] == pytest.approx(results["penstock:hw"]["img_per_s"] / results["penstock"]["img_per_s"],
+                                                 abs=1e-3)
