@@ -67,3 +67,27 @@ def test_the_pipeline_bench_runs_a_variant_beside_the_defaults_and_reports_its_s
     assert ratio["system"] == "penstock:hw"
     assert ratio["vs_penstock"] == pytest.approx(results["penstock:hw"]["img_per_s"] / results["penstock"]["img_per_s"],
                                                  abs=1e-3)
+
+
+def _rn50_cpu_run(tmp_path, *variant: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, os.path.join(BENCH, "rn50_gpu.py"), "--device", "cpu", "--sets", "imagenet-like",
+         "--images", "8", "--data-cache", str(tmp_path / "photos"), "--pipelines", "train", "--threads", "1",
+         "--systems", "penstock", "--rounds", "1", "--seconds", "0.1", "--warmup-seconds", "0", "--variant", *variant],
+        capture_output=True, text=True, timeout=300)
+
+
+def test_a_variants_settings_reach_its_worker_and_no_other(tmp_path):
+    # the environment: a sitecustomize on the variant's PYTHONPATH records each worker that starts with it
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os, sys\nopen(os.path.join(os.path.dirname(__file__), 'started'), 'a').write(sys.argv[2] + '\\n')\n")
+    path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))
+    done = _rn50_cpu_run(tmp_path, "hooked", f"PYTHONPATH={path}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (hook / "started").read_text().split() == ["penstock:hooked"]
+    # the decoder's arguments: the worker's operator is given them (and names the one it does not know)
+    done = _rn50_cpu_run(tmp_path, "bad", "decoder.no_such_arg=1")
+    assert done.returncode != 0
+    assert "decoders.image_random_crop: unknown argument 'no_such_arg'" in done.stderr
