@@ -536,7 +536,7 @@ PYBIND11_MODULE(_engine, m) {
                     const std::string&>(),
            "library"_a, "extensions"_a, "device_id"_a, "cpu_threads"_a, "backends"_a, "options"_a)
       .def("parse", &ImageCodecDecoder::parse, without_gil, "encoded"_a, "starts"_a, "lengths"_a, "shapes"_a,
-           "orient"_a)
+           "orient"_a, "windows"_a = py::none())
       .def(
           "decode",
           [](ImageCodecDecoder& self, const ParsedBatch& batch, ArrayOf<uint64_t> dst, I64Array pitches,

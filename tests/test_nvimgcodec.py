@@ -96,6 +96,31 @@ def test_a_sample_with_address_0_waits_for_a_later_call(decoder):
         np.testing.assert_array_equal(out, _reference(data))
 
 
+def test_windows_decode_to_their_region_as_a_crop_of_the_whole_image(decoder):
+    datas = [_jpeg(h, w) for h, w in [(64, 80), (48, 48), (33, 57), (40, 24)]]
+    encoded, starts, lengths = _pack(datas)
+    shapes = np.array([_reference(d).shape[:2] for d in datas], np.int64)
+    # a window off the 8x8 blocks, a whole image, a window to the bottom-right corner, one row
+    windows = np.array([[5, 11, 30, 41], [0, 0, 48, 48], [9, 16, 24, 41], [17, 0, 1, 24]], np.int64)
+    outs = [np.full((h, w, 3), 1, np.uint8) for h, w in windows[:, 2:]]
+    parsed = decoder.parse(encoded, starts, lengths, shapes, True, windows)
+    assert parsed.parsed().all()
+    decoded, _ = decoder.decode(parsed, np.array([o.ctypes.data for o in outs], np.uint64), windows[:, 3] * 3, 0)
+    assert decoded.all()
+    for data, out, (y, x, h, w) in zip(datas, outs, windows):
+        np.testing.assert_array_equal(out, _reference(data)[y:y + h, x:x + w])
+
+
+def test_a_window_outside_its_image_leaves_the_sample_out(decoder):
+    datas = [_jpeg(16, 16), _jpeg(16, 16)]
+    encoded, starts, lengths = _pack(datas)
+    shapes = np.array([[16, 16], [16, 16]], np.int64)
+    windows = np.array([[8, 8, 9, 8], [0, 0, 16, 16]], np.int64)
+    assert decoder.parse(encoded, starts, lengths, shapes, True, windows).parsed().tolist() == [False, True]
+    with pytest.raises(ValueError, match="one window"):
+        decoder.parse(encoded, starts, lengths, shapes, True, windows[:1])
+
+
 def test_exif_oriented_images_are_left_out_when_orientation_is_asked_for(decoder):
     # nvImageCodec's CPU backend writes them unturned: the caller decodes them itself
     data = _jpeg(20, 36, exif_orientation=6)  # rotated 90 degrees: displayed 36 x 20

@@ -26,6 +26,7 @@ using namespace codec;  // nvImageCodec's structures and entry points, the CUDA 
 
 ParsedBatch::~ParsedBatch() {
   for (Handle h : streams_) api_.CodeStreamDestroy(h);
+  for (Handle h : regions_of_) api_.CodeStreamDestroy(h);
 }
 
 ArrayOf<bool> ParsedBatch::parsed() const {
@@ -72,11 +73,15 @@ ImageCodecDecoder::~ImageCodecDecoder() {
 }
 
 std::unique_ptr<ParsedBatch> ImageCodecDecoder::parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths,
-                                                      I64Array shapes, bool orient) {
+                                                      I64Array shapes, bool orient,
+                                                      std::optional<I64Array> windows) {
   int64_t n = starts.size();
   if (lengths.size() != n || shapes.ndim() != 2 || shapes.shape(0) != n || shapes.shape(1) < 2)
     throw std::invalid_argument("ImageCodecDecoder.parse: one start, length and (H, W, ...) per sample");
+  if (windows && (windows->ndim() != 2 || windows->shape(0) != n || windows->shape(1) != 4))
+    throw std::invalid_argument("ImageCodecDecoder.parse: one window (y, x, h, w) per sample");
   const int64_t row = shapes.shape(1);
+  const int64_t* window = windows ? windows->data() : nullptr;
   const uint8_t* bytes = encoded.data();
   int64_t size = encoded.size();
   const int64_t *s = starts.data(), *len = lengths.data(), *hw = shapes.data();
@@ -98,6 +103,29 @@ std::unique_ptr<ParsedBatch> ImageCodecDecoder::parse(ArrayOf<uint8_t> encoded, 
     if (h != hw[row * k] || w != hw[row * k + 1]) {
       api_.CodeStreamDestroy(cs);
       continue;
+    }
+    const int64_t* win = window ? window + 4 * k : nullptr;
+    if (win && !(win[0] == 0 && win[1] == 0 && win[2] == h && win[3] == w)) {
+      if (win[0] < 0 || win[1] < 0 || win[2] < 1 || win[3] < 1 || win[0] + win[2] > h || win[1] + win[3] > w) {
+        api_.CodeStreamDestroy(cs);
+        continue;
+      }
+      CodeStreamView view = make<CodeStreamView>(kCodeStreamView);
+      view.region = make<Region>(kRegion);
+      view.region.ndim = 2;
+      view.region.start[0] = int(win[0]);
+      view.region.start[1] = int(win[1]);
+      view.region.end[0] = int(win[0] + win[2]);
+      view.region.end[1] = int(win[1] + win[3]);
+      Handle region = nullptr;
+      if (api_.CodeStreamGetSubCodeStream(cs, &region, &view) != 0 || region == nullptr) {
+        api_.CodeStreamDestroy(cs);
+        continue;
+      }
+      batch->regions_of_.push_back(cs);
+      cs = region;
+      h = win[2];
+      w = win[3];
     }
     batch->streams_.push_back(cs);
     batch->which_.push_back(k);

@@ -49,9 +49,10 @@ class ParsedBatch {
   Array encoded_;
   int64_t num_samples_;
   bool orient_;
-  std::vector<codec::Handle> streams_;
+  std::vector<codec::Handle> streams_;  // what is decoded: a whole code stream, or a region of one
+  std::vector<codec::Handle> regions_of_;  // the code streams the regions are views of, kept while they are
   std::vector<int64_t> which_;  // sample index of each stream
-  std::vector<int64_t> sizes_;  // (H, W) of each stream
+  std::vector<int64_t> sizes_;  // (H, W) each stream decodes to
 };
 
 // One nvImageCodec instance and decoder. parse() and decode() may be called from several threads:
@@ -65,8 +66,12 @@ class ImageCodecDecoder {
   // Sample k: bytes [starts[k], starts[k] + lengths[k]) of `encoded`, an image expected to be of
   // shapes[k] = (H, W, ...) (its first two columns). Samples that do not parse, have another size,
   // or (with `orient`) an EXIF orientation other than the identity are left out (ParsedBatch.parsed()).
+  // With `windows` (rows y, x, h, w inside the images), sample k decodes only its window, an h x w
+  // image: the decoders skip the rest of the image's work (the hardware engines too, through
+  // nvJPEG's batched decoding with regions); a window that cannot be made a region of its code
+  // stream leaves its sample out.
   std::unique_ptr<ParsedBatch> parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths, I64Array shapes,
-                                     bool orient);
+                                     bool orient, std::optional<I64Array> windows);
 
   // Decodes the parsed samples to RGB uint8 HWC: sample k at address dst[k] (device memory, host
   // memory for a CPU-only decoder), rows pitches[k] bytes apart; a sample whose address is 0 is

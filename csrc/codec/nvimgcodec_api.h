@@ -11,12 +11,13 @@
 namespace penstock::codec {
 
 // structure types, enums and limits of the public header
-constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDecodeParams = 5, kImageInfo = 11, kImagePlaneInfo = 12;
+constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDecodeParams = 5, kRegion = 8, kCodeStreamView = 9;
+constexpr int kImageInfo = 11, kImagePlaneInfo = 12;
 constexpr int kBackend = 17, kBackendParams = 29, kExecutionParams = 30;
 constexpr int kSampleUint8 = 0x0802, kFormatInterleavedRgb = 8, kColorSrgb = 1;
 constexpr int kBufferDevice = 1, kBufferHost = 2;
 constexpr int kProcessingSuccess = 1;
-constexpr int kMaxPlanes = 32, kMaxCodecName = 256;
+constexpr int kMaxPlanes = 32, kMaxCodecName = 256, kMaxDims = 5, kMaxFillChannels = 5;
 constexpr int kCpuOnlyDevice = -99999;
 constexpr uint32_t kOldestVersion = 900;  // 0.9.0 (major * 1000 + minor * 100 + patch): these layouts
 
@@ -51,6 +52,25 @@ struct CreateInfo {
 struct Orientation {
   Header hdr;
   int rotated, flip_x, flip_y;
+};
+
+struct Region {
+  Header hdr;
+  int ndim;  // 0: the whole image
+  int start[kMaxDims], end[kMaxDims];  // (y, x), end exclusive
+  int out_of_bounds_policy;
+  struct {
+    uint32_t value;
+    int sample_type;
+  } out_of_bounds_samples[kMaxFillChannels];
+};
+
+// A part of a code stream: one of its images, a region of it
+struct CodeStreamView {
+  Header hdr;
+  size_t image_idx;
+  Region region;
+  size_t bitstream_offset;
 };
 
 struct PlaneInfo {
@@ -112,6 +132,7 @@ struct Api {
   int (*DecoderDestroy)(Handle);
   int (*CodeStreamCreateFromHostMem)(Handle, Handle*, const unsigned char*, size_t, const void*);
   int (*CodeStreamGetImageInfo)(Handle, ImageInfo*);
+  int (*CodeStreamGetSubCodeStream)(Handle, Handle*, const CodeStreamView*);
   int (*CodeStreamDestroy)(Handle);
   int (*ImageCreate)(Handle, Handle*, const ImageInfo*);
   int (*ImageDestroy)(Handle);

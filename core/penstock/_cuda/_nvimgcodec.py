@@ -5,9 +5,10 @@ batch at a time without the GIL, so the decoder runs beside the pipeline's Pytho
 process or CUDA context of its own. Measured on an H200 (256 ImageNet-like JPEGs per call, hardware
 backend): one decoder 24.8k img/s with 207 MB of device memory, output included; two 22.7k.
 
-A ``DeviceDecoder`` decodes on a stream of its own. It decodes whole images (the hardware engines
-do not decode regions) straight into the output where a sample is a whole RGB image, and otherwise
-into scratch memory (a run of samples at a time), from which one kernel copies each window into the
+A ``DeviceDecoder`` decodes on a stream of its own. Each sample decodes to its window only, a
+region of its code stream (nvJPEG's hardware engines and its CUDA decoder both decode regions, as
+DALI's mixed decoders have them do): a whole RGB image straight into the output, a window into
+scratch memory (a run of samples at a time), from which one kernel copies each window into the
 output; the pipeline's stream then waits for an event recorded after that. Its first write into the
 output waits (on the GPU) for the pipeline's stream to have allocated the output batch: a batch of
 windows decodes without waiting for the pipeline's kernels. The native call queues that wait, the
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import _engine
+from .._batch import zero_rows
 from ._context import DeviceContext
 from ._pools import grown, pinned, settings
 from ._stream_queue import pinned_view, record_event, wait_event
@@ -33,11 +35,11 @@ from .kernels import budget_runs
 CPU_ONLY = -99999  # nvImageCodec's device id for its CPU backends (host buffers)
 BACKENDS = {"cpu": 1, "gpu": 2, "hybrid": 3, "hw": 4}
 FIXED, ADAPTIVE = 2, 3  # load hint policies
-# Whole images for windows (random crops) decode through scratch memory this large at most, in
-# runs, each run one call to nvImageCodec: a call has a start-up and a tail in which the hardware
-# engines idle, and calls cannot overlap. A batch of 256 ImageNet-sized images takes 172 MB, one
-# run. Measured on an H200 (ResNet-50 train pipeline): runs of 96 MB (two calls) 21.6k and 22.1k
-# img/s, peak 733 MB; one call 23.5k and 24.1k img/s, 789 MB.
+# Windows (random crops) decode through scratch memory this large at most, in runs, each run one
+# call to nvImageCodec: a call has a start-up and a tail in which the hardware engines idle, and
+# calls cannot overlap. A batch of 256 whole ImageNet-sized images takes 172 MB, one run. Measured
+# on an H200 (ResNet-50 train pipeline, whole images decoded then): runs of 96 MB (two calls) 21.6k
+# and 22.1k img/s, peak 733 MB; one call 23.5k and 24.1k img/s, 789 MB.
 SCRATCH_BYTES = 256 << 20
 # Scratch grows to a batch's need with this much to spare (a growth waits for the stream), and at
 # least by the device growth factor (backend.SetDeviceBufferGrowthFactor).
@@ -111,7 +113,7 @@ class DeviceDecoder:
                                        [("hw", hw_load, ADAPTIVE if adaptive else FIXED), ("gpu", 1.0, FIXED)],
                                        options)
         self._staging = _engine.ThreadPool(max(1, cpu_threads))  # copies the code streams into pinned memory
-        self._scratch: Any = None  # whole images of the batch being decoded (cupy.cuda.Memory); reused in stream order
+        self._scratch: Any = None  # the windows being decoded (cupy.cuda.Memory); reused in stream order
         self._scratch_users = 0  # batches that may still queue work on the scratch
         self._scratch_change = threading.Condition()
 
@@ -164,17 +166,18 @@ class DeviceDecoder:
                 orient: bool) -> tuple[np.ndarray, float, Any]:
         """``decode`` of code streams in pinned memory; also returns the event after the last work
         that reads them."""
-        parsed = self.native.parse(encoded, starts, lengths, shapes, orient)  # (H, W) of each row's (H, W, C)
+        # each sample decodes to its window only (a region of its code stream), an h x w image
+        parsed = self.native.parse(encoded, starts, lengths, shapes, orient, windows)
         n = len(starts)
         own = self.own
         # column by column: numpy's [N, k] comparisons and row reductions give the GIL away
         whole = ((windows[:, 0] == 0) & (windows[:, 1] == 0) & (windows[:, 2] == shapes[:, 0])
                  & (windows[:, 3] == shapes[:, 1]) & (out.dtype == np.uint8) & (not reverse))
-        sizes = np.where(whole, 0, shapes[:, 0] * shapes[:, 1] * 3)
-        pitches = shapes[:, 1] * 3
+        pitches = windows[:, 3] * 3
+        sizes = np.where(whole, 0, windows[:, 2] * pitches)
         direct = np.uint64(out.data.ptr) + out_offsets.astype(np.uint64) * np.uint64(out.itemsize)
-        # the windows' images go through the scratch memory in runs of at most SCRATCH_BYTES, each
-        # run gathered out before any other call decodes into the same memory (stream order)
+        # the windows go through the scratch memory in runs of at most SCRATCH_BYTES, each run
+        # gathered out before any other call decodes into the same memory (stream order)
         runs = budget_runs(sizes, SCRATCH_BYTES) if (~whole).any() else [(0, n)]
         # what the pipeline's stream did before ``ready`` may still use the output's memory: the
         # first write into it waits. With no whole image that is the first gather, so the decoding
@@ -201,7 +204,10 @@ class DeviceDecoder:
                     # every window of the run is gathered: those that failed to decode are the
                     # host's, written over them later on the pipeline's stream
                     gather = own.kernels.gather_images_launch(
-                        dst[crop], pitches[crop], _engine.take_rows(windows, crop), shapes[:, 2][crop],
+                        dst[crop], pitches[crop], _engine.with_columns(zero_rows(len(crop), 4), 2,
+                                                                       _engine.take_rows(windows, crop),
+                                                                       values_first=2),  # (0, 0, h, w)
+                        shapes[:, 2][crop],
                         np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop]) if len(crop) else None
                     wait = ready.ptr if k == 0 else 0
                     done_now, took = self.native.decode(

@@ -2,12 +2,13 @@
 
 JPEGs go to nvImageCodec, which splits them between the GPU's hardware JPEG engines
 (``hw_decoder_load`` of them; with the default it adapts the split from there to keep both busy)
-and its CUDA decoder, as DALI does; other formats, and anything nvImageCodec cannot decode, go to
-penstock's host decoder (region-of-interest decoding for windows) on threads of its own, at the
-same time. With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose
-windows it decodes at a fraction of a whole image's work (random crops), sized from both sides'
-measured rates so that they finish together (``_image_decode_split``): the GPU side decodes whole images
-and is bound by its engines, and the host has cores to spare.
+and its CUDA decoder, as DALI does, each decoding only a sample's window (region-of-interest
+decoding); other formats, and anything nvImageCodec cannot decode, go to penstock's host decoder
+(region-of-interest decoding too) on threads of its own, at the same time. With the default
+``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
+of a whole image's work (random crops), sized from both sides' measured rates so that they finish
+together (``_image_decode_split``): the GPU side is bound by its engines, and the host has cores to
+spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
 stream of its own, and writes each sample's window into the output batch. With
@@ -368,9 +369,8 @@ class MixedDecoder:
 
 def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
     """Each sample's (y, x, h, w) window lies in its (H, W, C) image, else that sample's error in the
-    host decoder's words. The GPU decoders gather windows from whole decoded images unchecked: a
-    window past an edge (decoders.image_crop with a crop larger than the image) would read outside
-    the image's device memory."""
+    host decoder's words, raised before any decoding starts: a window past an edge
+    (decoders.image_crop with a crop larger than the image) is an error on both backends."""
     y, x, h, w = windows.T
     bad = np.flatnonzero((y < 0) | (x < 0) | (h < 1) | (w < 1) | (y + h > shapes[:, 0]) | (x + w > shapes[:, 1]))
     if len(bad):
