@@ -67,9 +67,9 @@ class ImageCodecDecoder {
   // shapes[k] = (H, W, ...) (its first two columns). Samples that do not parse, have another size,
   // or (with `orient`) an EXIF orientation other than the identity are left out (ParsedBatch.parsed()).
   // With `windows` (rows y, x, h, w inside the images), sample k decodes only its window, an h x w
-  // image: the decoders skip the rest of the image's work (the hardware engines too, through
-  // nvJPEG's batched decoding with regions); a window that cannot be made a region of its code
-  // stream leaves its sample out.
+  // image (nvImageCodec gives the region to nvJPEG's hardware engines where nvJPEG says they
+  // support it, else to its CUDA decoder); a window that cannot be made a region of its code stream
+  // leaves its sample out.
   std::unique_ptr<ParsedBatch> parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths, I64Array shapes,
                                      bool orient, std::optional<I64Array> windows);
 

@@ -6,14 +6,14 @@ process or CUDA context of its own. Measured on an H200 (256 ImageNet-like JPEGs
 backend): one decoder 24.8k img/s with 207 MB of device memory, output included; two 22.7k.
 
 A ``DeviceDecoder`` decodes on a stream of its own. Each sample decodes to its window only, a
-region of its code stream (nvJPEG's hardware engines and its CUDA decoder both decode regions, as
-DALI's mixed decoders have them do): a whole RGB image straight into the output, a window into
-scratch memory (a run of samples at a time), from which one kernel copies each window into the
-output; the pipeline's stream then waits for an event recorded after that. Its first write into the
-output waits (on the GPU) for the pipeline's stream to have allocated the output batch: a batch of
-windows decodes without waiting for the pipeline's kernels. The native call queues that wait, the
-kernel and the event itself, with the decoder's turn held, so the next batch's decoding starts as
-soon as one ends, without Python code in between.
+region of its code stream, as DALI's mixed decoders have it (nvImageCodec gives a region to nvJPEG's
+hardware engines where nvJPEG says they support it, else to its CUDA decoder): a whole RGB image
+straight into the output, a window into scratch memory (a run of samples at a time), from which
+one kernel copies each window into the output; the pipeline's stream then waits for an event
+recorded after that. Its first write into the output waits (on the GPU) for the pipeline's stream
+to have allocated the output batch: a batch of windows decodes without waiting for the pipeline's
+kernels. The native call queues that wait, the kernel and the event itself, with the decoder's turn
+held, so the next batch's decoding starts as soon as one ends, without Python code in between.
 """
 from __future__ import annotations
 

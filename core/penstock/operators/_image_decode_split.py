@@ -1,8 +1,8 @@
 """Which of a batch's JPEGs the host decodes beside the GPU decoder.
 
-The GPU side decodes each window as a region of its code stream, its engines entropy-decoding
-every byte of the scan: its cost is taken as the encoded bytes, its measured rate absorbing what the
-region spares. The host decodes only the window: it entropy-decodes the rows down to the
+The GPU side decodes each window as a region of its code stream; its cost is taken as the encoded
+bytes (an entropy decoder reads the scan through), its measured rate absorbing what the region
+spares. The host decodes only the window: it entropy-decodes the rows down to the
 window's last one and transforms only the window, so its time follows the bytes above the window's
 bottom, less for narrow windows. (Checking for corrupt data, the default, it also entropy-decodes
 the rows below the window the first time it sees a file's bytes: the model leaves them out, and the
