@@ -348,16 +348,9 @@ def test_mixed_decoders_match_the_cpu_decoder(make, hw_load):
         batch_size=len(data), seed=99))
 
 
-def test_a_batch_of_windows_decodes_without_waiting_for_the_pipelines_stream():
-    # the decoding goes to scratch memory at once; only the gather into the output waits for the
-    # output's `ready` event, here held back by a kernel spinning until the host lets it go
-    import threading
-    import time
-
+def _three_windows():
+    """Three JPEGs packed, their shapes, three windows, and the output offsets of those windows (uint8 HWC)."""
     from PIL import Image
-
-    from penstock import _engine
-    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
     data = _jpegs(3)[:3]
     encoded = np.concatenate(data)
     shapes = np.array([np.asarray(Image.open(io.BytesIO(d.tobytes()))).shape for d in data], np.int64)
@@ -366,10 +359,42 @@ def test_a_batch_of_windows_decodes_without_waiting_for_the_pipelines_stream():
     out_offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     lengths = np.array([len(d) for d in data], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    out = cp.zeros(int(sizes.sum()), cp.uint8)
+    return encoded, starts, lengths, shapes, windows, out_offsets, int(sizes.sum())
+
+
+def _windows_on_the_host(encoded, starts, lengths, windows) -> np.ndarray:
+    from penstock import _engine
+    return _engine.decode_images(_engine.ThreadPool(2), encoded, lengths.reshape(-1, 1), starts, 0, True, windows,
+                                 fancy_upsampling=False)[0]
+
+
+def test_a_batch_of_rgb_windows_decodes_straight_into_the_output():
+    # a uint8 RGB window is its output sample as it stands: no scratch memory, no gather
+    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
+    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+    out = cp.zeros(total, cp.uint8)
+    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
+    decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, False, out, out_offsets,
+                                cp.cuda.Stream(non_blocking=True).record(), True)
+    assert decoded.all() and decoder._scratch is None
+    decoder.own.stream.synchronize()
+    diff = np.abs(out.get().astype(int) - _windows_on_the_host(encoded, starts, lengths, windows))
+    assert diff.mean() < 1.0 and diff.max() <= 12
+    decoder.close()
+
+
+def test_a_batch_of_converted_windows_decodes_without_waiting_for_the_pipelines_stream():
+    # BGR windows go through scratch memory at once; only the gather into the output waits for the
+    # output's `ready` event, here held back by a kernel spinning until the host lets it go
+    import threading
+    import time
+
+    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
+    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+    out = cp.zeros(total, cp.uint8)
     decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
     # the first call sets nvImageCodec up (allocations that synchronize the device)
-    decoder.decode(encoded, starts, lengths, shapes, windows, False, cp.empty_like(out), out_offsets,
+    decoder.decode(encoded, starts, lengths, shapes, windows, True, cp.empty_like(out), out_offsets,
                    cp.cuda.Stream(non_blocking=True).record(), True)
     decoder.own.stream.synchronize()
     release = cp.cuda.alloc_pinned_memory(4)
@@ -383,7 +408,7 @@ def test_a_batch_of_windows_decodes_without_waiting_for_the_pipelines_stream():
     watchdog.start()
     try:
         began = time.perf_counter()
-        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, False, out, out_offsets,
+        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, True, out, out_offsets,
                                     blocked.record(), True)
         assert decoded.all() and time.perf_counter() - began < 10  # returned with the stream still blocked
         assert not out.get().any()  # not gathered yet (read on the null stream, which does not wait for it)
@@ -391,8 +416,7 @@ def test_a_batch_of_windows_decodes_without_waiting_for_the_pipelines_stream():
         flag[0] = 1
         watchdog.cancel()
     decoder.own.stream.synchronize()
-    host = _engine.decode_images(_engine.ThreadPool(2), encoded, lengths.reshape(-1, 1), starts, 0, True, windows,
-                                 fancy_upsampling=False)[0]
+    host = _windows_on_the_host(encoded, starts, lengths, windows).reshape(-1, 3)[:, ::-1].reshape(-1)
     diff = np.abs(out.get().astype(int) - host)
     assert diff.mean() < 1.0 and diff.max() <= 12
     decoder.close()
@@ -526,7 +550,8 @@ def test_mixed_crops_decoded_through_scratch_in_runs_match_the_cpu_decoder(monke
     data = _jpegs()
     _assert_decoded_alike(_decoded_on_both(
         lambda info: data,
-        lambda x, on: (fn.decoders.image_random_crop(x, **on, seed=5, hw_decoder_load=1.0),
+        # (BGR windows: uint8 RGB ones decode straight into the output)
+        lambda x, on: (fn.decoders.image_random_crop(x, **on, seed=5, output_type=types.BGR, hw_decoder_load=1.0),
                            fn.decoders.image(x, **on, output_type=types.BGR, hw_decoder_load=1.0)),
         batch_size=len(data), seed=99))
 

@@ -7,13 +7,14 @@ backend): one decoder 24.8k img/s with 207 MB of device memory, output included;
 
 A ``DeviceDecoder`` decodes on a stream of its own. Each sample decodes to its window only, a
 region of its code stream, as DALI's mixed decoders have it (nvImageCodec gives a region to nvJPEG's
-hardware engines where nvJPEG says they support it, else to its CUDA decoder): a whole RGB image
-straight into the output, a window into scratch memory (a run of samples at a time), from which
-one kernel copies each window into the output; the pipeline's stream then waits for an event
-recorded after that. Its first write into the output waits (on the GPU) for the pipeline's stream
-to have allocated the output batch: a batch of windows decodes without waiting for the pipeline's
-kernels. The native call queues that wait, the kernel and the event itself, with the decoder's turn
-held, so the next batch's decoding starts as soon as one ends, without Python code in between.
+hardware engines where nvJPEG says they support it, else to its CUDA decoder). A uint8 RGB window is
+its output sample as it stands: a batch of them decodes straight into the output batch, in one call.
+Float or BGR windows decode into scratch memory (a run of samples at a time), from which one kernel
+converts each window into the output. Either way the first write into the output waits (on the GPU)
+for the pipeline's stream to have allocated the output batch, and the pipeline's stream then waits
+for an event recorded after the last. The native call queues those waits, the kernel and the event
+itself, with the decoder's turn held, so the next batch's decoding starts as soon as one ends,
+without Python code in between.
 """
 from __future__ import annotations
 
@@ -35,15 +36,22 @@ from .kernels import budget_runs
 CPU_ONLY = -99999  # nvImageCodec's device id for its CPU backends (host buffers)
 BACKENDS = {"cpu": 1, "gpu": 2, "hybrid": 3, "hw": 4}
 FIXED, ADAPTIVE = 2, 3  # load hint policies
-# Windows (random crops) decode through scratch memory this large at most, in runs, each run one
-# call to nvImageCodec: a call has a start-up and a tail in which the hardware engines idle, and
-# calls cannot overlap. A batch of 256 whole ImageNet-sized images takes 172 MB, one run. Measured
-# on an H200 (ResNet-50 train pipeline, whole images decoded then): runs of 96 MB (two calls) 21.6k
-# and 22.1k img/s, peak 733 MB; one call 23.5k and 24.1k img/s, 789 MB.
+# Windows that need converting decode through scratch memory this large at most, in runs, each run
+# one call to nvImageCodec: a call has a start-up and a tail in which the hardware engines idle, and
+# calls cannot overlap. Measured on an H200 (ResNet-50 train pipeline, whole ImageNet-sized images
+# through scratch then): runs of 96 MB (two calls) 21.6k and 22.1k img/s, peak 733 MB; one call
+# 23.5k and 24.1k img/s, 789 MB.
 SCRATCH_BYTES = 256 << 20
 # Scratch grows to a batch's need with this much to spare (a growth waits for the stream), and at
 # least by the device growth factor (backend.SetDeviceBufferGrowthFactor).
 _SCRATCH_SPARE = 1 / 32
+
+
+def writes_directly(dtype: Any, reverse: bool) -> bool:
+    """Whether nvImageCodec's decoding of a window is its output sample as it stands (uint8 RGB,
+    an h x w x 3 image at its offset): it then writes into the output batch; other outputs go
+    through scratch memory and a kernel that converts them."""
+    return np.dtype(dtype) == np.uint8 and not reverse
 
 
 def library_dir() -> str | None:
@@ -170,20 +178,18 @@ class DeviceDecoder:
         parsed = self.native.parse(encoded, starts, lengths, shapes, orient, windows)
         n = len(starts)
         own = self.own
-        # column by column: numpy's [N, k] comparisons and row reductions give the GIL away
-        whole = ((windows[:, 0] == 0) & (windows[:, 1] == 0) & (windows[:, 2] == shapes[:, 0])
-                 & (windows[:, 3] == shapes[:, 1]) & (out.dtype == np.uint8) & (not reverse))
         pitches = windows[:, 3] * 3
-        sizes = np.where(whole, 0, windows[:, 2] * pitches)
-        direct = np.uint64(out.data.ptr) + out_offsets.astype(np.uint64) * np.uint64(out.itemsize)
-        # the windows go through the scratch memory in runs of at most SCRATCH_BYTES, each run
-        # gathered out before any other call decodes into the same memory (stream order)
-        runs = budget_runs(sizes, SCRATCH_BYTES) if (~whole).any() else [(0, n)]
-        # what the pipeline's stream did before ``ready`` may still use the output's memory: the
-        # first write into it waits. With no whole image that is the first gather, so the decoding
-        # into scratch does not wait for the pipeline's kernels queued before (the hardware
-        # engines would idle meanwhile).
-        ready_before_decoding = bool(whole.any())
+        direct = writes_directly(out.dtype, reverse)
+        if direct:  # each window is its output sample as it stands: one call, no scratch, no gather
+            sizes = zero_rows(n, 1).reshape(n)
+            runs = [(0, n)]
+            dst = np.uint64(out.data.ptr) + out_offsets.astype(np.uint64) * np.uint64(out.itemsize)
+        else:
+            # the windows go through the scratch memory in runs of at most SCRATCH_BYTES, each run
+            # gathered out (converted, channels reversed) before any other call decodes into the
+            # same memory (stream order)
+            sizes = windows[:, 2] * pitches
+            runs = budget_runs(sizes, SCRATCH_BYTES)
         decoded = np.zeros(n, bool)
         seconds = 0.0
         with own.device:
@@ -192,29 +198,30 @@ class DeviceDecoder:
             base = self._use_scratch(max(int(sizes[a:b].sum()) for a, b in runs))
             try:
                 for k, (a, b) in enumerate(runs):
-                    offsets = np.empty(n, np.int64)  # read only in the run: [a, b)
-                    offsets[a] = 0
-                    np.cumsum(sizes[a:b - 1], out=offsets[a + 1:b])
-                    in_run = np.zeros(n, bool)
-                    in_run[a:b] = True
-                    # whole images go straight to the output, with the first run
-                    crop = np.nonzero(in_run & ~whole)[0]
-                    in_run = (in_run & ~whole) | (whole if k == 0 else False)
-                    dst = np.where(whole, direct, np.uint64(base) + offsets.astype(np.uint64))
-                    # every window of the run is gathered: those that failed to decode are the
-                    # host's, written over them later on the pipeline's stream
-                    gather = own.kernels.gather_images_launch(
-                        dst[crop], pitches[crop], _engine.with_columns(zero_rows(len(crop), 4), 2,
-                                                                       _engine.take_rows(windows, crop),
-                                                                       values_first=2),  # (0, 0, h, w)
-                        shapes[:, 2][crop],
-                        np.full(len(crop), int(reverse), np.int64), out, out_offsets[crop]) if len(crop) else None
                     wait = ready.ptr if k == 0 else 0
-                    done_now, took = self.native.decode(
-                        parsed, np.where(in_run, dst, np.uint64(0)), pitches, own.stream.ptr,
-                        wait_event=wait if ready_before_decoding else 0, then=gather.native() if gather else None,
-                        then_wait_event=0 if ready_before_decoding else wait,
-                        done_event=done.ptr if k == len(runs) - 1 else 0)
+                    if direct:
+                        # what the pipeline's stream did before ``ready`` may still use the output's
+                        # memory: the decoding waits for it
+                        done_now, took = self.native.decode(parsed, dst, pitches, own.stream.ptr, wait_event=wait,
+                                                            then=None, then_wait_event=0, done_event=done.ptr)
+                    else:
+                        offsets = np.empty(n, np.int64)  # read only in the run: [a, b)
+                        offsets[a] = 0
+                        np.cumsum(sizes[a:b - 1], out=offsets[a + 1:b])
+                        in_run = np.zeros(n, bool)
+                        in_run[a:b] = True
+                        dst = np.where(in_run, np.uint64(base) + offsets.astype(np.uint64), np.uint64(0))
+                        # every window of the run is gathered: those that failed to decode are the
+                        # host's, written over them later on the pipeline's stream; only the gather
+                        # waits for ``ready`` (the decoding into scratch does not wait for the
+                        # pipeline's kernels queued before, the hardware engines idling meanwhile)
+                        gather = own.kernels.gather_images_launch(
+                            dst[a:b], pitches[a:b], _engine.with_columns(zero_rows(b - a, 4), 2, windows[a:b],
+                                                                         values_first=2),  # (0, 0, h, w)
+                            shapes[a:b, 2], np.full(b - a, int(reverse), np.int64), out, out_offsets[a:b])
+                        done_now, took = self.native.decode(
+                            parsed, dst, pitches, own.stream.ptr, wait_event=0, then=gather.native(),
+                            then_wait_event=wait, done_event=done.ptr if k == len(runs) - 1 else 0)
                     decoded |= done_now
                     seconds += took
             except BaseException:
