@@ -177,6 +177,9 @@ class HostContext:
     def new_batch(self, shapes, dtype, layout="", source_info=None):
         return empty_batch(shapes, dtype, layout, source_info)
 
+    def batch_arena(self):
+        return self  # (the host's memory stands in for an arena's blocks too)
+
 
 class _DeviceId:
     id = 0

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _engine
 from .._environment import one_of
 from ..tensors import TensorListGPU
+from ._batch_arena import BatchArena
 from ._compile import compiled
 from ._pools import claim_device_reserve, pinned
 from ._stream_queue import Kernel, copy_to_device, launch_kernels, record_event
@@ -73,6 +74,10 @@ class DeviceContext:
         tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
         tl.stream = self.stream
         return tl
+
+    def batch_arena(self) -> BatchArena:
+        """Device memory of its own for one operator's large batches of varying size (_batch_arena)."""
+        return BatchArena(self)
 
     def empty(self, count: int, dtype: Any) -> Any:
         """An uninitialized 1-D device array of ``count`` elements from this stream's pool, its

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import weakref
 from typing import Any, Callable
 
 from .. import _engine
@@ -225,6 +226,15 @@ def claim_device_reserve(cp: Any, device_id: int, stream: Any) -> None:
         cp.cuda.alloc(nbytes)
 
 
+_holders: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def hold_unused(holder: Any) -> None:
+    """Registers an object that keeps device memory beside the pool (``holder.release_unused()``
+    frees what no batch uses): ``release_unused`` frees it too."""
+    _holders.add(holder)
+
+
 def release_unused() -> None:
     """Frees unused memory of every pool: pinned staging blocks, unclaimed device preallocations,
     CuPy's cached device and pinned blocks, and the engine's host buffer pool. Batches a consumer
@@ -237,6 +247,8 @@ def release_unused() -> None:
     cp = require()
     with _device_lock:
         _device_reserve.clear()
+    for holder in list(_holders):
+        holder.release_unused()
     pool = cp.get_default_memory_pool()
     for device_id in range(cp.cuda.runtime.getDeviceCount()):
         with cp.cuda.Device(device_id):

@@ -115,6 +115,8 @@ class MixedDecoder:
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
         self._process_args: tuple | None = None  # the decoder processes' settings, once the GPU decodes
         self._batches = 0
+        # the output batches' memory: batches of windows vary in size, by GBs on large photographs
+        self._arena: Any = None
 
     def _reserve(self, ws) -> None:
         """Takes the memory the padding and preallocation arguments ask for into the pools once."""
@@ -140,6 +142,7 @@ class MixedDecoder:
             decoder.close()
         self.decoders = []
         self._host_pool = None
+        self._arena = None  # its free blocks go with it
 
     def _device_decoders(self, ws) -> list:
         """The GPU decoders, opened on first use (none: decode on the host)."""
@@ -244,7 +247,9 @@ class MixedDecoder:
         host_idx = np.nonzero(~gpu_ok)[0]
         out_shapes = _engine.with_columns(shapes, 0, windows, values_first=2)  # (h, w) of the window, C
         dtype = np.float32 if args["dtype"] == DALIDataType.FLOAT else np.uint8
-        out = ws.new_batch(out_shapes, dtype, "HWC", src._source_info)
+        if self._arena is None:
+            self._arena = ws.gpu.batch_arena()
+        out = self._arena.new_batch(out_shapes, dtype, "HWC", src._source_info)
         ready = ws.gpu.record() if len(gpu_idx) else None  # the GPU decoders write into out after this
         job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready)
         out._deferred = lambda: self._fill(ws, out, job)

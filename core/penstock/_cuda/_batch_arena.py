@@ -1,0 +1,83 @@
+"""Device memory of its own for one operator's output batches when they are large and vary in size
+(the mixed decoders' windows of high-resolution photographs).
+
+In the shared pool a batch larger than every free block takes a new block beside them, and the pool
+keeps the others: batches of random crops, a few GB each and each a different size, left it holding
+about twice what they used (on an H200, a train pipeline on high-resolution photographs: 8.6 GB
+held for at most 4.4 GB in use). Here every block is as large as the largest batch so far (grown by
+the device growth factor, as DALI's buffers grow), so a block one batch freed takes the next, and no
+other allocation splits it. When a batch outgrows the blocks, the free ones go back to the device
+before a larger one is made (freeing device memory synchronizes the device: rare after the first
+batches), and a block that comes back smaller than the current size later goes back too.
+
+A block is free again once its batch and every view of it are gone. Its next batch is written on
+the GPU after an event recorded on the pipeline's stream when that batch is made (the mixed
+decoders wait for it), so the work queued on the freed batch before has passed by then.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import _engine
+from ..tensors import TensorListGPU
+from ._pools import grown, hold_unused, settings
+
+
+class _Lent:
+    """The owner of one batch's view of a block: when the last view goes, the block is free."""
+    __slots__ = ("__weakref__",)
+
+
+class BatchArena:
+    """Blocks of device memory lent to one operator's batches on ``ctx`` (a DeviceContext)."""
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+        self._size = 0  # bytes of a block
+        self._free: list[Any] = []  # blocks (cupy.cuda.Memory) no batch uses
+        self._lock = threading.Lock()
+        hold_unused(self)
+
+    def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None) -> Any:
+        """An uninitialized packed batch in one of the arena's blocks, produced on the context's stream."""
+        shapes = np.ascontiguousarray(shapes, np.int64)
+        dtype = np.dtype(dtype)
+        count = int(_engine.shape_volumes(shapes).sum())  # numpy's prod would give the GIL away
+        block = self._take(max(count * dtype.itemsize, 1))
+        cp = self.ctx.cp
+        owner = _Lent()
+        weakref.finalize(owner, self._give_back, block)
+        memory = cp.cuda.UnownedMemory(block.ptr, block.size, owner, self.ctx.device_id)
+        buf = cp.ndarray((count,), dtype, cp.cuda.MemoryPointer(memory, 0))
+        tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
+        tl.stream = self.ctx.stream
+        return tl
+
+    def _take(self, nbytes: int) -> Any:
+        with self._lock:
+            outgrown: list[Any] = []
+            if nbytes > self._size:  # the free blocks are too small for this batch and every later one
+                outgrown, self._free = self._free, []
+                self._size = grown(self._size, nbytes, settings.device_growth)
+            size = self._size
+            block = self._free.pop() if self._free else None
+        del outgrown  # freed before the larger block is made, outside the lock (freeing synchronizes the device)
+        if block is None:
+            with self.ctx.device:
+                block = self.ctx.cp.cuda.Memory(size)
+        return block
+
+    def _give_back(self, block: Any) -> None:
+        with self._lock:
+            if block.size >= self._size:
+                self._free.append(block)
+            # else the blocks have grown since it was made: it goes back to the device with this call
+
+    def release_unused(self) -> None:
+        """Frees the blocks no batch uses."""
+        with self._lock:
+            self._free = []

@@ -1,0 +1,101 @@
+"""The batch arena (penstock._cuda._batch_arena): blocks all as large as the largest batch so far,
+lent to batches and taken back when their last view goes; outgrown blocks go back to the device.
+The bookkeeping on a stand-in device here; the batches themselves on a GPU."""
+import contextlib
+import gc
+import types
+import weakref
+
+import numpy as np
+import pytest
+
+from penstock import _cuda
+from penstock._cuda import _pools
+from penstock._cuda._batch_arena import BatchArena
+
+
+class _Block:
+    """A stand-in for a block of device memory (cupy.cuda.Memory)."""
+
+    def __init__(self, size):
+        self.size, self.ptr = size, id(self)
+
+
+def _arena() -> tuple[BatchArena, list]:
+    made = []
+
+    def memory(size):
+        made.append(_Block(size))
+        return made[-1]
+
+    ctx = types.SimpleNamespace(device=contextlib.nullcontext(), cp=types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Memory=memory)))
+    return BatchArena(ctx), made
+
+
+def test_a_block_a_batch_gave_back_takes_the_next_batch_up_to_its_size():
+    arena, made = _arena()
+    first = arena._take(1000)
+    second = arena._take(600)  # the first is lent: a block of its own, as large as the largest
+    assert [b.size for b in made] == [1000, 1000]
+    arena._give_back(first)
+    assert arena._take(900) is first and len(made) == 2
+    arena._give_back(second)
+
+
+def test_a_larger_batch_drops_the_free_blocks_and_later_the_outgrown_lent_ones():
+    arena, made = _arena()
+    lent, free = arena._take(1000), arena._take(1000)
+    arena._give_back(free)
+    free_ref = weakref.ref(free)
+    del free
+    bigger = arena._take(1050)  # grows by the device growth factor at least
+    assert bigger.size == int(1000 * _pools.settings.device_growth)
+    made.clear()
+    gc.collect()
+    assert free_ref() is None  # the free block went back to the device
+    arena._give_back(lent)  # smaller than the blocks now: not kept
+    assert arena._free == []
+    arena._give_back(bigger)
+    assert arena._free == [bigger]
+
+
+def test_release_unused_frees_the_free_blocks_only():
+    arena, _ = _arena()
+    lent, free = arena._take(10), arena._take(10)
+    arena._give_back(free)
+    arena.release_unused()
+    assert arena._free == []
+    arena._give_back(lent)  # the lent one comes back as usual
+    assert arena._free == [lent]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda.available(), reason="needs a CUDA device")
+def test_batches_of_varying_size_reuse_the_blocks_their_predecessors_freed():
+    import cupy as cp
+    ctx = _cuda.DeviceContext(0)
+    arena = ctx.batch_arena()
+    sizes = [(300, 200, 3), (280, 210, 3), (310, 190, 3), (250, 250, 3), (200, 300, 3)]
+    addresses = []
+    held = []
+    for k, shape in enumerate(sizes):
+        if len(held) == 2:  # two batches in flight, the oldest dropped before the next is made
+            held.pop(0)
+        batch = arena.new_batch(np.array([shape, shape[::-1]], np.int64), np.uint8, "HWC")
+        with ctx:
+            batch._buf[:] = k
+        assert batch._buf.size == 2 * int(np.prod(shape)) and batch.stream is ctx.stream
+        addresses.append(int(batch._buf.data.ptr))
+        held.append(batch)
+    assert addresses[2] == addresses[0]  # the first batch's block, free again, took the third
+    # the fourth outgrew the blocks: the second's, free, went back, and so did the first's once free
+    assert arena._free == []
+    ctx.stream.synchronize()
+    assert int(cp.asnumpy(held[-1]._buf).max()) == len(sizes) - 1
+    del batch
+    held.clear()
+    gc.collect()
+    assert len(arena._free) == 2
+    arena.release_unused()
+    assert arena._free == []
