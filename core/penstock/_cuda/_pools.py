@@ -8,10 +8,11 @@
 - device memory: CuPy's pool, whose free blocks belong to the stream that freed them. Memory
   preallocated for a device is held outside the pool until the next pipeline (or dynamic-mode
   stream) starts on that device, then handed to its stream's part of the pool;
-- growing device buffers (the mixed decoders' scratch memory) grow by the *device growth factor*.
+- growing device buffers (the mixed decoders' scratch memory, the blocks of their output batches'
+  arenas) grow by the *device growth factor*.
 
-``release_unused`` frees what no batch uses: free pool blocks, unclaimed preallocations, CuPy's
-cached blocks and the engine's host buffer pool.
+``release_unused`` frees what no batch uses: free pool blocks, unclaimed preallocations, the arenas'
+free blocks, CuPy's cached blocks and the engine's host buffer pool.
 """
 from __future__ import annotations
 
@@ -237,7 +238,7 @@ def hold_unused(holder: Any) -> None:
 
 def release_unused() -> None:
     """Frees unused memory of every pool: pinned staging blocks, unclaimed device preallocations,
-    CuPy's cached device and pinned blocks, and the engine's host buffer pool. Batches a consumer
+    the arenas' free blocks, CuPy's cached device and pinned blocks, and the engine's host buffer pool. Batches a consumer
     freed go back to their pools first, once its work on them has passed (waiting for it)."""
     pinned.release_unused()
     _engine.pool_clear()
