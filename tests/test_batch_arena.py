@@ -21,20 +21,31 @@ class _Block:
         self.size, self.ptr = size, id(self)
 
 
-def _arena() -> tuple[BatchArena, list]:
+class _OutOfMemory(Exception):
+    pass
+
+
+def _arena(device_bytes: int = 1 << 40) -> tuple[BatchArena, list, types.SimpleNamespace]:
+    """An arena on a stand-in device of ``device_bytes``, the blocks it made there, and the shared
+    pool, whose cached blocks take ``pool.cached`` bytes of the device until it frees them."""
     made = []
+    pool = types.SimpleNamespace(cached=0)
 
     def memory(size):
+        if sum(b.size for b in made) + pool.cached + size > device_bytes:
+            raise _OutOfMemory(size)
         made.append(_Block(size))
         return made[-1]
 
+    pool.free_all_blocks = lambda: setattr(pool, "cached", 0)
     ctx = types.SimpleNamespace(device=contextlib.nullcontext(), cp=types.SimpleNamespace(
-        cuda=types.SimpleNamespace(Memory=memory)))
-    return BatchArena(ctx), made
+        cuda=types.SimpleNamespace(Memory=memory, memory=types.SimpleNamespace(OutOfMemoryError=_OutOfMemory)),
+        get_default_memory_pool=lambda: pool))
+    return BatchArena(ctx), made, pool
 
 
 def test_a_block_a_batch_gave_back_takes_the_next_batch_up_to_its_size():
-    arena, made = _arena()
+    arena, made, _ = _arena()
     first = arena._take(1000)
     second = arena._take(600)  # the first is lent: a block of its own, as large as the largest
     assert [b.size for b in made] == [1000, 1000]
@@ -44,7 +55,7 @@ def test_a_block_a_batch_gave_back_takes_the_next_batch_up_to_its_size():
 
 
 def test_a_larger_batch_drops_the_free_blocks_and_later_the_outgrown_lent_ones():
-    arena, made = _arena()
+    arena, made, _ = _arena()
     lent, free = arena._take(1000), arena._take(1000)
     arena._give_back(free)
     free_ref = weakref.ref(free)
@@ -60,8 +71,17 @@ def test_a_larger_batch_drops_the_free_blocks_and_later_the_outgrown_lent_ones()
     assert arena._free == [bigger]
 
 
+def test_a_block_the_device_has_no_room_for_takes_the_shared_pools_cached_blocks_first():
+    arena, made, pool = _arena(device_bytes=1000)
+    pool.cached = 600
+    block = arena._take(700)
+    assert block.size == 700 and pool.cached == 0
+    with pytest.raises(_OutOfMemory):
+        arena._take(1000)  # no room even so: the device's error
+
+
 def test_release_unused_frees_the_free_blocks_only():
-    arena, _ = _arena()
+    arena, _, _ = _arena()
     lent, free = arena._take(10), arena._take(10)
     arena._give_back(free)
     arena.release_unused()

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _engine
 from ..tensors import TensorListGPU
-from ._pools import grown, hold_unused, settings
+from ._pools import grown, hold_unused, own_device_memory, settings
 
 
 class _Lent:
@@ -68,7 +68,7 @@ class BatchArena:
         del outgrown  # freed before the larger block is made, outside the lock (freeing synchronizes the device)
         if block is None:
             with self.ctx.device:
-                block = self.ctx.cp.cuda.Memory(size)
+                block = own_device_memory(self.ctx.cp, size)
         return block
 
     def _give_back(self, block: Any) -> None:

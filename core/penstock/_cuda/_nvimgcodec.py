@@ -29,7 +29,7 @@ import numpy as np
 from .. import _engine
 from .._batch import zero_rows
 from ._context import DeviceContext
-from ._pools import grown, pinned, settings
+from ._pools import grown, own_device_memory, pinned, settings
 from ._stream_queue import pinned_view, record_event, wait_event
 from .kernels import budget_runs
 
@@ -249,8 +249,8 @@ class DeviceDecoder:
                 old = self._scratch.size if self._scratch is not None else 0
                 self._scratch = None
                 with self.own.device:
-                    self._scratch = self.own.cp.cuda.Memory(
-                        grown(old, int(nbytes * (1 + _SCRATCH_SPARE)), settings.device_growth))
+                    self._scratch = own_device_memory(
+                        self.own.cp, grown(old, int(nbytes * (1 + _SCRATCH_SPARE)), settings.device_growth))
             self._scratch_users += 1
             return self._scratch.ptr if self._scratch is not None else 0
 

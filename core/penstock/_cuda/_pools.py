@@ -58,6 +58,17 @@ def grown(capacity: int, needed: int, factor: float) -> int:
     return max(int(needed), int(capacity * factor))
 
 
+def own_device_memory(cp: Any, nbytes: int) -> Any:
+    """``nbytes`` of device memory outside the pool (cupy.cuda.Memory), on the current device. The
+    pool's cached blocks are free memory too: when the device has no room, they go back first, as
+    the pool does when it runs out itself."""
+    try:
+        return cp.cuda.Memory(nbytes)
+    except cp.cuda.memory.OutOfMemoryError:
+        cp.get_default_memory_pool().free_all_blocks()
+        return cp.cuda.Memory(nbytes)
+
+
 class PinnedBlock:
     """A staging block: ``size`` bytes at ``ptr`` inside ``owner`` (pinned memory, possibly shared by
     the blocks carved from one preallocated region). ``event`` is recorded after the copy that read
