@@ -80,6 +80,32 @@ def test_a_block_the_device_has_no_room_for_takes_the_shared_pools_cached_blocks
         arena._take(1000)  # no room even so: the device's error
 
 
+def test_a_batch_freed_inside_its_arena_on_the_same_thread_comes_back():
+    # the garbage collector may free a batch while its thread is inside _take, holding the lock
+    import threading
+    arena, _, _ = _arena()
+    block = arena._take(10)
+    done = threading.Event()
+
+    def give_back_inside():
+        with arena._lock:
+            arena._give_back(block)
+        done.set()
+
+    worker = threading.Thread(target=give_back_inside, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert done.is_set() and arena._free == [block]
+
+
+def test_a_block_smaller_than_the_batch_is_never_lent():
+    arena, made, _ = _arena()
+    arena._free.append(_Block(5))  # as if the collector gave it back in the middle of a growth
+    arena._size = 100
+    block = arena._take(50)
+    assert block.size == 100 and arena._free == []
+
+
 def test_release_unused_frees_the_free_blocks_only():
     arena, _, _ = _arena()
     lent, free = arena._take(10), arena._take(10)

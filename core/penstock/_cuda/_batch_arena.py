@@ -39,7 +39,9 @@ class BatchArena:
         self.ctx = ctx
         self._size = 0  # bytes of a block
         self._free: list[Any] = []  # blocks (cupy.cuda.Memory) no batch uses
-        self._lock = threading.Lock()
+        # reentrant: the garbage collector may free a batch (and call _give_back) on a thread that
+        # is inside _take
+        self._lock = threading.RLock()
         hold_unused(self)
 
     def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None) -> Any:
@@ -64,7 +66,11 @@ class BatchArena:
                 outgrown, self._free = self._free, []
                 self._size = grown(self._size, nbytes, settings.device_growth)
             size = self._size
-            block = self._free.pop() if self._free else None
+            block = None
+            while self._free and block is None:
+                block = self._free.pop()
+                if block.size < nbytes:  # given back in the middle of a growth (the collector, on this thread)
+                    block = None
         del outgrown  # freed before the larger block is made, outside the lock (freeing synchronizes the device)
         if block is None:
             with self.ctx.device:
