@@ -53,9 +53,9 @@ def PreallocatePinnedMemory(bytes: int) -> None:  # noqa: A002
 
 def ReleaseUnusedMemory() -> None:
     """Frees the memory no batch uses: free pinned staging blocks, unclaimed preallocations, the
-    device and pinned memory CuPy caches, and the host buffer pool; batches a training loop freed
-    are first given back once its work on them has passed (waiting for it). Safe while pipelines
-    run."""
+    mixed decoders' free output blocks, the device and pinned memory CuPy caches, and the host
+    buffer pool; batches a training loop freed are first given back once its work on them has
+    passed (waiting for it). Safe while pipelines run."""
     _pools.release_unused()
 
 

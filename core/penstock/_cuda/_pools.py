@@ -249,8 +249,9 @@ def hold_unused(holder: Any) -> None:
 
 def release_unused() -> None:
     """Frees unused memory of every pool: pinned staging blocks, unclaimed device preallocations,
-    the arenas' free blocks, CuPy's cached device and pinned blocks, and the engine's host buffer pool. Batches a consumer
-    freed go back to their pools first, once its work on them has passed (waiting for it)."""
+    the arenas' free blocks, CuPy's cached device and pinned blocks, and the engine's host buffer
+    pool. Batches a consumer freed go back to their pools first, once its work on them has passed
+    (waiting for it)."""
     pinned.release_unused()
     _engine.pool_clear()
     if not available():
