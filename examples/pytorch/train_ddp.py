@@ -51,6 +51,10 @@ import zlib
 import numpy as np
 import torch
 import torch.distributed as dist
+# Before any process group exists: this module's functions take the world group as their default
+# group= argument when first imported (DistributedDataParallel imports it), and would hold it past
+# destroy_process_group() (main() says why that matters).
+import torch.distributed.nn  # noqa: F401
 import torch.nn.functional as F
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
@@ -270,12 +274,22 @@ def gather(value):
 # ---- training ------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    cuda = args.device == "cuda"
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
-    if cuda:
+    if args.device == "cuda":
         torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if cuda else "gloo")
+    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    train(args, rank, world, local_rank)
+    # The group goes while Python still runs: the model that train() wrapped held it, and once nothing
+    # does, destroying it joins gloo's worker threads. A worker left running drops its last
+    # collective's tensors whenever it gets to it, and doing that during the interpreter's exit takes
+    # the GIL there and aborts the process (pytorch/pytorch#190489).
+    dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace, rank: int, world: int, local_rank: int) -> None:
+    """This rank's model, feed and epochs; the epochs' checks and the img/s printed from rank 0."""
+    cuda = args.device == "cuda"
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = True
     files, classes = image_folder(args.data or sample_folder(local_rank))
@@ -349,7 +363,6 @@ def main(argv: list[str] | None = None) -> None:
     sync()
     seconds = time.perf_counter() - started if started is not None else 0.0
     report(args, rank, world, local_rank, steps_run, timed_samples, seconds, loss)
-    dist.destroy_process_group()
 
 
 def save(directory: str, feed: PipelineFeed, model, optimizer, world: int, epoch: int, step: int,
