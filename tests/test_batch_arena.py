@@ -21,26 +21,34 @@ class _Block:
         self.size, self.ptr = size, id(self)
 
 
-class _OutOfMemory(Exception):
-    pass
+class _CudaError(RuntimeError):
+    """What cupy.cuda.Memory raises: cudaMalloc's status, not the pool's OutOfMemoryError."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
 
 
-def _arena(device_bytes: int = 1 << 40) -> tuple[BatchArena, list, types.SimpleNamespace]:
+_NO_MEMORY, _ILLEGAL_ADDRESS = 2, 700  # cudaErrorMemoryAllocation, cudaErrorIllegalAddress
+
+
+def _arena(device_bytes: int = 1 << 40, error: int = _NO_MEMORY) -> tuple[BatchArena, list, types.SimpleNamespace]:
     """An arena on a stand-in device of ``device_bytes``, the blocks it made there, and the shared
-    pool, whose cached blocks take ``pool.cached`` bytes of the device until it frees them."""
+    pool, whose cached blocks take ``pool.cached`` bytes of the device until it frees them; an
+    allocation the device has no room for fails with CUDA status ``error``."""
     made = []
     pool = types.SimpleNamespace(cached=0)
 
     def memory(size):
         if sum(b.size for b in made) + pool.cached + size > device_bytes:
-            raise _OutOfMemory(size)
+            raise _CudaError(error)
         made.append(_Block(size))
         return made[-1]
 
     pool.free_all_blocks = lambda: setattr(pool, "cached", 0)
+    runtime = types.SimpleNamespace(CUDARuntimeError=_CudaError, errorMemoryAllocation=_NO_MEMORY)
     ctx = types.SimpleNamespace(device=contextlib.nullcontext(), cp=types.SimpleNamespace(
-        cuda=types.SimpleNamespace(Memory=memory, memory=types.SimpleNamespace(OutOfMemoryError=_OutOfMemory)),
-        get_default_memory_pool=lambda: pool))
+        cuda=types.SimpleNamespace(Memory=memory, runtime=runtime), get_default_memory_pool=lambda: pool))
     return BatchArena(ctx), made, pool
 
 
@@ -76,8 +84,16 @@ def test_a_block_the_device_has_no_room_for_takes_the_shared_pools_cached_blocks
     pool.cached = 600
     block = arena._take(700)
     assert block.size == 700 and pool.cached == 0
-    with pytest.raises(_OutOfMemory):
+    with pytest.raises(_CudaError):
         arena._take(1000)  # no room even so: the device's error
+
+
+def test_another_cuda_error_of_an_allocation_frees_nothing():
+    arena, _, pool = _arena(device_bytes=1000, error=_ILLEGAL_ADDRESS)
+    pool.cached = 600
+    with pytest.raises(_CudaError):
+        arena._take(700)
+    assert pool.cached == 600
 
 
 def test_a_batch_freed_inside_its_arena_on_the_same_thread_comes_back():
@@ -146,3 +162,18 @@ def test_batches_of_varying_size_reuse_the_blocks_their_predecessors_freed():
     from penstock import backend
     backend.ReleaseUnusedMemory()  # the arenas' free blocks go with the pools'
     assert arena._free == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda.available(), reason="needs a CUDA device")
+def test_memory_the_device_has_no_room_for_frees_the_pools_cached_blocks_then_fails_as_cuda_does():
+    import cupy as cp
+    with cp.cuda.Device(0):
+        cached = cp.empty(1 << 20, np.uint8)
+        del cached  # back to the pool, which keeps it
+        pool = cp.get_default_memory_pool()
+        assert pool.free_bytes() >= 1 << 20
+        with pytest.raises(cp.cuda.runtime.CUDARuntimeError) as failed:
+            _pools.own_device_memory(cp, 1 << 60)
+        assert failed.value.status == cp.cuda.runtime.errorMemoryAllocation
+        assert pool.free_bytes() == 0
