@@ -81,14 +81,17 @@ def test_a_gpu_training_pipeline_gives_numpy_the_gil_rarely(shim, photos):
     # copies, standing in for uploads; 7 the random crop's draws); 34 once the engine drew the random
     # crops and coin flips and split the batch between host and GPU; 11 once crop_mirror_normalize's
     # plan took the operator's float32 deviations and uint8 flips as they are (casting them on the way
-    # in gave the GIL away) and its channels-first shapes were made by the engine
-    assert numpy_handbacks <= 15, numpy_handbacks
+    # in gave the GIL away) and its channels-first shapes were made by the engine; 9 once the fused
+    # resize's offsets were shared zeros and the host part's upload length came from the engine (8 of
+    # the 9 are HostDevice's copies)
+    assert numpy_handbacks <= 10, numpy_handbacks
     # every hand-back: 45 a batch once engine calls stopped taking the GIL back to drop their array
     # arguments (3-5 more per call that releases it) and the JPEG check ran on the host decoder's
     # thread; 23 after the crop_mirror_normalize changes above; 18 once the host's share of the mixed
     # decoding, the JPEG check and the file reader's reads ran on native threads (engine/background.h),
-    # no Python thread waking for them
-    assert all_handbacks <= 22, all_handbacks
+    # no Python thread waking for them; 16-17 with the two numpy ones above gone (a thread that finds its
+    # queue empty gives it away once more: timing)
+    assert all_handbacks <= 20, all_handbacks
 
 
 def test_shared_tables_are_read_only_views_made_once_per_size():

@@ -268,7 +268,7 @@ class MixedDecoder:
         stage's path)."""
         def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
             # pool memory of the pipeline's stream: reused only after the copy that reads it
-            return ws.gpu.upload(buf[:int(hshapes.prod(axis=1).sum())])
+            return ws.gpu.upload(buf[:int(_engine.shape_volumes(hshapes).sum())])  # numpy's prod gives the GIL away
         return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload)
 
     def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None) -> tuple:

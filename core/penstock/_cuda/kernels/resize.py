@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _engine
+from ..._batch import zero_rows
 from ._launch import BLOCK, ITEMS, TYPE_NAMES, KernelFamily
 
 # Floats (16 MB) of a resize's intermediate at a time. On an H200 (ResNet-50 train pipeline, three
@@ -44,7 +45,8 @@ class ResizeKernels(KernelFamily):
         and, in the same pass, cropped, mirrored, normalized and laid out into ``dst`` as
         crop_mirror_normalize would from them: ``windows`` [N, 8] and ``norm`` are the
         resize_h_*_cmn_* kernels' (csrc/cuda/resize.cu); the resized batch is never stored."""
-        mid_offsets = np.zeros(len(mid_shapes), np.int64)  # (the pass writes through the windows' offsets)
+        # (the pass writes through the windows' offsets; shared zeros: filling new ones gives the GIL away)
+        mid_offsets = zero_rows(len(mid_shapes), 1)[:, 0]
         self._resample(src, src_shapes, src_offsets, src_type, dst, mid_shapes, mid_offsets, roi, min_filter,
                        mag_filter, antialias,
                        self._fn("resize", f"resize_h_{TYPE_NAMES[mid_type]}_cmn_{TYPE_NAMES[dst_type]}"),
