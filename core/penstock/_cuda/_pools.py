@@ -62,11 +62,10 @@ def own_device_memory(cp: Any, nbytes: int) -> Any:
     """``nbytes`` of device memory outside the pool (cupy.cuda.Memory), on the current device. The
     pool's cached blocks are free memory too: when the device has no room, they go back first, as
     the pool does when it runs out itself."""
-    runtime = cp.cuda.runtime
     try:
         return cp.cuda.Memory(nbytes)
-    except runtime.CUDARuntimeError as e:  # cudaMalloc's own error: Memory is not the pool's
-        if e.status != runtime.errorMemoryAllocation:
+    except cp.cuda.runtime.CUDARuntimeError as e:  # cudaMalloc's own error: Memory is not the pool's
+        if e.status != cp.cuda.runtime.errorMemoryAllocation:
             raise
     cp.get_default_memory_pool().free_all_blocks()
     return cp.cuda.Memory(nbytes)
