@@ -114,7 +114,6 @@ def test_the_dataloader_feed_pads_shards_as_distributed_sampler_does(data):
     assert epochs[0]["ok"] and epochs[0]["len"] == [7] and epochs[0]["distinct"] == N
 
 
-
 def test_the_process_groups_threads_end_before_the_interpreter_does(data):
     # gloo's worker threads drop their last collective's tensors whenever they get to it; one doing so
     # while the interpreter exits takes the GIL there and aborts the process (CI saw it about 1 run in
