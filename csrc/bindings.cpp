@@ -654,6 +654,12 @@ PYBIND11_MODULE(_engine, m) {
         "Resampling taps of many axes (for kernels that resample elsewhere, such as the GPU)", without_gil,
         "pool"_a, "in_sizes"_a, "out_sizes"_a, "roi_start"_a, "roi_end"_a, "min_filter"_a, "mag_filter"_a,
         "antialias"_a);
+  m.def("resize_output_sizes", &resize_output_sizes,
+        "The resize operators' output sizes for source regions [N, 2S] (starts, then ends), per axis the requested "
+        "size ([N] or [1]; 0 unset, negative flips), resize_shorter and resize_longer ([N] or [1]), mode (0 default, "
+        "1 stretch, 2 not_larger, 3 not_smaller) and max_size ([S], 0 no cap; empty: none): the float sizes [N, S], "
+        "the whole sizes [N, S] and the source ROIs [N, 2S] (the GIL stays held: per-batch planning of microseconds)",
+        "regions"_a, "requested"_a, "shorter"_a, "longer"_a, "mode"_a, "max_size"_a, "subpixel_scale"_a);
   m.def("resize_axis_spans", &resize_axis_spans,
         "Per axis of a GPU resize (y then x of each sample): the taps kernel's rows [2N, 8], the source range "
         "each reads (lo, hi), its region [2N, 2], the taps kernel's block starts, and [total starts, total "

@@ -106,6 +106,26 @@ def test_per_sample_sizes_and_filters():
     np.testing.assert_allclose(outs[1], ref_resize(imgs[1], (10, 40), (CUBIC, NN)), atol=1e-4)
 
 
+def test_per_sample_side_lengths_beside_a_constant_cap():
+    imgs = [IMG, IMG[:50], IMG[:, :40]]  # 100x200, 50x200, 100x40
+    outs = run_pipe(imgs, resize_shorter_src=[np.float32(50), np.float32(50), np.float32(20)], max_size=150)
+    # the second, 50x200, would keep its size: the cap shrinks both sides by 0.75 (37.5 rounds up)
+    assert [o.shape[:2] for o in outs] == [(50, 100), (38, 150), (50, 20)]
+
+
+def test_the_engine_refuses_size_columns_that_do_not_fit_the_batch():
+    from penstock import _engine
+    regions, none = np.zeros((2, 4)), np.zeros(1)
+    with pytest.raises(ValueError, match="resize_output_sizes"):
+        _engine.resize_output_sizes(regions, [np.zeros(3), none], none, none, 0, np.zeros(0), True)
+    with pytest.raises(ValueError, match="max_size"):
+        _engine.resize_output_sizes(regions, [none, none], none, none, 0, np.zeros(3), True)
+    sizes, whole, rois = _engine.resize_output_sizes(np.array([[0, 0, 10, 20.0], [0, 0, 30, 30]]),
+                                                     [np.array([-5.0, 6]), none], none, none, 0, np.zeros(0), True)
+    assert whole.tolist() == [[5, 10], [6, 6]] and sizes.tolist() == [[5, 10], [6, 6]]
+    assert rois.tolist() == [[10, 0, 0, 20], [0, 0, 30, 30]]  # a negative size flips its axis
+
+
 def test_roi_relative_and_absolute():
     img = np.random.default_rng(3).uniform(0, 255, (40, 50, 3)).astype(np.float32)
     out = run_pipe([img], size=(20, 20), roi_start=(0.25, 0.1), roi_end=(0.75, 0.9), roi_relative=True)[0]

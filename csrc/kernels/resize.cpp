@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -358,6 +359,102 @@ ArrayTuple resize_pass_plan(I64Array src_shapes, I64Array dst_shapes, I64Array s
   }
   tmp_elements.mutable_data()[0] = tmp_most;
   return {desc, v_blocks, h_blocks, run_table, tmp_elements};
+}
+
+namespace {
+
+// Per-sample value i of a column of [N] values or one value for all ([1]).
+double column_at(const ArrayOf<double>& column, int64_t i) { return column.data()[column.size() == 1 ? 0 : i]; }
+
+// The float output sizes `out` of one sample (DALI's rules, in its order: the size arguments and
+// the mode, then resize_shorter / resize_longer, then max_size) from its ROI extents `ext` and
+// requested sizes `req` ([S] each); `cap` [S] or null.
+void float_sizes(const std::vector<double>& ext, const std::vector<double>& req, double shorter, double longer,
+                 int64_t mode, const double* cap, double* out) {
+  constexpr int64_t kDefault = 0, kStretch = 1, kNotLarger = 2;
+  const int64_t s = int64_t(ext.size());
+  double log_sum = 0, lowest = 0, highest = 0, min_safe = 0, max_safe = 0;
+  int64_t given = 0;
+  for (int64_t d = 0; d < s; ++d) {
+    const double safe = ext[d] > 0 ? ext[d] : 1.0;
+    min_safe = d == 0 ? safe : std::min(min_safe, safe);
+    max_safe = d == 0 ? safe : std::max(max_safe, safe);
+    if (req[d] > 0) {
+      const double ratio = req[d] / safe;
+      log_sum += std::log(ratio);
+      lowest = given ? std::min(lowest, ratio) : ratio;
+      highest = given ? std::max(highest, ratio) : ratio;
+      ++given;
+    }
+  }
+  const bool exact = mode == kStretch || (mode == kDefault && given == s);
+  if (!given) {
+    std::copy(ext.begin(), ext.end(), out);
+  } else {
+    // the scale that keeps the aspect: the geometric mean of the given axes' ratios, or their least
+    // or greatest
+    const double scale = mode == kDefault ? std::exp(log_sum / double(given)) : mode == kNotLarger ? lowest : highest;
+    for (int64_t d = 0; d < s; ++d)
+      out[d] = exact || (mode == kDefault && req[d] > 0) ? (req[d] > 0 ? req[d] : ext[d]) : ext[d] * scale;
+  }
+  const bool by_side = shorter != 0 || longer != 0;
+  if (by_side) {
+    const double side = shorter != 0 ? shorter / min_safe : longer / max_safe;
+    for (int64_t d = 0; d < s; ++d) out[d] = ext[d] * side;
+  }
+  if (!cap) return;
+  if (!exact || by_side || !given) {  // one scale for all axes: they shrink together
+    double shrink = 1.0;
+    for (int64_t d = 0; d < s; ++d) shrink = std::min(shrink, cap[d] / (out[d] > 0 ? out[d] : 1.0));
+    for (int64_t d = 0; d < s; ++d) out[d] *= shrink;
+  } else {
+    for (int64_t d = 0; d < s; ++d) out[d] = std::min(out[d], cap[d]);
+  }
+}
+
+}  // namespace
+
+ArrayTuple resize_output_sizes(ArrayOf<double> regions, const std::vector<ArrayOf<double>>& requested,
+                               ArrayOf<double> shorter, ArrayOf<double> longer, int64_t mode, ArrayOf<double> max_size,
+                               bool subpixel_scale) {
+  const int64_t s = int64_t(requested.size());
+  const int64_t n = regions.ndim() == 2 && regions.shape(1) == 2 * s ? regions.shape(0) : -1;
+  auto fits = [n](const ArrayOf<double>& column) { return column.ndim() == 1 && (column.size() == 1 || column.size() == n); };
+  if (s < 1 || n < 0 || !fits(shorter) || !fits(longer) || !std::all_of(requested.begin(), requested.end(), fits))
+    throw std::invalid_argument("resize_output_sizes: regions [N, 2S] for S >= 1 axes, and each size [N] or [1]");
+  if (mode < 0 || mode > 3) throw std::invalid_argument("resize_output_sizes: mode must be 0 to 3");
+  if (max_size.size() != 0 && max_size.size() != s)
+    throw std::invalid_argument("resize_output_sizes: max_size needs one value per axis");
+  std::vector<double> cap(max_size.size()), ext(s), req(s);
+  for (int64_t d = 0; d < max_size.size(); ++d)
+    cap[d] = max_size.data()[d] > 0 ? max_size.data()[d] : std::numeric_limits<double>::infinity();
+  auto sizes = ArrayOf<double>::empty({n, s});
+  auto whole = I64Array::empty({n, s});
+  auto rois = ArrayOf<double>::empty({n, 2 * s});
+  for (int64_t i = 0; i < n; ++i) {
+    const double* region = regions.data() + 2 * s * i;
+    for (int64_t d = 0; d < s; ++d) {
+      ext[d] = std::abs(region[s + d] - region[d]);
+      req[d] = std::abs(column_at(requested[d], i));
+    }
+    double* size = sizes.mutable_data() + s * i;
+    float_sizes(ext, req, column_at(shorter, i), column_at(longer, i), mode, cap.empty() ? nullptr : cap.data(), size);
+    int64_t* out = whole.mutable_data() + s * i;
+    double* roi = rois.mutable_data() + 2 * s * i;
+    for (int64_t d = 0; d < s; ++d) {
+      out[d] = size[d] > 0 ? std::max<int64_t>(int64_t(std::floor(size[d] + 0.5)), 1) : 0;
+      double start = region[d], end = region[s + d];
+      if (subpixel_scale) {  // the exact scale: the region grows or shrinks about its centre
+        const double ratio = size[d] > 0 ? double(out[d]) / size[d] : 1.0;
+        const double centre = (start + end) / 2, half = (end - start) / 2 * ratio;
+        start = centre - half, end = centre + half;
+      }
+      const bool flip = column_at(requested[d], i) < 0;
+      roi[d] = flip ? end : start;
+      roi[s + d] = flip ? start : end;
+    }
+  }
+  return {sizes, whole, rois};
 }
 
 ArrayTuple resize_normalize_plan(I64Array mid_shapes, I64Array anchors, I64Array windows, ArrayOf<uint8_t> mirror,

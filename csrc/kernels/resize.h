@@ -2,6 +2,7 @@
 // kernels that resample elsewhere (the GPU).
 #pragma once
 #include <tuple>
+#include <vector>
 
 #include "engine/kernel.h"
 
@@ -17,6 +18,18 @@ using ResizeTaps = std::tuple<I64Array, I64Array, I64Array, I64Array, I64Array, 
 ResizeTaps resize_taps(ThreadPool& pool, I64Array in_sizes, I64Array out_sizes, ArrayOf<double> roi_start,
                        ArrayOf<double> roi_end, ArrayOf<int32_t> min_filter, ArrayOf<int32_t> mag_filter,
                        bool antialias);
+
+// The resize operators' output sizes (DALI's rules) for source regions [N, 2S] (starts, then ends):
+// `requested` holds per spatial axis its size argument ([N] values, or [1] for every sample; 0 unset,
+// negative flips), `shorter` and `longer` the side lengths ([N] or [1]; 0 unset), `mode` 0 default,
+// 1 stretch, 2 not_larger, 3 not_smaller, `max_size` [S] (0: no cap; empty: none). Returns the float
+// sizes [N, S], the whole sizes [N, S] (ties rounded up, at least 1 where the float size is
+// positive) and the source ROIs [N, 2S], flipped where asked and, with `subpixel_scale`, widened or
+// narrowed about their centres to the whole size's exact scale. Runs with the GIL held: numpy on the
+// [N, S] tables gave it away about fifty times a batch of 256 with resize_shorter.
+ArrayTuple resize_output_sizes(ArrayOf<double> regions, const std::vector<ArrayOf<double>>& requested,
+                               ArrayOf<double> shorter, ArrayOf<double> longer, int64_t mode, ArrayOf<double> max_size,
+                               bool subpixel_scale);
 
 // What a GPU resize plans on the host per axis (its kernels compute the taps themselves), for samples
 // of shapes [N, nd] (..., H, W, C) resized from their source regions roi [N, 4] (y0, x0, y1, x1) with

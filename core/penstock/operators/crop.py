@@ -65,6 +65,18 @@ def per_sample_list(ws, name: str, dtype=np.float64) -> np.ndarray | None:
     return np.broadcast_to(v, (ws.batch_size, v.size)).copy()
 
 
+def per_sample_columns(ws, name: str) -> list[np.ndarray] | None:
+    """A list argument as its k columns of float64 values, [N] per sample or [1] for a constant (k
+    from the constant or the per-sample tensor); None if unset. A constant's [N, k] table would give
+    the GIL away for a batch of a few hundred."""
+    if name in ws.arg_inputs:
+        return list(per_sample_list(ws, name).T)
+    value = ws.op.args.get(name)
+    if value is None:
+        return None
+    return list(np.asarray(value, np.float64).reshape(-1, 1))
+
+
 def per_channel(ws, name: str, channels: int, spare: int = 0) -> np.ndarray:
     """A per-channel list argument as [N, channels] float32 (one value broadcasts); ``spare`` more
     values are taken and ignored (as DALI does for crop_mirror_normalize's pad_output channel)."""
@@ -107,22 +119,23 @@ def crop_window_sizes(ws, axes: dict) -> dict:
     if ws.has_arg("crop_d") and not ws.has_arg("crop_w"):
         raise ArgumentValueError(f"{op.label}: `crop_d` argument must be provided together with `crop_w` and "
                                  "`crop_h`")
-    crop = per_sample_list(ws, "crop")
+    crop = per_sample_columns(ws, "crop")
     if crop is not None:
         if ws.has_arg("crop_w") or ws.has_arg("crop_d"):
             raise ArgumentValueError(f"{op.label}: give either 'crop' or 'crop_h'/'crop_w'/'crop_d', not both")
-        k = crop.shape[1]
+        k = len(crop)
         if k not in (2, 3):
             raise ArgumentValueError(f"{op.label}: 'crop' needs 2 values (h, w) or 3 (d, h, w), got {k}")
-        given = dict(zip(SPATIAL[-k:], crop.T))  # a depth given for an image is not used
+        # a depth given for an image is not used; a constant's column stands for every sample
+        given = {a: np.broadcast_to(size, ws.batch_size) for a, size in zip(SPATIAL[-k:], crop)}
     else:
         given = {a: ws.per_sample(separate[a], np.float64) for a in present if ws.has_arg(separate[a])}
     return {a: given.get(a) for a in present}
 
 
 def _crop_values(ws) -> int:
-    crop = per_sample_list(ws, "crop")
-    return 0 if crop is None else crop.shape[1]
+    crop = per_sample_columns(ws, "crop")
+    return 0 if crop is None else len(crop)
 
 
 def crop_windows(ws, shapes: np.ndarray, layout: str, allow_trim: bool = True):
@@ -143,8 +156,9 @@ def crop_windows(ws, shapes: np.ndarray, layout: str, allow_trim: bool = True):
         whole = shapes.view()
         whole.flags.writeable = False
         return zero_rows(n, nd), whole
-    anchors = np.zeros((n, nd), np.int64)
-    out = shapes.copy()
+    # the tables take their columns through the engine: numpy on a batch's [N, D] tables gives the
+    # GIL away, which costs a GPU pipeline's thread a switch interval each time a training loop runs
+    anchors, out = zero_rows(n, nd), shapes
     dims = {a: axes["F" if a == "D" and "D" not in axes else a] for a in sizes}
     for a in sorted(sizes, key=dims.get):  # DALI checks the positions in the order of the dims
         if sizes[a] is None:
@@ -163,13 +177,13 @@ def crop_windows(ws, shapes: np.ndarray, layout: str, allow_trim: bool = True):
         size_i = np.where(size_i > 0, size_i, shapes[:, d])
         pos = ws.per_sample(pos_arg[a], np.float64)
         raw = pos * (shapes[:, d] - size_i)
-        anchors[:, d] = round_half_away(raw) if rounding == "round" else np.trunc(raw).astype(np.int64)
-        out[:, d] = size_i
-    lo, hi = anchors, anchors + out
+        anchor = round_half_away(raw) if rounding == "round" else np.trunc(raw).astype(np.int64)
+        anchors = _engine.with_columns(anchors, d, anchor.reshape(n, 1))
+        out = _engine.with_columns(out, d, size_i.reshape(n, 1))
     if policy == "error":
         refuse_out_of_bounds(shapes, anchors, out)
     if policy == "trim_to_shape" and allow_trim:
-        lo, hi = np.clip(lo, 0, shapes), np.clip(hi, 0, shapes)
+        lo, hi = np.clip(anchors, 0, shapes), np.clip(anchors + out, 0, shapes)
         anchors, out = lo, np.maximum(hi - lo, 0)
     return anchors, out
 

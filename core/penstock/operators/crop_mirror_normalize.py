@@ -106,7 +106,7 @@ class CropMirrorNormalize(Operator):
         anchors, windows = crop_windows(ws, shapes, layout)
         # whole samples (no crop) start at the shared zeros: no copy of a batch's table
         spatial_anchors = (zero_rows(n, nd - 1) if anchors is zero_rows(n, nd)
-                           else np.ascontiguousarray(anchors[:, :-1]))
+                           else _engine.with_columns(zero_rows(n, nd - 1), 0, anchors, 0, nd - 1))
         out_layout = layout[:-1][:cdim] + "C" + layout[:-1][cdim:]
         pad = bool(self.args["pad_output"])
         if cdim == nd - 1:  # channels last, as they come: the windows with the padded channel count

@@ -12,8 +12,6 @@ size keeps its exact scale factor by widening the ROI about its centre.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .. import _engine
@@ -22,7 +20,7 @@ from .._registry import Arg, ArgType, OpSchema, register
 from ..types import DALIDataType, DALIInterpType, to_numpy_type
 from .._batch import contiguous, empty_batch
 from .._image_layout import input_layout
-from .crop import CROP_ARGS, crop_window_sizes, default_layout, per_sample_list, round_half_away
+from .crop import CROP_ARGS, crop_window_sizes, default_layout, per_sample_columns, per_sample_list, round_half_away
 
 RESAMPLE_TYPES = (DALIDataType.UINT8, DALIDataType.INT16, DALIDataType.UINT16, DALIDataType.FLOAT)
 
@@ -137,9 +135,16 @@ SIZE_METHODS = {"resize_x/resize_y/resize_z": ("resize_x", "resize_y", "resize_z
                 "resize_shorter": ("resize_shorter",), "resize_longer": ("resize_longer",)}
 
 
-def size_arg(ws, name: str) -> np.ndarray:
-    """[N] values of a per-axis or side-length size argument; 0 (unset) where it is not given."""
-    return ws.per_sample(name, np.float64) if ws.has_arg(name) else np.zeros(ws.batch_size)
+_MODES = {"default": 0, "stretch": 1, "not_larger": 2, "not_smaller": 3}  # as _engine.resize_output_sizes takes them
+
+
+def size_column(ws, name: str) -> np.ndarray:
+    """A per-axis or side-length size argument: [N] per-sample values, or [1] for every sample (0:
+    unset)."""
+    if name in ws.arg_inputs:
+        return ws.per_sample(name, np.float64)
+    value = ws.op.args.get(name) if ws.op is not None else None
+    return np.array([0.0 if value is None else value], np.float64)
 
 
 def round_half_up(x):
@@ -205,14 +210,16 @@ class Resize(Operator):
         return layout, first, out_sizes, rois, minf, magf
 
     def _plan_whole(self, ws, letters: str, shapes: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
-        """``plan`` of whole samples (their spatial dims from ``first``). With constant sizes, Resize's
-        plan is the sizes, [S] for every sample, and the whole extents, both made without the [N, S]
-        tables on which numpy gives the GIL away (a training pipeline's per-batch work); an operator
-        that plans otherwise (ResizeCropMirror) gets the extents."""
-        constant = self._constant_sizes
-        if type(self).plan is Resize.plan and constant is not None and all(letter in constant for letter in letters):
-            return (np.array([constant[letter] for letter in letters], np.int64),
-                    _engine.whole_regions(shapes, first, len(letters)))
+        """``plan`` of whole samples (their spatial dims from ``first``). Resize plans them without the
+        [N, S] tables on which numpy gives the GIL away (a pipeline's per-batch work): with constant
+        sizes its plan is the sizes, [S] for every sample, and the whole extents; else the engine sizes
+        the whole extents. An operator that plans otherwise (ResizeCropMirror) gets the extents."""
+        if type(self).plan is Resize.plan and not ws.has_arg("roi_start"):
+            regions = _engine.whole_regions(shapes, first, len(letters))
+            constant = self._constant_sizes
+            if constant is not None and all(letter in constant for letter in letters):
+                return np.array([constant[letter] for letter in letters], np.int64), regions
+            return self._sized(ws, letters, regions)
         return self.plan(ws, letters, shapes[:, first:first + len(letters)].astype(np.float64))
 
     def takes_prescaled_input(self) -> bool:
@@ -235,21 +242,15 @@ class Resize(Operator):
             rois = np.zeros((n, 2 * s))
             rois[:, s:] = extents
             return out, rois
-        start, end = self.roi(ws, extents)
-        roi_ext = np.abs(end - start)
-        req = self.requested(ws, letters, n)
-        flip = req < 0
-        req = np.abs(req)
-        sizes = self.float_sizes(ws, req, roi_ext)
-        out = np.where(sizes > 0, np.maximum(round_half_up(sizes), 1), 0)
-        if self.args["subpixel_scale"]:  # keep the exact scale: the ROI grows/shrinks about its centre
-            ratio = np.divide(out, sizes, out=np.ones_like(sizes), where=sizes > 0)
-            centre, half = (start + end) / 2, (end - start) / 2 * ratio
-            start, end = centre - half, centre + half
-        start, end = np.where(flip, end, start), np.where(flip, start, end)
-        return out, np.concatenate([start, end], axis=1)
+        return self._sized(ws, letters, self.roi(ws, extents))
 
-    def roi(self, ws, extents):
+    def _sized(self, ws, letters: str, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``plan`` of source ``regions`` [N, 2S] (starts, then ends)."""
+        _, out, rois = self.output_sizes(ws, regions, self.requested(ws, letters), self.args["subpixel_scale"])
+        return out, rois
+
+    def roi(self, ws, extents: np.ndarray) -> np.ndarray:
+        """The source regions [N, 2S] (starts, then ends) of samples of spatial ``extents`` [N, S]."""
         n, s = extents.shape
         start, end = np.zeros_like(extents), extents.copy()
         for name, target in (("roi_start", start), ("roi_end", end)):
@@ -259,55 +260,38 @@ class Resize(Operator):
             if v.shape[1] != s:
                 raise ValueError(f"{self.label}: '{name}' needs {s} values (one per spatial dim)")
             target[...] = v * extents if self.args["roi_relative"] else v
-        return start, end
+        return np.concatenate([start, end], axis=1)
 
-    def requested(self, ws, letters: str, n: int) -> np.ndarray:
-        """Requested float sizes [N, S] (0 = unset); NaN rows for resize_shorter/longer are handled later."""
+    def requested(self, ws, letters: str) -> list[np.ndarray]:
+        """The requested float sizes, a column per spatial axis ([N], or [1] for every sample; 0 unset,
+        negative flips)."""
         s = len(letters)
-        size = per_sample_list(ws, "size")
+        size = per_sample_columns(ws, "size")
         if size is not None:
-            if size.shape[1] == 1:
-                size = np.repeat(size, s, axis=1)
-            if size.shape[1] != s:
-                raise ValueError(f"{self.label}: 'size' has {size.shape[1]} values for {s} spatial dims")
+            if len(size) == 1:
+                size = size * s
+            if len(size) != s:
+                raise ValueError(f"{self.label}: 'size' has {len(size)} values for {s} spatial dims")
             return size
         per_axis = {"W": "resize_x", "H": "resize_y", "D": "resize_z"}  # resize_z: ignored without a D
-        return np.stack([size_arg(ws, per_axis[c]) for c in letters], axis=1)
+        return [size_column(ws, per_axis[c]) for c in letters]
 
-    def float_sizes(self, ws, req, ext):
-        n, s = req.shape
-        mode = self.args["mode"]
-        shorter, longer = size_arg(ws, "resize_shorter"), size_arg(ws, "resize_longer")
+    def output_sizes(self, ws, regions: np.ndarray, requested: list[np.ndarray],
+                     subpixel_scale: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The float sizes [N, S], whole sizes [N, S] and source ROIs [N, 2S] of source ``regions``
+        [N, 2S] for the ``requested`` sizes (a column per axis), by the mode, the side lengths and
+        max_size (one native call: numpy on a batch's [N, S] tables gave the GIL away dozens of times)."""
+        s = len(requested)
         max_size = self.args["max_size"]
-        cap = None
+        cap = np.zeros(0)
         if max_size is not None:
-            cap = np.asarray(max_size, np.float64)
+            cap = np.asarray(max_size, np.float64).reshape(-1)
             cap = np.repeat(cap, s) if cap.size == 1 else cap
             if cap.size != s:
                 raise ValueError(f"{self.label}: 'max_size' has {cap.size} values for {s} spatial dims")
-            cap = np.where(cap > 0, cap, np.inf)
-        safe = np.where(ext > 0, ext, 1.0)
-        given = req > 0
-        # per-sample scale for the aspect-keeping rules (ratios of the given axes)
-        ratios = np.where(given, req / safe, np.nan)
-        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no axis given
-            scale = {"default": np.exp(np.nanmean(np.log(ratios), axis=1)), "stretch": np.ones(n),
-                     "not_larger": np.nanmin(ratios, axis=1), "not_smaller": np.nanmax(ratios, axis=1)}[mode]
-        keep_aspect = ext * scale[:, None]
-        if mode == "default":
-            keep_aspect = np.where(given, req, keep_aspect)
-        exact = (mode == "stretch") | ((mode == "default") & given.all(axis=1))  # per-axis sizes as given
-        out = np.where(exact[:, None], np.where(given, req, ext), keep_aspect)
-        out = np.where(given.any(axis=1)[:, None], out, ext)
-        side = np.where(shorter != 0, shorter / safe.min(axis=1), longer / safe.max(axis=1))
-        by_side = (shorter != 0) | (longer != 0)
-        out = np.where(by_side[:, None], ext * side[:, None], out)
-        if cap is not None:
-            uniform = ~exact | by_side | ~given.any(axis=1)  # one scale for all axes: shrink all together
-            shrink = np.minimum(1.0, np.min(cap / np.where(out > 0, out, 1.0), axis=1))
-            out = np.where(uniform[:, None], out * shrink[:, None], np.minimum(out, cap))
-        return out
+        return _engine.resize_output_sizes(regions, requested, size_column(ws, "resize_shorter"),
+                                           size_column(ws, "resize_longer"), _MODES[self.args["mode"]], cap,
+                                           subpixel_scale)
 
 
 @register(OpSchema(RESIZE.name.replace("Resize", "experimental.Resize"), RESIZE.doc, args=RESIZE.args,
@@ -452,7 +436,8 @@ class TensorResize(Resize):
             flip = np.zeros(extents.shape, bool)
             flip[:, axes] = req < 0
             ideal = roi_ext.copy()  # the other axes keep their extent
-            ideal[:, axes] = self.float_sizes(ws, np.abs(req), roi_ext[:, axes])
+            whole = np.concatenate([np.zeros((n, len(axes))), roi_ext[:, axes]], axis=1)
+            ideal[:, axes] = self.output_sizes(ws, whole, list(np.abs(req).T), False)[0]
             out = np.where(ideal > 0, np.maximum(round_half_up(ideal), 1), 0)
             start, end = np.where(flip, end, start), np.where(flip, start, end)
         if self.args["subpixel_scale"]:  # keep the exact scale about the alignment point
