@@ -616,6 +616,11 @@ PYBIND11_MODULE(_engine, m) {
         "outside the input",
         without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
         "anchors"_a, "flips"_a, "fill"_a, "channel_dim"_a);
+  m.def("slice_descriptors", &slice_descriptors,
+        "The GPU slice kernel's descriptor per sample [N, 28]: offsets, output volume, flipped dims' bit mask, then "
+        "source and output shapes (padded with 1) and anchors (padded with 0) to 8 dims (the GIL stays held: "
+        "per-batch planning of microseconds)",
+        "src_shapes"_a, "src_offsets"_a, "dst_shapes"_a, "dst_offsets"_a, "anchors"_a, "flips"_a);
   m.def("reduce", &reduce,
         "Reduction `kind` (0 sum, 1 mean, 2 mean_square, 3 rms, 4 min, 5 max, 6 variance, 7 std_dev) of every "
         "sample over `axes`, written at dst_offsets; variance and std_dev read mean[mean_offsets[i] + output]",

@@ -3,6 +3,7 @@
 // output's channel index. Serves crop, slice, pad and flip (flip = full window, flipped axes).
 // Works on raw element bytes, so one instantiation handles every element type.
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/slice.h"
@@ -11,7 +12,6 @@
 namespace penstock {
 namespace {
 
-using U8Array = ArrayOf<uint8_t>;
 constexpr int kMaxDims = 8;
 
 // Copies n units of `U` bytes from src, src - U, src - 2U ... (a reversed run).
@@ -38,7 +38,7 @@ struct SliceArgs {
   const int64_t* in_shape;
   const int64_t* out_shape;
   const int64_t* anchor;
-  const uint8_t* flip;
+  const int64_t* flip;  // nonzero: flipped
   const char* fill;  // fill values, `num_fill` elements
   int64_t num_fill;
   int64_t channel_dim;  // -1: none
@@ -113,10 +113,10 @@ void slice_sample(const char* src, char* dst, const SliceArgs& a) {
 
 }  // namespace
 
-// anchors [N, ndim] (may be negative), flips [N, ndim] (0/1), fill [N, F] in the data type:
+// anchors [N, ndim] (may be negative), flips [N, ndim] (nonzero: flipped), fill [N, F] in the data type:
 // per sample 1 value or one per output channel (along channel_dim; -1 = no channel dim).
 void slice(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offsets, Array dst, I64Array dst_shapes,
-           I64Array dst_offsets, I64Array anchors, U8Array flips, Array fill, int64_t channel_dim) {
+           I64Array dst_offsets, I64Array anchors, I64Array flips, Array fill, int64_t channel_dim) {
   BatchView in = make_batch_view(src, src_shapes, src_offsets, false);
   BatchView out = make_batch_view(dst, dst_shapes, dst_offsets, true);
   int64_t N = in.num_samples, nd = in.ndim, es = in.elem_size;
@@ -136,7 +136,7 @@ void slice(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offset
                                " fill values given; need 1 or one per output channel");
   }
   const int64_t* anc = anchors.data();
-  const uint8_t* fl = flips.data();
+  const int64_t* fl = flips.data();
   const char* fill_p = static_cast<const char*>(fill.data());
   pool.parallel_for(N, [&](int64_t i) {
     SliceArgs a{nd, es, in.shape(i), out.shape(i), anc + i * nd, fl + i * nd, fill_p + i * num_fill * es,
@@ -144,6 +144,34 @@ void slice(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_offset
     slice_sample(static_cast<const char*>(in.data) + in.offsets[i] * es,
                  static_cast<char*>(out.data) + out.offsets[i] * es, a);
   });
+}
+
+I64Array slice_descriptors(I64Array src_shapes, I64Array src_offsets, I64Array dst_shapes, I64Array dst_offsets,
+                           I64Array anchors, I64Array flips) {
+  const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
+  auto table = [n, nd](const Array& a) { return a.ndim() == 2 && a.shape(0) == n && a.shape(1) == nd; };
+  if (n < 0 || nd > kMaxDims || !table(dst_shapes) || !table(anchors) || !table(flips) || src_offsets.size() != n ||
+      dst_offsets.size() != n)
+    throw std::invalid_argument("slice_descriptors: shapes, anchors and flips [N, nd] (nd <= 8), offsets [N]");
+  constexpr int64_t kWidth = 4 + 3 * kMaxDims;
+  auto desc = I64Array::empty({n, kWidth});
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t* row = desc.mutable_data() + kWidth * i;
+    const int64_t *in = src_shapes.data() + nd * i, *out = dst_shapes.data() + nd * i, *at = anchors.data() + nd * i;
+    const int64_t* flip = flips.data() + nd * i;
+    int64_t volume = 1, mask = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      volume *= out[d];
+      mask |= int64_t(flip[d] != 0) << d;
+    }
+    row[0] = src_offsets.data()[i], row[1] = dst_offsets.data()[i], row[2] = volume, row[3] = mask;
+    for (int64_t d = 0; d < kMaxDims; ++d) {
+      row[4 + d] = d < nd ? in[d] : 1;
+      row[4 + kMaxDims + d] = d < nd ? out[d] : 1;
+      row[4 + 2 * kMaxDims + d] = d < nd ? at[d] : 0;
+    }
+  }
+  return desc;
 }
 
 }  // namespace penstock

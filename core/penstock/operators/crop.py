@@ -193,9 +193,9 @@ def crop_windows(ws, shapes: np.ndarray, layout: str, allow_trim: bool = True):
 def slice_batch(ws, src, anchors, out_shapes, flips=None, fill=None, channel_dim: int = -1):
     """The slice kernel over a packed batch: fill is [N, F] (any numeric), cast to the data type."""
     n, nd = src._shapes.shape
-    flips = np.zeros((n, nd), np.uint8) if flips is None else np.ascontiguousarray(flips, np.uint8)
+    flips = zero_rows(n, nd) if flips is None else np.ascontiguousarray(flips, np.int64)
     dtype = src._buf.dtype
-    fill = np.zeros((n, 1)) if fill is None else np.asarray(fill, np.float64).reshape(n, -1)
+    fill = zero_rows(n, 1) if fill is None else np.asarray(fill, np.float64).reshape(n, -1)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         fill = np.clip(np.trunc(fill), info.min, info.max)
@@ -387,10 +387,12 @@ class Flip(Operator):
         src = contiguous(ws.inputs[0])
         layout = layout_of(src)
         n, nd = src._shapes.shape
-        flips = np.zeros((n, nd), np.uint8)
+        flips, flipped = zero_rows(n, nd), False
         for letter, arg in (("W", "horizontal"), ("H", "vertical"), ("D", "depthwise")):
             if letter in layout:  # a flag for a dim the layout lacks (depthwise for images) does nothing
-                flips[:, layout.index(letter)] = ws.per_sample(arg, np.int64) != 0
-        if not flips.any():
+                flags = ws.per_sample(arg, np.int64)
+                flipped = flipped or bool(flags.any())
+                flips = _engine.with_columns(flips, layout.index(letter), flags.reshape(n, 1))
+        if not flipped:
             return [src]
-        return [slice_batch(ws, src, np.zeros((n, nd), np.int64), src._shapes, flips=flips)]
+        return [slice_batch(ws, src, zero_rows(n, nd), src._shapes, flips=flips)]

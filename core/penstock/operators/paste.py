@@ -8,7 +8,7 @@ import numpy as np
 
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
-from .._batch import contiguous
+from .._batch import contiguous, zero_rows
 from ..types import to_numpy_type
 
 
@@ -57,7 +57,7 @@ class Paste(Operator):
         anchors = np.column_stack([-y0, -x0, np.zeros(n, np.int64)])
         fill = np.ascontiguousarray(np.tile(fill.astype(src._buf.dtype), (n, 1)))
         ws.kernels.slice(ws.pool, src._buf, src._shapes, src._offsets, out._buf, out._shapes, out._offsets,
-                         np.ascontiguousarray(anchors, np.int64), np.zeros((n, 3), np.uint8), fill, 2)
+                         np.ascontiguousarray(anchors, np.int64), zero_rows(n, 3), fill, 2)
         return [out]
 
 

@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ... import _engine
 from ._launch import KernelFamily, check_dims, padded, row_major_strides, unit_name, volumes
 
 
@@ -27,14 +28,7 @@ class SliceKernels(KernelFamily):
         fill = np.ascontiguousarray(fill)
         if fill.dtype.itemsize != es or fill.ndim != 2 or fill.shape[0] != n:
             raise ValueError("slice: fill values must be [N, F] of the data type")
-        desc = np.zeros((n, 28), np.int64)
-        desc[:, 0] = src_offsets
-        desc[:, 1] = dst_offsets
-        desc[:, 2] = volumes(dst_shapes)
-        desc[:, 3] = (np.asarray(flips, np.int64) << np.arange(nd)).sum(axis=1) if nd else 0
-        desc[:, 4:12] = padded(src_shapes)
-        desc[:, 12:20] = padded(dst_shapes)
-        desc[:, 20:28] = padded(np.asarray(anchors, np.int64), fill=0)
+        desc = _engine.slice_descriptors(src_shapes, src_offsets, dst_shapes, dst_offsets, anchors, flips)
         udt = np.dtype(f"u{es}")
         self._launch_batch("slice", f"slice_{unit}", desc[:, 2], desc, (src.view(udt), dst.view(udt)),
                            (np.int32(nd), lambda p: p[0], np.int32(fill.shape[1]), np.int32(channel_dim)),
