@@ -256,6 +256,8 @@ PYBIND11_MODULE(_engine, m) {
   m.def("whole_regions", &whole_regions,
         "Regions [N, 2K] (starts, then ends; float64) covering columns [first, first + K) of shapes whole",
         "shapes"_a, "first"_a, "count"_a);
+  m.def("window_regions", &window_regions,
+        "Regions [N, 2K] (starts, then ends; float64) of windows [N, 2K] (anchors, then sizes)", "windows"_a);
   m.def("first_window_outside", &first_window_outside,
         "The first sample whose window (anchors, windows [N, D]) reaches outside its shape, or -1", "shapes"_a,
         "anchors"_a, "windows"_a);

@@ -211,7 +211,7 @@ def test_a_call_without_the_gil_lets_go_of_its_arrays(pool):
     assert [sys.getrefcount(a) for a in (buf, shapes, offsets)] == before
 
 
-def test_with_columns_and_whole_regions_are_numpys():
+def test_with_columns_and_regions_are_numpys():
     shapes = np.arange(24, dtype=np.int64).reshape(8, 3) + 1
     expected = shapes.copy()
     expected[:, 0:2] = [176, 224]
@@ -229,6 +229,11 @@ def test_with_columns_and_whole_regions_are_numpys():
         _engine.with_columns(shapes, 0, np.ones((3, 2), np.int64))
     with pytest.raises(ValueError, match="columns"):
         _engine.whole_regions(shapes, 2, 2)
+    windows = np.array([[1, 2, 30, 40], [0, 5, 7, 1]], np.int64)  # anchors (y, x), then sizes (h, w)
+    regions = _engine.window_regions(windows)
+    assert regions.dtype == np.float64 and regions.tolist() == [[1, 2, 31, 42], [0, 5, 7, 6]]
+    with pytest.raises(ValueError, match="window_regions"):
+        _engine.window_regions(np.zeros((2, 3), np.int64))
 
 
 def test_take_rows_and_first_differing_row_are_numpys():

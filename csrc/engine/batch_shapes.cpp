@@ -133,4 +133,19 @@ ArrayOf<double> whole_regions(const I64Array& shapes, int64_t first, int64_t cou
   return out;
 }
 
+ArrayOf<double> window_regions(const I64Array& windows) {
+  if (windows.ndim() != 2 || windows.shape(1) % 2)
+    throw std::invalid_argument("window_regions: windows must be [N, 2K] (anchors, then sizes)");
+  const int64_t n = windows.shape(0), width = windows.shape(1), k = width / 2;
+  auto out = ArrayOf<double>::empty({n, width});
+  const int64_t* w = windows.data();
+  double* o = out.mutable_data();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = 0; d < k; ++d) {
+      o[i * width + d] = double(w[i * width + d]);
+      o[i * width + k + d] = double(w[i * width + d] + w[i * width + k + d]);
+    }
+  return out;
+}
+
 }  // namespace penstock

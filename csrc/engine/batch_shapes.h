@@ -29,6 +29,9 @@ int64_t first_differing_row(const I64Array& a, const I64Array& b);
 // whole: zeros, then the extents.
 ArrayOf<double> whole_regions(const I64Array& shapes, int64_t first, int64_t count);
 
+// Regions [N, 2K] (starts, then ends; float64) of windows [N, 2K] (anchors, then sizes).
+ArrayOf<double> window_regions(const I64Array& windows);
+
 // The first sample whose window (anchors, windows: [N, D] like shapes) reaches outside its shape, or -1.
 int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows);
 

@@ -8,9 +8,10 @@ import math
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
-from .._batch import contiguous
+from .._batch import contiguous, zero_rows
 from ..tensors import TensorListCPU
 from .crop import layout_of, per_sample_list
 from .image_decode import random_crop_windows
@@ -61,12 +62,12 @@ class RandomResizedCrop(Operator):
         letters, first, _ = spatial_layout(self, layout, src.ndim())
         if letters != "HW":
             raise ValueError(f"{self.label}: expects images or sequences of images, got layout '{layout}'")
-        n = len(src)
-        win = random_crop_windows(ws.rng, src._shapes[:, first:first + 2], *self.window_args)
-        rois = np.column_stack([win[:, :2], win[:, :2] + win[:, 2:]]).astype(np.float64)
+        # the images' heights and widths, their windows' regions and the one output size without the
+        # [N, k] numpy tables on which a pipeline thread gives the GIL away
+        hw = src._shapes if first == 0 else _engine.with_columns(zero_rows(len(src), 2), 0, src._shapes, first, 2)
+        rois = _engine.window_regions(random_crop_windows(ws.rng, hw, *self.window_args))
         minf, magf = filters(ws)
-        out_sizes = np.tile(np.array(self.size, np.int64), (n, 1))
-        return [resize_batch(ws, src, layout, out_sizes, rois, minf, magf, self.args["antialias"],
+        return [resize_batch(ws, src, layout, np.array(self.size, np.int64), rois, minf, magf, self.args["antialias"],
                              self.args["dtype"])]
 
 
