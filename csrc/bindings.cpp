@@ -643,6 +643,14 @@ PYBIND11_MODULE(_engine, m) {
         "math, rounded and saturated to the output type",
         without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "src_type"_a, "dst"_a, "dst_shapes"_a,
         "dst_offsets"_a, "dst_type"_a, "matrices"_a);
+  m.def("scaled_identity_matrices", &scaled_identity_matrices,
+        "Colour matrices [N, C, C + 1] (float32) of gain * in_c + offset per channel; gain and offset [N] or [1] "
+        "(the GIL stays held: per-batch planning of microseconds)", "n"_a, "gain"_a, "offset"_a, "channels"_a);
+  m.def("hsv_matrices", &hsv_matrices,
+        "Colour matrices [N, 3, 4] (float32): RGB to YIQ, chroma rotated by the hue (degrees) and scaled by the "
+        "saturation, all by the value, back to RGB, times gain, plus offset; columns [N] or [1] (the GIL stays "
+        "held: per-batch planning of microseconds)",
+        "n"_a, "hue"_a, "saturation"_a, "value"_a, "gain"_a, "offset"_a, "yiq_to_rgb"_a, "rgb_to_yiq"_a);
   m.def("crop_mirror_normalize_plan", &crop_mirror_normalize_plan,
         "The GPU crop_mirror_normalize's descriptor per sample [N, 28] and scale / std as floats (the GIL stays "
         "held: per-batch planning of microseconds)",

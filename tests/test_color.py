@@ -156,3 +156,17 @@ def test_color_space_conversion_to_the_same_space_is_an_error(space):
     t = getattr(types, space)
     with pytest.raises(RuntimeError, match=f"color_space_conversion.*image_type and output_type are both {space}"):
         run_once(lambda x: fn.color_space_conversion(x, image_type=t, output_type=t), [img])
+
+
+def test_the_engines_matrices_take_a_column_per_sample_or_one_for_all():
+    from penstock import _engine
+    from penstock.operators.color import RGB_TO_YIQ, YIQ_TO_RGB
+    m = _engine.scaled_identity_matrices(2, np.array([2.0, 3.0]), np.array([5.0]), 3)
+    assert m.dtype == np.float32 and m.shape == (2, 3, 4)
+    np.testing.assert_array_equal(m[1], [[3, 0, 0, 5], [0, 3, 0, 5], [0, 0, 3, 5]])
+    one, none = np.ones(1), np.zeros(1)
+    identity = _engine.hsv_matrices(3, none, one, one, one, none, YIQ_TO_RGB, RGB_TO_YIQ)
+    assert identity.shape == (3, 3, 4)
+    np.testing.assert_allclose(identity[2], np.eye(3, 4), atol=1e-6)  # hue 0, saturation and value 1
+    with pytest.raises(ValueError, match=r"scaled_identity_matrices: each column must be \[N\] \(2\) or \[1\]"):
+        _engine.scaled_identity_matrices(2, np.ones(3), none, 3)

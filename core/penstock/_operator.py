@@ -96,7 +96,11 @@ class Workspace:
             v = np.repeat(v, count)
         if v.size != count:
             raise ValueError(f"{label}: argument '{name}' needs {count} values, got {v.size}")
-        return np.broadcast_to(v, (self.batch_size, count)).copy()
+        # a column at a time: a copy of the whole [batch, count] table gives numpy the GIL away
+        out = np.empty((self.batch_size, count), dtype)
+        for k in range(count):
+            out[:, k] = v[k]
+        return out
 
     def has_arg(self, name: str) -> bool:
         return name in self.arg_inputs or (self.op is not None and self.op.args.get(name) is not None)

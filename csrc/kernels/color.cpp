@@ -3,6 +3,9 @@
 // all reduce to this; Python builds the matrices. Math in float; outputs rounded half away
 // from zero and saturated.
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "engine/convert.h"
@@ -75,6 +78,67 @@ void color_matrix(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src
       });
     });
   });
+}
+
+namespace {
+
+// Checks that each column holds [n] values or [1] for every sample.
+void check_columns(int64_t n, std::initializer_list<const ArrayOf<double>*> columns, const char* what) {
+  if (n < 0) throw std::invalid_argument(std::string(what) + ": the batch size must not be negative");
+  for (const auto* column : columns)
+    if (column->ndim() != 1 || (column->size() != 1 && column->size() != n))
+      throw std::invalid_argument(std::string(what) + ": each column must be [N] (" + std::to_string(n) + ") or [1]");
+}
+
+double at(const ArrayOf<double>& column, int64_t i) { return column.data()[column.size() == 1 ? 0 : i]; }
+
+}  // namespace
+
+ArrayOf<float> scaled_identity_matrices(int64_t n, ArrayOf<double> gain, ArrayOf<double> offset, int64_t channels) {
+  check_columns(n, {&gain, &offset}, "scaled_identity_matrices");
+  const int64_t width = channels + 1;
+  if (channels < 1) throw std::invalid_argument("scaled_identity_matrices: channels must be positive");
+  auto out = ArrayOf<float>::empty({n, channels, width});
+  float* m = out.mutable_data();
+  std::fill(m, m + n * channels * width, 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < channels; ++c) {
+      m[(i * channels + c) * width + c] = float(at(gain, i));
+      m[(i * channels + c) * width + channels] = float(at(offset, i));
+    }
+  return out;
+}
+
+ArrayOf<float> hsv_matrices(int64_t n, ArrayOf<double> hue, ArrayOf<double> saturation, ArrayOf<double> value,
+                            ArrayOf<double> gain, ArrayOf<double> offset, ArrayOf<double> yiq_to_rgb,
+                            ArrayOf<double> rgb_to_yiq) {
+  check_columns(n, {&hue, &saturation, &value, &gain, &offset}, "hsv_matrices");
+  if (yiq_to_rgb.size() != 9 || rgb_to_yiq.size() != 9) throw std::invalid_argument("hsv_matrices: the YIQ matrices are [3, 3]");
+  const double *to_rgb = yiq_to_rgb.data(), *to_yiq = rgb_to_yiq.data();
+  constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
+  auto out = ArrayOf<float>::empty({n, 3, 4});
+  for (int64_t i = 0; i < n; ++i) {
+    const double h = at(hue, i) * kRadiansPerDegree, s = at(saturation, i), v = at(value, i);
+    const double inner[9] = {v, 0, 0, 0, std::cos(h) * s * v, std::sin(h) * s * v, 0, -std::sin(h) * s * v,
+                             std::cos(h) * s * v};
+    double left[9];  // yiq_to_rgb @ inner, then @ rgb_to_yiq (numpy's order of the products and sums)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        double sum = 0;
+        for (int k = 0; k < 3; ++k) sum += to_rgb[3 * r + k] * inner[3 * k + c];
+        left[3 * r + c] = sum;
+      }
+    float* m = out.mutable_data() + 12 * i;
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) {
+        double sum = 0;
+        for (int k = 0; k < 3; ++k) sum += left[3 * r + k] * to_yiq[3 * k + c];
+        m[4 * r + c] = float(sum * at(gain, i));
+      }
+      m[4 * r + 3] = float(at(offset, i));
+    }
+  }
+  return out;
 }
 
 }  // namespace penstock

@@ -2,13 +2,14 @@
 ``saturation``, ``color_twist`` and ``color_space_conversion``.
 
 All of them are one per-sample affine map of the channel vector (``out = M @ in + offset``),
-built here in numpy for the whole batch and applied by one native call (``color_matrix``);
+built for the whole batch by the engine and applied by one native call (``color_matrix``);
 math in float, outputs rounded half away from zero and saturated.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIImageType, _is_float, to_numpy_type
@@ -39,9 +40,9 @@ def apply_color_matrix(op: Operator, ws, matrices: np.ndarray, out_type: DALIDat
     src = contiguous(ws.inputs[0])
     if src.ndim() < 1:
         raise ValueError(f"{op.label}: expected images with a channel dimension")
-    shapes = src._shapes.copy()
-    if out_channels is not None:
-        shapes[:, -1] = out_channels
+    shapes = src._shapes
+    if out_channels is not None:  # (the engine writes the column: numpy gave the GIL away for it)
+        shapes = _engine.with_columns(shapes, shapes.shape[1] - 1, np.array([out_channels], np.int64))
     out = ws.new_batch(shapes, to_numpy_type(out_type), src._layout, src._source_info)
     ws.kernels.color_matrix(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype),
                             out._buf, out._shapes, out._offsets, int(out_type),
@@ -57,14 +58,6 @@ def _channels(op: Operator, src, expected: int | None = None) -> int:
     return chans.pop()
 
 
-def _scaled_identity(gain: np.ndarray, offset: np.ndarray, channels: int) -> np.ndarray:
-    """[N, C, C + 1]: out_c = gain * in_c + offset for every channel."""
-    m = np.zeros((len(gain), channels, channels + 1))
-    m[:, np.arange(channels), np.arange(channels)] = gain[:, None]
-    m[:, :, channels] = offset[:, None]
-    return m
-
-
 class _BrightnessContrastBase(Operator):
     """out = brightness_shift * out_max + brightness * (center + contrast * (in - center))."""
 
@@ -72,7 +65,7 @@ class _BrightnessContrastBase(Operator):
         src = ws.inputs[0]
         out_type = self.args["dtype"] if self.args.get("dtype") is not None else src.dtype
         n = ws.batch_size
-        ones, zeros = np.ones(n), np.zeros(n)
+        ones, zeros = np.ones(1), np.zeros(1)  # for every sample (a zeroed [N] gives numpy the GIL away)
         declared = self.schema.arguments  # brightness / contrast declare only their own args
         b = ws.per_sample("brightness", np.float64) if "brightness" in declared else ones
         shift = ws.per_sample("brightness_shift", np.float64) if "brightness_shift" in declared else zeros
@@ -83,7 +76,8 @@ class _BrightnessContrastBase(Operator):
             center = np.full(n, half_range(src.dtype))
         gain = b * c
         offset = shift * type_max(out_type) + b * center * (1 - c)
-        return apply_color_matrix(self, ws, _scaled_identity(gain, offset, _channels(self, src)), out_type)
+        matrices = _engine.scaled_identity_matrices(n, gain, offset, _channels(self, src))
+        return apply_color_matrix(self, ws, matrices, out_type)
 
 
 _BRIGHTNESS = Arg("brightness", ArgType.FLOAT, 1.0, tensor=True, doc="brightness multiplier")
@@ -124,24 +118,6 @@ RGB_TO_YIQ = np.array([[0.299, 0.587, 0.114],
 YIQ_TO_RGB = np.linalg.inv(RGB_TO_YIQ)
 
 
-def hsv_matrices(hue_deg: np.ndarray, saturation: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """[N, 3, 3] RGB -> RGB: to YIQ, rotate the IQ (chroma) plane by the hue, scale IQ by the
-    saturation and everything by the value, back to RGB."""
-    n = len(hue_deg)
-    h = np.deg2rad(hue_deg)
-    inner = np.zeros((n, 3, 3))
-    inner[:, 0, 0] = 1
-    inner[:, 1, 1] = inner[:, 2, 2] = np.cos(h) * saturation
-    inner[:, 1, 2] = np.sin(h) * saturation
-    inner[:, 2, 1] = -np.sin(h) * saturation
-    inner *= value[:, None, None]
-    return YIQ_TO_RGB @ inner @ RGB_TO_YIQ
-
-
-def _with_offset(m3: np.ndarray, offset: np.ndarray) -> np.ndarray:
-    return np.concatenate([m3, np.broadcast_to(offset[:, None, None], (len(m3), 3, 1))], axis=2)
-
-
 class _ColorTwistBase(Operator):
     """brightness * contrast * HSV(in) + brightness * (1 - contrast) * half_range."""
 
@@ -156,9 +132,11 @@ class _ColorTwistBase(Operator):
 
         hue, sat, val = arg("hue", 0.0), arg("saturation", 1.0), arg("value", 1.0)
         b, c = arg("brightness", 1.0), arg("contrast", 1.0)
-        m = hsv_matrices(hue, sat, val) * (b * c)[:, None, None]
-        offset = b * (1 - c) * half_range(src.dtype)
-        return apply_color_matrix(self, ws, _with_offset(m, offset), out_type)
+        # per sample: to YIQ, the IQ (chroma) plane rotated by the hue and scaled by the saturation,
+        # everything by the value, back to RGB
+        matrices = _engine.hsv_matrices(n, hue, sat, val, b * c, b * (1 - c) * half_range(src.dtype), YIQ_TO_RGB,
+                                        RGB_TO_YIQ)
+        return apply_color_matrix(self, ws, matrices, out_type)
 
 
 _HUE = Arg("hue", ArgType.FLOAT, 0.0, tensor=True, doc="hue rotation, degrees (additive)")
