@@ -256,6 +256,10 @@ PYBIND11_MODULE(_engine, m) {
   m.def("whole_regions", &whole_regions,
         "Regions [N, 2K] (starts, then ends; float64) covering columns [first, first + K) of shapes whole",
         "shapes"_a, "first"_a, "count"_a);
+  m.def("outer_spatial_channels", &outer_spatial_channels,
+        "Shapes [N, count + 2] (outer, spatial..., channels) of shapes [N, D] with spatial dims [first, first + "
+        "count): the dims before multiplied into the outer extent, those after into the channels",
+        "shapes"_a, "first"_a, "count"_a);
   m.def("window_regions", &window_regions,
         "Regions [N, 2K] (starts, then ends; float64) of windows [N, 2K] (anchors, then sizes)", "windows"_a);
   m.def("first_window_outside", &first_window_outside,
@@ -692,6 +696,14 @@ PYBIND11_MODULE(_engine, m) {
         "its resized image (the GIL stays held: per-batch planning of microseconds)",
         "mid_shapes"_a, "anchors"_a, "windows"_a, "mirror"_a, "out_offsets"_a, "channel_out_dim"_a, "fill"_a,
         "mean"_a, "std"_a, "scale"_a, "shift"_a);
+  m.def("rotated_sizes", &rotated_sizes,
+        "rotate's output sizes [N, 2] (H, W) for images of shapes [N, 4] (frames, H, W, C) turned by angles [N] "
+        "degrees: the input's with keep_size, else the parity-kept rotated bounding box", "angles"_a, "shapes"_a,
+        "keep_size"_a);
+  m.def("rotation_matrices", &rotation_matrices,
+        "Output -> input maps [N, 2, 3] (float32) of counter-clockwise rotations by angles [N] degrees about the "
+        "centres of images of shapes [N, 4] (frames, H, W, C) into outputs of out_hw [N, 2]",
+        "angles"_a, "shapes"_a, "out_hw"_a);
   m.def("warp_affine", &warp_affine,
         "Affine warp of (frames, H, W, C) samples; matrices [N, 2, 3] map output pixel centres to input "
         "coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",

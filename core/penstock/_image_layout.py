@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from . import _engine
 from ._registry import ArgumentValueError
 
 
@@ -52,11 +53,7 @@ def convolution_axes(label: str, layout: str, ndim: int) -> tuple[int, int]:
 def as_outer_spatial_channels(shapes: np.ndarray, start: int, count: int) -> np.ndarray:
     """[N, count + 2] shapes (outer, spatial..., channels): leading dims are merged into the
     outer extent, a trailing channel dim (or 1) is the last."""
-    n, nd = shapes.shape
-    outer = shapes[:, :start].prod(axis=1) if start else np.ones(n, np.int64)
-    chans = shapes[:, start + count:].prod(axis=1) if start + count < nd else np.ones(n, np.int64)
-    return np.ascontiguousarray(np.column_stack([outer, shapes[:, start:start + count], chans]),
-                                dtype=np.int64)
+    return _engine.outer_spatial_channels(shapes, start, count)  # numpy's [N, k] tables give the GIL away
 
 
 def input_layout(op, tl, index: int = 0) -> str:

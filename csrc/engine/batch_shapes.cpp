@@ -133,6 +133,21 @@ ArrayOf<double> whole_regions(const I64Array& shapes, int64_t first, int64_t cou
   return out;
 }
 
+I64Array outer_spatial_channels(const I64Array& shapes, int64_t first, int64_t count) {
+  check_columns(shapes, first, count, "outer_spatial_channels");
+  const int64_t n = shapes.shape(0), width = shapes.shape(1), out_width = count + 2;
+  auto out = I64Array::empty({n, out_width});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* shape = shapes.data() + width * i;
+    int64_t* o = out.mutable_data() + out_width * i;
+    o[0] = 1, o[out_width - 1] = 1;
+    for (int64_t d = 0; d < first; ++d) o[0] *= shape[d];
+    for (int64_t d = 0; d < count; ++d) o[1 + d] = shape[first + d];
+    for (int64_t d = first + count; d < width; ++d) o[out_width - 1] *= shape[d];
+  }
+  return out;
+}
+
 ArrayOf<double> window_regions(const I64Array& windows) {
   if (windows.ndim() != 2 || windows.shape(1) % 2)
     throw std::invalid_argument("window_regions: windows must be [N, 2K] (anchors, then sizes)");

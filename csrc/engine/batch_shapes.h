@@ -29,6 +29,11 @@ int64_t first_differing_row(const I64Array& a, const I64Array& b);
 // whole: zeros, then the extents.
 ArrayOf<double> whole_regions(const I64Array& shapes, int64_t first, int64_t count);
 
+// Shapes [N, count + 2] (outer, spatial..., channels) of shapes [N, D] whose spatial dims are
+// [first, first + count): the dims before them multiplied into the outer extent, those after into the
+// channels (1 where there are none).
+I64Array outer_spatial_channels(const I64Array& shapes, int64_t first, int64_t count);
+
 // Regions [N, 2K] (starts, then ends; float64) of windows [N, 2K] (anchors, then sizes).
 ArrayOf<double> window_regions(const I64Array& windows);
 

@@ -3,6 +3,8 @@
 // pixel containing that point; LINEAR blends the 4 pixels around it (centres at i + 0.5).
 // Taps outside the image take `fill` when given, else the nearest edge pixel (clamp).
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -114,6 +116,56 @@ void warp_affine(ThreadPool& pool, Array src, I64Array src_shapes, I64Array src_
       }
     });
   });
+}
+
+namespace {
+
+constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
+
+void check_rotation(const ArrayOf<double>& angles, const I64Array& shapes, const char* what) {
+  if (angles.ndim() != 1 || shapes.ndim() != 2 || shapes.shape(1) != 4 || shapes.shape(0) != angles.size())
+    throw std::invalid_argument(std::string(what) + ": angles [N] and shapes [N, 4] (frames, H, W, C)");
+}
+
+}  // namespace
+
+I64Array rotated_sizes(ArrayOf<double> angles, I64Array shapes, bool keep_size) {
+  check_rotation(angles, shapes, "rotated_sizes");
+  const int64_t n = angles.size();
+  auto out = I64Array::empty({n, 2});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t h = shapes.data()[4 * i + 1], w = shapes.data()[4 * i + 2];
+    int64_t* hw = out.mutable_data() + 2 * i;
+    if (keep_size) {
+      hw[0] = h, hw[1] = w;
+      continue;
+    }
+    const double a = angles.data()[i] * kRadiansPerDegree, c = std::abs(std::cos(a)), s = std::abs(std::sin(a));
+    constexpr double kTolerance = 1e-2;
+    const int64_t w_out = int64_t(std::ceil(c * double(w) + s * double(h) - kTolerance));
+    const int64_t h_out = int64_t(std::ceil(c * double(h) + s * double(w) - kTolerance));
+    const int64_t w_parity = s <= c ? w % 2 : h % 2, h_parity = s <= c ? h % 2 : w % 2;
+    hw[0] = h_out + (h_out % 2 != h_parity), hw[1] = w_out + (w_out % 2 != w_parity);
+  }
+  return out;
+}
+
+ArrayOf<float> rotation_matrices(ArrayOf<double> angles, I64Array shapes, I64Array out_hw) {
+  check_rotation(angles, shapes, "rotation_matrices");
+  const int64_t n = angles.size();
+  if (out_hw.ndim() != 2 || out_hw.shape(0) != n || out_hw.shape(1) != 2)
+    throw std::invalid_argument("rotation_matrices: out_hw must be [N, 2]");
+  auto out = ArrayOf<float>::empty({n, 2, 3});
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = angles.data()[i] * kRadiansPerDegree, c = std::cos(a), s = std::sin(a);
+    // (x, y) centres of the input and the output
+    const double in_x = double(shapes.data()[4 * i + 2]) * 0.5, in_y = double(shapes.data()[4 * i + 1]) * 0.5;
+    const double out_x = double(out_hw.data()[2 * i + 1]) * 0.5, out_y = double(out_hw.data()[2 * i]) * 0.5;
+    float* m = out.mutable_data() + 6 * i;
+    m[0] = float(c), m[1] = float(-s), m[2] = float(in_x - (c * out_x + -s * out_y));
+    m[3] = float(s), m[4] = float(c), m[5] = float(in_y - (s * out_x + c * out_y));
+  }
+  return out;
 }
 
 }  // namespace penstock

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from .._batch import contiguous, empty_batch
 from .coords import affine_on_gpu
 from .crop import per_sample_list
-from .warp import rotated_size
 
 
 def box_counts(op: Operator, tl, coords: int = 4) -> np.ndarray:
@@ -213,13 +213,16 @@ class BBoxRotate(Operator):
             raise ValueError(f"{self.label}: input_shape has {shape.shape[1]} values, too few for H and W of "
                              f"shape_layout '{layout}'")
         hw = shape[:, [h_at, w_at]]
-        angles = np.deg2rad(ws.per_sample("angle", np.float64))
+        degrees = ws.per_sample("angle", np.float64)
+        angles = np.deg2rad(degrees)
         if ws.has_arg("size"):
             canvas = ws.per_sample("size", np.float64, 2)
         elif self.args["keep_size"]:
             canvas = hw.copy()
-        else:
-            canvas = np.array([rotated_size(int(h), int(w), a) for (h, w), a in zip(hw, angles)], np.float64)
+        else:  # rotate's size for images of these (frames, H, W, C): the extents cut to whole numbers
+            ones = np.ones((n, 1), np.int64)
+            images = np.concatenate([ones, np.trunc(hw).astype(np.int64), ones], axis=1)
+            canvas = _engine.rotated_sizes(degrees, images, False).astype(np.float64)
         per_box = np.repeat(np.arange(n), counts)
         scale = np.tile(hw[per_box][:, ::-1], 2) if self.args["bbox_normalized"] else 1.0
         boxes = rows * scale

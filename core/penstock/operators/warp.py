@@ -9,10 +9,9 @@ matrix maps input to output, so it is inverted here. Areas outside the input tak
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator
 from .._registry import Arg, ArgType, ArgumentValueError, OpSchema, register
 from ..types import DALIDataType, DALIInterpType
@@ -75,10 +74,9 @@ def warp_batch(op: Operator, ws, src, start: int, kshapes: np.ndarray, out_hw: n
                                      "from FLOAT: UINT8, INT16, INT32)")
         if src.dtype != DALIDataType.FLOAT:
             src = cast_batch(ws, src, DALIDataType.FLOAT)
-    out_k = kshapes.copy()
-    out_k[:, 1:3] = out_hw
-    shapes = src._shapes.copy()
-    shapes[:, start:start + 2] = out_hw
+    # the output's shapes from the engine (numpy's copies of [N, k] tables give the GIL away)
+    out_k = _engine.with_columns(kshapes, 1, out_hw)
+    shapes = _engine.with_columns(src._shapes, start, out_hw)
     out = ws.new_batch(shapes, src._buf.dtype, src._layout, src._source_info)
     fill = op.args["fill_value"]
     ws.kernels.warp_affine(ws.pool, src._buf, kshapes, src._offsets, out._buf, out_k, out._offsets,
@@ -121,30 +119,6 @@ class WarpAffine(Operator):
         return warp_batch(self, ws, src, start, kshapes, out_hw, m)
 
 
-def rotated_size(h: int, w: int, angle_rad: float) -> tuple[int, int]:
-    """Bounding box of the rotated image (a 1e-2 tolerance before ceil), each extent then bumped
-    by one where needed to keep the parity of the input extent it mostly comes from (so the
-    centre stays on the pixel grid)."""
-    c, s = abs(math.cos(angle_rad)), abs(math.sin(angle_rad))
-    eps = 1e-2
-    w_out = math.ceil(c * w + s * h - eps)
-    h_out = math.ceil(c * h + s * w - eps)
-    w_par, h_par = (w % 2, h % 2) if s <= c else (h % 2, w % 2)
-    return h_out + (h_out % 2 != h_par), w_out + (w_out % 2 != w_par)
-
-
-def rotation_matrices(angles_deg: np.ndarray, in_hw: np.ndarray, out_hw: np.ndarray) -> np.ndarray:
-    """[N, 2, 3] output -> input maps for a counter-clockwise (as displayed, y down) rotation
-    about the image centres."""
-    a = np.deg2rad(angles_deg)
-    cos, sin = np.cos(a), np.sin(a)
-    rot = np.stack([np.stack([cos, -sin], -1), np.stack([sin, cos], -1)], -2)  # [N, 2, 2]
-    in_c = in_hw[:, ::-1] * 0.5   # (x, y) centres
-    out_c = out_hw[:, ::-1] * 0.5
-    t = in_c - np.einsum("nij,nj->ni", rot, out_c)
-    return np.concatenate([rot, t[:, :, None]], axis=2)
-
-
 @register(OpSchema(
     "Rotate", "Rotates 2-D images counter-clockwise by `angle` degrees about their centre.",
     args=[Arg("angle", ArgType.FLOAT, tensor=True, doc="degrees, counter-clockwise"),
@@ -158,15 +132,11 @@ class Rotate(Operator):
         src = contiguous(ws.inputs[0])
         start, kshapes = _frames_hw(self, src)
         angles = ws.per_sample("angle", np.float64)
-        in_hw = kshapes[:, 1:3]
-        if self.args["keep_size"]:
-            out_hw = in_hw.copy()
-        else:
-            fitted = np.array([rotated_size(int(h), int(w), math.radians(a))
-                               for (h, w), a in zip(in_hw, angles)], np.int64).reshape(-1, 2)
-            out_hw = _requested_size(ws, fitted)
-        return warp_batch(self, ws, src, start, kshapes, out_hw,
-                          rotation_matrices(angles, in_hw.astype(np.float64), out_hw.astype(np.float64)))
+        keep_size = self.args["keep_size"]
+        out_hw = _engine.rotated_sizes(angles, kshapes, keep_size)
+        if not keep_size:
+            out_hw = np.ascontiguousarray(_requested_size(ws, out_hw), np.int64)
+        return warp_batch(self, ws, src, start, kshapes, out_hw, _engine.rotation_matrices(angles, kshapes, out_hw))
 
 
 _PERSPECTIVE_INTERP = {DALIInterpType.INTERP_NN: 0, DALIInterpType.INTERP_LINEAR: 1, DALIInterpType.INTERP_CUBIC: 2}

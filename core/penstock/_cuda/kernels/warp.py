@@ -22,12 +22,14 @@ class WarpKernels(KernelFamily):
         channels = set(src_shapes[:, 3].tolist())
         if len(channels) > 1:
             raise ValueError("warp_affine: all samples need the same number of channels on the GPU")
-        desc = np.zeros((n, 8), np.int64)
+        # filled a column at a time: a zeroed [N, 8] table, or [N, 2] blocks, give numpy the GIL away
+        desc = np.empty((n, 8), np.int64)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
-        desc[:, 2:4] = src_shapes[:, 1:3]
-        desc[:, 4:6] = dst_shapes[:, 1:3]
+        for column, (shapes, dim) in enumerate(((src_shapes, 1), (src_shapes, 2), (dst_shapes, 1), (dst_shapes, 2))):
+            desc[:, 2 + column] = shapes[:, dim]
         desc[:, 6] = dst_shapes[:, 0] * dst_shapes[:, 1] * dst_shapes[:, 2]
+        desc[:, 7] = 0
         c = channels.pop() if channels else 1
         self._launch_batch("warp", f"warp_affine_{TYPE_NAMES[dtype]}", desc[:, 6], desc, (src, dst),
                            (np.int32(c), lambda p: p[0], np.int32(interp), np.int32(fill is not None),
