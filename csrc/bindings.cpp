@@ -717,6 +717,11 @@ PYBIND11_MODULE(_engine, m) {
   m.def("erase", &erase, "Copy samples and fill boxes [start, end) (clipped) with one value or one per channel",
         without_gil, "pool"_a, "src"_a, "shapes"_a, "src_offsets"_a, "dtype"_a, "dst"_a, "dst_offsets"_a, "boxes"_a,
         "box_offsets"_a, "fill"_a);
+  m.def("erase_regions", &erase_regions,
+        "erase's boxes [R, 2 nd] (starts, then ends; ends rounded down) and each sample's first box [N + 1] from "
+        "per-sample anchors and shapes (k = len(axes) values a region; starts and counts [N] or [1])",
+        "sample_shapes"_a, "axes"_a, "anchors"_a, "anchor_starts"_a, "anchor_counts"_a, "shapes"_a, "shape_starts"_a,
+        "shape_counts"_a, "normalized_anchor"_a, "normalized_shape"_a, "centered_anchor"_a);
   m.def("grid_mask", &grid_mask,
         "Zero a rotated, shifted grid of squares in (H, W, C) samples; params [N, 5] = tile, ratio, angle (rad), "
         "shift_x, shift_y",

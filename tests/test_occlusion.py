@@ -52,6 +52,22 @@ def test_erase_per_sample_regions():
         np.testing.assert_array_equal(out, ref)
 
 
+def test_erase_names_the_sample_whose_regions_do_not_fit_the_axes():
+    imgs = images(2)
+    anchors = [np.array([1, 1], np.float32), np.array([0, 0, 3], np.float32)]
+    shapes = [np.array([2, 2], np.float32), np.array([1, 1, 2], np.float32)]
+    with pytest.raises(RuntimeError, match=r"sample 1: anchor \(3 values\) and shape \(3 values\) must hold 2 values"):
+        run_once(lambda x, a, s: fn.erase(x, anchor=a, shape=s), imgs, anchors, shapes)
+    only_shapes = run_once(lambda x, s: fn.erase(x, shape=s, fill_value=7), imgs,
+                           [np.array([2, 3], np.float32), np.array([1, 1, 4, 2], np.float32)])[0]
+    refs = [imgs[0].copy(), imgs[1].copy()]
+    refs[0][0:2, 0:3] = 7  # no anchors: the regions start at 0
+    refs[1][0:1, 0:1] = 7
+    refs[1][0:4, 0:2] = 7
+    for out, ref in zip(only_shapes, refs):
+        np.testing.assert_array_equal(out, ref)
+
+
 def test_erase_rounds_region_ends_down():
     imgs = images(4)
     outs = run_once(lambda x: (fn.erase(x, anchor=[0.7, 1.2], shape=[4.6, 5.6]),

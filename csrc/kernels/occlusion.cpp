@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "engine/convert.h"
 #include "kernels/occlusion.h"
@@ -134,6 +136,51 @@ void grid_mask(ThreadPool& pool, Array src, I64Array shapes, I64Array src_offset
       mask_sample(in.sample<T>(i), out.sample<T>(i), shape[0], shape[1], shape[2], p + i * 5);
     });
   });
+}
+
+ArrayTuple erase_regions(I64Array sample_shapes, I64Array axes, ArrayOf<double> anchors, I64Array anchor_starts,
+                         I64Array anchor_counts, ArrayOf<double> shapes, I64Array shape_starts, I64Array shape_counts,
+                         bool normalized_anchor, bool normalized_shape, bool centered_anchor) {
+  const int64_t n = sample_shapes.ndim() == 2 ? sample_shapes.shape(0) : -1, nd = n >= 0 ? sample_shapes.shape(1) : 0;
+  const int64_t k = axes.size();
+  auto per_sample = [n](const I64Array& a) { return a.ndim() == 1 && (a.size() == 1 || a.size() == n); };
+  if (n < 0 || k < 1 || !per_sample(anchor_starts) || !per_sample(anchor_counts) || !per_sample(shape_starts) ||
+      !per_sample(shape_counts))
+    throw std::invalid_argument("erase_regions: shapes [N, nd], axes [k], starts and counts [N] or [1]");
+  for (int64_t a = 0; a < k; ++a)
+    if (axes.data()[a] < 0 || axes.data()[a] >= nd) throw std::invalid_argument("erase_regions: an axis is out of range");
+  auto at = [](const I64Array& a, int64_t i) { return a.data()[a.size() == 1 ? 0 : i]; };
+  auto box_offsets = I64Array::empty({n + 1});
+  int64_t* first = box_offsets.mutable_data();
+  first[0] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t count = at(shape_counts, i), anchor_count = at(anchor_counts, i);
+    if (count % k || (anchor_count && anchor_count != count))
+      throw std::invalid_argument("erase_regions: sample " + std::to_string(i) + "'s anchors and shapes do not "
+                                  "hold k values a region");
+    if (at(shape_starts, i) < 0 || at(shape_starts, i) + count > shapes.size() || at(anchor_starts, i) < 0 ||
+        at(anchor_starts, i) + anchor_count > anchors.size())
+      throw std::invalid_argument("erase_regions: a sample's values lie outside the arrays");
+    first[i + 1] = first[i] + count / k;
+  }
+  auto boxes = I64Array::empty({first[n], 2 * nd});
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* extent = sample_shapes.data() + nd * i;
+    const double* shape = shapes.data() + at(shape_starts, i);
+    const double* anchor = at(anchor_counts, i) ? anchors.data() + at(anchor_starts, i) : nullptr;
+    for (int64_t r = 0; r < first[i + 1] - first[i]; ++r) {
+      int64_t* box = boxes.mutable_data() + 2 * nd * (first[i] + r);
+      for (int64_t d = 0; d < nd; ++d) box[d] = 0, box[nd + d] = extent[d];
+      for (int64_t a = 0; a < k; ++a) {
+        const int64_t d = axes.data()[a];
+        const double size = shape[k * r + a] * (normalized_shape ? double(extent[d]) : 1.0);
+        double start = (anchor ? anchor[k * r + a] : 0.0) * (normalized_anchor ? double(extent[d]) : 1.0);
+        if (centered_anchor) start -= size / 2;
+        box[d] = int64_t(std::floor(start)), box[nd + d] = int64_t(std::floor(start + size));
+      }
+    }
+  }
+  return {boxes, box_offsets};
 }
 
 }  // namespace penstock

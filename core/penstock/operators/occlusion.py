@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._operator import Operator, SampleError
 from .._registry import Arg, ArgType, OpSchema, register
 from .._batch import contiguous
@@ -25,11 +26,14 @@ ERASE = OpSchema(
     devices=("cpu", "gpu"))
 
 
-def _flat_per_sample(ws, name: str) -> list[np.ndarray]:
+def _flat_per_sample(ws, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A list argument's values for the whole batch: all of them (float64), where each sample's start
+    and how many it has ([N], or [1] for a constant, which every sample shares)."""
     if name in ws.arg_inputs:
         tl = contiguous(ws.arg_inputs[name])
-        return [np.asarray(tl._sample_array(i), np.float64).reshape(-1) for i in range(len(tl))]
-    return [np.asarray(ws.op.args[name], np.float64)] * ws.batch_size
+        return np.asarray(tl._buf, np.float64).reshape(-1), tl._offsets, tl._volumes()
+    values = np.asarray(ws.op.args[name], np.float64).reshape(-1)
+    return values, np.zeros(1, np.int64), np.array([values.size], np.int64)
 
 
 @register(ERASE, device=("cpu", "gpu"))
@@ -55,27 +59,20 @@ class Erase(Operator):
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         axes = self._axes(src)
-        k, nd = len(axes), src.ndim()
+        k = len(axes)
         norm_anchor = self.args["normalized"] or self.args["normalized_anchor"]
         norm_shape = self.args["normalized"] or self.args["normalized_shape"]
-        anchors, shapes = _flat_per_sample(ws, "anchor"), _flat_per_sample(ws, "shape")
-        boxes, counts = [], []
-        for i, (anchor, shape) in enumerate(zip(anchors, shapes)):
-            if len(shape) % k or (len(anchor) and len(anchor) != len(shape)):
-                raise ValueError(f"{self.label}: sample {i}: anchor ({len(anchor)} values) and shape "
-                                 f"({len(shape)} values) must hold {k} values per region")
-            extent = src._shapes[i, axes].astype(np.float64)
-            shape = shape.reshape(-1, k) * (extent if norm_shape else 1)
-            anchor = (anchor.reshape(-1, k) if len(anchor) else np.zeros_like(shape)) * (extent if norm_anchor else 1)
-            if self.args["centered_anchor"]:
-                anchor = anchor - shape / 2
-            lo = np.zeros((len(shape), nd), np.int64)
-            hi = np.tile(src._shapes[i], (len(shape), 1))
-            # region ends are rounded down, as in DALI (the start, and the start plus the extent)
-            lo[:, axes] = np.floor(anchor)
-            hi[:, axes] = np.floor(anchor + shape)
-            boxes.append(np.concatenate([lo, hi], axis=1))
-            counts.append(len(shape))
+        anchors, anchor_starts, anchor_counts = _flat_per_sample(ws, "anchor")
+        shapes, shape_starts, shape_counts = _flat_per_sample(ws, "shape")
+        bad = (shape_counts % k != 0) | ((anchor_counts != 0) & (anchor_counts != shape_counts))
+        if bad.any():
+            i = int(np.argmax(np.broadcast_to(bad, len(src))))
+            anchor_count, shape_count = (int(c[i] if len(c) > 1 else c[0]) for c in (anchor_counts, shape_counts))
+            raise ValueError(f"{self.label}: sample {i}: anchor ({anchor_count} values) and shape "
+                             f"({shape_count} values) must hold {k} values per region")
+        box_arr, box_offsets = _engine.erase_regions(src._shapes, np.array(axes, np.int64), anchors, anchor_starts,
+                                                     anchor_counts, shapes, shape_starts, shape_counts, norm_anchor,
+                                                     norm_shape, self.args["centered_anchor"])
         if "fill_value" in ws.arg_inputs:  # a row of fill values per sample
             rows = contiguous(ws.arg_inputs["fill_value"])
             sizes = rows._volumes()
@@ -90,8 +87,6 @@ class Erase(Operator):
         if len(bad):
             raise SampleError(int(bad[0]), f"{self.label}: {count} fill values given for "
                                            f"{src._shapes[bad[0], -1]} channels")
-        box_arr = np.ascontiguousarray(np.concatenate(boxes) if boxes else np.zeros((0, 2 * nd)), np.int64)
-        box_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         out = ws.new_batch(src._shapes, src._buf.dtype, src._layout, src._source_info)
         ws.kernels.erase(ws.pool, src._buf, src._shapes, src._offsets, int(src.dtype), out._buf, out._offsets,
                          box_arr, box_offsets, fill)
