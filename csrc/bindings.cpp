@@ -614,6 +614,11 @@ PYBIND11_MODULE(_engine, m) {
         without_gil, "pool"_a, "src"_a, "src_type"_a, "dst"_a, "dst_type"_a, "crop_conversion"_a = false);
   m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting", without_gil);
   m.def("unary", &unary, "Unary element-wise op", without_gil);
+  m.def("binary_descriptors", &binary_descriptors,
+        "The GPU binary kernels' descriptor per sample [N, 28]: output offset and volume, operand offsets, output "
+        "shape (padded with 1 to 8 dims), each operand's strides over the output's dims (0 where broadcast; the GIL "
+        "stays held: per-batch planning of microseconds)",
+        "out_shapes"_a, "out_offsets"_a, "a_shapes"_a, "a_offsets"_a, "b_shapes"_a, "b_offsets"_a);
   m.def("copy", &copy, "Parallel copy of a whole buffer", without_gil, "pool"_a, "src"_a, "dst"_a);
   m.def("transpose", &transpose, "Permute the dimensions of every sample", without_gil);
   m.def("concat", &concat, "Concatenate samples of several batches along an axis", without_gil);

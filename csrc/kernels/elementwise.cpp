@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 #include <type_traits>
 
 #include "engine/convert.h"
@@ -392,6 +394,45 @@ void unary(ThreadPool& pool, int op, int code, Array src, Array dst) {
       for (int64_t i = b; i < e; ++i) out[i] = apply_unary<T>(op, in[i]);
     });
   });
+}
+
+I64Array binary_descriptors(I64Array out_shapes, I64Array out_offsets, I64Array a_shapes, I64Array a_offsets,
+                            I64Array b_shapes, I64Array b_offsets) {
+  constexpr int64_t kMaxDims = 8, kWidth = 4 + 3 * kMaxDims;
+  const int64_t n = out_shapes.ndim() == 2 ? out_shapes.shape(0) : -1, nd = n >= 0 ? out_shapes.shape(1) : 0;
+  auto rows = [n](const Array& a, int64_t ndim) {
+    return a.ndim() == ndim && (a.shape(0) == n || a.shape(0) == 1);
+  };
+  if (n < 0 || nd > kMaxDims || out_offsets.size() != n || !rows(a_shapes, 2) || !rows(b_shapes, 2) ||
+      !rows(a_offsets, 1) || !rows(b_offsets, 1) || a_shapes.shape(1) > nd || b_shapes.shape(1) > nd)
+    throw std::invalid_argument("binary_descriptors: output shapes [N, nd <= 8] and offsets [N]; operand shapes "
+                                "[N or 1, <= nd] and offsets [N or 1]");
+  auto desc = I64Array::empty({n, kWidth});
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t* row = desc.mutable_data() + kWidth * i;
+    const int64_t* out = out_shapes.data() + nd * i;
+    std::fill(row, row + kWidth, 0);
+    int64_t volume = 1;
+    for (int64_t d = 0; d < kMaxDims; ++d) {
+      row[4 + d] = d < nd ? out[d] : 1;
+      if (d < nd) volume *= out[d];
+    }
+    row[0] = out_offsets.data()[i], row[1] = volume;
+    const std::pair<const I64Array*, const I64Array*> operands[2] = {{&a_shapes, &a_offsets}, {&b_shapes, &b_offsets}};
+    for (int k = 0; k < 2; ++k) {
+      const I64Array &shapes = *operands[k].first, &offsets = *operands[k].second;
+      const int64_t width = shapes.shape(1), lead = nd - width;
+      const int64_t* shape = shapes.data() + width * (shapes.shape(0) == 1 ? 0 : i);
+      row[2 + k] = offsets.data()[offsets.size() == 1 ? 0 : i];
+      int64_t stride = 1;  // row-major over the operand's dims right-aligned with the output's
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        const int64_t extent = d < lead ? 1 : shape[d - lead];
+        row[12 + kMaxDims * k + d] = extent == 1 && out[d] != 1 ? 0 : stride;
+        stride *= extent;
+      }
+    }
+  }
+  return desc;
 }
 
 }  // namespace penstock

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _hooks
+from .. import _engine, _hooks
 from .._graph import make_op
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
@@ -173,9 +173,12 @@ _hooks.install(binary=binary, unary=unary)  # DataNode's arithmetic, comparison 
 def _broadcast_shapes(shapes: list[np.ndarray], n: int) -> np.ndarray:
     """Per-sample numpy broadcasting of operand shapes ([1 or n, nd_k] each) -> [n, nd]."""
     a, b = shapes[0], shapes[-1]
-    if len(shapes) == 2 and a.shape[0] == n and (b.shape == (1, 0) or (b.shape == a.shape and np.array_equal(a, b))):
-        return a  # the common cases: same shapes, or a scalar constant
-    if len(shapes) == 2 and b.shape[0] == n and a.shape == (1, 0):
+    # the common cases: the same shapes, or a scalar (a constant, or one value a sample) beside a batch;
+    # the rows compared by the engine (numpy's comparison of [N, D] tables gives the GIL away)
+    if len(shapes) == 2 and a.shape[0] == n and (b.shape[1] == 0 or (b.shape == a.shape and
+                                                                     _engine.first_differing_row(a, b) < 0)):
+        return a
+    if len(shapes) == 2 and b.shape[0] == n and a.shape[1] == 0:
         return b
     nd = max(s.shape[1] for s in shapes)
     out = np.ones((n, nd), np.int64)

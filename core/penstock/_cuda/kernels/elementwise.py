@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import TYPE_NAMES, KernelFamily, check_dims, padded, row_major_strides, volumes
+from ... import _engine
+from ._launch import TYPE_NAMES, KernelFamily, check_dims
 
 FLOAT_CODES, INT_CODES = (8, 9, 10), range(0, 8)  # FLOAT16..FLOAT64; UINT8..INT64
 COMPARISONS = range(9, 15)  # kEq .. kGe in the binary op codes
@@ -33,20 +34,9 @@ class ElementwiseKernels(KernelFamily):
                out_offsets: np.ndarray) -> None:
         if code == 8:
             raise TypeError("arithmetic on FLOAT16 is not supported")
-        n, nd = out_shapes.shape
-        check_dims(out_shapes, "arithmetic")
-        desc = np.zeros((n, 28), np.int64)
-        desc[:, 0] = out_offsets
-        desc[:, 1] = volumes(out_shapes)
-        desc[:, 4:12] = padded(out_shapes)
-        for k, (shapes, offsets) in enumerate(((a_shapes, a_offsets), (b_shapes, b_offsets))):
-            # right-align the operand's dims with the output's; broadcast dims get stride 0
-            full = np.ones((n, nd), np.int64)
-            if shapes.shape[1]:
-                full[:, nd - shapes.shape[1]:] = np.broadcast_to(shapes, (n, shapes.shape[1]))
-            strides = np.where((full == 1) & (out_shapes != 1), 0, row_major_strides(full))
-            desc[:, 2 + k] = np.broadcast_to(offsets, (n,))
-            desc[:, 12 + 8 * k:12 + 8 * k + nd] = strides
+        nd = check_dims(out_shapes, "arithmetic")
+        desc = _engine.binary_descriptors(out_shapes, out_offsets, a_shapes, np.asarray(a_offsets).reshape(-1),
+                                          b_shapes, np.asarray(b_offsets).reshape(-1))
         kind = "compare" if op in COMPARISONS else "binary"
         self._launch_batch("elementwise", f"{kind}_{TYPE_NAMES[code]}", desc[:, 1], desc,
                            (np.int32(op), a, b, out), (np.int32(nd),))
