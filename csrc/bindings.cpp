@@ -714,6 +714,12 @@ PYBIND11_MODULE(_engine, m) {
         "coordinates; interp 0 = nearest, 1 = linear; fill None = clamp to the border",
         without_gil, "pool"_a, "src"_a, "src_shapes"_a, "src_offsets"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a,
         "dtype"_a, "matrices"_a, "interp"_a, "fill"_a = py::none());
+  m.def("blur_windows", &blur_windows,
+        "gaussian_blur's sigmas (float32) and window sizes [N, k] from sigma and window_size [N or 1, k], each pair's "
+        "missing half filled in (ValueError in DALI's words for a bad value)", "n"_a, "sigma"_a, "window"_a);
+  m.def("gaussian_windows", &gaussian_windows,
+        "The CPU kernel's Gaussian weights (float32) of sigmas and odd window sizes [N, k], back to back, and each "
+        "window's start [N, k]", "sigmas"_a, "windows"_a);
   m.def("gaussian_blur", &gaussian_blur,
         "Separable Gaussian blur of samples shaped (frames, spatial..., channels), reflect-101 borders, per-sample "
         "per-axis sigma and odd window size (1 = axis untouched)",

@@ -54,3 +54,18 @@ def test_empty_images_pass_through():
     assert outs[0].shape == (0, 4, 3)
     ref = reference(imgs[1][None], [2.6, 2.6], [15, 15], np.uint8)[0]  # OpenCV's sigma for 15 taps
     assert np.abs(outs[1].astype(int) - ref).max() <= 1
+
+
+def test_the_engines_windows_fill_in_each_pair_and_weigh_as_the_cpu_kernel():
+    from penstock import _engine
+    sigmas, windows = _engine.blur_windows(2, np.array([[1.0, 0.0]]), np.array([[0, 5]], np.int64))
+    assert windows.tolist() == [[7, 5]] * 2  # 2 ceil(3 sigma) + 1; as given
+    np.testing.assert_allclose(sigmas, [[1.0, 1.1]] * 2, rtol=1e-6)  # as given; OpenCV's (r - 1) 0.3 + 0.8
+    weights, starts = _engine.gaussian_windows(sigmas, windows)
+    assert starts.tolist() == [[0, 7], [12, 19]] and weights.shape == (24,)
+    first = weights[:7]
+    np.testing.assert_allclose(first, first[::-1])
+    np.testing.assert_allclose(first.sum(dtype=np.float64), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(first / first[3], np.exp(-np.arange(-3, 4) ** 2 / 2.0), rtol=1e-6)
+    with pytest.raises(ValueError, match="window size must be odd"):
+        _engine.gaussian_windows(sigmas, np.full((2, 2), 4, np.int64))

@@ -3,9 +3,10 @@ against their CPU siblings: the same graph run on both devices (data moved to th
 argument inputs left on the CPU) must agree. Needs CuPy and a CUDA device.
 
 Tolerances: one_hot, erase, grid_mask and paste copy or select values, so they must match exactly;
-gaussian_blur sums the same taps in the same order without fused multiply-adds, but its weights
-come from numpy's float32 exp rather than the C library's, so an integer result may round 1 level
-apart and a float one differs by at most 1e-5; jpeg_compression_distortion: see its test."""
+gaussian_blur sums the same taps in the same order without fused multiply-adds, with the CPU
+kernel's own weights (the engine's gaussian_windows; they came from numpy's float32 exp before), so
+the tolerances (an integer result 1 level apart, a float one 1e-5) are a bound, not the expected
+difference; jpeg_compression_distortion: see its test."""
 import numpy as np
 import pytest
 

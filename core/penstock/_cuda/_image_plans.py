@@ -1,5 +1,5 @@
-"""Host planning for the GPU kernels of the image operators (csrc/cuda/jpeg_compression_distortion.cu,
-gaussian_blur.cu): pure numpy, shared by GpuKernels and the tests of the kernels' arithmetic."""
+"""Host planning for the GPU kernel of jpeg_compression_distortion (csrc/cuda/jpeg_compression_distortion.cu):
+pure numpy, shared by GpuKernels and the tests of the kernel's arithmetic."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,23 +41,3 @@ def jpeg_plan(shapes: np.ndarray, src_offsets: np.ndarray, dst_offsets: np.ndarr
     desc[:, 7] = np.where(h * w > 0, by * bx + chroma, 0)
     desc[:, 8] = h * w
     return desc, int(plane.sum())
-
-
-def blur_weights(sigmas: np.ndarray, windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The CPU kernel's Gaussian windows for [N, k] sigmas and odd window sizes, in float32:
-    exp(-x^2 * (0.5 / sigma^2)) over [-r, r], normalized; all windows back to back, and where each
-    (sample, axis) window starts ([N, k])."""
-    sigmas = np.asarray(sigmas, np.float32)
-    windows = np.asarray(windows, np.int64)
-    sizes = windows.reshape(-1)
-    starts = np.zeros(len(sizes), np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    if not len(sizes):
-        return np.zeros(1, np.float32), starts.reshape(windows.shape)
-    radius = sizes // 2
-    x = np.arange(int(sizes.sum())) - np.repeat(starts + radius, sizes)
-    with np.errstate(divide="ignore"):
-        scale = np.where(radius > 0, np.float32(0.5) / (sigmas.reshape(-1) * sigmas.reshape(-1)), np.float32(0))
-    w = np.exp(-(x * x).astype(np.float32) * np.repeat(scale.astype(np.float32), sizes)).astype(np.float32)
-    w /= np.repeat(np.add.reduceat(w, starts, dtype=np.float32), sizes)
-    return np.ascontiguousarray(w, np.float32), starts.reshape(windows.shape)

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from .._image_plans import blur_weights
+from ... import _engine
 from ._launch import BLOCK, KernelFamily, block_starts, image_type, volumes
 
 
@@ -21,22 +21,21 @@ class GaussianBlurKernels(KernelFamily):
         in_t, out_t = image_type(src_type, "gaussian_blur"), image_type(dst_type, "gaussian_blur")
         sigmas = np.asarray(sigmas, np.float32).reshape(n, k)
         windows = np.asarray(windows, np.int64).reshape(n, k)
-        if n and ((windows < 1) | (windows % 2 == 0)).any():
-            raise ValueError("gaussian_blur: window size must be odd and positive")
-        if n and ((windows > 1) & ~(sigmas > 0)).any():
-            raise ValueError("gaussian_blur: sigma must be positive")
         vols = volumes(shapes)
-        weights, starts = blur_weights(sigmas, windows)
+        weights, starts = _engine.gaussian_windows(sigmas, windows)  # the CPU kernel's weights; checks the sizes
         total = int(vols.sum())
         tmp = [self.ctx.empty(max(total, 1), np.float32) for _ in range(min(k - 1, 2))]
         tmp_offsets = np.concatenate([[0], np.cumsum(vols)[:-1]]).astype(np.int64)
-        desc = np.zeros((k, n, 7), np.int64)
+        desc = np.empty((k, n, 7), np.int64)  # filled a column at a time (a zeroed table gives numpy the GIL)
         for ax in range(k):
+            inner = shapes[:, nd - 1]  # the elements after this axis: the dims after it multiplied, a column at a time
+            for d in range(nd - 2, 1 + ax, -1):
+                inner = inner * shapes[:, d]
             desc[ax, :, 0] = src_offsets if ax == 0 else tmp_offsets
             desc[ax, :, 1] = dst_offsets if ax == k - 1 else tmp_offsets
             desc[ax, :, 2] = vols
             desc[ax, :, 3] = shapes[:, 1 + ax]
-            desc[ax, :, 4] = volumes(shapes[:, 2 + ax:])
+            desc[ax, :, 4] = inner
             desc[ax, :, 5] = windows[:, ax] // 2
             desc[ax, :, 6] = starts[:, ax]
         block_start, grid = block_starts(vols)
