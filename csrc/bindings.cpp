@@ -240,6 +240,8 @@ PYBIND11_MODULE(_engine, m) {
 
   // ---- a batch's volumes and packed offsets (engine/batch_shapes.h): the GIL stays held ----
   m.def("shape_volumes", &shape_volumes, "The product of each row of shapes [N, D] (1 when D is 0)", "shapes"_a);
+  m.def("zero_table", &zero_table, "A writable int64 table [rows, width] of zeros (the GIL stays held)", "rows"_a,
+        "width"_a);
   m.def("packed_offsets", &packed_offsets, "Where each sample of shapes [N, D] starts when packed back to back",
         "shapes"_a);
   m.def("with_columns", &with_columns,
@@ -621,6 +623,10 @@ PYBIND11_MODULE(_engine, m) {
         "out_shapes"_a, "out_offsets"_a, "a_shapes"_a, "a_offsets"_a, "b_shapes"_a, "b_offsets"_a);
   m.def("copy", &copy, "Parallel copy of a whole buffer", without_gil, "pool"_a, "src"_a, "dst"_a);
   m.def("transpose", &transpose, "Permute the dimensions of every sample", without_gil);
+  m.def("transpose_descriptors", &transpose_descriptors,
+        "The GPU transpose kernel's descriptor per sample [N, 19]: offsets, volume, the output's shape (padded with "
+        "1) and the source's strides in perm order (padded with 0; the GIL stays held)",
+        "src_shapes"_a, "src_offsets"_a, "perm"_a, "dst_offsets"_a);
   m.def("concat", &concat, "Concatenate samples of several batches along an axis", without_gil);
   m.def("slice", &slice,
         "Copy a window [anchor, anchor + out_shape) of every sample, with per-axis flips and per-channel fill "

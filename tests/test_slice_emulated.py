@@ -1,10 +1,11 @@
-"""crop, flip and pad through the GPU slice kernel run on the host: csrc/cuda/slice.cu compiled
-as C++ (tests/_cuda_on_host.py) behind GpuKernels.slice, its descriptors made by
-_engine.slice_descriptors; the results must equal the CPU operators'."""
+"""crop, flip, pad and transpose through the GPU slice and transpose kernels run on the host:
+csrc/cuda/slice.cu compiled as C++ (tests/_cuda_on_host.py) behind GpuKernels.slice / .transpose,
+their descriptors made by _engine.slice_descriptors / transpose_descriptors; the results must equal
+the CPU operators'."""
 import numpy as np
 import pytest
 
-from penstock.operators import crop
+from penstock.operators import crop, transpose
 from penstock.tensors import TensorListCPU
 
 from _cuda_on_host import HostContext, compile_for_host
@@ -20,6 +21,15 @@ HARNESS = r"""
       for (int t = 0; t < block; ++t) {                                                                   \
         blockIdx.x = blk; threadIdx.x = t;                                                                \
         slice_##U(src, dst, desc, bs, n, nd, fill, num_fill, channel_dim);                                \
+      }                                                                                                   \
+  }                                                                                                       \
+  extern "C" void run_transpose_##U(int grid, int block, const U* src, U* dst, const i64* desc,           \
+                                    const i64* bs, int n, int nd) {                                       \
+    blockDim.x = block;                                                                                   \
+    for (int blk = 0; blk < grid; ++blk)                                                                  \
+      for (int t = 0; t < block; ++t) {                                                                   \
+        blockIdx.x = blk; threadIdx.x = t;                                                                \
+        transpose_##U(src, dst, desc, bs, n, nd);                                                         \
       }                                                                                                   \
   }
 RUN(u8) RUN(u16) RUN(u32) RUN(u64)
@@ -75,3 +85,7 @@ def test_per_sample_flips_of_volumes(gpu):
 def test_pad_matches_the_cpu(gpu):
     _same_on_both(crop.PAD, [IMAGES], "HWC", {"fill_value": 7, "axis_names": "HW"}, gpu)
 
+
+@pytest.mark.parametrize("perm, layout", [([2, 0, 1], "HWC"), ([1, 0, 2], "HWC"), ([3, 1, 0, 2], "DHWC")])
+def test_transpose_matches_the_cpu(gpu, perm, layout):
+    _same_on_both(transpose.TRANSPOSE, [IMAGES if layout == "HWC" else VOLUMES], layout, {"perm": perm}, gpu)

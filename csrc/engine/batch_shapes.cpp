@@ -30,6 +30,13 @@ I64Array shape_volumes(const I64Array& shapes) {
   return out;
 }
 
+I64Array zero_table(int64_t rows, int64_t width) {
+  if (rows < 0 || width < 0) throw std::invalid_argument("zero_table: rows and width must not be negative");
+  auto table = I64Array::empty({rows, width});
+  std::fill(table.mutable_data(), table.mutable_data() + rows * width, int64_t(0));
+  return table;
+}
+
 I64Array packed_offsets(const I64Array& shapes) {
   auto out = I64Array::empty({shapes.ndim() == 2 ? shapes.shape(0) : 0});
   int64_t* offsets = out.mutable_data();

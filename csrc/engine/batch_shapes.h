@@ -10,6 +10,9 @@ namespace penstock {
 // The product of each row of `shapes` [N, D] (1 when D is 0).
 I64Array shape_volumes(const I64Array& shapes);
 
+// A writable table [rows, width] of zeros (numpy's zeros give the GIL away to calloc past 1 KB).
+I64Array zero_table(int64_t rows, int64_t width);
+
 // Exclusive prefix sums of shape_volumes(shapes): sample k's first element in a packed buffer.
 I64Array packed_offsets(const I64Array& shapes);
 

@@ -2,6 +2,7 @@
 // several batches along one axis (cat; stack is cat over an inserted unit axis).
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/layout.h"
 
@@ -96,6 +97,34 @@ void concat(ThreadPool& pool, std::vector<Array> datas, std::vector<I64Array> sh
       }
     }
   });
+}
+
+I64Array transpose_descriptors(I64Array src_shapes, I64Array src_offsets, std::vector<int64_t> perm,
+                               I64Array dst_offsets) {
+  constexpr int64_t kMaxDims = 8, kWidth = 3 + 2 * kMaxDims;
+  const int64_t n = src_shapes.ndim() == 2 ? src_shapes.shape(0) : -1, nd = n >= 0 ? src_shapes.shape(1) : 0;
+  std::vector<bool> seen(nd, false);
+  bool permutation = int64_t(perm.size()) == nd;
+  for (int64_t p : perm) {
+    permutation = permutation && p >= 0 && p < nd && !seen[p];
+    if (permutation) seen[p] = true;
+  }
+  if (n < 0 || nd > kMaxDims || !permutation || src_offsets.size() != n || dst_offsets.size() != n)
+    throw std::invalid_argument("transpose_descriptors: shapes [N, nd <= 8], a permutation of the nd dims, offsets [N]");
+  auto desc = I64Array::empty({n, kWidth});
+  int64_t strides[kMaxDims];
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* shape = src_shapes.data() + nd * i;
+    int64_t* row = desc.mutable_data() + kWidth * i;
+    int64_t volume = 1;
+    for (int64_t d = nd - 1; d >= 0; --d) strides[d] = volume, volume *= shape[d];
+    row[0] = src_offsets.data()[i], row[1] = dst_offsets.data()[i], row[2] = volume;
+    for (int64_t d = 0; d < kMaxDims; ++d) {
+      row[3 + d] = d < nd ? shape[perm[d]] : 1;
+      row[3 + kMaxDims + d] = d < nd ? strides[perm[d]] : 0;
+    }
+  }
+  return desc;
 }
 
 }  // namespace penstock

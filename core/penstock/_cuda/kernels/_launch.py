@@ -85,10 +85,17 @@ def check_dims(shapes: np.ndarray, what: str) -> int:
     return nd
 
 
-def padded(a: np.ndarray, width: int = MAX_DIMS, fill: int = 1) -> np.ndarray:
-    out = np.full((a.shape[0], width), fill, np.int64)
-    out[:, :a.shape[1]] = a
-    return out
+def descriptors(n: int, width: int) -> np.ndarray:
+    """A writable [n, width] int64 table of zeros for a batch's kernel descriptors, made by the engine:
+    numpy's zeros give the GIL away to calloc past 1 KB, and a pipeline thread waits to take it back."""
+    return _engine.zero_table(n, width)
+
+
+def put_padded(desc: np.ndarray, first: int, a: np.ndarray, fill: int = 1, width: int = MAX_DIMS) -> None:
+    """Writes the columns of ``a`` [N, k] into ``desc``'s columns [first, first + width), padded with
+    ``fill``, a column at a time (a block assignment gives numpy the GIL away past 500 elements)."""
+    for d in range(width):
+        desc[:, first + d] = a[:, d] if d < a.shape[1] else fill
 
 
 def row_major_strides(shapes: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import BLOCK, TYPE_OF, KernelFamily
+from ._launch import BLOCK, TYPE_OF, KernelFamily, descriptors
 
 
 class BoxKernels(KernelFamily):
@@ -19,7 +19,7 @@ class BoxKernels(KernelFamily):
                 src = src.astype(np.float32)
         if dst.dtype.kind not in "iuf" or dst.dtype == np.float16:
             raise NotImplementedError(f"coordinates of type {dst.dtype} are not supported on the GPU")
-        desc = np.zeros((n, 4), np.int64)
+        desc = descriptors(n, 4)
         desc[:, 0], desc[:, 1], desc[:, 2], desc[:, 3] = offsets, dst_offsets, counts, np.arange(n)
         self._launch_batch("boxes", f"affine_points_{TYPE_OF[src.dtype]}_{TYPE_OF[dst.dtype]}",
                            np.asarray(counts, np.int64) * dout, desc, (src, dst),

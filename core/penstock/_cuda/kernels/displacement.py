@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import KernelFamily
+from ._launch import KernelFamily, descriptors
 
 TYPES = {0: "u8", 9: "f32"}
 
@@ -20,7 +20,7 @@ class DisplacementKernels(KernelFamily):
             raise ValueError("displacement: samples must be HWC")
         if dtype not in TYPES:
             raise TypeError("displacement: supported types are UINT8 and FLOAT")
-        desc = np.zeros((n, 6), np.int64)
+        desc = descriptors(n, 6)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = shapes[:, 0] * shapes[:, 1]

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import BLOCK, KernelFamily, TYPE_NAMES, block_starts, volumes
+from ._launch import BLOCK, TYPE_NAMES, KernelFamily, block_starts, descriptors, volumes
 
 FILTER_TYPES = {0: "u8", 4: "i8", 1: "u16", 5: "i16", 8: "f16", 9: "f32"}
 
@@ -50,7 +50,7 @@ class FilterKernels(KernelFamily):
         an[:, 3 - k:] = anchors
         if n and ((an < 0) | (an >= fs)).any():
             raise ValueError("filter: the anchor must lie within the filter")
-        desc = np.zeros((n, 17), np.int64)
+        desc = descriptors(n, 17)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = volumes(out_shapes)

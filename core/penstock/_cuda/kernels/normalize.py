@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import TYPE_NAMES, KernelFamily, check_dims, volumes
+from ._launch import TYPE_NAMES, KernelFamily, check_dims, descriptors, volumes
 
 
 class NormalizeKernels(KernelFamily):
@@ -17,7 +17,7 @@ class NormalizeKernels(KernelFamily):
         device buffers read at ``offsets[i]`` + the element's index times ``strides[i]`` ([N, nd])."""
         n, nd = shapes.shape
         check_dims(shapes, "normalize")
-        desc = np.zeros((n, 29), np.int64)
+        desc = descriptors(n, 29)
         desc[:, 0], desc[:, 1] = src_offsets, dst_offsets
         desc[:, 2] = volumes(shapes)
         desc[:, 3], desc[:, 4] = mean_offsets, std_offsets

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import KernelFamily, check_dims, image_type, padded, volumes
+from ._launch import KernelFamily, check_dims, descriptors, image_type, put_padded, volumes
 
 
 class OcclusionKernels(KernelFamily):
@@ -20,13 +20,13 @@ class OcclusionKernels(KernelFamily):
             raise ValueError("erase: fill value is empty")
         if num_fill > 1 and n and (shapes[:, -1] != num_fill).any():
             raise ValueError(f"erase: {num_fill} fill values given for {shapes[:, -1].tolist()} channels")
-        desc = np.zeros((n, 13), np.int64)
+        desc = descriptors(n, 13)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = volumes(shapes)
         desc[:, 3] = box_offsets[:-1]
         desc[:, 4] = box_offsets[1:]
-        desc[:, 5:13] = padded(shapes)
+        put_padded(desc, 5, shapes)
         boxes = np.ascontiguousarray(boxes, np.int64).reshape(-1, 2 * nd)
         self._launch_batch("occlusion", f"erase_{image_type(dtype, 'erase')}", desc[:, 2], desc, (src, dst),
                            (np.int32(nd), lambda p: p[0], lambda p: p[1], np.int32(num_fill),
@@ -46,7 +46,7 @@ class OcclusionKernels(KernelFamily):
         angle = p[:, 2].astype(np.float64)
         q = np.column_stack([np.cos(angle).astype(np.float32) / tile, np.sin(angle).astype(np.float32) / tile,
                              p[:, 3] / tile, p[:, 4] / tile, p[:, 1]]).astype(np.float32)
-        desc = np.zeros((n, 5), np.int64)
+        desc = descriptors(n, 5)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = shapes[:, 0] * shapes[:, 1]

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import TYPE_NAMES, UNIT_NAMES, KernelFamily, volumes
+from ._launch import TYPE_NAMES, UNIT_NAMES, KernelFamily, descriptors, volumes
 
 
 class OneHotKernels(KernelFamily):
@@ -16,7 +16,7 @@ class OneHotKernels(KernelFamily):
         n = len(shapes)
         base = np.asarray(shapes, np.int64).reshape(n, -1)
         vols = volumes(base)
-        desc = np.zeros((n, 4), np.int64)
+        desc = descriptors(n, 4)
         desc[:, 0] = src_offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = vols * classes

@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._launch import KernelFamily, image_type, volumes
+from ._launch import KernelFamily, descriptors, image_type, volumes
 
 
 def _address(buf: Any) -> int:
@@ -24,7 +24,7 @@ class PasteKernels(KernelFamily):
             raise ValueError("multi_paste: output samples must be (frames, H, W, C)")
         in_t, out_t = image_type(src_type, "multi_paste"), image_type(dst_type, "multi_paste")
         regions = np.ascontiguousarray(regions, np.int64).reshape(-1, 10)
-        desc = np.zeros((n, 7), np.int64)
+        desc = descriptors(n, 7)
         desc[:, 0] = dst_offsets
         desc[:, 1] = volumes(dst_shapes)
         desc[:, 2:5] = dst_shapes[:, 1:4]

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import KernelFamily, volumes
+from ._launch import KernelFamily, descriptors, volumes
 
 
 class PointOpKernels(KernelFamily):
@@ -25,7 +25,7 @@ class PointOpKernels(KernelFamily):
             luts = self.cp.empty((n, channels, 256), np.uint8)
         if n == 0:
             return luts
-        desc = np.zeros((n, 3), np.int64)
+        desc = descriptors(n, 3)
         desc[:, 0] = offsets
         desc[:, 1] = volumes(shapes)
         desc[:, 2] = shapes[:, -1] if shapes.shape[1] >= 3 else 1
@@ -45,7 +45,7 @@ class PointOpKernels(KernelFamily):
         """out[.., c] = luts[i, c, in[.., c]] for uint8 images (channels last); ``luts``
         [N, max_channels, 256] uint8, on the host (uploaded with the descriptors) or the device."""
         n = len(shapes)
-        desc = np.zeros((n, 4), np.int64)
+        desc = descriptors(n, 4)
         desc[:, 0] = offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = volumes(shapes)

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._launch import TYPE_NAMES, TYPE_OF, UNIT_NAMES, KernelFamily, unit_name, volumes
+from ._launch import TYPE_NAMES, TYPE_OF, UNIT_NAMES, KernelFamily, descriptors, unit_name, volumes
 
 
 class PointwiseKernels(KernelFamily):
@@ -24,7 +24,7 @@ class PointwiseKernels(KernelFamily):
         if not np.array_equal(offsets, out_offsets):
             raise ValueError("noise: input and output must be packed alike")
         work = (vols + 1) // 2 if kind == 0 else (vols + channels - 1) // channels if kind == 2 else vols
-        desc = np.zeros((n, 4), np.int64)
+        desc = descriptors(n, 4)
         desc[:, 0], desc[:, 1], desc[:, 2], desc[:, 3] = offsets, vols, work, channels
         self._launch_batch("pointwise", f"noise_{TYPE_NAMES[dtype]}", work, desc, (np.int32(kind), data, out),
                            (lambda p: p[0], lambda p: p[1]),

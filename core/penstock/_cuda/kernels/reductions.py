@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._launch import TYPE_OF, KernelFamily, check_dims, row_major_strides, volumes
+from ._launch import TYPE_OF, KernelFamily, check_dims, descriptors, row_major_strides, volumes
 
 
 class ReductionKernels(KernelFamily):
@@ -25,7 +25,7 @@ class ReductionKernels(KernelFamily):
         kept = [a for a in range(nd) if a not in axes]
         red = sorted(axes)
         strides = row_major_strides(src_shapes)
-        desc = np.zeros((n, 37), np.int64)
+        desc = descriptors(n, 37)
         desc[:, 0], desc[:, 1] = src_offsets, dst_offsets
         desc[:, 2] = volumes(src_shapes[:, kept])
         desc[:, 3] = volumes(src_shapes[:, red])

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import _engine
-from ._launch import KernelFamily, check_dims, padded, row_major_strides, unit_name, volumes
+from ._launch import KernelFamily, check_dims, descriptors, unit_name, volumes
 
 
 class SliceKernels(KernelFamily):
@@ -36,17 +36,10 @@ class SliceKernels(KernelFamily):
 
     def transpose(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, perm: Sequence[int],
                   dst: Any, dst_shapes: np.ndarray, dst_offsets: np.ndarray) -> None:
-        n, nd = src_shapes.shape
-        check_dims(src_shapes, "transpose")
+        nd = check_dims(src_shapes, "transpose")
         es = src.dtype.itemsize
         unit = unit_name(es, "transpose")
-        perm = list(perm)
-        desc = np.zeros((n, 19), np.int64)
-        desc[:, 0] = src_offsets
-        desc[:, 1] = dst_offsets
-        desc[:, 2] = volumes(dst_shapes)
-        desc[:, 3:11] = padded(src_shapes[:, perm])
-        desc[:, 11:19] = padded(row_major_strides(src_shapes)[:, perm], fill=0)
+        desc = _engine.transpose_descriptors(src_shapes, src_offsets, list(perm), dst_offsets)
         udt = np.dtype(f"u{es}")
         self._launch_batch("slice", f"transpose_{unit}", desc[:, 2], desc, (src.view(udt), dst.view(udt)),
                            (np.int32(nd),))
@@ -56,7 +49,7 @@ class SliceKernels(KernelFamily):
         k, n = len(srcs), len(dst_shapes)
         es = dst.dtype.itemsize
         unit = unit_name(es, "concat")
-        desc = np.zeros((n, 4 + 2 * k), np.int64)
+        desc = descriptors(n, 4 + 2 * k)
         desc[:, 0] = dst_offsets
         desc[:, 1] = volumes(dst_shapes)
         desc[:, 2] = dst_shapes[:, axis]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._launch import KernelFamily
+from ._launch import KernelFamily, descriptors
 
 NV12_DESC = 10  # kVDesc
 
@@ -18,7 +18,7 @@ class VideoKernels(KernelFamily):
         ``sample_bytes[i]`` bytes per sample (1: NV12, 2: P016), to its top-left ``heights[i]`` x
         ``widths[i]`` pixels as interleaved RGB at ``dst_addr[i]``; one launch."""
         n = len(src_addr)
-        desc = np.zeros((n, NV12_DESC), np.int64)
+        desc = descriptors(n, NV12_DESC)
         desc[:, 0] = np.asarray(src_addr, np.uint64).view(np.int64)
         desc[:, 1] = np.asarray(dst_addr, np.uint64).view(np.int64)
         desc[:, 2] = widths
