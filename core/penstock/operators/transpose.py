@@ -1,6 +1,8 @@
 """``transpose``: permutes the dimensions of every sample (one native call per batch)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .._operator import Operator
 from .._registry import Arg, ArgType, OpSchema, register
 from .._batch import contiguous
@@ -27,7 +29,10 @@ class Transpose(Operator):
             layout = "".join(src._layout[p] for p in perm)
         else:
             layout = src._layout  # transpose_layout=False copies the input layout unchanged
-        out = ws.new_batch(src._shapes[:, perm], src._buf.dtype, layout, src._source_info)
+        shapes = np.empty_like(src._shapes)  # a column at a time: numpy's fancy indexing gives the GIL away
+        for d, p in enumerate(perm):
+            shapes[:, d] = src._shapes[:, p]
+        out = ws.new_batch(shapes, src._buf.dtype, layout, src._source_info)
         if nd:
             ws.kernels.transpose(ws.pool, src._buf, src._shapes, src._offsets, perm,
                                  out._buf, out._shapes, out._offsets)
