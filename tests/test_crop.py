@@ -316,6 +316,27 @@ def test_pad_empty_lists_mean_defaults_and_shape_never_shrinks():
     np.testing.assert_array_equal(out[0], np.pad(imgs[0], ((0, 1), (0, 0), (0, 0))))
 
 
+@pytest.mark.parametrize("kw", [{"axis_names": "HW", "shape": (7, -1), "align": (1, 4)},
+                                {"axes": (-3, 1), "shape": (2,), "align": (3,)}, {"axes": (), "align": (2,)}])
+def test_pad_with_the_same_axes_for_all_sizes_as_per_sample_axes_do(kw):
+    """Constant axes take a plan made a column at a time; the same axes given per sample the general one."""
+    rng = np.random.default_rng(6)
+    imgs = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in [(4, 5), (6, 3), (2, 9)]]
+    uniform, _ = run(fn.pad, imgs, fill_value=5, **kw)
+    if "axis_names" in kw:
+        axes = np.array([0, 1], np.int32)
+    else:
+        axes = np.array(kw["axes"], np.int32)
+    rest = {k: v for k, v in kw.items() if k not in ("axis_names", "axes")}
+    per_sample, _ = run(fn.pad, imgs, fill_value=5, axes_src=[axes] * len(imgs), **rest)
+    for u, p in zip(uniform, per_sample):
+        np.testing.assert_array_equal(u, p)
+    with pytest.raises(RuntimeError, match='Argument "shape" expected shape 2 but got 3 values'):
+        run(fn.pad, imgs, axis_names="HW", shape=(1, 2, 3))
+    with pytest.raises(RuntimeError, match="Values of `align` argument must be positive"):
+        run(fn.pad, imgs, axis_names="HW", align=(0,))
+
+
 # ---- flip ----------------------------------------------------------------------------------
 
 def test_flip_default_horizontal_verified():

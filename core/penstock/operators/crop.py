@@ -295,35 +295,80 @@ PAD = OpSchema(
 
 @register(PAD, device=("cpu", "gpu"))
 class Pad(Operator):
-    def _axes(self, ws, src) -> np.ndarray:
-        """[N, k] the dims each sample pads (-1 after a sample's own, where samples pad different counts)."""
-        n, nd = src._shapes.shape
-        layout = src._layout
+    def _checked_axes(self, a: np.ndarray, nd: int) -> np.ndarray:
+        """One sample's axes (a list argument's values) as dims 0..nd-1; [] is every dim."""
+        if not a.size:
+            return np.arange(nd)
+        bad = a[(a < -nd) | (a >= nd)]
+        if bad.size:
+            raise ArgumentValueError(f"{self.label}: Axis {int(bad[0])} out of range. Expected range is "
+                                     f"[{-nd}, {nd - 1}] for a {nd}D input")
+        return np.where(a < 0, a + nd, a)
+
+    def _batch_axes(self, src) -> np.ndarray | None:
+        """The dims every sample pads, when they are the same for all (axis_names, or constant axes)."""
+        layout, nd = src._layout, src.ndim()
         if self.args["axis_names"]:
             if any(c not in layout for c in self.args["axis_names"]):
                 raise ValueError(f"{self.label}: axis_names '{self.args['axis_names']}' not in layout '{layout}'")
-            return np.tile([layout.index(c) for c in self.args["axis_names"]], (n, 1))
-        if "axes" in ws.arg_inputs:
-            tl = contiguous(ws.arg_inputs["axes"])
-            lists = [np.asarray(tl._sample_array(i), np.int64).reshape(-1) for i in range(len(tl))]
-        else:
-            lists = [np.asarray(self.args["axes"] or (), np.int64)] * n
+            return np.array([layout.index(c) for c in self.args["axis_names"]], np.int64)
+        if "axes" in self.node.arg_inputs:
+            return None
+        return self._checked_axes(np.asarray(self.args["axes"] or (), np.int64), nd)
+
+    def _axes(self, ws, src) -> np.ndarray:
+        """[N, k] the dims each sample pads (-1 after a sample's own, where samples pad different counts)."""
+        n, nd = src._shapes.shape
+        uniform = self._batch_axes(src)
+        if uniform is not None:
+            return np.tile(uniform, (n, 1))
+        tl = contiguous(ws.arg_inputs["axes"])
+        lists = [np.asarray(tl._sample_array(i), np.int64).reshape(-1) for i in range(len(tl))]
         if not any(a.size for a in lists):  # none given, or []: every dim
             return np.tile(np.arange(nd), (n, 1))
-        lists = [a if a.size else np.arange(nd) for a in lists]  # a sample's []: its every dim
+        lists = [self._checked_axes(a, nd) for a in lists]  # a sample's []: its every dim
         k = max(len(a) for a in lists)
         axes = np.full((n, k), -1, np.int64)
         for i, a in enumerate(lists):
-            bad = a[(a < -nd) | (a >= nd)]
-            if bad.size:
-                raise ArgumentValueError(f"{self.label}: Axis {int(bad[0])} out of range. Expected range is "
-                                         f"[{-nd}, {nd - 1}] for a {nd}D input")
-            axes[i, :len(a)] = np.where(a < 0, a + nd, a)
+            axes[i, :len(a)] = a
         return axes
+
+    def _uniform_target(self, src, dims: np.ndarray) -> np.ndarray:
+        """The output shapes [N, nd] when every sample pads the same ``dims`` by constant arguments,
+        worked out a column at a time (a Python loop over the samples gave the GIL away twice a
+        sample, numpy's [N, nd] tables once each)."""
+        ext = src._shapes
+        n, nd = ext.shape
+        rows = {}
+        for name in ("shape", "align"):
+            v = np.asarray(self.args.get(name) if self.args.get(name) is not None else (), np.int64).reshape(-1)
+            if not v.size:  # [] is none
+                continue
+            if v.size not in (1, dims.size):
+                raise ArgumentValueError(f'{self.label}: Argument "{name}" expected shape {dims.size} but got '
+                                         f"{v.size} values, which can't be interpreted as the expected shape.")
+            rows[name] = dict(zip(dims.tolist(), np.broadcast_to(v, dims.shape).tolist()))
+        if "align" in rows and min(rows["align"].values()) <= 0:
+            raise ArgumentValueError(f"{self.label}: Values of `align` argument must be positive.")
+        target = np.empty_like(ext)
+        for d in range(nd):
+            extent = ext[:, d]
+            if d not in set(dims.tolist()):
+                target[:, d] = extent
+                continue
+            given = rows.get("shape", {}).get(d, -1)
+            size = np.maximum(given, extent) if given >= 0 else np.full(n, extent.max() if n else 0)
+            align = rows.get("align", {}).get(d)
+            target[:, d] = size if align is None else -(-size // align) * align
+        return target
 
     def run(self, ws):
         src = contiguous(ws.inputs[0])
         n, nd = src._shapes.shape
+        dims = self._batch_axes(src)
+        if dims is not None and not any(name in ws.arg_inputs for name in ("shape", "align")):
+            fill = ws.per_sample("fill_value", np.float64).reshape(n, 1)
+            return [slice_batch(ws, src, zero_rows(n, nd), self._uniform_target(src, dims), fill=fill)]
         axes = self._axes(ws, src)
         given = axes >= 0
         rows = np.nonzero(given)[0]
@@ -367,7 +412,7 @@ class Pad(Operator):
                 raise ArgumentValueError(f"{self.label}: Values of `align` argument must be positive.")
             target = np.where(padded, -(-target // np.where(padded, align, 1)) * np.where(padded, align, 1), target)
         fill = ws.per_sample("fill_value", np.float64).reshape(n, 1)
-        return [slice_batch(ws, src, np.zeros((n, nd), np.int64), target, fill=fill)]
+        return [slice_batch(ws, src, zero_rows(n, nd), target, fill=fill)]
 
 
 # ---- flip ----------------------------------------------------------------------------------
