@@ -240,6 +240,14 @@ def test_take_rows_and_first_differing_row_are_numpys():
     table = np.arange(30, dtype=np.int64).reshape(10, 3)
     rows = np.array([9, 0, 3, 3, -1])
     np.testing.assert_array_equal(_engine.take_rows(table, rows), table[rows])
+    expected, values = table.copy(), -np.arange(6, dtype=np.int64).reshape(2, 3)
+    expected[[2, -3]] = values
+    np.testing.assert_array_equal(_engine.put_rows(table, np.array([2, -3]), values), expected)
+    assert table[2].tolist() == [6, 7, 8]  # a copy: the table itself is left as it was
+    with pytest.raises(IndexError, match="row 10 is out of bounds for 10"):
+        _engine.put_rows(table, np.array([10]), values[:1])
+    with pytest.raises(ValueError, match="put_rows"):
+        _engine.put_rows(table, np.array([1, 2]), values[:1])
     np.testing.assert_array_equal(_engine.take_rows(table[:, 0].copy(), rows), table[rows, 0])
     assert _engine.take_rows(table, np.zeros(0, np.int64)).shape == (0, 3)
     with pytest.raises(IndexError, match="row 10 is out of bounds for 10"):

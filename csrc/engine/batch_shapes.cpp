@@ -119,6 +119,25 @@ I64Array take_rows(const I64Array& table, const I64Array& rows) {
   return out;
 }
 
+I64Array put_rows(const I64Array& table, const I64Array& rows, const I64Array& values) {
+  if (table.ndim() < 1 || rows.ndim() != 1 || values.ndim() != table.ndim() || values.shape(0) != rows.shape(0))
+    throw std::invalid_argument("put_rows: values must be [M, ...] for rows [M] of the table");
+  const int64_t n = table.shape(0), m = rows.shape(0), width = n ? table.size() / n : 0;
+  for (int64_t d = 1; d < table.ndim(); ++d)
+    if (values.shape(d) != table.shape(d)) throw std::invalid_argument("put_rows: values' rows differ from the table's");
+  I64Array out = I64Array::empty(table.shape());
+  std::copy(table.data(), table.data() + table.size(), out.mutable_data());
+  for (int64_t k = 0; k < m; ++k) {
+    int64_t r = rows.data()[k];
+    if (r < -n || r >= n)
+      throw std::out_of_range("put_rows: row " + std::to_string(r) + " is out of bounds for " + std::to_string(n) +
+                              " rows");
+    if (r < 0) r += n;
+    std::copy(values.data() + k * width, values.data() + (k + 1) * width, out.mutable_data() + r * width);
+  }
+  return out;
+}
+
 int64_t first_differing_row(const I64Array& a, const I64Array& b) {
   if (a.shape() != b.shape() || a.ndim() < 1) throw std::invalid_argument("first_differing_row: a and b must be alike");
   const int64_t n = a.shape(0), width = n ? a.size() / n : 0;

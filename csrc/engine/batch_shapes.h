@@ -25,6 +25,9 @@ I64Array with_columns(const I64Array& table, int64_t first, const I64Array& valu
 // Rows `rows` [M] of `table` [N, ...] (table[rows] in numpy, which gives the GIL away to gather rows).
 I64Array take_rows(const I64Array& table, const I64Array& rows);
 
+// A copy of table [N, ...] with rows `rows` [M] set from values [M, ...] (table[rows] = values).
+I64Array put_rows(const I64Array& table, const I64Array& rows, const I64Array& values);
+
 // The first row where `a` and `b` (alike, [N, K]) differ, or -1.
 int64_t first_differing_row(const I64Array& a, const I64Array& b);
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _engine
 from .._conditionals._schemas import MERGE, PREDICATE, SPLIT
 from .._operator import Operator
 from .._registry import register
@@ -22,7 +23,11 @@ def predicate_mask(tl: TensorListCPU, label: str, kind: str = "if") -> np.ndarra
     if kind in ("and", "or") and tl._buf.dtype != np.bool_:
         raise RuntimeError(f"{label}: logical expression `{kind}` is restricted to scalar (0-d tensors) "
                            f"inputs of bool type, that are placed on CPU; got {tl.dtype.name}")
-    return tl._buf[tl._offsets] != 0 if len(tl) else np.zeros(0, np.bool_)
+    if not len(tl):
+        return np.zeros(0, np.bool_)
+    # a packed batch of scalars is its buffer's first N values (numpy's fancy indexing gives the GIL away)
+    values = tl._buf[:len(tl)] if tl._is_packed_cached() else tl._buf[tl._offsets]
+    return values != 0
 
 
 @register(SPLIT, device=("cpu", "gpu"))
@@ -34,18 +39,18 @@ class Split(Operator):
             raise RuntimeError(f"{self.label}: the predicate has {len(mask)} samples, the data {len(data)}")
         keep = np.flatnonzero(mask == self.args["branch"])
         infos = [data._source_info[i] for i in keep]
-        shapes = data._shapes[keep]
+        # the kept rows taken by the engine (numpy's fancy indexing gives the GIL away)
+        shapes, offsets = _engine.take_rows(data._shapes, keep), _engine.take_rows(data._offsets, keep)
         if len(keep) and keep[-1] - keep[0] + 1 == len(keep) and data._is_packed_cached():
             # a run of consecutive samples of a packed batch: a view, no copy
             start = data._offsets[keep[0]]
-            view = type(data)._from_packed(data._buf[start:], shapes, data._offsets[keep] - start, data._layout, infos)
+            view = type(data)._from_packed(data._buf[start:], shapes, offsets - start, data._layout, infos)
             if ws.gpu is not None:  # ordered like the batch it views
                 view.stream, view._event = data.stream, data._event
             return [view]
         out = ws.new_batch(shapes, data._buf.dtype, data._layout, infos)
         if len(keep):  # kernels expect packed batches: one gather of the selected samples
-            ws.kernels.concat(ws.pool, [data._buf], [shapes], [data._offsets[keep]], 0,
-                              out._buf, out._shapes, out._offsets)
+            ws.kernels.concat(ws.pool, [data._buf], [shapes], [offsets], 0, out._buf, out._shapes, out._offsets)
         return [out]
 
 
@@ -64,9 +69,11 @@ class Merge(Operator):
             if len(part) not in (len(idx), len(mask)):
                 raise RuntimeError(f"{self.label}: branch results{what} have {len(true_part)} + {len(false_part)} "
                                    f"samples, the predicate selects {len(where[1])} + {len(where[0])}")
-            rows = idx if len(part) == len(mask) else slice(None)
-            sides.append((part, idx, part._shapes[rows], part._offsets[rows], np.asarray(part._source_info,
-                                                                                          object)[rows]))
+            if len(part) == len(mask):  # the whole batch: its samples at their own positions
+                sides.append((part, idx, _engine.take_rows(part._shapes, idx), _engine.take_rows(part._offsets, idx),
+                              np.asarray(part._source_info, object)[idx]))
+            else:
+                sides.append((part, idx, part._shapes, part._offsets, np.asarray(part._source_info, object)))
         parts = [p for p, idx, *_ in sides if len(idx)]
         if len({p._buf.dtype for p in parts}) > 1 or len({p.ndim() for p in parts}) > 1:
             raise RuntimeError(f"{self.label}: the branches of a conditional produce different types or "
@@ -77,17 +84,17 @@ class Merge(Operator):
             raise RuntimeError(f"{self.label}: the branches of a conditional produce different layouts{what}: "
                                f"{sorted(layouts)}")
         ref = parts[0] if parts else true_part
-        shapes = np.empty((len(mask), ref.ndim()), np.int64)
+        shapes = _engine.zero_table(len(mask), ref.ndim())
         infos = np.empty(len(mask), object)
         for part, idx, part_shapes, _, part_infos in sides:
             if len(idx):  # a side no sample took may be a placeholder (see the executor)
-                shapes[idx] = part_shapes
+                shapes = _engine.put_rows(shapes, idx, part_shapes)
                 infos[idx] = part_infos
         out = ws.new_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
         for part, idx, part_shapes, part_offsets, _ in sides:
             if len(idx):  # one kernel call per side: copies each of its samples to its slot
                 ws.kernels.concat(ws.pool, [part._buf], [part_shapes], [np.ascontiguousarray(part_offsets)], 0,
-                                  out._buf, part_shapes, out._offsets[idx])
+                                  out._buf, part_shapes, _engine.take_rows(out._offsets, idx))
         out._source_info = infos.tolist()
         return [out]
 
