@@ -131,6 +131,29 @@ py::array numpy_of(const Array& a) {
   return py::array(py::dtype(std::string(1, a.kind()) + std::to_string(a.itemsize())), a.shape(), a.data(), base);
 }
 
+
+// Element-wise work this small keeps the GIL and runs on the calling thread: a call of microseconds
+// that gave the GIL away made its thread wait up to Python's switch interval to take it back while
+// another thread ran Python (a training loop), and a batch of per-sample scalars (an auto-augment
+// policy's magnitudes, a conditional's split) makes dozens of such calls a batch.
+constexpr int64_t kInlineBytes = int64_t(64) << 10;
+
+bool small_work(const Array& out) { return out.nbytes() <= kInlineBytes; }
+
+// A pool of the calling thread alone (no workers), for the small work above.
+ThreadPool& calling_thread() {
+  thread_local ThreadPool pool(1);
+  return pool;
+}
+
+// Runs kernel(pool): with the GIL held on the calling thread when the work is small, else released.
+template <typename Kernel>
+void run_sized(ThreadPool& pool, bool small, const Kernel& kernel) {
+  if (small) return kernel(calling_thread());
+  py::gil_scoped_release release;
+  kernel(pool);
+}
+
 }  // namespace
 }  // namespace penstock
 
@@ -253,6 +276,8 @@ PYBIND11_MODULE(_engine, m) {
         "zeroed), and each one's byte offset (the GIL stays held)",
         "parts"_a, "alignment"_a = 16);
   m.def("take_rows", &take_rows, "Rows `rows` [M] of table [N, ...] (table[rows])", "table"_a, "rows"_a);
+  m.def("put_rows", &put_rows, "A copy of table [N, ...] with rows `rows` [M] set from values [M, ...] "
+        "(table[rows] = values)", "table"_a, "rows"_a, "values"_a);
   m.def("first_differing_row", &first_differing_row, "The first row where a and b (alike) differ, or -1", "a"_a,
         "b"_a);
   m.def("whole_regions", &whole_regions,
@@ -610,24 +635,54 @@ PYBIND11_MODULE(_engine, m) {
         "full_range"_a, "bit_depth"_a, "dst_addr"_a);
 
   // ---- element-wise, layout, statistics ----
-  m.def("cast", &cast,
-        "Convert a buffer element by element (DALI's rounding and saturation; with crop_conversion, crop and "
-        "slice's: truncating, and saturating float16)",
-        without_gil, "pool"_a, "src"_a, "src_type"_a, "dst"_a, "dst_type"_a, "crop_conversion"_a = false);
-  m.def("binary", &binary, "Binary element-wise op with per-sample broadcasting", without_gil);
-  m.def("unary", &unary, "Unary element-wise op", without_gil);
+  m.def(
+      "cast",
+      [](ThreadPool& pool, Array src, int src_type, Array dst, int dst_type, bool crop_conversion) {
+        run_sized(pool, small_work(dst), [&](ThreadPool& p) { cast(p, src, src_type, dst, dst_type, crop_conversion); });
+      },
+      "Convert a buffer element by element (DALI's rounding and saturation; with crop_conversion, crop and "
+      "slice's: truncating, and saturating float16); up to 64 KB of output with the GIL held",
+      "pool"_a, "src"_a, "src_type"_a, "dst"_a, "dst_type"_a, "crop_conversion"_a = false);
+  m.def(
+      "binary",
+      [](ThreadPool& pool, int op, int code, Array a, I64Array a_shapes, I64Array a_offsets, Array b,
+         I64Array b_shapes, I64Array b_offsets, Array out, I64Array out_shapes, I64Array out_offsets) {
+        run_sized(pool, small_work(out), [&](ThreadPool& p) {
+          binary(p, op, code, a, a_shapes, a_offsets, b, b_shapes, b_offsets, out, out_shapes, out_offsets);
+        });
+      },
+      "Binary element-wise op with per-sample broadcasting; up to 64 KB of output with the GIL held");
+  m.def(
+      "unary",
+      [](ThreadPool& pool, int op, int code, Array src, Array dst) {
+        run_sized(pool, small_work(dst), [&](ThreadPool& p) { unary(p, op, code, src, dst); });
+      },
+      "Unary element-wise op; up to 64 KB of output with the GIL held");
   m.def("binary_descriptors", &binary_descriptors,
         "The GPU binary kernels' descriptor per sample [N, 28]: output offset and volume, operand offsets, output "
         "shape (padded with 1 to 8 dims), each operand's strides over the output's dims (0 where broadcast; the GIL "
         "stays held: per-batch planning of microseconds)",
         "out_shapes"_a, "out_offsets"_a, "a_shapes"_a, "a_offsets"_a, "b_shapes"_a, "b_offsets"_a);
-  m.def("copy", &copy, "Parallel copy of a whole buffer", without_gil, "pool"_a, "src"_a, "dst"_a);
+  m.def(
+      "copy",
+      [](ThreadPool& pool, Array src, Array dst) {
+        run_sized(pool, small_work(dst), [&](ThreadPool& p) { copy(p, src, dst); });
+      },
+      "Parallel copy of a whole buffer; up to 64 KB with the GIL held", "pool"_a, "src"_a, "dst"_a);
   m.def("transpose", &transpose, "Permute the dimensions of every sample", without_gil);
   m.def("transpose_descriptors", &transpose_descriptors,
         "The GPU transpose kernel's descriptor per sample [N, 19]: offsets, volume, the output's shape (padded with "
         "1) and the source's strides in perm order (padded with 0; the GIL stays held)",
         "src_shapes"_a, "src_offsets"_a, "perm"_a, "dst_offsets"_a);
-  m.def("concat", &concat, "Concatenate samples of several batches along an axis", without_gil);
+  m.def(
+      "concat",
+      [](ThreadPool& pool, std::vector<Array> datas, std::vector<I64Array> shapes, std::vector<I64Array> offsets,
+         int64_t axis, Array dst, I64Array dst_shapes, I64Array dst_offsets) {
+        run_sized(pool, small_work(dst), [&](ThreadPool& p) {
+          concat(p, datas, shapes, offsets, axis, dst, dst_shapes, dst_offsets);
+        });
+      },
+      "Concatenate samples of several batches along an axis; up to 64 KB of output with the GIL held");
   m.def("slice", &slice,
         "Copy a window [anchor, anchor + out_shape) of every sample, with per-axis flips and per-channel fill "
         "outside the input",
