@@ -4,6 +4,8 @@
 // and to numpy arrays without copying, and run with the GIL released.
 #include <mutex>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -146,12 +148,22 @@ ThreadPool& calling_thread() {
   return pool;
 }
 
-// Runs kernel(pool): with the GIL held on the calling thread when the work is small, else released.
-template <typename Kernel>
-void run_sized(ThreadPool& pool, bool small, const Kernel& kernel) {
-  if (small) return kernel(calling_thread());
+// Kernel(pool, args...) with the GIL held on the calling thread when its output (argument Output of
+// args) is small, else with the GIL released on `pool`.
+template <auto Kernel, size_t Output, typename... Args>
+void sized_call(ThreadPool& pool, Args... args) {
+  static_assert(std::is_same_v<std::tuple_element_t<Output, std::tuple<Args...>>, Array>,
+                "sized: argument Output of the kernel must be its output buffer (an Array)");
+  if (small_work(std::get<Output>(std::tie(args...)))) return Kernel(calling_thread(), args...);
   py::gil_scoped_release release;
-  kernel(pool);
+  Kernel(pool, args...);
+}
+
+// The binding of Kernel, a kernel of signature (ThreadPool&, Args...), by the size of its output:
+// m.def("name", sized<&kernel, output>(&kernel), ...).
+template <auto Kernel, size_t Output, typename... Args>
+constexpr auto sized(void (*)(ThreadPool&, Args...)) {
+  return &sized_call<Kernel, Output, Args...>;
 }
 
 }  // namespace
@@ -635,54 +647,27 @@ PYBIND11_MODULE(_engine, m) {
         "full_range"_a, "bit_depth"_a, "dst_addr"_a);
 
   // ---- element-wise, layout, statistics ----
-  m.def(
-      "cast",
-      [](ThreadPool& pool, Array src, int src_type, Array dst, int dst_type, bool crop_conversion) {
-        run_sized(pool, small_work(dst), [&](ThreadPool& p) { cast(p, src, src_type, dst, dst_type, crop_conversion); });
-      },
-      "Convert a buffer element by element (DALI's rounding and saturation; with crop_conversion, crop and "
-      "slice's: truncating, and saturating float16); up to 64 KB of output with the GIL held",
-      "pool"_a, "src"_a, "src_type"_a, "dst"_a, "dst_type"_a, "crop_conversion"_a = false);
-  m.def(
-      "binary",
-      [](ThreadPool& pool, int op, int code, Array a, I64Array a_shapes, I64Array a_offsets, Array b,
-         I64Array b_shapes, I64Array b_offsets, Array out, I64Array out_shapes, I64Array out_offsets) {
-        run_sized(pool, small_work(out), [&](ThreadPool& p) {
-          binary(p, op, code, a, a_shapes, a_offsets, b, b_shapes, b_offsets, out, out_shapes, out_offsets);
-        });
-      },
-      "Binary element-wise op with per-sample broadcasting; up to 64 KB of output with the GIL held");
-  m.def(
-      "unary",
-      [](ThreadPool& pool, int op, int code, Array src, Array dst) {
-        run_sized(pool, small_work(dst), [&](ThreadPool& p) { unary(p, op, code, src, dst); });
-      },
-      "Unary element-wise op; up to 64 KB of output with the GIL held");
+  m.def("cast", sized<&cast, 2>(&cast),
+        "Convert a buffer element by element (DALI's rounding and saturation; with crop_conversion, crop and "
+        "slice's: truncating, and saturating float16); up to 64 KB of output with the GIL held",
+        "pool"_a, "src"_a, "src_type"_a, "dst"_a, "dst_type"_a, "crop_conversion"_a = false);
+  m.def("binary", sized<&binary, 8>(&binary),
+        "Binary element-wise op with per-sample broadcasting; up to 64 KB of output with the GIL held");
+  m.def("unary", sized<&unary, 3>(&unary), "Unary element-wise op; up to 64 KB of output with the GIL held");
   m.def("binary_descriptors", &binary_descriptors,
         "The GPU binary kernels' descriptor per sample [N, 28]: output offset and volume, operand offsets, output "
         "shape (padded with 1 to 8 dims), each operand's strides over the output's dims (0 where broadcast; the GIL "
         "stays held: per-batch planning of microseconds)",
         "out_shapes"_a, "out_offsets"_a, "a_shapes"_a, "a_offsets"_a, "b_shapes"_a, "b_offsets"_a);
-  m.def(
-      "copy",
-      [](ThreadPool& pool, Array src, Array dst) {
-        run_sized(pool, small_work(dst), [&](ThreadPool& p) { copy(p, src, dst); });
-      },
-      "Parallel copy of a whole buffer; up to 64 KB with the GIL held", "pool"_a, "src"_a, "dst"_a);
+  m.def("copy", sized<&copy, 1>(&copy), "Parallel copy of a whole buffer; up to 64 KB with the GIL held", "pool"_a,
+        "src"_a, "dst"_a);
   m.def("transpose", &transpose, "Permute the dimensions of every sample", without_gil);
   m.def("transpose_descriptors", &transpose_descriptors,
         "The GPU transpose kernel's descriptor per sample [N, 19]: offsets, volume, the output's shape (padded with "
         "1) and the source's strides in perm order (padded with 0; the GIL stays held)",
         "src_shapes"_a, "src_offsets"_a, "perm"_a, "dst_offsets"_a);
-  m.def(
-      "concat",
-      [](ThreadPool& pool, std::vector<Array> datas, std::vector<I64Array> shapes, std::vector<I64Array> offsets,
-         int64_t axis, Array dst, I64Array dst_shapes, I64Array dst_offsets) {
-        run_sized(pool, small_work(dst), [&](ThreadPool& p) {
-          concat(p, datas, shapes, offsets, axis, dst, dst_shapes, dst_offsets);
-        });
-      },
-      "Concatenate samples of several batches along an axis; up to 64 KB of output with the GIL held");
+  m.def("concat", sized<&concat, 4>(&concat),
+        "Concatenate samples of several batches along an axis; up to 64 KB of output with the GIL held");
   m.def("slice", &slice,
         "Copy a window [anchor, anchor + out_shape) of every sample, with per-axis flips and per-channel fill "
         "outside the input",

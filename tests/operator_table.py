@@ -28,7 +28,8 @@ def _engine_files() -> dict[str, str]:
     (bindings.cpp binds them all; a binding of a lambda stays there)."""
     sources = {path.relative_to(REPO).as_posix(): path.read_text() for path in sorted((REPO / "csrc").rglob("*.cpp"))}
     files = {}
-    for name, function in re.findall(r'\.def\("(\w+)",\s*&(?:\w+::)*(\w+)', sources.pop("csrc/bindings.cpp")):
+    # m.def("name", &function, ...), or m.def("name", sized<&function, ...>(&function), ...)
+    for name, function in re.findall(r'\.def\("(\w+)",\s*(?:\w+<)?&(?:\w+::)*(\w+)', sources.pop("csrc/bindings.cpp")):
         definition = re.compile(rf"^\S[^;\n]*\b{function}\(", re.M)  # a definition starts a line
         files[name] = next((path for path, text in sources.items() if definition.search(text)), "csrc/bindings.cpp")
     return files
