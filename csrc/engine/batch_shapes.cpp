@@ -21,6 +21,15 @@ void for_each_volume(const I64Array& shapes, const char* what, PerSample per_sam
   }
 }
 
+// Row rows[k] of a table of n rows (negative: from the end), checked.
+int64_t row_at(const I64Array& rows, int64_t k, int64_t n, const char* what) {
+  const int64_t r = rows.data()[k];
+  if (r < -n || r >= n)
+    throw std::out_of_range(std::string(what) + ": row " + std::to_string(r) + " is out of bounds for " +
+                            std::to_string(n) + " rows");
+  return r < 0 ? r + n : r;
+}
+
 }  // namespace
 
 I64Array shape_volumes(const I64Array& shapes) {
@@ -109,11 +118,7 @@ I64Array take_rows(const I64Array& table, const I64Array& rows) {
   I64Array out = I64Array::empty(shape);
   int64_t* o = out.mutable_data();
   for (int64_t k = 0; k < m; ++k) {
-    int64_t r = rows.data()[k];
-    if (r < -n || r >= n)
-      throw std::out_of_range("take_rows: row " + std::to_string(r) + " is out of bounds for " + std::to_string(n) +
-                              " rows");
-    if (r < 0) r += n;
+    const int64_t r = row_at(rows, k, n, "take_rows");
     std::copy(table.data() + r * width, table.data() + (r + 1) * width, o + k * width);
   }
   return out;
@@ -124,15 +129,12 @@ I64Array put_rows(const I64Array& table, const I64Array& rows, const I64Array& v
     throw std::invalid_argument("put_rows: values must be [M, ...] for rows [M] of the table");
   const int64_t n = table.shape(0), m = rows.shape(0), width = n ? table.size() / n : 0;
   for (int64_t d = 1; d < table.ndim(); ++d)
-    if (values.shape(d) != table.shape(d)) throw std::invalid_argument("put_rows: values' rows differ from the table's");
+    if (values.shape(d) != table.shape(d))
+      throw std::invalid_argument("put_rows: values' rows differ from the table's");
   I64Array out = I64Array::empty(table.shape());
   std::copy(table.data(), table.data() + table.size(), out.mutable_data());
   for (int64_t k = 0; k < m; ++k) {
-    int64_t r = rows.data()[k];
-    if (r < -n || r >= n)
-      throw std::out_of_range("put_rows: row " + std::to_string(r) + " is out of bounds for " + std::to_string(n) +
-                              " rows");
-    if (r < 0) r += n;
+    const int64_t r = row_at(rows, k, n, "put_rows");
     std::copy(values.data() + k * width, values.data() + (k + 1) * width, out.mutable_data() + r * width);
   }
   return out;
