@@ -71,8 +71,9 @@ def run_op(schema, inputs, layout, kw, gpu_ctx, arg_inputs=None):
     return [np.array(out.at(i)) for i in range(len(inputs[0]))]
 
 
-def same_on_both(schema, inputs, layout, kw, gpu):
-    for c, g in zip(run_op(schema, inputs, layout, kw, None), run_op(schema, inputs, layout, kw, gpu)):
+def same_on_both(schema, inputs, layout, kw, gpu, arg_inputs=None):
+    for c, g in zip(run_op(schema, inputs, layout, kw, None, arg_inputs),
+                    run_op(schema, inputs, layout, kw, gpu, arg_inputs)):
         assert c.shape == g.shape and c.dtype == g.dtype
         np.testing.assert_array_equal(g, c)
 

@@ -9,7 +9,7 @@ from penstock.operators import crop, transpose
 from penstock.tensors import TensorListCPU
 
 from _cuda_on_host import HostContext, compile_for_host
-from test_filter_emulated import run_op
+from test_filter_emulated import same_on_both
 
 HARNESS = r"""
 #include "SOURCE"
@@ -51,41 +51,33 @@ def _arg(values, dtype):
     return TensorListCPU([np.array(v, dtype) for v in values])
 
 
-def _same_on_both(schema, inputs, layout, kw, gpu, arg_inputs=None):
-    cpu = run_op(schema, inputs, layout, kw, None, arg_inputs)
-    emulated = run_op(schema, inputs, layout, kw, gpu, arg_inputs)
-    for c, g in zip(cpu, emulated):
-        assert c.shape == g.shape and c.dtype == g.dtype
-        np.testing.assert_array_equal(g, c)
-
-
 # (a crop to another type converts on the GPU with elementwise.cu's cast, not emulated here)
 @pytest.mark.parametrize("kw", [{"crop": (5, 4)}, {"crop": (5, 4), "crop_pos_x": 0.9, "crop_pos_y": 0.2},
                                 {"crop": (15, 30), "out_of_bounds_policy": "pad", "fill_values": [1, 2, 3]},
                                 {"crop": (15, 30), "out_of_bounds_policy": "trim_to_shape"}])
 def test_crop_matches_the_cpu(gpu, kw):
-    _same_on_both(crop.CROP, [IMAGES], "HWC", kw, gpu)
+    same_on_both(crop.CROP, [IMAGES], "HWC", kw, gpu)
 
 
 def test_crop_with_per_sample_positions(gpu):
     positions = {"crop_pos_x": _arg([0.0, 0.5, 1.0], np.float32), "crop_pos_y": _arg([1.0, 0.3, 0.0], np.float32)}
-    _same_on_both(crop.CROP, [IMAGES], "HWC", {"crop": (4, 5)}, gpu, positions)
+    same_on_both(crop.CROP, [IMAGES], "HWC", {"crop": (4, 5)}, gpu, positions)
 
 
 @pytest.mark.parametrize("flags", [{"horizontal": 1}, {"vertical": 1, "horizontal": 1}, {"horizontal": 0}])
 def test_flip_matches_the_cpu(gpu, flags):
-    _same_on_both(crop.FLIP, [IMAGES], "HWC", flags, gpu)
+    same_on_both(crop.FLIP, [IMAGES], "HWC", flags, gpu)
 
 
 def test_per_sample_flips_of_volumes(gpu):
     flags = {"horizontal": _arg([1, 0, 3], np.int32), "depthwise": _arg([0, 1, 1], np.int32)}
-    _same_on_both(crop.FLIP, [VOLUMES], "DHWC", {}, gpu, flags)
+    same_on_both(crop.FLIP, [VOLUMES], "DHWC", {}, gpu, flags)
 
 
 def test_pad_matches_the_cpu(gpu):
-    _same_on_both(crop.PAD, [IMAGES], "HWC", {"fill_value": 7, "axis_names": "HW"}, gpu)
+    same_on_both(crop.PAD, [IMAGES], "HWC", {"fill_value": 7, "axis_names": "HW"}, gpu)
 
 
 @pytest.mark.parametrize("perm, layout", [([2, 0, 1], "HWC"), ([1, 0, 2], "HWC"), ([3, 1, 0, 2], "DHWC")])
 def test_transpose_matches_the_cpu(gpu, perm, layout):
-    _same_on_both(transpose.TRANSPOSE, [IMAGES if layout == "HWC" else VOLUMES], layout, {"perm": perm}, gpu)
+    same_on_both(transpose.TRANSPOSE, [IMAGES if layout == "HWC" else VOLUMES], layout, {"perm": perm}, gpu)
