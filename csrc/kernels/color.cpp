@@ -113,7 +113,8 @@ ArrayOf<float> hsv_matrices(int64_t n, ArrayOf<double> hue, ArrayOf<double> satu
                             ArrayOf<double> gain, ArrayOf<double> offset, ArrayOf<double> yiq_to_rgb,
                             ArrayOf<double> rgb_to_yiq) {
   check_columns(n, {&hue, &saturation, &value, &gain, &offset}, "hsv_matrices");
-  if (yiq_to_rgb.size() != 9 || rgb_to_yiq.size() != 9) throw std::invalid_argument("hsv_matrices: the YIQ matrices are [3, 3]");
+  if (yiq_to_rgb.size() != 9 || rgb_to_yiq.size() != 9)
+    throw std::invalid_argument("hsv_matrices: the YIQ matrices are [3, 3]");
   const double *to_rgb = yiq_to_rgb.data(), *to_yiq = rgb_to_yiq.data();
   constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
   auto out = ArrayOf<float>::empty({n, 3, 4});

@@ -87,7 +87,9 @@ void gaussian_blur(ThreadPool& pool, Array src, I64Array shapes, I64Array src_of
 
 ArrayTuple blur_windows(int64_t n, ArrayOf<double> sigma, I64Array window) {
   const int64_t k = sigma.ndim() == 2 ? sigma.shape(1) : -1;
-  auto rows = [n, k](const Array& a) { return a.ndim() == 2 && a.shape(1) == k && (a.shape(0) == n || a.shape(0) == 1); };
+  auto rows = [n, k](const Array& a) {
+    return a.ndim() == 2 && a.shape(1) == k && (a.shape(0) == n || a.shape(0) == 1);
+  };
   if (n < 0 || k < 1 || !rows(sigma) || !rows(window))
     throw std::invalid_argument("blur_windows: sigma and window [N, k] or [1, k]");
   auto at = [k](const auto& a, int64_t i, int64_t axis) { return a.data()[(a.shape(0) == 1 ? 0 : i) * k + axis]; };
@@ -119,7 +121,8 @@ ArrayTuple blur_windows(int64_t n, ArrayOf<double> sigma, I64Array window) {
       const double s = at(sigma, i, a);
       const int64_t given = at(window, i, a);
       const int64_t w = given > 0 ? given : int64_t(2 * std::ceil(s * 3) + 1);
-      if (w % 2 == 0) throw std::invalid_argument("Kernel window should have odd length, got: " + std::to_string(w) + ".");
+      if (w % 2 == 0)
+        throw std::invalid_argument("Kernel window should have odd length, got: " + std::to_string(w) + ".");
       const int64_t radius = (w - 1) / 2;
       windows.mutable_data()[i * k + a] = w;
       sigmas.mutable_data()[i * k + a] = float(s > 0 ? s : double(radius - 1) * 0.3 + 0.8);  // OpenCV's rule

@@ -110,7 +110,8 @@ I64Array transpose_descriptors(I64Array src_shapes, I64Array src_offsets, std::v
     if (permutation) seen[p] = true;
   }
   if (n < 0 || nd > kMaxDims || !permutation || src_offsets.size() != n || dst_offsets.size() != n)
-    throw std::invalid_argument("transpose_descriptors: shapes [N, nd <= 8], a permutation of the nd dims, offsets [N]");
+    throw std::invalid_argument(
+        "transpose_descriptors: shapes [N, nd <= 8], a permutation of the nd dims, offsets [N]");
   auto desc = I64Array::empty({n, kWidth});
   int64_t strides[kMaxDims];
   for (int64_t i = 0; i < n; ++i) {

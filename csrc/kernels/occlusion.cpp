@@ -148,7 +148,8 @@ ArrayTuple erase_regions(I64Array sample_shapes, I64Array axes, ArrayOf<double> 
       !per_sample(shape_counts))
     throw std::invalid_argument("erase_regions: shapes [N, nd], axes [k], starts and counts [N] or [1]");
   for (int64_t a = 0; a < k; ++a)
-    if (axes.data()[a] < 0 || axes.data()[a] >= nd) throw std::invalid_argument("erase_regions: an axis is out of range");
+    if (axes.data()[a] < 0 || axes.data()[a] >= nd)
+      throw std::invalid_argument("erase_regions: an axis is out of range");
   auto at = [](const I64Array& a, int64_t i) { return a.data()[a.size() == 1 ? 0 : i]; };
   auto box_offsets = I64Array::empty({n + 1});
   int64_t* first = box_offsets.mutable_data();

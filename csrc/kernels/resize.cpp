@@ -419,7 +419,9 @@ ArrayTuple resize_output_sizes(ArrayOf<double> regions, const std::vector<ArrayO
                                bool subpixel_scale) {
   const int64_t s = int64_t(requested.size());
   const int64_t n = regions.ndim() == 2 && regions.shape(1) == 2 * s ? regions.shape(0) : -1;
-  auto fits = [n](const ArrayOf<double>& column) { return column.ndim() == 1 && (column.size() == 1 || column.size() == n); };
+  auto fits = [n](const ArrayOf<double>& column) {
+    return column.ndim() == 1 && (column.size() == 1 || column.size() == n);
+  };
   if (s < 1 || n < 0 || !fits(shorter) || !fits(longer) || !std::all_of(requested.begin(), requested.end(), fits))
     throw std::invalid_argument("resize_output_sizes: regions [N, 2S] for S >= 1 axes, and each size [N] or [1]");
   if (mode < 0 || mode > 3) throw std::invalid_argument("resize_output_sizes: mode must be 0 to 3");

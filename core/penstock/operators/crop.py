@@ -376,7 +376,6 @@ class Pad(Operator):
         padded[rows, axes[given]] = True
         ext = src._shapes
         target = np.where(padded, ext.max(axis=0) if n else 0, ext)  # the batch maximum of each padded dim
-        counts = given.sum(axis=1)
 
         def per_axis(name: str) -> np.ndarray | None:
             """A per-axis argument spread over the dims each sample pads ([N, nd], -1 where not given;
