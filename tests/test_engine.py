@@ -229,6 +229,11 @@ def test_with_columns_and_regions_are_numpys():
         _engine.with_columns(shapes, 0, np.ones((3, 2), np.int64))
     with pytest.raises(ValueError, match="columns"):
         _engine.whole_regions(shapes, 2, 2)
+    shapes5 = np.array([[2, 3, 4, 5, 6], [1, 7, 8, 9, 1]], np.int64)
+    np.testing.assert_array_equal(_engine.outer_spatial_channels(shapes5, 2, 2), [[6, 4, 5, 6], [7, 8, 9, 1]])
+    np.testing.assert_array_equal(_engine.outer_spatial_channels(shapes5[:, :2], 0, 2), [[1, 2, 3, 1], [1, 1, 7, 1]])
+    zeros = _engine.zero_table(3, 5)
+    assert zeros.dtype == np.int64 and zeros.shape == (3, 5) and not zeros.any() and zeros.flags.writeable
     windows = np.array([[1, 2, 30, 40], [0, 5, 7, 1]], np.int64)  # anchors (y, x), then sizes (h, w)
     regions = _engine.window_regions(windows)
     assert regions.dtype == np.float64 and regions.tolist() == [[1, 2, 31, 42], [0, 5, 7, 6]]
