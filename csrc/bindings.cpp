@@ -499,10 +499,10 @@ PYBIND11_MODULE(_engine, m) {
         "(the GIL stays held)",
         "pointers"_a, "pitches"_a, "windows"_a, "channels"_a, "reverse"_a, "dst_offsets"_a);
   m.def("host_share_choose", &host_share_choose,
-        "The mask of a batch's JPEGs for the host beside the GPU decoder, from each sample's GPU bytes and host "
-        "cost, what the host decodes anyway, both sides' rates and the largest host cost per GPU byte (the GIL "
-        "stays held)",
-        "gpu_bytes"_a, "host_costs"_a, "host_already"_a, "host_rate"_a, "gpu_rate"_a, "max_ratio"_a);
+        "The mask of a batch's JPEGs for the host beside the GPU decoder, and whether the cap was lifted, from "
+        "each sample's GPU bytes and host cost, what the host decodes anyway, both sides' rates, the largest host "
+        "cost per GPU byte and the least gain that lifts it (the GIL stays held)",
+        "gpu_bytes"_a, "host_costs"_a, "host_already"_a, "host_rate"_a, "gpu_rate"_a, "max_ratio"_a, "open_gain"_a);
   m.def("verify_jpegs", &image::verify_jpegs,
         "Read the JPEGs of an encoded batch through to their end markers (no pixels made): a JPEG in which "
         "libjpeg-turbo finds corrupt data is its sample's error; files read through before are not read again",

@@ -1,5 +1,8 @@
 """The host's share of a batch's JPEGs beside the GPU decoder (operators._image_decode_split)."""
 import numpy as np
+import pytest
+
+from penstock import _engine
 
 from penstock.operators._image_decode_split import HostShare, host_cost
 
@@ -79,17 +82,69 @@ def test_measured_rates_steer_the_split_to_the_true_balance():
     assert abs(host_time - gpu_time) <= max(costs.max() / true_host, lengths.max() / true_gpu)
 
 
-def test_whole_images_and_windows_down_to_the_bottom_stay_on_the_gpu():
+def _whole_images(rng, n=256):
+    lengths, windows, shapes = _batch(rng, n)
+    windows[:] = np.column_stack([np.zeros((n, 2), np.int64), shapes[:, :2]])
+    return lengths, windows, shapes
+
+
+def _host_rate_for_gain(gain: float, gpu_rate: float) -> float:
+    """The host rate at which giving the host its balanced share of whole images would finish a
+    batch ``gain`` of the GPU's time alone sooner (the host's share of the bytes is then ``gain``)."""
+    return gpu_rate * gain / (1 - gain)
+
+
+def test_while_the_gpu_decoder_keeps_up_only_windows_that_spare_the_host_qualify():
+    """The pipeline alone on an H200: the GPU decoder at ~2 GB/s, 8 host threads at their first guess
+    (30 MB/s each). Whole images and windows down to the bottom row stay on the GPU, whatever the
+    balance would give the host."""
     rng = np.random.default_rng(3)
     lengths, windows, shapes = _batch(rng)
     windows[:, 0] = shapes[:, 0] - windows[:, 2]  # every window reaches the bottom row
     windows[: len(windows) // 2, 1] = 0
     windows[: len(windows) // 2, 3] = shapes[: len(windows) // 2, 1]  # and half are full width
-    share = HostShare(host_rate=1e12, gpu_rate=1.0)  # however fast the host seems
+    share = HostShare(host_rate=8 * 30e6, gpu_rate=2e9)
     costs = host_cost(lengths, windows, shapes)
     mask = share.choose(lengths, costs)
     assert not mask[: len(windows) // 2].any()
     assert (costs[mask] <= 0.5 * lengths[mask]).all()
+    assert not share.cap_lifted
+    whole = _whole_images(rng)
+    assert not share.choose(whole[0], host_cost(*whole)).any()
+
+
+def test_a_gpu_decoder_slowed_down_gives_the_host_whole_images_to_balance():
+    """Beside a training model the GPU side fell to 350 MB/s: the balance over all samples would
+    finish the batch far sooner than the capped one, and the host takes whole images up to it."""
+    rng = np.random.default_rng(4)
+    lengths, windows, shapes = _whole_images(rng)
+    costs = host_cost(lengths, windows, shapes)
+    host_rate, gpu_rate = 260e6, 350e6
+    share = HostShare(host_rate, gpu_rate)
+    mask = share.choose(lengths, costs)
+    assert share.cap_lifted
+    host_time, gpu_time = costs[mask].sum() / host_rate, lengths[~mask].sum() / gpu_rate
+    assert abs(host_time - gpu_time) <= max(costs.max() / host_rate, lengths.max() / gpu_rate)
+    assert max(host_time, gpu_time) < 0.6 * lengths.sum() / gpu_rate
+
+
+@pytest.mark.parametrize("gain,lifted_before,lifted_after", [
+    (0.3, False, True),   # a large gain lifts the cap
+    (0.15, False, False),  # a middling one does not lift it ...
+    (0.15, True, True),   # ... nor drop it once lifted
+    (0.05, True, False),  # a small one drops it
+])
+def test_the_cap_lifts_past_one_gain_and_drops_under_a_smaller_one(gain, lifted_before, lifted_after):
+    rng = np.random.default_rng(6)
+    lengths, windows, shapes = _whole_images(rng)
+    costs = host_cost(lengths, windows, shapes)
+    share = HostShare(_host_rate_for_gain(gain, 1e9), 1e9)
+    share.cap_lifted = lifted_before
+    mask = share.choose(lengths, costs)
+    assert share.cap_lifted == lifted_after
+    assert mask.any() == lifted_after  # no whole image qualifies under the cap
+    if lifted_after:
+        assert abs(lengths[mask].sum() / lengths.sum() - gain) < 0.01
 
 
 def test_empty_batches_and_empty_measurements_change_nothing():
@@ -100,30 +155,38 @@ def test_empty_batches_and_empty_measurements_change_nothing():
     assert share.rates == {"host": 1.0, "gpu": 2.0}
 
 
-def _choose_reference(gpu_bytes, host_costs, host_already, host_rate, gpu_rate, max_ratio=0.5):
-    """The split written out with numpy."""
-    mask = np.zeros(len(gpu_bytes), bool)
+def _choose_reference(gpu_bytes, host_costs, host_already, host_rate, gpu_rate, open_gain, max_ratio=0.5):
+    """The split written out with numpy: the mask, and whether the cap was lifted."""
     ratio = host_costs / np.maximum(gpu_bytes, 1)
     order = np.argsort(ratio, kind="stable")
-    order = order[:int(np.count_nonzero(ratio <= max_ratio))]
     host_time = (host_already + np.concatenate([[0.0], np.cumsum(host_costs[order])])) / host_rate
     gpu_left = float(gpu_bytes.sum()) - np.concatenate([[0.0], np.cumsum(gpu_bytes[order])])
-    k = int(np.argmin(np.maximum(host_time, np.maximum(gpu_left, 0.0) / gpu_rate)))
-    mask[order[:k]] = True
-    return mask
+    finish = np.maximum(host_time, np.maximum(gpu_left, 0.0) / gpu_rate)
+    capped = int(np.argmin(finish[:int(np.count_nonzero(ratio <= max_ratio)) + 1]))
+    best = int(np.argmin(finish))
+    lifted = best > capped and finish[best] <= (1 - open_gain) * finish[capped]
+    mask = np.zeros(len(gpu_bytes), bool)
+    mask[order[:best if lifted else capped]] = True
+    return mask, lifted
 
 
 def test_the_engines_split_is_the_algorithm_written_out():
     rng = np.random.default_rng(5)
-    for trial in range(60):
+    lifted = 0
+    for trial in range(120):
         lengths, windows, shapes = _batch(rng)
         costs = host_cost(lengths, windows, shapes)
-        host_rate, gpu_rate = rng.uniform(50e6, 3000e6), rng.uniform(500e6, 3000e6)
+        host_rate, gpu_rate = rng.uniform(50e6, 3000e6), rng.uniform(200e6, 3000e6)
         already = float(costs.sum()) * rng.choice([0.0, 0.1, 0.5])
-        share = HostShare(host_rate, gpu_rate)
-        np.testing.assert_array_equal(share.choose(lengths, costs, already),
-                                      _choose_reference(lengths.astype(float), costs, already, host_rate, gpu_rate))
-    assert HostShare(1e6, 1e6).choose(np.zeros(0), np.zeros(0)).shape == (0,)
+        gain = rng.choice([0.0, 0.1, 0.2, 1.0])
+        mask, was_lifted = _engine.host_share_choose(lengths, costs, already, host_rate, gpu_rate, 0.5, gain)
+        want_mask, want_lifted = _choose_reference(lengths.astype(float), costs, already, host_rate, gpu_rate, gain)
+        np.testing.assert_array_equal(mask, want_mask)
+        assert was_lifted == want_lifted
+        lifted += was_lifted
+    assert 10 < lifted < 110  # both ways, often
+    share = HostShare(1e6, 1e6)
+    assert share.choose(np.zeros(0), np.zeros(0)).shape == (0,) and not share.cap_lifted
 
 
 def test_a_sides_rate_is_its_work_over_its_time_not_its_quick_batches():

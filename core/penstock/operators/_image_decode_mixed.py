@@ -7,8 +7,8 @@ decoding); other formats, and anything nvImageCodec cannot decode, go to penstoc
 (region-of-interest decoding too) on threads of its own, at the same time. With the default
 ``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
 of a whole image's work (random crops), sized from both sides' measured rates so that they finish
-together (``_image_decode_split``): the GPU side is bound by its engines, and the host has cores to
-spare.
+together, and of whole images too when that would finish the batch far sooner
+(``_image_decode_split``): the GPU side is bound by its engines, and the host has cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
 stream of its own, and writes each sample's window into the output batch. With
@@ -400,13 +400,15 @@ def _codec_threads(num_threads: int) -> int:
 
 
 def _host_threads(num_threads: int) -> int:
-    """The host side's threads beside the GPU decoder. Measured on an H200 with 16 host cores
-    (ResNet-50 train pipeline, one run each): 2 threads 14.2k img/s, 4 22.0k, 6 23.5k; in another
-    run 4, 6, 8 and 10 threads 22.5k, 22.3k, 22.0k and 22.5k (more threads take the cores that the
-    pipeline's own threads and nvImageCodec's need); later, interleaved, 6 threads 19.3-23.4k
-    against 4 threads 19.3-22.9k: the share the host may take (windows that spare it half an
-    image's work) bounds it more than its threads do."""
-    return max(1, num_threads // 4)
+    """The host side's threads beside the GPU decoder: half the pipeline's. They decode only the
+    share the split gives them, sized by their measured rate, so more threads cost nothing while the
+    GPU decoder keeps up and give the host room to take most of the batch when it does not (beside a
+    training model that slows the GPU decoder down, see _image_decode_split). Measured on an H200
+    with 16 host cores (ResNet-50 train pipeline alone, the share capped at windows that spare the
+    host half an image's work): 2 threads 14.2k img/s, 4 22.0k, 6 23.5k; in another run 4, 6, 8 and
+    10 threads 22.5k, 22.3k, 22.0k and 22.5k; later, interleaved, 6 threads 19.3-23.4k against 4
+    threads 19.3-22.9k: there the cap bounds the host's share more than its threads do."""
+    return max(1, num_threads // 2)
 
 
 def _split_by_bytes(lengths: np.ndarray, parts: int | np.ndarray) -> list[np.ndarray]:

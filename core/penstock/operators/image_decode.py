@@ -64,7 +64,7 @@ _DECODER_ARGS = [
         "mixed backend: share of each batch's JPEGs for the GPU's hardware JPEG decoder; nvImageCodec's "
         "CUDA decoder takes the rest. With the default, nvImageCodec adapts the split from there to keep "
         "both busy, and the host decodes a share of the JPEGs whose windows are small (random crops), sized "
-        "from both sides' measured rates; "
+        "from both sides' measured rates, and of whole images too when the GPU side falls far behind; "
         "any other value is fixed, with no host share"),
     Arg("hybrid_huffman_threshold", ArgType.INT, 1000000,
         "mixed backend: JPEGs of more pixels than this have their Huffman codes decoded by nvJPEG's hybrid "
