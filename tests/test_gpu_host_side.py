@@ -147,8 +147,9 @@ def test_a_thread_busy_in_python_does_not_stall_the_pipeline(monkeypatch, kernel
 
 
 def test_the_engines_threads_end_with_the_pipeline(monkeypatch, kernels, photos):
-    """The mixed decoder's host side and the reader's read-ahead run on native threads of the engine
-    (engine/background.h): a dropped pipeline ends them, as it ends its Python threads."""
+    """The mixed decoder's host side (its share of the decoding, the read-through of the GPU's JPEGs)
+    and the reader's read-ahead run on native threads of the engine (engine/background.h): a dropped
+    pipeline ends them, as it ends its Python threads."""
     import gc
     import os
 
@@ -157,7 +158,7 @@ def test_the_engines_threads_end_with_the_pipeline(monkeypatch, kernels, photos)
         for task in os.listdir("/proc/self/task"):
             try:
                 with open(f"/proc/self/task/{task}/comm") as f:
-                    if f.read().strip() in ("penstock-host", "penstock-reader"):
+                    if f.read().strip() in ("penstock-host", "penstock-check", "penstock-reader"):
                         found.add(task)
             except OSError:  # ended meanwhile
                 pass
@@ -167,7 +168,7 @@ def test_the_engines_threads_end_with_the_pipeline(monkeypatch, kernels, photos)
     pipe = _train_pipeline(photos, 0)
     pipe.run()
     started = native() - before
-    assert len(started) == 2  # one of each
+    assert len(started) == 3  # one of each
     del pipe
     deadline = time.monotonic() + 5
     while started & native() and time.monotonic() < deadline:

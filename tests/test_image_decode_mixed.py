@@ -325,3 +325,27 @@ def test_the_host_reads_the_gpus_jpegs_through_and_refuses_a_corrupt_one(accept_
         assert len(stand_in.calls) == 2  # the GPU decoded every batch whole, the corrupt file too
     finally:
         decoder._release()
+
+
+def test_the_read_through_does_not_wait_for_the_hosts_share_of_the_decoding():
+    """In a first epoch the read-through of the GPU's JPEGs is the host's largest work: it runs beside
+    the host's share of the decoding, on the pipeline's threads, not queued behind it."""
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    src, shapes, encoded = _jpeg_batch([(48 + i, 64) for i in range(3)], np.random.default_rng(11))
+    op = _FakeOperator()
+    decoder = _mixed_decode.MixedDecoder(op)
+    decoder._host_pool = _engine.ThreadPool(1)
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(1))
+    copies = 8000  # a long share for the host: ~0.4 s of decoding on its one thread
+    many = np.concatenate([encoded[0]] * copies)
+    lengths = np.full((copies, 1), len(encoded[0]), np.int64)
+    share = _engine.decode_images_later(decoder._host, decoder._host_pool, many, lengths,
+                                        np.arange(copies, dtype=np.int64) * len(encoded[0]), 0, True, None, False,
+                                        False, None, False)
+    try:
+        decoder._check_jpegs(ws, src, np.array([0, 1, 2]))()  # read through while the share decodes
+        assert not share.done()
+        assert len(share.result()[0]) > 0
+    finally:
+        decoder._release()

@@ -106,9 +106,10 @@ class MixedDecoder:
         self._opened = False
         self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
         self._host_pool: Any = None  # the host side's threads beside the GPU decoders
-        # the host's side of a batch, on a native thread (no Python thread wakes up for it): its share
-        # of the decoding, then the read-through of the GPU's JPEGs
+        # the host's side of a batch on native threads (no Python thread wakes up for them): its share
+        # of the decoding, and beside it the read-through of the GPU's JPEGs (_check_jpegs)
         self._host = _engine.Background("penstock-host")
+        self._checks = _engine.Background("penstock-check")
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode", defers=True)
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
@@ -137,6 +138,7 @@ class MixedDecoder:
         for w in workers:
             w.join()  # no batch uses the decoders any more
         self._host.close()
+        self._checks.close()
         self._opened = False
         for decoder in self.decoders:
             decoder.close()
@@ -278,8 +280,8 @@ class MixedDecoder:
         goes to the host share's rates."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
-        # about half a host decode, a later one a hash), after its own share, on its native thread; a
-        # corrupt one is the batch's error
+        # about half a host decode, a later one a hash), beside its own share; a corrupt one is the
+        # batch's error
         host_part = self._decode_host(ws, src, host_idx, crop) if len(host_idx) else None
         check = len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"]
         reading = self._check_jpegs(ws, src, gpu_idx) if check else None
@@ -340,14 +342,18 @@ class MixedDecoder:
         return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
 
     def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:
-        """Starts reading the JPEGs ``idx`` (those the GPU decoded) through on the host's thread as the
-        CPU decoders do, without making pixels; returns what raises a corrupt one's error. nvImageCodec's
-        decoders decode a scan that corruption put out of step without a word, the pixels partly made
-        up. A file read through once is not read again (the engine remembers its bytes): its first
-        epoch costs ~45% of a host decode (0.64 ms of 1.41 for an 87 KB photograph on one core), a
-        later one a hash of its bytes (0.01 ms)."""
+        """Starts reading the JPEGs ``idx`` (those the GPU decoded) through as the CPU decoders do,
+        without making pixels; returns what raises a corrupt one's error. nvImageCodec's decoders
+        decode a scan that corruption put out of step without a word, the pixels partly made up. A
+        file read through once is not read again (the engine remembers its bytes): its first epoch
+        costs about half a host decode (0.64 ms of 1.41 for an 87 KB photograph on one core; 0.72 of
+        1.29 on another), a later one a hash of its bytes (0.01-0.04 ms). In a first epoch it is the
+        host's largest work: the ~220 JPEGs of a batch of 256 the GPU decodes are ~150 ms of a core.
+        So it runs on a native thread of its own over the pipeline's threads (``num_threads``, idle in
+        a GPU pipeline but for the reader's batches and the header parse), not on the host side's
+        threads behind its share of the decoding, where each batch waited for both in turn."""
         sub = _subset(src, idx)
-        pending = _engine.verify_jpegs_later(self._host, self._host_pool_for(ws), sub._buf, sub._shapes, sub._offsets)
+        pending = _engine.verify_jpegs_later(self._checks, ws.pool, sub._buf, sub._shapes, sub._offsets)
 
         def result() -> None:
             with _samples_of_the_batch(idx):
