@@ -36,9 +36,8 @@ import photos  # noqa: E402
 from _common import (GpuMemorySampler, add_variant_option, alternating_rounds, bench_parser,  # noqa: E402
                      dali_available, decoder_args_option, emit, gpu_name, library, median, module_exists, parsed,
                      parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
-from _pipelines import KINDS, rn50_pipeline  # noqa: E402
+from _pipelines import GPU_BATCH as BATCH, KINDS, rn50_pipeline  # noqa: E402
 
-BATCH = 256
 # The systems, each a library and the decoder arguments it runs with.
 SYSTEMS = {"penstock": ("penstock", {}), "dali": ("dali", {}), "dali-tuned": ("dali", {"hw_decoder_load": 0.9})}
 # penstock with a given number of decoder processes beside its in-process decoder (not in the default sweep)
