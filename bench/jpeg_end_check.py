@@ -14,7 +14,7 @@ through beside the decoding (about half a host decode each): the same, with each
 first epoch is more than the prefetching).
 
     python bench/jpeg_end_check.py [--set imagenet-like] [--images 256] [--rounds 9]
-    python bench/jpeg_end_check.py --device gpu --images 8192 --threads 16 --rounds 3
+    python bench/jpeg_end_check.py --device gpu --images 4096 --threads 16 --rounds 3
 """
 from __future__ import annotations
 
