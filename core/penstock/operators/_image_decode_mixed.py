@@ -413,9 +413,9 @@ def _host_threads(num_threads: int) -> int:
     with 16 host cores (ResNet-50 train pipeline alone, the share capped at windows that spare the
     host half an image's work): 2 threads 14.2k img/s, 4 22.0k, 6 23.5k; in another run 4, 6, 8 and
     10 threads 22.5k, 22.3k, 22.0k and 22.5k; later, interleaved, 6 threads 19.3-23.4k against 4
-    threads 19.3-22.9k: there the cap bounds the host's share more than its threads do. A quarter of
-    8 pipeline threads was the 2 of the slowest of those runs (the train pipeline with 8 threads ran
-    0.94x DALI 2.4's in a later one, 1.09x with 16)."""
+    threads 19.3-22.9k: there the cap bounds the host's share more than its threads do. With 8
+    pipeline threads a quarter was 2, the count of the slowest of those runs (and the train pipeline
+    with 8 threads ran at 0.94x DALI 2.4's in a later run, against 1.09x with 16)."""
     return max(1, num_threads // 2)
 
 
