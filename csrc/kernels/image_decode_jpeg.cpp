@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include <jpeglib.h>
@@ -156,7 +157,9 @@ int orientation_of(const jpeg_decompress_struct& c) {
 // check costs a file one read past a window per process, not one per epoch. Open addressing over
 // 64-bit hashes (0 marks an empty slot), grown to at most kMaxSlots (64 MB: 4M files kept). It
 // never waits for its lock: held by another thread (or by a parent's thread when this process was
-// forked), a file is read through again and not remembered.
+// forked), a file is read through again and not remembered. Lookups share it: a mixed decoder's
+// read-through looks a batch's files up on all the pipeline's threads at once, every epoch, and a
+// lookup refused by another one would read its file through again (half a decode).
 class VerifiedJpegs {
  public:
   static VerifiedJpegs& instance() {
@@ -164,11 +167,11 @@ class VerifiedJpegs {
     return verified;
   }
   bool contains(uint64_t key) {
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    std::shared_lock<std::shared_mutex> lock(mutex_, std::try_to_lock);
     return lock.owns_lock() && !slots_.empty() && slots_[find(key)] == key;
   }
   void insert(uint64_t key) {
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    std::unique_lock<std::shared_mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return;
     if (2 * (used_ + 1) > slots_.size()) {
       if (slots_.size() >= kMaxSlots) return;  // full: later files pay the read each time
@@ -188,7 +191,7 @@ class VerifiedJpegs {
     while (slots_[i] && slots_[i] != key) i = (i + 1) & mask;
     return i;
   }
-  std::mutex mutex_;
+  std::shared_mutex mutex_;
   std::vector<uint64_t> slots_;
   size_t used_ = 0;
 };

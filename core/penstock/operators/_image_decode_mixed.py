@@ -346,9 +346,9 @@ class MixedDecoder:
         without making pixels; returns what raises a corrupt one's error. nvImageCodec's decoders
         decode a scan that corruption put out of step without a word, the pixels partly made up. A
         file read through once is not read again (the engine remembers its bytes): its first epoch
-        costs about half a host decode (0.64 ms of 1.41 for an 87 KB photograph on one core; 0.72 of
-        1.29 on another), a later one a hash of its bytes (0.01-0.04 ms). In a first epoch it is the
-        host's largest work: the ~220 JPEGs of a batch of 256 the GPU decodes are ~150 ms of a core.
+        costs about half a host decode (0.64 ms of 1.41 for an 87 KB photograph on one core; 0.50 of
+        1.21 on another), a later one a hash of its bytes (0.01-0.04 ms). In a first epoch it is the
+        host's largest work: the ~220 JPEGs of a batch of 256 the GPU decodes are 110-140 ms of a core.
         So it runs on a native thread of its own over the pipeline's threads (``num_threads``, idle in
         a GPU pipeline but for the reader's batches and the header parse), not on the host side's
         threads behind its share of the decoding, where each batch waited for both in turn."""
