@@ -392,9 +392,9 @@ def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
 def _decoder_thread_budget(num_threads: int) -> int:
     """What the decoder's own threads are sized from: the pipeline's ``num_threads``, but no more
     than the host cores this process may count on. With one pipeline per GPU, a rank given every
-    core of the host (num_threads=64 on each of 4 GPUs) would otherwise add 16 host-decoding and 64
-    nvImageCodec threads per rank, 320 over 64 cores beside the pipelines' own; the single-GPU
-    measurements below of the host-decoding threads peaked at a quarter of 16 cores."""
+    core of the host (num_threads=64 on each of 4 GPUs) would otherwise add 32 host-decoding and 64
+    nvImageCodec threads per rank, 384 over 64 cores beside the pipelines' own; the single-GPU
+    measurements below were made with 16 cores."""
     return min(num_threads, host_cores())
 
 
