@@ -3,7 +3,9 @@ random-crop decoder, resize, crop_mirror_normalize with a random mirror, labels 
 with device_id=0 runs its executor stages, deferred fills, planning and uploads against HostDevice
 (tests/_cuda_on_host.py): device memory is host memory and the kernels are csrc/cuda's, compiled for
 the host. Its batches must be the CPU pipeline's, and a batch must not hold the host for the device
-(no stream or event synchronization between batches)."""
+(no stream or event synchronization between batches). With a stand-in for nvImageCodec (the host's
+decoder writing the GPU side's windows), the mixed decoder's split between its sides and its check
+of the GPU's JPEGs run in the pipeline too."""
 import threading
 import time
 
@@ -175,3 +177,89 @@ def test_the_engines_threads_end_with_the_pipeline(monkeypatch, kernels, photos)
         gc.collect()
         time.sleep(0.01)
     assert not started & native()
+
+
+class _HostCodec:
+    """nvImageCodec stood in for by the host's decoder: each sample's window decoded (tolerating
+    corrupt data, as nvImageCodec does) and written into the output batch, host memory here; each
+    batch reported as taking ``seconds_per_byte`` of its bytes. ``decoded`` lists each call's count."""
+
+    usable = True
+    seconds_per_byte = 0.0
+    made: list = []
+
+    def __init__(self, ctx, options, cpu_threads, hw_load, adaptive):
+        from penstock import _engine
+        self.engine = _engine
+        self.pool = _engine.ThreadPool(1)
+        self.fancy = "fancy_upsampling=1" in options
+        self.decoded: list = []
+        _HostCodec.made.append(self)
+
+    def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
+        buf, got, offsets, _ = self.engine.decode_images(self.pool, encoded, lengths.reshape(-1, 1), starts, 0, orient,
+                                                         windows, fancy_upsampling=self.fancy,
+                                                         accept_corrupt_jpeg=True)
+        for k, volume in enumerate(got.prod(axis=1)):
+            out[out_offsets[k]:out_offsets[k] + volume] = buf[offsets[k]:offsets[k] + volume]
+        self.decoded.append(len(starts))
+        return np.ones(len(starts), bool), float(lengths.sum()) * self.seconds_per_byte
+
+    def close(self):
+        pass
+
+
+def _with_host_codec(monkeypatch, kernels, seconds_per_byte):
+    from penstock._cuda import _nvimgcodec
+    from penstock.operators import _image_decode_mixed
+    use_host_device(monkeypatch, HostDevice(kernels))
+    monkeypatch.setattr(_image_decode_mixed, "_has_nvimgcodec", lambda: True)
+    monkeypatch.setattr(_nvimgcodec, "DeviceDecoder", _HostCodec)
+    monkeypatch.setattr(_HostCodec, "seconds_per_byte", seconds_per_byte)
+    monkeypatch.setattr(_HostCodec, "made", [])
+
+
+@pytest.mark.parametrize("gpu_rate,gpu_keeps_most", [(2e9, True), (1e5, False)])
+def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypatch, kernels, photos, gpu_rate,
+                                                                        gpu_keeps_most):
+    """The mixed decoder's two sides in a whole pipeline, its GPU side a stand-in: as fast as an
+    H200's engines, the GPU keeps most of the batch (the host takes only windows that spare it half
+    an image); far behind (a GPU shared with a training model), the cap lifts and the host decodes
+    whole batches. Either way the batches are the CPU pipeline's."""
+    _with_host_codec(monkeypatch, kernels, 1 / gpu_rate)
+    gpu, cpu = _train_pipeline(photos, 0, batch_size=8), _train_pipeline(photos, None, batch_size=8)
+    for _ in range(8):
+        (images, _), (want, _) = gpu.run(), cpu.run()
+        for got, expected in zip(_samples(images), _samples(want)):
+            np.testing.assert_allclose(got, expected, atol=1.01 / min(STD))
+    decoded = _HostCodec.made[0].decoded  # the GPU side's samples, per batch it had any of
+    if gpu_keeps_most:
+        assert len(decoded) >= 8 and min(decoded[-3:]) >= 4
+    else:  # the first batches, before the GPU side's rate was measured (its first is its set-up); then none
+        assert len(decoded) <= 3
+
+
+def test_a_corrupt_jpeg_the_gpu_decodes_is_its_files_error_in_the_pipeline(monkeypatch, kernels, tmp_path):
+    """The read-through beside the decoding: the stand-in decodes a damaged scan without a word, as
+    nvImageCodec does; the host's check makes it the pipeline's error, naming the file."""
+    from PIL import Image
+
+    from test_image_decode_mixed import _damaged_copy
+    _with_host_codec(monkeypatch, kernels, 1 / 2e9)
+    root = write_smooth_jpegs(tmp_path, 3, lambda i, c: (64, 96 + 8 * i))
+    bad = tmp_path / "1" / "2.jpg"
+    with Image.open(bad) as im:
+        noisy = np.asarray(im).astype(int) // 2 + np.random.default_rng(0).integers(0, 120, (64, 112, 3))
+    Image.fromarray(noisy.clip(0, 255).astype(np.uint8)).save(bad, quality=90)
+    bad.write_bytes(_damaged_copy(np.frombuffer(bad.read_bytes(), np.uint8)).tobytes())
+
+    @pipeline_def(batch_size=6, num_threads=2, device_id=0, seed=3)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=root, name="Reader")
+        return fn.decoders.image(jpegs, device="mixed", hw_decoder_load=0.9)  # no host share: all to the GPU
+    p = pipe()
+    p.build()
+    with pytest.raises(RuntimeError, match="Corrupt JPEG data") as info:
+        p.run()
+    assert "2.jpg" in str(info.value)
+    assert _HostCodec.made[0].decoded[0] == 6  # the GPU side decoded every file, the damaged one too
