@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from penstock import fn, pipeline_def, types
+from penstock import _engine, fn, pipeline_def, types
 
 from _cuda_on_host import HostDevice, compile_for_host, use_host_device
 from _util import write_smooth_jpegs
@@ -189,17 +189,14 @@ class _HostCodec:
     made: list = []
 
     def __init__(self, ctx, options, cpu_threads, hw_load, adaptive):
-        from penstock import _engine
-        self.engine = _engine
         self.pool = _engine.ThreadPool(1)
         self.fancy = "fancy_upsampling=1" in options
         self.decoded: list = []
         _HostCodec.made.append(self)
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
-        buf, got, offsets, _ = self.engine.decode_images(self.pool, encoded, lengths.reshape(-1, 1), starts, 0, orient,
-                                                         windows, fancy_upsampling=self.fancy,
-                                                         accept_corrupt_jpeg=True)
+        buf, got, offsets, _ = _engine.decode_images(self.pool, encoded, lengths.reshape(-1, 1), starts, 0, orient,
+                                                    windows, fancy_upsampling=self.fancy, accept_corrupt_jpeg=True)
         for k, volume in enumerate(got.prod(axis=1)):
             out[out_offsets[k]:out_offsets[k] + volume] = buf[offsets[k]:offsets[k] + volume]
         self.decoded.append(len(starts))
