@@ -200,3 +200,44 @@ def test_a_sides_rate_is_its_work_over_its_time_not_its_quick_batches():
         share.measured("gpu", 1.0, 0.01 if k % 2 else 0.09)
     assert 14 < share.rates["gpu"] < 28
     assert share.rates["host"] == 1.0
+
+
+def test_a_side_left_without_work_is_measured_again():
+    """A side given none of a batch is not measured: after a slow batch of the GPU side (a model's
+    warm-up beside it) the split would keep every JPEG on the host for good. After _FORGET_AFTER
+    batches in a row without work, the side's rate is the first guess again, and the next split
+    gives it work; measured fast again, it keeps most of the batch."""
+    from penstock.operators import _image_decode_split as split
+    rng = np.random.default_rng(8)
+    lengths, windows, shapes = _whole_images(rng)
+    costs = host_cost(lengths, windows, shapes)
+    share = HostShare(host_rate=300e6, gpu_rate=2e9)
+    share.measured("gpu", 1.0, 1.0)  # the set-up
+    share.measured("gpu", float(lengths.sum()), 100.0)  # one batch the GPU side took ages over
+    for _ in range(split._FORGET_AFTER):
+        assert share.choose(lengths, costs).all()  # the host takes everything, the GPU is not measured
+    assert share.rates["gpu"] == 2e9  # forgotten: the guess again
+    mask = share.choose(lengths, costs)
+    assert mask.mean() < 0.25  # the GPU side takes most of the batch and is measured
+    share.measured("gpu", float(lengths[~mask].sum()), float(lengths[~mask].sum()) / 1.5e9)
+    assert share.rates["gpu"] == pytest.approx(1.5e9)  # afresh, not smoothed with the slow batch
+    assert share.choose(lengths, costs).mean() < 0.25
+    # the host side likewise: measured very slow, it is left without work, then its guess comes back
+    share.measured("host", 1.0, 1.0)
+    share.measured("host", 1.0, 1.0)
+    assert share.rates["host"] == 1.0
+    for _ in range(split._FORGET_AFTER):
+        assert not share.choose(lengths, costs).any()
+    assert share.rates["host"] == 300e6
+
+
+def test_a_side_given_work_now_and_then_keeps_its_measurement():
+    from penstock.operators import _image_decode_split as split
+    share = HostShare(host_rate=1.0, gpu_rate=1.0)
+    lengths = np.array([100.0, 100.0])
+    for k in range(3 * split._FORGET_AFTER):
+        # measured so slow that the host takes everything, but for one batch in ten
+        share.rates["gpu"] = 1e-9 if k % 10 else 1e9
+        measured = share.rates["gpu"]
+        share.choose(lengths, lengths)
+        assert share.rates["gpu"] == measured  # never idle long enough to be forgotten

@@ -42,6 +42,11 @@ _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take
 # the least share of the capped split's expected time that lifting the cap must save, to lift it and
 # to keep it lifted: a margin for what the rates leave out (the host's uploads, the cores it takes)
 _OPEN_GAIN, _CLOSE_GAIN = 0.2, 0.1
+# A side given none of this many batches in a row has its measurement forgotten: its rate is the first
+# guess again, and the next split gives it work to measure. A side without work is not measured, so
+# one slow batch of the GPU side (a model's warm-up beside it) would otherwise keep every JPEG on the
+# host for the rest of the run, the hardware engines idle.
+_FORGET_AFTER = 32
 
 
 def host_cost(lengths: np.ndarray, windows: np.ndarray, shapes: np.ndarray) -> np.ndarray:
@@ -60,11 +65,14 @@ class HostShare:
     would let the quick batches outweigh the slow ones: beside a ResNet-50 training on an H200 the
     GPU side took 51 ms a batch for its part (350 MB/s over the run) while such a rate said 830 MB/s,
     and the host got 16% of the JPEGs. A side's first batch pays for its set-up (the decoder's first
-    use, new buffers) and does not count; until a side's rate is measured, the guess given stands."""
+    use, new buffers) and does not count; until a side's rate is measured, the guess given stands,
+    and it stands again after the side was given none of _FORGET_AFTER batches in a row."""
 
     def __init__(self, host_rate: float, gpu_rate: float):
         self.rates = {"host": float(host_rate), "gpu": float(gpu_rate)}
+        self._guesses = dict(self.rates)
         self._batches = {"host": 0, "gpu": 0}
+        self._idle = {"host": 0, "gpu": 0}  # batches in a row the side was given none of
         self._work: dict[str, float] = {}  # per side, smoothed
         self._seconds: dict[str, float] = {}
         self.cap_lifted = False  # whether the last batch's split went past _MAX_HOST_RATIO
@@ -78,7 +86,20 @@ class HostShare:
             gain = _CLOSE_GAIN if self.cap_lifted else _OPEN_GAIN
             mask, self.cap_lifted = _engine.host_share_choose(gpu_bytes, host_costs, float(host_already), host_rate,
                                                               gpu_rate, _MAX_HOST_RATIO, gain)
+            if len(mask):
+                host_took = int(np.count_nonzero(mask))
+                self._given("host", host_took > 0)
+                self._given("gpu", host_took < len(mask))
         return mask
+
+    def _given(self, side: str, work: bool) -> None:
+        """Counts the batches in a row ``side`` had no work; after _FORGET_AFTER, forgets its rate."""
+        self._idle[side] = 0 if work else self._idle[side] + 1
+        if self._idle[side] >= _FORGET_AFTER:
+            self._idle[side] = 0
+            self.rates[side] = self._guesses[side]
+            self._work.pop(side, None)  # its next batch is measured afresh (its set-up is behind it)
+            self._seconds.pop(side, None)
 
     def measured(self, side: str, cost: float, seconds: float) -> None:
         """A batch's measurement of one side (``"host"`` or ``"gpu"``): ``cost`` done in ``seconds``."""
