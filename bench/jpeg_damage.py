@@ -49,7 +49,7 @@ def damaged(data: bytes, kind: str, rng: np.random.Generator) -> bytes:
     start, end = scan_range(data)
     at = start + int((end - start) * _WHERE.get(kind.rsplit("-", 1)[-1], 0.5)) + int(rng.integers(-64, 64))
     at = max(start + 1, min(end - 3, at))
-    while data[at] == 0xFF or data[at - 1] == 0xFF:  # not a marker's or a stuffed byte's
+    while at < end - 3 and (data[at] == 0xFF or data[at - 1] == 0xFF):  # not a marker's or a stuffed byte's
         at += 1
     out = bytearray(data)
     if kind.startswith("bitflip"):

@@ -36,7 +36,7 @@ def test_damage_stays_in_the_scan_and_off_its_markers():
         assert broken != data, kind
         if kind.startswith("bitflip"):
             diff = [i for i, (a, b) in enumerate(zip(data, broken)) if a != b]
-            assert len(diff) == 1 and bin(data[diff[0]] ^ broken[diff[0]]).count("1") in (1, 2), kind
+            assert len(diff) == 1 and bin(data[diff[0]] ^ broken[diff[0]]).count("1") == 1, kind
         assert broken.endswith(b"\xff\xd9") == (kind != "truncate"), kind
 
 
