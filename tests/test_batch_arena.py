@@ -122,6 +122,29 @@ def test_a_block_smaller_than_the_batch_is_never_lent():
     assert block.size == 100 and arena._free == []
 
 
+class _Watched(_Block):
+    """A stand-in block that records, when it goes back to the device, whether its arena's lock is held
+    (freeing device memory synchronizes the device: other threads' batches must not wait on it)."""
+
+    def __init__(self, size, arena, freed):
+        super().__init__(size)
+        self.arena, self.freed = arena, freed
+
+    def __del__(self):
+        self.freed.append(self.arena._lock._is_owned())
+
+
+def test_blocks_go_back_to_the_device_outside_the_arenas_lock():
+    arena, _, _ = _arena()
+    freed = []
+    arena._free.append(_Watched(5, arena, freed))  # given back in the middle of a growth
+    arena._size = 100
+    arena._take(50)
+    arena._free.append(_Watched(100, arena, freed))
+    arena.release_unused()
+    assert freed == [False, False]
+
+
 def test_release_unused_frees_the_free_blocks_only():
     arena, _, _ = _arena()
     lent, free = arena._take(10), arena._take(10)

@@ -70,6 +70,7 @@ class BatchArena:
             while self._free and block is None:
                 block = self._free.pop()
                 if block.size < nbytes:  # given back in the middle of a growth (the collector, on this thread)
+                    outgrown.append(block)
                     block = None
         del outgrown  # freed before the larger block is made, outside the lock (freeing synchronizes the device)
         if block is None:
@@ -86,4 +87,5 @@ class BatchArena:
     def release_unused(self) -> None:
         """Frees the blocks no batch uses."""
         with self._lock:
-            self._free = []
+            unused, self._free = self._free, []
+        del unused  # outside the lock, as in _take
