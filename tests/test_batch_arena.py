@@ -46,7 +46,7 @@ def _arena(device_bytes: int = 1 << 40, error: int = _NO_MEMORY) -> tuple[BatchA
         return made[-1]
 
     pool.free_all_blocks = lambda: setattr(pool, "cached", 0)
-    runtime = types.SimpleNamespace(CUDARuntimeError=_CudaError, errorMemoryAllocation=_NO_MEMORY)
+    runtime = types.SimpleNamespace(CUDARuntimeError=_CudaError)
     ctx = types.SimpleNamespace(device=contextlib.nullcontext(), cp=types.SimpleNamespace(
         cuda=types.SimpleNamespace(Memory=memory, runtime=runtime), get_default_memory_pool=lambda: pool))
     return BatchArena(ctx), made, pool
@@ -198,5 +198,5 @@ def test_memory_the_device_has_no_room_for_frees_the_pools_cached_blocks_then_fa
         assert pool.free_bytes() >= 1 << 20
         with pytest.raises(cp.cuda.runtime.CUDARuntimeError) as failed:
             _pools.own_device_memory(cp, 1 << 60)
-        assert failed.value.status == cp.cuda.runtime.errorMemoryAllocation
+        assert failed.value.status == _pools.CUDA_ERROR_MEMORY_ALLOCATION
         assert pool.free_bytes() == 0

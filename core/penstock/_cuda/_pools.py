@@ -58,6 +58,10 @@ def grown(capacity: int, needed: int, factor: float) -> int:
     return max(int(needed), int(capacity * factor))
 
 
+# cudaErrorMemoryAllocation: CuPy 14's runtime module names no error codes
+CUDA_ERROR_MEMORY_ALLOCATION = 2
+
+
 def own_device_memory(cp: Any, nbytes: int) -> Any:
     """``nbytes`` of device memory outside the pool (cupy.cuda.Memory), on the current device. The
     pool's cached blocks are free memory too: when the device has no room, they go back first, as
@@ -65,7 +69,7 @@ def own_device_memory(cp: Any, nbytes: int) -> Any:
     try:
         return cp.cuda.Memory(nbytes)
     except cp.cuda.runtime.CUDARuntimeError as e:  # cudaMalloc's own error: Memory is not the pool's
-        if e.status != cp.cuda.runtime.errorMemoryAllocation:
+        if e.status != CUDA_ERROR_MEMORY_ALLOCATION:
             raise
     cp.get_default_memory_pool().free_all_blocks()
     return cp.cuda.Memory(nbytes)
