@@ -60,3 +60,20 @@ def test_a_record_per_damage_and_decoder(tmp_path):
     # damage in a scan changes the pixels; the check refuses some of it, never none of all kinds
     assert all(by[k, "penstock"]["changed_pixels"] == 12 for k in jpeg_damage.KINDS)
     assert sum(by[k, "penstock"]["refused"] for k in jpeg_damage.KINDS if not k.startswith("truncate")) > 0
+
+
+def test_a_backend_that_does_not_open_is_a_record_of_its_own(monkeypatch, tmp_path, capsys):
+    opened = jpeg_damage.NvImageCodec
+
+    def some_open(backend):
+        if backend == "hw":
+            raise RuntimeError("nvImageCodec: creating the decoder failed with status 7 (ARCH_MISMATCH)")
+        return opened(backend)
+    monkeypatch.setattr(jpeg_damage, "NvImageCodec", some_open)
+    monkeypatch.setattr(sys, "argv", ["jpeg_damage.py", "--images", "4", "--data-cache", str(tmp_path),
+                                      "--backends", "hw,cpu"])
+    jpeg_damage.main()
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"jpeg_damage"' in line]
+    failed = [r for r in records if r["decoder"] == "nvimgcodec-hw"]
+    assert len(failed) == 1 and "ARCH_MISMATCH" in failed[0]["error"]
+    assert sum(r["decoder"] == "nvimgcodec-cpu" for r in records) == len(jpeg_damage.KINDS)

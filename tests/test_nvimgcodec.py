@@ -61,6 +61,32 @@ def test_decoder_options_name_the_upsampling_and_the_hardware_decoders_batch(fan
     _nvimgcodec.open_decoder(_nvimgcodec.CPU_ONLY, 1, [("cpu", 1.0, _nvimgcodec.FIXED)], text)  # accepted
 
 
+def test_the_default_gives_the_jpegs_to_the_hardware_engines_alone_and_a_given_load_splits_them_as_dali():
+    assert _nvimgcodec.jpeg_backends(0.65, True) == [("hw", 0.65, _nvimgcodec.ADAPTIVE)]
+    assert _nvimgcodec.jpeg_backends(0.3, False) == [("hw", 0.3, _nvimgcodec.FIXED), ("hybrid", 1.0, _nvimgcodec.FIXED)]
+
+
+def test_a_gpu_without_hardware_jpeg_engines_gets_the_cuda_decoder(monkeypatch):
+    opened = []
+
+    def open_decoder(device_id, cpu_threads, backends, options=""):
+        opened.append(backends)
+        if any(name == "hw" for name, _, _ in backends):
+            raise RuntimeError("nvImageCodec: creating the decoder failed with status 7 (ARCH_MISMATCH)")
+        return "the CUDA decoder"
+    monkeypatch.setattr(_nvimgcodec, "open_decoder", open_decoder)
+    assert _nvimgcodec.open_jpeg_decoder(0, 2, 0.65, True, "") == "the CUDA decoder"
+    assert opened == [[("hw", 0.65, _nvimgcodec.ADAPTIVE)], [("hybrid", 1.0, _nvimgcodec.FIXED)]]
+
+
+def test_a_decoder_no_backend_opens_says_nvimagecodecs_status_by_name():
+    # on the CPU no GPU backend opens: the default list's error, with the status named
+    with pytest.raises(RuntimeError, match=r"status 7 \(ARCH_MISMATCH\)"):
+        _nvimgcodec.open_jpeg_decoder(_nvimgcodec.CPU_ONLY, 1, 0.65, True, "")
+    with pytest.raises(RuntimeError, match=r"status 7 \(ARCH_MISMATCH\)"):
+        _nvimgcodec.open_jpeg_decoder(_nvimgcodec.CPU_ONLY, 1, 0.5, False, "")
+
+
 def test_the_library_is_found():
     assert _nvimgcodec.library_dir() is not None
 

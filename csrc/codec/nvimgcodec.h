@@ -68,8 +68,8 @@ class ImageCodecDecoder {
   // or (with `orient`) an EXIF orientation other than the identity are left out (ParsedBatch.parsed()).
   // With `windows` (rows y, x, h, w inside the images), sample k decodes only its window, an h x w
   // image (nvImageCodec gives the region to nvJPEG's hardware engines where nvJPEG says they
-  // support it, else to its CUDA decoder); a window that cannot be made a region of its code stream
-  // leaves its sample out.
+  // support it, else to its CUDA decoder if among the backends); a window that cannot be made a
+  // region of its code stream leaves its sample out.
   std::unique_ptr<ParsedBatch> parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths, I64Array shapes,
                                      bool orient, std::optional<I64Array> windows);
 

@@ -1,9 +1,11 @@
 // Loading nvImageCodec's entry points (see nvimgcodec_api.h).
 #include "codec/nvimgcodec_api.h"
 
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,7 +43,15 @@ const Api& api(const std::string& library) {
 }
 
 void check(int status, const char* what) {
-  if (status != 0) throw std::runtime_error(std::string("nvImageCodec: ") + what + " failed with status " + std::to_string(status));
+  if (status == 0) return;
+  // nvimgcodecStatus_t's names, so that a failure says which without the header at hand
+  static const char* const kNames[] = {"SUCCESS", "NOT_INITIALIZED", "INVALID_PARAMETER", "BAD_CODESTREAM",
+                                       "CODESTREAM_UNSUPPORTED", "ALLOCATOR_FAILURE", "EXECUTION_FAILED",
+                                       "ARCH_MISMATCH", "INTERNAL_ERROR", "IMPLEMENTATION_UNSUPPORTED",
+                                       "MISSED_DEPENDENCIES", "EXTENSION_NOT_INITIALIZED"};
+  std::string name = status > 0 && status < int(std::size(kNames)) ? std::string(" (") + kNames[status] + ")" : "";
+  throw std::runtime_error(std::string("nvImageCodec: ") + what + " failed with status " + std::to_string(status) +
+                           name);
 }
 
 }  // namespace penstock::codec

@@ -1,10 +1,11 @@
 """Mixed (host + GPU) image decoding for the ``device="mixed"`` decoders.
 
-JPEGs go to nvImageCodec, which splits them between the GPU's hardware JPEG engines
-(``hw_decoder_load`` of them; with the default it adapts the split from there to keep both busy)
-and its CUDA decoder, as DALI does, each decoding only a sample's window (region-of-interest
-decoding); other formats, and anything nvImageCodec cannot decode, go to penstock's host decoder
-(region-of-interest decoding too) on threads of its own, at the same time. With the default
+JPEGs go to nvImageCodec, each decoding only a sample's window (region-of-interest decoding). With
+a ``hw_decoder_load`` given, nvImageCodec splits them as DALI does: that share for the GPU's hardware
+JPEG engines, the rest for its CUDA decoder. With the default, the hardware engines take them alone,
+nvImageCodec adapting their share, and the SMs are left to the model (a GPU without the engines
+gets the CUDA decoder). Other formats, and anything nvImageCodec cannot decode, go to penstock's host
+decoder (region-of-interest decoding too) on threads of its own, at the same time. With the default
 ``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
 of a whole image's work (random crops), sized from both sides' measured rates so that they finish
 together, and of whole images too when that would finish the batch far sooner
