@@ -107,6 +107,9 @@ def open_decoder(device_id: int, cpu_threads: int, backends: list, options: str 
                                      options)
 
 
+CUDA_DECODER = ("hybrid", 1.0, FIXED)  # nvJPEG's CUDA decoder, as nvImageCodec declares it
+
+
 def jpeg_backends(hw_load: float, adaptive: bool) -> list:
     """The nvImageCodec backends a mixed decoder's JPEGs go to, in order. nvImageCodec declares
     nvJPEG's CUDA decoder a hybrid (CPU + GPU) backend; its GPU-only kind has no JPEG decoder (opened
@@ -117,7 +120,7 @@ def jpeg_backends(hw_load: float, adaptive: bool) -> list:
     rate on an H200: 11,231 img/s against 13,604, one round each)."""
     if adaptive:
         return [("hw", hw_load, ADAPTIVE)]
-    return [("hw", hw_load, FIXED), ("hybrid", 1.0, FIXED)]
+    return [("hw", hw_load, FIXED), CUDA_DECODER]
 
 
 def open_jpeg_decoder(device_id: int, cpu_threads: int, hw_load: float, adaptive: bool, options: str) -> Any:
@@ -129,7 +132,7 @@ def open_jpeg_decoder(device_id: int, cpu_threads: int, hw_load: float, adaptive
         if not adaptive:  # the CUDA decoder was in the list
             raise
         try:
-            return open_decoder(device_id, cpu_threads, [("hybrid", 1.0, FIXED)], options)
+            return open_decoder(device_id, cpu_threads, [CUDA_DECODER], options)
         except RuntimeError:
             raise without_engines from None
 
