@@ -11,6 +11,7 @@ import subprocess
 import numpy as np
 
 from penstock import _engine
+from penstock._cuda._stream_queue import RELEASE_GIL_FROM
 from penstock._cuda.kernels import GpuKernels
 from penstock._batch import empty_batch
 from penstock.tensors import TensorListGPU
@@ -202,8 +203,22 @@ class HostArray(np.ndarray):
         return _Pointer(self)
 
 
+def _copy_bytes(dst: np.ndarray, src: np.ndarray) -> None:
+    """Copies ``src`` into the uint8 ``dst`` giving the GIL away as the device's upload does
+    (copy_to_device: from RELEASE_GIL_FROM bytes on), not as numpy does (from ~500 elements): a count
+    of hand-backs then depends on the pipeline's work, not on how the batch was split."""
+    src = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
+    if src.nbytes >= RELEASE_GIL_FROM:
+        np.copyto(dst[:src.nbytes], src)
+    else:
+        memoryview(dst)[:src.nbytes] = memoryview(src)  # a memcpy that keeps the GIL
+
+
 def host_array(a: np.ndarray) -> HostArray:
-    return np.ascontiguousarray(a).copy().view(HostArray)
+    a = np.ascontiguousarray(a)
+    out = np.empty(a.shape, a.dtype)
+    _copy_bytes(out.reshape(-1).view(np.uint8), a)
+    return out.view(HostArray)
 
 
 class _Synchronizing:
@@ -262,12 +277,16 @@ class HostDevice(HostContext):
         self.calls["upload"] += 1
         if out is None:
             return host_array(host)
-        out.reshape(-1).view(np.uint8)[:host.nbytes] = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        _copy_bytes(out.reshape(-1).view(np.uint8), host)
         return out
 
     def upload_params(self, *arrays):
+        """As the device's: the arrays packed by the engine, one copy, views of it."""
         self.calls["upload"] += 1
-        return [host_array(a) for a in arrays]
+        parts = [np.ascontiguousarray(a) for a in arrays]
+        packed, offsets = _engine.pack_parts(parts, 16)
+        dev = host_array(packed)
+        return [dev[off:off + a.nbytes].view(a.dtype).reshape(a.shape) for a, off in zip(parts, offsets.tolist())]
 
     @staticmethod
     def reserve_staging(nbytes):
