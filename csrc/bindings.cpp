@@ -301,6 +301,10 @@ PYBIND11_MODULE(_engine, m) {
         "shapes"_a, "first"_a, "count"_a);
   m.def("window_regions", &window_regions,
         "Regions [N, 2K] (starts, then ends; float64) of windows [N, 2K] (anchors, then sizes)", "windows"_a);
+  m.def("image_planes", &image_planes,
+        "The (H, W, C) image planes (frames, channels of channel-first images) of a batch: each one's sample, "
+        "shape [M, 3] and first element, from the columns of the F, C, H, W axes (-1: absent)",
+        "shapes"_a, "offsets"_a, "frame"_a, "channel"_a, "height"_a, "width"_a);
   m.def("first_window_outside", &first_window_outside,
         "The first sample whose window (anchors, windows [N, D]) reaches outside its shape, or -1", "shapes"_a,
         "anchors"_a, "windows"_a);
@@ -481,6 +485,19 @@ PYBIND11_MODULE(_engine, m) {
       "`count` doubles in [0, 1) from a numpy bit generator (its capsule; the caller holds its lock), those "
       "numpy's Generator.random(count) gives (the GIL stays held)",
       "bit_generator"_a, "count"_a);
+  m.def(
+      "random_integers",
+      [](const py::capsule& bit_generator, int64_t count, uint64_t range) {
+        if (count < 0) throw py::value_error("random_integers: count must not be negative");
+        NumpyBitGenerator& bits = bit_generator_of(bit_generator, "random_integers");
+        auto out = I64Array::empty({count});
+        int64_t* draws = out.mutable_data();
+        for (int64_t i = 0; i < count; ++i) draws[i] = int64_t(bounded_draw(bits, range));
+        return out;
+      },
+      "`count` integers in [0, range] from a numpy bit generator (its capsule; the caller holds its lock), those "
+      "numpy's Generator.integers(0, range + 1, count) gives (the GIL stays held)",
+      "bit_generator"_a, "count"_a, "range"_a);
   m.def(
       "random_crop_windows",
       [](const py::capsule& bit_generator, const I64Array& hw, int64_t attempts, double min_area, double max_area,
@@ -826,6 +843,10 @@ PYBIND11_MODULE(_engine, m) {
         without_gil, "pool"_a, "sources"_a, "src_type"_a, "dst"_a, "dst_shapes"_a, "dst_offsets"_a, "dst_type"_a,
         "regions"_a, "region_start"_a);
   m.def("channel_histograms", &channel_histograms, "Per-sample, per-channel histograms of uint8 images", without_gil);
+  m.def("parameter_luts", &parameter_luts,
+        "Lookup tables [N, channels, 256] of posterize, solarize, solarize_add or invert, one parameter per sample "
+        "(the GIL stays held: a batch's tables are a few hundred KB)",
+        "kind"_a, "params"_a, "channels"_a);
   m.def("apply_lut", &apply_lut, "A 256-entry lookup table per sample and channel", without_gil);
   m.def("sharpness", &sharpness, "PIL-style sharpness enhancement, one factor per sample", without_gil);
 

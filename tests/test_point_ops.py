@@ -121,6 +121,36 @@ def test_equalize_takes_frames_and_planar_channels_one_by_one():
         np.testing.assert_array_equal(out, seq.transpose(0, 3, 1, 2))
 
 
+def test_parameter_tables_take_each_sample_s_parameter_for_all_its_planes():
+    rng = np.random.default_rng(4)
+    frames = [rng.integers(0, 256, (2, 5, 6, 3)).astype(np.uint8) for _ in range(3)]
+    thresholds = [30.0, 128.5, 250.0]
+
+    def solarized(images, layout):
+        @pipeline_def(batch_size=len(images), num_threads=2, device_id=None)
+        def pipe():
+            x = fn.external_source(source=lambda: images, batch=True, layout=layout)
+            param = fn.external_source(source=lambda: [np.float32(t) for t in thresholds], batch=True)
+            return make_op(point_ops.SOLARIZE, (x,), {"param": param})[0]
+        out = pipe().run()[0]
+        return [out.at(i) for i in range(len(images))]
+
+    want = [np.where(seq < t, seq, 255 - seq) for seq, t in zip(frames, thresholds)]
+    for got, ref in zip(solarized(frames, "FHWC"), want):
+        np.testing.assert_array_equal(got, ref)
+    planar = [np.ascontiguousarray(seq.transpose(0, 3, 1, 2)) for seq in frames]
+    for got, ref in zip(solarized(planar, "FCHW"), want):
+        np.testing.assert_array_equal(got, ref.transpose(0, 3, 1, 2))
+
+
+def test_posterize_rounds_its_bits_half_to_even_and_clips_them():
+    imgs = _images()
+    bits = [2.5, 3.5, -1.0, 9.0, 0.4, 7.6]
+    kept = [2, 4, 0, 8, 0, 8]
+    for img, b, out in zip(imgs, kept, _run(point_ops.POSTERIZE, imgs, bits)):
+        np.testing.assert_array_equal(out, img & ((0xFF << (8 - b)) & 0xFF))
+
+
 def test_experimental_equalize_is_a_deprecated_alias():
     imgs = _images(2)
     with pytest.warns(DeprecationWarning, match="fn.experimental.equalize` is now deprecated. Use `penstock.fn.equalize"):

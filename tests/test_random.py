@@ -314,3 +314,15 @@ def test_the_engines_doubles_are_numpys(bit_generator):
     assert ours.integers(1 << 40) == theirs.integers(1 << 40)  # both generators moved alike
     with pytest.raises(ValueError, match="count"):
         uniform_doubles(ours, -1)
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.Philox, np.random.MT19937, np.random.SFC64])
+def test_the_engines_integers_are_numpys(bit_generator):
+    from penstock.operators.random import uniform_integers
+    ours, theirs = np.random.Generator(bit_generator(12)), np.random.Generator(bit_generator(12))
+    # below 2^32 - 1 on 32-bit words (Lemire's rejection), at it one word as is, above on 64-bit words
+    for high in (1, 2, 3, 14, 1000, (1 << 31) + 5, (1 << 32) - 1, 1 << 32, (1 << 32) + 1, (1 << 40) + 3):
+        np.testing.assert_array_equal(uniform_integers(ours, 600, high), theirs.integers(0, high, 600))
+    assert ours.random() == theirs.random()  # both generators moved alike
+    with pytest.raises(ValueError, match="high"):
+        uniform_integers(ours, 3, 0)

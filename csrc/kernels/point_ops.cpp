@@ -44,6 +44,43 @@ void channel_histograms(ThreadPool& pool, Array src, I64Array shapes, I64Array o
   });
 }
 
+// The arithmetic of PIL's ImageOps (as the automatic augmentations use them): posterize keeps the
+// round(param) high bits (0-8), solarize inverts values at or above param, solarize_add adds param to
+// values below 128 (rounded half up, saturated), invert is 255 - v. A NaN parameter clips to 0.
+U8Array parameter_luts(const std::string& kind, ArrayOf<double> params, int64_t channels) {
+  enum Kind { kPosterize, kSolarize, kSolarizeAdd, kInvert } k;
+  if (kind == "posterize") k = kPosterize;
+  else if (kind == "solarize") k = kSolarize;
+  else if (kind == "solarize_add") k = kSolarizeAdd;
+  else if (kind == "invert") k = kInvert;
+  else throw std::invalid_argument("parameter_luts: unknown kind '" + kind + "'");
+  if (params.ndim() != 1 || channels < 1)
+    throw std::invalid_argument("parameter_luts: params must be [N] and channels positive");
+  const int64_t n = params.shape(0);
+  auto luts = U8Array::empty({n, channels, 256});
+  uint8_t* out = luts.mutable_data();
+  for (int64_t i = 0; i < n; ++i) {
+    const double p = params.data()[i];
+    uint8_t* row = out + i * channels * 256;
+    for (int v = 0; v < 256; ++v) {
+      int value = v;
+      if (k == kPosterize) {
+        const int bits = int(std::fmin(std::fmax(std::nearbyint(p), 0.0), 8.0));  // round half to even
+        value = v & ((0xFF << (8 - bits)) & 0xFF);
+      } else if (k == kSolarize) {
+        value = double(v) < p ? v : 255 - v;
+      } else if (k == kSolarizeAdd) {
+        value = v < 128 ? int(std::floor(std::fmin(std::fmax(v + p, 0.0), 255.0) + 0.5)) : v;
+      } else {
+        value = 255 - v;
+      }
+      row[v] = uint8_t(value);
+    }
+    for (int64_t c = 1; c < channels; ++c) std::memcpy(row + c * 256, row, 256);
+  }
+  return luts;
+}
+
 // out[p, c] = luts[i, c, in[p, c]]
 void apply_lut(ThreadPool& pool, Array src, I64Array shapes, I64Array offsets, U8Array luts, Array dst,
                I64Array dst_offsets) {

@@ -70,10 +70,9 @@ class Merge(Operator):
                 raise RuntimeError(f"{self.label}: branch results{what} have {len(true_part)} + {len(false_part)} "
                                    f"samples, the predicate selects {len(where[1])} + {len(where[0])}")
             if len(part) == len(mask):  # the whole batch: its samples at their own positions
-                sides.append((part, idx, _engine.take_rows(part._shapes, idx), _engine.take_rows(part._offsets, idx),
-                              np.asarray(part._source_info, object)[idx]))
+                sides.append((part, idx, _engine.take_rows(part._shapes, idx), _engine.take_rows(part._offsets, idx), True))
             else:
-                sides.append((part, idx, part._shapes, part._offsets, np.asarray(part._source_info, object)))
+                sides.append((part, idx, part._shapes, part._offsets, False))
         parts = [p for p, idx, *_ in sides if len(idx)]
         if len({p._buf.dtype for p in parts}) > 1 or len({p.ndim() for p in parts}) > 1:
             raise RuntimeError(f"{self.label}: the branches of a conditional produce different types or "
@@ -85,17 +84,20 @@ class Merge(Operator):
                                f"{sorted(layouts)}")
         ref = parts[0] if parts else true_part
         shapes = _engine.zero_table(len(mask), ref.ndim())
-        infos = np.empty(len(mask), object)
-        for part, idx, part_shapes, _, part_infos in sides:
+        # the source names are Python strings: a list, where numpy's object arrays gave the GIL away
+        infos: list = [""] * len(mask)
+        for part, idx, part_shapes, _, whole in sides:
             if len(idx):  # a side no sample took may be a placeholder (see the executor)
                 shapes = _engine.put_rows(shapes, idx, part_shapes)
-                infos[idx] = part_infos
+                names = part._source_info
+                for j, i in enumerate(idx.tolist()):
+                    infos[i] = names[i if whole else j]
         out = ws.new_batch(shapes, ref._buf.dtype, layouts.pop() if layouts else "")
         for part, idx, part_shapes, part_offsets, _ in sides:
             if len(idx):  # one kernel call per side: copies each of its samples to its slot
                 ws.kernels.concat(ws.pool, [part._buf], [part_shapes], [np.ascontiguousarray(part_offsets)], 0,
                                   out._buf, part_shapes, _engine.take_rows(out._offsets, idx))
-        out._source_info = infos.tolist()
+        out._source_info = infos
         return [out]
 
 

@@ -2,11 +2,12 @@
 and the internal operators of the automatic augmentations (auto-contrast, contrast, posterize,
 solarize, solarize-add, invert, sharpness).
 
-Each point operation is a 256-entry lookup table per image plane and channel, computed in numpy for
-the whole batch (from per-channel histograms where it depends on the image) and applied in one
-kernel call. An image plane is a frame of a sequence, or a channel of a channel-first image: the
-kernels see each as an (H, W, C) image of its own, over the same buffers. On the GPU the tables that depend on the image are computed there from histograms
-taken there (``GpuKernels.histogram_luts``, the same arithmetic), so the host never waits.
+Each point operation is a 256-entry lookup table per image plane and channel, computed for the
+whole batch (by the engine where it depends on the parameter alone; from per-channel histograms
+where it depends on the image) and applied in one kernel call. An image plane is a frame of a
+sequence, or a channel of a channel-first image: the kernels see each as an (H, W, C) image of its
+own, over the same buffers. On the GPU the tables that depend on the image are computed there from
+histograms taken there (``GpuKernels.histogram_luts``, the same arithmetic), so the host never waits.
 """
 from __future__ import annotations
 
@@ -61,24 +62,6 @@ def _contrast(hist: np.ndarray, param: np.ndarray) -> np.ndarray:
     return _lut_u8(grey + param[:, None, None] * (_V - grey))
 
 
-def _posterize(hist: None, param: np.ndarray) -> np.ndarray:
-    bits = np.clip(np.round(param), 0, 8).astype(np.int64)
-    mask = (0xFF << (8 - bits)) & 0xFF
-    return (np.arange(256)[None, :] & mask[:, None]).astype(np.uint8)[:, None, :]
-
-
-def _solarize(hist: None, param: np.ndarray) -> np.ndarray:
-    return np.where(_V[None, :] < param[:, None], _V, 255 - _V).astype(np.uint8)[:, None, :]
-
-
-def _solarize_add(hist: None, param: np.ndarray) -> np.ndarray:
-    return np.where(_V[None, :] < 128, _lut_u8(_V[None, :] + param[:, None]), _V.astype(np.uint8))[:, None, :]
-
-
-def _invert(hist: None, param: np.ndarray) -> np.ndarray:
-    return np.broadcast_to((255 - _V).astype(np.uint8), (len(param), 1, 256))
-
-
 def _schema(name: str, doc: str, param_doc: str | None, internal: bool = True, **kw) -> OpSchema:
     args = [Arg("param", ArgType.FLOAT, 0.0, tensor=True, doc=param_doc)] if param_doc else []
     return OpSchema(name, doc, args=args, devices=("cpu", "gpu"), internal=internal, **kw)
@@ -89,25 +72,21 @@ _PLANE_LAYOUTS = ("HW", "HWC", "CHW", "FHW", "FHWC", "FCHW")
 
 class _Planes:
     """The (H, W, C) image planes of a batch: frames, and the channels of channel-first images,
-    each a plane; shapes [M, 3], offsets [M] (elements, in the batch's buffer and in a packed
-    output of the same shapes), and for each plane its sample."""
+    each a plane; shapes [M, 3], offsets [M] (elements, in the batch's buffer) and ``out_offsets``
+    (in ``out``'s, a batch of the same shapes), and for each plane its sample. Made by the engine with
+    the GIL held (numpy's repeat and gathers give it away)."""
 
-    def __init__(self, src, layout: str):
-        n = len(src)
-        shapes = src._shapes.reshape(n, src.ndim())
-        dims = {axis: shapes[:, layout.index(axis)] if axis in layout else np.ones(n, np.int64) for axis in "FCHW"}
-        planar = "C" in layout and layout.index("C") < layout.index("H")
-        per_sample = dims["F"] * (dims["C"] if planar else 1)
-        self.sample = np.repeat(np.arange(n), per_sample)
-        first = np.concatenate([[0], np.cumsum(per_sample)[:-1]]).astype(np.int64)
-        index = np.arange(len(self.sample)) - np.repeat(first, per_sample)  # plane index within its sample
-        volume = dims["H"] * dims["W"] * (1 if planar else dims["C"])  # elements per plane
-        self.shapes = np.column_stack([dims["H"], dims["W"], np.ones(n, np.int64) if planar else dims["C"]])[self.sample]
-        self.offsets = (src._offsets[self.sample] + index * volume[self.sample]).astype(np.int64)
+    def __init__(self, src, out, layout: str):
+        axes = [layout.index(a) if a in layout else -1 for a in "FCHW"]
+        self.sample, self.shapes, self.offsets = _engine.image_planes(src._shapes, src._offsets, *axes)
+        self.out_offsets = _engine.image_planes(out._shapes, out._offsets, *axes)[2]
+        self.per_sample = len(self.sample) == len(src)  # each sample one plane: rows are samples
 
 
-def _point_op(schema: OpSchema, lut: Callable, hist_kind: str | None) -> None:
-    """``hist_kind``: the table depends on the image's histograms (its name in histogram_luts)."""
+def _point_op(schema: OpSchema, hist_kind: str | None = None, hist_lut: Callable | None = None,
+              kind: str | None = None) -> None:
+    """A table from the image's histograms (``hist_kind``, its name in histogram_luts; ``hist_lut``
+    makes it on the host), or from the parameter alone (``kind``, the engine's parameter_luts)."""
     @register(schema, device=("cpu", "gpu"))
     class PointOp(Operator):
         def run(self, ws):
@@ -116,24 +95,24 @@ def _point_op(schema: OpSchema, lut: Callable, hist_kind: str | None) -> None:
             if src._buf.dtype != np.uint8 or layout not in _PLANE_LAYOUTS:
                 raise RuntimeError(f"{self.label}: expects uint8 images ({', '.join(_PLANE_LAYOUTS)}), got "
                                    f"{src.dtype.name} with layout '{layout}' ({src.ndim()} dimensions)")
-            planes = _Planes(src, layout)
+            out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
+            planes = _Planes(src, out, layout)
             m = len(planes.sample)
             channels = int(planes.shapes[:, 2].max()) if m else 1
             param = ws.per_sample("param", np.float64) if "param" in schema.arguments else np.zeros(len(src))
-            param = param[planes.sample]
-            if hist_kind is not None and ws.gpu is not None:
+            if not planes.per_sample:
+                param = param[planes.sample]
+            if kind is not None:
+                luts = _engine.parameter_luts(kind, param, channels)  # uploaded with the lookup's descriptors
+            elif ws.gpu is not None:
                 luts = ws.kernels.histogram_luts(hist_kind, src._buf, planes.shapes, planes.offsets, channels, param,
                                                  _grey_weights(channels))
-            else:  # host tables (uploaded with the lookup's descriptors on the GPU)
-                hist = None
-                if hist_kind:
-                    hist = np.zeros((m, channels * 256), np.int64)
-                    _engine.channel_histograms(ws.pool, src._buf, planes.shapes, planes.offsets, channels, hist)
-                    hist = hist.reshape(m, channels, 256)
-                luts = np.ascontiguousarray(np.broadcast_to(lut(hist, param), (m, channels, 256)))
-            out = ws.new_batch(src._shapes, np.uint8, src._layout, src._source_info)
-            ws.kernels.apply_lut(ws.pool, src._buf, planes.shapes, planes.offsets, luts, out._buf,
-                                 planes.offsets - src._offsets[planes.sample] + out._offsets[planes.sample])
+            else:
+                hist = np.zeros((m, channels * 256), np.int64)
+                _engine.channel_histograms(ws.pool, src._buf, planes.shapes, planes.offsets, channels, hist)
+                luts = np.ascontiguousarray(np.broadcast_to(hist_lut(hist.reshape(m, channels, 256), param),
+                                                            (m, channels, 256)))  # contrast's: one for all channels
+            ws.kernels.apply_lut(ws.pool, src._buf, planes.shapes, planes.offsets, luts, out._buf, planes.out_offsets)
             return [out]
 
     PointOp.__name__ = PointOp.__qualname__ = schema.class_name
@@ -153,9 +132,10 @@ SHARPNESS = _schema("_auto_aug.Sharpness", "Blends with a 3x3 smoothed image (PI
                     "blend factor: 0 = smoothed, 1 = unchanged")
 
 for _s, _f, _h in ((EQUALIZE, _equalize, "equalize"), (AUTO_CONTRAST, _auto_contrast, "auto_contrast"),
-                   (CONTRAST, _contrast, "contrast"), (POSTERIZE, _posterize, None), (SOLARIZE, _solarize, None),
-                   (SOLARIZE_ADD, _solarize_add, None), (INVERT, _invert, None)):
-    _point_op(_s, _f, _h)
+                   (CONTRAST, _contrast, "contrast")):
+    _point_op(_s, hist_kind=_h, hist_lut=_f)
+for _s, _k in ((POSTERIZE, "posterize"), (SOLARIZE, "solarize"), (SOLARIZE_ADD, "solarize_add"), (INVERT, "invert")):
+    _point_op(_s, kind=_k)
 
 
 @register(SHARPNESS, device=("cpu", "gpu"))

@@ -51,6 +51,15 @@ def uniform_doubles(rng: np.random.Generator, count: int) -> np.ndarray:
         return _engine.random_doubles(bits.capsule, count)
 
 
+def uniform_integers(rng: np.random.Generator, count: int, high: int) -> np.ndarray:
+    """``rng.integers(0, high, count)`` (int64), drawn by the engine with the GIL held."""
+    if high < 1:
+        raise ValueError(f"uniform_integers: high must be positive, got {high}")
+    bits = rng.bit_generator
+    with bits.lock:
+        return _engine.random_integers(bits.capsule, count, high - 1)
+
+
 def _volume(shapes: np.ndarray) -> int:
     return int(shapes.prod(axis=1).sum()) if shapes.shape[1] else len(shapes)
 
@@ -87,7 +96,7 @@ class UniformCPU(_RandomOp):
             values = np.asarray(self.args["values"], np.float64) if "values" not in ws.arg_inputs else None
             if values is None:
                 raise NotImplementedError(f"{self.label}: per-sample 'values' are not supported")
-            draws = values[rng.integers(0, len(values), total)]
+            draws = values[uniform_integers(rng, total, len(values))]
         else:
             lohi = ws.per_sample("range", np.float64, 2)
             lo, hi = _per_element(lohi[:, 0], shapes), _per_element(lohi[:, 1], shapes)
@@ -95,7 +104,7 @@ class UniformCPU(_RandomOp):
                 raise ValueError(f"{self.label}: 'range' must be [lo, hi) with lo < hi")
             if _is_float(self.args["dtype"]):
                 ftype = to_numpy_type(self.args["dtype"])
-                draws = (lo + (hi - lo) * rng.random(total)).astype(ftype)
+                draws = (lo + (hi - lo) * uniform_doubles(rng, total)).astype(ftype)
                 # [lo, hi) in the output type too: a draw rounded up to hi takes the last value below it
                 top = hi.astype(ftype)
                 draws = np.where(draws >= top, np.nextafter(top, lo.astype(ftype)), draws)

@@ -41,9 +41,10 @@ def _vectors(ws, name: str, d: int) -> np.ndarray:
 def _homogeneous(linear: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """[N, d+1, d+1] from [N, d, d] and [N, d]."""
     n, d = shift.shape
-    m = np.zeros((n, d + 1, d + 1))
+    m = np.empty((n, d + 1, d + 1))  # numpy's zeros give the GIL away to calloc past 1 KB
     m[:, :d, :d] = linear
     m[:, :d, d] = shift
+    m[:, d, :d] = 0
     m[:, d, d] = 1
     return m
 
@@ -86,10 +87,7 @@ def _input_matrices(op: Operator, tl) -> np.ndarray:
         raise ValueError(f"{op.label}: input matrices must all be [ndim, ndim + 1], got {tl.shape()}")
     n, d = len(shapes), int(shapes[0, 0])
     m = np.asarray(tl._buf[:n * d * (d + 1)], np.float64).reshape(n, d, d + 1)
-    full = np.zeros((n, d + 1, d + 1))
-    full[:, :d, :] = m
-    full[:, d, d] = 1
-    return full
+    return _homogeneous(m[:, :, :d], m[:, :, d])
 
 
 def _matrix_batch(m: np.ndarray, n: int):

@@ -60,7 +60,7 @@ class PointOpKernels(KernelFamily):
         """PIL's sharpness on uint8 HWC images, one factor per sample (the CPU kernel's float math)."""
         if shapes.shape[1] != 3:
             raise ValueError("sharpness: images must be HWC")
-        desc = np.zeros((len(shapes), 6), np.int64)
+        desc = descriptors(len(shapes), 6)
         desc[:, 0] = offsets
         desc[:, 1] = dst_offsets
         desc[:, 2] = volumes(shapes)
