@@ -143,6 +143,20 @@ def test_parameter_tables_take_each_sample_s_parameter_for_all_its_planes():
         np.testing.assert_array_equal(got, ref.transpose(0, 3, 1, 2))
 
 
+def test_each_frame_takes_its_own_sample_s_parameter_when_a_sequence_is_empty():
+    # two samples, two planes, but both of the second sample: the planes are not the samples
+    frames = [np.zeros((0, 4, 5, 3), np.uint8), np.full((2, 4, 5, 3), 200, np.uint8)]
+
+    @pipeline_def(batch_size=2, num_threads=2, device_id=None)
+    def pipe():
+        x = fn.external_source(source=lambda: frames, batch=True, layout="FHWC")
+        param = fn.external_source(source=lambda: [np.float32(100.0), np.float32(250.0)], batch=True)
+        return make_op(point_ops.SOLARIZE, (x,), {"param": param})[0]
+    out = pipe().run()[0]
+    assert out.at(0).shape == (0, 4, 5, 3)
+    np.testing.assert_array_equal(out.at(1), frames[1])  # 200 < 250: kept (with 100 they would invert)
+
+
 def test_posterize_rounds_its_bits_half_to_even_and_clips_them():
     imgs = _images()
     bits = [2.5, 3.5, -1.0, 9.0, 0.4, 7.6]

@@ -80,7 +80,8 @@ class _Planes:
         axes = [layout.index(a) if a in layout else -1 for a in "FCHW"]
         self.sample, self.shapes, self.offsets = _engine.image_planes(src._shapes, src._offsets, *axes)
         self.out_offsets = _engine.image_planes(out._shapes, out._offsets, *axes)[2]
-        self.per_sample = len(self.sample) == len(src)  # each sample one plane: rows are samples
+        # each sample is one plane (no frames, channels last): the planes' rows are the samples'
+        self.per_sample = "F" not in layout and not ("C" in layout and layout.index("C") < layout.index("H"))
 
 
 def _point_op(schema: OpSchema, hist_kind: str | None = None, hist_lut: Callable | None = None,
