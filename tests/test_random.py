@@ -48,6 +48,11 @@ def test_uniform_values():
         assert (v == x).mean() == pytest.approx(1 / 3, abs=0.03)
 
 
+def test_uniform_values_must_not_be_empty():
+    with pytest.raises(ValueError, match=r"random.uniform.*'values' must not be empty"):
+        _one(lambda: fn.random.uniform(values=[]))
+
+
 def test_uniform_integer_dtype():
     out = _one(lambda: fn.random.uniform(range=[0, 10], shape=[N], dtype=types.INT32))
     assert out.dtype == types.INT32

@@ -96,6 +96,8 @@ class UniformCPU(_RandomOp):
             values = np.asarray(self.args["values"], np.float64) if "values" not in ws.arg_inputs else None
             if values is None:
                 raise NotImplementedError(f"{self.label}: per-sample 'values' are not supported")
+            if not len(values):
+                raise ValueError(f"{self.label}: 'values' must not be empty")
             draws = values[uniform_integers(rng, total, len(values))]
         else:
             lohi = ws.per_sample("range", np.float64, 2)
