@@ -303,8 +303,9 @@ PYBIND11_MODULE(_engine, m) {
         "Regions [N, 2K] (starts, then ends; float64) of windows [N, 2K] (anchors, then sizes)", "windows"_a);
   m.def("image_planes", &image_planes,
         "The (H, W, C) image planes (frames, channels of channel-first images) of a batch: each one's sample, "
-        "shape [M, 3] and first element, from the columns of the F, C, H, W axes (-1: absent)",
-        "shapes"_a, "offsets"_a, "frame"_a, "channel"_a, "height"_a, "width"_a);
+        "shape [M, 3] and first element in the batch and in one of the same shapes at out_offsets, from the "
+        "columns of the F, C, H, W axes (-1: absent)",
+        "shapes"_a, "offsets"_a, "out_offsets"_a, "frame"_a, "channel"_a, "height"_a, "width"_a);
   m.def("first_window_outside", &first_window_outside,
         "The first sample whose window (anchors, windows [N, D]) reaches outside its shape, or -1", "shapes"_a,
         "anchors"_a, "windows"_a);

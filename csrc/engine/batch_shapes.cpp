@@ -57,10 +57,11 @@ I64Array packed_offsets(const I64Array& shapes) {
   return out;
 }
 
-ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, int64_t frame, int64_t channel,
-                        int64_t height, int64_t width) {
-  if (shapes.ndim() != 2 || offsets.ndim() != 1 || offsets.shape(0) != shapes.shape(0))
-    throw std::invalid_argument("image_planes: shapes must be [samples, dims] and offsets [samples]");
+ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, const I64Array& out_offsets, int64_t frame,
+                        int64_t channel, int64_t height, int64_t width) {
+  if (shapes.ndim() != 2 || offsets.ndim() != 1 || offsets.shape(0) != shapes.shape(0) ||
+      out_offsets.shape() != offsets.shape())
+    throw std::invalid_argument("image_planes: shapes must be [samples, dims], offsets and out_offsets [samples]");
   const int64_t n = shapes.shape(0), dims = shapes.shape(1);
   for (int64_t axis : {frame, channel, height, width})
     if (axis < -1 || axis >= dims)
@@ -75,9 +76,11 @@ ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, int64_t
   auto sample = I64Array::empty({planes});
   auto plane_shapes = I64Array::empty({planes, 3});
   auto plane_offsets = I64Array::empty({planes});
+  auto plane_out_offsets = I64Array::empty({planes});
   int64_t* out_sample = sample.mutable_data();
   int64_t* out_shape = plane_shapes.mutable_data();
-  int64_t* out_offset = plane_offsets.mutable_data();
+  int64_t* in_offset = plane_offsets.mutable_data();
+  int64_t* out_offset = plane_out_offsets.mutable_data();
   for (int64_t k = 0, m = 0; k < n; ++k) {
     const int64_t h = extent(k, height), w = extent(k, width), c = planar ? 1 : extent(k, channel);
     const int64_t count = extent(k, frame) * (planar ? extent(k, channel) : 1);
@@ -86,10 +89,11 @@ ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, int64_t
       out_shape[3 * m] = h;
       out_shape[3 * m + 1] = w;
       out_shape[3 * m + 2] = c;
-      out_offset[m] = offsets.data()[k] + j * h * w * c;
+      in_offset[m] = offsets.data()[k] + j * h * w * c;
+      out_offset[m] = out_offsets.data()[k] + j * h * w * c;
     }
   }
-  return ArrayTuple{sample, plane_shapes, plane_offsets};
+  return ArrayTuple{sample, plane_shapes, plane_offsets, plane_out_offsets};
 }
 
 int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows) {

@@ -46,9 +46,10 @@ ArrayOf<double> window_regions(const I64Array& windows);
 // The (H, W, C) image planes of a batch of shapes [N, D] and first elements `offsets` [N] whose axes
 // F, C, H, W are columns `frame`, `channel`, `height`, `width` (-1: absent): each frame of a sequence
 // and each channel of a channel-first image is a plane. Returns each plane's sample [M], shape
-// [M, 3] (a channel-first plane has one channel) and first element [M].
-ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, int64_t frame, int64_t channel,
-                        int64_t height, int64_t width);
+// [M, 3] (a channel-first plane has one channel) and first element [M], in the batch and in a batch
+// of the same shapes whose samples start at `out_offsets` [N].
+ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, const I64Array& out_offsets, int64_t frame,
+                        int64_t channel, int64_t height, int64_t width);
 
 // The first sample whose window (anchors, windows: [N, D] like shapes) reaches outside its shape, or -1.
 int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows);

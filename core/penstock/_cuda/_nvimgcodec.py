@@ -188,7 +188,7 @@ class DeviceDecoder:
         From pinned memory they are queued, and the GPU reads while the threads go on."""
         lengths = np.ascontiguousarray(lengths, np.int64)
         packed = _engine.packed_offsets(lengths.reshape(-1, 1))  # numpy's zeros would give the GIL away (calloc)
-        block = pinned.take(max(int(packed[-1] + lengths[-1]) if len(lengths) else 0, 1))
+        block = pinned.take(max(int(lengths.sum()), 1))
         view = pinned_view(block)
         try:
             _engine.copy_ranges(self._staging, encoded, np.asarray(starts, np.int64), view, packed, lengths)

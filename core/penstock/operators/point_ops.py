@@ -78,8 +78,8 @@ class _Planes:
 
     def __init__(self, src, out, layout: str):
         axes = [layout.index(a) if a in layout else -1 for a in "FCHW"]
-        self.sample, self.shapes, self.offsets = _engine.image_planes(src._shapes, src._offsets, *axes)
-        self.out_offsets = _engine.image_planes(out._shapes, out._offsets, *axes)[2]
+        self.sample, self.shapes, self.offsets, self.out_offsets = _engine.image_planes(
+            src._shapes, src._offsets, np.ascontiguousarray(out._offsets, np.int64), *axes)
         # each sample is one plane (no frames, channels last): the planes' rows are the samples'
         self.per_sample = "F" not in layout and not ("C" in layout and layout.index("C") < layout.index("H"))
 
