@@ -199,6 +199,25 @@ def test_packed_offsets_refuses_shapes_that_are_not_a_table():
         _engine.packed_offsets(np.arange(3))
 
 
+def test_image_planes_are_frames_and_channel_first_channels_in_both_batches():
+    # FCHW: sample 0 has 2 frames of 3 channels, sample 1 none, sample 2 one frame of 1 channel
+    shapes = np.array([[2, 3, 4, 5], [0, 3, 4, 5], [1, 1, 2, 2]], np.int64)
+    sample, plane_shapes, offsets, out_offsets = _engine.image_planes(
+        shapes, np.array([10, 130, 130], np.int64), np.array([0, 120, 120], np.int64), 0, 1, 2, 3)
+    assert sample.tolist() == [0] * 6 + [2]
+    assert plane_shapes.tolist() == [[4, 5, 1]] * 6 + [[2, 2, 1]]
+    assert offsets.tolist() == [10 + 20 * j for j in range(6)] + [130]
+    assert out_offsets.tolist() == [20 * j for j in range(6)] + [120]
+    # HWC: a plane per sample, channels kept
+    sample, plane_shapes, offsets, _ = _engine.image_planes(
+        np.array([[4, 5, 3], [2, 2, 3]], np.int64), np.array([0, 60], np.int64), np.array([0, 60], np.int64),
+        -1, 2, 0, 1)
+    assert sample.tolist() == [0, 1] and plane_shapes.tolist() == [[4, 5, 3], [2, 2, 3]]
+    assert offsets.tolist() == [0, 60]
+    with pytest.raises(ValueError, match="image_planes: the images need a height and a width"):
+        _engine.image_planes(shapes, np.zeros(3, np.int64), np.zeros(3, np.int64), 0, 1, -1, 3)
+
+
 def test_a_call_without_the_gil_lets_go_of_its_arrays(pool):
     """A kernel's array arguments are dropped where it returns, still without the GIL: the references
     go at the next array conversion instead of taking the GIL back there. None is kept for good."""
