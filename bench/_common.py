@@ -54,12 +54,16 @@ def ratios(medians: dict[str, float], subject: str = "penstock") -> dict[str, fl
 def summary(results: Sequence[dict]) -> dict:
     """The rounds of one system and case in one record: the median of every number, the maximum
     of peaks (``peak_*``), each round's rate (``<rate>_rounds``, for ``*_per_s``: the spread between
-    rounds says which differences a run can tell apart), and how many rounds."""
+    rounds says which differences a run can tell apart), each round's value of what is not a number
+    (as it is, with one round), and how many rounds."""
     out: dict[str, Any] = {}
     for key in results[0]:
         values = [r.get(key) for r in results]
         if None in values:  # not measured here (GPU memory on a CPU run), or not in every round
             out[key] = None
+            continue
+        if not all(isinstance(v, (int, float)) for v in values):  # a table (where a thread's GIL time went)
+            out[key] = values if len(values) > 1 else values[0]
             continue
         value = max(values) if key.startswith("peak_") else statistics.median(values)
         out[key] = round(value, 1 if key.endswith("_per_s") else 3)

@@ -28,7 +28,8 @@ the loader's share (busy beyond the ceiling run's), the process's peak GPU memor
 launcher every 10 ms) and the loader's (beyond the ceiling run's), the CPU time of the process's Python threads per
 batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
 forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); with
---gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME); then per model
+--gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
+holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); then per model
 the issue's target (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers mean nothing: the
 run checks that every feed works.
 
@@ -304,6 +305,8 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     threads = {f"thread_ms_per_batch:{name}": round(1e3 * (seconds - before.get(name, 0.0)) / steps[0], 3)
                for name, seconds in thread_cpu_seconds().items() if seconds > before.get(name, 0.0)}
     held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
+    if gil:  # where each thread's GIL time went, by function (a step takes one batch)
+        held["gil_ms_per_batch"] = gil.per_batch(t.steps / t.seconds)
     return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
             **threads, **phases.per_step(steps[0]), **held}
 
@@ -334,7 +337,8 @@ def main() -> None:
     ap.add_argument("--warmup-seconds", type=float, default=None, help="default 4 (0 on the CPU)")
     add_variant_option(ap, "feed")
     ap.add_argument("--gil-profile", action="store_true",
-                    help="per thread, the share of the timed window it held the GIL (py-spy --gil; needs py-spy)")
+                    help="per thread, the share of the timed window it held the GIL and the functions it held "
+                         "it in (py-spy --gil; needs py-spy)")
     args = parsed(ap, worker)
     if args is None:
         return

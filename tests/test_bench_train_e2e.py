@@ -36,6 +36,13 @@ def test_a_summary_keeps_each_rounds_rate_beside_the_median():
     assert "img_per_s_rounds" not in summary([{"img_per_s": 10.0}])  # one round: the median is the round
 
 
+def test_a_summary_keeps_each_rounds_table_as_it_is():
+    from _common import summary
+    tables = [{"stage2": [["run (x.py)", 0.5]]}, {"stage2": [["run (x.py)", 0.7]]}]
+    assert summary([{"img_per_s": 1.0, "gil_ms_per_batch": t} for t in tables])["gil_ms_per_batch"] == tables
+    assert summary([{"img_per_s": 1.0, "gil_ms_per_batch": tables[0]}])["gil_ms_per_batch"] == tables[0]
+
+
 def test_the_run_queue_wait_is_linux_schedstat_or_nothing():
     seconds = train_e2e.run_queue_seconds()
     if os.path.exists("/proc/thread-self/schedstat"):
@@ -187,6 +194,31 @@ def test_a_gil_profile_gives_each_threads_share_of_the_window(tmp_path, monkeypa
     profile = _gil_profile.GilProfile(2.7)  # whole seconds: 2
     profile.start()
     assert profile.shares() == {"(unnamed)": 0.0005, "MainThread": 0.02, "penstock-reader": 0.0025}
+
+
+def test_gil_samples_are_counted_per_function_once_per_sample():
+    import _gil_profile
+    raw = ("thread (1): penstock-stage2_0;run (threading.py:1010);run_ops (/x/site-packages/penstock/_executor.py:9);"
+           "run_ops (/x/site-packages/penstock/_executor.py:40) 3\n"
+           "thread (2): penstock-stage2_1;run (threading.py:1012);run (/x/penstock/operators/resize.py:5) 2\n")
+    assert _gil_profile.held_by_function(raw) == {"penstock-stage2": {
+        "run (threading.py)": 5, "run_ops (penstock/_executor.py)": 3, "run (penstock/operators/resize.py)": 2}}
+
+
+def test_a_gil_profile_gives_each_functions_ms_a_batch(tmp_path, monkeypatch):
+    import _gil_profile
+    (tmp_path / "raw").write_text(RAW)
+    monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(
+        tmp_path, f'while [ "$1" != "-o" ]; do shift; done; cp {tmp_path / "raw"} "$2"\n'))
+    profile = _gil_profile.GilProfile(2)
+    profile.start()
+    profile.shares()
+    # 2 s at 1,000 samples a second, 10 batches a second: a sample is 0.05 ms of a batch; the reader
+    # held the GIL in 5 of 2,000 samples, the unnamed thread in 1, under 0.1% of the window
+    # (the main thread's two functions are on its every sample: its loop, not where its time goes)
+    assert profile.per_batch(10.0) == {"MainThread": [["all", 2.0]]}
+    assert profile.per_batch(10.0, least_share=0.001) == {
+        "penstock-reader": [["all", 0.25], ["_run (penstock/_workers.py)", 0.15]], "MainThread": [["all", 2.0]]}
 
 
 def test_a_gil_profile_that_py_spy_could_not_take_says_why(tmp_path, monkeypatch):
