@@ -6,8 +6,9 @@ pipeline, threads) runs in its own process; the sweep repeats in rounds, each ro
 every case once, so the systems alternate. Systems: penstock (default settings), DALI with its
 defaults (the reference) and DALI tuned (hw_decoder_load=0.9), DALI when `import nvidia.dali`
 works. One JSON line per (system, set, pipeline, threads): median img/s, peak GPU memory (device
-memory in use above the process's start, sampled every 2 ms), host CPU ms per image (the
-process's and its children's), the GPU's name; then per (set, pipeline, threads) the ratios
+memory in use above the process's start, sampled every 2 ms) and for penstock what of it its
+pools and arenas hold at the end (held_gpu_mb:HOLDER), host CPU ms per image (the process's and its
+children's), the GPU's name; then per (set, pipeline, threads) the ratios
 against both DALI settings with the targets of issue 34.
 
     python bench/rn50_gpu.py --dry-run                       # the plan and its estimated time
@@ -82,7 +83,17 @@ def worker(system: str, kind: str, root: str, threads: str, args: argparse.Names
     t = timed(pipe.run, BATCH, seconds=seconds, warmup_steps=4, warmup_seconds=args.warmup_seconds,
               sync=cupy.cuda.runtime.deviceSynchronize)
     return {"img_per_s": round(t.items_per_s, 1), "peak_gpu_mb": memory.stop_mb(),
-            "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps}
+            "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps, **held_gpu_mb(lib_name)}
+
+
+def held_gpu_mb(lib_name: str) -> dict:
+    """penstock's device memory at the run's end by holder (held_gpu_mb:arenas, :pool, :pool_in_use),
+    which the peak holds too (neither shrinks while the pipeline runs): the peak beyond them is the
+    CUDA context's and nvImageCodec's."""
+    if lib_name != "penstock":
+        return {}
+    from penstock._cuda._pools import device_memory_held
+    return {f"held_gpu_mb:{holder}": round(nbytes / 2**20, 1) for holder, nbytes in device_memory_held().items()}
 
 
 def ratio_lines(results: dict, card: str | None) -> None:

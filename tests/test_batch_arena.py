@@ -79,6 +79,22 @@ def test_a_larger_batch_drops_the_free_blocks_and_later_the_outgrown_lent_ones()
     assert arena._free == [bigger]
 
 
+def test_the_arena_counts_the_bytes_of_its_blocks_lent_or_free_until_it_drops_them():
+    arena, _, _ = _arena()
+    held_before = _pools.device_memory_held()["arenas"]  # (other tests' arenas may be alive)
+    lent, free = arena._take(1000), arena._take(1000)
+    arena._give_back(free)
+    assert arena.held_bytes() == 2000
+    assert _pools.device_memory_held()["arenas"] == held_before + 2000
+    bigger = arena._take(1050)  # the free block goes, the lent one stays until it comes back
+    assert arena.held_bytes() == 1000 + bigger.size
+    arena._give_back(lent)
+    assert arena.held_bytes() == bigger.size
+    arena._give_back(bigger)
+    arena.release_unused()
+    assert arena.held_bytes() == 0
+
+
 def test_a_block_the_device_has_no_room_for_takes_the_shared_pools_cached_blocks_first():
     arena, made, pool = _arena(device_bytes=1000)
     pool.cached = 600
@@ -182,9 +198,11 @@ def test_batches_of_varying_size_reuse_the_blocks_their_predecessors_freed():
     held.clear()
     gc.collect()
     assert len(arena._free) == 2
+    assert arena.held_bytes() == sum(b.size for b in arena._free)
+    assert _pools.device_memory_held()["arenas"] >= arena.held_bytes()
     from penstock import backend
     backend.ReleaseUnusedMemory()  # the arenas' free blocks go with the pools'
-    assert arena._free == []
+    assert arena._free == [] and arena.held_bytes() == 0
 
 
 @pytest.mark.gpu

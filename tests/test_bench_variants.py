@@ -91,3 +91,12 @@ def test_a_variants_settings_reach_its_worker_and_no_other(tmp_path):
     done = _rn50_cpu_run(tmp_path, "bad", "decoder.no_such_arg=1")
     assert done.returncode != 0
     assert "decoders.image_random_crop: unknown argument 'no_such_arg'" in done.stderr
+
+
+def test_penstocks_runs_say_what_its_arenas_and_pool_hold_and_dalis_do_not():
+    import rn50_gpu
+    from penstock._cuda import _pools
+    assert rn50_gpu.held_gpu_mb("nvidia.dali") == {}
+    held = rn50_gpu.held_gpu_mb("penstock")
+    assert held["held_gpu_mb:arenas"] == round(_pools.device_memory_held()["arenas"] / 2**20, 1)
+    assert set(held) <= {"held_gpu_mb:arenas", "held_gpu_mb:pool", "held_gpu_mb:pool_in_use"}

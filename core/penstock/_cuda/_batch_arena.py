@@ -39,6 +39,7 @@ class BatchArena:
         self.ctx = ctx
         self._size = 0  # bytes of a block
         self._free: list[Any] = []  # blocks (cupy.cuda.Memory) no batch uses
+        self._held = 0  # bytes of the blocks made and not yet dropped, lent or free
         # reentrant: the garbage collector may free a batch (and call _give_back) on a thread that
         # is inside _take
         self._lock = threading.RLock()
@@ -72,20 +73,30 @@ class BatchArena:
                 if block.size < nbytes:  # given back in the middle of a growth (the collector, on this thread)
                     outgrown.append(block)
                     block = None
+            self._held -= sum(b.size for b in outgrown)
         del outgrown  # freed before the larger block is made, outside the lock (freeing synchronizes the device)
         if block is None:
             with self.ctx.device:
                 block = own_device_memory(self.ctx.cp, size)
+            with self._lock:
+                self._held += block.size
         return block
 
     def _give_back(self, block: Any) -> None:
         with self._lock:
             if block.size >= self._size:
                 self._free.append(block)
-            # else the blocks have grown since it was made: it goes back to the device with this call
+            else:  # the blocks have grown since it was made: it goes back to the device with this call
+                self._held -= block.size
 
     def release_unused(self) -> None:
         """Frees the blocks no batch uses."""
         with self._lock:
             unused, self._free = self._free, []
+            self._held -= sum(b.size for b in unused)
         del unused  # outside the lock, as in _take
+
+    def held_bytes(self) -> int:
+        """Bytes of device memory the arena holds: its blocks, lent or free."""
+        with self._lock:
+            return self._held

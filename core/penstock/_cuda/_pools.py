@@ -253,6 +253,18 @@ def hold_unused(holder: Any) -> None:
     _holders.add(holder)
 
 
+def device_memory_held() -> dict[str, int]:
+    """Bytes of device memory held now, by holder: the arenas' blocks (``arenas``, lent or free) and,
+    with CuPy, its pool on the current device (``pool``, of which ``pool_in_use`` lent out). What a
+    process's device memory holds beyond them is the CUDA context's, the decoders' (nvImageCodec's)
+    and the frameworks'."""
+    held = {"arenas": sum(holder.held_bytes() for holder in list(_holders) if hasattr(holder, "held_bytes"))}
+    if available():
+        pool = require().get_default_memory_pool()
+        held["pool"], held["pool_in_use"] = int(pool.total_bytes()), int(pool.used_bytes())
+    return held
+
+
 def release_unused() -> None:
     """Frees unused memory of every pool: pinned staging blocks, unclaimed device preallocations,
     the arenas' free blocks, CuPy's cached device and pinned blocks, and the engine's host buffer
