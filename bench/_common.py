@@ -12,6 +12,7 @@ import ast
 import importlib
 import importlib.util
 import json
+import numbers
 import os
 import resource
 import statistics
@@ -62,7 +63,7 @@ def summary(results: Sequence[dict]) -> dict:
         if None in values:  # not measured here (GPU memory on a CPU run), or not in every round
             out[key] = None
             continue
-        if not all(isinstance(v, (int, float)) for v in values):  # a table (where a thread's GIL time went)
+        if not all(isinstance(v, numbers.Real) for v in values):  # a table (where a thread's GIL time went)
             out[key] = values if len(values) > 1 else values[0]
             continue
         value = max(values) if key.startswith("peak_") else statistics.median(values)
