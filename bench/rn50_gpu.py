@@ -87,9 +87,9 @@ def worker(system: str, kind: str, root: str, threads: str, args: argparse.Names
 
 
 def held_gpu_mb(lib_name: str) -> dict:
-    """penstock's device memory at the run's end by holder (held_gpu_mb:arenas, :pool, :pool_in_use),
-    which the peak holds too (neither shrinks while the pipeline runs): the peak beyond them is the
-    CUDA context's and nvImageCodec's."""
+    """penstock's device memory at the run's end by holder (held_gpu_mb:arenas, :pool, :pool_in_use).
+    The pool keeps its blocks and the arenas keep blocks of their largest batch, so the peak holds
+    about as much of each; the peak beyond them is mostly the CUDA context's and nvImageCodec's."""
     if lib_name != "penstock":
         return {}
     from penstock._cuda._pools import device_memory_held

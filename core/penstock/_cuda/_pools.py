@@ -249,7 +249,8 @@ _holders: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 def hold_unused(holder: Any) -> None:
     """Registers an object that keeps device memory beside the pool (``holder.release_unused()``
-    frees what no batch uses): ``release_unused`` frees it too."""
+    frees what no batch uses, ``holder.held_bytes()`` says how much it keeps): ``release_unused``
+    frees it too, and ``device_memory_held`` counts it."""
     _holders.add(holder)
 
 
@@ -258,7 +259,7 @@ def device_memory_held() -> dict[str, int]:
     with CuPy, its pool on the current device (``pool``, of which ``pool_in_use`` lent out). What a
     process's device memory holds beyond them is the CUDA context's, the decoders' (nvImageCodec's)
     and the frameworks'."""
-    held = {"arenas": sum(holder.held_bytes() for holder in list(_holders) if hasattr(holder, "held_bytes"))}
+    held = {"arenas": sum(holder.held_bytes() for holder in list(_holders))}
     if available():
         pool = require().get_default_memory_pool()
         held["pool"], held["pool_in_use"] = int(pool.total_bytes()), int(pool.used_bytes())
