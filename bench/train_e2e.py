@@ -29,9 +29,13 @@ launcher every 10 ms) and the loader's (beyond the ceiling run's), the CPU time 
 batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
 forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
-holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); then per model
-the issue's target (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers mean nothing: the
-run checks that every feed works.
+holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); with
+--cuda-profile STEPS, one timeline of that many more steps (torch.profiler, CUPTI): the GPU's idle
+time, the model's streams' and the loader's busy time and their overlap, each stream with the threads
+that queued its work, the copies by kind, and which host threads wait on the GPU in which call, for
+how long, all per step (cuda_profile; bench/_cuda_timeline.py); then per model the issue's target
+(penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers
+mean nothing: the run checks that every feed works.
 
     python bench/train_e2e.py --models resnet18                  # on the GPU, about 4 minutes
     python bench/train_e2e.py --models resnet50
@@ -59,6 +63,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import _cuda_timeline  # noqa: E402
 import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
@@ -307,8 +312,11 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
     if gil:  # where each thread's GIL time went, by function (a step takes one batch)
         held["gil_ms_per_batch"] = gil.per_batch(t.steps / t.seconds)
-    return {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
-            **threads, **phases.per_step(steps[0]), **held}
+    out = {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
+           **threads, **phases.per_step(steps[0]), **held}
+    if args.cuda_profile:  # after the timed window, which the profiler's own work would slow down
+        out["cuda_profile"] = _cuda_timeline.profiled(step, args.cuda_profile, sync, cuda=args.device == "cuda")
+    return out
 
 
 def beyond_ceiling(line: dict, ceiling: dict) -> dict:
@@ -339,6 +347,10 @@ def main() -> None:
     ap.add_argument("--gil-profile", action="store_true",
                     help="per thread, the share of the timed window it held the GIL and the functions it held "
                          "it in (py-spy --gil; needs py-spy)")
+    ap.add_argument("--cuda-profile", type=int, default=0, metavar="STEPS",
+                    help="after the timed window, STEPS more steps under torch.profiler's CUDA activities: the "
+                         "GPU's idle time, the model's and the other streams' busy time, copies by kind and the "
+                         "host threads' waits on the GPU, per step (cuda_profile)")
     args = parsed(ap, worker)
     if args is None:
         return
@@ -354,7 +366,7 @@ def main() -> None:
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
               "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms,
-              *(["--gil-profile"] if args.gil_profile else [])]
+              "--cuda-profile", str(args.cuda_profile), *(["--gil-profile"] if args.gil_profile else [])]
 
     def run(job: tuple[str, str]) -> dict:
         model, feed = job
