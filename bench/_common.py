@@ -381,6 +381,22 @@ def timed(step: Callable[[], Any], items_per_step: int, *, steps: int | None = N
     return Timing(n, time.perf_counter() - start, cpu_seconds() - cpu0, items_per_step)
 
 
+def spin(count: int) -> None:
+    """Pure Python that holds the GIL throughout: ``count`` turns of an empty loop."""
+    for _ in range(count):
+        pass
+
+
+def spin_count(seconds: float) -> int:
+    """The ``spin`` count that takes ``seconds`` here (the median of 7 timings of a known count)."""
+    times = []
+    for _ in range(7):
+        start = time.perf_counter()
+        spin(100_000)
+        times.append(time.perf_counter() - start)
+    return max(1, round(100_000 * seconds / sorted(times)[3]))
+
+
 def cycling(iterable: Iterable) -> Callable[[], Any]:
     """A step that returns the iterable's next item, starting it over at its end (a DataLoader's
     epochs; DALI iterators with auto_reset start over on the call after StopIteration)."""

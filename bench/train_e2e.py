@@ -68,7 +68,7 @@ import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
                      alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, library,
-                     parsed, parsed_variants, run_worker, summary, thread_cpu_seconds, timed,
+                     parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_cpu_seconds, timed,
                      variant_decoder_args, variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
@@ -164,20 +164,7 @@ def loop_trainer(python_ms: float, waiting_ms: float, phases: Phases | None = No
     the GIL or the core from it makes it longer), then ``waiting_ms`` with the GIL released (the
     backward pass, run by the autograd engine's threads while this one waits)."""
     timed_phase = phases.timed if phases is not None else (lambda name, fn, *args: fn(*args))
-
-    def spin(count: int) -> None:
-        for _ in range(count):
-            pass
-
-    def seconds_of(count: int) -> float:
-        times = []
-        for _ in range(7):
-            start = time.perf_counter()
-            spin(count)
-            times.append(time.perf_counter() - start)
-        return sorted(times)[3]
-    # the loop count that takes python_ms here, before any loader runs
-    count = max(1, round(100_000 * python_ms / 1e3 / seconds_of(100_000)))
+    count = spin_count(python_ms / 1e3)  # measured here, before any loader runs
 
     def train(images, labels) -> None:
         timed_phase("forward", spin, count)

@@ -1,0 +1,234 @@
+"""A training loop's step beside penstock's GPU train pipeline, on a machine without a GPU.
+
+The pipeline's host side runs for real (its stages' threads, the mixed decoder's jobs, the hand-off to
+the loop) over the tests' host emulation of the device (tests/_cuda_on_host.py: device memory is host
+memory, the kernels do nothing) and a stand-in for nvImageCodec's hardware decoder: a sleep without
+the GIL, --decoder-ms for 256 JPEGs, one batch at a time as the engines take them. The JPEGs are
+small (the stand-in never decodes them; the host only reads them and checks them through). The loop's
+step stands in for a model's:
+
+  torch   a forward pass of --ops operators, each about 15 us of Python around a native call that
+          releases the GIL (as torch's operators are called), then --backward-ms waiting without the
+          GIL (the backward pass, in the autograd engine's threads)
+  python  --python-ms of Python that never releases the GIL, then --backward-ms waiting
+
+Feeds: synthetic (the loop alone: its ceiling) and penstock, its batches taken as the framework
+iterators take them (share_outputs, release_outputs, schedule_run: the next batch is on the way as
+one is handed out) or, with --take run, by pipe.run(); a --variant NAME ENV=VALUE... is penstock with
+those settings. Each feed runs in its own process, alternating over rounds. --pin gives the loop's
+thread a core of its own and the pipeline's threads the others, as a GPU host with cores to spare
+does (on 2 cores the pipeline's threads otherwise pre-empt the loop's). One JSON line per feed: ms a
+step, the fraction of the loop alone's rate, and per step the wait for the batch and the forward
+pass's wall and CPU ms; for penstock the decoder's idle ms a batch.
+
+    python bench/train_emulated.py --pin                            # torch-like loop, iterator hand-off
+    python bench/train_emulated.py --pin --loop python --python-ms 13 --backward-ms 0
+    python bench/train_emulated.py --pin --variant off PENSTOCK_CONSUMER_FIRST_US=0
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from _common import (add_variant_option, alternating_rounds, bench_parser, emit, parsed, parsed_variants,  # noqa: E402
+                     run_worker, spin, spin_count, summary, variant_of)
+
+BATCH = 256
+OP_US = 15  # an operator's Python in the torch-like forward pass
+
+
+class StandInDecoder:
+    """nvImageCodec's decoder as the mixed decoder uses it: ``seconds`` for 256 JPEGs without the GIL,
+    one batch at a time (the hardware engines'); every JPEG decodes. ``log`` keeps (asked, began, ended)."""
+    turn = threading.Lock()
+    log: list = []
+    seconds = 0.01
+    usable = True
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
+        import numpy as np
+        asked = time.perf_counter()
+        with self.turn:
+            began = time.perf_counter()
+            time.sleep(self.seconds * len(starts) / BATCH)
+            StandInDecoder.log.append((asked, began, time.perf_counter()))
+        return np.ones(len(starts), bool), self.seconds * len(starts) / BATCH
+
+    def close(self) -> None:
+        pass
+
+
+def small_jpegs(root: str, count: int = 32) -> str:
+    """``count`` small JPEGs (gradients) in two class folders."""
+    import numpy as np
+    from PIL import Image
+    for k in range(count):
+        folder = os.path.join(root, str(k % 2))
+        os.makedirs(folder, exist_ok=True)
+        h, w = 20 + k, 28 + 2 * k
+        y, x, c = np.mgrid[0:h, 0:w, 0:3]
+        Image.fromarray(((x * 7 + y * 5 + c * 40 + k) % 256).astype(np.uint8)).save(
+            os.path.join(folder, f"{k}.jpg"), quality=90)
+    return root
+
+
+def emulated_pipeline(root: str, threads: int):
+    """The ResNet-50 train pipeline's shape on the emulated device, built."""
+    import pytest
+    sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+    from _cuda_on_host import HostDevice, use_host_device
+
+    from penstock import fn, pipeline_def, types
+    from penstock._cuda import _nvimgcodec
+    from penstock.operators import _image_decode_mixed
+
+    patch = pytest.MonkeyPatch()
+    HostDevice._launcher = lambda self, module, name: (lambda grid, block, args, stream=None: None)
+    use_host_device(patch, HostDevice({}))
+    patch.setattr(_image_decode_mixed, "_has_nvimgcodec", lambda: True)
+    patch.setattr(_nvimgcodec, "DeviceDecoder", StandInDecoder)
+
+    @pipeline_def(batch_size=BATCH, num_threads=threads, device_id=0, seed=1)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
+        images = fn.decoders.image_random_crop(jpegs, device="mixed", hw_decoder_load=1.0)
+        images = fn.resize(images, resize_x=160, resize_y=160)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          mirror=fn.random.coin_flip())
+        return images, labels.gpu()
+    p = pipe()
+    p.build()
+    return p
+
+
+def loop_step(args):
+    """The loop's forward pass and its backward pass's wait (module docstring)."""
+    libc = ctypes.CDLL(None)
+    count = spin_count(OP_US / 1e6)
+
+    if args.loop == "torch":
+        def forward() -> None:
+            for _ in range(args.ops):
+                spin(count)
+                libc.labs(1)  # ctypes releases the GIL around the call, as torch's bindings do
+    else:
+        def forward() -> None:
+            end = time.perf_counter() + args.python_ms / 1e3
+            while time.perf_counter() < end:
+                spin(count)
+
+    def backward() -> None:
+        if args.backward_ms:
+            libc.usleep(int(args.backward_ms * 1000))  # without the GIL
+    return forward, backward
+
+
+def pin_loop_thread() -> None:
+    """The calling thread on core 0, every other thread of the process on the others."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        raise SystemExit("--pin needs two cores at least")
+    me = threading.get_native_id()
+    for task in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(task), {cores[0]} if int(task) == me else set(cores[1:]))
+
+
+def worker(feed: str, root: str, args) -> dict:
+    forward, backward = loop_step(args)
+    pipe = None
+    if feed == "synthetic":
+        def next_batch() -> None:
+            pass
+    else:
+        StandInDecoder.seconds = args.decoder_ms / 1e3
+        pipe = emulated_pipeline(root, args.threads)
+        if args.take == "run":
+            next_batch = pipe.run
+        else:
+            pipe.schedule_run()
+
+            def next_batch() -> None:
+                pipe.share_outputs()
+                pipe.release_outputs()
+                pipe.schedule_run()
+    waited = forward_wall = forward_cpu = 0.0
+
+    def step() -> None:
+        nonlocal waited, forward_wall, forward_cpu
+        start = time.perf_counter()
+        next_batch()
+        begun, cpu = time.perf_counter(), time.thread_time()
+        forward()
+        forward_wall += time.perf_counter() - begun
+        forward_cpu += time.thread_time() - cpu
+        waited += begun - start
+        backward()
+    for _ in range(12):  # warm-up: the pipeline's queues filled, the consumer's period known
+        step()
+    if args.pin:
+        pin_loop_thread()
+    waited = forward_wall = forward_cpu = 0.0
+    StandInDecoder.log.clear()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    seconds = time.perf_counter() - start
+    out = {"step_ms": round(1e3 * seconds / args.steps, 3), "next_batch_ms": round(1e3 * waited / args.steps, 3),
+           "forward_wall_ms": round(1e3 * forward_wall / args.steps, 3),
+           "forward_cpu_ms": round(1e3 * forward_cpu / args.steps, 3)}
+    log = StandInDecoder.log[2:]
+    if len(log) > 2:  # the decoder waits for its next batch from the last one's end to that one's arrival
+        out["decoder_idle_ms"] = round(1e3 * statistics.mean(
+            max(0.0, asked - ended) for (asked, _, _), (_, _, ended) in zip(log[1:], log[:-1])), 3)
+    return out
+
+
+def main() -> None:
+    ap = bench_parser(__doc__, rounds=3, worker=("FEED", "ROOT"))
+    ap.add_argument("--loop", choices=("torch", "python"), default="torch")
+    ap.add_argument("--ops", type=int, default=300, help="torch: the forward pass's operators")
+    ap.add_argument("--python-ms", type=float, default=5.0, help="python: the forward pass's ms of Python")
+    ap.add_argument("--backward-ms", type=float, default=7.0, help="the backward pass's wait without the GIL")
+    ap.add_argument("--take", choices=("iterator", "run"), default="iterator")
+    ap.add_argument("--decoder-ms", type=float, default=10.0, help="the stand-in decoder's ms for 256 JPEGs")
+    ap.add_argument("--threads", type=int, default=2, help="the pipeline's num_threads")
+    ap.add_argument("--steps", type=int, default=150, help="timed steps per process")
+    ap.add_argument("--pin", action="store_true", help="the loop's thread on a core of its own")
+    add_variant_option(ap, "feed")
+    args = parsed(ap, worker)
+    if args is None:
+        return
+    variants = parsed_variants(args)
+    feeds = ["synthetic", "penstock"] + [f"penstock:{name}" for name in variants]
+    passed = ["--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
+              str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
+              str(args.threads), "--steps", str(args.steps), *(["--pin"] if args.pin else [])]
+    with tempfile.TemporaryDirectory(prefix="train-emulated-") as root:
+        small_jpegs(root)
+
+        def run(feed: str) -> dict:
+            env, decoder_args = variant_of(variants, feed)
+            if decoder_args:
+                raise SystemExit("train_emulated: a variant's settings are environment variables only")
+            return run_worker(__file__, ["--worker", feed, root, *passed], env or None)
+        runs = alternating_rounds(args.rounds, feeds, run)
+    ceiling = summary(runs["synthetic"])["step_ms"]
+    for feed in feeds:
+        line = summary(runs[feed])
+        emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "take": args.take, "pinned": args.pin,
+              **line, "fraction_of_ceiling": round(ceiling / line["step_ms"], 3)})
+
+
+if __name__ == "__main__":
+    main()

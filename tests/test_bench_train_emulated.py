@@ -1,0 +1,35 @@
+"""bench/train_emulated.py: a training loop's step beside the GPU train pipeline on the host emulation
+(a stand-in for the hardware decoder), and the loop-shaped Python the benches share."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+sys.path.insert(0, BENCH)
+
+
+def test_a_spin_count_takes_about_the_time_asked():
+    from _common import spin, spin_count
+    count = spin_count(0.004)
+    start = time.perf_counter()
+    spin(count)
+    assert 0.001 < time.perf_counter() - start < 0.05  # 4 ms, give or take a loaded CI core
+
+
+def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
+    for extra in (["--loop", "torch", "--ops", "50", "--backward-ms", "2", "--variant", "off",
+                   "PENSTOCK_CONSUMER_FIRST_US=0"],
+                  ["--loop", "python", "--python-ms", "3", "--backward-ms", "0", "--take", "run"]):
+        out = subprocess.run([sys.executable, os.path.join(BENCH, "train_emulated.py"), "--rounds", "1", "--steps",
+                              "6", "--decoder-ms", "2", *extra], capture_output=True, text=True, timeout=300,
+                             check=True).stdout
+        lines = {line["feed"]: line for line in map(json.loads, out.splitlines())}
+        assert set(lines) == {"synthetic", "penstock"} | ({"penstock:off"} if "--variant" in extra else set())
+        assert lines["synthetic"]["fraction_of_ceiling"] == 1.0 and "decoder_idle_ms" not in lines["synthetic"]
+        for feed, line in lines.items():
+            assert line["step_ms"] > 0 and line["forward_wall_ms"] > 0 and line["forward_cpu_ms"] > 0
+            assert line["fraction_of_ceiling"] > 0
+            if feed != "synthetic":  # the stand-in decoder decoded the batches, and says how long it waited
+                assert line["decoder_idle_ms"] >= 0
