@@ -76,11 +76,12 @@ def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, p
     assert calls.get("stream.synchronize", 0) == 0 and calls.get("event.synchronize", 0) == 0
 
 
-def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
-    """With PENSTOCK_CONSUMER_FIRST_US set, the thread that takes the batches is the consumer; the
-    stages' threads and the mixed decoder's defer to it (a batch's waits bounded by a budget per
-    thread), the consumer never to itself; a pipeline on the host alone does not defer, nor one
-    without the setting."""
+def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monkeypatch, kernels, photos):
+    """The thread that takes the batches is the consumer. Taken as the framework iterators take them
+    (the next one scheduled as one is handed out: two on the way), the stages' threads and the mixed
+    decoder's jobs defer to it, each run's waits bounded by its budget, the consumer never to
+    itself; taken by run() (the one on the way is the one it takes next) they do not, nor a pipeline
+    on the host alone, nor one with the waits turned off."""
     from penstock import _consumer
     calls = []
 
@@ -89,16 +90,32 @@ def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
         return 0
     monkeypatch.setattr(_consumer, "defer", defer)
     use_host_device(monkeypatch, HostDevice(kernels))
-    monkeypatch.delenv(_consumer.ENV, raising=False)
-    _train_pipeline(photos, 0).run()
-    assert [name for name, _ in calls if name.startswith("penstock-stage")] == []
-    monkeypatch.setenv(_consumer.ENV, "4000")
-    cpu = _train_pipeline(photos, None)
-    cpu.run()
-    calls.clear()
-    gpu = _train_pipeline(photos, 0)
+
+    def take(pipe):
+        pipe.share_outputs()
+        pipe.release_outputs()
+        pipe.schedule_run()
+    monkeypatch.setenv(_consumer.ENV, "0")
+    off = _train_pipeline(photos, 0)
+    off.schedule_run()
     for _ in range(3):
-        gpu.run()
+        take(off)
+    assert calls == []
+    monkeypatch.delenv(_consumer.ENV)  # on by default
+    cpu = _train_pipeline(photos, None)
+    cpu.schedule_run()
+    for _ in range(3):
+        take(cpu)
+    by_run = _train_pipeline(photos, 0)
+    for _ in range(4):
+        by_run.run()
+    assert calls == []
+    monkeypatch.setenv(_consumer.ENV, "4000")  # a run's waits: at most 4 ms (half the period is more)
+    gpu = _train_pipeline(photos, 0)
+    gpu.schedule_run()
+    for _ in range(6):  # the consumer's period is known from the second
+        take(gpu)
+        time.sleep(0.05)  # the pipeline's threads work ahead meanwhile
     assert _consumer.consumer() == threading.get_native_id()
     names = {name.rsplit("_", 1)[0] for name, _ in calls}
     assert {"penstock-stage0", "penstock-stage1", "penstock-stage2", "penstock-mixed-decode"} <= names
@@ -111,7 +128,7 @@ def test_the_stages_let_the_consumer_run_first(monkeypatch, kernels, photos):
 def test_a_thread_busy_in_python_does_not_stall_the_pipeline(monkeypatch, kernels, photos, consumer_first):
     """A thread that runs Python without pause (a training loop's, or any other) shares the GIL
     with the pipeline's threads: the batches still come, the CPU pipeline's, whether the consumer's
-    turn is on (the busy consumer bounds the waits) or off."""
+    turn is on (the busy consumer bounds the waits, then turns them off) or off."""
     from penstock import _consumer
     monkeypatch.setenv(_consumer.ENV, consumer_first)
     use_host_device(monkeypatch, HostDevice(kernels))
@@ -125,10 +142,13 @@ def test_a_thread_busy_in_python_does_not_stall_the_pipeline(monkeypatch, kernel
     bystander.start()
     got, failure = [], []
 
-    def consume():  # takes a batch, then runs Python as a forward pass would
+    def consume():  # takes a batch as the framework iterators do, then runs Python as a forward pass would
         try:
+            gpu.schedule_run()
             for _ in range(4):
-                images, _ = gpu.run()
+                images, _ = gpu.share_outputs()
+                gpu.release_outputs()
+                gpu.schedule_run()  # two on the way: the consumer's turn applies
                 got.append([s.copy() for s in _samples(images)])
                 end = time.perf_counter() + 0.005
                 while time.perf_counter() < end:

@@ -107,7 +107,7 @@ def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
     decoder = _mixed_decode.MixedDecoder(op)
     decoders = decoder.decoders = [_FakeDecoder(), _FakeDecoder(fails=[1]), _FakeDecoder()]
     decoder._parts = _mixed_decode.Workers(4, "test-parts")
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0)
     gpu_idx = np.array([0, 1, 3, 4, 5, 6])  # sample 2 is for the host from the start
     out, ready = _output(7), object()
     try:
@@ -159,7 +159,7 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     gpu_idx = np.nonzero(gpu_ok)[0]
     assert 3 in host_idx and 2 <= len(host_idx) < 12
     assert host_cost(lengths, windows, shapes)[host_idx].sum() <= lengths[gpu_idx].sum() / 2 + lengths.max()
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0)
     before = dict(share.rates)
     try:
         batches, after = [], []
@@ -258,7 +258,7 @@ def test_the_host_share_refuses_a_corrupt_jpeg_whatever_its_window():
     windows = np.array([[0, 0, 8, 96], [0, 0, 8, 96]], np.int64)  # the top rows, above the damage
     op = _FakeOperator()  # the decoder holds its operator weakly
     decoder = _mixed_decode.MixedDecoder(op)
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0)
     try:
         with pytest.raises(SampleError, match="Corrupt JPEG data") as info:
             decoder._decode_sides(ws, src, shapes, windows, windows, np.zeros(0, np.int64), np.array([0, 1]),
@@ -307,7 +307,7 @@ def test_the_host_reads_the_gpus_jpegs_through_and_refuses_a_corrupt_one(accept_
     decoder = _mixed_decode.MixedDecoder(op)
     stand_in = _FakeDecoder()
     decoder.decoders = [stand_in]
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2))
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0)
     try:
         clean = np.array([0, 1])
         failed, host = decoder._decode_sides(ws, src, shapes, None, windows, clean, np.zeros(0, np.int64),
@@ -336,7 +336,7 @@ def test_the_read_through_does_not_wait_for_the_hosts_share_of_the_decoding():
     op = _FakeOperator()
     decoder = _mixed_decode.MixedDecoder(op)
     decoder._host_pool = _engine.ThreadPool(1)
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(1))
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(1), defer=lambda: 0)
     copies = 8000  # a long share for the host: ~0.4 s of decoding on its one thread
     many = np.concatenate([encoded[0]] * copies)
     lengths = np.full((copies, 1), len(encoded[0]), np.int64)

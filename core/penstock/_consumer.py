@@ -1,24 +1,27 @@
-"""The thread that consumes a GPU pipeline's batches can run its Python first (opt-in).
+"""The thread that consumes a GPU pipeline's batches runs its Python first.
 
-A training loop's thread spends a step in two halves: launching the model's forward pass, Python
-holding the GIL, then waiting with the GIL released (the backward pass runs in the autograd
-engine's threads; a synchronization; the next batch). A pipeline ahead of its consumer starts the
-next batch the moment a batch is taken, that is as the forward pass starts, so its threads' Python
-(planning, launches, hand-offs) shares the GIL with the forward pass. With
-``PENSTOCK_CONSUMER_FIRST_US`` set, a GPU pipeline's threads, where they are about to run a batch's
-Python, first wait while the consumer's thread uses a CPU, so that their Python runs in the
-consumer's waits.
+A training loop's thread spends a step in two halves: its forward pass, a few hundred operators each
+run with the GIL taken back (Python to launch it, the GIL released around its native part), then
+waiting with the GIL released (the backward pass runs in the autograd engine's threads). A pipeline
+thread that wants the GIL meanwhile is woken at every release and takes it at one of them: the
+forward pass then waits for that thread's Python and for the hand-backs, and both threads spend
+CPU on waking each other. On the host emulation (tests/_cuda_on_host.py: a torch-like forward pass
+of 300 operators, then 7 ms without the GIL, the training loop's thread on a core of its own) that
+stretched a 4.7 ms forward pass to 7-8 ms, and the step to 0.78 of the loop alone's rate.
+
+So a GPU pipeline's threads, where they are about to run a batch's Python, first wait without the
+GIL while the consumer's thread uses a CPU (``defer``), and go on once it waits: the same Python
+then runs in the consumer's waits. Only while the pipeline is ahead (the executor asks: at least two
+of its batches are on the way and the consumer is not itself waiting for one): the batch a consumer
+waits for is never held back. Each run of a batch's operators on a thread waits at most half the
+consumer's period between batches in all (``budget``), and at most ``PENSTOCK_CONSUMER_FIRST_US``
+microseconds (20 ms by default; 0 turns the waits off). A consumer that never waits (Python without
+pause) has no turn to give: once most waits last to their bound, none are made for a while, and for
+twice as long each time that comes again before any wait ended early.
 
 The consumer is the last thread that waited for a GPU pipeline's outputs; it counts as running
-while its CPU time grows by half the polling interval or more. A thread never waits for itself, and
-its waits for one batch end after a budget however busy the consumer is: a third of the consumer's
-period between batches, at most ``PENSTOCK_CONSUMER_FIRST_US`` microseconds. A consumer on a CPU
-without the GIL (spinning in a CUDA synchronization, say) looks busy too; the budget bounds what
-that costs the pipeline.
-
-It is off by default (0). With the GPU pipeline emulated on a 2-core host, it halved the Python
-steps of a loop that alternates Python and GIL-free waits; training ResNet-18 on an H200 it made no
-difference beyond the runs' spread (docs/benchmarks.md).
+while its CPU time grows by half the polling interval or more (also on a CPU without the GIL:
+spinning in a CUDA synchronization, say). A thread never waits for itself.
 """
 from __future__ import annotations
 
@@ -29,12 +32,20 @@ from . import _engine
 from ._environment import non_negative
 
 ENV = "PENSTOCK_CONSUMER_FIRST_US"
-DEFAULT_MAX_US = 0  # off
+DEFAULT_MAX_US = 20_000
+PERIOD_SHARE = 0.5  # of the consumer's period between batches: what a batch's run may wait in all
 POLL_US = 50  # how often a waiting thread looks: a small part of a forward pass
+# Waits that last to their bound: smoothed over the last ~5, more than half of them turns the waits
+# off for the next OFF_FOR, then they are tried again; off again before any wait ended early, for
+# twice as many (up to OFF_MAX)
+_BOUND_SMOOTHING, _BOUND_SHARE, OFF_FOR, OFF_MAX = 0.2, 0.5, 1000, 64_000
 
 _consumer = 0  # the native id of the thread that last waited for a GPU pipeline's outputs
 _last_ns = 0  # when it last did
 _period_ns = 0.0  # its period between batches (a moving average)
+_to_the_bound = 0.0  # the share of recent waits that lasted to their bound (smoothed)
+_off_for = 0  # waits not to make, after too many lasted to their bound
+_off_next = OFF_FOR  # how many the next time
 
 
 def max_wait_us() -> int:
@@ -49,6 +60,10 @@ def enable() -> None:
     """A GPU pipeline starts: its threads defer to the consumer (by the bound configured now)."""
     global _max_us
     _max_us = max_wait_us()
+
+
+def enabled() -> bool:
+    return _max_us > 0
 
 
 def consuming() -> None:
@@ -70,18 +85,28 @@ def consumer() -> int:
 
 
 def budget() -> int:
-    """Microseconds a pipeline thread may wait for the consumer over one batch."""
-    if not _period_ns:
-        return _max_us
-    return min(_max_us, int(_period_ns / 3000))
+    """Microseconds a run of a batch's operators may wait for the consumer in all: none until the
+    consumer's period is known."""
+    return min(_max_us, int(_period_ns * PERIOD_SHARE / 1000))
 
 
 def defer(max_us: int | None = None) -> int:
     """Called by a pipeline thread before a batch's Python: waits while the consumer runs, at most
-    ``max_us`` (default: a batch's budget, of which callers pass what is left); the microseconds
+    ``max_us`` (default: a run's budget, of which callers pass what is left); the microseconds
     waited."""
+    global _to_the_bound, _off_for, _off_next
     tid = _consumer
     max_us = budget() if max_us is None else max_us
     if not tid or max_us <= 0 or tid == threading.get_native_id():
         return 0
-    return _engine.wait_while_running(tid, max_us, POLL_US)
+    if _off_for > 0:
+        _off_for -= 1
+        return 0
+    waited = _engine.wait_while_running(tid, max_us, POLL_US)
+    bound = waited >= max_us - POLL_US
+    if not bound:
+        _off_next = OFF_FOR
+    _to_the_bound += _BOUND_SMOOTHING * (bound - _to_the_bound)
+    if _to_the_bound > _BOUND_SHARE:
+        _off_for, _off_next, _to_the_bound = _off_next, min(2 * _off_next, OFF_MAX), 0.0
+    return waited

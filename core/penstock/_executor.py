@@ -51,7 +51,7 @@ def pipeline_error(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> P
 
 
 class Iteration:
-    __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done", "gates")
+    __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done", "gates", "queued")
 
     def __init__(self, index: int, epoch: int, batch_size: int, fed: dict):
         self.index = index
@@ -63,6 +63,7 @@ class Iteration:
         self.error: BaseException | None = None
         self.done = threading.Event()
         self.gates: list[threading.Semaphore] = []  # queue slots this iteration holds
+        self.queued = False  # submitted to the executor (one that failed while scheduled is not)
 
 
 class OpStats:
@@ -152,11 +153,14 @@ class Executor:
         self._shortened_switch = exec_async and device is not None
         if self._shortened_switch:
             _switch_interval.acquire()
-        # the stages' threads let the thread that waits for the outputs run first, when asked to
-        # (_consumer.py)
+        # the stages' threads let the thread that waits for the outputs run its Python first, while
+        # the pipeline is ahead of it (_consumer.py): iterations submitted and not yet handed out, and
+        # whether the consumer is waiting for one
         if exec_async and device is not None:
             _consumer.enable()
-        self._defers = exec_async and device is not None and _consumer.budget() > 0
+        self._defers = exec_async and device is not None and _consumer.enabled()
+        self._on_the_way = 0
+        self._consumer_waits = False
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
@@ -199,12 +203,20 @@ class Executor:
             plan = self._plans[id(op)] = (inputs, arg_inputs, drop, self.stats[op.name], batch_key, check)
         return plan
 
+    def defer_to_consumer(self, max_us: int | None = None) -> int:
+        """Before a batch's Python on a pipeline thread: waits while the consumer runs Python, if the
+        pipeline is ahead of it (the batch it takes next has another behind it, and it is not waiting
+        for one); at most ``max_us`` (default: a run's budget). The microseconds waited."""
+        if not self._defers or self._on_the_way < 2 or self._consumer_waits:
+            return 0
+        return _consumer.defer(max_us)
+
     def run_ops(self, ops: Sequence[Operator], it: Iteration) -> None:
         values = it.values
         budget = _consumer.budget() if self._defers else 0  # of waits for the consumer, this batch
         for op in ops:
             if budget > 0:
-                budget -= _consumer.defer(budget)
+                budget -= self.defer_to_consumer(budget)
             in_keys, arg_keys, drop, stats, batch_key, check_layout = self._plan(op)
             inputs = [values[key] for key in in_keys]
             arg_inputs = {k: values[key] for k, key in arg_keys}
@@ -213,7 +225,7 @@ class Executor:
             if on_gpu:
                 self._complete(list(inputs) + list(arg_inputs.values()))
             ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
-                           it.fed.get(op.node.id), op, self.device if on_gpu else None)
+                           it.fed.get(op.node.id), op, self.device if on_gpu else None, self.defer_to_consumer)
             if check_layout is not None and len(inputs[0]):
                 check_layout(op, inputs[0])  # DALI's argument error, raised as is
             start = time.perf_counter()
@@ -287,6 +299,8 @@ class Executor:
     def submit(self, it: Iteration) -> None:
         if self._closed:
             raise RuntimeError("the pipeline's executor has been shut down")
+        it.queued = True
+        self._on_the_way += 1
         if not self.exec_async or not self._queues:  # no queues: a graph without operators
             run_iteration_inline(self, it)
         else:
@@ -295,11 +309,16 @@ class Executor:
     def wait(self, it: Iteration) -> tuple:
         if self._defers:
             _consumer.consuming()
-        while not it.done.wait(0.1):
-            if self._closed:
-                raise RuntimeError("the pipeline was shut down while an iteration was running")
-            if not all(t.is_alive() for t in self._threads):
-                raise RuntimeError("a pipeline worker thread died unexpectedly")
+        self._consumer_waits = True
+        try:
+            while not it.done.wait(0.1):
+                if self._closed:
+                    raise RuntimeError("the pipeline was shut down while an iteration was running")
+                if not all(t.is_alive() for t in self._threads):
+                    raise RuntimeError("a pipeline worker thread died unexpectedly")
+        finally:  # in this order: a pipeline thread never sees the consumer back with two still on the way
+            self._on_the_way -= it.queued
+            self._consumer_waits = False
         if it.error is not None:
             raise it.error
         assert it.results is not None

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -34,6 +34,9 @@ class Workspace:
     fed: Any = None       # data fetched by a source operator in the scheduling thread
     op: "Operator | None" = None
     gpu: Any = None       # the pipeline's DeviceContext, for GPU and mixed operators
+    # before a batch's Python on a thread of the operator's own (background decoding): lets the
+    # pipeline's consumer run first while the pipeline is ahead of it (penstock._consumer)
+    defer: Callable[[], int] = lambda: 0
 
     @property
     def stream(self) -> Any:

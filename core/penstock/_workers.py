@@ -16,8 +16,6 @@ import weakref
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from . import _consumer
-
 
 def host_cores() -> int:
     """The host cores this process may count on. A launcher that pins each rank to its own cores
@@ -39,16 +37,14 @@ class _State:
 
 
 class Workers:
-    """``num_threads`` daemon threads running submitted calls in submission order. With ``defers``
-    (a GPU pipeline's threads that run a batch's Python), each call first lets the pipeline's
-    consumer run (``_consumer.defer``)."""
+    """``num_threads`` daemon threads running submitted calls in submission order."""
 
-    def __init__(self, num_threads: int, name: str, defers: bool = False):
+    def __init__(self, num_threads: int, name: str):
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._state = _State()
         # The threads hold the queue and the state, not this object: an owner that is dropped
         # without closing it still ends them (through __del__).
-        self.threads = [threading.Thread(target=_run, args=(self._tasks, self._state, defers), daemon=True,
+        self.threads = [threading.Thread(target=_run, args=(self._tasks, self._state), daemon=True,
                                          name=f"{name}_{i}") for i in range(num_threads)]
         for t in self.threads:
             t.start()
@@ -91,15 +87,13 @@ def _close_all() -> None:
         workers.join()
 
 
-def _run(tasks: queue.SimpleQueue, state: _State, defers: bool) -> None:
+def _run(tasks: queue.SimpleQueue, state: _State) -> None:
     while True:
         task = tasks.get()
         if task is None:
             return
         future, fn, args = task
         del task
-        if defers and not state.closed:
-            _consumer.defer()
         if state.closed:
             future.cancel()
         elif future.set_running_or_notify_cancel():

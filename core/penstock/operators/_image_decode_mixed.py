@@ -112,7 +112,7 @@ class MixedDecoder:
         self._host = _engine.Background("penstock-host")
         self._checks = _engine.Background("penstock-check")
         self._reserved = False
-        self._jobs = Workers(2, "penstock-mixed-decode", defers=True)
+        self._jobs = Workers(2, "penstock-mixed-decode")
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
         self._process_args: tuple | None = None  # the decoder processes' settings, once the GPU decodes
@@ -190,7 +190,7 @@ class MixedDecoder:
             # each child's hardware decoder state is sized for its part of a batch, not all of it
             options = decoder_options(a["jpeg_fancy_upsampling"], -(-ws.batch_size // (count + 1)),
                                       a["preallocate_width_hint"], a["preallocate_height_hint"])
-            self._parts = Workers(2 * count, "penstock-decode-part", defers=True)  # both batches in flight: a part at each
+            self._parts = Workers(2 * count, "penstock-decode-part")  # both batches in flight: a part at each
             self.decoders += [DecoderProcess(ws.gpu, options, *self._process_args, label=self.op.label)
                               for _ in range(count)]
 
@@ -266,11 +266,12 @@ class MixedDecoder:
         gpu_ok[np.nonzero(gpu_ok)[0][chosen]] = False
 
     def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready) -> tuple:
-        """``_decode_sides``, each host part uploaded by this job's thread as it collects it (off the GPU
-        stage's path)."""
+        """``_decode_sides`` after the consumer's Python (``ws.defer``), each host part uploaded by this
+        job's thread as it collects it (off the GPU stage's path)."""
         def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
             # pool memory of the pipeline's stream: reused only after the copy that reads it
             return ws.gpu.upload(buf[:int(_engine.shape_volumes(hshapes).sum())])  # numpy's prod gives the GIL away
+        ws.defer()
         return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload)
 
     def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None) -> tuple:
@@ -296,13 +297,17 @@ class MixedDecoder:
                                               orient)
             return i[~decoded], seconds
 
+        def part_elsewhere(decoder: Any, positions: np.ndarray) -> tuple[np.ndarray, float]:
+            ws.defer()  # on a thread of its own: the consumer's Python first, as on the job's
+            return part(decoder, positions)
+
         decoders = [d for d in self.decoders if d.usable] if len(gpu_idx) else []
         part_bytes = lengths[gpu_idx]
         split = _split_by_bytes(part_bytes, self._speeds(decoders))
         # the in-process decoder's part on this thread (its parse overlaps the other batch's
         # decoding), the processes' parts on threads that wait for them
         nothing = (np.zeros(0, np.int64), 0.0)
-        elsewhere = [self._parts.submit(part, decoder, positions) if len(positions) else None
+        elsewhere = [self._parts.submit(part_elsewhere, decoder, positions) if len(positions) else None
                      for decoder, positions in zip(decoders[1:], split[1:])]
         parts = [part(decoders[0], split[0]) if len(split[0]) else nothing] if split else []
         parts += [nothing if f is None else f.result() for f in elsewhere]
