@@ -317,6 +317,7 @@ class MixedDecoder:
         if self._share is not None and len(gpu_idx):
             # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(s for _, s in parts))
+        ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
         host = [self._host_part(src, host_idx, host_part, windows, shapes, upload)] if host_part is not None else []
         if reading is not None:
             reading()
