@@ -381,6 +381,25 @@ def timed(step: Callable[[], Any], items_per_step: int, *, steps: int | None = N
     return Timing(n, time.perf_counter() - start, cpu_seconds() - cpu0, items_per_step)
 
 
+def turn_counts(feed: str) -> dict:
+    """penstock's counts of its pipeline threads' waits for the training loop's Python so far (the
+    consumer's turn, penstock._consumer); none for another system's feed."""
+    if not feed.startswith("penstock"):
+        return {}
+    from penstock import _consumer
+    return _consumer.counts()
+
+
+def turn_per_batch(before: dict, after: dict, batches: int) -> dict:
+    """``turn_counts`` between two points, per batch: waits, ms waited, the share of the waits that
+    lasted to their bound, and how often the waits were turned off."""
+    waits = after["waits"] - before["waits"]
+    return {"waits_per_batch": round(waits / batches, 2),
+            "waited_ms_per_batch": round((after["waited_us"] - before["waited_us"]) / 1e3 / batches, 3),
+            "to_the_bound": round((after["to_the_bound"] - before["to_the_bound"]) / max(waits, 1), 3),
+            "turned_off": after["turned_off"] - before["turned_off"]}
+
+
 def spin(count: int) -> None:
     """Pure Python that holds the GIL throughout: ``count`` turns of an empty loop."""
     for _ in range(count):

@@ -27,7 +27,8 @@ cores the process (with its loader's threads and worker processes) kept busy and
 the loader's share (busy beyond the ceiling run's), the process's peak GPU memory (sampled by the
 launcher every 10 ms) and the loader's (beyond the ceiling run's), the CPU time of the process's Python threads per
 batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
-forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); with
+forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); for penstock,
+what its pipeline's threads waited for the training loop's Python a batch (consumer_turn); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
 holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); with
 --cuda-profile STEPS, one timeline of that many more steps (torch.profiler, CUPTI): the GPU's idle
@@ -69,7 +70,7 @@ import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
                      alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, library,
                      parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_cpu_seconds, timed,
-                     variant_decoder_args, variant_of, with_dali)
+                     turn_counts, turn_per_batch, variant_decoder_args, variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
@@ -289,9 +290,15 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     phases.clear()  # the model's warm-up on synthetic data does not count
     before = thread_cpu_seconds()
     gil = _gil_profile.GilProfile(args.seconds) if args.gil_profile else None
+    turn = {}
+
+    def ready() -> None:
+        turn.update(turn_counts(feed))
+        if gil:
+            gil.start()
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
     t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync,
-              ready=gil.start if gil else lambda: None)
+              ready=ready)
     # per batch, the CPU time of the process's Python threads by name (the training loop's is
     # MainThread's): a loader's threads that run Python take it from the training loop
     threads = {f"thread_ms_per_batch:{name}": round(1e3 * (seconds - before.get(name, 0.0)) / steps[0], 3)
@@ -301,6 +308,8 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         held["gil_ms_per_batch"] = gil.per_batch(t.steps / t.seconds)
     out = {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
            **threads, **phases.per_step(steps[0]), **held}
+    if turn:  # what penstock's threads waited for the training loop's Python over the timed window
+        out["consumer_turn"] = turn_per_batch(turn, turn_counts(feed), t.steps)
     if args.cuda_profile:  # after the timed window, which the profiler's own work would slow down
         out["cuda_profile"] = _cuda_timeline.profiled(step, args.cuda_profile, sync, cuda=args.device == "cuda")
     return out

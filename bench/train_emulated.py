@@ -19,7 +19,8 @@ those settings. Each feed runs in its own process, alternating over rounds. --pi
 thread a core of its own and the pipeline's threads the others, as a GPU host with cores to spare
 does (on 2 cores the pipeline's threads otherwise pre-empt the loop's). One JSON line per feed: ms a
 step, the fraction of the loop alone's rate, and per step the wait for the batch and the forward
-pass's wall and CPU ms; for penstock the decoder's idle ms a batch.
+pass's wall and CPU ms; for penstock the decoder's idle ms a batch and what the pipeline's threads
+waited for the loop's Python a batch (consumer_turn).
 
     python bench/train_emulated.py --pin                            # torch-like loop, iterator hand-off
     python bench/train_emulated.py --pin --loop python --python-ms 13 --backward-ms 0
@@ -27,6 +28,7 @@ pass's wall and CPU ms; for penstock the decoder's idle ms a batch.
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
 import statistics
@@ -39,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from _common import (add_variant_option, alternating_rounds, bench_parser, emit, parsed, parsed_variants,  # noqa: E402
-                     run_worker, spin, spin_count, summary, variant_of)
+                     run_worker, spin, spin_count, summary, turn_counts, turn_per_batch, variant_of)
 
 BATCH = 256
 OP_US = 15  # an operator's Python in the torch-like forward pass
@@ -115,7 +117,7 @@ def emulated_pipeline(root: str, threads: int):
 def loop_step(args):
     """The loop's forward pass and its backward pass's wait (module docstring)."""
     libc = ctypes.CDLL(None)
-    count = spin_count(OP_US / 1e6)
+    count = args.op_count  # measured once by the parent: every feed's loop does the same work
 
     if args.loop == "torch":
         def forward() -> None:
@@ -180,6 +182,7 @@ def worker(feed: str, root: str, args) -> dict:
         pin_loop_thread()
     waited = forward_wall = forward_cpu = 0.0
     StandInDecoder.log.clear()
+    turn = turn_counts(feed)
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
@@ -187,6 +190,8 @@ def worker(feed: str, root: str, args) -> dict:
     out = {"step_ms": round(1e3 * seconds / args.steps, 3), "next_batch_ms": round(1e3 * waited / args.steps, 3),
            "forward_wall_ms": round(1e3 * forward_wall / args.steps, 3),
            "forward_cpu_ms": round(1e3 * forward_cpu / args.steps, 3)}
+    if turn:
+        out["consumer_turn"] = turn_per_batch(turn, turn_counts(feed), args.steps)
     log = StandInDecoder.log[2:]
     if len(log) > 2:  # the decoder waits for its next batch from the last one's end to that one's arrival
         out["decoder_idle_ms"] = round(1e3 * statistics.mean(
@@ -205,13 +210,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="the pipeline's num_threads")
     ap.add_argument("--steps", type=int, default=150, help="timed steps per process")
     ap.add_argument("--pin", action="store_true", help="the loop's thread on a core of its own")
+    ap.add_argument("--op-count", type=int, default=None, help=argparse.SUPPRESS)  # an operator's Python, measured
     add_variant_option(ap, "feed")
     args = parsed(ap, worker)
     if args is None:
         return
     variants = parsed_variants(args)
     feeds = ["synthetic", "penstock"] + [f"penstock:{name}" for name in variants]
-    passed = ["--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
+    passed = ["--op-count", str(spin_count(OP_US / 1e6)), "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
               str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
               str(args.threads), "--steps", str(args.steps), *(["--pin"] if args.pin else [])]
     with tempfile.TemporaryDirectory(prefix="train-emulated-") as root:

@@ -33,3 +33,17 @@ def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
             assert line["fraction_of_ceiling"] > 0
             if feed != "synthetic":  # the stand-in decoder decoded the batches, and says how long it waited
                 assert line["decoder_idle_ms"] >= 0
+                turn = line["consumer_turn"]
+                assert set(turn) == {"waits_per_batch", "waited_ms_per_batch", "to_the_bound", "turned_off"}
+                if feed == "penstock:off" or "--take" in extra:  # turned off, or run(): one batch on the way
+                    assert turn["waits_per_batch"] == 0
+
+
+def test_the_turns_counts_per_batch_and_none_for_other_systems():
+    from _common import turn_counts, turn_per_batch
+    assert turn_counts("dali") == {} and turn_counts("synthetic") == {}
+    assert set(turn_counts("penstock:off")) == {"waits", "waited_us", "to_the_bound", "turned_off"}
+    before = {"waits": 10, "waited_us": 5_000, "to_the_bound": 1, "turned_off": 0}
+    after = {"waits": 30, "waited_us": 25_000, "to_the_bound": 6, "turned_off": 1}
+    assert turn_per_batch(before, after, 4) == {"waits_per_batch": 5.0, "waited_ms_per_batch": 5.0,
+                                                "to_the_bound": 0.25, "turned_off": 1}

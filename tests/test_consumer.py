@@ -155,9 +155,14 @@ def test_a_consumer_that_never_waits_gets_no_waits_for_a_while(enabled, busy, mo
     assert made + 1 >= 2 and skipped == 2 * _consumer.OFF_FOR
     # a wait the consumer's Python ends early keeps them on, and the next time off is OFF_FOR again
     monkeypatch.setattr(_engine, "wait_while_running", lambda tid, max_us, poll: 300)
+    before = _consumer.counts()
     assert all(_consumer.defer(4_000) == 300 for _ in range(50))
+    after = _consumer.counts()
+    assert {k: after[k] - before[k] for k in after} == {"waits": 50, "waited_us": 15_000, "to_the_bound": 0,
+                                                        "turned_off": 0}
     monkeypatch.setattr(_engine, "wait_while_running", lambda tid, max_us, poll: max_us)
     assert offs_after_bound_waits()[1] == _consumer.OFF_FOR
+    assert _consumer.counts()["turned_off"] == after["turned_off"] + 1
 
 
 class _Ahead:

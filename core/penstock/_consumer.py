@@ -46,6 +46,9 @@ _period_ns = 0.0  # its period between batches (a moving average)
 _to_the_bound = 0.0  # the share of recent waits that lasted to their bound (smoothed)
 _off_for = 0  # waits not to make, after too many lasted to their bound
 _off_next = OFF_FOR  # how many the next time
+# since the process started: waits made, microseconds waited, waits that lasted to their bound, times
+# the waits were turned off (what a benchmark reports of the turn)
+_counts = {"waits": 0, "waited_us": 0, "to_the_bound": 0, "turned_off": 0}
 
 
 def max_wait_us() -> int:
@@ -107,6 +110,16 @@ def defer(max_us: int | None = None) -> int:
     if not bound:
         _off_next = OFF_FOR
     _to_the_bound += _BOUND_SMOOTHING * (bound - _to_the_bound)
+    _counts["waits"] += 1
+    _counts["waited_us"] += waited
+    _counts["to_the_bound"] += bound
     if _to_the_bound > _BOUND_SHARE:
         _off_for, _off_next, _to_the_bound = _off_next, min(2 * _off_next, OFF_MAX), 0.0
+        _counts["turned_off"] += 1
     return waited
+
+
+def counts() -> dict[str, int]:
+    """The waits made since the process started: how many, the microseconds waited, how many lasted to
+    their bound, and how often the waits were turned off."""
+    return dict(_counts)
