@@ -3,8 +3,9 @@
 The pipeline's host side runs for real (its stages' threads, the mixed decoder's jobs, the hand-off to
 the loop) over the tests' host emulation of the device (tests/_cuda_on_host.py: device memory is host
 memory, the kernels do nothing) and a stand-in for nvImageCodec's hardware decoder: a sleep without
-the GIL, --decoder-ms for 256 JPEGs, one batch at a time as the engines take them. The JPEGs are
-small (the stand-in never decodes them; the host only reads them and checks them through). The loop's
+the GIL, --decoder-ms for 256 JPEGs, one batch at a time as the engines take them; it gets every
+JPEG unless --hw-decoder-load says otherwise. The JPEGs are small (the stand-in never decodes them;
+the host reads them, checks them through and decodes its share). The loop's
 step stands in for a model's:
 
   torch   a forward pass of --ops operators, each about 15 us of Python around a native call that
@@ -85,8 +86,9 @@ def small_jpegs(root: str, count: int = 32) -> str:
     return root
 
 
-def emulated_pipeline(root: str, threads: int):
-    """The ResNet-50 train pipeline's shape on the emulated device, built."""
+def emulated_pipeline(root: str, threads: int, hw_decoder_load: float | None):
+    """The ResNet-50 train pipeline's shape on the emulated device, built (``hw_decoder_load`` None:
+    the mixed decoder's own split between the stand-in and the host)."""
     import pytest
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     from _cuda_on_host import HostDevice, use_host_device
@@ -104,7 +106,8 @@ def emulated_pipeline(root: str, threads: int):
     @pipeline_def(batch_size=BATCH, num_threads=threads, device_id=0, seed=1)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-        images = fn.decoders.image_random_crop(jpegs, device="mixed", hw_decoder_load=1.0)
+        load = {} if hw_decoder_load is None else {"hw_decoder_load": hw_decoder_load}
+        images = fn.decoders.image_random_crop(jpegs, device="mixed", **load)
         images = fn.resize(images, resize_x=160, resize_y=160)
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
                                           mirror=fn.random.coin_flip())
@@ -154,7 +157,7 @@ def worker(feed: str, root: str, args) -> dict:
             pass
     else:
         StandInDecoder.seconds = args.decoder_ms / 1e3
-        pipe = emulated_pipeline(root, args.threads)
+        pipe = emulated_pipeline(root, args.threads, None if args.hw_decoder_load < 0 else args.hw_decoder_load)
         if args.take == "run":
             next_batch = pipe.run
         else:
@@ -208,6 +211,9 @@ def main() -> None:
     ap.add_argument("--take", choices=("iterator", "run"), default="iterator")
     ap.add_argument("--decoder-ms", type=float, default=10.0, help="the stand-in decoder's ms for 256 JPEGs")
     ap.add_argument("--threads", type=int, default=2, help="the pipeline's num_threads")
+    ap.add_argument("--hw-decoder-load", type=float, default=1.0,
+                    help="the JPEGs' share for the stand-in decoder (-1: the mixed decoder's own split, the "
+                         "host decoding the rest; the host's rate here is a 2-core machine's)")
     ap.add_argument("--steps", type=int, default=150, help="timed steps per process")
     ap.add_argument("--pin", action="store_true", help="the loop's thread on a core of its own")
     ap.add_argument("--op-count", type=int, default=None, help=argparse.SUPPRESS)  # an operator's Python, measured
@@ -217,7 +223,8 @@ def main() -> None:
         return
     variants = parsed_variants(args)
     feeds = ["synthetic", "penstock"] + [f"penstock:{name}" for name in variants]
-    passed = ["--op-count", str(spin_count(OP_US / 1e6)), "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
+    passed = ["--op-count", str(spin_count(OP_US / 1e6)), "--hw-decoder-load", str(args.hw_decoder_load),
+              "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
               str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
               str(args.threads), "--steps", str(args.steps), *(["--pin"] if args.pin else [])]
     with tempfile.TemporaryDirectory(prefix="train-emulated-") as root:

@@ -21,7 +21,8 @@ def test_a_spin_count_takes_about_the_time_asked():
 def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
     for extra in (["--loop", "torch", "--ops", "50", "--backward-ms", "2", "--variant", "off",
                    "PENSTOCK_CONSUMER_FIRST_US=0"],
-                  ["--loop", "python", "--python-ms", "3", "--backward-ms", "0", "--take", "run"]):
+                  ["--loop", "python", "--python-ms", "3", "--backward-ms", "0", "--take", "run",
+                   "--hw-decoder-load", "-1"]):
         out = subprocess.run([sys.executable, os.path.join(BENCH, "train_emulated.py"), "--rounds", "1", "--steps",
                               "6", "--decoder-ms", "2", *extra], capture_output=True, text=True, timeout=300,
                              check=True).stdout
