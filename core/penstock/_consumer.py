@@ -5,9 +5,9 @@ run with the GIL taken back (Python to launch it, the GIL released around its na
 waiting with the GIL released (the backward pass runs in the autograd engine's threads). A pipeline
 thread that wants the GIL meanwhile is woken at every release and takes it at one of them: the
 forward pass then waits for that thread's Python and for the hand-backs, and both threads spend
-CPU on waking each other. On the host emulation (tests/_cuda_on_host.py: a torch-like forward pass
+CPU on waking each other. On the host emulation (bench/train_emulated.py: a torch-like forward pass
 of 300 operators, then 7 ms without the GIL, the training loop's thread on a core of its own) that
-stretched a 4.7 ms forward pass to 7-8 ms, and the step to 0.78 of the loop alone's rate.
+stretched a 4.3 ms forward pass to 7-8 ms, and the step to 0.74-0.80 of the loop alone's rate.
 
 So a GPU pipeline's threads, where they are about to run a batch's Python, first wait without the
 GIL while the consumer's thread uses a CPU (``defer``), and go on once it waits: the same Python
@@ -52,7 +52,7 @@ _counts = {"waits": 0, "waited_us": 0, "to_the_bound": 0, "turned_off": 0}
 
 
 def max_wait_us() -> int:
-    """The longest a pipeline thread waits for the consumer over one batch, in microseconds (0: never)."""
+    """The longest one run of a batch's operators waits for the consumer, in microseconds (0: never)."""
     return non_negative(ENV, DEFAULT_MAX_US, "a whole number of microseconds (0 turns it off)")
 
 
