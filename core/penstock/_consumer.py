@@ -13,9 +13,10 @@ So a GPU pipeline's threads, where they are about to run a batch's Python, first
 GIL while the consumer's thread uses a CPU (``defer``), and go on once it waits: the same Python
 then runs in the consumer's waits. Only while the pipeline is ahead (the executor asks: at least two
 of its batches are on the way and the consumer is not itself waiting for one): the batch a consumer
-waits for is never held back. Each run of a batch's operators on a thread waits at most half the
-consumer's period between batches in all (``budget``), and at most ``PENSTOCK_CONSUMER_FIRST_US``
-microseconds (20 ms by default; 0 turns the waits off). A consumer that never waits (Python without
+waits for is never held back. A stage's run of a batch's operators waits at most half the consumer's
+period between batches in all (``budget``), and so does each wait of a decoding job (at its start,
+once its decoders are done), and none more than ``PENSTOCK_CONSUMER_FIRST_US`` microseconds (20 ms
+by default; 0 turns the waits off). A consumer that never waits (Python without
 pause) has no turn to give: once most waits last to their bound, none are made for a while, and for
 twice as long each time that comes again before any wait ended early.
 
