@@ -85,14 +85,15 @@ test: $(STAMP) $(DALI_STAMP)
 # inflate test's) and PyNvVideoCodec (installed: on a machine without NVDEC its import fails and
 # the GPU video operators' fallback is what runs), in a venv of the first CPython 3.12+ found
 # (cached in .venv-newest-*/, as the wheel venvs are), with the engine built for that Python, and
-# the tests of those libraries run there. Without such a Python the step says so and passes.
+# the tests of those libraries run there, with the consumer's turn's (the engine reads a Python
+# thread state as 3.12 keeps it). Without such a Python the step says so and passes.
 NEWEST_PYTHON ?= $(firstword $(call pythons_of,3.12 3.13 3.14))
 NEWEST_DEPS   := av soundfile lmdb astropy lz4 PyNvVideoCodec
 NEWEST_TESTS  := tests/test_video_decode.py tests/test_video_readers.py tests/test_video_sequences.py \
                  tests/test_video_emulated.py tests/test_video_codec.py tests/test_video_nvdec.py \
                  tests/test_audio_decode.py \
                  tests/test_readers_nemo_asr.py tests/test_readers_caffe.py tests/test_readers_fits.py \
-                 tests/test_inflate.py
+                 tests/test_inflate.py tests/test_consumer.py
 newest-deps-test:
 	@if [ -z "$(NEWEST_PYTHON)" ]; then \
 	  echo "newest-deps-test: no CPython 3.12 or later found (python3.1x, pyenv, uv; make pythons installs them):" \

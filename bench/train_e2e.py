@@ -27,7 +27,8 @@ cores the process (with its loader's threads and worker processes) kept busy and
 the loader's share (busy beyond the ceiling run's), the process's peak GPU memory (sampled by the
 launcher every 10 ms) and the loader's (beyond the ceiling run's), the CPU time of the process's Python threads per
 batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
-forward, backward, optimizer: wall beyond CPU is waiting, for the GIL among others); for penstock,
+forward, backward, optimizer, and loss_item with --loss-item: wall beyond CPU is waiting, for the GIL
+among others); for penstock,
 what its pipeline's threads waited for the training loop's Python a batch (consumer_turn); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
 holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); with
@@ -136,9 +137,10 @@ def run_queue_seconds() -> float | None:
         return None
 
 
-def trainer(model, device: str, phases: Phases | None = None):
+def trainer(model, device: str, phases: Phases | None = None, loss_item: bool = False):
     """A function doing one SGD step on a batch under bf16 autocast: torchvision's reference loop
-    (its phases timed into ``phases`` when given)."""
+    (its phases timed into ``phases`` when given); with ``loss_item``, reading the loss after each
+    step as that loop logs it (the training thread waits for the GPU, in CUDA's spin-wait)."""
     import torch
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -156,6 +158,8 @@ def trainer(model, device: str, phases: Phases | None = None):
         loss = timed_phase("forward", forward, images, labels)
         timed_phase("backward", backward, loss)
         timed_phase("optimizer", optimizer.step)
+        if loss_item:
+            timed_phase("loss_item", loss.item)
     return train
 
 
@@ -266,7 +270,7 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     if model_name == "python-loop":
         train = loop_trainer(*map(float, args.loop_ms.split(",")), phases)
     else:
-        train = trainer(make_model(model_name, args.device), args.device, phases)
+        train = trainer(make_model(model_name, args.device), args.device, phases, args.loss_item)
     # the model first, on synthetic data: cuDNN's autotuning happens here, not while a loader that
     # has already started fills its queues (a backlog would be counted as the loader's speed)
     warm = synthetic_feed(args.batch, size, args.device)
@@ -340,6 +344,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=None, help="timed seconds per process (default 6; 1 on the CPU)")
     ap.add_argument("--warmup-seconds", type=float, default=None, help="default 4 (0 on the CPU)")
     add_variant_option(ap, "feed")
+    ap.add_argument("--loss-item", action="store_true",
+                    help="read the loss after each step (loss.item(), as torchvision's reference recipe logs it): "
+                         "the training thread then waits for the GPU every step")
     ap.add_argument("--gil-profile", action="store_true",
                     help="per thread, the share of the timed window it held the GIL and the functions it held "
                          "it in (py-spy --gil; needs py-spy)")
@@ -362,7 +369,8 @@ def main() -> None:
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
               "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms,
-              "--cuda-profile", str(args.cuda_profile), *(["--gil-profile"] if args.gil_profile else [])]
+              "--cuda-profile", str(args.cuda_profile), *(["--gil-profile"] if args.gil_profile else []),
+              *(["--loss-item"] if args.loss_item else [])]
 
     def run(job: tuple[str, str]) -> dict:
         model, feed = job
@@ -385,6 +393,7 @@ def main() -> None:
                      **(beyond_ceiling(line, ceiling) if ceiling else {})}
             emit({"bench": "train_e2e", "gpu": card, "device": args.device, "model": model, "size": MODELS[model],
                   "feed": feed, "set": args.set, "batch": args.batch, "threads": args.threads, "host_cores": cores,
+                  **({"loss_item": True} if args.loss_item else {}),
                   **line, **extra, **({"smoke": True, "tiny_model": True} if smoke else {})})
         target = TARGET_FRACTION.get(model)
         if ceiling and "penstock" in rates and target and not smoke:

@@ -9,9 +9,13 @@ the host reads them, checks them through and decodes its share). The loop's
 step stands in for a model's:
 
   torch   a forward pass of --ops operators, each about 15 us of Python around a native call that
-          releases the GIL (as torch's operators are called), then --backward-ms waiting without the
-          GIL (the backward pass, in the autograd engine's threads)
+          releases the GIL (as torch's operators are called; --op-native-us long, else at once),
+          then --backward-ms waiting without the GIL (the backward pass, in the autograd engine's
+          threads)
   python  --python-ms of Python that never releases the GIL, then --backward-ms waiting
+
+--backward spin keeps a CPU busy through the backward pass's ms, still without the GIL, as a loop
+that waits for the GPU each step (``loss.item()``) does in CUDA's spin-wait.
 
 Feeds: synthetic (the loop alone: its ceiling) and penstock, its batches taken as the framework
 iterators take them (share_outputs, release_outputs, schedule_run: the next batch is on the way as
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import hashlib
 import os
 import statistics
 import sys
@@ -122,7 +127,14 @@ def loop_step(args):
     libc = ctypes.CDLL(None)
     count = args.op_count  # measured once by the parent: every feed's loop does the same work
 
-    if args.loop == "torch":
+    if args.loop == "torch" and args.op_native_us:
+        native = bytes(max(args.native_bytes, 4096))  # hashlib keeps the GIL below 2 KB
+
+        def forward() -> None:
+            for _ in range(args.ops):
+                spin(count)
+                hashlib.sha256(native)  # the operator's native part, on a CPU without the GIL
+    elif args.loop == "torch":
         def forward() -> None:
             for _ in range(args.ops):
                 spin(count)
@@ -133,10 +145,27 @@ def loop_step(args):
             while time.perf_counter() < end:
                 spin(count)
 
-    def backward() -> None:
-        if args.backward_ms:
-            libc.usleep(int(args.backward_ms * 1000))  # without the GIL
+    if args.backward == "spin":
+        block = bytes(args.hash_bytes)
+
+        def backward() -> None:
+            if args.backward_ms:
+                hashlib.sha256(block)  # one call without the GIL, a CPU busy throughout
+    else:
+        def backward() -> None:
+            if args.backward_ms:
+                libc.usleep(int(args.backward_ms * 1000))  # without the GIL
     return forward, backward
+
+
+def hash_bytes(seconds: float) -> int:
+    """The bytes hashlib's sha256 takes ``seconds`` over here (the median of 5 timings of 4 MiB)."""
+    block, times = bytes(1 << 22), []
+    for _ in range(5):
+        start = time.perf_counter()
+        hashlib.sha256(block)
+        times.append(time.perf_counter() - start)
+    return max(1, round(len(block) * seconds / sorted(times)[2]))
 
 
 def pin_loop_thread() -> None:
@@ -206,8 +235,12 @@ def main() -> None:
     ap = bench_parser(__doc__, rounds=3, worker=("FEED", "ROOT"))
     ap.add_argument("--loop", choices=("torch", "python"), default="torch")
     ap.add_argument("--ops", type=int, default=300, help="torch: the forward pass's operators")
+    ap.add_argument("--op-native-us", type=float, default=0.0,
+                    help="torch: each operator's native part, on a CPU without the GIL (0: a call that returns at once)")
     ap.add_argument("--python-ms", type=float, default=5.0, help="python: the forward pass's ms of Python")
     ap.add_argument("--backward-ms", type=float, default=7.0, help="the backward pass's wait without the GIL")
+    ap.add_argument("--backward", choices=("sleep", "spin"), default="sleep",
+                    help="how the loop's thread waits through the backward pass: asleep, or busy on a CPU")
     ap.add_argument("--take", choices=("iterator", "run"), default="iterator")
     ap.add_argument("--decoder-ms", type=float, default=10.0, help="the stand-in decoder's ms for 256 JPEGs")
     ap.add_argument("--threads", type=int, default=2, help="the pipeline's num_threads")
@@ -217,13 +250,17 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=150, help="timed steps per process")
     ap.add_argument("--pin", action="store_true", help="the loop's thread on a core of its own")
     ap.add_argument("--op-count", type=int, default=None, help=argparse.SUPPRESS)  # an operator's Python, measured
+    ap.add_argument("--hash-bytes", type=int, default=None, help=argparse.SUPPRESS)  # a spinning backward's, measured
+    ap.add_argument("--native-bytes", type=int, default=None, help=argparse.SUPPRESS)  # an operator's native part's
     add_variant_option(ap, "feed")
     args = parsed(ap, worker)
     if args is None:
         return
     variants = parsed_variants(args)
     feeds = ["synthetic", "penstock"] + [f"penstock:{name}" for name in variants]
-    passed = ["--op-count", str(spin_count(OP_US / 1e6)), "--hw-decoder-load", str(args.hw_decoder_load),
+    passed = ["--op-count", str(spin_count(OP_US / 1e6)), "--hash-bytes", str(hash_bytes(args.backward_ms / 1e3)),
+              "--native-bytes", str(hash_bytes(args.op_native_us / 1e6)), "--op-native-us", str(args.op_native_us),
+              "--backward", args.backward, "--hw-decoder-load", str(args.hw_decoder_load),
               "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
               str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
               str(args.threads), "--steps", str(args.steps), *(["--pin"] if args.pin else [])]
@@ -239,7 +276,8 @@ def main() -> None:
     ceiling = summary(runs["synthetic"])["step_ms"]
     for feed in feeds:
         line = summary(runs[feed])
-        emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "take": args.take, "pinned": args.pin,
+        emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "backward": args.backward, "take": args.take,
+              "pinned": args.pin,
               **line, "fraction_of_ceiling": round(ceiling / line["step_ms"], 3)})
 
 

@@ -311,11 +311,15 @@ PYBIND11_MODULE(_engine, m) {
         "anchors"_a, "windows"_a);
 
   // ---- the consumer's turn (core/penstock/_consumer.py) ----
-  m.def("thread_cpu_ns", &thread_cpu_ns, "CPU nanoseconds thread `tid` of this process has used (-1: no such thread)",
-        "tid"_a);
-  m.def("wait_while_running", &wait_while_running,
-        "Sleeps `poll_us` at a time while thread `tid` ran for half of the last sleep or more, at most `max_us` "
-        "in all: the microseconds waited", without_gil, "tid"_a, "max_us"_a, "poll_us"_a);
+  m.def("watch_consumer", &watch_consumer,
+        "Watches the calling thread as the consumer; the address of its Python thread state");
+  m.def("unwatch_consumer", &unwatch_consumer, "Stops watching the thread of this thread state, if it is watched",
+        "state"_a);
+  m.def("consumer_holds_gil", &consumer_holds_gil,
+        "1 when the watched consumer holds the GIL, 0 when not, -1 when no thread is watched", without_gil);
+  m.def("wait_while_consumer_runs_python", &wait_while_consumer_runs_python,
+        "Sleeps `poll_us` at a time while the watched consumer is seen holding the GIL within `look_us` after each "
+        "sleep, at most `max_us` in all: the microseconds waited", without_gil, "max_us"_a, "poll_us"_a, "look_us"_a);
 
   // ---- host memory ----
   m.def("empty_pooled", [](int64_t nbytes) { return Array::empty('u', 1, {nbytes}, true); },

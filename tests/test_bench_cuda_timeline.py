@@ -98,9 +98,10 @@ def test_train_e2e_records_a_timeline_after_its_timed_window(tmp_path):
     out = subprocess.run(
         [sys.executable, os.path.join(BENCH, "train_e2e.py"), "--device", "cpu", "--models", "resnet18",
          "--feeds", "synthetic,penstock", "--images", "16", "--data-cache", str(tmp_path), "--seconds", "0.3",
-         "--cuda-profile", "3"], capture_output=True, text=True, timeout=300, check=True).stdout
+         "--cuda-profile", "3", "--loss-item"], capture_output=True, text=True, timeout=300, check=True).stdout
     lines = {line["feed"]: line for line in map(json.loads, out.splitlines()) if "feed" in line}
     assert set(lines) == {"synthetic", "penstock"}
     for line in lines.values():  # on the CPU only the steps' wall time: there is no GPU timeline to read
+        assert line["loss_item"] and line["wall_ms_per_step:loss_item"] > 0  # the loss read every step
         assert line["cuda_profile"]["steps"] == 3 and line["cuda_profile"]["wall_ms_per_step"] > 0
         assert set(line["cuda_profile"]) == {"steps", "wall_ms_per_step"}

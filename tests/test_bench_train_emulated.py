@@ -21,6 +21,7 @@ def test_a_spin_count_takes_about_the_time_asked():
 def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
     for extra in (["--loop", "torch", "--ops", "50", "--backward-ms", "2", "--variant", "off",
                    "PENSTOCK_CONSUMER_FIRST_US=0"],
+                  ["--loop", "torch", "--ops", "30", "--op-native-us", "20", "--backward", "spin", "--backward-ms", "2"],
                   ["--loop", "python", "--python-ms", "3", "--backward-ms", "0", "--take", "run",
                    "--hw-decoder-load", "-1"]):
         out = subprocess.run([sys.executable, os.path.join(BENCH, "train_emulated.py"), "--rounds", "1", "--steps",
@@ -30,6 +31,7 @@ def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
         assert set(lines) == {"synthetic", "penstock"} | ({"penstock:off"} if "--variant" in extra else set())
         assert lines["synthetic"]["fraction_of_ceiling"] == 1.0 and "decoder_idle_ms" not in lines["synthetic"]
         for feed, line in lines.items():
+            assert line["backward"] == ("spin" if "spin" in extra else "sleep")
             assert line["step_ms"] > 0 and line["forward_wall_ms"] > 0 and line["forward_cpu_ms"] > 0
             assert line["fraction_of_ceiling"] > 0
             if feed != "synthetic":  # the stand-in decoder decoded the batches, and says how long it waited

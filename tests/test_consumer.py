@@ -1,5 +1,5 @@
 """The consumer's turn (penstock._consumer): a GPU pipeline's threads wait while the thread that
-consumes its batches runs, boundedly, and never for themselves."""
+consumes its batches runs Python, boundedly, and never for themselves."""
 import hashlib
 import threading
 import time
@@ -9,63 +9,81 @@ import pytest
 from penstock import _consumer, _engine
 
 
-class _Busy(threading.Thread):
-    """A thread on a CPU without the GIL (hashlib releases it for large inputs) until stopped."""
+class _Consumer(threading.Thread):
+    """A consumer's thread: watched by the engine, then running ``work`` until stopped."""
 
-    def __init__(self):
+    def __init__(self, work):
         super().__init__(daemon=True)
+        self.work = work
         self.stop = threading.Event()
-        self.started_work = threading.Event()
+        self.watched = threading.Event()
 
     def run(self):
-        data = b"x" * (8 << 20)
+        _consumer.consuming()
+        self.watched.set()
         while not self.stop.is_set():
-            self.started_work.set()
-            hashlib.sha256(data).digest()
+            self.work()
+
+
+def _python():  # holds the GIL but for the interpreter's switches
+    for _ in range(10_000):
+        pass
+
+
+_BLOCK = b"x" * (8 << 20)
+
+
+def _native():  # on a CPU without the GIL (hashlib releases it for large inputs), as a CUDA spin-wait is
+    hashlib.sha256(_BLOCK).digest()
+
+
+def _operators():  # a forward pass: Python, then a short native part without the GIL, in turn
+    for _ in range(1_000):
+        pass
+    hashlib.sha256(_BLOCK[:32 << 10]).digest()
+
+
+def _asleep():
+    time.sleep(0.01)
 
 
 @pytest.fixture
-def busy():
-    t = _Busy()
+def consumer(request, monkeypatch):
+    # each test watches a consumer of its own, never the one another left behind
+    monkeypatch.setattr(_consumer, "_consumer", 0)
+    t = _Consumer(request.param)
     t.start()
-    t.started_work.wait()
+    t.watched.wait()
     yield t
     t.stop.set()
     t.join()
 
 
-@pytest.fixture
-def idle():
-    release = threading.Event()
-    t = threading.Thread(target=release.wait, daemon=True)
+def _longest_wait(tries=20, max_us=20_000):
+    return max(_engine.wait_while_consumer_runs_python(max_us, 100, 5_000) for _ in range(tries))
+
+
+# long looks: a loaded 2-core machine may keep the consumer from its CPU for a few ms (and longer now
+# and then: of several waits one lasts to the bound)
+@pytest.mark.parametrize("consumer", [_python, _operators], indirect=True)
+def test_waits_while_the_consumer_runs_python_up_to_the_bound(consumer):
+    assert _longest_wait() >= 20_000
+
+
+@pytest.mark.parametrize("consumer", [_native, _asleep], indirect=True)
+def test_a_consumer_without_the_gil_is_not_waited_for(consumer):
+    assert _longest_wait(tries=5, max_us=5_000_000) < 1_000_000
+
+
+def test_the_consumer_is_watched_until_its_thread_ends():
+    t = _Consumer(_python)
     t.start()
-    yield t
-    release.set()
+    t.watched.wait()
+    assert _engine.consumer_holds_gil() >= 0
+    t.stop.set()
     t.join()
-
-
-def _used_over(tid, seconds=0.05):
-    before = _engine.thread_cpu_ns(tid)
-    time.sleep(seconds)
-    return _engine.thread_cpu_ns(tid) - before
-
-
-def test_the_cpu_time_of_another_thread(busy, idle):
-    assert _used_over(busy.native_id) > 0
-    # a thread just started may not have reached its wait yet: it is idle from some point on
-    assert any(_used_over(idle.native_id, 0.01) == 0 for _ in range(200))
-    assert _engine.thread_cpu_ns(2**31 - 2) == -1  # no such thread
-
-
-# the polls are long: the busy thread counts as running while it used half of each poll or more,
-# which a loaded 2-core machine that takes its CPU away for a moment could deny it in a short one
-# (and in a long one now and then: one of several waits lasts to the bound)
-def test_waits_while_the_thread_runs_up_to_the_bound(busy):
-    assert any(_engine.wait_while_running(busy.native_id, 20_000, 2_000) >= 20_000 for _ in range(20))
-
-
-def test_a_thread_that_waits_itself_is_not_waited_for(idle):
-    assert _engine.wait_while_running(idle.native_id, 5_000_000, 100) < 5_000_000
+    assert _engine.consumer_holds_gil() == -1  # its thread state is gone: nothing is read of it
+    assert _engine.wait_while_consumer_runs_python(5_000_000, 100, 5_000) < 5_000_000
 
 
 @pytest.fixture
@@ -80,14 +98,14 @@ def enabled(monkeypatch):
 
 # the native wait is the tests' above; here what defer asks of it, which no scheduler can disturb
 # (a real busy consumer sharing a loaded CI core with another thread ends some waits early)
-def test_defer_waits_for_the_consumer_and_never_for_itself(enabled, busy, monkeypatch):
+def test_defer_waits_for_the_consumer_and_never_for_itself(enabled, monkeypatch):
     waits = []
-    monkeypatch.setattr(_engine, "wait_while_running", lambda *args: waits.append(args) or 100)
+    monkeypatch.setattr(_engine, "wait_while_consumer_runs_python", lambda *args: waits.append(args) or 100)
     assert _consumer.defer(30_000) == 0  # no consumer yet
-    monkeypatch.setattr(_consumer, "_consumer", busy.native_id)
+    monkeypatch.setattr(_consumer, "_consumer", 2**31 - 2)  # another thread's id
     assert _consumer.defer(30_000) == 100
     assert _consumer.defer(5_000) == 100  # a smaller bound: what is left of a run's budget
-    assert waits == [(busy.native_id, 30_000, 2_000), (busy.native_id, 5_000, 2_000)]
+    assert waits == [(30_000, 2_000, _consumer.LOOK_US), (5_000, 2_000, _consumer.LOOK_US)]
     assert _consumer.defer() == 0  # no budget while the consumer's period is not known
     _consumer.consuming()
     assert _consumer.consumer() == threading.get_native_id()
@@ -95,9 +113,9 @@ def test_defer_waits_for_the_consumer_and_never_for_itself(enabled, busy, monkey
     assert len(waits) == 2
 
 
-def test_zero_turns_the_waits_off(monkeypatch, busy):
+def test_zero_turns_the_waits_off(monkeypatch):
     monkeypatch.setenv(_consumer.ENV, "0")
-    monkeypatch.setattr(_consumer, "_consumer", busy.native_id)
+    monkeypatch.setattr(_consumer, "_consumer", 2**31 - 2)
     _consumer.enable()
     assert not _consumer.enabled()
     assert _consumer.budget() == 0
@@ -133,13 +151,14 @@ def test_the_budget_is_half_the_consumers_period(enabled, monkeypatch):
     assert _consumer.budget() == 0  # another consumer: its period is not known yet
 
 
-def test_a_consumer_that_never_waits_gets_no_waits_for_a_while(enabled, busy, monkeypatch):
+def test_a_consumer_that_never_waits_gets_no_waits_for_a_while(enabled, monkeypatch):
     """Waits that last to their bound say the consumer has no turn to give: once most do, the next
     OFF_FOR are not made; then they are tried again, and turned off for twice as many if they still
     last to their bound. One that ends early starts the count over."""
     waited = []
-    monkeypatch.setattr(_engine, "wait_while_running", lambda tid, max_us, poll: waited.append(max_us) or max_us)
-    monkeypatch.setattr(_consumer, "_consumer", busy.native_id)
+    monkeypatch.setattr(_engine, "wait_while_consumer_runs_python",
+                        lambda max_us, poll, look: waited.append(max_us) or max_us)
+    monkeypatch.setattr(_consumer, "_consumer", 2**31 - 2)
 
     def offs_after_bound_waits() -> tuple[int, int]:  # (waits made before they turn off, waits not made)
         made = 0
@@ -154,13 +173,13 @@ def test_a_consumer_that_never_waits_gets_no_waits_for_a_while(enabled, busy, mo
     made, skipped = offs_after_bound_waits()  # the first call that came back was one more to the bound
     assert made + 1 >= 2 and skipped == 2 * _consumer.OFF_FOR
     # a wait the consumer's Python ends early keeps them on, and the next time off is OFF_FOR again
-    monkeypatch.setattr(_engine, "wait_while_running", lambda tid, max_us, poll: 300)
+    monkeypatch.setattr(_engine, "wait_while_consumer_runs_python", lambda max_us, poll, look: 300)
     before = _consumer.counts()
     assert all(_consumer.defer(4_000) == 300 for _ in range(50))
     after = _consumer.counts()
     assert {k: after[k] - before[k] for k in after} == {"waits": 50, "waited_us": 15_000, "to_the_bound": 0,
                                                         "turned_off": 0}
-    monkeypatch.setattr(_engine, "wait_while_running", lambda tid, max_us, poll: max_us)
+    monkeypatch.setattr(_engine, "wait_while_consumer_runs_python", lambda max_us, poll, look: max_us)
     assert offs_after_bound_waits()[1] == _consumer.OFF_FOR
     assert _consumer.counts()["turned_off"] == after["turned_off"] + 1
 

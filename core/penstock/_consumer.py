@@ -10,7 +10,7 @@ of 300 operators, then 7 ms without the GIL, the training loop's thread on a cor
 stretched a 4.3 ms forward pass to 7-8 ms, and the step to 0.74-0.80 of the loop alone's rate.
 
 So a GPU pipeline's threads, where they are about to run a batch's Python, first wait without the
-GIL while the consumer's thread uses a CPU (``defer``), and go on once it waits: the same Python
+GIL while the consumer's thread runs Python (``defer``), and go on once it waits: the same Python
 then runs in the consumer's waits. Only while the pipeline is ahead (the executor asks: at least two
 of its batches are on the way and the consumer is not itself waiting for one): the batch a consumer
 waits for is never held back. A stage's run of a batch's operators waits at most half the consumer's
@@ -20,9 +20,13 @@ by default; 0 turns the waits off). A consumer that never waits (Python without
 pause) has no turn to give: once most waits last to their bound, none are made for a while, and for
 twice as long each time that comes again before any wait ended early.
 
-The consumer is the last thread that waited for a GPU pipeline's outputs; it counts as running
-while its CPU time grows by half the polling interval or more (also on a CPU without the GIL:
-spinning in a CUDA synchronization, say). A thread never waits for itself.
+The consumer is the last thread that waited for a GPU pipeline's outputs. It counts as running its
+Python while it takes the GIL within ``LOOK_US`` whenever a waiting thread looks (a forward pass
+gives the GIL away around each operator's native part, for tens of microseconds); not while it waits
+without the GIL, asleep or on a CPU (the backward pass, a ``loss.item()`` spinning in CUDA's
+synchronization), when the pipeline's Python takes nothing from it. The engine reads whether it
+holds the GIL from its Python thread state, watched from its first wait until the thread ends. A
+thread never waits for itself.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ ENV = "PENSTOCK_CONSUMER_FIRST_US"
 DEFAULT_MAX_US = 20_000
 PERIOD_SHARE = 0.5  # of the consumer's period between batches: what a batch's run may wait in all
 POLL_US = 50  # how often a waiting thread looks: a small part of a forward pass
+LOOK_US = 200  # a consumer that does not take the GIL within a look has left its Python
 # Waits that last to their bound: smoothed over the last ~5, more than half of them turns the waits
 # off for the next OFF_FOR, then they are tried again; off again before any wait ended early, for
 # twice as many (up to OFF_MAX)
@@ -70,6 +75,21 @@ def enabled() -> bool:
     return _max_us > 0
 
 
+class _Unwatch:
+    """Held by a consumer's thread (thread-local): as the thread ends, before its Python thread
+    state goes, the engine stops watching it."""
+    __slots__ = ("state",)
+
+    def __init__(self, state: int):
+        self.state = state
+
+    def __del__(self, unwatch=_engine.unwatch_consumer) -> None:  # bound now: it may run at interpreter exit
+        unwatch(self.state)
+
+
+_thread = threading.local()
+
+
 def consuming() -> None:
     """The calling thread waits for a GPU pipeline's outputs: it is the consumer."""
     global _consumer, _last_ns, _period_ns
@@ -80,6 +100,9 @@ def consuming() -> None:
         _period_ns = interval if not _period_ns else 0.8 * _period_ns + 0.2 * interval
     else:
         _period_ns = 0.0
+        state = _engine.watch_consumer()
+        if getattr(_thread, "unwatch", None) is None:
+            _thread.unwatch = _Unwatch(state)
     _consumer, _last_ns = tid, now
 
 
@@ -95,7 +118,7 @@ def budget() -> int:
 
 
 def defer(max_us: int | None = None) -> int:
-    """Called by a pipeline thread before a batch's Python: waits while the consumer runs, at most
+    """Called by a pipeline thread before a batch's Python: waits while the consumer runs Python, at most
     ``max_us`` (default: a run's budget, of which callers pass what is left); the microseconds
     waited."""
     global _to_the_bound, _off_for, _off_next
@@ -106,7 +129,7 @@ def defer(max_us: int | None = None) -> int:
     if _off_for > 0:
         _off_for -= 1
         return 0
-    waited = _engine.wait_while_running(tid, max_us, POLL_US)
+    waited = _engine.wait_while_consumer_runs_python(max_us, POLL_US, LOOK_US)
     bound = waited >= max_us - POLL_US
     if not bound:
         _off_next = OFF_FOR

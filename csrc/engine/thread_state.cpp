@@ -1,40 +1,65 @@
 #include "engine/thread_state.h"
 
-#include <time.h>
+#include <Python.h>
 
+#include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 namespace penstock {
+namespace {
 
-int64_t thread_cpu_ns(int64_t tid) {
-#ifdef __linux__
-  // the clock glibc's pthread_getcpuclockid names for a thread: its id, inverted, shifted, and the
-  // per-thread scheduler clock's bits; clock_gettime refuses it for a thread that has ended
-  const clockid_t clock = static_cast<clockid_t>((~static_cast<uint32_t>(tid) << 3) | 6u);
-  timespec ts{};
-  if (tid <= 0 || clock_gettime(clock, &ts) != 0) return -1;
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+// The watched thread state; read under the lock, so that it is never read after its thread has
+// unwatched it (and gone on to free it).
+std::mutex watched_lock;
+PyThreadState* watched = nullptr;
+
+bool holds_gil(PyThreadState* state) {
+#if defined(Py_GIL_DISABLED)
+  (void)state;
+  return false;
+#elif PY_VERSION_HEX >= 0x030C0000
+  // set once the thread has taken the GIL back, cleared before it gives it away
+  return state->_status.active;
 #else
-  (void)tid;
-  return -1;
+  // before 3.12 the thread state of the GIL's holder is one for the process (null while nobody holds it)
+  return _PyThreadState_UncheckedGet() == state;
 #endif
 }
 
-int64_t wait_while_running(int64_t tid, int64_t max_us, int64_t poll_us) {
+}  // namespace
+
+uintptr_t watch_consumer() {
+  PyThreadState* state = PyThreadState_Get();
+  std::lock_guard<std::mutex> hold(watched_lock);
+  watched = state;
+  return reinterpret_cast<uintptr_t>(state);
+}
+
+void unwatch_consumer(uintptr_t state) {
+  std::lock_guard<std::mutex> hold(watched_lock);
+  if (reinterpret_cast<uintptr_t>(watched) == state) watched = nullptr;
+}
+
+int consumer_holds_gil() {
+  std::lock_guard<std::mutex> hold(watched_lock);
+  return watched == nullptr ? -1 : holds_gil(watched) ? 1 : 0;
+}
+
+int64_t wait_while_consumer_runs_python(int64_t max_us, int64_t poll_us, int64_t look_us) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::microseconds(max_us);
   const auto poll = std::chrono::microseconds(poll_us > 0 ? poll_us : 1);
-  int64_t used = thread_cpu_ns(tid);
-  while (used >= 0) {
-    const auto before = Clock::now();
+  const auto look = std::chrono::microseconds(look_us);
+  for (;;) {
     std::this_thread::sleep_for(poll);
-    const auto after = Clock::now();
-    const int64_t now_used = thread_cpu_ns(tid);
-    const int64_t slept_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(after - before).count();
-    if (now_used < 0 || (now_used - used) * 2 < slept_ns || after >= deadline) break;
-    used = now_used;
+    // a look: until the consumer is seen holding the GIL, for at most `look`
+    const auto until = std::min(Clock::now() + look, deadline);
+    int holds;
+    while ((holds = consumer_holds_gil()) == 0 && Clock::now() < until) std::this_thread::yield();
+    if (holds <= 0 || Clock::now() >= deadline) break;
   }
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
 }

@@ -1,18 +1,27 @@
-// Whether another thread of this process is on a CPU, and waiting while it is: how a GPU
-// pipeline's threads can let the thread that consumes its batches run its Python first
-// (core/penstock/_consumer.py says why).
+// The thread that consumes a GPU pipeline's batches, watched by the pipeline's threads so that they can
+// let it run its Python first (core/penstock/_consumer.py says why).
 #pragma once
 #include <cstdint>
 
 namespace penstock {
 
-// The CPU time thread `tid` (a Linux thread id) of this process has used, in nanoseconds; -1 when
-// there is no such thread.
-int64_t thread_cpu_ns(int64_t tid);
+// Watches the calling thread, which holds the GIL, as the consumer (in place of any other); returns
+// its Python thread state's address, which unwatch_consumer takes.
+uintptr_t watch_consumer();
 
-// Sleeps `poll_us` at a time while thread `tid` ran for at least half of the last sleep, for at
-// most `max_us` in all: the microseconds waited. The first sleep comes before the first look, so a
-// thread that was waiting for what the caller held (the GIL) can take it and show that it runs.
-int64_t wait_while_running(int64_t tid, int64_t max_us, int64_t poll_us);
+// Stops watching the thread of thread state `state` if it is the one watched: called as that thread
+// ends, before its thread state goes.
+void unwatch_consumer(uintptr_t state);
+
+// 1 when the watched consumer holds the GIL now, 0 when not, -1 when no thread is watched. Always 0
+// on a Python without a GIL.
+int consumer_holds_gil();
+
+// Sleeps `poll_us` at a time while the watched consumer runs Python: while, after each sleep, it is
+// seen holding the GIL within `look_us` of looking (a forward pass gives it away around each
+// operator's native part, for tens of microseconds). At most `max_us` in all; the microseconds
+// waited. The first sleep comes before the first look, so a consumer that was waiting for the GIL
+// the caller held can take it and show that it runs Python.
+int64_t wait_while_consumer_runs_python(int64_t max_us, int64_t poll_us, int64_t look_us);
 
 }  // namespace penstock
