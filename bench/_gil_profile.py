@@ -1,7 +1,8 @@
 """Who holds the GIL in this process, by thread and by function: py-spy samples the thread holding it
 (``--gil``) over a window, without pausing the process (``--nonblocking``). A loader's threads that
 hold the GIL make a training loop's thread wait each time it takes the GIL back (after every torch
-operator)."""
+operator). And who waits for it (``GilWaits``): py-spy samples every thread's native stack, which
+shows a thread waiting to take the GIL back, and where."""
 from __future__ import annotations
 
 import ctypes
@@ -11,6 +12,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
+from typing import Any, Callable
 
 PY_SPY = "py-spy"
 RATE = 1000  # samples a second: one a millisecond
@@ -62,17 +65,15 @@ def held_by_function(raw: str) -> dict[str, dict[str, int]]:
     return held
 
 
-class GilProfile:
-    """``start()`` samples the GIL's holder for ``seconds`` (whole seconds, py-spy's unit);
-    ``shares()`` waits for the samples and gives each thread group's share of the window's wall
-    time (samples at ``RATE``; py-spy may fall short of it under load, so read shares as at most);
-    ``per_batch(batches_per_second)`` then gives where each thread's time went, by function."""
+class _Recording:
+    """py-spy recording this process's threads for ``seconds`` (whole seconds, py-spy's unit) with
+    ``options``; ``raw()`` waits for it and gives its samples (py-spy's raw format)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, options: list[str]):
         self.seconds = max(1, math.floor(seconds))
+        self.options = options
         self._out = os.path.join(tempfile.mkdtemp(prefix="gil-"), "raw.txt")
         self._proc: subprocess.Popen | None = None
-        self.raw = ""  # py-spy's samples, once shares() has them
 
     def start(self) -> None:
         # py-spy reads this process's memory: Yama lets a child trace its parent only when asked
@@ -81,20 +82,41 @@ class GilProfile:
         except (OSError, AttributeError):  # not Linux: nothing to ask
             pass
         self._proc = subprocess.Popen(
-            [PY_SPY, "record", "--pid", str(os.getpid()), "--gil", "--threads", "--nonblocking", "-r", str(RATE),
-             "-d", str(self.seconds), "-f", "raw", "-o", self._out],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [PY_SPY, "record", "--pid", str(os.getpid()), *self.options, "--threads", "-d", str(self.seconds),
+             "-f", "raw", "-o", self._out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    def shares(self) -> dict[str, float]:
-        assert self._proc is not None, "GilProfile.shares() before start()"
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def raw(self) -> str:
+        assert self._proc is not None, "the recording was not started"
         _, err = self._proc.communicate(timeout=self.seconds + 60)
         if self._proc.returncode != 0 or not os.path.exists(self._out):
-            raise RuntimeError(f"py-spy could not sample the GIL (exit status {self._proc.returncode}): "
+            raise RuntimeError(f"py-spy could not sample the threads (exit status {self._proc.returncode}): "
                                f"{err.strip()[-500:]}")
         with open(self._out) as f:
-            self.raw = f.read()
+            raw = f.read()
         os.remove(self._out)
         os.rmdir(os.path.dirname(self._out))
+        return raw
+
+
+class GilProfile:
+    """``start()`` samples the GIL's holder for ``seconds`` (whole seconds, py-spy's unit);
+    ``shares()`` waits for the samples and gives each thread group's share of the window's wall
+    time (samples at ``RATE``; py-spy may fall short of it under load, so read shares as at most);
+    ``per_batch(batches_per_second)`` then gives where each thread's time went, by function."""
+
+    def __init__(self, seconds: float):
+        self._recording = _Recording(seconds, ["--gil", "--nonblocking", "-r", str(RATE)])
+        self.seconds = self._recording.seconds
+        self.raw = ""  # py-spy's samples, once shares() has them
+
+    def start(self) -> None:
+        self._recording.start()
+
+    def shares(self) -> dict[str, float]:
+        self.raw = self._recording.raw()
         window = RATE * self.seconds
         return {name: round(count / window, 4) for name, count in sorted(holders(self.raw).items())}
 
@@ -114,3 +136,98 @@ class GilProfile:
             table[name] = [["all", round(counts[name] * ms_per_sample, 3)],
                            *([f, round(c * ms_per_sample, 3)] for f, c in inner[:functions])]
         return table
+
+
+# A thread waiting to take the GIL back sits in CPython's wait for it (take_gil, inlined where it is
+# called): pthread_cond_timedwait, or pthread_mutex_lock on the GIL's mutex, right under a Python
+# frame or one of CPython's own (time.sleep, a queue's get, ctypes' or an extension's return,
+# PyEval_RestoreThread; a frame of C source with its line, a header's for code inlined from one).
+# Python's locks and queues wait on semaphores instead (PyThread_acquire_lock_timed), and other
+# libraries' threads under their own frames.
+_LIBC_INNER = re.compile(r"^0x[0-9a-f]+ \(libc")
+_PYTHON_FRAME = re.compile(r"\.py:\d+\)$")
+_CPYTHON_FRAME = re.compile(r"(\(libpython[^)]*\)|\(python[\d.]*\)|\.[ch](\.h)?:\d+\))$")
+_GIL_WAITS = ("pthread_cond_timedwait", "pthread_mutex_lock")
+
+
+def gil_wait_site(frames: list[str]) -> str | None:
+    """For one sample's frames (py-spy --native, outermost first): where the thread waits to take the
+    GIL (its innermost Python function), or None when it does not."""
+    inner = len(frames) - 1
+    while inner >= 0 and _LIBC_INNER.match(frames[inner]):
+        inner -= 1
+    if inner < 1 or not frames[inner].startswith(_GIL_WAITS):
+        return None
+    caller = frames[inner - 1]
+    if "PyThread_acquire_lock" in caller or not (_PYTHON_FRAME.search(caller) or _CPYTHON_FRAME.search(caller)):
+        return None
+    python = [f for f in frames[:inner] if _PYTHON_FRAME.search(f)]
+    return _function(python[-1] if python else caller)
+
+
+def gil_waits(raw: str, ms_per_step: float, sites: int = 6) -> dict:
+    """Per thread group of py-spy's raw native samples of every thread (``--native --idle``): the
+    share of its samples in which it waited to take the GIL, that share of ``ms_per_step`` (its ms
+    a step, each thread of the group counted), and its ``sites`` longest waits by function, ms a step."""
+    samples: dict[str, int] = {}
+    waits: dict[str, dict[str, int]] = {}
+    threads: dict[str, set] = {}
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        first = stack.split(";", 1)[0]
+        threads.setdefault(re.sub(r"_\d+$", "", first.split(":", 1)[1].strip()) if ":" in first else "(unnamed)",
+                           set()).add(first)
+    for name, frames, count in _samples(raw):
+        samples[name] = samples.get(name, 0) + count
+        site = gil_wait_site(frames)
+        if site is not None:
+            waits.setdefault(name, {})[site] = waits.setdefault(name, {}).get(site, 0) + count
+    table = {}
+    for name, total in sorted(samples.items()):
+        per_thread = total / len(threads[name])  # samples of one thread: the window
+        by_site = sorted(waits.get(name, {}).items(), key=lambda sc: -sc[1])
+        waited = sum(c for _, c in by_site)
+        table[name] = {"share": round(waited / total, 4), "ms_per_step": round(waited / per_thread * ms_per_step, 3),
+                       "where": [[site, round(c / per_thread * ms_per_step, 3)] for site, c in by_site[:sites]]}
+    return table
+
+
+class GilWaits:
+    """``start()`` samples every thread's stack, native frames too, ``rate`` times a second for
+    ``seconds``; ``table(ms_per_step)`` waits for the samples and gives ``gil_waits``' table. py-spy
+    stops the process for each sample, and every thread that was about to take the GIL wants it at
+    once when it goes on: the pauses make waits of their own. Hence a low rate over a window of its
+    own, not a timed one (on the host emulation a training loop's waits of 0.5 ms a step read 1.2 ms
+    at 50 samples a second and 2.8 at 200; its 3 ms without the consumer's turn read 3 at each rate)."""
+
+    def __init__(self, seconds: float, rate: int = 20):
+        self._recording = _Recording(seconds, ["--native", "--idle", "-r", str(rate)])
+
+    def start(self) -> None:
+        self._recording.start()
+
+    def running(self) -> bool:
+        """Whether py-spy is still sampling."""
+        return self._recording.running()
+
+    def table(self, ms_per_step: float) -> dict:
+        return gil_waits(self._recording.raw(), ms_per_step)
+
+
+def waits_while(step: Callable[[], Any], seconds: float, sync: Callable[[], Any] = lambda: None) -> dict:
+    """Calls ``step()`` while py-spy samples every thread's native stack for ``seconds``: per thread
+    group, its ms a step waiting to take the GIL back and where (``gil_waits``), or the error when
+    py-spy could not sample (it pauses the process, which ptrace may not allow)."""
+    waits = GilWaits(seconds)
+    waits.start()
+    steps, start = 0, time.perf_counter()
+    while waits.running() or not steps:
+        step()
+        steps += 1
+    sync()
+    try:
+        return waits.table(1e3 * (time.perf_counter() - start) / steps)
+    except RuntimeError as exc:
+        return {"error": str(exc)}

@@ -35,7 +35,9 @@ holding it 1% of the time or more, the functions it held it in, ms a batch (gil_
 --cuda-profile STEPS, one timeline of that many more steps (torch.profiler, CUPTI): the GPU's idle
 time, the model's streams' and the loader's busy time and their overlap, each stream with the threads
 that queued its work, the copies by kind, and which host threads wait on the GPU in which call, for
-how long, all per step (cuda_profile; bench/_cuda_timeline.py); then per model the issue's target
+how long, all per step (cuda_profile; bench/_cuda_timeline.py); with --gil-waits SECONDS, per
+thread, its ms a step waiting to take the GIL back and the functions it waited in (gil_waits: the
+training thread's are what the loader's Python costs it); then per model the issue's target
 (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU (--device cpu) the numbers
 mean nothing: the run checks that every feed works.
 
@@ -316,6 +318,8 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         out["consumer_turn"] = turn_per_batch(turn, turn_counts(feed), t.steps)
     if args.cuda_profile:  # after the timed window, which the profiler's own work would slow down
         out["cuda_profile"] = _cuda_timeline.profiled(step, args.cuda_profile, sync, cuda=args.device == "cuda")
+    if args.gil_waits:  # likewise: py-spy pauses the process at each sample
+        out["gil_waits"] = _gil_profile.waits_while(step, args.gil_waits, sync)
     return out
 
 
@@ -350,6 +354,10 @@ def main() -> None:
     ap.add_argument("--gil-profile", action="store_true",
                     help="per thread, the share of the timed window it held the GIL and the functions it held "
                          "it in (py-spy --gil; needs py-spy)")
+    ap.add_argument("--gil-waits", type=float, default=0, metavar="SECONDS",
+                    help="after the timed window, SECONDS more of steps while py-spy samples every thread's native "
+                         "stack 20 times a second: per thread, its ms a step waiting to take the GIL back and where "
+                         "(gil_waits; needs py-spy; 5 s or more for a tenth of a ms at 100 steps a second)")
     ap.add_argument("--cuda-profile", type=int, default=0, metavar="STEPS",
                     help="after the timed window, STEPS more steps under torch.profiler's CUDA activities: the "
                          "GPU's idle time, the model's and the other streams' busy time, copies by kind and the "
@@ -357,8 +365,8 @@ def main() -> None:
     args = parsed(ap, worker)
     if args is None:
         return
-    if args.gil_profile and not _gil_profile.available():
-        raise SystemExit("--gil-profile samples the GIL's holder with py-spy: pip install py-spy")
+    if (args.gil_profile or args.gil_waits) and not _gil_profile.available():
+        raise SystemExit("--gil-profile and --gil-waits sample the threads with py-spy: pip install py-spy")
     with_defaults(args)
     smoke = args.device == "cpu"
     root = photos.prepared(args)
@@ -369,7 +377,8 @@ def main() -> None:
     card = None if smoke else gpu_name()
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
               "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms,
-              "--cuda-profile", str(args.cuda_profile), *(["--gil-profile"] if args.gil_profile else []),
+              "--cuda-profile", str(args.cuda_profile), "--gil-waits", str(args.gil_waits),
+              *(["--gil-profile"] if args.gil_profile else []),
               *(["--loss-item"] if args.loss_item else [])]
 
     def run(job: tuple[str, str]) -> dict:

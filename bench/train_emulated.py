@@ -25,7 +25,8 @@ thread a core of its own and the pipeline's threads the others, as a GPU host wi
 does (on 2 cores the pipeline's threads otherwise pre-empt the loop's). One JSON line per feed: ms a
 step, the fraction of the loop alone's rate, and per step the wait for the batch and the forward
 pass's wall and CPU ms; for penstock the decoder's idle ms a batch and what the pipeline's threads
-waited for the loop's Python a batch (consumer_turn).
+waited for the loop's Python a batch (consumer_turn); with --gil-waits, each thread's ms a step
+waiting to take the GIL back, and where (the loop's thread is MainThread).
 
     python bench/train_emulated.py --pin                            # torch-like loop, iterator hand-off
     python bench/train_emulated.py --pin --loop python --python-ms 13 --backward-ms 0
@@ -46,6 +47,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import _gil_profile  # noqa: E402
 from _common import (add_variant_option, alternating_rounds, bench_parser, emit, parsed, parsed_variants,  # noqa: E402
                      run_worker, spin, spin_count, summary, turn_counts, turn_per_batch, variant_of)
 
@@ -224,6 +226,8 @@ def worker(feed: str, root: str, args) -> dict:
            "forward_cpu_ms": round(1e3 * forward_cpu / args.steps, 3)}
     if turn:
         out["consumer_turn"] = turn_per_batch(turn, turn_counts(feed), args.steps)
+    if args.gil_waits:  # after the timed steps: py-spy pauses the process at each sample
+        out["gil_waits"] = _gil_profile.waits_while(step, args.gil_waits)
     log = StandInDecoder.log[2:]
     if len(log) > 2:  # the decoder waits for its next batch from the last one's end to that one's arrival
         out["decoder_idle_ms"] = round(1e3 * statistics.mean(
@@ -249,6 +253,9 @@ def main() -> None:
                          "host decoding the rest; the host's rate here is a 2-core machine's)")
     ap.add_argument("--steps", type=int, default=150, help="timed steps per process")
     ap.add_argument("--pin", action="store_true", help="the loop's thread on a core of its own")
+    ap.add_argument("--gil-waits", type=float, default=0, metavar="SECONDS",
+                    help="after the timed steps, SECONDS more while py-spy samples every thread: per thread, its ms "
+                         "a step waiting to take the GIL back and where (gil_waits; needs py-spy)")
     ap.add_argument("--op-count", type=int, default=None, help=argparse.SUPPRESS)  # an operator's Python, measured
     ap.add_argument("--hash-bytes", type=int, default=None, help=argparse.SUPPRESS)  # a spinning backward's, measured
     ap.add_argument("--native-bytes", type=int, default=None, help=argparse.SUPPRESS)  # an operator's native part's
@@ -263,7 +270,8 @@ def main() -> None:
               "--backward", args.backward, "--hw-decoder-load", str(args.hw_decoder_load),
               "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
               str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
-              str(args.threads), "--steps", str(args.steps), *(["--pin"] if args.pin else [])]
+              str(args.threads), "--steps", str(args.steps), "--gil-waits", str(args.gil_waits),
+              *(["--pin"] if args.pin else [])]
     with tempfile.TemporaryDirectory(prefix="train-emulated-") as root:
         small_jpegs(root)
 

@@ -117,7 +117,10 @@ class RangeStatusProxy:
                 if not head:
                     self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client closed the connection before the
+                    self.close_connection = True                  # whole reply: its choice, not the proxy's error
 
             do_GET = do_HEAD = do_PUT = do_POST = forward
 

@@ -251,3 +251,56 @@ def test_the_threads_cpu_counts_the_engines_native_threads_by_their_names():
     assert groups.get("penstock-bench", 0.0) >= 0.05, groups
     assert "MainThread" in groups
     background.close()
+
+
+# py-spy --native --idle samples (the frames as py-spy wrote them on CPython 3.11 and 3.12): a thread
+# waiting to take the GIL back sits in pthread_cond_timedwait under a Python frame or CPython's own
+NATIVE = """thread (7): MainThread;<module> (train.py:9);forward (model.py:30);pthread_cond_timedwait (libc.so.6);0x7f20d44a3f16 (libc.so.6) 30
+thread (7): MainThread;<module> (train.py:9);forward (model.py:31) 60
+thread (7): MainThread;<module> (train.py:9);backward (model.py:40);run_backward (libtorch_python.so);pthread_cond_timedwait (libc.so.6) 10
+thread (8): penstock-stage2;_stage_worker (/x/penstock/_executor.py:393);_queue_SimpleQueue_get (_queuemodule.c.h:177);_queue_SimpleQueue_get_impl (_queuemodule.c:256);pthread_cond_timedwait (libc.so.6);0x7f20d44a3f16 (libc.so.6) 20
+thread (8): penstock-stage2;_stage_worker (/x/penstock/_executor.py:393);_queue_SimpleQueue_get_impl (_queuemodule.c:253);PyThread_acquire_lock_timed (libpython3.11.so.1.0);0x7f20d44ae116 (libc.so.6);0x7f20d44a3f16 (libc.so.6) 70
+thread (8): penstock-stage2;run (/x/penstock/operators/resize.py:5);PyEval_RestoreThread (libpython3.12.so.1.0);pthread_cond_timedwait (libc.so.6) 10
+thread (9): penstock-mixed-decode_0;part (/x/penstock/operators/_image_decode_mixed.py:295);time_sleep (python3.12);pthread_cond_timedwait (libc.so.6) 25
+thread (10): penstock-mixed-decode_1;_run (/x/penstock/_workers.py:92);pthread_cond_timedwait (libc.so.6) 5
+thread (10): penstock-mixed-decode_1;_run (/x/penstock/_workers.py:92) 70
+thread (11): penstock-stage0;step (/x/loop.py:12);PyCFuncPtr_call (_ctypes.c:4201);_call_function_pointer (callproc.c:945);Py_XDECREF (object.h:601);pthread_mutex_lock (libc.so.6);0x7f15d2ca412b (libc.so.6) 4
+thread (11): penstock-stage0;step (/x/loop.py:12);run (libnvimgcodec.so.0);pthread_mutex_lock (libc.so.6) 6
+"""
+
+
+def test_a_native_sample_waits_for_the_gil_under_python_not_under_a_lock_or_a_library():
+    import _gil_profile
+    sites = [_gil_profile.gil_wait_site(frames) for _, frames, _ in _gil_profile._samples(NATIVE)]
+    assert sites == ["forward (model.py)", None, None,  # torch's own wait: not the GIL's
+                     "_stage_worker (penstock/_executor.py)", None,  # a queue's lock: not the GIL's
+                     "run (penstock/operators/resize.py)", "part (penstock/operators/_image_decode_mixed.py)",
+                     "_run (penstock/_workers.py)", None,
+                     "step (loop.py)", None]  # the GIL's mutex after ctypes' call returned; a library's own
+
+
+def test_gil_waits_are_each_threads_share_of_a_step_and_where():
+    import _gil_profile
+    # MainThread: 30 of 100 samples waiting, 10 ms a step: 3 ms; the two decode threads share a name,
+    # each sampled 50 times (the window): 30 samples of waits are 6 ms of a step between them
+    assert _gil_profile.gil_waits(NATIVE, 10.0) == {
+        "MainThread": {"share": 0.3, "ms_per_step": 3.0, "where": [["forward (model.py)", 3.0]]},
+        "penstock-mixed-decode": {"share": 0.3, "ms_per_step": 6.0, "where": [
+            ["part (penstock/operators/_image_decode_mixed.py)", 5.0], ["_run (penstock/_workers.py)", 1.0]]},
+        "penstock-stage0": {"share": 0.4, "ms_per_step": 4.0, "where": [["step (loop.py)", 4.0]]},
+        "penstock-stage2": {"share": 0.3, "ms_per_step": 3.0, "where": [
+            ["_stage_worker (penstock/_executor.py)", 2.0], ["run (penstock/operators/resize.py)", 1.0]]}}
+
+
+def test_the_steps_go_on_while_py_spy_samples_their_waits(tmp_path, monkeypatch):
+    import _gil_profile
+    (tmp_path / "raw").write_text(NATIVE)
+    # a py-spy that samples for a while, then writes the samples above where it is told to (-o)
+    monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(
+        tmp_path, f'sleep 0.3; while [ "$1" != "-o" ]; do shift; done; cp {tmp_path / "raw"} "$2"\n'))
+    steps = []
+    table = _gil_profile.waits_while(lambda: (steps.append(1), time.sleep(0.01)), 1)
+    assert len(steps) >= 10  # the steps went on while it sampled
+    assert table["MainThread"]["share"] == 0.3 and table["MainThread"]["ms_per_step"] > 3.0  # 30% of >10 ms
+    monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(tmp_path, "echo 'Operation not permitted' >&2; exit 1\n"))
+    assert "Operation not permitted" in _gil_profile.waits_while(lambda: None, 1)["error"]
