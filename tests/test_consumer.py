@@ -1,6 +1,8 @@
 """The consumer's turn (penstock._consumer): a GPU pipeline's threads wait while the thread that
 consumes its batches runs Python, boundedly, and never for themselves."""
 import hashlib
+import subprocess
+import sys
 import threading
 import time
 
@@ -30,11 +32,11 @@ def _python():  # holds the GIL but for the interpreter's switches
         pass
 
 
-_BLOCK = b"x" * (8 << 20)
+_BLOCK = b"x" * (64 << 20)
 
 
-def _native():  # on a CPU without the GIL (hashlib releases it for large inputs), as a CUDA spin-wait is
-    hashlib.sha256(_BLOCK).digest()
+def _native():  # on a CPU without the GIL (hashlib releases it for large inputs), as a CUDA spin-wait is:
+    hashlib.sha256(_BLOCK).digest()  # tens of ms, far longer than a look, between moments of Python
 
 
 def _operators():  # a forward pass: Python, then a short native part without the GIL, in turn
@@ -204,3 +206,52 @@ def test_a_pipeline_defers_only_while_it_is_ahead_of_its_consumer(monkeypatch, s
     monkeypatch.setattr(_consumer, "defer", lambda max_us=None: asked.append(max_us) or 7)
     assert Executor.defer_to_consumer(state, 900) == (7 if defers else 0)
     assert asked == ([900] if defers else [])
+
+
+_FORKS = r"""
+import os, sys, threading, time, warnings
+from penstock import _consumer, _engine
+warnings.simplefilter("ignore", DeprecationWarning)  # fork() with threads: what this checks
+stop, watched = threading.Event(), threading.Event()
+
+def consumer():
+    _consumer.consuming()
+    watched.set()
+    while not stop.is_set():
+        for _ in range(1_000):
+            pass
+
+def looks():
+    while not stop.is_set():
+        _engine.wait_while_consumer_runs_python(2_000, 1, 200)
+
+threads = [threading.Thread(target=consumer)] + [threading.Thread(target=looks) for _ in range(3)]
+threads[0].start()
+watched.wait()
+for t in threads[1:]:
+    t.start()
+hung = 0
+for _ in range(100):
+    pid = os.fork()
+    if pid == 0:  # Python starting over in the child frees the consumer's thread state, unwatching it
+        os._exit(0)
+    deadline = time.monotonic() + 10
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            hung += 1
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(0.002)
+stop.set()
+for t in threads:
+    t.join()
+print(hung)
+"""
+
+
+def test_a_fork_while_pipeline_threads_look_at_the_consumer_leaves_the_child_free_to_go_on():
+    """Python starting over in a forked child frees the other threads' states, unwatching the consumer's:
+    no lock a parent's thread held while it looked may stop the child there."""
+    out = subprocess.run([sys.executable, "-c", _FORKS], capture_output=True, text=True, timeout=600, check=True)
+    assert out.stdout.split() == ["0"], out.stderr

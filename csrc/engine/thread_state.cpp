@@ -2,18 +2,29 @@
 
 #include <Python.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 namespace penstock {
 namespace {
 
-// The watched thread state; read under the lock, so that it is never read after its thread has
-// unwatched it (and gone on to free it).
-std::mutex watched_lock;
-PyThreadState* watched = nullptr;
+// The watched thread state. Its thread frees it as it ends, after unwatching it: unwatching waits
+// for the looks that may have read it before (`readers`), so none reads it once it is freed. Looks
+// take no lock: a fork while one of them runs leaves the child no lock held by a thread it lacks.
+std::atomic<PyThreadState*> watched{nullptr};
+std::atomic<int> readers{0};
+
+// In a forked child the other threads are gone, their thread states freed by Python as it starts
+// over, and with them any look a parent's thread was making.
+void forget_in_child() {
+  watched.store(nullptr);
+  readers.store(0);
+}
+const int forget_registered = pthread_atfork(nullptr, nullptr, forget_in_child);
 
 bool holds_gil(PyThreadState* state) {
 #if defined(Py_GIL_DISABLED)
@@ -32,19 +43,23 @@ bool holds_gil(PyThreadState* state) {
 
 uintptr_t watch_consumer() {
   PyThreadState* state = PyThreadState_Get();
-  std::lock_guard<std::mutex> hold(watched_lock);
-  watched = state;
+  watched.store(state);
   return reinterpret_cast<uintptr_t>(state);
 }
 
 void unwatch_consumer(uintptr_t state) {
-  std::lock_guard<std::mutex> hold(watched_lock);
-  if (reinterpret_cast<uintptr_t>(watched) == state) watched = nullptr;
+  PyThreadState* expected = reinterpret_cast<PyThreadState*>(state);
+  watched.compare_exchange_strong(expected, nullptr);
+  // also when another thread was watched since: a look may have read this state before that
+  while (readers.load() != 0) std::this_thread::yield();
 }
 
 int consumer_holds_gil() {
-  std::lock_guard<std::mutex> hold(watched_lock);
-  return watched == nullptr ? -1 : holds_gil(watched) ? 1 : 0;
+  readers.fetch_add(1);
+  PyThreadState* state = watched.load();
+  const int holds = state == nullptr ? -1 : holds_gil(state) ? 1 : 0;
+  readers.fetch_sub(1);
+  return holds;
 }
 
 int64_t wait_while_consumer_runs_python(int64_t max_us, int64_t poll_us, int64_t look_us) {
