@@ -1,6 +1,7 @@
 """The consumer's turn (penstock._consumer): a GPU pipeline's threads wait while the thread that
 consumes its batches runs Python, boundedly, and never for themselves."""
 import hashlib
+import os
 import subprocess
 import sys
 import threading
@@ -253,5 +254,6 @@ print(hung)
 def test_a_fork_while_pipeline_threads_look_at_the_consumer_leaves_the_child_free_to_go_on():
     """Python starting over in a forked child frees the other threads' states, unwatching the consumer's:
     no lock a parent's thread held while it looked may stop the child there."""
-    out = subprocess.run([sys.executable, "-c", _FORKS], capture_output=True, text=True, timeout=600, check=True)
-    assert out.stdout.split() == ["0"], out.stderr
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # penstock as this test has it
+    out = subprocess.run([sys.executable, "-c", _FORKS], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.split() == ["0"], out.stderr[-2000:]
