@@ -26,22 +26,22 @@ def available() -> bool:
 
 
 def _samples(raw: str):
-    """(thread group, frames outermost first, count) per stack of py-spy's raw output (``--threads``:
-    each stack starts with ``thread (ID): NAME``), a group being the threads named alike but for a
-    trailing ``_<n>``."""
+    """(thread group, frames outermost first, count, thread) per stack of py-spy's raw output
+    (``--threads``: each stack starts with the thread, ``thread (ID): NAME``), a group being the
+    threads named alike but for a trailing ``_<n>``."""
     for line in raw.splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
-        first, *frames = stack.split(";")
-        name = first.split(":", 1)[1].strip() if ":" in first else "(unnamed)"
-        yield re.sub(r"_\d+$", "", name) or "(unnamed)", frames, int(count)
+        thread, *frames = stack.split(";")
+        name = thread.split(":", 1)[1].strip() if ":" in thread else "(unnamed)"
+        yield re.sub(r"_\d+$", "", name) or "(unnamed)", frames, int(count), thread
 
 
 def holders(raw: str) -> dict[str, int]:
     """Samples per thread group in py-spy's raw output."""
     counts: dict[str, int] = {}
-    for name, _, count in _samples(raw):
+    for name, _, count, _ in _samples(raw):
         counts[name] = counts.get(name, 0) + count
     return counts
 
@@ -58,7 +58,7 @@ def held_by_function(raw: str) -> dict[str, dict[str, int]]:
     """Per thread group, the samples in which each function was on the GIL holder's stack (a
     function counted once per sample however deep it recurs): where a thread's GIL time goes."""
     held: dict[str, dict[str, int]] = {}
-    for name, frames, count in _samples(raw):
+    for name, frames, count, _ in _samples(raw):
         functions = held.setdefault(name, {})
         for function in dict.fromkeys(map(_function, frames)):
             functions[function] = functions.get(function, 0) + count
@@ -171,19 +171,14 @@ def gil_waits(raw: str, ms_per_step: float, sites: int = 6) -> dict:
     a step, each thread of the group counted), and its ``sites`` longest waits by function, ms a step."""
     samples: dict[str, int] = {}
     waits: dict[str, dict[str, int]] = {}
-    threads: dict[str, set] = {}
-    for line in raw.splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        first = stack.split(";", 1)[0]
-        threads.setdefault(re.sub(r"_\d+$", "", first.split(":", 1)[1].strip()) if ":" in first else "(unnamed)",
-                           set()).add(first)
-    for name, frames, count in _samples(raw):
+    threads: dict[str, set[str]] = {}
+    for name, frames, count, thread in _samples(raw):
         samples[name] = samples.get(name, 0) + count
+        threads.setdefault(name, set()).add(thread)
         site = gil_wait_site(frames)
         if site is not None:
-            waits.setdefault(name, {})[site] = waits.setdefault(name, {}).get(site, 0) + count
+            by_site = waits.setdefault(name, {})
+            by_site[site] = by_site.get(site, 0) + count
     table = {}
     for name, total in sorted(samples.items()):
         per_thread = total / len(threads[name])  # samples of one thread: the window

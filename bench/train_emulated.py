@@ -284,8 +284,8 @@ def main() -> None:
     ceiling = summary(runs["synthetic"])["step_ms"]
     for feed in feeds:
         line = summary(runs[feed])
-        emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "backward": args.backward, "take": args.take,
-              "pinned": args.pin,
+        emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "op_native_us": args.op_native_us,
+              "backward": args.backward, "take": args.take, "pinned": args.pin,
               **line, "fraction_of_ceiling": round(ceiling / line["step_ms"], 3)})
 
 

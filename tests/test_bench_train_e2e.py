@@ -271,7 +271,7 @@ thread (11): penstock-stage0;step (/x/loop.py:12);run (libnvimgcodec.so.0);pthre
 
 def test_a_native_sample_waits_for_the_gil_under_python_not_under_a_lock_or_a_library():
     import _gil_profile
-    sites = [_gil_profile.gil_wait_site(frames) for _, frames, _ in _gil_profile._samples(NATIVE)]
+    sites = [_gil_profile.gil_wait_site(frames) for _, frames, _, _ in _gil_profile._samples(NATIVE)]
     assert sites == ["forward (model.py)", None, None,  # torch's own wait: not the GIL's
                      "_stage_worker (penstock/_executor.py)", None,  # a queue's lock: not the GIL's
                      "run (penstock/operators/resize.py)", "part (penstock/operators/_image_decode_mixed.py)",
