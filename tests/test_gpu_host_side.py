@@ -106,9 +106,17 @@ def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monke
     cpu.schedule_run()
     for _ in range(3):
         take(cpu)
+    from penstock._executor import Executor
+    submit = Executor.submit
+
+    def submit_then_pause(self, it):  # run() schedules a batch, then waits: the threads see two on the way
+        submit(self, it)
+        time.sleep(0.05)
+    monkeypatch.setattr(Executor, "submit", submit_then_pause)
     by_run = _train_pipeline(photos, 0)
     for _ in range(4):
         by_run.run()
+    monkeypatch.setattr(Executor, "submit", submit)
     assert calls == []
     monkeypatch.setenv(_consumer.ENV, "4000")  # a run's waits: at most 4 ms (half the period is more)
     gpu = _train_pipeline(photos, 0)

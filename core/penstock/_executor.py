@@ -15,6 +15,7 @@ most ``cpu_size`` iterations finished on the CPU wait for the GPU stages, and at
 from __future__ import annotations
 
 import atexit
+import contextlib
 import queue
 import threading
 import time
@@ -305,6 +306,16 @@ class Executor:
             run_iteration_inline(self, it)
         else:
             self._queues[0].put(it)
+
+    @contextlib.contextmanager
+    def consumer_waiting(self):
+        """The consumer schedules a batch and then waits for one (``run()``): the batch scheduled is
+        not one ahead of it, so no pipeline thread defers to it in between."""
+        self._consumer_waits = True
+        try:
+            yield
+        finally:
+            self._consumer_waits = False
 
     def wait(self, it: Iteration) -> tuple:
         if self._defers:

@@ -196,8 +196,10 @@ class PipelineRun:
                 for name, data in pipeline_inputs.items():
                     self.feed_input(name, data)
             self._check_stream_arg(cuda_stream)
-            self.schedule_run()
-            return self._pop_outputs()
+            executor = self._executor  # none in debug mode: each operator runs as it is called
+            with executor.consumer_waiting() if executor is not None else contextlib.nullcontext():
+                self.schedule_run()
+                return self._pop_outputs()
 
     def empty(self) -> bool:
         return not self._pending
