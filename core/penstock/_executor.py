@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -308,7 +308,7 @@ class Executor:
             self._queues[0].put(it)
 
     @contextlib.contextmanager
-    def consumer_waiting(self):
+    def consumer_waiting(self) -> Iterator[None]:
         """The consumer schedules a batch and then waits for one (``run()``): the batch scheduled is
         not one ahead of it, so no pipeline thread defers to it in between."""
         self._consumer_waits = True
