@@ -148,6 +148,9 @@ _LIBC_INNER = re.compile(r"^0x[0-9a-f]+ \(libc")
 _PYTHON_FRAME = re.compile(r"\.py:\d+\)$")
 _CPYTHON_FRAME = re.compile(r"(\(libpython[^)]*\)|\(python[\d.]*\)|\.[ch](\.h)?:\d+\))$")
 _GIL_WAITS = ("pthread_cond_timedwait", "pthread_mutex_lock")
+_LIBC = re.compile(r"\(libc[.-]")
+_ADDRESS = re.compile(r"^0x[0-9a-f]+ \((.*)\)$")
+_SITE_CHARS = 120  # C++ frames (a binding's lambda) can run to hundreds of characters
 
 
 def gil_wait_site(frames: list[str]) -> str | None:
@@ -189,6 +192,38 @@ def gil_waits(raw: str, ms_per_step: float, sites: int = 6) -> dict:
     return table
 
 
+def _spent_in(frames: list[str]) -> str:
+    """Where one sample of a thread was (py-spy --native, outermost first): its innermost frame outside
+    the C library (so a wait shows what waited), a library's unnamed code by its library."""
+    inner = len(frames) - 1
+    while inner > 0 and _LIBC.search(frames[inner]):
+        inner -= 1
+    library = _ADDRESS.match(frames[inner])
+    return f"({os.path.basename(library.group(1))})" if library else _function(frames[inner])[:_SITE_CHARS]
+
+
+def spent_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:
+    """Per thread group of py-spy's raw native samples of every thread (``--native --idle``): where its
+    time went, its ``sites`` most sampled places (``_spent_in``), ms a step, each thread of the group
+    counted: a thread busy in a library (a decoder's host work) shows it there, a waiting one where it
+    waits."""
+    samples: dict[str, dict[str, int]] = {}
+    threads: dict[str, set[str]] = {}
+    for name, frames, count, thread in _samples(raw):
+        if not frames:
+            continue
+        by_site = samples.setdefault(name, {})
+        site = _spent_in(frames)
+        by_site[site] = by_site.get(site, 0) + count
+        threads.setdefault(name, set()).add(thread)
+    table = {}
+    for name, by_site in sorted(samples.items()):
+        per_thread = sum(by_site.values()) / len(threads[name])
+        ranked = sorted(by_site.items(), key=lambda sc: -sc[1])[:sites]
+        table[name] = [[site, round(c / per_thread * ms_per_step, 3)] for site, c in ranked]
+    return table
+
+
 class GilWaits:
     """``start()`` samples every thread's stack, native frames too, ``rate`` times a second for
     ``seconds``; ``table(ms_per_step)`` waits for the samples and gives ``gil_waits``' table. py-spy
@@ -208,7 +243,12 @@ class GilWaits:
         return self._recording.running()
 
     def table(self, ms_per_step: float) -> dict:
-        return gil_waits(self._recording.raw(), ms_per_step)
+        """``gil_waits``' table, each thread group's entry with ``spent_in``: where its time went."""
+        raw = self._recording.raw()
+        table = gil_waits(raw, ms_per_step)
+        for name, sites in spent_in(raw, ms_per_step).items():
+            table.setdefault(name, {})["spent_in"] = sites
+        return table
 
 
 def waits_while(step: Callable[[], Any], seconds: float, sync: Callable[[], Any] = lambda: None) -> dict:

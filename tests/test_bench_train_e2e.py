@@ -292,6 +292,22 @@ def test_gil_waits_are_each_threads_share_of_a_step_and_where():
             ["_stage_worker (penstock/_executor.py)", 2.0], ["run (penstock/operators/resize.py)", 1.0]]}}
 
 
+def test_spent_in_is_where_each_thread_was_outside_the_c_library():
+    import _gil_profile
+    # a decoder's host work in a library's unnamed code shows as that library
+    raw = NATIVE + "thread (12): penstock-mixed-decode_0;decode (/x/penstock/_cuda/_nvimgcodec.py:233);" \
+                   "0x7f00aa10 (/usr/lib/libnvjpeg.so.13);0x7f20d44a3f16 (libc.so.6) 50\n"
+    assert _gil_profile.spent_in(raw, 10.0) == {
+        "MainThread": [["forward (model.py)", 9.0], ["run_backward (libtorch_python.so)", 1.0]],
+        # three threads of one name, 150 samples: 50 a thread
+        "penstock-mixed-decode": [["_run (penstock/_workers.py)", 15.0], ["(libnvjpeg.so.13)", 10.0],
+                                  ["time_sleep (python3.12)", 5.0]],
+        "penstock-stage0": [["run (libnvimgcodec.so.0)", 6.0], ["Py_XDECREF (object.h)", 4.0]],
+        "penstock-stage2": [["PyThread_acquire_lock_timed (libpython3.11.so.1.0)", 7.0],
+                            ["_queue_SimpleQueue_get_impl (_queuemodule.c)", 2.0],
+                            ["PyEval_RestoreThread (libpython3.12.so.1.0)", 1.0]]}
+
+
 def test_the_steps_go_on_while_py_spy_samples_their_waits(tmp_path, monkeypatch):
     import _gil_profile
     (tmp_path / "raw").write_text(NATIVE)
@@ -302,5 +318,6 @@ def test_the_steps_go_on_while_py_spy_samples_their_waits(tmp_path, monkeypatch)
     table = _gil_profile.waits_while(lambda: (steps.append(1), time.sleep(0.01)), 1)
     assert len(steps) >= 10  # the steps went on while it sampled
     assert table["MainThread"]["share"] == 0.3 and table["MainThread"]["ms_per_step"] > 3.0  # 30% of >10 ms
+    assert [site for site, _ in table["MainThread"]["spent_in"]] == ["forward (model.py)", "run_backward (libtorch_python.so)"]
     monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(tmp_path, "echo 'Operation not permitted' >&2; exit 1\n"))
     assert "Operation not permitted" in _gil_profile.waits_while(lambda: None, 1)["error"]
