@@ -148,7 +148,7 @@ _LIBC_INNER = re.compile(r"^0x[0-9a-f]+ \(libc")
 _PYTHON_FRAME = re.compile(r"\.py:\d+\)$")
 _CPYTHON_FRAME = re.compile(r"(\(libpython[^)]*\)|\(python[\d.]*\)|\.[ch](\.h)?:\d+\))$")
 _GIL_WAITS = ("pthread_cond_timedwait", "pthread_mutex_lock")
-_LIBC = re.compile(r"\(libc[.-]")
+_LIBC = re.compile(r"\(libc[.-]")  # any frame of the C library, named or not
 _ADDRESS = re.compile(r"^0x[0-9a-f]+ \((.*)\)$")
 _SITE_CHARS = 120  # C++ frames (a binding's lambda) can run to hundreds of characters
 
@@ -168,33 +168,41 @@ def gil_wait_site(frames: list[str]) -> str | None:
     return _function(python[-1] if python else caller)
 
 
-def gil_waits(raw: str, ms_per_step: float, sites: int = 6) -> dict:
-    """Per thread group of py-spy's raw native samples of every thread (``--native --idle``): the
-    share of its samples in which it waited to take the GIL, that share of ``ms_per_step`` (its ms
-    a step, each thread of the group counted), and its ``sites`` longest waits by function, ms a step."""
+def _tally(raw: str, site_of: Callable[[list[str]], str | None]) -> dict[str, tuple[list[tuple[str, int]], int, int]]:
+    """Per thread group of py-spy's raw native samples: its samples by ``site_of(frames)`` (None: not
+    counted), most first, all its samples, and its threads' count (a thread's samples are the window)."""
+    sites: dict[str, dict[str, int]] = {}
     samples: dict[str, int] = {}
-    waits: dict[str, dict[str, int]] = {}
     threads: dict[str, set[str]] = {}
     for name, frames, count, thread in _samples(raw):
         samples[name] = samples.get(name, 0) + count
         threads.setdefault(name, set()).add(thread)
-        site = gil_wait_site(frames)
+        site = site_of(frames)
         if site is not None:
-            by_site = waits.setdefault(name, {})
+            by_site = sites.setdefault(name, {})
             by_site[site] = by_site.get(site, 0) + count
+    return {name: (sorted(sites.get(name, {}).items(), key=lambda sc: -sc[1]), total, len(threads[name]))
+            for name, total in sorted(samples.items())}
+
+
+def gil_waits(raw: str, ms_per_step: float, sites: int = 6) -> dict:
+    """Per thread group of py-spy's raw native samples of every thread (``--native --idle``): the
+    share of its samples in which it waited to take the GIL, that share of ``ms_per_step`` (its ms
+    a step, each thread of the group counted), and its ``sites`` longest waits by function, ms a step."""
     table = {}
-    for name, total in sorted(samples.items()):
-        per_thread = total / len(threads[name])  # samples of one thread: the window
-        by_site = sorted(waits.get(name, {}).items(), key=lambda sc: -sc[1])
+    for name, (by_site, total, threads) in _tally(raw, gil_wait_site).items():
+        per_thread = total / threads
         waited = sum(c for _, c in by_site)
         table[name] = {"share": round(waited / total, 4), "ms_per_step": round(waited / per_thread * ms_per_step, 3),
                        "where": [[site, round(c / per_thread * ms_per_step, 3)] for site, c in by_site[:sites]]}
     return table
 
 
-def _spent_in(frames: list[str]) -> str:
+def _spent_in(frames: list[str]) -> str | None:
     """Where one sample of a thread was (py-spy --native, outermost first): its innermost frame outside
     the C library (so a wait shows what waited), a library's unnamed code by its library."""
+    if not frames:
+        return None
     inner = len(frames) - 1
     while inner > 0 and _LIBC.search(frames[inner]):
         inner -= 1
@@ -207,21 +215,8 @@ def spent_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:
     time went, its ``sites`` most sampled places (``_spent_in``), ms a step, each thread of the group
     counted: a thread busy in a library (a decoder's host work) shows it there, a waiting one where it
     waits."""
-    samples: dict[str, dict[str, int]] = {}
-    threads: dict[str, set[str]] = {}
-    for name, frames, count, thread in _samples(raw):
-        if not frames:
-            continue
-        by_site = samples.setdefault(name, {})
-        site = _spent_in(frames)
-        by_site[site] = by_site.get(site, 0) + count
-        threads.setdefault(name, set()).add(thread)
-    table = {}
-    for name, by_site in sorted(samples.items()):
-        per_thread = sum(by_site.values()) / len(threads[name])
-        ranked = sorted(by_site.items(), key=lambda sc: -sc[1])[:sites]
-        table[name] = [[site, round(c / per_thread * ms_per_step, 3)] for site, c in ranked]
-    return table
+    return {name: [[site, round(c * threads / total * ms_per_step, 3)] for site, c in by_site[:sites]]
+            for name, (by_site, total, threads) in _tally(raw, _spent_in).items()}
 
 
 class GilWaits:

@@ -318,6 +318,7 @@ def test_the_steps_go_on_while_py_spy_samples_their_waits(tmp_path, monkeypatch)
     table = _gil_profile.waits_while(lambda: (steps.append(1), time.sleep(0.01)), 1)
     assert len(steps) >= 10  # the steps went on while it sampled
     assert table["MainThread"]["share"] == 0.3 and table["MainThread"]["ms_per_step"] > 3.0  # 30% of >10 ms
-    assert [site for site, _ in table["MainThread"]["spent_in"]] == ["forward (model.py)", "run_backward (libtorch_python.so)"]
+    assert [site for site, _ in table["MainThread"]["spent_in"]] == ["forward (model.py)",
+                                                                     "run_backward (libtorch_python.so)"]
     monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(tmp_path, "echo 'Operation not permitted' >&2; exit 1\n"))
     assert "Operation not permitted" in _gil_profile.waits_while(lambda: None, 1)["error"]
