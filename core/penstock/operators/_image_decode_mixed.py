@@ -8,8 +8,9 @@ gets the CUDA decoder). Other formats, and anything nvImageCodec cannot decode, 
 decoder (region-of-interest decoding too) on threads of its own, at the same time. With the default
 ``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
 of a whole image's work (random crops), sized from both sides' measured rates so that they finish
-together, and of whole images too when that would finish the batch far sooner
-(``_image_decode_split``): the GPU side is bound by its engines, and the host has cores to spare.
+together, and of whole images too while that was measured to decode batches sooner
+(``_image_decode_split``): beside a training model the GPU side is slowed down, and the host has
+cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
 stream of its own, and writes each sample's window into the output batch. With
@@ -243,8 +244,9 @@ class MixedDecoder:
             windows = _engine.with_columns(zero_rows(n, 4), 2, shapes, count=2)
         else:  # this batch's windows (y, x, h, w), read only from here on
             windows = np.ascontiguousarray(crop, np.int64)
+        lifting = None  # the way the host's share was split, if it was
         if self._share is not None and gpu_ok.any():
-            self._give_host_its_share(src, windows, shapes, gpu_ok)
+            lifting = self._give_host_its_share(src, windows, shapes, gpu_ok)
         gpu_idx = np.nonzero(gpu_ok)[0]
         host_idx = np.nonzero(~gpu_ok)[0]
         out_shapes = _engine.with_columns(shapes, 0, windows, values_first=2)  # (h, w) of the window, C
@@ -253,33 +255,38 @@ class MixedDecoder:
             self._arena = ws.gpu.batch_arena()
         out = self._arena.new_batch(out_shapes, dtype, "HWC", src._source_info)
         ready = ws.gpu.record() if len(gpu_idx) else None  # the GPU decoders write into out after this
-        job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready)
+        job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready,
+                                lifting)
         out._deferred = lambda: self._fill(ws, out, job)
         return out
 
     def _give_host_its_share(self, src: TensorListCPU, windows: np.ndarray, shapes: np.ndarray,
-                             gpu_ok: np.ndarray) -> None:
-        """Clears ``gpu_ok`` for the JPEGs the host decodes this time."""
+                             gpu_ok: np.ndarray) -> bool:
+        """Clears ``gpu_ok`` for the JPEGs the host decodes this time; returns the way the share was
+        split (``HostShare.choose``'s ``lifting``)."""
         lengths = src._volumes()
         costs = host_cost(lengths, windows, shapes)
-        chosen = self._share.choose(lengths[gpu_ok], costs[gpu_ok], float(costs[~gpu_ok].sum()))
+        chosen, lifting = self._share.choose(lengths[gpu_ok], costs[gpu_ok], float(costs[~gpu_ok].sum()))
         gpu_ok[np.nonzero(gpu_ok)[0][chosen]] = False
+        return lifting
 
-    def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready) -> tuple:
+    def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, lifting) -> tuple:
         """``_decode_sides`` after the consumer's Python (``ws.defer``), each host part uploaded by this
         job's thread as it collects it (off the GPU stage's path)."""
         def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
             # pool memory of the pipeline's stream: reused only after the copy that reads it
             return ws.gpu.upload(buf[:int(_engine.shape_volumes(hshapes).sum())])  # numpy's prod gives the GIL away
         ws.defer()
-        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload)
+        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload, lifting)
 
-    def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None) -> tuple:
+    def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None,
+                      lifting=None) -> tuple:
         """Both sides at once; what the GPU could not decode goes to the host afterwards. The GPU
         decoders write their samples (``gpu_idx``, split between them by bytes) into ``out``.
         Returns the samples the GPU failed on, and ``host``: per host part, its samples and their
         pixels (``upload(buf, shapes)`` of them when given), shapes and offsets. Each side's time
-        goes to the host share's rates."""
+        goes to the host share's rates, and the slower side's, for a batch split the way
+        ``lifting``, to its choice of way."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
         # about half a host decode, a later one a hash), beside its own share; a corrupt one is the
@@ -314,16 +321,22 @@ class MixedDecoder:
         for decoder, positions, (_, seconds) in zip(decoders, split, parts):
             self._measured(decoder, float(part_bytes[positions].sum()), seconds)
         failed = np.concatenate([np.zeros(0, np.int64)] + [f for f, _ in parts])
+        # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
+        gpu_seconds = max((s for _, s in parts), default=0.0)
         if self._share is not None and len(gpu_idx):
-            # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
-            self._share.measured("gpu", float(lengths[gpu_idx].sum()), max(s for _, s in parts))
+            self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
         ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
-        host = [self._host_part(src, host_idx, host_part, windows, shapes, upload)] if host_part is not None else []
+        host, host_seconds = [], 0.0
+        if host_part is not None:
+            part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
+            host.append(part)
+        if self._share is not None and lifting is not None:
+            self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
             reading()
         if len(failed):
             host.append(self._host_part(src, failed, self._decode_host(ws, src, failed, crop), windows, shapes, upload,
-                                        timed=False))
+                                        timed=False)[0])
         return failed, host
 
     def _speeds(self, decoders: list) -> np.ndarray:
@@ -338,15 +351,15 @@ class MixedDecoder:
             before = self._seconds_per_byte.get(id(decoder), now)
             self._seconds_per_byte[id(decoder)] = 0.8 * before + 0.2 * now  # smoothed over batches
 
-    def _host_part(self, src, idx, collect, windows, shapes, upload, timed: bool = True) -> tuple:
+    def _host_part(self, src, idx, collect, windows, shapes, upload, timed: bool = True) -> tuple[tuple, float]:
         """The host's decoding of samples ``idx`` (``_decode_host``'s ``collect``), its pixels uploaded
-        when ``upload`` is given; ``timed``: its time feeds the host's rate."""
+        when ``upload`` is given, and its seconds; ``timed``: its time feeds the host's rate."""
         (buf, hshapes, offsets), seconds = collect()
         if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
                                    _engine.take_rows(shapes, idx)).sum())
             self._share.measured("host", cost, seconds)
-        return idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets
+        return (idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets), seconds
 
     def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:
         """Starts reading the JPEGs ``idx`` (those the GPU decoded) through as the CPU decoders do,

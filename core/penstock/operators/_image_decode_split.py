@@ -2,29 +2,34 @@
 
 The GPU side decodes each window as a region of its code stream; its cost is taken as the encoded
 bytes (an entropy decoder reads the scan through), its measured rate absorbing what the region
-spares. The host decodes only the window: it entropy-decodes the rows down to the
-window's last one and transforms only the window, so its time follows the bytes above the window's
-bottom, less for narrow windows. (Checking for corrupt data, the default, it also entropy-decodes
-the rows below the window the first time it sees a file's bytes: the model leaves them out, and the
-host's measured rate absorbs them; not yet measured on a GPU.) The split gives the host the samples it is relatively fastest at,
-until both sides are expected to finish together, at the rates each side measured on earlier
-batches; the measurements keep adjusting the split (host cores busy with other work, a GPU shared
-with training).
+spares. The host decodes only the window: it entropy-decodes the rows down to the window's last one
+and transforms only the window, so its time follows the bytes above the window's bottom, less for
+narrow windows. (Checking for corrupt data, the default, it also entropy-decodes the rows below the
+window the first time it sees a file's bytes: the model leaves them out, and the host's measured
+rate absorbs them; not yet measured on a GPU.) The split gives the host the samples it is relatively
+fastest at, until both sides are expected to finish together, at the rates each side measured on
+earlier batches; the measurements keep adjusting the split (host cores busy with other work, a GPU
+shared with training).
 
-Only windows that spare the host at least half of a whole image's work qualify, unless taking any
-sample is expected to finish the batch's decoding a fifth sooner than the qualifying ones alone (the
-cap is lifted until the gain falls under a tenth). Measured on an H200 (ResNet-50 pipelines, 16 host
-cores): with whole images always allowed, the validation pipeline alone fell from 19.9k to 17.5k
-img/s with 4 host threads and to 12.7k with 12, and in a later run from 26.0k to 23.6k (4 threads)
-and 21.6k (12): the GPU decoder alone took 10.8 ms a batch there, a fifth of the batch on the host
-saved it 0.7 ms, and the host's decoding of whole images cost more than that. Beside a training
-ResNet-50 the GPU side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels
-on the same SMs) while 13 host cores idled: 12 host threads with whole images allowed gave the host
-68-73% of the JPEGs and the model 1-2% more images a second, and decoding on the host alone fed it
-at 0.983-0.987 of its ceiling against 0.946 for the mixed decoder. The training pipeline's random
-crops ran at 22.0k with the default split, against 21.2k with hw_decoder_load=1.0 (the hardware
-engines alone, no host share) in the same run, and 19.4k against 22.5k in another with DALI's best
-setting, hw_decoder_load=0.9.
+Only windows that spare the host at least half of a whole image's work qualify (the capped split),
+unless the split over all samples (the cap lifted) was measured to decode batches sooner. The rates
+cannot tell: the host's decoding slows the GPU side down, which they leave out. On an H100 (16 host
+cores, 2026-12-05, gates on the rates' predicted gain: a fifth of the batch's time to lift the cap, a
+tenth to keep it lifted), the validation pipeline alone ran at 23.4k img/s with the cap down and at
+16.9k with it lifted: whole images on the host took the GPU side from 12.4 to 13.6-14.6 ms a batch
+for a smaller part of it. Beside a training ResNet-18 the same gates left the cap down in 20-62% of
+the batches in the slowest rounds (9.7-10.0k img/s, the GPU side 19.1-20.4 ms a batch) and in 5-16%
+in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at first) is measured as it
+runs, the other is tried for a few batches now and then, and the one that decoded its bytes sooner
+(the slower side's time) stays: tried again soon after a change, and ever less often, up to every
+_LAST_TRIAL_EVERY batches, while the way in force keeps winning. Earlier, on an H200 (ResNet-50
+pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
+19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
+side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
+while 13 host cores idled, and whole images on the host fed it at 0.983-0.987 of its ceiling against
+0.946. The training pipeline's random crops ran at 22.0k with the default split, against 21.2k with
+hw_decoder_load=1.0 (the hardware engines alone, no host share) in the same run, and 19.4k against
+22.5k in another with DALI's best setting, hw_decoder_load=0.9.
 """
 from __future__ import annotations
 
@@ -38,10 +43,15 @@ from .. import _engine
 # inverse transform and colour conversion (only the window's columns), about evenly.
 _ENTROPY_SHARE = 0.5
 _SMOOTHING = 0.3  # weight of the newest batch in a side's smoothed work and seconds
-_MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take
-# the least share of the capped split's expected time that lifting the cap must save, to lift it and
-# to keep it lifted: a margin for what the rates leave out (the host's uploads, the cores it takes)
-_OPEN_GAIN, _CLOSE_GAIN = 0.2, 0.1
+_PACE_SMOOTHING = 0.1  # and in the way in force's bytes and seconds (a batch's time is noisy beside a model)
+_MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take under the cap
+# a split past the cap expected to save less than this share of the capped split's time is not
+# made: whole images on the host for a sliver of the batch
+_LEAST_GAIN = 0.05
+_TRIAL_BATCHES = 8  # a trial of the other way; its first batch overlaps the way before and is not counted
+_FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial, and after a change
+_LAST_TRIAL_EVERY = 256  # the trials' interval doubles, up to this, while the way in force wins
+_CHANGE_MARGIN = 0.05  # the share of the time a batch's bytes took that the other way must save
 # A side given none of this many batches in a row has its measurement forgotten: its rate is the first
 # guess again, and the next split gives it work to measure. A side without work is not measured, so
 # one slow batch of the GPU side (a model's warm-up beside it) would otherwise keep every JPEG on the
@@ -66,7 +76,11 @@ class HostShare:
     GPU side took 51 ms a batch for its part (350 MB/s over the run) while such a rate said 830 MB/s,
     and the host got 16% of the JPEGs. A side's first batch pays for its set-up (the decoder's first
     use, new buffers) and does not count; until a side's rate is measured, the guess given stands,
-    and it stands again after the side was given none of _FORGET_AFTER batches in a row."""
+    and it stands again after the side was given none of _FORGET_AFTER batches in a row.
+
+    Whether the split may go past the cap (``lifting``) is the way measured to decode batches sooner
+    (the module's docstring says why): ``choose`` says which way a batch was split, and ``finished``
+    takes the batch's time back."""
 
     def __init__(self, host_rate: float, gpu_rate: float):
         self.rates = {"host": float(host_rate), "gpu": float(gpu_rate)}
@@ -76,21 +90,73 @@ class HostShare:
         self._work: dict[str, float] = {}  # per side, smoothed
         self._seconds: dict[str, float] = {}
         self.cap_lifted = False  # whether the last batch's split went past _MAX_HOST_RATIO
+        self.lifting = False  # the way in force: whether splits may go past the cap
+        self._trying = False  # whether batches are split the other way, on trial
+        self._pace: list[float] | None = None  # the way in force's bytes and seconds a batch, smoothed
+        self._paced = 0  # batches of the way in force finished (the first pays for the set-up)
+        self._trial = [0.0, 0.0, 0]  # the trial's bytes, seconds and batches finished
+        self._trial_split = 0  # batches split the trial's way
+        self._trial_every = self._until_trial = _FIRST_TRIAL_AFTER
         self._lock = threading.Lock()  # two batches decode at once
 
-    def choose(self, gpu_bytes: np.ndarray, host_costs: np.ndarray, host_already: float = 0.0) -> np.ndarray:
+    def choose(self, gpu_bytes: np.ndarray, host_costs: np.ndarray,
+               host_already: float = 0.0) -> tuple[np.ndarray, bool]:
         """A mask of the samples for the host, out of those the GPU could decode (``gpu_bytes``
-        and ``host_costs`` per sample); ``host_already``: the cost of what the host decodes anyway."""
+        and ``host_costs`` per sample; ``host_already``: the cost of what the host decodes anyway),
+        and the way the batch was split (``lifting``), for ``finished``."""
         with self._lock:
             host_rate, gpu_rate = self.rates["host"], self.rates["gpu"]
-            gain = _CLOSE_GAIN if self.cap_lifted else _OPEN_GAIN
+            lifting = self.lifting != self._trying
+            # a least gain of 1: no split past the cap finishes in no time
             mask, self.cap_lifted = _engine.host_share_choose(gpu_bytes, host_costs, float(host_already), host_rate,
-                                                              gpu_rate, _MAX_HOST_RATIO, gain)
+                                                              gpu_rate, _MAX_HOST_RATIO,
+                                                              _LEAST_GAIN if lifting else 1.0)
             if len(mask):
                 host_took = int(np.count_nonzero(mask))
                 self._given("host", host_took > 0)
                 self._given("gpu", host_took < len(mask))
-        return mask
+            if self._trying:
+                self._trial_split += 1
+                if self._trial_split > 4 * _TRIAL_BATCHES:  # its batches did not finish (failed): no change
+                    self._end_trial(change=False)
+            else:
+                self._until_trial -= 1
+                if self._until_trial <= 0:
+                    self._trying, self._trial, self._trial_split = True, [0.0, 0.0, 0], 0
+        return mask, lifting
+
+    def finished(self, lifting: bool, nbytes: float, seconds: float) -> None:
+        """A batch split the way ``lifting`` (``choose``'s) decoded its ``nbytes`` in ``seconds``
+        (its slower side's time)."""
+        if nbytes <= 0 or seconds <= 0:
+            return
+        with self._lock:
+            if lifting == self.lifting:
+                if not self._trying:  # (batches in force finishing during a trial overlap it)
+                    self._paced += 1
+                    if self._paced > 1:
+                        self._pace = _smoothed(self._pace, nbytes, seconds)
+            elif self._trying:
+                trial = self._trial
+                trial[2] += 1
+                if trial[2] > 1:
+                    trial[0] += nbytes
+                    trial[1] += seconds
+                if trial[2] >= _TRIAL_BATCHES:
+                    self._end_trial()
+
+    def _end_trial(self, change: bool = True) -> None:
+        """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
+        nbytes, seconds, finished = self._trial
+        pace = self._pace
+        if change and pace is not None and seconds / nbytes < (1.0 - _CHANGE_MARGIN) * pace[1] / pace[0]:
+            self.lifting = not self.lifting
+            self._pace = [nbytes / (finished - 1), seconds / (finished - 1)]  # a batch's, as the smoothing keeps
+            self._trial_every = _FIRST_TRIAL_AFTER
+        else:
+            self._trial_every = min(2 * self._trial_every, _LAST_TRIAL_EVERY)
+        self._trying = False
+        self._until_trial = self._trial_every
 
     def _given(self, side: str, work: bool) -> None:
         """Counts the batches in a row ``side`` had no work; after _FORGET_AFTER, forgets its rate."""
@@ -115,3 +181,10 @@ class HostShare:
                 self._work[side] += _SMOOTHING * (cost - self._work[side])
                 self._seconds[side] += _SMOOTHING * (seconds - self._seconds[side])
             self.rates[side] = self._work[side] / self._seconds[side]
+
+
+def _smoothed(pace: list[float] | None, nbytes: float, seconds: float) -> list[float]:
+    """A pace (bytes and seconds a batch) with one more batch's."""
+    if pace is None:
+        return [nbytes, seconds]
+    return [pace[0] + _PACE_SMOOTHING * (nbytes - pace[0]), pace[1] + _PACE_SMOOTHING * (seconds - pace[1])]
