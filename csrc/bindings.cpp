@@ -533,10 +533,12 @@ PYBIND11_MODULE(_engine, m) {
         "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with return_geometry also "
         "[N, 3] (y0, x0, step): where each output starts in display coordinates of the full-size image and how "
         "many full-size pixels one output pixel spans. An image of more than max_pixels pixels is an error of its sample, and so is a JPEG "
-        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg",
+        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg. The pixels are written to the start "
+        "of `into` (a contiguous writeable array) when they fit there, to a new array otherwise",
         without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a = true,
         "crop"_a = py::none(), "target_hw"_a = py::none(), "use_fast_idct"_a = false, "return_geometry"_a = false,
-        "fancy_upsampling"_a = true, "max_pixels"_a = py::none(), "accept_corrupt_jpeg"_a = false);
+        "fancy_upsampling"_a = true, "max_pixels"_a = py::none(), "accept_corrupt_jpeg"_a = false,
+        "into"_a = py::none());
   // ---- batch calls in the background: submitted with the GIL held, run on a native thread, collected later ----
   py::class_<Pending, std::shared_ptr<Pending>>(m, "Pending", "The result of an engine call run in the background")
       .def("done", &Pending::done, "Whether the call finished")
@@ -559,16 +561,18 @@ PYBIND11_MODULE(_engine, m) {
       "decode_images_later",
       [](Background& background, std::shared_ptr<ThreadPool> pool, Array data, I64Array shapes, I64Array offsets,
          int output_type, bool adjust_orientation, std::optional<I64Array> crop, bool use_fast_idct,
-         bool fancy_upsampling, std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg) {
+         bool fancy_upsampling, std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg,
+         std::optional<Array> into) {
         return background.submit([=] {
           return image::decode_images(*pool, data, shapes, offsets, output_type, adjust_orientation, crop,
                                       std::nullopt, use_fast_idct, false, fancy_upsampling, max_pixels,
-                                      accept_corrupt_jpeg);
+                                      accept_corrupt_jpeg, into);
         });
       },
       "decode_images (without target_hw and geometry) run by `background`: a Pending of its arrays",
       "background"_a, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a,
-      "crop"_a, "use_fast_idct"_a, "fancy_upsampling"_a, "max_pixels"_a, "accept_corrupt_jpeg"_a);
+      "crop"_a, "use_fast_idct"_a, "fancy_upsampling"_a, "max_pixels"_a, "accept_corrupt_jpeg"_a,
+      "into"_a = py::none());
   py::class_<FileList, std::shared_ptr<FileList>>(
       m, "FileList", "A reader's file paths, held by the engine: batches name them by index")
       .def(py::init([](std::vector<std::string> paths) { return FileList{std::move(paths)}; }), "paths"_a)

@@ -241,6 +241,31 @@ class _Synchronizing:
         return True
 
 
+class HostStaged:
+    """A DeviceContext's pinned staging (``Staged``) in host memory: ``view`` to make data in, then
+    ``upload`` (counted in ``calls`` as the device's uploads) or ``give_back``."""
+
+    def __init__(self, calls: collections.Counter, nbytes: int):
+        self.calls = calls
+        self.memory = np.empty(int(nbytes), np.uint8)
+        self.view = self.memory
+        self.uploaded = self.given_back = False
+
+    def holds(self, host) -> bool:
+        return (not (self.uploaded or self.given_back) and host.ctypes.data == self.memory.ctypes.data
+                and host.nbytes <= self.memory.nbytes)
+
+    def upload(self, host):
+        if not self.holds(host):
+            raise ValueError("Staged.upload: the data is not at the start of its staging block")
+        self.uploaded = True
+        self.calls["upload"] += 1
+        return host_array(host)
+
+    def give_back(self) -> None:
+        self.given_back = True
+
+
 class HostDevice(HostContext):
     """A DeviceContext for whole pipelines on a machine without a GPU: device memory is host memory
     (``HostArray``), work runs at once on the calling thread, kernels run from the host-compiled
@@ -279,6 +304,9 @@ class HostDevice(HostContext):
             return host_array(host)
         _copy_bytes(out.reshape(-1).view(np.uint8), host)
         return out
+
+    def staging(self, nbytes):
+        return HostStaged(self.calls, nbytes)
 
     def upload_params(self, *arrays):
         """As the device's: the arrays packed by the engine, one copy, views of it."""

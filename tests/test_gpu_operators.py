@@ -237,6 +237,25 @@ def test_integer_power_with_negative_exponents_matches_cpu(dtype):
     assert_same(lambda x, y: (x ** y, dmath.pow(x, y), x ** -1), [bases, exponents], atol_int=0)
 
 
+def test_data_made_in_staging_uploads_without_a_host_copy_and_the_block_goes_back():
+    ctx = _cuda.DeviceContext(0)
+    staged = ctx.staging(1000)
+    assert staged.view.nbytes == 1000
+    staged.view[:] = np.arange(1000) % 251  # made in place, as the host's decoding does
+    made = staged.view[:600]
+    assert staged.holds(made) and not staged.holds(np.zeros(600, np.uint8))
+    dev = staged.upload(made)
+    ctx.stream.synchronize()
+    np.testing.assert_array_equal(dev.get(), np.arange(600) % 251)
+    assert not staged.holds(made)  # the block went back with the copy's event
+    with pytest.raises(ValueError, match="not at the start of its staging block"):
+        staged.upload(made)
+    unused = ctx.staging(64)
+    unused.give_back()
+    assert not unused.holds(unused.view)
+    unused.give_back()  # once only
+
+
 def test_transfers_round_trip_and_keep_metadata():
     data = [np.arange(12, dtype=np.int16).reshape(3, 4) * (k + 1) for k in range(3)]
 

@@ -184,6 +184,84 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     assert share._pace == [lengths.sum(), 0.25]
 
 
+def _device_that_stages(short=False):
+    """The host's stand-in for a DeviceContext, keeping the staging it lent (``made``); with
+    ``short``, each one byte shorter than asked, as if the windows said less than the decoder makes."""
+    from _cuda_on_host import HostDevice
+
+    class Device(HostDevice):
+        def __init__(self):
+            super().__init__({})
+            self.made = []
+
+        def staging(self, nbytes):
+            staged = super().staging(nbytes)
+            staged.view = staged.view[:nbytes - short]
+            self.made.append(staged)
+            return staged
+    return Device()
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_the_hosts_pixels_are_decoded_into_pinned_staging_and_uploaded_from_there(short):
+    """With an upload (the GPU path), the host's part decodes straight into pinned staging sized by its
+    windows, and uploads from there (no copy on the host); were the staging too small, the engine
+    decodes elsewhere and the staging goes back unused."""
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    src, shapes, encoded = _jpeg_batch([(24 + 4 * i, 32) for i in range(4)], np.random.default_rng(12))
+    windows = np.zeros((4, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2] // [2, 1]  # the top halves
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    decoder.decoders = [_FakeDecoder()]
+    gpu = _device_that_stages(short)
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, gpu=gpu)
+    host_idx = np.array([1, 3])
+    try:
+        failed, host = decoder._decode_sides(ws, src, shapes, windows, windows, np.array([0, 2]), host_idx,
+                                             _output(4), object(),
+                                             lambda buf, hshapes, staged: _mixed_decode.upload_host_part(
+                                                 gpu, buf, hshapes, staged))
+    finally:
+        decoder._release()
+    assert not len(failed) and len(gpu.made) == 1 and gpu.calls["upload"] == 1
+    staged = gpu.made[0]
+    assert staged.memory.nbytes == int((windows[host_idx, 2] * windows[host_idx, 3] * 3).sum())
+    (idx, pixels, hshapes, offsets), = host
+    assert idx.tolist() == [1, 3]
+    assert staged.uploaded != short and staged.given_back == short  # short: decoded elsewhere, then uploaded
+    for k, i in enumerate(idx):
+        h, w = windows[i, 2:]
+        whole = _engine.decode_images(ws.pool, encoded[i], np.array([[len(encoded[i])]]), np.zeros(1, np.int64),
+                                      0, True, fancy_upsampling=False)[0].reshape(shapes[i])
+        np.testing.assert_array_equal(pixels[offsets[k]:offsets[k] + h * w * 3].reshape(h, w, 3), whole[:h])
+
+
+def test_a_batch_whose_gpu_part_fails_gives_the_hosts_staging_back():
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    src, shapes, _ = _jpeg_batch([(16, 16)] * 3, np.random.default_rng(13))
+    windows = np.zeros((3, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2]
+
+    class Broken(_FakeDecoder):
+        def decode(self, *args):
+            raise RuntimeError("the GPU decoder broke")
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    decoder.decoders = [Broken()]
+    gpu = _device_that_stages()
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, gpu=gpu)
+    try:
+        with pytest.raises(RuntimeError, match="the GPU decoder broke"):
+            decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1]), np.array([2]), _output(3),
+                                  object(), lambda buf, hshapes, staged: None)
+    finally:
+        decoder._release()
+    assert len(gpu.made) == 1 and gpu.made[0].given_back and not gpu.made[0].uploaded
+
+
 def test_a_window_outside_its_image_is_that_samples_error_before_any_gpu_work():
     """decoders.image_crop on the mixed backend with a crop larger than an image: refused as on the
     CPU, naming the sample, before the GPU's gather could read outside the decoded image."""

@@ -35,7 +35,8 @@ void launch_kernels(const uintptr_t* functions, const int64_t* grids, size_t lau
 
 void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream) {
   if (!nbytes) return;
-  std::memcpy(reinterpret_cast<void*>(staging), src, nbytes);
+  if (reinterpret_cast<const void*>(staging) != src)  // else the data was made in the staging
+    std::memcpy(reinterpret_cast<void*>(staging), src, nbytes);
   check_cuda(driver().cuMemcpyHtoDAsync(dst, reinterpret_cast<void*>(staging), nbytes, reinterpret_cast<void*>(stream)),
              "queueing a host -> device copy");
 }

@@ -23,8 +23,8 @@ void launch_kernel(uintptr_t function, const std::array<unsigned, 3>& grid, cons
 void launch_kernels(const uintptr_t* functions, const int64_t* grids, size_t launches, unsigned block,
                     uintptr_t stream, const int64_t* slots, size_t per_launch);
 
-// Copies `nbytes` from host memory `src` into the pinned block `staging`, then queues the copy from
-// there to device memory `dst` on `stream`.
+// Copies `nbytes` from host memory `src` into the pinned block `staging` (unless `src` is its start:
+// data made in the staging), then queues the copy from there to device memory `dst` on `stream`.
 void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream);
 
 // Records `event` (a CUevent) after the work queued on `stream` so far.

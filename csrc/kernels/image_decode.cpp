@@ -6,9 +6,9 @@
 //       -> (shapes int64 [N, 3] (H, W, C) in display orientation, fallback bool [N])
 //   decode_images(pool, data, shapes, offsets, output_type, adjust_orientation, crop=None,
 //                 target_hw=None, use_fast_idct=False, return_geometry=False, fancy_upsampling=True,
-//                 max_pixels=None, accept_corrupt_jpeg=False)
+//                 max_pixels=None, accept_corrupt_jpeg=False, into=None)
 //       -> (out uint8 [total], out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N]
-//           [, geometry float64 [N, 3] with return_geometry])
+//           [, geometry float64 [N, 3] with return_geometry]); out is the start of `into` if they fit
 //
 // An image whose header claims more than max_pixels pixels fails before anything is decoded
 // (decompression bombs: a few MB of file that decode to GBs).
@@ -278,7 +278,7 @@ std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array da
 ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets, int output_type,
                          bool adjust_orientation, std::optional<I64Array> crop, std::optional<I64Array> target_hw,
                          bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
-                         std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg) {
+                         std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg, std::optional<Array> into) {
   check_output_type(output_type);
   BatchView in = encoded_batch(data, shapes, offsets);
   int64_t n = in.num_samples;
@@ -310,7 +310,10 @@ ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array
     fallback.mutable_data()[i] = p.fallback;
     total += p.out_h * p.out_w * p.out_c;
   }
-  Array out = Array::empty('u', 1, {total}, true);
+  // into pinned staging, the upload copies nothing on the host (a batch's windows are ~25 MB)
+  const bool fits = into && into->c_contiguous() && into->writeable() && into->nbytes() >= total;
+  Array out = fits ? Array(into->mutable_data(), 'u', 1, {total}, true, true, into->owner())
+                   : Array::empty('u', 1, {total}, true);
   uint8_t* base = static_cast<uint8_t*>(out.mutable_data());
   const int64_t* offs = out_offsets.data();
   pool.parallel_for(n, [&](int64_t i) {

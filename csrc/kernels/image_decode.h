@@ -124,11 +124,13 @@ std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array da
 void verify_jpegs(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets);
 
 // (out uint8, out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N]), and with
-// return_geometry the geometry float64 [N, 3]
+// return_geometry the geometry float64 [N, 3]. `out` is the start of `into` (a C-contiguous writeable
+// array, pinned staging for an upload) when the pixels fit in it, a new array otherwise.
 ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets, int output_type,
                          bool adjust_orientation, std::optional<I64Array> crop, std::optional<I64Array> target_hw,
                          bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
-                         std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg);
+                         std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg,
+                         std::optional<Array> into = std::nullopt);
 
 }  // namespace image
 }  // namespace penstock

@@ -12,7 +12,7 @@ from ..tensors import TensorListGPU
 from ._batch_arena import BatchArena
 from ._compile import compiled
 from ._pools import claim_device_reserve, pinned
-from ._stream_queue import Kernel, copy_to_device, launch_kernels, record_event
+from ._stream_queue import Kernel, copy_to_device, launch_kernels, pinned_view, record_event
 from ._runtime import require
 from .kernels import GpuKernels
 
@@ -102,25 +102,34 @@ class DeviceContext:
 
     def upload(self, host: np.ndarray, out: Any = None) -> Any:
         """Copies a host array to the device on this context's stream (through pinned staging)."""
-        cp = self.cp
         host = np.ascontiguousarray(host)
         if out is None:
-            with self:  # allocations belong to the stream that uses them (CuPy's pool is per stream)
-                out = cp.empty(host.shape, host.dtype)
-        nbytes = host.nbytes
-        if nbytes == 0:
-            return out
-        blk, copied = pinned.take(nbytes), None
+            out = self._device_like(host)
+        if host.nbytes:
+            self._copy_through(pinned.take(host.nbytes), host, out)
+        return out
+
+    def staging(self, nbytes: int) -> Staged:
+        """Pinned memory of ``nbytes`` to make host data in, then upload without a copy on the host."""
+        return Staged(self, pinned.take(nbytes), nbytes)
+
+    def _device_like(self, host: np.ndarray) -> Any:
+        with self:  # allocations belong to the stream that uses them (CuPy's pool is per stream)
+            return self.cp.empty(host.shape, host.dtype)
+
+    def _copy_through(self, blk: Any, host: np.ndarray, out: Any) -> None:
+        """Queues the copy of contiguous ``host`` to ``out`` through pinned block ``blk`` (host's bytes
+        copied in first unless they are the block's own), then hands the block back."""
+        copied = None
         try:
             with self.device:
                 copy_to_device(out.data.ptr, host.reshape(-1).view(np.uint8), blk.ptr, self.stream)
                 copied = blk.copy_events.get(self.device_id)
                 if copied is None:
-                    copied = blk.copy_events[self.device_id] = cp.cuda.Event(block=False, disable_timing=True)
+                    copied = blk.copy_events[self.device_id] = self.cp.cuda.Event(block=False, disable_timing=True)
                 record_event(copied, self.stream)
         finally:
             pinned.give_back(blk, copied)
-        return out
 
     def upload_params(self, *arrays: np.ndarray) -> list:
         """Several small host arrays (per-sample kernel parameters) in one copy; returns device
@@ -172,3 +181,35 @@ class DeviceContext:
             event = self.cp.cuda.Event(block=False, disable_timing=True)
             record_event(event, self.stream)
         return event
+
+
+class Staged:
+    """A pinned staging block lent to be filled (``view``, its first ``nbytes``), then ``upload``-ed:
+    host data made there (decoded pixels) reach the device without a copy on the host. ``give_back``
+    returns it unused."""
+
+    def __init__(self, ctx: DeviceContext, block: Any, nbytes: int):
+        self._ctx, self._block = ctx, block
+        self.view = pinned_view(block)[:nbytes]
+
+    def holds(self, host: np.ndarray) -> bool:
+        """Whether ``host`` is data at the start of the block (what ``upload`` takes)."""
+        return self._block is not None and host.ctypes.data == self._block.ptr and host.nbytes <= self._block.size
+
+    def upload(self, host: np.ndarray) -> Any:
+        """``host`` (data at the block's start, ``holds``) as a new device array; the block goes back."""
+        if not self.holds(host) or not host.flags.c_contiguous:
+            raise ValueError("Staged.upload: the data is not at the start of its staging block")
+        block, self._block = self._block, None
+        out = self._ctx._device_like(host)
+        if host.nbytes:
+            self._ctx._copy_through(block, host, out)
+        else:
+            pinned.give_back(block, None)
+        return out
+
+    def give_back(self) -> None:
+        """Returns the block unused (nothing was queued from it)."""
+        if self._block is not None:
+            pinned.give_back(self._block, None)
+            self._block = None

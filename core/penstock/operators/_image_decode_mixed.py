@@ -20,8 +20,9 @@ one process leaves the hardware engines partly idle. On an H100 (ImageNet-like p
 ResNet-50 pipelines alone, medians of 3 rounds) one decoder process took train from 19.9k to 22.2k
 img/s at 16 host threads, for about 830 MB more device memory (the child's CUDA context and decoder
 state); beside a training loop it slows the pipeline down (``process_count`` says why), so it is
-off by default. The host results are
-uploaded through pinned staging, and one kernel copies them into the output batch. Two batches
+off by default. The host
+decodes its part straight into pinned staging, uploaded from there, and one kernel copies it into
+the output batch. Two batches
 decode at once on background workers. Without nvImageCodec the host decodes everything.
 
 nvImageCodec decodes a JPEG whose scan corruption put out of step without a word; libjpeg-turbo
@@ -32,6 +33,7 @@ error on both backends.
 from __future__ import annotations
 
 import contextlib
+import functools
 import statistics
 import threading
 import warnings
@@ -94,6 +96,40 @@ def _samples_of_the_batch(idx: np.ndarray) -> Iterator[None]:
         if err is None:
             raise
         raise SampleError(int(idx[err.sample]), err.args[0]) from exc
+
+
+class _HostDecoding:
+    """A host part's decoding, running on the host's thread: ``collect()`` gives its (pixels, shapes,
+    offsets), seconds and the staging it may have decoded into (``Staged``, or None); ``discard()``
+    waits it out and returns the staging unused, for a batch that failed before collecting it."""
+
+    def __init__(self, op: Any, pending: Any, sub: TensorListCPU, idx: np.ndarray, rows: np.ndarray | None,
+                 staging: Any):
+        self._op, self._pending, self._sub, self._idx, self._rows = op, pending, sub, idx, rows
+        self._staging = staging
+
+    def collect(self) -> tuple[tuple, float, Any]:
+        try:
+            with _samples_of_the_batch(self._idx):
+                buf, shapes, offsets, fallback = self._pending.result()
+                if fallback.any():  # formats the engine does not decode (Pillow's, in Python)
+                    buf, shapes, offsets = self._op._with_fallbacks(self._sub, buf, shapes, offsets, fallback,
+                                                                    self._rows)
+        except BaseException:
+            self._give_back()
+            raise
+        return (buf, shapes, offsets), self._pending.seconds, self._staging
+
+    def discard(self) -> None:
+        try:
+            self._pending.result()
+        except Exception:  # the batch's own error, raised by the caller, is the one that counts
+            pass
+        self._give_back()
+
+    def _give_back(self) -> None:
+        if self._staging is not None:
+            self._staging.give_back()
 
 
 class MixedDecoder:
@@ -199,25 +235,29 @@ class MixedDecoder:
     def _host_pool_for(self, ws) -> Any:
         return ws.pool if self._host_pool is None else self._host_pool
 
-    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray,
-                     crop: np.ndarray | None) -> Callable[[], tuple]:
-        """Starts decoding samples ``idx`` on the host's thread; returns what collects the result:
-        ``collect()`` gives (pixels, shapes, offsets) and the decoding's seconds."""
+    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None,
+                     staging: Any = None) -> _HostDecoding:
+        """Starts decoding samples ``idx`` on the host's thread, into ``staging`` (``Staged``
+        pinned memory) if given and large enough."""
         sub = _subset(src, idx)
         args = self.op.args
         rows = None if crop is None else _engine.take_rows(crop, idx)
         pending = _engine.decode_images_later(
             self._host, self._host_pool_for(ws), sub._buf, sub._shapes, sub._offsets, int(args["output_type"]),
             args["adjust_orientation"], rows, args["use_fast_idct"], args["jpeg_fancy_upsampling"],
-            self.op.max_pixels, args["accept_corrupt_jpeg"])
+            self.op.max_pixels, args["accept_corrupt_jpeg"], None if staging is None else staging.view)
+        return _HostDecoding(self.op, pending, sub, idx, rows, staging)
 
-        def collect() -> tuple:
-            with _samples_of_the_batch(idx):
-                buf, shapes, offsets, fallback = pending.result()
-                if fallback.any():  # formats the engine does not decode (Pillow's, in Python)
-                    buf, shapes, offsets = self.op._with_fallbacks(sub, buf, shapes, offsets, fallback, rows)
-            return (buf, shapes, offsets), pending.seconds
-        return collect
+    @staticmethod
+    def _staging(ws, upload: Any, windows: np.ndarray, shapes: np.ndarray, idx: np.ndarray) -> Any:
+        """Pinned memory for the host's pixels of samples ``idx`` (their windows) when they are
+        uploaded: decoded there, they reach the device without a copy on the host (on an H100 beside
+        ResNet-18 that copy took the mixed decoder's thread 4.9 ms a batch)."""
+        if upload is None or not len(idx):
+            return None
+        rows = _engine.take_rows(windows, idx)
+        nbytes = int((rows[:, 2] * rows[:, 3] * _engine.take_rows(shapes, idx)[:, 2]).sum())
+        return ws.gpu.staging(nbytes) if nbytes else None
 
     # -- one batch --------------------------------------------------------------------------------
     def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
@@ -273,27 +313,53 @@ class MixedDecoder:
     def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, lifting) -> tuple:
         """``_decode_sides`` after the consumer's Python (``ws.defer``), each host part uploaded by this
         job's thread as it collects it (off the GPU stage's path)."""
-        def upload(buf: np.ndarray, hshapes: np.ndarray) -> Any:
-            # pool memory of the pipeline's stream: reused only after the copy that reads it
-            return ws.gpu.upload(buf[:int(_engine.shape_volumes(hshapes).sum())])  # numpy's prod gives the GIL away
         ws.defer()
-        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload, lifting)
+        return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready,
+                                  functools.partial(upload_host_part, ws.gpu), lifting)
 
     def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None,
                       lifting=None) -> tuple:
         """Both sides at once; what the GPU could not decode goes to the host afterwards. The GPU
         decoders write their samples (``gpu_idx``, split between them by bytes) into ``out``.
         Returns the samples the GPU failed on, and ``host``: per host part, its samples and their
-        pixels (``upload(buf, shapes)`` of them when given), shapes and offsets. Each side's time
+        pixels (``upload(buf, shapes, staged)`` of them when given), shapes and offsets. Each side's time
         goes to the host share's rates, and the slower side's, for a batch split the way
         ``lifting``, to its choice of way."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
         # about half a host decode, a later one a hash), beside its own share; a corrupt one is the
         # batch's error
-        host_part = self._decode_host(ws, src, host_idx, crop) if len(host_idx) else None
+        host_part = None
+        if len(host_idx):
+            host_part = self._decode_host(ws, src, host_idx, crop,
+                                          self._staging(ws, upload, windows, shapes, host_idx))
         check = len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"]
         reading = self._check_jpegs(ws, src, gpu_idx) if check else None
+        try:
+            failed, gpu_seconds = self._decode_gpu_parts(ws, src, shapes, windows, gpu_idx, out, ready, lengths)
+        except BaseException:
+            if host_part is not None:
+                host_part.discard()
+            raise
+        if self._share is not None and len(gpu_idx):
+            self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
+        ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
+        host, host_seconds = [], 0.0
+        if host_part is not None:
+            part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
+            host.append(part)
+        if self._share is not None and lifting is not None:
+            self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
+        if reading is not None:
+            reading()
+        if len(failed):
+            retry = self._decode_host(ws, src, failed, crop, self._staging(ws, upload, windows, shapes, failed))
+            host.append(self._host_part(src, failed, retry, windows, shapes, upload, timed=False)[0])
+        return failed, host
+
+    def _decode_gpu_parts(self, ws, src, shapes, windows, gpu_idx, out, ready, lengths) -> tuple[np.ndarray, float]:
+        """The GPU decoders' parts of samples ``gpu_idx``: the samples they failed on, and the
+        slowest part's seconds (its own time, not its wait for the other batch's turn)."""
         orient = bool(self.op.args["adjust_orientation"])
         reverse = int(self.op.args["output_type"]) == DALIImageType.BGR
 
@@ -321,23 +387,7 @@ class MixedDecoder:
         for decoder, positions, (_, seconds) in zip(decoders, split, parts):
             self._measured(decoder, float(part_bytes[positions].sum()), seconds)
         failed = np.concatenate([np.zeros(0, np.int64)] + [f for f, _ in parts])
-        # the decoders' own time: waiting for the other batch's turn is not the GPU side's rate
-        gpu_seconds = max((s for _, s in parts), default=0.0)
-        if self._share is not None and len(gpu_idx):
-            self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
-        ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
-        host, host_seconds = [], 0.0
-        if host_part is not None:
-            part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
-            host.append(part)
-        if self._share is not None and lifting is not None:
-            self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
-        if reading is not None:
-            reading()
-        if len(failed):
-            host.append(self._host_part(src, failed, self._decode_host(ws, src, failed, crop), windows, shapes, upload,
-                                        timed=False)[0])
-        return failed, host
+        return failed, max((s for _, s in parts), default=0.0)
 
     def _speeds(self, decoders: list) -> np.ndarray:
         """Each decoder's share of a batch's bytes: equal until its rate was measured."""
@@ -351,15 +401,16 @@ class MixedDecoder:
             before = self._seconds_per_byte.get(id(decoder), now)
             self._seconds_per_byte[id(decoder)] = 0.8 * before + 0.2 * now  # smoothed over batches
 
-    def _host_part(self, src, idx, collect, windows, shapes, upload, timed: bool = True) -> tuple[tuple, float]:
-        """The host's decoding of samples ``idx`` (``_decode_host``'s ``collect``), its pixels uploaded
-        when ``upload`` is given, and its seconds; ``timed``: its time feeds the host's rate."""
-        (buf, hshapes, offsets), seconds = collect()
+    def _host_part(self, src, idx, decoding: _HostDecoding, windows, shapes, upload,
+                   timed: bool = True) -> tuple[tuple, float]:
+        """The host's decoding of samples ``idx`` (``_decode_host``'s), its pixels uploaded when
+        ``upload`` is given, and its seconds; ``timed``: its time feeds the host's rate."""
+        (buf, hshapes, offsets), seconds, staged = decoding.collect()
         if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
                                    _engine.take_rows(shapes, idx)).sum())
             self._share.measured("host", cost, seconds)
-        return (idx, buf if upload is None else upload(buf, hshapes), hshapes, offsets), seconds
+        return (idx, buf if upload is None else upload(buf, hshapes, staged), hshapes, offsets), seconds
 
     def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:
         """Starts reading the JPEGs ``idx`` (those the GPU decoded) through as the CPU decoders do,
@@ -395,6 +446,18 @@ class MixedDecoder:
             ws.kernels.gather_images(np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64),
                                      hshapes[:, 1] * hshapes[:, 2], windows, hshapes[:, 2],
                                      zero_rows(n, 1).reshape(n), out._buf, out._offsets[idx])
+
+
+def upload_host_part(gpu: Any, buf: np.ndarray, shapes: np.ndarray, staged: Any) -> Any:
+    """A host part's pixels (``buf``, of samples ``shapes``) on the device: from the pinned staging
+    they were decoded into (``staged``), else through ``gpu.upload``'s. Pool memory of the pipeline's
+    stream, reused only after the copy that reads it."""
+    host = buf[:int(_engine.shape_volumes(shapes).sum())]  # numpy's prod gives the GIL away
+    if staged is not None:
+        if staged.holds(host):
+            return staged.upload(host)
+        staged.give_back()  # decoded elsewhere (Pillow's formats)
+    return gpu.upload(host)
 
 
 def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
