@@ -310,7 +310,8 @@ ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array
     fallback.mutable_data()[i] = p.fallback;
     total += p.out_h * p.out_w * p.out_c;
   }
-  // into pinned staging, the upload copies nothing on the host (a batch's windows are ~25 MB)
+  // into pinned staging the upload copies nothing on the host (that copy took the mixed decoder's thread
+  // 4.9 ms a batch beside ResNet-18 on an H100)
   const bool fits = into && into->c_contiguous() && into->writeable() && into->nbytes() >= total;
   Array out = fits ? Array(into->mutable_data(), 'u', 1, {total}, true, true, into->owner())
                    : Array::empty('u', 1, {total}, true);
