@@ -87,8 +87,7 @@ class HostShare:
         self._guesses = dict(self.rates)
         self._batches = {"host": 0, "gpu": 0}
         self._idle = {"host": 0, "gpu": 0}  # batches in a row the side was given none of
-        self._work: dict[str, float] = {}  # per side, smoothed
-        self._seconds: dict[str, float] = {}
+        self._measures: dict[str, list[float]] = {}  # per side, its work and seconds a batch, smoothed
         self.cap_lifted = False  # whether the last batch's split went past _MAX_HOST_RATIO
         self.lifting = False  # the way in force: whether splits may go past the cap
         self._trying = False  # whether batches are split the other way, on trial
@@ -135,7 +134,7 @@ class HostShare:
                 if not self._trying:  # (batches in force finishing during a trial overlap it)
                     self._paced += 1
                     if self._paced > 1:
-                        self._pace = _smoothed(self._pace, nbytes, seconds)
+                        self._pace = _smoothed(self._pace, nbytes, seconds, _PACE_SMOOTHING)
             elif self._trying:
                 trial = self._trial
                 trial[2] += 1
@@ -164,8 +163,7 @@ class HostShare:
         if self._idle[side] >= _FORGET_AFTER:
             self._idle[side] = 0
             self.rates[side] = self._guesses[side]
-            self._work.pop(side, None)  # its next batch is measured afresh (its set-up is behind it)
-            self._seconds.pop(side, None)
+            self._measures.pop(side, None)  # its next batch is measured afresh (its set-up is behind it)
 
     def measured(self, side: str, cost: float, seconds: float) -> None:
         """A batch's measurement of one side (``"host"`` or ``"gpu"``): ``cost`` done in ``seconds``."""
@@ -175,16 +173,13 @@ class HostShare:
             self._batches[side] += 1
             if self._batches[side] == 1:
                 return  # the set-up's batch
-            if side not in self._work:
-                self._work[side], self._seconds[side] = cost, seconds
-            else:
-                self._work[side] += _SMOOTHING * (cost - self._work[side])
-                self._seconds[side] += _SMOOTHING * (seconds - self._seconds[side])
-            self.rates[side] = self._work[side] / self._seconds[side]
+            work, took = self._measures[side] = _smoothed(self._measures.get(side), cost, seconds, _SMOOTHING)
+            self.rates[side] = work / took
 
 
-def _smoothed(pace: list[float] | None, nbytes: float, seconds: float) -> list[float]:
-    """A pace (bytes and seconds a batch) with one more batch's."""
-    if pace is None:
-        return [nbytes, seconds]
-    return [pace[0] + _PACE_SMOOTHING * (nbytes - pace[0]), pace[1] + _PACE_SMOOTHING * (seconds - pace[1])]
+def _smoothed(measure: list[float] | None, work: float, seconds: float, weight: float) -> list[float]:
+    """Work and seconds a batch, smoothed (``measure``), with one more batch's at ``weight``; the
+    first batch's as they are."""
+    if measure is None:
+        return [work, seconds]
+    return [measure[0] + weight * (work - measure[0]), measure[1] + weight * (seconds - measure[1])]
