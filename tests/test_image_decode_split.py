@@ -266,6 +266,42 @@ def test_a_trial_no_quicker_by_the_margin_changes_nothing_and_one_that_never_fin
     assert not any(asked[4 * split._TRIAL_BATCHES + 1:]) and not share.lifting
 
 
+def _past_the_first_trial_start(share, lengths, seconds):
+    from penstock.operators import _image_decode_split as split
+    for _ in range(split._FIRST_TRIAL_AFTER):
+        assert not share.choose(lengths, lengths)[1]
+        share.finished(False, 100.0, seconds)
+
+
+@pytest.mark.parametrize("slower, counted", [(3.5, 1), (1.7, 2), (1.3, 4), (1.1, 7)])
+def test_a_trial_far_behind_ends_early(slower, counted):
+    """A trial whose counted batches took longer for their bytes than the way in force by more than
+    1/k after k of them ends there, the way in force kept and tried again after twice the interval
+    (high-res photographs whole on the host: 3.5 times as long a batch, ended after one)."""
+    from penstock.operators import _image_decode_split as split
+    share = HostShare(host_rate=1.0, gpu_rate=1.0)
+    lengths = np.array([100.0, 100.0])
+    _past_the_first_trial_start(share, lengths, 1.0)
+    tried = 0
+    while share.choose(lengths, lengths)[1]:
+        share.finished(True, 100.0, slower)
+        tried += 1
+    assert tried == 1 + counted  # the first batch is not counted
+    assert not share.lifting and share._until_trial == 2 * split._FIRST_TRIAL_AFTER - 1
+
+
+def test_one_slow_batch_does_not_end_a_trial_that_wins():
+    from penstock.operators import _image_decode_split as split
+    share = HostShare(host_rate=1.0, gpu_rate=1.0)
+    lengths = np.array([100.0, 100.0])
+    _past_the_first_trial_start(share, lengths, 1.0)
+    times = iter([5.0, 1.9] + [0.5] * split._TRIAL_BATCHES)  # the uncounted first, one slow, then quicker
+    for _ in range(split._TRIAL_BATCHES):
+        assert share.choose(lengths, lengths)[1]
+        share.finished(True, 100.0, next(times))
+    assert share.lifting and not share._trying
+
+
 def test_empty_batches_and_empty_measurements_change_nothing():
     share = HostShare(host_rate=1.0, gpu_rate=2.0)
     assert share.choose(np.zeros(0), np.zeros(0))[0].shape == (0,)

@@ -20,9 +20,10 @@ tenth to keep it lifted), the validation pipeline alone ran at 23.4k img/s with 
 for a smaller part of it. Beside a training ResNet-18 the same gates left the cap down in 20-62% of
 the batches in the slowest rounds (9.7-10.0k img/s, the GPU side 19.1-20.4 ms a batch) and in 5-16%
 in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at first) is measured as it
-runs, the other is tried for a few batches now and then, and the one that decoded its bytes sooner
-(the slower side's time) stays: tried again soon after a change, and ever less often, up to every
-_LAST_TRIAL_EVERY batches, while the way in force keeps winning. Earlier, on an H200 (ResNet-50
+runs, the other is tried for a few batches now and then (fewer when it falls far behind: whole
+high-res photographs on the host took 3.5 times as long a batch), and the one that decoded its bytes
+sooner (the slower side's time) stays: tried again soon after a change, and ever less often, up to
+every _LAST_TRIAL_EVERY batches, while the way in force keeps winning. Earlier, on an H200 (ResNet-50
 pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
 19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
 side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
@@ -48,7 +49,7 @@ _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take
 # a split past the cap expected to save less than this share of the capped split's time is not
 # made: whole images on the host for a sliver of the batch
 _LEAST_GAIN = 0.05
-_TRIAL_BATCHES = 8  # a trial of the other way; its first batch overlaps the way before and is not counted
+_TRIAL_BATCHES = 8  # a trial of the other way (at most); its first batch overlaps the way before and is not counted
 _FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial, and after a change
 _LAST_TRIAL_EVERY = 256  # the trials' interval doubles, up to this, while the way in force wins
 _CHANGE_MARGIN = 0.05  # the share of the time a batch's bytes took that the other way must save
@@ -141,8 +142,20 @@ class HostShare:
                 if trial[2] > 1:
                     trial[0] += nbytes
                     trial[1] += seconds
-                if trial[2] >= _TRIAL_BATCHES:
+                if trial[2] >= _TRIAL_BATCHES or self._trial_behind():
                     self._end_trial()
+
+    def _trial_behind(self) -> bool:
+        """Whether the trial's counted batches took so much longer for their bytes than the way in
+        force that the rest of the trial is not worth its cost: by more than 1/k after k of them (twice
+        as long after one, half as long again after two, ...), noise in one batch beside a model not
+        ending a trial that wins. On an H100 the validation pipeline on high-res photographs took 450
+        ms a batch with the cap lifted against 127 ms with it down: a whole trial was the timed window
+        of a benchmark, and batches of whole images on the host held 7 GB more of device memory."""
+        nbytes, seconds, finished = self._trial
+        pace = self._pace
+        counted = finished - 1
+        return counted > 0 and pace is not None and seconds / nbytes > (1.0 + 1.0 / counted) * pace[1] / pace[0]
 
     def _end_trial(self, change: bool = True) -> None:
         """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
