@@ -246,13 +246,18 @@ def test_a_trial_is_compared_on_its_own_batches_only():
     assert not share._trying and share._until_trial == split._FIRST_TRIAL_AFTER
 
 
+def _past_the_first_trial_start(share, lengths, seconds):
+    from penstock.operators import _image_decode_split as split
+    for _ in range(split._FIRST_TRIAL_AFTER):
+        assert not share.choose(lengths, lengths)[1]
+        share.finished(False, 100.0, seconds)
+
+
 def test_a_trial_no_quicker_by_the_margin_changes_nothing_and_one_that_never_finishes_ends():
     from penstock.operators import _image_decode_split as split
     share = HostShare(host_rate=1.0, gpu_rate=1.0)
     lengths = np.array([100.0, 100.0])
-    for _ in range(split._FIRST_TRIAL_AFTER):
-        share.choose(lengths, lengths)
-        share.finished(False, 100.0, 1.0)
+    _past_the_first_trial_start(share, lengths, 1.0)
     for _ in range(split._TRIAL_BATCHES):
         assert share.choose(lengths, lengths)[1]
         share.finished(True, 100.0, 0.97)  # quicker, but by less than _CHANGE_MARGIN
@@ -264,13 +269,6 @@ def test_a_trial_no_quicker_by_the_margin_changes_nothing_and_one_that_never_fin
     asked = [share.choose(lengths, lengths)[1] for _ in range(6 * split._TRIAL_BATCHES)]
     assert asked[:4 * split._TRIAL_BATCHES] == [True] * (4 * split._TRIAL_BATCHES)
     assert not any(asked[4 * split._TRIAL_BATCHES + 1:]) and not share.lifting
-
-
-def _past_the_first_trial_start(share, lengths, seconds):
-    from penstock.operators import _image_decode_split as split
-    for _ in range(split._FIRST_TRIAL_AFTER):
-        assert not share.choose(lengths, lengths)[1]
-        share.finished(False, 100.0, seconds)
 
 
 @pytest.mark.parametrize("slower, counted", [(3.5, 1), (1.7, 2), (1.3, 4), (1.1, 7)])

@@ -152,16 +152,23 @@ class HostShare:
         ending a trial that wins. On an H100 the validation pipeline on high-res photographs took 450
         ms a batch with the cap lifted against 127 ms with it down: a whole trial was the timed window
         of a benchmark, and batches of whole images on the host held 7 GB more of device memory."""
+        ratio = self._trial_against_pace()
+        return ratio is not None and ratio > 1.0 + 1.0 / (self._trial[2] - 1)
+
+    def _trial_against_pace(self) -> float | None:
+        """The trial's counted batches' time per byte over the way in force's (None: nothing to
+        compare yet)."""
         nbytes, seconds, finished = self._trial
         pace = self._pace
-        counted = finished - 1
-        return counted > 0 and pace is not None and seconds / nbytes > (1.0 + 1.0 / counted) * pace[1] / pace[0]
+        if finished < 2 or pace is None:
+            return None
+        return (seconds / nbytes) / (pace[1] / pace[0])
 
     def _end_trial(self, change: bool = True) -> None:
         """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
         nbytes, seconds, finished = self._trial
-        pace = self._pace
-        if change and pace is not None and seconds / nbytes < (1.0 - _CHANGE_MARGIN) * pace[1] / pace[0]:
+        ratio = self._trial_against_pace()
+        if change and ratio is not None and ratio < 1.0 - _CHANGE_MARGIN:
             self.lifting = not self.lifting
             self._pace = [nbytes / (finished - 1), seconds / (finished - 1)]  # a batch's, as the smoothing keeps
             self._trial_every = _FIRST_TRIAL_AFTER
