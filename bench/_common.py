@@ -431,6 +431,31 @@ def cycling(iterable: Iterable) -> Callable[[], Any]:
     return step
 
 
+# ---- the host ---------------------------------------------------------------------------------
+
+def host_cpu() -> dict:
+    """The host's processor, as a run that names its card names it too: its model, the logical cores
+    this process may use, the hardware threads per physical core, and the load average of the last
+    minute when the run began. Two machines with the same GPU gave a training loop beside the same
+    pipeline 0.81 and 0.61 of the model alone (docs/benchmarks.md): the host's cores, whether a
+    decoding thread shares a physical core with the training thread, and other jobs' load differ."""
+    model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        pass
+    per_core = None
+    try:  # e.g. "0,8" or "0-1": the logical cores of cpu0's physical core
+        with open("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") as f:
+            per_core = sum(len(range(int(r.split("-")[0]), int(r.split("-")[-1]) + 1))
+                           for r in f.read().strip().split(","))
+    except (OSError, ValueError):
+        pass
+    return {"model": model, "logical_cores": len(os.sched_getaffinity(0)), "threads_per_core": per_core,
+            "load_1min": round(os.getloadavg()[0], 2)}
+
+
 # ---- the GPU ----------------------------------------------------------------------------------
 
 def gpu_name() -> str | None:

@@ -72,7 +72,7 @@ import _cuda_timeline  # noqa: E402
 import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
-                     alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, library,
+                     alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, host_cpu, library,
                      parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_cpu_seconds, timed,
                      turn_counts, turn_per_batch, variant_decoder_args, variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
@@ -377,6 +377,7 @@ def main() -> None:
     feeds += [f"penstock:{name}" for name in variants]
     models = args.models.split(",")
     card = None if smoke else gpu_name()
+    host = host_cpu()  # before the runs: the load average is other jobs', not ours
     passed = ["--device", args.device, "--batch", str(args.batch), "--threads", str(args.threads),
               "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds), "--loop-ms", args.loop_ms,
               "--cuda-profile", str(args.cuda_profile), "--gil-waits", str(args.gil_waits),
@@ -404,6 +405,7 @@ def main() -> None:
                      **(beyond_ceiling(line, ceiling) if ceiling else {})}
             emit({"bench": "train_e2e", "gpu": card, "device": args.device, "model": model, "size": MODELS[model],
                   "feed": feed, "set": args.set, "batch": args.batch, "threads": args.threads, "host_cores": cores,
+                  "host_cpu": host,
                   **({"loss_item": True} if args.loss_item else {}),
                   **line, **extra, **({"smoke": True, "tiny_model": True} if smoke else {})})
         target = TARGET_FRACTION.get(model)

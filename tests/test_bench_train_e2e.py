@@ -11,6 +11,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import train_e2e  # noqa: E402
 
 
+def test_the_host_is_named_as_the_card_is():
+    host = train_e2e.host_cpu()
+    assert host["logical_cores"] == len(os.sched_getaffinity(0))
+    with open("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list") as f:
+        siblings = f.read().strip()
+    assert host["threads_per_core"] >= 1 and (host["threads_per_core"] == 1) == siblings.isdigit()
+    assert host["load_1min"] >= 0 and host["model"]
+
+
 def test_phase_times_tell_waiting_from_work():
     phases = train_e2e.Phases()
     for _ in range(2):

@@ -65,6 +65,8 @@ def test_the_pipeline_bench_runs_a_variant_beside_the_defaults_and_reports_its_s
     assert all(line["img_per_s"] > 0 for line in results.values())
     ratio, = [line for line in lines if "vs_penstock" in line]
     assert ratio["system"] == "penstock:hw"
+    plan, = [line["plan"] for line in lines if "plan" in line]  # the host named beside the card
+    assert plan["host_cpu"]["logical_cores"] == len(os.sched_getaffinity(0))
     assert ratio["vs_penstock"] == pytest.approx(results["penstock:hw"]["img_per_s"] / results["penstock"]["img_per_s"],
                                                  abs=1e-3)
 
