@@ -234,14 +234,16 @@ class _HostCodec:
         pass
 
 
-def _with_host_codec(monkeypatch, kernels, seconds_per_byte):
+def _with_host_codec(monkeypatch, kernels, seconds_per_byte) -> HostDevice:
     from penstock._cuda import _nvimgcodec
     from penstock.operators import _image_decode_mixed
-    use_host_device(monkeypatch, HostDevice(kernels))
+    device = HostDevice(kernels)
+    use_host_device(monkeypatch, device)
     monkeypatch.setattr(_image_decode_mixed, "_has_nvimgcodec", lambda: True)
     monkeypatch.setattr(_nvimgcodec, "DeviceDecoder", _HostCodec)
     monkeypatch.setattr(_HostCodec, "seconds_per_byte", seconds_per_byte)
     monkeypatch.setattr(_HostCodec, "made", [])
+    return device
 
 
 @pytest.mark.parametrize("gpu_rate,gpu_keeps_most", [(2e9, True), (1e5, False)])
@@ -268,6 +270,26 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
         assert len(decoded) >= batches and min(decoded[-3:]) >= 4
     else:  # the capped batches before the trial; then none
         assert len(decoded) <= split._FIRST_TRIAL_AFTER and len(decoded) == before_the_last
+
+
+def test_the_host_parts_gather_is_ready_before_the_host_takes_a_share(monkeypatch, kernels, photos):
+    """The kernel that copies the host's part into the batch is fetched (on a GPU: compiled, or
+    loaded from CuPy's cache) when the GPU decoders open, not when the host's first share comes,
+    which may be well into a run."""
+    device = _with_host_codec(monkeypatch, kernels, 1 / 2e9)
+    fetched = []
+    fetch = device.kernels._fn
+    device.kernels._fn = lambda module, name: fetched.append((module, name)) or fetch(module, name)
+
+    @pipeline_def(batch_size=4, num_threads=1, device_id=0, seed=3)
+    def pipe():
+        jpegs, _ = fn.readers.file(file_root=photos, name="Reader")
+        return fn.decoders.image(jpegs, device="mixed", hw_decoder_load=0.9)  # no host share: all to the GPU
+    p = pipe()
+    p.build()
+    p.run()
+    assert _HostCodec.made[0].decoded == [4]  # the GPU side decoded the whole batch
+    assert fetched == [("image_decode", "gather_u8")]
 
 
 def test_a_corrupt_jpeg_the_gpu_decodes_is_its_files_error_in_the_pipeline(monkeypatch, kernels, tmp_path):

@@ -206,6 +206,7 @@ class MixedDecoder:
                 self.decoders = []
             if self.decoders:
                 self._process_args = (codec_threads, hw_load, adaptive)
+                ws.kernels.load_gather(np.float32 if a["dtype"] == DALIDataType.FLOAT else np.uint8)
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(threads)
                 self._host_pool = _engine.ThreadPool(host_threads)

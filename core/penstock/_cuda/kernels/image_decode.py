@@ -23,5 +23,16 @@ class ImageDecodeKernels(KernelFamily):
         """``gather_images``' launch, prepared but not queued."""
         desc = _engine.image_gather_descriptors(np.asarray(pointers, np.uint64), pitches, windows, channels, reverse,
                                                 dst_offsets)
-        name = "gather_f32" if dst.dtype == np.float32 else "gather_u8"
-        return self._prepare_batch("image_decode", name, desc[:, 6], desc, (dst,), (), items=ITEMS)[0]
+        return self._prepare_batch("image_decode", _gather_name(dst.dtype), desc[:, 6], desc, (dst,), (),
+                                   items=ITEMS)[0]
+
+    def load_gather(self, dtype: Any) -> None:
+        """Compiles the gather into ``dtype`` batches (or loads it from CuPy's cache) ahead of its
+        first use: a mixed decoder gathers its host part's pixels only once the host takes a share,
+        which may be hundreds of batches in, and on a machine whose cache is cold the compile would
+        then hold that batch up mid-run rather than the pipeline's start."""
+        self._fn("image_decode", _gather_name(np.dtype(dtype)))
+
+
+def _gather_name(dtype: np.dtype) -> str:
+    return "gather_f32" if dtype == np.float32 else "gather_u8"
