@@ -35,8 +35,8 @@ sys.path.insert(0, HERE)
 
 import photos  # noqa: E402
 from _common import (GpuMemorySampler, add_variant_option, alternating_rounds, bench_parser,  # noqa: E402
-                     dali_available, decoder_args_option, emit, gpu_name, host_cpu, library, median, module_exists, parsed,
-                     parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
+                     dali_available, decoder_args_option, emit, gpu_name, host_cpu, library, median, module_exists,
+                     parsed, parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
 from _pipelines import GPU_BATCH as BATCH, KINDS, rn50_pipeline  # noqa: E402
 
 # The systems, each a library and the decoder arguments it runs with.
@@ -151,7 +151,8 @@ def main() -> None:
     card = gpu_name() if args.device == "gpu" else "none (CPU smoke run)"
     minutes = processes * (SECONDS_PER_PROCESS + args.warmup_seconds + args.seconds) / 60
     emit({"bench": "rn50_gpu", "plan": {"systems": systems, "sets": sets, "cases": len(cases), "rounds": args.rounds,
-                                        "processes": processes, "gpu": card, "host_cores": os.cpu_count(), "host_cpu": host_cpu(),
+                                        "processes": processes, "gpu": card, "host_cores": os.cpu_count(),
+                                        "host_cpu": host_cpu(),
                                         "estimated_minutes": round(minutes, 1)}})
     if args.dry_run:
         return

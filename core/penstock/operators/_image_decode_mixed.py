@@ -184,6 +184,10 @@ class MixedDecoder:
         self._host_pool = None
         self._arena = None  # its free blocks go with it
 
+    def _out_dtype(self) -> type:
+        """The output batches' element type: float32 (0-1) or uint8, as ``dtype`` says."""
+        return np.float32 if self.op.args["dtype"] == DALIDataType.FLOAT else np.uint8
+
     def _device_decoders(self, ws) -> list:
         """The GPU decoders, opened on first use (none: decode on the host)."""
         if not self._opened:
@@ -206,7 +210,7 @@ class MixedDecoder:
                 self.decoders = []
             if self.decoders:
                 self._process_args = (codec_threads, hw_load, adaptive)
-                ws.kernels.load_gather(np.float32 if a["dtype"] == DALIDataType.FLOAT else np.uint8)
+                ws.kernels.load_gather(self._out_dtype())
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(threads)
                 self._host_pool = _engine.ThreadPool(host_threads)
@@ -291,7 +295,7 @@ class MixedDecoder:
         gpu_idx = np.nonzero(gpu_ok)[0]
         host_idx = np.nonzero(~gpu_ok)[0]
         out_shapes = _engine.with_columns(shapes, 0, windows, values_first=2)  # (h, w) of the window, C
-        dtype = np.float32 if args["dtype"] == DALIDataType.FLOAT else np.uint8
+        dtype = self._out_dtype()
         if self._arena is None:
             self._arena = ws.gpu.batch_arena()
         out = self._arena.new_batch(out_shapes, dtype, "HWC", src._source_info)
