@@ -126,19 +126,25 @@ def library(system: str, plugin: str | None = None) -> Any:
     return importlib.import_module(f"{base}.plugin.{plugin}" if plugin else base)
 
 
-def thread_cpu_seconds() -> dict[str, float]:
-    """CPU seconds each group of this process's threads has used (Linux: /proc), a group being the
-    threads named alike but for a trailing ``_<n>`` (a pool's workers): where a loader's host time
-    goes, by thread. Python's threads by their names, and the engine's native threads (penstock's
-    readers and decoders, named ``penstock-*`` for the OS) by theirs."""
-    groups: dict[str, float] = {}
+def thread_stats() -> dict[str, tuple[float, int]]:
+    """Per group of this process's threads (Linux: /proc), a group being the threads named alike but
+    for a trailing ``_<n>`` (a pool's workers): the CPU seconds they used, and how many times they
+    went off the CPU to wait (voluntary context switches: for a lock, the GIL, the GPU, I/O). Python's
+    threads by their names; native threads by the names the OS knows them by: the engine's
+    (``penstock-*``), torch's autograd engine (``pt_autograd``), and the libraries' unnamed ones
+    under the process's own name."""
+    groups: dict[str, tuple[float, int]] = {}
+
+    def add(name: str, task: int) -> None:
+        stats = _task_stats(task)
+        if stats is not None:
+            name = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
+            cpu, switches = groups.get(name, (0.0, 0))
+            groups[name] = (cpu + stats[0], switches + stats[1])
     python_ids = set()
     for t in threading.enumerate():
         python_ids.add(t.native_id)
-        seconds = _task_cpu_seconds(t.native_id)
-        if seconds is not None:
-            name = t.name.rsplit("_", 1)[0] if t.name.rsplit("_", 1)[-1].isdigit() else t.name
-            groups[name] = groups.get(name, 0.0) + seconds
+        add(t.name, t.native_id)
     try:
         tasks = [int(task) for task in os.listdir("/proc/self/task")]
     except OSError:  # not Linux
@@ -149,20 +155,21 @@ def thread_cpu_seconds() -> dict[str, float]:
                 name = f.read().strip()
         except OSError:  # the thread just ended
             continue
-        seconds = _task_cpu_seconds(task) if name.startswith("penstock-") else None
-        if seconds is not None:
-            groups[name] = groups.get(name, 0.0) + seconds
+        add(name, task)
     return groups
 
 
-def _task_cpu_seconds(task: int | None) -> float | None:
-    """A thread's user and system CPU seconds (None: not Linux, or the thread ended)."""
+def _task_stats(task: int | None) -> tuple[float, int] | None:
+    """A thread's user and system CPU seconds and its voluntary context switches (None: not Linux,
+    or the thread ended)."""
     try:
         with open(f"/proc/self/task/{task}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, TypeError):
+        with open(f"/proc/self/task/{task}/status") as f:
+            switches = next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+    except (OSError, TypeError, StopIteration):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), switches
 
 
 # ---- processes and rounds ---------------------------------------------------------------------

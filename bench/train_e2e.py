@@ -25,8 +25,9 @@ autotuning) before the loader starts, then trained for a warm-up and --seconds t
 line per (model, feed) with the median training img/s, its fraction of the ceiling, and the host
 cores the process (with its loader's threads and worker processes) kept busy and left free, and
 the loader's share (busy beyond the ceiling run's), the process's peak GPU memory (sampled by the
-launcher every 10 ms) and the loader's (beyond the ceiling run's), the CPU time of the process's Python threads per
-batch by name, and the training thread's wall and CPU time per step in each phase (next_batch,
+launcher every 10 ms) and the loader's (beyond the ceiling run's), per batch the CPU time of
+the process's threads by name (Python's, the engine's, torch's autograd thread) and how often each
+went off the CPU to wait, and the training thread's wall and CPU time per step in each phase (next_batch,
 forward, backward, optimizer, and loss_item with --loss-item: wall beyond CPU is waiting, for the GIL
 among others); for penstock,
 what its pipeline's threads waited for the training loop's Python a batch (consumer_turn); with
@@ -73,7 +74,7 @@ import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
                      alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, host_cpu, library,
-                     parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_cpu_seconds, timed,
+                     parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_stats, timed,
                      turn_counts, turn_per_batch, variant_decoder_args, variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
@@ -295,7 +296,7 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
         train(*phases.timed("next_batch", next_batch))
         steps[0] += 1
     phases.clear()  # the model's warm-up on synthetic data does not count
-    before = thread_cpu_seconds()
+    before = thread_stats()
     gil = _gil_profile.GilProfile(args.seconds) if args.gil_profile else None
     turn = {}
 
@@ -306,10 +307,16 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
     t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync,
               ready=ready)
-    # per batch, the CPU time of the process's Python threads by name (the training loop's is
-    # MainThread's): a loader's threads that run Python take it from the training loop
-    threads = {f"thread_ms_per_batch:{name}": round(1e3 * (seconds - before.get(name, 0.0)) / steps[0], 3)
-               for name, seconds in thread_cpu_seconds().items() if seconds > before.get(name, 0.0)}
+    # per batch and by thread name, CPU time and waits (voluntary context switches): a loader's
+    # threads take CPU from the training loop (MainThread) and torch's autograd engine (pt_autograd),
+    # or keep them waiting (the GIL, the CUDA driver's locks)
+    threads = {}
+    for name, (cpu, switches) in thread_stats().items():
+        cpu_before, switches_before = before.get(name, (0.0, 0))
+        if cpu > cpu_before:
+            threads[f"thread_ms_per_batch:{name}"] = round(1e3 * (cpu - cpu_before) / steps[0], 3)
+        if switches > switches_before:
+            threads[f"thread_waits_per_batch:{name}"] = round((switches - switches_before) / steps[0], 2)
     held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
     if gil:  # where each thread's GIL time went, by function (a step takes one batch)
         held["gil_ms_per_batch"] = gil.per_batch(t.steps / t.seconds)

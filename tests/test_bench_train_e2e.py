@@ -241,12 +241,12 @@ def test_a_gil_profile_that_py_spy_could_not_take_says_why(tmp_path, monkeypatch
         profile.shares()
 
 
-def test_the_threads_cpu_counts_the_engines_native_threads_by_their_names():
+def test_the_threads_stats_count_native_threads_by_their_names():
     import io
 
     import numpy as np
     from PIL import Image
-    from _common import thread_cpu_seconds
+    from _common import thread_stats
     from penstock import _engine
     y, x = np.mgrid[0:240, 0:320]
     encoded = io.BytesIO()
@@ -254,13 +254,16 @@ def test_the_threads_cpu_counts_the_engines_native_threads_by_their_names():
     data = np.frombuffer(encoded.getvalue(), np.uint8)
     background, pool = _engine.Background("penstock-bench"), _engine.ThreadPool(1)
     deadline = time.monotonic() + 10
-    while thread_cpu_seconds().get("penstock-bench", 0.0) < 0.05 and time.monotonic() < deadline:
+    while thread_stats().get("penstock-bench", (0.0, 0))[0] < 0.05 and time.monotonic() < deadline:
         pendings = [_engine.decode_images_later(background, pool, data, np.array([[len(data)]]), np.array([0]), 0,
                                                 True, None, False, True, None, False) for _ in range(50)]
         pendings[-1].result()
-    groups = thread_cpu_seconds()
-    assert groups.get("penstock-bench", 0.0) >= 0.05, groups
+    groups = thread_stats()
+    assert groups["penstock-bench"][0] >= 0.05, groups
+    assert groups["penstock-bench"][1] >= 1, groups  # it waited for work between the calls
     assert "MainThread" in groups
+    with open("/proc/self/comm") as f:  # the pool's unnamed thread, under the process's name
+        assert groups[f.read().strip()][0] > 0.0, groups
     background.close()
 
 
