@@ -35,11 +35,11 @@ def photos(tmp_path_factory):
     return write_smooth_jpegs(tmp_path_factory.mktemp("photos"), 9, lambda i, c: (40 + 7 * i, 56 + 5 * i + 9 * c))
 
 
-def _train_pipeline(root, device_id, batch_size=5):
+def _train_pipeline(root, device_id, batch_size=5, num_threads=2):
     # the mixed decoder upsamples chroma as the CPU one does (by default it does as nvJPEG does)
     decoder = {"device": "cpu"} if device_id is None else {"device": "mixed", "jpeg_fancy_upsampling": True}
 
-    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=device_id, seed=17)
+    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=device_id, seed=17)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, initial_fill=8, name="Reader")
         images = fn.decoders.image_random_crop(jpegs, random_area=[0.3, 1.0], **decoder)
@@ -218,6 +218,7 @@ class _HostCodec:
 
     def __init__(self, ctx, options, cpu_threads, hw_load, adaptive):
         self.pool = _engine.ThreadPool(1)
+        self.cpu_threads = cpu_threads
         self.fancy = "fancy_upsampling=1" in options
         self.decoded: list = []
         _HostCodec.made.append(self)
@@ -246,9 +247,9 @@ def _with_host_codec(monkeypatch, kernels, seconds_per_byte) -> HostDevice:
     return device
 
 
-def _all_to_the_gpu(root, batch_size: int):
+def _all_to_the_gpu(root, batch_size: int, num_threads: int = 2):
     """A built pipeline whose mixed decoder gives the host no share: every JPEG to the GPU side."""
-    @pipeline_def(batch_size=batch_size, num_threads=2, device_id=0, seed=3)
+    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=0, seed=3)
     def pipe():
         jpegs, _ = fn.readers.file(file_root=root, name="Reader")
         return fn.decoders.image(jpegs, device="mixed", hw_decoder_load=0.9)
@@ -294,6 +295,18 @@ def test_the_host_parts_gather_is_ready_before_the_host_takes_a_share(monkeypatc
     _all_to_the_gpu(photos, 4).run()
     assert set(_HostCodec.made[0].decoded) == {4}  # the GPU side decoded whole batches
     assert fetched == [("image_decode", "gather_u8")]
+
+
+def test_nvimgcodec_gets_two_threads_for_the_hardware_engines_alone(monkeypatch, kernels, photos):
+    """The default (the hardware engines alone) opens nvImageCodec with the 2 threads that keep them
+    fed, on a host of any size; a hw_decoder_load given puts nvJPEG's CUDA decoder beside them, whose
+    Huffman decoding gets the pipeline's threads."""
+    from penstock.operators import _image_decode_mixed
+    _with_host_codec(monkeypatch, kernels, 1 / 2e9)
+    monkeypatch.setattr(_image_decode_mixed, "host_cores", lambda: 16)
+    _train_pipeline(photos, 0, batch_size=4, num_threads=8).run()
+    _all_to_the_gpu(photos, 4, num_threads=8).run()
+    assert [codec.cpu_threads for codec in _HostCodec.made] == [2, 8]
 
 
 def test_a_corrupt_jpeg_the_gpu_decodes_is_its_files_error_in_the_pipeline(monkeypatch, kernels, tmp_path):
