@@ -199,6 +199,18 @@ def test_the_cap_stays_down_while_lifting_it_is_measured_slower_and_tries_it_eve
     assert 0 < lifted[500:].mean() < 0.06  # the trials: a few batches in every few hundred
 
 
+def test_a_trial_far_behind_is_not_tried_again_soon():
+    """High-res photographs, the pipeline alone: whole images on the host take two to three times
+    as long a batch. One trial in a benchmark's window of ~30 batches, not two; two in 200 batches
+    (a validation epoch), not five."""
+    share = HostShare(host_rate=8 * 30e6, gpu_rate=2e9)
+    lifted = _decode(share, 200, np.random.default_rng(13), gpu_rate=1.75e9, host_rate=100e6, slowing=2.0)
+    assert not share.lifting
+    trials = np.flatnonzero(np.diff(lifted.astype(int)) == 1) + 1  # where each trial's batches begin
+    assert len(trials[trials < 32]) == 1 and len(trials) == 2, trials
+    assert lifted.sum() <= 2 * 5  # each trial ended after its first counted batch, with those in flight
+
+
 def test_the_cap_lifts_when_lifting_it_is_measured_quicker():
     from penstock.operators import _image_decode_split as split
     share = HostShare(host_rate=8 * 30e6, gpu_rate=2e9)
@@ -271,11 +283,13 @@ def test_a_trial_no_quicker_by_the_margin_changes_nothing_and_one_that_never_fin
     assert not any(asked[4 * split._TRIAL_BATCHES + 1:]) and not share.lifting
 
 
-@pytest.mark.parametrize("slower, counted", [(3.5, 1), (1.7, 2), (1.3, 4), (1.1, 7)])
-def test_a_trial_far_behind_ends_early(slower, counted):
+@pytest.mark.parametrize("slower, counted, backoff", [(3.5, 1, 8), (2.0, 2, 8), (1.7, 2, 2), (1.3, 4, 2),
+                                                     (1.1, 7, 2)])
+def test_a_trial_far_behind_ends_early(slower, counted, backoff):
     """A trial whose counted batches took longer for their bytes than the way in force by more than
-    1/k after k of them ends there, the way in force kept and tried again after twice the interval
-    (high-res photographs whole on the host: 3.5 times as long a batch, ended after one)."""
+    1/k after k of them ends there, the way in force kept and tried again after twice the interval,
+    or eight times it if the trial took twice the time or more (high-res photographs whole on the
+    host: 3.5 times as long a batch, ended after one)."""
     from penstock.operators import _image_decode_split as split
     share = HostShare(host_rate=1.0, gpu_rate=1.0)
     lengths = np.array([100.0, 100.0])
@@ -285,7 +299,7 @@ def test_a_trial_far_behind_ends_early(slower, counted):
         share.finished(True, 100.0, slower)
         tried += 1
     assert tried == 1 + counted  # the first batch is not counted
-    assert not share.lifting and share._until_trial == 2 * split._FIRST_TRIAL_AFTER - 1
+    assert not share.lifting and share._until_trial == backoff * split._FIRST_TRIAL_AFTER - 1
 
 
 def test_one_slow_batch_does_not_end_a_trial_that_wins():

@@ -23,7 +23,8 @@ in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at first
 runs, the other is tried for a few batches now and then (fewer when it falls far behind: whole
 high-res photographs on the host took 3.5 times as long a batch), and the one that decoded its bytes
 sooner (the slower side's time) stays: tried again soon after a change, and ever less often, up to
-every _LAST_TRIAL_EVERY batches, while the way in force keeps winning. Earlier, on an H200 (ResNet-50
+every _LAST_TRIAL_EVERY batches, while the way in force keeps winning (much less often after a trial
+that took twice the time). Earlier, on an H200 (ResNet-50
 pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
 19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
 side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
@@ -52,6 +53,12 @@ _LEAST_GAIN = 0.05
 _TRIAL_BATCHES = 8  # a trial of the other way (at most); its first batch overlaps the way before and is not counted
 _FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial, and after a change
 _LAST_TRIAL_EVERY = 256  # the trials' interval doubles, up to this, while the way in force wins
+# ... and grows eightfold after a trial that took twice the time per byte or more: no noise beside a
+# model makes that up. On an H100 (high-res validation alone, 16 threads, ~30 batches a process) the
+# lifted way's trials took 270-420 ms a batch against 130 capped, and two trials in a window cost it
+# a sixth of its rate (1,463-1,752 img/s against 1,984 for its capped batches).
+_FAR_BEHIND = 2.0
+_FAR_BEHIND_BACKOFF = 8
 _CHANGE_MARGIN = 0.05  # the share of the time a batch's bytes took that the other way must save
 # A side given none of this many batches in a row has its measurement forgotten: its rate is the first
 # guess again, and the next split gives it work to measure. A side without work is not measured, so
@@ -173,7 +180,8 @@ class HostShare:
             self._pace = [nbytes / (finished - 1), seconds / (finished - 1)]  # a batch's, as the smoothing keeps
             self._trial_every = _FIRST_TRIAL_AFTER
         else:
-            self._trial_every = min(2 * self._trial_every, _LAST_TRIAL_EVERY)
+            backoff = _FAR_BEHIND_BACKOFF if ratio is not None and ratio >= _FAR_BEHIND else 2
+            self._trial_every = min(backoff * self._trial_every, _LAST_TRIAL_EVERY)
         self._trying = False
         self._until_trial = self._trial_every
 
