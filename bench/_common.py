@@ -159,6 +159,21 @@ def thread_stats() -> dict[str, tuple[float, int]]:
     return groups
 
 
+def thread_stats_per_batch(before: dict[str, tuple[float, int]], batches: int) -> dict[str, float]:
+    """Since ``before`` (a ``thread_stats()``), per batch and by thread group: CPU ms
+    (``thread_ms_per_batch:NAME``) and waits (``thread_waits_per_batch:NAME``), groups that used
+    none left out. A loader's threads take CPU from a training loop's threads or keep them waiting
+    (the GIL, the CUDA driver's locks)."""
+    out = {}
+    for name, (cpu, switches) in thread_stats().items():
+        cpu_before, switches_before = before.get(name, (0.0, 0))
+        if cpu > cpu_before:
+            out[f"thread_ms_per_batch:{name}"] = round(1e3 * (cpu - cpu_before) / batches, 3)
+        if switches > switches_before:
+            out[f"thread_waits_per_batch:{name}"] = round((switches - switches_before) / batches, 2)
+    return out
+
+
 def _task_stats(task: int | None) -> tuple[float, int] | None:
     """A thread's user and system CPU seconds and its voluntary context switches (None: not Linux,
     or the thread ended)."""

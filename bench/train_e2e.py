@@ -74,8 +74,9 @@ import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
                      alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, host_cpu, library,
-                     parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_stats, timed,
-                     turn_counts, turn_per_batch, variant_decoder_args, variant_of, with_dali)
+                     parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_stats,
+                     thread_stats_per_batch, timed, turn_counts, turn_per_batch, variant_decoder_args, variant_of,
+                     with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
@@ -307,16 +308,8 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
     t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync,
               ready=ready)
-    # per batch and by thread name, CPU time and waits (voluntary context switches): a loader's
-    # threads take CPU from the training loop (MainThread) and torch's autograd engine (pt_autograd),
-    # or keep them waiting (the GIL, the CUDA driver's locks)
-    threads = {}
-    for name, (cpu, switches) in thread_stats().items():
-        cpu_before, switches_before = before.get(name, (0.0, 0))
-        if cpu > cpu_before:
-            threads[f"thread_ms_per_batch:{name}"] = round(1e3 * (cpu - cpu_before) / steps[0], 3)
-        if switches > switches_before:
-            threads[f"thread_waits_per_batch:{name}"] = round((switches - switches_before) / steps[0], 2)
+    # the training loop's threads: MainThread and torch's autograd engine (pt_autograd)
+    threads = thread_stats_per_batch(before, steps[0])
     held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
     if gil:  # where each thread's GIL time went, by function (a step takes one batch)
         held["gil_ms_per_batch"] = gil.per_batch(t.steps / t.seconds)

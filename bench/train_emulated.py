@@ -24,7 +24,8 @@ those settings. Each feed runs in its own process, alternating over rounds. --pi
 thread a core of its own and the pipeline's threads the others, as a GPU host with cores to spare
 does (on 2 cores the pipeline's threads otherwise pre-empt the loop's). One JSON line per feed: ms a
 step, the fraction of the loop alone's rate, and per step the wait for the batch and the forward
-pass's wall and CPU ms; for penstock the decoder's idle ms a batch and what the pipeline's threads
+pass's wall and CPU ms, each thread's CPU ms and waits (off the CPU: for the GIL among others); for
+penstock the decoder's idle ms a batch and what the pipeline's threads
 waited for the loop's Python a batch (consumer_turn); with --gil-waits, each thread's ms a step
 waiting to take the GIL back, and where (the loop's thread is MainThread).
 
@@ -49,7 +50,8 @@ sys.path.insert(0, HERE)
 
 import _gil_profile  # noqa: E402
 from _common import (add_variant_option, alternating_rounds, bench_parser, emit, parsed, parsed_variants,  # noqa: E402
-                     run_worker, spin, spin_count, summary, turn_counts, turn_per_batch, variant_of)
+                     run_worker, spin, spin_count, summary, thread_stats, thread_stats_per_batch, turn_counts,
+                     turn_per_batch, variant_of)
 
 BATCH = 256
 OP_US = 15  # an operator's Python in the torch-like forward pass
@@ -217,13 +219,14 @@ def worker(feed: str, root: str, args) -> dict:
     waited = forward_wall = forward_cpu = 0.0
     StandInDecoder.log.clear()
     turn = turn_counts(feed)
+    before = thread_stats()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
     seconds = time.perf_counter() - start
     out = {"step_ms": round(1e3 * seconds / args.steps, 3), "next_batch_ms": round(1e3 * waited / args.steps, 3),
            "forward_wall_ms": round(1e3 * forward_wall / args.steps, 3),
-           "forward_cpu_ms": round(1e3 * forward_cpu / args.steps, 3)}
+           "forward_cpu_ms": round(1e3 * forward_cpu / args.steps, 3), **thread_stats_per_batch(before, args.steps)}
     if turn:
         out["consumer_turn"] = turn_per_batch(turn, turn_counts(feed), args.steps)
     if args.gil_waits:  # after the timed steps: py-spy pauses the process at each sample

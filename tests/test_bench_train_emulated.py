@@ -36,6 +36,8 @@ def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
             assert line["fraction_of_ceiling"] > 0
             if feed != "synthetic":  # the stand-in decoder decoded the batches, and says how long it waited
                 assert line["decoder_idle_ms"] >= 0
+                # the pipeline's threads by name, each having waited for its work
+                assert line["thread_waits_per_batch:penstock-stage0"] > 0, line
                 turn = line["consumer_turn"]
                 assert set(turn) == {"waits_per_batch", "waited_ms_per_batch", "to_the_bound", "turned_off"}
                 if feed == "penstock:off" or "--take" in extra:  # turned off, or run(): one batch on the way
