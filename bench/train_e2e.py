@@ -308,7 +308,7 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
     t = timed(step, args.batch, seconds=args.seconds, warmup_steps=5, warmup_seconds=args.warmup_seconds, sync=sync,
               ready=ready)
-    # the training loop's threads: MainThread and torch's autograd engine (pt_autograd)
+    # every thread's CPU and waits: the loader's, and the training loop's (MainThread, pt_autograd)
     threads = thread_stats_per_batch(before, steps[0])
     held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
     if gil:  # where each thread's GIL time went, by function (a step takes one batch)
