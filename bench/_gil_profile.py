@@ -210,6 +210,22 @@ def _spent_in(frames: list[str]) -> str | None:
     return f"({os.path.basename(library.group(1))})" if library else _function(frames[inner])[:_SITE_CHARS]
 
 
+def _blocked_in(frames: list[str]) -> str | None:
+    """Where one sample of a thread was in the C library (a lock, a condition, a system call), under
+    which caller (``_spent_in``): ``pthread_rwlock_wrlock in (libcuda.so.1)`` is a thread waiting for
+    the CUDA driver's lock; None when it was not in the C library. The innermost named C library
+    function counts (py-spy names some and gives others as addresses)."""
+    inner = len(frames) - 1
+    named = None
+    while inner > 0 and _LIBC.search(frames[inner]):
+        if named is None and not _ADDRESS.match(frames[inner]):
+            named = frames[inner].split(" (", 1)[0]
+        inner -= 1
+    if inner == len(frames) - 1:
+        return None
+    return f"{named or '(libc)'} in {_spent_in(frames[:inner + 1])}"
+
+
 def spent_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:
     """Per thread group of py-spy's raw native samples of every thread (``--native --idle``): where its
     time went, its ``sites`` most sampled places (``_spent_in``), ms a step, each thread of the group
@@ -217,6 +233,14 @@ def spent_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:
     waits."""
     return {name: [[site, round(c * threads / total * ms_per_step, 3)] for site, c in by_site[:sites]]
             for name, (by_site, total, threads) in _tally(raw, _spent_in).items()}
+
+
+def blocked_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:
+    """Per thread group, as ``spent_in``: its ``sites`` most sampled waits in the C library with their
+    callers (``_blocked_in``), ms a step: which lock, condition or system call a thread sat in, and
+    whose (a training thread in the CUDA driver's lock shows apart from one launching)."""
+    return {name: [[site, round(c * threads / total * ms_per_step, 3)] for site, c in by_site[:sites]]
+            for name, (by_site, total, threads) in _tally(raw, _blocked_in).items() if by_site}
 
 
 class GilWaits:
@@ -238,11 +262,14 @@ class GilWaits:
         return self._recording.running()
 
     def table(self, ms_per_step: float) -> dict:
-        """``gil_waits``' table, each thread group's entry with ``spent_in``: where its time went."""
+        """``gil_waits``' table, each thread group's entry with ``spent_in`` (where its time went) and
+        ``blocked_in`` (which waits in the C library, whose)."""
         raw = self._recording.raw()
         table = gil_waits(raw, ms_per_step)
         for name, sites in spent_in(raw, ms_per_step).items():
             table.setdefault(name, {})["spent_in"] = sites
+        for name, sites in blocked_in(raw, ms_per_step).items():
+            table.setdefault(name, {})["blocked_in"] = sites
         return table
 
 

@@ -39,7 +39,8 @@ that queued its work, the copies by kind, and which host threads wait on the GPU
 how long, all per step (cuda_profile; bench/_cuda_timeline.py); with --gil-waits SECONDS, per
 thread, its ms a step waiting to take the GIL back and the functions it waited in (gil_waits: the
 training thread's are what the loader's Python costs it), and where its time went, a library's
-unnamed code by the library (spent_in: a decoder's host work in nvJPEG shows there); then per model
+unnamed code by the library (spent_in: a decoder's host work in nvJPEG shows there), and which waits in the
+C library it sat in, under whose call (blocked_in: a lock of the CUDA driver's shows there); then per model
 the issue's target (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU
 (--device cpu) the numbers mean nothing: the run checks that every feed works.
 
@@ -358,8 +359,8 @@ def main() -> None:
     ap.add_argument("--gil-waits", type=float, default=0, metavar="SECONDS",
                     help="after the timed window, SECONDS more of steps while py-spy samples every thread's native "
                          "stack 20 times a second: per thread, its ms a step waiting to take the GIL back and where, "
-                         "and where its time went (gil_waits, spent_in; needs py-spy; 5 s or more for a tenth of "
-                         "a ms at 100 steps a second)")
+                         "where its time went and the C library's waits it sat in (gil_waits, spent_in, blocked_in; "
+                         "needs py-spy; 5 s or more for a tenth of a ms at 100 steps a second)")
     ap.add_argument("--cuda-profile", type=int, default=0, metavar="STEPS",
                     help="after the timed window, STEPS more steps under torch.profiler's CUDA activities: the "
                          "GPU's idle time, the model's and the other streams' busy time, copies by kind and the "

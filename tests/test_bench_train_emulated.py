@@ -44,6 +44,17 @@ def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
                     assert turn["waits_per_batch"] == 0
 
 
+def test_an_autograd_like_backward_takes_the_gil_back_on_a_thread_of_its_own():
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "train_emulated.py"), "--rounds", "1", "--steps", "6",
+                          "--decoder-ms", "2", "--ops", "20", "--backward", "autograd", "--backward-ms", "3",
+                          "--autograd-takes", "12"], capture_output=True, text=True, timeout=300, check=True).stdout
+    for line in map(json.loads, out.splitlines()):
+        assert line["backward"] == "autograd" and line["autograd_takes"] == 12
+        # each take sleeps without the GIL before its Python: at least one wait a take, every step
+        assert line["thread_waits_per_batch:autograd"] >= 12, line
+        assert line["step_ms"] >= 3  # the loop waited for the whole backward pass
+
+
 def test_the_turns_counts_per_batch_and_none_for_other_systems():
     from _common import turn_counts, turn_per_batch
     assert turn_counts("dali") == {} and turn_counts("synthetic") == {}
