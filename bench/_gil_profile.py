@@ -212,9 +212,10 @@ def _spent_in(frames: list[str]) -> str | None:
 
 def _blocked_in(frames: list[str]) -> str | None:
     """Where one sample of a thread was in the C library (a lock, a condition, a system call), under
-    which caller (``_spent_in``): ``pthread_rwlock_wrlock in (libcuda.so.1)`` is a thread waiting for
-    the CUDA driver's lock; None when it was not in the C library. The innermost named C library
-    function counts (py-spy names some and gives others as addresses)."""
+    which caller (``_spent_in``): ``pthread_rwlock_wrlock in (libcuda.so.1) under cudaLaunchKernel
+    (libcudart.so)`` is a thread waiting for the CUDA driver's lock, in a launch (a library's unnamed
+    code is told by its innermost named caller); None when it was not in the C library. The innermost
+    named C library function counts (py-spy names some and gives others as addresses)."""
     inner = len(frames) - 1
     named = None
     while inner > 0 and _LIBC.search(frames[inner]):
@@ -223,7 +224,12 @@ def _blocked_in(frames: list[str]) -> str | None:
         inner -= 1
     if inner == len(frames) - 1:
         return None
-    return f"{named or '(libc)'} in {_spent_in(frames[:inner + 1])}"
+    site = f"{named or '(libc)'} in {_spent_in(frames[:inner + 1])}"
+    if _ADDRESS.match(frames[inner]):  # a library's unnamed code: under its innermost named caller
+        caller = next((f for f in reversed(frames[:inner]) if not _ADDRESS.match(f)), None)
+        if caller is not None:
+            site += f" under {_function(caller)[:_SITE_CHARS]}"
+    return site
 
 
 def spent_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:

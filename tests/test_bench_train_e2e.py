@@ -340,11 +340,13 @@ def test_the_steps_go_on_while_py_spy_samples_their_waits(tmp_path, monkeypatch)
 
 def test_blocked_in_names_the_c_library_wait_and_its_caller():
     import _gil_profile
-    raw = ("thread (5): pt_autograd_0;0x7f00aa10 (/usr/lib/libcuda.so.1);pthread_rwlock_wrlock (libc.so.6);"
+    raw = ("thread (5): pt_autograd_0;cudaLaunchKernel (libcudart.so.13);0x7f00aa10 (/usr/lib/libcuda.so.1);"
+           "pthread_rwlock_wrlock (libc.so.6);"
            "0x7f20d44a3f16 (libc.so.6) 30\n"
-           "thread (5): pt_autograd_0;0x7f00aa10 (/usr/lib/libcuda.so.1) 50\n"
+           "thread (5): pt_autograd_0;cudaLaunchKernel (libcudart.so.13);0x7f00aa10 (/usr/lib/libcuda.so.1) 50\n"
            "thread (5): pt_autograd_0;run_backward (libtorch_python.so);0x7f20d44a3f16 (libc.so.6) 20\n")
     # 100 samples, 10 ms a step: the driver's lock 3 ms; a wait py-spy gave no name for, as the C library's
     assert _gil_profile.blocked_in(raw, 10.0) == {"pt_autograd": [
-        ["pthread_rwlock_wrlock in (libcuda.so.1)", 3.0], ["(libc) in run_backward (libtorch_python.so)", 2.0]]}
+        ["pthread_rwlock_wrlock in (libcuda.so.1) under cudaLaunchKernel (libcudart.so.13)", 3.0],
+        ["(libc) in run_backward (libtorch_python.so)", 2.0]]}
     assert "MainThread" not in _gil_profile.blocked_in("thread (7): MainThread;forward (model.py:31) 60\n", 10.0)
