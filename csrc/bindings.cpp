@@ -223,7 +223,9 @@ PYBIND11_MODULE(_engine, m) {
 
   // shared: a task in the background (Background) keeps the pool it decodes with
   py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool")
-      .def(py::init<int>(), "num_threads"_a)
+      .def(py::init<int, const std::string&>(), "num_threads"_a, "name"_a = "",
+           "`num_threads`-way parallelism: the calling thread and num_threads - 1 workers, named `name` as the "
+           "OS shows them (at most 15 characters kept) when given")
       .def_property_readonly("num_threads", &ThreadPool::num_threads);
   static py::exception<SampleError> sample_error(m, "SampleError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {

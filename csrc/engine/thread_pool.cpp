@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <pthread.h>
 #include <thread>
 #include <vector>
 
@@ -61,8 +62,12 @@ struct ThreadPool::Workers {
   }
 };
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)), workers_(new Workers) {
-  for (int i = 1; i < num_threads_; ++i) workers_->threads.emplace_back([w = workers_.get()] { w->worker_loop(); });
+ThreadPool::ThreadPool(int num_threads, const std::string& name)
+    : num_threads_(std::max(1, num_threads)), workers_(new Workers) {
+  for (int i = 1; i < num_threads_; ++i) {
+    workers_->threads.emplace_back([w = workers_.get()] { w->worker_loop(); });
+    if (!name.empty()) pthread_setname_np(workers_->threads.back().native_handle(), name.substr(0, 15).c_str());
+  }
 }
 
 ThreadPool::~ThreadPool() {

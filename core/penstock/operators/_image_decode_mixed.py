@@ -213,7 +213,7 @@ class MixedDecoder:
                 ws.kernels.load_gather(self._out_dtype())
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(threads)
-                self._host_pool = _engine.ThreadPool(host_threads)
+                self._host_pool = _engine.ThreadPool(host_threads, "penstock-hdec")
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
                                             _GPU_RATE_PER_DECODER * len(self.decoders))

@@ -348,8 +348,8 @@ class Reader(Operator):
         if self._io is None:
             self._io = Workers(1, "penstock-reader")
             self._native_io = _engine.Background("penstock-reader")
-            self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(_io_threads(ws.pool.num_threads,
-                                                                                       self.decodes)))
+            self._io_ws = dataclasses.replace(ws, pool=_engine.ThreadPool(
+                _io_threads(ws.pool.num_threads, self.decodes), "penstock-io"))
         while len(self._ahead) <= max(1, self.args["prefetch_queue_depth"]):
             indices = self._indices_for(ws.iteration + len(self._ahead), ws.batch_size)
             self.prefetch(indices)

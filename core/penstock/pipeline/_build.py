@@ -84,7 +84,7 @@ class PipelineBuild:
             else:
                 n.resolved_seed = seeds[k % len(seeds)]
                 k += 1
-        self._pool = _engine.ThreadPool(self._num_threads)
+        self._pool = _engine.ThreadPool(self._num_threads, "penstock-work")
         self._ops = [kernel_for(n.schema, n.device)(n, self) for n in nodes]
         for op in self._ops:
             try:

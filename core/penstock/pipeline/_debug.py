@@ -144,7 +144,7 @@ class DebugPipeline(Pipeline):
         if self._built:
             return
         check_size_and_threads(self._max_batch_size, self._num_threads)
-        self._pool = _engine.ThreadPool(self._num_threads)
+        self._pool = _engine.ThreadPool(self._num_threads, "penstock-work")
         self._built = True
 
     @one_caller

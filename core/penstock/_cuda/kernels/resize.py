@@ -25,7 +25,7 @@ class ResizeKernels(KernelFamily):
         first use: the pipeline's pool may be busy decoding for the mixed stage, and GPU-stage work
         must not queue behind it."""
         if self._planning_threads is None:
-            self._planning_threads = _engine.ThreadPool(min(4, os.cpu_count() or 1))
+            self._planning_threads = _engine.ThreadPool(min(4, os.cpu_count() or 1), "penstock-plan")
         return self._planning_threads
 
     def resize(self, pool: Any, src: Any, src_shapes: np.ndarray, src_offsets: np.ndarray, src_type: int,

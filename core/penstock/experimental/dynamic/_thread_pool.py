@@ -21,7 +21,7 @@ class ThreadPool:
             from ._device import Device
             device_id = Device.current().device_id
         n = get_num_threads() if num_threads is None else _checked(num_threads)
-        self._pool = _engine.ThreadPool(n)
+        self._pool = _engine.ThreadPool(n, "penstock-dyn")
         self._device_id = device_id
 
     @property
