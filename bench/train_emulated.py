@@ -306,7 +306,8 @@ def main() -> None:
     feeds = ["synthetic", "penstock"] + [f"penstock:{name}" for name in variants]
     passed = ["--op-count", str(spin_count(OP_US / 1e6)), "--hash-bytes", str(hash_bytes(args.backward_ms / 1e3)),
               "--native-bytes", str(hash_bytes(args.op_native_us / 1e6)), "--op-native-us", str(args.op_native_us),
-              "--backward", args.backward, "--autograd-takes", str(args.autograd_takes), "--hw-decoder-load", str(args.hw_decoder_load),
+              "--backward", args.backward, "--autograd-takes", str(args.autograd_takes),
+              "--hw-decoder-load", str(args.hw_decoder_load),
               "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
               str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
               str(args.threads), "--steps", str(args.steps), "--gil-waits", str(args.gil_waits),
@@ -324,8 +325,8 @@ def main() -> None:
     for feed in feeds:
         line = summary(runs[feed])
         emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "op_native_us": args.op_native_us,
-              "backward": args.backward,
-              **({"autograd_takes": args.autograd_takes} if args.backward == "autograd" else {}), "take": args.take, "pinned": args.pin,
+              "backward": args.backward, **({"autograd_takes": args.autograd_takes} if args.backward == "autograd" else {}),
+              "take": args.take, "pinned": args.pin,
               **line, "fraction_of_ceiling": round(ceiling / line["step_ms"], 3)})
 
 

@@ -149,7 +149,8 @@ class DeviceDecoder:
         self.own = DeviceContext(ctx.device_id)  # the decoder's stream, kernels and staging
         with ctx.device:
             self.native = open_jpeg_decoder(ctx.device_id, cpu_threads, hw_load, adaptive, options)
-        self._staging = _engine.ThreadPool(max(1, cpu_threads), "penstock-staged")  # copies the code streams into pinned memory
+        # copies the code streams into pinned memory
+        self._staging = _engine.ThreadPool(max(1, cpu_threads), "penstock-staged")
         self._scratch: Any = None  # the windows being decoded (cupy.cuda.Memory); reused in stream order
         self._scratch_users = 0  # batches that may still queue work on the scratch
         self._scratch_change = threading.Condition()
