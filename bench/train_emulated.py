@@ -325,7 +325,8 @@ def main() -> None:
     for feed in feeds:
         line = summary(runs[feed])
         emit({"bench": "train_emulated", "feed": feed, "loop": args.loop, "op_native_us": args.op_native_us,
-              "backward": args.backward, **({"autograd_takes": args.autograd_takes} if args.backward == "autograd" else {}),
+              "backward": args.backward,
+              **({"autograd_takes": args.autograd_takes} if args.backward == "autograd" else {}),
               "take": args.take, "pinned": args.pin,
               **line, "fraction_of_ceiling": round(ceiling / line["step_ms"], 3)})
 
