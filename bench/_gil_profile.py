@@ -198,14 +198,20 @@ def gil_waits(raw: str, ms_per_step: float, sites: int = 6) -> dict:
     return table
 
 
+def _outside_libc(frames: list[str]) -> int:
+    """The position of a sample's innermost frame outside the C library (its outermost one at least)."""
+    inner = len(frames) - 1
+    while inner > 0 and _LIBC.search(frames[inner]):
+        inner -= 1
+    return inner
+
+
 def _spent_in(frames: list[str]) -> str | None:
     """Where one sample of a thread was (py-spy --native, outermost first): its innermost frame outside
     the C library (so a wait shows what waited), a library's unnamed code by its library."""
     if not frames:
         return None
-    inner = len(frames) - 1
-    while inner > 0 and _LIBC.search(frames[inner]):
-        inner -= 1
+    inner = _outside_libc(frames)
     library = _ADDRESS.match(frames[inner])
     return f"({os.path.basename(library.group(1))})" if library else _function(frames[inner])[:_SITE_CHARS]
 
@@ -216,14 +222,10 @@ def _blocked_in(frames: list[str]) -> str | None:
     (libcudart.so)`` is a thread waiting for the CUDA driver's lock, in a launch (a library's unnamed
     code is told by its innermost named caller); None when it was not in the C library. The innermost
     named C library function counts (py-spy names some and gives others as addresses)."""
-    inner = len(frames) - 1
-    named = None
-    while inner > 0 and _LIBC.search(frames[inner]):
-        if named is None and not _ADDRESS.match(frames[inner]):
-            named = frames[inner].split(" (", 1)[0]
-        inner -= 1
+    inner = _outside_libc(frames)
     if inner == len(frames) - 1:
         return None
+    named = next((f.split(" (", 1)[0] for f in reversed(frames[inner + 1:]) if not _ADDRESS.match(f)), None)
     site = f"{named or '(libc)'} in {_spent_in(frames[:inner + 1])}"
     if _ADDRESS.match(frames[inner]):  # a library's unnamed code: under its innermost named caller
         caller = next((f for f in reversed(frames[:inner]) if not _ADDRESS.match(f)), None)
