@@ -342,3 +342,4 @@ def use_host_device(monkeypatch, device: HostDevice) -> None:
         pipeline._gpu = device
     monkeypatch.setattr(_build.PipelineBuild, "_require_gpu", require_gpu)
     monkeypatch.setattr(_image_decode_mixed, "_has_nvimgcodec", lambda: False)
+    monkeypatch.setenv("PENSTOCK_PIPELINE_PROCESS", "off")  # another process would have no host device

@@ -22,7 +22,9 @@ import threading
 import time
 from typing import Any, Callable
 
+from ._executor import Executor
 from .pipeline import Pipeline
+from .pipeline._process import ENV as PROCESS_ENV
 
 _SAMPLE_S = 0.005  # queue and GPU sampling period
 
@@ -110,8 +112,13 @@ def profile(pipeline: Pipeline | Callable[[], Pipeline], batches: int = 20, warm
     pipe = pipeline if isinstance(pipeline, Pipeline) else pipeline()
     if not isinstance(pipe, Pipeline):
         raise TypeError(f"expected a Pipeline or a function returning one, got {type(pipe).__name__}")
+    if not pipe._built:
+        pipe._process_allowed = False  # the operators' timelines are kept where they run
     pipe.build()
     executor = pipe._executor
+    if not isinstance(executor, Executor):
+        raise ValueError("profile() needs a pipeline that runs its iterations in this process: pass it "
+                         f"before it is built, or build it with {PROCESS_ENV}=off")
     for s in executor.stats.values():
         s.timeline = []
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,6 +15,9 @@ from .._sources import parallel_spec
 from .._std_random import seed_seq
 from ..data_node import DataNode
 from ..operators._resize_normalize import fuse
+from . import _process
+from ._process import ProcessExecutor
+from ._serialize import serialize
 
 
 def _dali_order(outputs: Sequence[DataNode], extra: Sequence[OpNode]) -> list[OpNode]:
@@ -102,14 +106,37 @@ class PipelineBuild:
         output_refs = [(o.source.id, o.index) for o in self._outputs]
         if not self._enable_memory_stats:  # (those are per operator of the graph, as the user declared it)
             stages = fuse(stages, output_refs)  # (self._ops keeps the graph's operators, for serializing)
-        self._executor = Executor(stages, output_refs, self._pool,
-                                  self._exec_async, self._exec_pipelined, self._gpu,
-                                  (self._cpu_queue_size, self._gpu_queue_size), self._enable_memory_stats)
+        self._executor = self._process_executor(nodes) or Executor(
+            stages, output_refs, self._pool, self._exec_async, self._exec_pipelined, self._gpu,
+            (self._cpu_queue_size, self._gpu_queue_size), self._enable_memory_stats)
         if self._enable_checkpointing:
             _checkpoint.enable(self)
         if self._checkpoint is not None:
             _checkpoint.restore(self, self._checkpoint)
         self._built = True
+
+    def _process_executor(self, nodes: Sequence[OpNode]) -> ProcessExecutor | None:
+        """An executor that runs the iterations in a process of their own (``_process``) where the
+        setting asks for it and the pipeline allows it; None otherwise (with a warning that says
+        why, when the setting asked for it)."""
+        if _process.mode() == "off" or not self._process_allowed:
+            return None
+        why = _process.refusal(self, nodes)
+        if why is None:
+            try:
+                serialized = serialize(self, seeds=True)
+            except (RuntimeError, TypeError) as exc:
+                why = f"its graph does not serialize ({exc})"
+        if why is None:
+            # an iteration's outputs wait in a slot from the child's answer until run() takes them:
+            # as many as the prefetch queue holds, and one more that the child fills meanwhile
+            slots = max(self._cpu_queue_size, self._gpu_queue_size) + 1
+            try:
+                return ProcessExecutor(serialized, {"seed": self._effective_seed}, self._gpu, slots, "the pipeline")
+            except _process.StartFailure as exc:
+                why = f"its process did not start: {exc}"
+        warnings.warn(f"{_process.ENV}=on, but the pipeline runs in this process: {why}", RuntimeWarning, 4)
+        return None
 
     def _link_consumers(self) -> None:
         consumers = {op.node.id: [[] for _ in op.node.outputs] for op in self._ops}

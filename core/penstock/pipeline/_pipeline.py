@@ -155,6 +155,7 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._iteration = 0
         self._api_type: PipelineAPIType | None = None
         self._api_check = True
+        self._process_allowed = True  # the iterations may run in a process of their own (_process)
         self._shared_unreleased = False
         self._deprecated_batch_size_warned = False
 

@@ -66,7 +66,10 @@ def _ctor_params(pipe: Any) -> dict:
             "max_image_pixels": pipe._max_image_pixels}
 
 
-def serialize(pipe: Any) -> bytes:
+def serialize(pipe: Any, seeds: bool = False) -> bytes:
+    """The pipeline's graph and constructor arguments; with ``seeds``, each random operator's seed
+    as the built pipeline resolved it (another process then builds the very same pipeline, the
+    operators that no output reads included)."""
     preserved = [n for n in pipe._nodes if n.preserve] + pipe._sinks
     nodes = collect(pipe._outputs, preserved)
     ops = []
@@ -74,11 +77,12 @@ def serialize(pipe: Any) -> bytes:
         if n.py_object is not None:
             raise RuntimeError(f"{n.schema.fn_name} ('{n.name}') holds a Python callable and cannot "
                                "be serialized")
+        args = dict(n.args, seed=n.resolved_seed) if seeds and n.schema.is_random else n.args
         ops.append({"op": n.schema.name, "device": n.device, "name": n.name, "explicit_name": n.explicit_name,
-                    "args": {k: _encode(v) for k, v in n.args.items()},
+                    "args": {k: _encode(v) for k, v in args.items()},
                     "inputs": [[d.source.name, d.index] for d in n.inputs],
                     "arg_inputs": {k: [d.source.name, d.index] for k, d in n.arg_inputs.items()},
-                    "preserve": n.preserve,
+                    "preserve": n.preserve or (seeds and n in preserved),
                     # conditional branches: the input whose sample count is the operator's batch
                     "batch_ref": None if n.batch_ref is None else [n.batch_ref.source.name, n.batch_ref.index]})
     doc = {"format": FORMAT, "version": VERSION,

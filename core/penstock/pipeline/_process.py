@@ -1,0 +1,489 @@
+"""Running a pipeline's iterations in a process of its own (``PENSTOCK_PIPELINE_PROCESS=on``).
+
+Beside a training loop, a pipeline that runs in the loop's process takes turns with it: its threads'
+Python waits for the GIL that the loop holds while it launches the model's kernels, the loop's
+threads (torch's autograd thread among them) wait for the GIL that the pipeline's threads hold, and
+the CUDA driver's locks are shared too. A pipeline process has a GIL, a CUDA context and driver locks
+of its own; the training process touches the pipeline once a batch.
+
+It is off by default: the two processes' CUDA contexts take turns on the GPU (time slices), and the
+pipeline's GPU work then waits for the model's. On an H100 beside ResNet-18 the training loop's
+threads ran as with the model alone (torch's autograd thread went off the CPU once a step, against
+50 times with the pipeline in the process), but the batches came later: 0.725 and 0.650 of the model
+alone's rate, against 0.797 and 0.674 in the process (two calls). Under MPS, which runs both
+processes' kernels side by side, 0.796 against 0.639 (docs/benchmarks.md). A Python-bound consumer
+gains without MPS: with a 13 ms Python step beside the GPU pipeline, ``run()`` waited 1.0 ms.
+
+The user's process builds the pipeline as usual (so its arguments are checked, its readers' metadata
+known), then a child process builds the same graph (serialized, with the same seeds) and runs each
+iteration the parent schedules, in order:
+- the parent sends the iteration's index, epoch and batch size;
+- the child runs it and copies its GPU outputs into one of its output slots (a device buffer the
+  parent has mapped by CUDA IPC), then records the slot's interprocess event and answers with the
+  outputs' shapes (host outputs travel in the answer);
+- the parent's stream waits for that event, copies the outputs into a batch of its own (a user may
+  keep a batch as long as it likes) and records its own interprocess event for the slot, which the
+  child's stream waits for before it writes the slot again.
+No host waits for the GPU. The child ends with the pipeline, and with this process however it ends
+(its pipe closes).
+
+Pipelines that need the user's process stay in it: inputs fed from Python (external sources,
+``fn.inputs``, ``iter_setup``), operators that run Python code, checkpointing, memory statistics,
+``on_error="skip"`` (the skipped samples are listed by this process), and synchronous execution.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _engine
+from .._environment import one_of
+from .._executor import Iteration, OpStats
+from .._graph import OpNode
+from .._on_error import policy
+from ..tensors import TensorListCPU, TensorListGPU
+
+ENV = "PENSTOCK_PIPELINE_PROCESS"
+_START_TIMEOUT_S = 120.0
+_ALIGN = 256  # each output's place in a slot: any dtype views it, as cudaMalloc's blocks are
+_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+         "from penstock.pipeline._process import serve; serve(int(sys.argv[2]))")
+
+
+class StartFailure(RuntimeError):
+    """The pipeline's process could not start; the pipeline runs in this process."""
+
+
+def mode() -> str:
+    """``PENSTOCK_PIPELINE_PROCESS``: ``off`` (the default) or ``on`` (every pipeline that can)."""
+    return one_of(ENV, "off", ("off", "on"))
+
+
+def refusal(pipe: Any, nodes: Sequence[OpNode]) -> str | None:
+    """Why the built pipeline ``pipe`` must run its iterations in this process; None if it may not."""
+    if not (pipe._exec_async and pipe._exec_pipelined):
+        return "it runs synchronously (exec_async or exec_pipelined is off)"
+    if pipe._source_ops or pipe._iter_setup_defined():
+        return "its inputs are fed from this process"
+    if any(n.py_object is not None for n in nodes):
+        return "an operator runs Python code of this process"
+    if pipe._enable_checkpointing or pipe._checkpoint is not None:
+        return "it takes or resumes from checkpoints"
+    if pipe._enable_memory_stats:
+        return "it keeps memory statistics"
+    if any("on_error" in op.args and policy(op) == "skip" for op in pipe._ops):
+        return "an operator skips failed samples (on_error='skip')"
+    return None
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+# -- the parent --------------------------------------------------------------------------------------
+class _Slot:
+    """One output slot as this process sees it: the child's buffer mapped here, the child's event
+    (written) and this process's (read out)."""
+
+    def __init__(self, cp: Any, copied: Any):
+        self.cp = cp
+        self.ptr = 0
+        self.written = 0  # the child's interprocess event, opened here
+        self.copied = copied  # this process's interprocess event, recorded after the copy out
+
+    def remap(self, handle: bytes) -> None:
+        """The child grew the slot: the last copy out of the old buffer ends, then its mapping."""
+        if self.ptr:
+            self.copied.synchronize()
+            self.cp.cuda.runtime.ipcCloseMemHandle(self.ptr)
+        self.ptr = self.cp.cuda.runtime.ipcOpenMemHandle(handle)
+
+    def close(self) -> None:
+        if self.ptr:
+            self.copied.synchronize()
+            self.cp.cuda.runtime.ipcCloseMemHandle(self.ptr)
+            self.ptr = 0
+        if self.written:
+            self.cp.cuda.runtime.eventDestroy(self.written)
+            self.written = 0
+
+
+class ProcessExecutor:
+    """An ``Executor`` whose iterations run in a child process (see the module's docstring).
+    Raises ``StartFailure`` when the child does not come up."""
+
+    def __init__(self, serialized: bytes, overrides: dict, device: Any, slots: int, label: str):
+        self.device = device  # the pipeline's DeviceContext in this process (None: host outputs only)
+        self._label = label
+        self._closed = False
+        self._failure: str | None = None
+        self._send_lock = threading.Lock()
+        self._running: dict[int, Iteration] = {}  # sent to the child, not answered yet
+        self._replies: list[Future] = []  # statistics asked for, in order
+        self._slots: list[_Slot] = []
+        handles = None
+        if device is not None:
+            cp = device.cp
+            with device.device:
+                copied = [cp.cuda.Event(block=False, disable_timing=True, interprocess=True) for _ in range(slots)]
+            self._slots = [_Slot(cp, event) for event in copied]
+            handles = [cp.cuda.runtime.ipcGetEventHandle(event.ptr) for event in copied]
+        parent, child = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(child.fileno())],
+                                     pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL)
+        child.close()
+        self.conn = Connection(parent.detach())
+        try:
+            self.conn.send((serialized, overrides, slots, handles))
+            greeting = (self.conn.recv() if self.conn.poll(_START_TIMEOUT_S) else
+                        ("error", f"it did not start within {_START_TIMEOUT_S:.0f} s"))
+        except (EOFError, OSError) as exc:
+            greeting = ("error", f"it ended while starting ({exc}; exit code {self.proc.poll()})")
+        if greeting[0] != "ready":
+            self._closed = True
+            self.proc.kill()
+            self.proc.wait()
+            self.conn.close()
+            raise StartFailure(greeting[1])
+        if device is not None:
+            with device.device:
+                for slot, handle in zip(self._slots, greeting[1]):
+                    slot.written = device.cp.cuda.runtime.ipcOpenEventHandle(handle)
+        self._receiver = threading.Thread(target=self._receive, daemon=True, name="penstock-pipeline-process")
+        self._receiver.start()
+
+    # -- the child's answers ------------------------------------------------------------------------
+    def _receive(self) -> None:
+        try:
+            while True:
+                message = self.conn.recv()
+                kind = message[0]
+                if kind in ("done", "error"):
+                    _answer(self._running.pop(message[1]), message)
+                elif kind == "buffer":
+                    _, slot, handle = message
+                    with self.device.device:
+                        self._slots[slot].remap(handle)
+                elif kind == "stats":
+                    self._replies.pop(0).set_result(message[1])
+        except (EOFError, OSError) as exc:
+            self._fail(f"{exc or type(exc).__name__}; exit code {self.proc.poll()}")
+
+    def _fail(self, why: str) -> None:
+        self._failure = why
+        running, self._running = self._running, {}
+        for it in running.values():
+            it.error = RuntimeError(f"{self._label}: the pipeline's process ended ({why})")
+            it.done.set()
+        for reply in self._replies:
+            reply.set_exception(RuntimeError(f"{self._label}: the pipeline's process ended ({why})"))
+
+    def _send(self, message: Any) -> None:
+        try:
+            with self._send_lock:
+                self.conn.send(message)
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"{self._label}: the pipeline's process is gone ({self._failure or exc})") from None
+
+    # -- the executor's interface ----------------------------------------------------------------
+    def submit(self, it: Iteration) -> None:
+        if self._closed:
+            raise RuntimeError("the pipeline's executor has been shut down")
+        it.queued = True
+        self._running[it.index] = it
+        self._send(("run", it.index, it.epoch, it.batch_size))
+
+    def wait(self, it: Iteration) -> tuple:
+        while not it.done.wait(0.1):
+            if self._closed:
+                raise RuntimeError("the pipeline was shut down while an iteration was running")
+            if self._failure is not None and not it.done.is_set():
+                raise RuntimeError(f"{self._label}: the pipeline's process ended ({self._failure})")
+        if it.error is not None:
+            raise it.error
+        slot, outputs = it.results
+        it.results = self._outputs(slot, outputs) if slot >= 0 else tuple(_host_batch(o) for o in outputs)
+        return it.results
+
+    def _outputs(self, slot: int, outputs: list) -> tuple:
+        """The iteration's outputs out of slot ``slot``: the GPU ones copied into a batch of this
+        process (one copy, ordered after the child's), then the slot handed back."""
+        ctx = self.device
+        on_gpu = [o for o in outputs if o[0] == "gpu"]
+        span = max((o[-2] + o[-1] for o in on_gpu), default=0)
+        buf = ctx.empty(span, np.uint8)
+        s = self._slots[slot]
+        stream = int(ctx.stream.ptr)
+        with ctx.device:
+            _engine.wait_event(stream, s.written)
+            ctx.cp.cuda.runtime.memcpyAsync(buf.data.ptr, s.ptr, span, ctx.cp.cuda.runtime.memcpyDeviceToDevice,
+                                            stream)
+            _engine.record_event(int(s.copied.ptr), stream)
+        self._send(("free", slot))
+        event = ctx.record()
+        results = []
+        for o in outputs:
+            if o[0] == "cpu":
+                results.append(_host_batch(o))
+                continue
+            _, dtype, shapes, offsets, layout, infos, start, nbytes = o
+            tl = TensorListGPU._from_packed(buf[start:start + nbytes].view(np.dtype(dtype)), shapes, offsets,
+                                            layout, infos)
+            tl.stream, tl._event = ctx.stream, event
+            results.append(tl)
+        return tuple(results)
+
+    def release(self, it: Iteration) -> None:
+        """The user took the iteration's outputs (its slot went back when they were copied out)."""
+
+    def consumer_waiting(self) -> Any:
+        return contextlib.nullcontext()  # no thread of this process runs the pipeline's Python
+
+    @property
+    def stats(self) -> dict[str, OpStats]:
+        """The child's operator statistics, as of now."""
+        if self._closed or self._failure is not None:
+            return {}
+        reply: Future = Future()
+        self._replies.append(reply)
+        self._send(("stats",))
+        stats = {}
+        for name, (runs, seconds, output_bytes, total_bytes) in reply.result().items():
+            s = stats[name] = OpStats()
+            s.runs, s.seconds, s.output_bytes, s.total_bytes = runs, seconds, output_bytes, total_bytes
+        return stats
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        return [self._receiver]
+
+    def shutdown(self) -> None:
+        """The child ends (its pipe closes), then the mappings of its slots once the copies out of
+        them are done."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with self._send_lock:
+                self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.conn.close()
+        if self.device is not None:
+            with self.device.device:
+                for slot in self._slots:
+                    slot.close()
+
+    def __del__(self) -> None:
+        if hasattr(self, "conn"):
+            self.shutdown()
+
+
+def _answer(it: Iteration, message: tuple) -> None:
+    if message[0] == "done":
+        it.results = message[2:]  # (slot, outputs): wait() makes the outputs
+    else:
+        it.error = _unpickled_error(message[2])
+    it.done.set()
+
+
+def _host_batch(description: tuple) -> TensorListCPU:
+    _, buf, shapes, offsets, layout, infos = description
+    return TensorListCPU._from_packed(buf, shapes, offsets, layout, infos)
+
+
+def _pickled_error(exc: BaseException) -> bytes:
+    try:
+        return pickle.dumps(exc)
+    except Exception:  # noqa: BLE001 - an exception that does not pickle travels as its text
+        return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+
+
+def _unpickled_error(data: bytes) -> BaseException:
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001
+        return RuntimeError(f"an error of the pipeline's process could not be read back ({exc})")
+
+
+# -- the child ---------------------------------------------------------------------------------------
+class _Child:
+    """The child's side: the pipeline, its output slots and the thread that ships iterations."""
+
+    def __init__(self, conn: Connection, pipe: Any, slots: int, copied: list | None):
+        self.conn = conn
+        self.pipe = pipe
+        self.ctx = pipe._gpu
+        self.send_lock = threading.Lock()
+        self.free = threading.Condition()
+        self.idle = list(range(slots))
+        self.buffers: list[Any] = [None] * slots  # cupy.cuda.Memory per slot
+        self.retired: list[Any] = [None] * slots  # an outgrown buffer, freed once the parent remapped
+        self.written: list[Any] = []
+        self.copied: list[int] = []
+        if self.ctx is not None:
+            cp = self.ctx.cp
+            with self.ctx.device:
+                self.written = [cp.cuda.Event(block=False, disable_timing=True, interprocess=True)
+                                for _ in range(slots)]
+                self.copied = [cp.cuda.runtime.ipcOpenEventHandle(h) for h in copied]
+
+    def send(self, message: Any) -> None:
+        with self.send_lock:
+            self.conn.send(message)
+
+    def greeting(self) -> tuple:
+        cp = None if self.ctx is None else self.ctx.cp
+        return ("ready", None if cp is None else [cp.cuda.runtime.ipcGetEventHandle(e.ptr) for e in self.written])
+
+    def ship(self, iterations: Any) -> None:
+        """Waits for each iteration in turn and sends its outputs."""
+        executor = self.pipe._executor
+        while True:
+            it = iterations.get()
+            if it is None:
+                return
+            try:
+                results = executor.wait(it)
+                message = self.outputs(it.index, results)
+            except BaseException as exc:  # noqa: BLE001 - the parent raises it at this iteration
+                message = ("error", it.index, _pickled_error(exc))
+            finally:
+                executor.release(it)
+            self.send(message)
+
+    def outputs(self, index: int, results: Sequence[Any]) -> tuple:
+        on_gpu = [tl for tl in results if isinstance(tl, TensorListGPU)]
+        if not on_gpu:
+            return ("done", index, -1, [_host_description(tl) for tl in results])
+        starts, end = [], 0
+        for tl in on_gpu:
+            starts.append(end)
+            end = _aligned(end + tl._buf.nbytes)
+        slot = self.take_slot()
+        try:
+            self.write(slot, on_gpu, starts, end)
+        except BaseException:
+            self.give_back(slot)
+            raise
+        places = iter(starts)
+        described = []
+        for tl in results:
+            if isinstance(tl, TensorListGPU):
+                described.append(("gpu", tl._buf.dtype.str, tl._shapes, tl._offsets, tl._layout, tl._source_info,
+                                  next(places), tl._buf.nbytes))
+            else:
+                described.append(_host_description(tl))
+        return ("done", index, slot, described)
+
+    def write(self, slot: int, on_gpu: Sequence[TensorListGPU], starts: Sequence[int], end: int) -> None:
+        """Queues the copies of the GPU outputs into ``slot`` (at ``starts``, ``end`` bytes in all),
+        after the parent's copy out of the slot's last batch; then the slot's event."""
+        ctx, cp = self.ctx, self.ctx.cp
+        stream = int(ctx.stream.ptr)
+        with ctx.device:
+            if self.buffers[slot] is None or self.buffers[slot].size < end:
+                # the outgrown buffer lives on until the slot comes back: by then the parent,
+                # which reads the new one, has unmapped it
+                self.retired[slot] = self.buffers[slot]
+                self.buffers[slot] = cp.cuda.Memory(end + end // 8)
+                self.send(("buffer", slot, cp.cuda.runtime.ipcGetMemHandle(self.buffers[slot].ptr)))
+            base = self.buffers[slot].ptr
+            _engine.wait_event(stream, self.copied[slot])  # the parent's copy out of the slot's last batch
+            for tl, start in zip(on_gpu, starts):
+                if tl._event is not None:
+                    _engine.wait_event(stream, int(tl._event.ptr))
+                buf = tl._buf if tl._buf.flags.c_contiguous else cp.ascontiguousarray(tl._buf)
+                cp.cuda.runtime.memcpyAsync(base + start, buf.data.ptr, buf.nbytes,
+                                            cp.cuda.runtime.memcpyDeviceToDevice, stream)
+            _engine.record_event(int(self.written[slot].ptr), stream)
+
+    def take_slot(self) -> int:
+        with self.free:
+            while not self.idle:
+                self.free.wait()
+            slot = self.idle.pop(0)
+        self.retired[slot] = None  # the parent unmapped it before it handed the slot back
+        return slot
+
+    def give_back(self, slot: int) -> None:
+        with self.free:
+            self.idle.append(slot)
+            self.free.notify()
+
+    def stats(self) -> dict:
+        return {name: (s.runs, s.seconds, s.output_bytes, s.total_bytes)
+                for name, s in self.pipe._executor.stats.items()}
+
+
+def _host_description(tl: TensorListCPU) -> tuple:
+    return ("cpu", tl._buf, tl._shapes, tl._offsets, tl._layout, tl._source_info)
+
+
+def serve(fd: int) -> None:
+    """The child's main loop: builds the pipeline, then runs the iterations the parent sends until
+    its pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the parent's to handle; its end ends this
+    os.environ[ENV] = "off"
+    os.environ["PENSTOCK_CONSUMER_FIRST_US"] = "0"  # no user's Python here to give way to
+    conn = Connection(fd)
+    try:
+        serialized, overrides, slots, copied = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)  # the parent ended before it sent the pipeline
+    try:
+        from ._pipeline import Pipeline
+        pipe = Pipeline.deserialize(serialized, **overrides)
+        child = _Child(conn, pipe, slots, copied)
+        greeting = child.greeting()
+    except Exception as exc:  # noqa: BLE001 - told to the parent, which runs the pipeline itself
+        child, greeting = None, ("error", f"{type(exc).__name__}: {exc}")
+    try:
+        conn.send(greeting)
+    except OSError:
+        os._exit(0)
+    if child is None:
+        os._exit(0)
+    iterations: queue.SimpleQueue = queue.SimpleQueue()
+    shipper = threading.Thread(target=child.ship, args=(iterations,), daemon=True, name="penstock-ship")
+    shipper.start()
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        kind = message[0]
+        if kind == "run":
+            _, index, epoch, batch_size = message
+            it = Iteration(index, epoch, batch_size, {})
+            pipe._executor.submit(it)
+            iterations.put(it)
+        elif kind == "free":
+            child.give_back(message[1])
+        elif kind == "stats":
+            child.send(("stats", child.stats()))
+    # no teardown of the pipeline's threads or CUDA from here: the process just ends
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
