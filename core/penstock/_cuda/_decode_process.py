@@ -17,10 +17,7 @@ The children end with the pipeline, and with this process however it ends (their
 """
 from __future__ import annotations
 
-import json
 import os
-import socket
-import subprocess
 import sys
 import threading
 import traceback
@@ -33,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._environment import non_negative
+from .._parallel import _child
 from .._parallel._shm import Segment, new_memfd
 from ._context import DeviceContext
 from ._nvimgcodec import DeviceDecoder
@@ -40,8 +38,6 @@ from ._nvimgcodec import DeviceDecoder
 ENV_PROCESSES = "PENSTOCK_DECODER_PROCESSES"
 _SLOTS = 2  # parts in flight per child: two batches decode at once
 _START_TIMEOUT_S = 120.0
-_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-         "from penstock._cuda._decode_process import serve; serve(int(sys.argv[2]))")
 
 
 def process_count() -> int:
@@ -89,12 +85,7 @@ class DecoderProcess:
         self._slots = [_Slot(i) for i in range(_SLOTS)]
         self._pending: dict[int, Future] = {}
         self._next_id = 0
-        parent, child = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(child.fileno())],
-                                     pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL)
-        child.close()
-        self.conn = Connection(parent.detach())
+        self.proc, self.conn = _child.start(__name__, "serve")
         self.conn.send((ctx.device_id, options, cpu_threads, hw_load, adaptive))
         self._receiver = threading.Thread(target=self._receive, daemon=True, name="penstock-decoder-process")
         self._receiver.start()
@@ -233,17 +224,7 @@ class DecoderProcess:
                 if slot.device_ptr:
                     self.ctx.cp.cuda.runtime.ipcCloseMemHandle(slot.device_ptr)
                     slot.device_ptr = 0
-        try:
-            with self._lock:
-                self.conn.send(None)
-        except (OSError, ValueError):
-            pass
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.conn.close()
+        _child.stop(self.proc, self.conn, self._lock)
         for slot in self._slots:
             if slot.encoded is not None:
                 slot.encoded.close()

@@ -34,13 +34,10 @@ Pipelines that need the user's process stay in it: inputs fed from Python (exter
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pickle
 import queue
 import signal
-import socket
-import subprocess
 import sys
 import threading
 from concurrent.futures import Future
@@ -54,13 +51,12 @@ from .._environment import one_of
 from .._executor import Iteration, OpStats
 from .._graph import OpNode
 from .._on_error import policy
+from .._parallel import _child
 from ..tensors import TensorListCPU, TensorListGPU
 
 ENV = "PENSTOCK_PIPELINE_PROCESS"
 _START_TIMEOUT_S = 120.0
 _ALIGN = 256  # each output's place in a slot: any dtype views it, as cudaMalloc's blocks are
-_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-         "from penstock.pipeline._process import serve; serve(int(sys.argv[2]))")
 
 
 class StartFailure(RuntimeError):
@@ -141,12 +137,7 @@ class ProcessExecutor:
                 copied = [cp.cuda.Event(block=False, disable_timing=True, interprocess=True) for _ in range(slots)]
             self._slots = [_Slot(cp, event) for event in copied]
             handles = [cp.cuda.runtime.ipcGetEventHandle(event.ptr) for event in copied]
-        parent, child = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(child.fileno())],
-                                     pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL)
-        child.close()
-        self.conn = Connection(parent.detach())
+        self.proc, self.conn = _child.start(__name__, "serve")
         try:
             self.conn.send((serialized, overrides, slots, handles))
             greeting = (self.conn.recv() if self.conn.poll(_START_TIMEOUT_S) else
@@ -277,17 +268,7 @@ class ProcessExecutor:
         if self._closed:
             return
         self._closed = True
-        try:
-            with self._send_lock:
-                self.conn.send(None)
-        except (OSError, ValueError):
-            pass
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.conn.close()
+        _child.stop(self.proc, self.conn, self._send_lock)
         if self.device is not None:
             with self.device.device:
                 for slot in self._slots:
