@@ -9,10 +9,11 @@ of its own; the training process touches the pipeline once a batch.
 It is off by default: the two processes' CUDA contexts take turns on the GPU (time slices), and the
 pipeline's GPU work then waits for the model's. On an H100 beside ResNet-18 the training loop's
 threads ran as with the model alone (torch's autograd thread went off the CPU once a step, against
-50 times with the pipeline in the process), but the batches came later: 0.725 and 0.650 of the model
-alone's rate, against 0.797 and 0.674 in the process (two calls). Under MPS, which runs both
-processes' kernels side by side, 0.796 against 0.639 (docs/benchmarks.md). A Python-bound consumer
-gains without MPS: with a 13 ms Python step beside the GPU pipeline, ``run()`` waited 1.0 ms.
+35-52 times with the pipeline in the process), but the batches came later: 0.650-0.725 of the model
+alone's rate against 0.674-0.797 in the process (three calls); the hardware JPEG decoding in the
+child ran at about 40% of its rate in the training process. Under MPS, which runs both processes'
+kernels side by side, 0.796 against 0.639 (docs/benchmarks.md). A Python-bound consumer gains
+without MPS: with a 13 ms Python step beside the GPU pipeline, ``run()`` waited 1.0 ms.
 
 The user's process builds the pipeline as usual (so its arguments are checked, its readers' metadata
 known), then a child process builds the same graph (serialized, with the same seeds) and runs each
