@@ -433,7 +433,7 @@ def serve(fd: int) -> None:
     except (EOFError, OSError):
         os._exit(0)  # the parent ended before it sent the pipeline
     try:
-        from ._pipeline import Pipeline
+        from ._pipeline import Pipeline  # (not at the top: _pipeline imports this module, through _build)
         pipe = Pipeline.deserialize(serialized, **overrides)
         child = _Child(conn, pipe, slots, copied)
         greeting = child.greeting()
