@@ -18,7 +18,6 @@ The children end with the pipeline, and with this process however it ends (their
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import traceback
 import warnings
@@ -293,8 +292,8 @@ def serve(fd: int) -> None:
     conn = Connection(fd)
     try:
         device_id, options, cpu_threads, hw_load, adaptive = conn.recv()
-    except (EOFError, OSError):
-        os._exit(0)  # the parent ended before it sent the settings
+    except (EOFError, OSError):  # the parent ended before it sent the settings
+        _child.end()
     try:
         ctx = DeviceContext(device_id)
         decoder = DeviceDecoder(ctx, options, cpu_threads, hw_load, adaptive)
@@ -304,25 +303,17 @@ def serve(fd: int) -> None:
     try:
         conn.send(greeting)
     except OSError:  # BrokenPipeError: the parent ended while this process started (a short job)
-        os._exit(0)
+        _child.end()
     if decoder is None:
-        return
+        _child.end()
     child = _Child(conn, ctx, decoder)
     parts = ThreadPoolExecutor(_SLOTS, thread_name_prefix="penstock-decode-part")
     fd_for_next = -1
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            break
-        if message is None:
-            break
+    for message in _child.requests(conn):
         if message[0] == "memfd":
             fd_for_next = recv_handle(conn)
             continue
         rid, kind, slot, capacity, *rest = message
         parts.submit(child.decode, rid, slot, capacity, *rest, fd_for_next)
         fd_for_next = -1
-    # no teardown of CUDA or nvImageCodec from threads still decoding: the process just ends
-    sys.stdout.flush()
-    os._exit(0)
+    _child.end()  # (nvImageCodec's teardown could wait for threads still decoding)

@@ -7,11 +7,13 @@ parent asks (``stop``) and however the parent ends, SIGKILL included.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
 import threading
 from multiprocessing.connection import Connection
+from typing import Any, Iterator, NoReturn
 
 _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
          "from {module} import {function}; {function}(int(sys.argv[2]))")
@@ -42,3 +44,24 @@ def stop(proc: subprocess.Popen, conn: Connection, send_lock: threading.Lock) ->
         proc.kill()
         proc.wait()
     conn.close()
+
+
+# -- in the child ---------------------------------------------------------------------------------
+def requests(conn: Connection) -> Iterator[Any]:
+    """The parent's messages, until it asks this process to end (None) or its end of the pipe closes."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        yield message
+
+
+def end() -> NoReturn:
+    """Ends this process at once: no teardown of CUDA or of threads still at work, which could wait
+    for the GPU or for each other."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

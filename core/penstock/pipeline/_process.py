@@ -39,7 +39,6 @@ import os
 import pickle
 import queue
 import signal
-import sys
 import threading
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
@@ -430,8 +429,8 @@ def serve(fd: int) -> None:
     conn = Connection(fd)
     try:
         serialized, overrides, slots, copied = conn.recv()
-    except (EOFError, OSError):
-        os._exit(0)  # the parent ended before it sent the pipeline
+    except (EOFError, OSError):  # the parent ended before it sent the pipeline
+        _child.end()
     try:
         from ._pipeline import Pipeline  # (not at the top: _pipeline imports this module, through _build)
         pipe = Pipeline.deserialize(serialized, **overrides)
@@ -441,20 +440,14 @@ def serve(fd: int) -> None:
         child, greeting = None, ("error", f"{type(exc).__name__}: {exc}")
     try:
         conn.send(greeting)
-    except OSError:
-        os._exit(0)
+    except OSError:  # the parent ended while this process started
+        _child.end()
     if child is None:
-        os._exit(0)
+        _child.end()
     iterations: queue.SimpleQueue = queue.SimpleQueue()
     shipper = threading.Thread(target=child.ship, args=(iterations,), daemon=True, name="penstock-ship")
     shipper.start()
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            break
-        if message is None:
-            break
+    for message in _child.requests(conn):
         kind = message[0]
         if kind == "run":
             _, index, epoch, batch_size = message
@@ -465,7 +458,4 @@ def serve(fd: int) -> None:
             child.give_back(message[1])
         elif kind == "stats":
             child.send(("stats", child.stats()))
-    # no teardown of the pipeline's threads or CUDA from here: the process just ends
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    _child.end()
