@@ -176,7 +176,7 @@ def test_gpu_batches_come_through_cuda_ipc_and_stay_the_users(photos, monkeypatc
         # the mixed decoder's split between the host and the GPU follows measured rates, and their
         # IDCTs differ by a level or two: close, not equal, where a sample went the other way
         difference = np.abs(a - images.as_cpu().as_array())
-        assert difference.max() <= 8 / 60 and difference.mean() <= 1 / 60
+        assert difference.max() <= 12 / 60 and difference.mean() < 1 / 60  # as GPU against host decoding
         np.testing.assert_array_equal(la, labels.as_array())
         assert sa == [images.source_info(i) for i in range(4)]
     child = pipe._executor.proc
