@@ -106,8 +106,7 @@ DYNAMIC_INTENDED: dict[str, str | None] = {
         'decoders.image_slice[start=[2.0]]', 'decoders.image_slice[shape=[2.0]]', 'erase[anchor=[]]',
         'normalize[mean=2.0]', 'normalize[mean=0.0]', 'normalize[mean=-1.0]',
         'normalize[stddev=2.0]', 'normalize[stddev=0.0]', 'normalize[stddev=-1.0]',
-        'pad[shape=[1]]', 'pad[align=[1]]', 'paste[n_channels=4]',
-        'paste[n_channels=0]', 'random.uniform[values=[]]', 'reinterpret[src_dims=[2, 3]]',
+        'pad[shape=[1]]', 'pad[align=[1]]', 'random.uniform[values=[]]', 'reinterpret[src_dims=[2, 3]]',
         'reinterpret[src_dims=[1]]', 'reinterpret[src_dims=[]]', 'reshape[src_dims=[2, 3]]',
         'rotate[size=[0.5, 1.5]]', 'segmentation.random_object_bbox[threshold=[1]]', 'slice[start=[2.0]]',
         'slice[shape=[2.0]]', 'squeeze[axes=[]]', 'transforms.rotation[axis=[2.0]]',
@@ -135,6 +134,14 @@ DYNAMIC_INTENDED: dict[str, str | None] = {
     "tensor_indexing_with_none": ("penstock's dynamic mode indexes as a pipeline does (and numpy): None inserts a "
                                   "unit dimension; DALI 2.4's dynamic mode raises ValueError for it"),
 }
+
+# Calls for which DALI 2.4's dynamic mode writes outside its buffers (glibc reports "free(): invalid
+# pointer"): what it gives depends on its heap, from one run or test order to the next (in isolation an
+# image, after other cases an error), so there is nothing to compare; DALI is not called for them.
+# penstock raises for them as its pipelines do (test_operators.py compares those with DALI's).
+DYNAMIC_UNDEFINED: dict[str, str] = {
+    case: "DALI 2.4's dynamic mode writes outside its buffers for this call; its outcome depends on its heap"
+    for case in ("paste[n_channels=4]", "paste[n_channels=0]")}
 
 # Found by the dynamic-mode table, not fixed yet.
 DYNAMIC_OPEN: dict[str, str] = {

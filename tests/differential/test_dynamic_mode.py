@@ -12,7 +12,7 @@ from _cases import operator_cases
 from _dynamic import has_function, run_dali_dynamic, run_dynamic
 from _dynamic_api import CASES as API_CASES, ApiCase, make_data, run_dali_api
 from _harness import BUILTIN_ERRORS, HAVE_DALI, compare, run_dali, settle
-from known_differences import DYNAMIC_INTENDED, DYNAMIC_OPEN, INTENDED
+from known_differences import DYNAMIC_INTENDED, DYNAMIC_OPEN, DYNAMIC_UNDEFINED, INTENDED
 
 OPERATOR_CASES = [c for c in operator_cases() if has_function(ndd, c.op)]
 
@@ -22,6 +22,8 @@ def test_operator_in_dynamic_mode(case):
     import nvidia.dali.experimental.dynamic as dali_ndd
     if not has_function(dali_ndd, case.op):
         pytest.skip(f"DALI 2.4's dynamic mode has no {case.op}")
+    if case.id in DYNAMIC_UNDEFINED:
+        pytest.skip(DYNAMIC_UNDEFINED[case.id])
     ours = run_dynamic(ndd, penstock.types, case.graph, case.inputs)
     theirs = run_dali_dynamic(case)
     diff = compare(ours, theirs, random=case.random, tolerance=case.tolerance)
