@@ -21,7 +21,8 @@ iteration the parent schedules, in order:
 - the parent sends the iteration's index, epoch and batch size;
 - the child runs it and copies its GPU outputs into one of its output slots (a device buffer the
   parent has mapped by CUDA IPC), then records the slot's interprocess event and answers with the
-  outputs' shapes (host outputs travel in the answer);
+  outputs' shapes (host outputs travel in the answer, pickled: cheap for labels and boxes, not for
+  host images);
 - the parent's stream waits for that event, copies the outputs into a batch of its own (a user may
   keep a batch as long as it likes) and records its own interprocess event for the slot, which the
   child's stream waits for before it writes the slot again.
