@@ -32,6 +32,7 @@ from .._environment import non_negative
 from .._parallel import _child
 from .._parallel._shm import Segment, new_memfd
 from ._context import DeviceContext
+from ._ipc import ExportedBuffers
 from ._nvimgcodec import DeviceDecoder
 
 ENV_PROCESSES = "PENSTOCK_DECODER_PROCESSES"
@@ -239,23 +240,8 @@ class _Child:
         self.decoder = decoder
         self.send_lock = threading.Lock()
         self.encoded: dict[int, Segment] = {}
-        self.buffers: dict[int, Any] = {}  # slot -> cupy.cuda.Memory
-        self.retired: dict[int, Any] = {}  # slot -> the outgrown buffer, freed once the parent remapped
+        self.buffers = ExportedBuffers(ctx)  # per slot, the device buffer the parent maps
         self.fds: list[int] = []  # descriptors received, each for the next request that grows a slot
-
-    def buffer(self, slot: int, nbytes: int) -> bytes | None:
-        """The slot's device buffer of ``nbytes`` at least; the IPC handle of a new one, else None.
-        An outgrown buffer lives until the slot's next part: by then the parent has unmapped it."""
-        self.retired.pop(slot, None)
-        current = self.buffers.get(slot)
-        if current is not None and current.size >= max(1, nbytes):
-            return None
-        cp = self.ctx.cp
-        with self.ctx.device:
-            grown = cp.cuda.Memory(max(1, nbytes + nbytes // 8))
-        self.retired[slot] = current
-        self.buffers[slot] = grown
-        return cp.cuda.runtime.ipcGetMemHandle(grown.ptr)
 
     def decode(self, rid: int, slot: int, capacity: int, starts, lengths, shapes, windows, reverse, orient,
                total: int, fd: int) -> None:
@@ -267,9 +253,8 @@ class _Child:
                     old.close()
                 self.encoded[slot] = Segment(fd, capacity)
             encoded = np.frombuffer(self.encoded[slot].mm, np.uint8)
-            handle = self.buffer(slot, total)
+            memory, handle = self.buffers.ensure(slot, total)
             cp = self.ctx.cp
-            memory = self.buffers[slot]
             packed, _ = _window_offsets(windows, shapes[:, 2])
             with self.ctx.device:
                 out = cp.ndarray((memory.size,), np.uint8, cp.cuda.MemoryPointer(memory, 0))

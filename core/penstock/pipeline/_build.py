@@ -16,7 +16,6 @@ from .._std_random import seed_seq
 from ..data_node import DataNode
 from ..operators._resize_normalize import fuse
 from . import _process
-from ._process import ProcessExecutor
 from ._serialize import serialize
 
 
@@ -115,7 +114,7 @@ class PipelineBuild:
             _checkpoint.restore(self, self._checkpoint)
         self._built = True
 
-    def _process_executor(self, nodes: Sequence[OpNode]) -> ProcessExecutor | None:
+    def _process_executor(self, nodes: Sequence[OpNode]) -> _process.ProcessExecutor | None:
         """An executor that runs the iterations in a process of their own (``_process``) where the
         setting asks for it and the pipeline allows it; None otherwise (with a warning that says
         why, when the setting asked for it)."""
@@ -132,7 +131,8 @@ class PipelineBuild:
             # as many as the prefetch queue holds, and one more that the child fills meanwhile
             slots = max(self._cpu_queue_size, self._gpu_queue_size) + 1
             try:
-                return ProcessExecutor(serialized, {"seed": self._effective_seed}, self._gpu, slots, "the pipeline")
+                return _process.ProcessExecutor(serialized, {"seed": self._effective_seed}, self._gpu, slots,
+                                                "the pipeline")
             except _process.StartFailure as exc:
                 why = f"its process did not start: {exc}"
         warnings.warn(f"{_process.ENV}=on, but the pipeline runs in this process: {why}", RuntimeWarning, 4)

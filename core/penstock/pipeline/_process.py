@@ -93,17 +93,19 @@ class _Slot:
         self.copied = copied  # this process's interprocess event, recorded after the copy out
 
     def remap(self, handle: bytes) -> None:
-        """The child grew the slot: the last copy out of the old buffer ends, then its mapping."""
-        if self.ptr:
-            self.copied.synchronize()
-            self.cp.cuda.runtime.ipcCloseMemHandle(self.ptr)
+        """The child grew the slot: the old buffer's mapping goes, the new one's comes."""
+        self._unmap()
         self.ptr = self.cp.cuda.runtime.ipcOpenMemHandle(handle)
 
-    def close(self) -> None:
+    def _unmap(self) -> None:
+        """After the last copy out of the buffer has ended."""
         if self.ptr:
             self.copied.synchronize()
             self.cp.cuda.runtime.ipcCloseMemHandle(self.ptr)
             self.ptr = 0
+
+    def close(self) -> None:
+        self._unmap()
         if self.written:
             self.cp.cuda.runtime.eventDestroy(self.written)
             self.written = 0

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from .. import _engine
 from .._executor import Iteration
+from .._cuda._ipc import ExportedBuffers
 from .._parallel import _child
 from ..tensors import TensorListCPU, TensorListGPU
 from ._pipeline import Pipeline
@@ -41,8 +42,7 @@ class _Child:
         self.send_lock = threading.Lock()
         self.free = threading.Condition()
         self.idle = list(range(slots))
-        self.buffers: list[Any] = [None] * slots  # cupy.cuda.Memory per slot
-        self.retired: list[Any] = [None] * slots  # an outgrown buffer, freed once the parent remapped
+        self.buffers = None if self.ctx is None else ExportedBuffers(self.ctx)  # per slot, mapped by the parent
         self.written: list[Any] = []
         self.copied: list[int] = []
         if self.ctx is not None:
@@ -106,13 +106,10 @@ class _Child:
         ctx, cp = self.ctx, self.ctx.cp
         stream = int(ctx.stream.ptr)
         with ctx.device:
-            if self.buffers[slot] is None or self.buffers[slot].size < end:
-                # the outgrown buffer lives on until the slot comes back: by then the parent,
-                # which reads the new one, has unmapped it
-                self.retired[slot] = self.buffers[slot]
-                self.buffers[slot] = cp.cuda.Memory(end + end // 8)
-                self.send(("buffer", slot, cp.cuda.runtime.ipcGetMemHandle(self.buffers[slot].ptr)))
-            base = self.buffers[slot].ptr
+            memory, handle = self.buffers.ensure(slot, end)
+            if handle is not None:
+                self.send(("buffer", slot, handle))
+            base = memory.ptr
             _engine.wait_event(stream, self.copied[slot])  # the parent's copy out of the slot's last batch
             for tl, start in zip(on_gpu, starts):
                 if tl._event is not None:
@@ -126,9 +123,7 @@ class _Child:
         with self.free:
             while not self.idle:
                 self.free.wait()
-            slot = self.idle.pop(0)
-        self.retired[slot] = None  # the parent unmapped it before it handed the slot back
-        return slot
+            return self.idle.pop(0)
 
     def give_back(self, slot: int) -> None:
         with self.free:
