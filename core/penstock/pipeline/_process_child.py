@@ -61,12 +61,10 @@ class _Child:
         return ("ready", None if cp is None else [cp.cuda.runtime.ipcGetEventHandle(e.ptr) for e in self.written])
 
     def ship(self, iterations: Any) -> None:
-        """Waits for each iteration in turn and sends its outputs."""
+        """Waits for each iteration in turn and sends its outputs (until the process ends)."""
         executor = self.pipe._executor
         while True:
             it = iterations.get()
-            if it is None:
-                return
             try:
                 results = executor.wait(it)
                 message = self.outputs(it.index, results)
