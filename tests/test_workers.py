@@ -120,14 +120,14 @@ def test_mixed_decoders_size_their_threads_from_the_ranks_share_of_the_host(monk
     monkeypatch.setattr(_workers.os, "cpu_count", lambda: 64)
     monkeypatch.setattr(_workers.os, "sched_getaffinity", lambda pid: set(range(64)))
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
-    # num_threads as given up to the rank's 16 cores (8 host-decoding, 16 threads for nvJPEG's CUDA
+    # num_threads as given up to the rank's 16 cores (12 host-decoding, 16 threads for nvJPEG's CUDA
     # decoder's Huffman decoding where a hw_decoder_load puts it beside the hardware engines) ...
     assert [mixed._decoder_thread_budget(n) for n in (4, 16, 64)] == [4, 16, 16]
-    assert mixed._host_threads(mixed._decoder_thread_budget(64)) == 8
+    assert mixed._host_threads(mixed._decoder_thread_budget(64)) == 12
     assert mixed._codec_threads(mixed._decoder_thread_budget(64), engines_alone=False) == 16
-    monkeypatch.delenv("LOCAL_WORLD_SIZE")  # ... and one process alone on the host: 32 and 64
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")  # ... and one process alone on the host: 48 and 64
     budget = mixed._decoder_thread_budget(64)
-    assert (mixed._host_threads(budget), mixed._codec_threads(budget, engines_alone=False)) == (32, 64)
+    assert (mixed._host_threads(budget), mixed._codec_threads(budget, engines_alone=False)) == (48, 64)
     assert mixed._codec_threads(1, engines_alone=False) == 2
     assert mixed._host_threads(1) == 1
     # the hardware engines alone (the default): the 2 threads that keep them fed, however many cores

@@ -480,8 +480,8 @@ def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
 def _decoder_thread_budget(num_threads: int) -> int:
     """What the decoder's own threads are sized from: the pipeline's ``num_threads``, but no more
     than the host cores this process may count on. With one pipeline per GPU, a rank given every
-    core of the host (num_threads=64 on each of 4 GPUs) would otherwise add 32 host-decoding threads
-    per rank (and, beside nvJPEG's CUDA decoder, 64 of nvImageCodec's), 384 over 64 cores beside the
+    core of the host (num_threads=64 on each of 4 GPUs) would otherwise add 48 host-decoding threads
+    per rank (and, beside nvJPEG's CUDA decoder, 64 of nvImageCodec's), 448 over 64 cores beside the
     pipelines' own; the single-GPU measurements below were made with 16 cores."""
     return min(num_threads, host_cores())
 
@@ -502,17 +502,21 @@ def _codec_threads(num_threads: int, engines_alone: bool) -> int:
 
 
 def _host_threads(num_threads: int) -> int:
-    """The host side's threads beside the GPU decoder: half the pipeline's. They decode only the
-    share the split gives them, sized by their measured rate, so more threads cost nothing while the
-    GPU decoder keeps up and give the host room to take most of the batch when it does not (beside a
-    training model that slows the GPU decoder down, see _image_decode_split). Measured on an H200
-    with 16 host cores (ResNet-50 train pipeline alone, the share capped at windows that spare the
-    host half an image's work): 2 threads 14.2k img/s, 4 22.0k, 6 23.5k; in another run 4, 6, 8 and
-    10 threads 22.5k, 22.3k, 22.0k and 22.5k; later, interleaved, 6 threads 19.3-23.4k against 4
-    threads 19.3-22.9k: there the cap bounds the host's share more than its threads do. With 8
-    pipeline threads a quarter was 2, the count of the slowest of those runs (and the train pipeline
-    with 8 threads ran at 0.94x DALI 2.4's in a later run, against 1.09x with 16)."""
-    return max(1, num_threads // 2)
+    """The host side's threads beside the GPU decoder: three quarters of the pipeline's. They decode
+    only the share the split gives them, sized by their measured rate, so more threads cost little
+    while the GPU decoder keeps up and give the host room to take most of the batch when it does not
+    (beside a training model that slows the GPU decoder down, see _image_decode_split). On an H100
+    with 16 host cores and 16 pipeline threads, ResNet-18 at 176 px trained beside the pipeline at
+    0.824, 0.831 and 0.828 of the model alone with 12 host threads against 0.785, 0.811 and 0.827
+    with 8 (half, the count before; three calls of 2 alternating rounds, every round with 12 at
+    14.6k img/s or more), 0.828 with 10 and 0.739 with 16, which leave the training loop no core;
+    ResNet-50 at 224 px 0.972 against 0.968, waiting 3.8 ms a step for its batch against 7.7. The
+    pipelines alone (2 rounds) ran train at 0.98x and validation at 0.93x, with 0.337 and 0.42 ms of
+    host CPU an image against 0.284 and 0.309. Earlier, on an H200 (ResNet-50 train pipeline alone,
+    the share capped): 2 threads 14.2k img/s, 4 22.0k, 6 23.5k; 4, 6, 8 and 10 threads 22.5k,
+    22.3k, 22.0k and 22.5k in another run. Counts below 16 pipeline threads are not measured beside
+    a model."""
+    return max(1, num_threads * 3 // 4)
 
 
 def _split_by_bytes(lengths: np.ndarray, parts: int | np.ndarray) -> list[np.ndarray]:
