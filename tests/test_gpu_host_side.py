@@ -221,6 +221,7 @@ class _HostCodec:
         self.cpu_threads = cpu_threads
         self.fancy = "fancy_upsampling=1" in options
         self.decoded: list = []
+        self.decoded_bytes = 0.0
         _HostCodec.made.append(self)
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
@@ -229,6 +230,7 @@ class _HostCodec:
         for k, volume in enumerate(got.prod(axis=1)):
             out[out_offsets[k]:out_offsets[k] + volume] = buf[offsets[k]:offsets[k] + volume]
         self.decoded.append(len(starts))
+        self.decoded_bytes += float(lengths.sum())
         return np.ones(len(starts), bool), float(lengths.sum()) * self.seconds_per_byte
 
     def close(self):
@@ -282,6 +284,29 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
         assert len(decoded) >= batches and min(decoded[-3:]) >= 4
     else:  # the capped batches before the trial; then none
         assert len(decoded) <= split._FIRST_TRIAL_AFTER and len(decoded) == before_the_last
+
+
+@pytest.mark.parametrize("seconds_per_byte", [5e-10, 1e-5])
+def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels, photos, seconds_per_byte):
+    """``split_counts`` (what train_e2e reports of the split): every batch decoded is counted once,
+    each of its samples on the side that decoded it, each side with its measured seconds: the GPU
+    side's stand-in reports its bytes' time; the host's share (none beside a quick GPU side, whole
+    batches after the trial beside a slow one) its own."""
+    from penstock.operators import _image_decode_mixed as mixed
+    from penstock.operators import _image_decode_split as split
+    _with_host_codec(monkeypatch, kernels, seconds_per_byte)
+    before = mixed.split_counts()
+    pipe = _train_pipeline(photos, 0, batch_size=8)
+    runs = split._FIRST_TRIAL_AFTER + split._TRIAL_BATCHES + 2
+    for _ in range(runs):
+        pipe.run()
+    pipe._shutdown()  # the batches in flight finish first
+    counts = {k: v - before[k] for k, v in mixed.split_counts().items()}
+    codec = _HostCodec.made[0]
+    assert counts["batches"] >= runs and counts["gpu_samples"] + counts["host_samples"] == 8 * counts["batches"]
+    assert counts["gpu_samples"] == sum(codec.decoded)
+    assert counts["gpu_seconds"] == pytest.approx(seconds_per_byte * codec.decoded_bytes)
+    assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)
 
 
 def test_the_host_parts_gather_is_ready_before_the_host_takes_a_share(monkeypatch, kernels, photos):
