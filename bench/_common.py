@@ -422,6 +422,27 @@ def turn_per_batch(before: dict, after: dict, batches: int) -> dict:
             "turned_off": after["turned_off"] - before["turned_off"]}
 
 
+def split_counts(feed: str) -> dict:
+    """How penstock's mixed decoders in this process split their batches between the host and the
+    GPU so far (operators._image_decode_mixed.split_counts); none for another system's feed, or for a
+    pipeline in a process of its own."""
+    if not feed.startswith("penstock"):
+        return {}
+    from penstock.operators import _image_decode_mixed
+    return _image_decode_mixed.split_counts()
+
+
+def split_per_batch(before: dict, after: dict) -> dict:
+    """``split_counts`` between two points, per batch decoded: the JPEGs each side decoded and its
+    ms (the GPU side's slowest decoder's part); empty when no batch was decoded here."""
+    batches = after.get("batches", 0) - before.get("batches", 0)
+    if batches <= 0:
+        return {}
+    per = {key: (after[key] - before[key]) / batches for key in after}
+    return {"batches": batches, "gpu_jpegs": round(per["gpu_samples"], 1), "host_jpegs": round(per["host_samples"], 1),
+            "gpu_side_ms": round(1e3 * per["gpu_seconds"], 2), "host_side_ms": round(1e3 * per["host_seconds"], 2)}
+
+
 def spin(count: int) -> None:
     """Pure Python that holds the GIL throughout: ``count`` turns of an empty loop."""
     for _ in range(count):

@@ -30,7 +30,9 @@ the process's threads by name (Python's, the engine's, torch's autograd thread) 
 went off the CPU to wait, and the training thread's wall and CPU time per step in each phase (next_batch,
 forward, backward, optimizer, and loss_item with --loss-item: wall beyond CPU is waiting, for the GIL
 among others); for penstock,
-what its pipeline's threads waited for the training loop's Python a batch (consumer_turn); with
+what its pipeline's threads waited for the training loop's Python a batch (consumer_turn) and, a
+batch decoded, the JPEGs its mixed decoder's host and GPU sides took and each side's ms
+(decoder_split: beside a model the split follows the GPU side's slowed rate); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
 holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); with
 --cuda-profile STEPS, one timeline of that many more steps (torch.profiler, CUPTI): the GPU's idle
@@ -75,9 +77,9 @@ import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
                      alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, host_cpu, library,
-                     parsed, parsed_variants, run_worker, spin, spin_count, summary, thread_stats,
-                     thread_stats_per_batch, timed, turn_counts, turn_per_batch, variant_decoder_args, variant_of,
-                     with_dali)
+                     parsed, parsed_variants, run_worker, spin, spin_count, split_counts, split_per_batch, summary,
+                     thread_stats, thread_stats_per_batch, timed, turn_counts, turn_per_batch, variant_decoder_args,
+                     variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
@@ -300,10 +302,11 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     phases.clear()  # the model's warm-up on synthetic data does not count
     before = thread_stats()
     gil = _gil_profile.GilProfile(args.seconds) if args.gil_profile else None
-    turn = {}
+    turn, split = {}, {}
 
     def ready() -> None:
         turn.update(turn_counts(feed))
+        split.update(split_counts(feed))
         if gil:
             gil.start()
     # the warm-up covers the loaders' start (worker processes, decoders) and their queues filling
@@ -318,6 +321,9 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
            **threads, **phases.per_step(steps[0]), **held}
     if turn:  # what penstock's threads waited for the training loop's Python over the timed window
         out["consumer_turn"] = turn_per_batch(turn, turn_counts(feed), t.steps)
+    decoded = split_per_batch(split, split_counts(feed))
+    if decoded:  # how the mixed decoder's two sides shared the batches over the timed window
+        out["decoder_split"] = decoded
     if args.cuda_profile:  # after the timed window, which the profiler's own work would slow down
         out["cuda_profile"] = _cuda_timeline.profiled(step, args.cuda_profile, sync, cuda=args.device == "cuda")
     if args.gil_waits:  # likewise: py-spy pauses the process at each sample
