@@ -181,7 +181,7 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     assert share.rates["host"] != before["host"]
     # the slower side's time (the GPU side's 0.25 s over the host's few small JPEGs) to the choice of
     # way, for the batch's bytes; the first batch is the set-up's
-    assert share._pace == [lengths.sum(), 0.25]
+    assert share.pace() == 0.25 / lengths.sum()
 
 
 def _device_that_stages(short=False):
@@ -236,6 +236,43 @@ def test_the_hosts_pixels_are_decoded_into_pinned_staging_and_uploaded_from_ther
         whole = _engine.decode_images(ws.pool, encoded[i], np.array([[len(encoded[i])]]), np.zeros(1, np.int64),
                                       0, True, fancy_upsampling=False)[0].reshape(shapes[i])
         np.testing.assert_array_equal(pixels[offsets[k]:offsets[k] + h * w * 3].reshape(h, w, 3), whole[:h])
+
+
+def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
+    """What the host's share costs a batch beyond its decoding counts as its time: pinned staging that
+    has to grow (hundreds of MB for whole high-resolution images) and an upload whose device memory
+    has to grow. Both were left out, and the share's trials of whole images on the host looked
+    quicker than the batches they made."""
+    import time
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    src, shapes, _ = _jpeg_batch([(16, 16)] * 4, np.random.default_rng(14))
+    windows = np.zeros((4, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2]
+    gpu = _device_that_stages()
+    staging = type(gpu).staging
+
+    def slow_staging(nbytes):
+        time.sleep(0.2)
+        return staging(gpu, nbytes)
+    gpu.staging = slow_staging
+
+    def slow_upload(buf, hshapes, staged):
+        time.sleep(0.3)
+        return _mixed_decode.upload_host_part(gpu, buf, hshapes, staged)
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    decoder.decoders = [_FakeDecoder()]
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, gpu=gpu)
+    before = _mixed_decode.split_counts()
+    try:
+        _, host = decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1]), np.array([2, 3]),
+                                        _output(4), object(), slow_upload)
+    finally:
+        decoder._release()
+    after = _mixed_decode.split_counts()
+    assert after["host_samples"] - before["host_samples"] == 2 and gpu.calls["upload"] == 1
+    assert after["host_seconds"] - before["host_seconds"] >= 0.5
 
 
 def test_a_batch_whose_gpu_part_fails_gives_the_hosts_staging_back():

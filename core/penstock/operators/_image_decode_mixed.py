@@ -36,6 +36,7 @@ import contextlib
 import functools
 import statistics
 import threading
+import time
 import warnings
 import weakref
 from typing import Any, Callable, Iterator
@@ -120,13 +121,14 @@ def _samples_of_the_batch(idx: np.ndarray) -> Iterator[None]:
 
 class _HostDecoding:
     """A host part's decoding, running on the host's thread: ``collect()`` gives its (pixels, shapes,
-    offsets), seconds and the staging it may have decoded into (``Staged``, or None); ``discard()``
-    waits it out and returns the staging unused, for a batch that failed before collecting it."""
+    offsets), seconds (the decoding's, and ``set_up``: getting its staging) and the staging it may
+    have decoded into (``Staged``, or None); ``discard()`` waits it out and returns the staging unused,
+    for a batch that failed before collecting it."""
 
     def __init__(self, op: Any, pending: Any, sub: TensorListCPU, idx: np.ndarray, rows: np.ndarray | None,
-                 staging: Any):
+                 staging: Any, set_up: float):
         self._op, self._pending, self._sub, self._idx, self._rows = op, pending, sub, idx, rows
-        self._staging = staging
+        self._staging, self._set_up = staging, set_up
 
     def collect(self) -> tuple[tuple, float, Any]:
         try:
@@ -138,7 +140,7 @@ class _HostDecoding:
         except BaseException:
             self._give_back()
             raise
-        return (buf, shapes, offsets), self._pending.seconds, self._staging
+        return (buf, shapes, offsets), self._pending.seconds + self._set_up, self._staging
 
     def discard(self) -> None:
         try:
@@ -260,10 +262,14 @@ class MixedDecoder:
     def _host_pool_for(self, ws) -> Any:
         return ws.pool if self._host_pool is None else self._host_pool
 
-    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None,
-                     staging: Any = None) -> _HostDecoding:
-        """Starts decoding samples ``idx`` on the host's thread, into ``staging`` (``Staged``
-        pinned memory) if given and large enough."""
+    def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None, windows: np.ndarray,
+                     shapes: np.ndarray, upload: Any) -> _HostDecoding:
+        """Starts decoding samples ``idx`` on the host's thread, into pinned staging when they are
+        uploaded (``_staging``). Getting the staging counts as the part's time: a part of whole
+        high-resolution images needs hundreds of MB of it, pinned as the part first grows."""
+        start = time.perf_counter()
+        staging = self._staging(ws, upload, windows, shapes, idx)
+        set_up = time.perf_counter() - start
         sub = _subset(src, idx)
         args = self.op.args
         rows = None if crop is None else _engine.take_rows(crop, idx)
@@ -271,7 +277,7 @@ class MixedDecoder:
             self._host, self._host_pool_for(ws), sub._buf, sub._shapes, sub._offsets, int(args["output_type"]),
             args["adjust_orientation"], rows, args["use_fast_idct"], args["jpeg_fancy_upsampling"],
             self.op.max_pixels, args["accept_corrupt_jpeg"], None if staging is None else staging.view)
-        return _HostDecoding(self.op, pending, sub, idx, rows, staging)
+        return _HostDecoding(self.op, pending, sub, idx, rows, staging, set_up)
 
     @staticmethod
     def _staging(ws, upload: Any, windows: np.ndarray, shapes: np.ndarray, idx: np.ndarray) -> Any:
@@ -356,8 +362,7 @@ class MixedDecoder:
         # batch's error
         host_part = None
         if len(host_idx):
-            host_part = self._decode_host(ws, src, host_idx, crop,
-                                          self._staging(ws, upload, windows, shapes, host_idx))
+            host_part = self._decode_host(ws, src, host_idx, crop, windows, shapes, upload)
         check = len(gpu_idx) and not self.op.args["accept_corrupt_jpeg"]
         reading = self._check_jpegs(ws, src, gpu_idx) if check else None
         try:
@@ -379,7 +384,7 @@ class MixedDecoder:
         if reading is not None:
             reading()
         if len(failed):
-            retry = self._decode_host(ws, src, failed, crop, self._staging(ws, upload, windows, shapes, failed))
+            retry = self._decode_host(ws, src, failed, crop, windows, shapes, upload)
             host.append(self._host_part(src, failed, retry, windows, shapes, upload, timed=False)[0])
         return failed, host
 
@@ -430,13 +435,19 @@ class MixedDecoder:
     def _host_part(self, src, idx, decoding: _HostDecoding, windows, shapes, upload,
                    timed: bool = True) -> tuple[tuple, float]:
         """The host's decoding of samples ``idx`` (``_decode_host``'s), its pixels uploaded when
-        ``upload`` is given, and its seconds; ``timed``: its time feeds the host's rate."""
+        ``upload`` is given, and its seconds, the upload's included (its device memory comes from the
+        pool, which may grow, and freeing a block to grow waits for the device); ``timed``: its time
+        feeds the host's rate."""
         (buf, hshapes, offsets), seconds, staged = decoding.collect()
+        if upload is not None:
+            start = time.perf_counter()
+            buf = upload(buf, hshapes, staged)
+            seconds += time.perf_counter() - start
         if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
                                    _engine.take_rows(shapes, idx)).sum())
             self._share.measured("host", cost, seconds)
-        return (idx, buf if upload is None else upload(buf, hshapes, staged), hshapes, offsets), seconds
+        return (idx, buf, hshapes, offsets), seconds
 
     def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:
         """Starts reading the JPEGs ``idx`` (those the GPU decoded) through as the CPU decoders do,
