@@ -246,7 +246,7 @@ def test_a_trial_is_compared_on_its_own_batches_only():
     for _ in range(split._FIRST_TRIAL_AFTER - 1):
         assert not share.choose(lengths, lengths)[1]
         share.finished(False, 100.0, 1.0 if share._paced else 9.0)
-    assert share._pace == [100.0, 1.0]  # the first batch (the set-up, 9 s) left out
+    assert share.pace() == 0.01  # the first batch (the set-up, 9 s) left out
     assert not share.choose(lengths, lengths)[1]  # the last of the way in force before the trial
     assert share.choose(lengths, lengths)[1]  # the trial's way
     share.finished(False, 100.0, 50.0)  # in force, finishing during the trial: left out
@@ -254,8 +254,27 @@ def test_a_trial_is_compared_on_its_own_batches_only():
     for _ in range(split._TRIAL_BATCHES - 1):
         assert not share.lifting
         share.finished(True, 100.0, 0.9)  # 10% quicker than the way in force
-    assert share.lifting and share._pace == pytest.approx([100.0, 0.9])  # the trial's, a batch's
+    assert share.lifting and share.pace() == pytest.approx(0.009)  # the trial's batches together
     assert not share._trying and share._until_trial == split._FIRST_TRIAL_AFTER
+
+
+def test_the_pace_is_the_way_in_forces_latest_batches_not_its_first_slow_ones():
+    """The first batches of a process are slow (the decoders' buffers growing, a first epoch's
+    check): a trial quicker than those but slower than the way in force runs now changes nothing,
+    and ends once its batches are behind by more than 1/k (here after 4)."""
+    from penstock.operators import _image_decode_split as split
+    share = HostShare(host_rate=1.0, gpu_rate=1.0)
+    lengths = np.array([100.0, 100.0])
+    times = iter([9.0, 3.0, 2.0] + [1.0] * (split._FIRST_TRIAL_AFTER - 3))  # the set-up's, two slow, then steady
+    for _ in range(split._FIRST_TRIAL_AFTER):
+        assert not share.choose(lengths, lengths)[1]
+        share.finished(False, 100.0, next(times))
+    assert share.pace() == 0.01
+    tried = 0
+    while share.choose(lengths, lengths)[1]:
+        share.finished(True, 100.0, 1.3)  # quicker than the first batches, slower than the steady ones
+        tried += 1
+    assert not share.lifting and tried == 1 + 4
 
 
 def _past_the_first_trial_start(share, lengths, seconds):

@@ -35,6 +35,8 @@ hw_decoder_load=1.0 (the hardware engines alone, no host share) in the same run,
 """
 from __future__ import annotations
 
+import collections
+import statistics
 import threading
 
 import numpy as np
@@ -45,7 +47,11 @@ from .. import _engine
 # inverse transform and colour conversion (only the window's columns), about evenly.
 _ENTROPY_SHARE = 0.5
 _SMOOTHING = 0.3  # weight of the newest batch in a side's smoothed work and seconds
-_PACE_SMOOTHING = 0.1  # and in the way in force's bytes and seconds (a batch's time is noisy beside a model)
+# The way in force's pace: the median time per byte of its latest batches. A median, as a batch's time is
+# noisy beside a model; of the latest, as the first batches are slow while the decoders' buffers grow
+# (a smoothed average kept half the weight of the first counted batch at the first trial, and a trial
+# that was only quicker than that won).
+_PACE_BATCHES = 8
 _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take under the cap
 # a split past the cap expected to save less than this share of the capped split's time is not
 # made: whole images on the host for a sliver of the batch
@@ -99,7 +105,7 @@ class HostShare:
         self.cap_lifted = False  # whether the last batch's split went past _MAX_HOST_RATIO
         self.lifting = False  # the way in force: whether splits may go past the cap
         self._trying = False  # whether batches are split the other way, on trial
-        self._pace: list[float] | None = None  # the way in force's bytes and seconds a batch, smoothed
+        self._latest: collections.deque[float] = collections.deque(maxlen=_PACE_BATCHES)  # seconds a byte
         self._paced = 0  # batches of the way in force finished (the first pays for the set-up)
         self._trial = [0.0, 0.0, 0]  # the trial's bytes, seconds and batches finished
         self._trial_split = 0  # batches split the trial's way
@@ -142,7 +148,7 @@ class HostShare:
                 if not self._trying:  # (batches in force finishing during a trial overlap it)
                     self._paced += 1
                     if self._paced > 1:
-                        self._pace = _smoothed(self._pace, nbytes, seconds, _PACE_SMOOTHING)
+                        self._latest.append(seconds / nbytes)
             elif self._trying:
                 trial = self._trial
                 trial[2] += 1
@@ -166,10 +172,15 @@ class HostShare:
         """The trial's counted batches' time per byte over the way in force's (None: nothing to
         compare yet)."""
         nbytes, seconds, finished = self._trial
-        pace = self._pace
+        pace = self.pace()
         if finished < 2 or pace is None:
             return None
-        return (seconds / nbytes) / (pace[1] / pace[0])
+        return (seconds / nbytes) / pace
+
+    def pace(self) -> float | None:
+        """The way in force's seconds a byte: the median of its latest batches' (None: none finished
+        yet but the first, the set-up's)."""
+        return statistics.median(self._latest) if self._latest else None  # numpy's costs 30 us for a few
 
     def _end_trial(self, change: bool = True) -> None:
         """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
@@ -177,7 +188,8 @@ class HostShare:
         ratio = self._trial_against_pace()
         if change and ratio is not None and ratio < 1.0 - _CHANGE_MARGIN:
             self.lifting = not self.lifting
-            self._pace = [nbytes / (finished - 1), seconds / (finished - 1)]  # a batch's, as the smoothing keeps
+            self._latest.clear()
+            self._latest.append(seconds / nbytes)  # the trial's batches together, until the new way's own come
             self._trial_every = _FIRST_TRIAL_AFTER
         else:
             backoff = _FAR_BEHIND_BACKOFF if ratio is not None and ratio >= _FAR_BEHIND else 2
