@@ -272,7 +272,7 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
     _with_host_codec(monkeypatch, kernels, 1 / gpu_rate)
     gpu, cpu = _train_pipeline(photos, 0, batch_size=8), _train_pipeline(photos, None, batch_size=8)
     # the capped batches, the trial, then a few batches lifted (fewer than come before the next trial)
-    batches = split._FIRST_TRIAL_AFTER + split._TRIAL_BATCHES + 6
+    batches = split._FIRST_TRIAL + split._TRIAL_BATCHES + 6
     for k in range(batches):
         (images, _), (want, _) = gpu.run(), cpu.run()
         for got, expected in zip(_samples(images), _samples(want)):
@@ -283,7 +283,7 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
     if gpu_keeps_most:
         assert len(decoded) >= batches and min(decoded[-3:]) >= 4
     else:  # the capped batches before the trial; then none
-        assert len(decoded) <= split._FIRST_TRIAL_AFTER and len(decoded) == before_the_last
+        assert len(decoded) <= split._FIRST_TRIAL and len(decoded) == before_the_last
 
 
 @pytest.mark.parametrize("seconds_per_byte", [5e-10, 1e-5])
@@ -297,7 +297,7 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     _with_host_codec(monkeypatch, kernels, seconds_per_byte)
     before = mixed.split_counts()
     pipe = _train_pipeline(photos, 0, batch_size=8)
-    runs = split._FIRST_TRIAL_AFTER + split._TRIAL_BATCHES + 2
+    runs = split._FIRST_TRIAL + split._TRIAL_BATCHES + 2
     for _ in range(runs):
         pipe.run()
     pipe._shutdown()  # the batches in flight finish first

@@ -47,17 +47,18 @@ from .. import _engine
 # inverse transform and colour conversion (only the window's columns), about evenly.
 _ENTROPY_SHARE = 0.5
 _SMOOTHING = 0.3  # weight of the newest batch in a side's smoothed work and seconds
-# The way in force's pace: the median time per byte of its latest batches. A median, as a batch's time is
-# noisy beside a model; of the latest, as the first batches are slow while the decoders' buffers grow
-# (a smoothed average kept half the weight of the first counted batch at the first trial, and a trial
-# that was only quicker than that won).
+# The way in force's pace: the median time per byte of its latest batches. A median, as a batch's time
+# is noisy beside a model; of the latest, as a process's first batches are slow while the decoders'
+# buffers grow (a smoothed average kept half the weight of the first counted batch at the first trial,
+# and a trial only quicker than that won).
 _PACE_BATCHES = 8
 _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take under the cap
 # a split past the cap expected to save less than this share of the capped split's time is not
 # made: whole images on the host for a sliver of the batch
 _LEAST_GAIN = 0.05
 _TRIAL_BATCHES = 8  # a trial of the other way (at most); its first batch overlaps the way before and is not counted
-_FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial, and after a change
+_FIRST_TRIAL = 16  # batches before a process's first trial: its pace then is past the first, slow ones
+_FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial after a change
 _LAST_TRIAL_EVERY = 256  # the trials' interval doubles, up to this, while the way in force wins
 # ... and grows eightfold after a trial that took twice the time per byte or more: no noise beside a
 # model makes that up. On an H100 (high-res validation alone, 16 threads, ~30 batches a process) the
@@ -109,7 +110,7 @@ class HostShare:
         self._paced = 0  # batches of the way in force finished (the first pays for the set-up)
         self._trial = [0.0, 0.0, 0]  # the trial's bytes, seconds and batches finished
         self._trial_split = 0  # batches split the trial's way
-        self._trial_every = self._until_trial = _FIRST_TRIAL_AFTER
+        self._trial_every, self._until_trial = _FIRST_TRIAL_AFTER, _FIRST_TRIAL
         self._lock = threading.Lock()  # two batches decode at once
 
     def choose(self, gpu_bytes: np.ndarray, host_costs: np.ndarray,
