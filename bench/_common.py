@@ -126,6 +126,28 @@ def library(system: str, plugin: str | None = None) -> Any:
     return importlib.import_module(f"{base}.plugin.{plugin}" if plugin else base)
 
 
+def own_path(system: str, env: dict) -> dict | None:
+    """The environment of a worker running ``system`` (``env`` on top of this process's): a system other
+    than DALI's runs without the folders of ``PYTHONPATH`` that hold DALI (a site folder staged for it,
+    as ``dali-on-device.sh`` does, holds its dependencies too: optree, nvtx, gast, six ...), unless
+    nvImageCodec, which imports here, would not import there. A user of one library has none of the
+    other's folder on the path; with DALI's on it, penstock's ResNet-18 trained 4-9% slower in both calls
+    that measured it (an H100, 2026-12-06; the cause not found: penstock imports nothing from there). A
+    ``PYTHONPATH`` that ``env`` sets stays as it is. None: this process's environment."""
+    entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    own = [e for e in entries if not (e and os.path.isdir(os.path.join(e, "nvidia", "dali")))]
+    if system.partition(":")[0].startswith("dali") or "PYTHONPATH" in env or len(own) == len(entries):
+        return env or None
+    path = {**env, "PYTHONPATH": os.pathsep.join(own)}
+    if module_exists("nvidia.nvimgcodec"):  # penstock's GPU decoding must not go with DALI's folder
+        found = subprocess.run([sys.executable, "-c", "import importlib.util as u, sys; "
+                                "sys.exit(u.find_spec('nvidia.nvimgcodec') is None)"],
+                               env={**os.environ, **path}, capture_output=True)
+        if found.returncode != 0:
+            return env or None
+    return path
+
+
 def thread_stats() -> dict[str, tuple[float, int]]:
     """Per group of this process's threads (Linux: /proc), a group being the threads named alike but
     for a trailing ``_<n>`` (a pool's workers): the CPU seconds they used, and how many times they

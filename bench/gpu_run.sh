@@ -33,6 +33,13 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 if [ -d "$HOME/dalisite" ]; then
   export PYTHONPATH=$HOME/dalisite${PYTHONPATH:+:$PYTHONPATH}
+  # nvImageCodec comes with DALI's staging, into DALI's folder: linked from a folder of penstock's own,
+  # the benchmarks run penstock with DALI's folder off its path (bench/_common.py, own_path)
+  if [ -d "$HOME/dalisite/nvidia/nvimgcodec" ]; then
+    mkdir -p /tmp/penstock_site/nvidia
+    ln -sfn "$HOME/dalisite/nvidia/nvimgcodec" /tmp/penstock_site/nvidia/nvimgcodec
+    export PYTHONPATH=$PYTHONPATH:/tmp/penstock_site
+  fi
 else
   echo "gpu_run: no \$HOME/dalisite: DALI is not staged, penstock runs alone" >&2
 fi

@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 import photos  # noqa: E402
 from _common import (GpuMemorySampler, add_variant_option, alternating_rounds, bench_parser,  # noqa: E402
                      dali_available, decoder_args_option, emit, gpu_name, host_cpu, library, median, module_exists,
-                     parsed, parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
+                     own_path, parsed, parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
 from _pipelines import GPU_BATCH as BATCH, KINDS, rn50_pipeline  # noqa: E402
 
 # The systems, each a library and the decoder arguments it runs with.
@@ -162,7 +162,8 @@ def main() -> None:
         env, decoder_args = variant_of(variants, system)
         result = run_worker(__file__, ["--worker", system, kind, roots[set_name], str(threads),
                                        "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds),
-                                       "--device", args.device, *decoder_args_option(decoder_args)], env or None)
+                                       "--device", args.device, *decoder_args_option(decoder_args)],
+                            own_path(system, env))
         # each process's result as it comes: a sweep cut off by a time limit still leaves its rounds
         emit({"bench": "rn50_gpu_process", "system": system, "set": set_name, "pipeline": kind, "threads": threads,
               **result})

@@ -77,9 +77,9 @@ import _gil_profile  # noqa: E402
 import photos  # noqa: E402
 from _common import (IMAGENET_MEAN, IMAGENET_STD, GpuMemorySampler, add_variant_option,  # noqa: E402
                      alternating_rounds, bench_parser, cycling, decoder_args_option, emit, gpu_name, host_cpu, library,
-                     parsed, parsed_variants, run_worker, spin, spin_count, split_counts, split_per_batch, summary,
-                     thread_stats, thread_stats_per_batch, timed, turn_counts, turn_per_batch, variant_decoder_args,
-                     variant_of, with_dali)
+                     own_path, parsed, parsed_variants, run_worker, spin, spin_count, split_counts, split_per_batch,
+                     summary, thread_stats, thread_stats_per_batch, timed, turn_counts, turn_per_batch,
+                     variant_decoder_args, variant_of, with_dali)
 from _pipelines import rn50_pipeline  # noqa: E402
 
 MODELS = {"resnet50": 224, "resnet18": 176, "python-loop": 176}  # model -> training resolution
@@ -398,7 +398,7 @@ def main() -> None:
         memory = None if smoke else GpuMemorySampler(interval=0.01)
         try:
             result = run_worker(__file__, ["--worker", feed, model, root, *passed, *decoder_args_option(decoder_args)],
-                                env or None)
+                                own_path(feed, env))
         finally:
             peak = memory.stop_mb() if memory else None
         return {**result, "peak_gpu_mb": peak}

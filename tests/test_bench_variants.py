@@ -102,3 +102,41 @@ def test_penstocks_runs_say_what_its_arenas_and_pool_hold_and_dalis_do_not():
     held = rn50_gpu.held_gpu_mb("penstock")
     assert held["held_gpu_mb:arenas"] == round(_pools.device_memory_held()["arenas"] / 2**20, 1)
     assert set(held) <= {"held_gpu_mb:arenas", "held_gpu_mb:pool", "held_gpu_mb:pool_in_use"}
+
+
+def _dali_site(tmp_path):
+    """A folder as DALI's staging makes one: DALI, and nvImageCodec beside it."""
+    site = tmp_path / "dalisite"
+    (site / "nvidia" / "dali").mkdir(parents=True)
+    (site / "nvidia" / "nvimgcodec").mkdir()
+    return str(site)
+
+
+def test_a_system_other_than_dali_runs_without_dalis_folder_on_its_path(tmp_path, monkeypatch):
+    site, other = _dali_site(tmp_path), str(tmp_path / "bench_site")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([other, site]))
+    monkeypatch.setattr(_common, "module_exists", lambda name: False)
+    assert _common.own_path("penstock", {}) == {"PYTHONPATH": other}
+    assert _common.own_path("penstock:h8", {"X": "1"}) == {"X": "1", "PYTHONPATH": other}
+    for dali in ("dali", "dali-tuned"):
+        assert _common.own_path(dali, {}) is None  # this process's environment
+    assert _common.own_path("penstock:mine", {"PYTHONPATH": site}) == {"PYTHONPATH": site}  # a variant's own
+    monkeypatch.setenv("PYTHONPATH", other)
+    assert _common.own_path("penstock", {}) is None
+
+
+@pytest.mark.parametrize("imports_without", [True, False])
+def test_dalis_folder_stays_where_nvimgcodec_imports_only_from_it(tmp_path, monkeypatch, imports_without):
+    """penstock's GPU decoders need nvImageCodec, which DALI's staging brings into its folder: that
+    folder stays on penstock's path unless nvImageCodec imports without it (a worker is asked)."""
+    site, other = _dali_site(tmp_path), str(tmp_path / "bench_site")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([site, other]))
+    monkeypatch.setattr(_common, "module_exists", lambda name: name == "nvidia.nvimgcodec")
+    asked = []
+
+    def run(cmd, env, capture_output):
+        asked.append(env["PYTHONPATH"])
+        return subprocess.CompletedProcess(cmd, 0 if imports_without else 1)
+    monkeypatch.setattr(_common.subprocess, "run", run)
+    assert _common.own_path("penstock", {}) == ({"PYTHONPATH": other} if imports_without else None)
+    assert asked == [other]
