@@ -307,6 +307,10 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     assert counts["gpu_samples"] == sum(codec.decoded)
     assert counts["gpu_seconds"] == pytest.approx(seconds_per_byte * codec.decoded_bytes)
     assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)
+    if seconds_per_byte > 1e-6:  # the lifted way: the first trial's batches, then the way in force
+        assert counts["lifted_batches"] > split._TRIAL_BATCHES
+    else:  # the trial's batches only
+        assert counts["lifted_batches"] == split._TRIAL_BATCHES
 
 
 def test_the_host_parts_gather_is_ready_before_the_host_takes_a_share(monkeypatch, kernels, photos):
