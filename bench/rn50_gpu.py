@@ -7,8 +7,9 @@ every case once, so the systems alternate. Systems: penstock (default settings),
 defaults (the reference) and DALI tuned (hw_decoder_load=0.9), DALI when `import nvidia.dali`
 works. One JSON line per (system, set, pipeline, threads): median img/s, peak GPU memory (device
 memory in use above the process's start, sampled every 2 ms) and for penstock what of it its
-pools and arenas hold at the end (held_gpu_mb:HOLDER), host CPU ms per image (the process's and its
-children's), the GPU's name; then per (set, pipeline, threads) the ratios
+pools and arenas hold at the end (held_gpu_mb:HOLDER) and how its mixed decoders split the timed
+window's batches (decoder_split, as train_e2e.py reports it), host CPU ms per image (the process's and
+its children's), the GPU's name; then per (set, pipeline, threads) the ratios
 against both DALI settings with the targets of issue 34.
 
     python bench/rn50_gpu.py --dry-run                       # the plan and its estimated time
@@ -36,7 +37,8 @@ sys.path.insert(0, HERE)
 import photos  # noqa: E402
 from _common import (GpuMemorySampler, add_variant_option, alternating_rounds, bench_parser,  # noqa: E402
                      dali_available, decoder_args_option, emit, gpu_name, host_cpu, library, median, module_exists,
-                     own_path, parsed, parsed_variants, run_worker, summary, timed, variant_decoder_args, variant_of)
+                     own_path, parsed, parsed_variants, run_worker, split_counts, split_per_batch, summary, timed,
+                     variant_decoder_args, variant_of)
 from _pipelines import GPU_BATCH as BATCH, KINDS, rn50_pipeline  # noqa: E402
 
 # The systems, each a library and the decoder arguments it runs with.
@@ -80,10 +82,14 @@ def worker(system: str, kind: str, root: str, threads: str, args: argparse.Names
     # warm up for seconds: with 4 batches (50 ms) the first process after the GPU sat idle measured
     # up to 40% slower than the next ones (clocks ramping up, caches filling), and penstock's decoder
     # processes come up a few seconds after the first batches (a training job runs for hours)
+    split: dict = {}
     t = timed(pipe.run, BATCH, seconds=seconds, warmup_steps=4, warmup_seconds=args.warmup_seconds,
-              sync=cupy.cuda.runtime.deviceSynchronize)
+              sync=cupy.cuda.runtime.deviceSynchronize, ready=lambda: split.update(split_counts(system)))
+    # how the mixed decoders' two sides shared the timed window's batches, and how many went the lifted way
+    decoded = split_per_batch(split, split_counts(system))
     return {"img_per_s": round(t.items_per_s, 1), "peak_gpu_mb": memory.stop_mb(),
-            "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps, **held_gpu_mb(lib_name)}
+            "host_cpu_ms_per_img": round(t.cpu_ms_per_item, 3), "batches": t.steps, **held_gpu_mb(lib_name),
+            **({"decoder_split": decoded} if decoded else {})}
 
 
 def held_gpu_mb(lib_name: str) -> dict:
