@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import importlib.util
 import json
@@ -139,13 +140,20 @@ def own_path(system: str, env: dict) -> dict | None:
     if system.partition(":")[0].startswith("dali") or "PYTHONPATH" in env or len(own) == len(entries):
         return env or None
     path = {**env, "PYTHONPATH": os.pathsep.join(own)}
-    if module_exists("nvidia.nvimgcodec"):  # penstock's GPU decoding must not go with DALI's folder
-        found = subprocess.run([sys.executable, "-c", "import importlib.util as u, sys; "
-                                "sys.exit(u.find_spec('nvidia.nvimgcodec') is None)"],
-                               env={**os.environ, **path}, capture_output=True)
-        if found.returncode != 0:
-            return env or None
+    # penstock's GPU decoding must not go with DALI's folder
+    if module_exists("nvidia.nvimgcodec") and not _nvimgcodec_imports(path["PYTHONPATH"]):
+        return env or None
     return path
+
+
+@functools.lru_cache(maxsize=None)
+def _nvimgcodec_imports(python_path: str) -> bool:
+    """Whether nvImageCodec imports in a Python with ``python_path`` (asked once per path: a sweep
+    starts hundreds of workers)."""
+    found = subprocess.run([sys.executable, "-c", "import importlib.util as u, sys; "
+                            "sys.exit(u.find_spec('nvidia.nvimgcodec') is None)"],
+                           env={**os.environ, "PYTHONPATH": python_path}, capture_output=True)
+    return found.returncode == 0
 
 
 def thread_stats() -> dict[str, tuple[float, int]]:

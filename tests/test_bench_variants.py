@@ -128,7 +128,7 @@ def test_a_system_other_than_dali_runs_without_dalis_folder_on_its_path(tmp_path
 @pytest.mark.parametrize("imports_without", [True, False])
 def test_dalis_folder_stays_where_nvimgcodec_imports_only_from_it(tmp_path, monkeypatch, imports_without):
     """penstock's GPU decoders need nvImageCodec, which DALI's staging brings into its folder: that
-    folder stays on penstock's path unless nvImageCodec imports without it (a worker is asked)."""
+    folder stays on penstock's path unless nvImageCodec imports without it (a worker is asked, once a path)."""
     site, other = _dali_site(tmp_path), str(tmp_path / "bench_site")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([site, other]))
     monkeypatch.setattr(_common, "module_exists", lambda name: name == "nvidia.nvimgcodec")
@@ -138,5 +138,6 @@ def test_dalis_folder_stays_where_nvimgcodec_imports_only_from_it(tmp_path, monk
         asked.append(env["PYTHONPATH"])
         return subprocess.CompletedProcess(cmd, 0 if imports_without else 1)
     monkeypatch.setattr(_common.subprocess, "run", run)
-    assert _common.own_path("penstock", {}) == ({"PYTHONPATH": other} if imports_without else None)
-    assert asked == [other]
+    for system in ("penstock", "penstock:h8"):
+        assert _common.own_path(system, {}) == ({"PYTHONPATH": other} if imports_without else None)
+    assert asked == [other]  # once per path
