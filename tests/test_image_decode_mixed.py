@@ -151,7 +151,7 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     decoder.decoders = [_FakeDecoder(seconds=0.25, waited=0.25)]
     lengths = src._volumes().astype(float)
     # rates that make the host take about a third: it is half as fast as the GPU side
-    decoder._share = share = HostShare(host_rate=lengths.sum(), gpu_rate=2 * lengths.sum())
+    decoder._share = share = HostShare(host_rate=lengths.sum(), gpu_rate=2 * lengths.sum(), probe=8)
     gpu_ok = np.ones(12, bool)
     gpu_ok[3] = False  # a sample the host decodes anyway
     share.lifting = True  # past the cap if need be (here the host's quarters qualify anyway)

@@ -241,7 +241,7 @@ class MixedDecoder:
                 self._host_pool = _engine.ThreadPool(host_threads, "penstock-hdec")
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
-                                            _GPU_RATE_PER_DECODER * len(self.decoders))
+                                            _GPU_RATE_PER_DECODER * len(self.decoders), probe=host_threads)
         return self.decoders
 
     def _start_processes(self, ws) -> None:

@@ -24,7 +24,11 @@ runs, the other is tried for a few batches now and then (fewer when it falls far
 high-res photographs on the host took 3.5 times as long a batch), and the one that decoded its bytes
 sooner (the slower side's time) stays: tried again soon after a change, and ever less often, up to
 every _LAST_TRIAL_EVERY batches, while the way in force keeps winning (much less often after a trial
-that took twice the time). Earlier, on an H200 (ResNet-50
+that took twice the time). Under the cap the host decodes no whole image, so at a trial its rate may
+be a guess: a split past the cap then gives it only a probe, one image a thread, and its measured
+rate sizes the trial's later batches. (On an H100, 2026-12-06, high-res validation alone ran at
+942-1,136 img/s with trials split by the guess, which gave the host ~64 whole photographs a batch and
+took both sides 4-6 times a batch's time, against 1,924 with no trials.) Earlier, on an H200 (ResNet-50
 pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
 19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
 side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
@@ -56,7 +60,8 @@ _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take
 # a split past the cap expected to save less than this share of the capped split's time is not
 # made: whole images on the host for a sliver of the batch
 _LEAST_GAIN = 0.05
-_TRIAL_BATCHES = 8  # a trial of the other way (at most); its first batch overlaps the way before and is not counted
+# a trial of the other way: its batches, the first and probes not counted (the first overlaps the way before)
+_TRIAL_BATCHES = 8
 _FIRST_TRIAL = 16  # batches before a process's first trial: its pace then is past the first, slow ones
 _FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial after a change
 _LAST_TRIAL_EVERY = 256  # the trials' interval doubles, up to this, while the way in force wins
@@ -95,10 +100,14 @@ class HostShare:
 
     Whether the split may go past the cap (``lifting``) is the way measured to decode batches sooner
     (the module's docstring says why): ``choose`` says which way a batch was split, and ``finished``
-    takes the batch's time back."""
+    takes the batch's time back. A trial's batches split past the cap with the host's rate a guess
+    (probes) are not counted, as they time the host on a few images, not the way on trial."""
 
-    def __init__(self, host_rate: float, gpu_rate: float):
+    def __init__(self, host_rate: float, gpu_rate: float, probe: int):
+        """``host_rate``, ``gpu_rate``: the first guesses; ``probe``: the most samples the host takes
+        past the cap while its rate is a guess (one a host thread: a batch's worth of its time)."""
         self.rates = {"host": float(host_rate), "gpu": float(gpu_rate)}
+        self._probe = max(1, int(probe))
         self._guesses = dict(self.rates)
         self._batches = {"host": 0, "gpu": 0}
         self._idle = {"host": 0, "gpu": 0}  # batches in a row the side was given none of
@@ -108,7 +117,9 @@ class HostShare:
         self._trying = False  # whether batches are split the other way, on trial
         self._latest: collections.deque[float] = collections.deque(maxlen=_PACE_BATCHES)  # seconds a byte
         self._paced = 0  # batches of the way in force finished (the first pays for the set-up)
-        self._trial = [0.0, 0.0, 0]  # the trial's bytes, seconds and batches finished
+        self._trial = [0.0, 0.0, 0]  # the trial's counted bytes, seconds and batches
+        self._trial_finished = 0  # the trial's batches finished, counted or not
+        self._trial_uncounted = 1  # of its first batches: the first, and those split with a guessed host rate
         self._trial_split = 0  # batches split the trial's way
         self._trial_every, self._until_trial = _FIRST_TRIAL_AFTER, _FIRST_TRIAL
         self._lock = threading.Lock()  # two batches decode at once
@@ -125,18 +136,25 @@ class HostShare:
             mask, self.cap_lifted = _engine.host_share_choose(gpu_bytes, host_costs, float(host_already), host_rate,
                                                               gpu_rate, _MAX_HOST_RATIO,
                                                               _LEAST_GAIN if lifting else 1.0)
+            # whole images on a host of unmeasured rate: a probe of them, at most a batch's worth of its
+            # threads' time (whole high-res photographs took both sides 4-6 times a batch's time)
+            probing = self.cap_lifted and "host" not in self._measures and np.count_nonzero(mask) > self._probe
+            if probing:
+                mask = _cheapest(mask, host_costs, self._probe)
             if len(mask):
                 host_took = int(np.count_nonzero(mask))
                 self._given("host", host_took > 0)
                 self._given("gpu", host_took < len(mask))
             if self._trying:
                 self._trial_split += 1
+                self._trial_uncounted += probing and self._trial_split > 1
                 if self._trial_split > 4 * _TRIAL_BATCHES:  # its batches did not finish (failed): no change
                     self._end_trial(change=False)
             else:
                 self._until_trial -= 1
                 if self._until_trial <= 0:
                     self._trying, self._trial, self._trial_split = True, [0.0, 0.0, 0], 0
+                    self._trial_finished, self._trial_uncounted = 0, 1
         return mask, lifting
 
     def finished(self, lifting: bool, nbytes: float, seconds: float) -> None:
@@ -151,12 +169,12 @@ class HostShare:
                     if self._paced > 1:
                         self._latest.append(seconds / nbytes)
             elif self._trying:
-                trial = self._trial
-                trial[2] += 1
-                if trial[2] > 1:
-                    trial[0] += nbytes
-                    trial[1] += seconds
-                if trial[2] >= _TRIAL_BATCHES or self._trial_behind():
+                self._trial_finished += 1
+                if self._trial_finished > self._trial_uncounted:
+                    self._trial[0] += nbytes
+                    self._trial[1] += seconds
+                    self._trial[2] += 1
+                if self._trial[2] >= _TRIAL_BATCHES - 1 or self._trial_behind():
                     self._end_trial()
 
     def _trial_behind(self) -> bool:
@@ -167,14 +185,14 @@ class HostShare:
         ms a batch with the cap lifted against 127 ms with it down: a whole trial was the timed window
         of a benchmark, and batches of whole images on the host held 7 GB more of device memory."""
         ratio = self._trial_against_pace()
-        return ratio is not None and ratio > 1.0 + 1.0 / (self._trial[2] - 1)
+        return ratio is not None and ratio > 1.0 + 1.0 / self._trial[2]
 
     def _trial_against_pace(self) -> float | None:
         """The trial's counted batches' time per byte over the way in force's (None: nothing to
         compare yet)."""
-        nbytes, seconds, finished = self._trial
+        nbytes, seconds, counted = self._trial
         pace = self.pace()
-        if finished < 2 or pace is None:
+        if not counted or pace is None:
             return None
         return (seconds / nbytes) / pace
 
@@ -185,7 +203,7 @@ class HostShare:
 
     def _end_trial(self, change: bool = True) -> None:
         """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
-        nbytes, seconds, finished = self._trial
+        nbytes, seconds, _ = self._trial
         ratio = self._trial_against_pace()
         if change and ratio is not None and ratio < 1.0 - _CHANGE_MARGIN:
             self.lifting = not self.lifting
@@ -216,6 +234,16 @@ class HostShare:
                 return  # the set-up's batch
             work, took = self._measures[side] = _smoothed(self._measures.get(side), cost, seconds, _SMOOTHING)
             self.rates[side] = work / took
+
+
+def _cheapest(mask: np.ndarray, costs: np.ndarray, most: int) -> np.ndarray:
+    """``mask`` with only its ``most`` samples of least cost left set."""
+    chosen = np.flatnonzero(mask)
+    if len(chosen) <= most:
+        return mask
+    kept = np.zeros_like(mask)
+    kept[chosen[np.argsort(costs[chosen], kind="stable")[:most]]] = True
+    return kept
 
 
 def _smoothed(measure: list[float] | None, work: float, seconds: float, weight: float) -> list[float]:
