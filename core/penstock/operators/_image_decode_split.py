@@ -28,7 +28,8 @@ that took twice the time). Under the cap the host decodes no whole image, so at 
 be a guess: a split past the cap then gives it only a probe, one image a thread, and its measured
 rate sizes the trial's later batches. (On an H100, 2026-12-06, high-res validation alone ran at
 942-1,136 img/s with trials split by the guess, which gave the host ~64 whole photographs a batch and
-took both sides 4-6 times a batch's time, against 1,924 with no trials.) Earlier, on an H200 (ResNet-50
+took both sides 4-6 times a batch's time, against 1,924 with no trials and 1,760-1,867 with the probe,
+which measured the host at 63-76 MB/s against the guess of 360.) Earlier, on an H200 (ResNet-50
 pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
 19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
 side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
