@@ -266,8 +266,9 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
     """The mixed decoder's two sides in a whole pipeline, its GPU side a stand-in: as fast as an
     H200's engines, the GPU keeps most of the batch (the host takes only windows that spare it half
     an image); far behind (a GPU shared with a training model), the first trial of the lifted cap
-    measures it quicker, and from then on the host decodes whole batches. Either way the batches are
-    the CPU pipeline's."""
+    measures it quicker (its first batches probes of one image, the host's rate not yet measured:
+    under the cap it took none), and from then on the host decodes whole batches. Either way the
+    batches are the CPU pipeline's."""
     from penstock.operators import _image_decode_split as split
     _with_host_codec(monkeypatch, kernels, 1 / gpu_rate)
     gpu, cpu = _train_pipeline(photos, 0, batch_size=8), _train_pipeline(photos, None, batch_size=8)
@@ -282,8 +283,9 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
     decoded = _HostCodec.made[0].decoded  # the GPU side's samples, per batch it had any of
     if gpu_keeps_most:
         assert len(decoded) >= batches and min(decoded[-3:]) >= 4
-    else:  # the capped batches before the trial; then none
-        assert len(decoded) <= split._FIRST_TRIAL and len(decoded) == before_the_last
+    else:  # the capped batches before the trial and its probes (split before the host's second batch finished,
+        # its first the set-up's: up to three, two batches in flight); then none
+        assert len(decoded) <= split._FIRST_TRIAL + 3 and len(decoded) == before_the_last
 
 
 @pytest.mark.parametrize("seconds_per_byte", [5e-10, 1e-5])
@@ -309,8 +311,9 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)
     if seconds_per_byte > 1e-6:  # the lifted way: the first trial's batches, then the way in force
         assert counts["lifted_batches"] > split._TRIAL_BATCHES
-    else:  # the trial's batches only
-        assert counts["lifted_batches"] == split._TRIAL_BATCHES
+    else:  # the trial's batches only, one more for each of its batches after the first split as a probe (the
+        # host's rate not yet measured: up to two, as threads run)
+        assert split._TRIAL_BATCHES <= counts["lifted_batches"] <= split._TRIAL_BATCHES + 2
 
 
 def test_the_host_parts_gather_is_ready_before_the_host_takes_a_share(monkeypatch, kernels, photos):
