@@ -139,11 +139,11 @@ class HostShare:
                                                               _LEAST_GAIN if lifting else 1.0)
             # whole images on a host of unmeasured rate: a probe of them, at most a batch's worth of its
             # threads' time (whole high-res photographs took both sides 4-6 times a batch's time)
-            probing = self.cap_lifted and "host" not in self._measures and np.count_nonzero(mask) > self._probe
+            host_took = int(np.count_nonzero(mask))
+            probing = self.cap_lifted and "host" not in self._measures and host_took > self._probe
             if probing:
-                mask = _cheapest(mask, host_costs, self._probe)
+                mask, host_took = _cheapest(mask, host_costs, self._probe), self._probe
             if len(mask):
-                host_took = int(np.count_nonzero(mask))
                 self._given("host", host_took > 0)
                 self._given("gpu", host_took < len(mask))
             if self._trying:
@@ -238,10 +238,8 @@ class HostShare:
 
 
 def _cheapest(mask: np.ndarray, costs: np.ndarray, most: int) -> np.ndarray:
-    """``mask`` with only its ``most`` samples of least cost left set."""
+    """``mask`` (more than ``most`` set) with only its ``most`` samples of least cost left set."""
     chosen = np.flatnonzero(mask)
-    if len(chosen) <= most:
-        return mask
     kept = np.zeros_like(mask)
     kept[chosen[np.argsort(costs[chosen], kind="stable")[:most]]] = True
     return kept
