@@ -179,7 +179,17 @@ class HostContext:
         return empty_batch(shapes, dtype, layout, source_info)
 
     def batch_arena(self):
-        return self  # (the host's memory stands in for an arena's blocks too)
+        return _HostArena(self)
+
+
+class _HostArena:
+    """A batch arena on the host: a context's new batches, each written at once (new memory)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def new_batch(self, shapes, dtype, layout="", source_info=None):
+        return self.ctx.new_batch(shapes, dtype, layout, source_info), None
 
 
 class _DeviceId:

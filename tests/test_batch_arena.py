@@ -47,7 +47,7 @@ def _arena(device_bytes: int = 1 << 40, error: int = _NO_MEMORY) -> tuple[BatchA
 
     pool.free_all_blocks = lambda: setattr(pool, "cached", 0)
     runtime = types.SimpleNamespace(CUDARuntimeError=_CudaError)
-    ctx = types.SimpleNamespace(device=contextlib.nullcontext(), cp=types.SimpleNamespace(
+    ctx = types.SimpleNamespace(device=contextlib.nullcontext(), record=object, cp=types.SimpleNamespace(
         cuda=types.SimpleNamespace(Memory=memory, runtime=runtime), get_default_memory_pool=lambda: pool))
     return BatchArena(ctx), made, pool
 
@@ -171,6 +171,20 @@ def test_release_unused_frees_the_free_blocks_only():
     assert arena._free == [lent]
 
 
+def test_a_freed_block_keeps_the_event_of_its_freeing_until_it_is_lent_or_dropped():
+    arena, _, _ = _arena()
+    first, second = arena._take(1000), arena._take(1000)
+    arena._give_back(first)
+    arena._give_back(second)
+    assert set(arena._freed_at) == {first.ptr, second.ptr}
+    arena._take(2000)  # outgrown: the free blocks go, and their events with them
+    assert arena._freed_at == {}
+    lent = arena._take(2000)
+    arena._give_back(lent)
+    arena.release_unused()
+    assert arena._freed_at == {}
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda.available(), reason="needs a CUDA device")
 def test_batches_of_varying_size_reuse_the_blocks_their_predecessors_freed():
@@ -178,18 +192,21 @@ def test_batches_of_varying_size_reuse_the_blocks_their_predecessors_freed():
     ctx = _cuda.DeviceContext(0)
     arena = ctx.batch_arena()
     sizes = [(300, 200, 3), (280, 210, 3), (310, 190, 3), (250, 250, 3), (200, 300, 3)]
-    addresses = []
+    addresses, afters = [], []
     held = []
     for k, shape in enumerate(sizes):
         if len(held) == 2:  # two batches in flight, the oldest dropped before the next is made
             held.pop(0)
-        batch = arena.new_batch(np.array([shape, shape[::-1]], np.int64), np.uint8, "HWC")
+        batch, after = arena.new_batch(np.array([shape, shape[::-1]], np.int64), np.uint8, "HWC")
         with ctx:
             batch._buf[:] = k
         assert batch._buf.size == 2 * int(np.prod(shape)) and batch.stream is ctx.stream
         addresses.append(int(batch._buf.data.ptr))
+        afters.append(after)
         held.append(batch)
     assert addresses[2] == addresses[0]  # the first batch's block, free again, took the third
+    # a new block is written at once; a freed one after the event its batch's freeing recorded
+    assert afters[0] is None and afters[1] is None and isinstance(afters[2], cp.cuda.Event)
     # the fourth outgrew the blocks: the second's, free, went back, and so did the first's once free
     assert arena._free == []
     ctx.stream.synchronize()

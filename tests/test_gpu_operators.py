@@ -405,7 +405,6 @@ def test_a_batch_of_rgb_windows_decodes_straight_into_the_output():
 def test_a_batch_of_converted_windows_decodes_without_waiting_for_the_pipelines_stream():
     # BGR windows go through scratch memory at once; only the gather into the output waits for the
     # output's `ready` event, here held back by a kernel spinning until the host lets it go
-    import threading
     import time
 
     from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
@@ -416,28 +415,120 @@ def test_a_batch_of_converted_windows_decodes_without_waiting_for_the_pipelines_
     decoder.decode(encoded, starts, lengths, shapes, windows, True, cp.empty_like(out), out_offsets,
                    cp.cuda.Stream(non_blocking=True).record(), True)
     decoder.own.stream.synchronize()
-    release = cp.cuda.alloc_pinned_memory(4)
-    flag = np.frombuffer(release, np.int32, 1)
-    flag[0] = 0
-    spin = cp.RawKernel(r'''extern "C" __global__ void spin(volatile int* go) { while (*go == 0) {} }''', "spin")
-    blocked = cp.cuda.Stream(non_blocking=True)
-    with blocked:
-        spin((1,), (1,), (release.ptr,))
-    watchdog = threading.Timer(20.0, flag.__setitem__, (0, 1))  # never hang the suite
-    watchdog.start()
+    held, let_go = _held_stream()
     try:
         began = time.perf_counter()
         decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, True, out, out_offsets,
-                                    blocked.record(), True)
+                                    held.record(), True)
         assert decoded.all() and time.perf_counter() - began < 10  # returned with the stream still blocked
         assert not out.get().any()  # not gathered yet (read on the null stream, which does not wait for it)
     finally:
-        flag[0] = 1
-        watchdog.cancel()
+        let_go()
     decoder.own.stream.synchronize()
     host = _windows_on_the_host(encoded, starts, lengths, windows).reshape(-1, 3)[:, ::-1].reshape(-1)
     diff = np.abs(out.get().astype(int) - host)
     assert diff.mean() < 1.0 and diff.max() <= 12
+    decoder.close()
+
+
+def _held_stream():
+    """A stream held by a kernel spinning until the returned ``let_go()``, and ``let_go`` (also called by
+    a watchdog after 20 s: a test never hangs)."""
+    import threading
+    release = cp.cuda.alloc_pinned_memory(4)
+    flag = np.frombuffer(release, np.int32, 1)
+    flag[0] = 0
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(volatile int* go) { while (*go == 0) {} }''', "spin")
+    held = cp.cuda.Stream(non_blocking=True)
+    with held:
+        spin((1,), (1,), (release.ptr,))
+    watchdog = threading.Timer(20.0, flag.__setitem__, (0, 1))
+    watchdog.start()
+
+    def let_go():
+        flag[0] = 1
+        watchdog.cancel()
+    return held, let_go
+
+
+def _decoding_in_a_thread(decoder, *args):
+    """``decoder.decode(*args)`` on a thread of its own (it may wait on the host): the thread, and a list
+    that gets its result or exception."""
+    import threading
+    result = []
+
+    def decode():
+        try:
+            result.append(decoder.decode(*args))
+        except BaseException as exc:  # noqa: BLE001 - raised by the test
+            result.append(exc)
+    thread = threading.Thread(target=decode, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_the_hardware_decoder_writes_the_output_only_after_the_work_queued_before_it():
+    # The output's memory is reused in stream order (an arena block, freed while the pipeline's
+    # kernels queued before may still read it), and nvJPEG's hardware engine has been seen to write
+    # before the work queued ahead of it on its stream has run (an H100: torchcodec #1634). While
+    # the `ready` event has not passed, the output must stay as it is.
+    import time
+
+    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
+    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
+    decoder.decode(encoded, starts, lengths, shapes, windows, False, cp.empty(total, cp.uint8), out_offsets,
+                   cp.cuda.Stream(non_blocking=True).record(), True)  # sets nvImageCodec up
+    decoder.own.stream.synchronize()
+    out = cp.zeros(total, cp.uint8)
+    held, let_go = _held_stream()
+    try:
+        thread, result = _decoding_in_a_thread(decoder, encoded, starts, lengths, shapes, windows, False, out,
+                                               out_offsets, held.record(), True)
+        time.sleep(0.5)  # long past a batch's decoding
+        untouched = not out.get().any()  # read on the null stream, which does not wait for the held one
+    finally:
+        let_go()
+    thread.join(30)
+    assert untouched, "the decoder wrote the output before the work queued ahead of it ran"
+    assert not isinstance(result[0], BaseException) and result[0][0].all()
+    decoder.own.stream.synchronize()
+    diff = np.abs(out.get().astype(int) - _windows_on_the_host(encoded, starts, lengths, windows))
+    assert diff.mean() < 1.0 and diff.max() <= 12
+    decoder.close()
+
+
+def test_the_hardware_decoder_leaves_the_scratch_to_the_last_batchs_gather():
+    # BGR windows are decoded into scratch memory, then gathered into the output once `ready`
+    # passes; the next batch decodes into the same scratch, which it must not overwrite before that
+    # gather has read it, even if the engine writes ahead of its stream
+    import time
+
+    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
+    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+    others = windows.copy()
+    others[:, :2] = [[0, 0], [5, 3], [0, 0]]  # other pixels, the same sizes: the same scratch layout
+    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
+    decoder.decode(encoded, starts, lengths, shapes, windows, True, cp.empty(total, cp.uint8), out_offsets,
+                   cp.cuda.Stream(non_blocking=True).record(), True)  # sets nvImageCodec up
+    decoder.own.stream.synchronize()
+    first, second = cp.zeros(total, cp.uint8), cp.zeros(total, cp.uint8)
+    held, let_go = _held_stream()
+    try:
+        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, True, first, out_offsets,
+                                    held.record(), True)  # its gather waits for the held stream
+        thread, result = _decoding_in_a_thread(decoder, encoded, starts, lengths, shapes, others, True, second,
+                                               out_offsets, cp.cuda.Stream(non_blocking=True).record(), True)
+        time.sleep(0.5)
+    finally:
+        let_go()
+    thread.join(30)
+    assert decoded.all() and not isinstance(result[0], BaseException) and result[0][0].all()
+    decoder.own.stream.synchronize()
+    for out, wins in ((first, windows), (second, others)):
+        host = _windows_on_the_host(encoded, starts, lengths, wins).reshape(-1, 3)[:, ::-1].reshape(-1)
+        diff = np.abs(out.get().astype(int) - host)
+        assert diff.mean() < 1.0 and diff.max() <= 12
     decoder.close()
 
 

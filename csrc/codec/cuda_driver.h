@@ -28,6 +28,7 @@ struct Driver {
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).
 const Driver& driver();
 
+constexpr unsigned kEventBlockingSync = 0x1, kEventDisableTiming = 0x2;  // CU_EVENT_* flags
 constexpr int kCudaErrorNotReady = 600;  // CUDA_ERROR_NOT_READY: an event or stream still has work to do
 
 // Throws for a non-zero status of a CUDA driver call.

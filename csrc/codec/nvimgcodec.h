@@ -76,8 +76,11 @@ class ImageCodecDecoder {
   // Decodes the parsed samples to RGB uint8 HWC: sample k at address dst[k] (device memory, host
   // memory for a CPU-only decoder), rows pitches[k] bytes apart; a sample whose address is 0 is
   // not decoded this time. The output is ordered on `cuda_stream`, and so is the work `around` it
-  // (queued with the decoder's turn held). Returns which samples were decoded (the others were not
-  // written) and the seconds the call held the decoder's turn.
+  // (queued with the decoder's turn held). With the hardware engines among the backends, the
+  // decoding starts only once the work queued on the stream before it (`around`'s wait included)
+  // has run: the engines write their outputs without waiting for it. Returns which samples were
+  // decoded (the others were not written) and the seconds the call held the decoder's turn, that
+  // wait left out.
   std::tuple<ArrayOf<bool>, double> decode(const ParsedBatch& batch, ArrayOf<uint64_t> dst, I64Array pitches,
                                            uintptr_t cuda_stream, const AroundDecoding& around);
 
@@ -87,9 +90,11 @@ class ImageCodecDecoder {
 
   const codec::Api& api_;
   bool host_buffers_;
+  bool hardware_ = false;  // nvJPEG's hardware engines among the backends
   codec::Handle instance_ = nullptr;
   codec::Handle decoder_ = nullptr;
   std::mutex decoding_;
+  void* queued_ = nullptr;  // a blocking-sync event: the stream's queued work, waited for asleep
 };
 
 }  // namespace penstock

@@ -14,6 +14,7 @@ namespace penstock::codec {
 constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDecodeParams = 5, kRegion = 8, kCodeStreamView = 9;
 constexpr int kImageInfo = 11, kImagePlaneInfo = 12;
 constexpr int kBackend = 17, kBackendParams = 29, kExecutionParams = 30;
+constexpr int kBackendHwGpuOnly = 4;  // a backend's kind: nvJPEG's hardware engines
 constexpr int kSampleUint8 = 0x0802, kFormatInterleavedRgb = 8, kColorSrgb = 1;
 constexpr int kBufferDevice = 1, kBufferHost = 2;
 constexpr int kProcessingSuccess = 1;

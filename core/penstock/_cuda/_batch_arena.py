@@ -10,9 +10,11 @@ other allocation splits it. When a batch outgrows the blocks, the free ones go b
 before a larger one is made (freeing device memory synchronizes the device: rare after the first
 batches), and a block that comes back smaller than the current size later goes back too.
 
-A block is free again once its batch and every view of it are gone. Its next batch is written on
-the GPU after an event recorded on the pipeline's stream when that batch is made (the mixed
-decoders wait for it), so the work queued on the freed batch before has passed by then.
+A block is free again once its batch and every view of it are gone, and an event is recorded on
+the pipeline's stream then: every reader of the batch queued its work there before it let the batch
+go. Its next batch is written after that event (the mixed decoders' hardware engines, which write
+without waiting for their stream, are held on the host until it passes), not after everything the
+stream holds when that batch is made: by then a block freed batches ago needs no wait at all.
 """
 from __future__ import annotations
 
@@ -39,26 +41,33 @@ class BatchArena:
         self.ctx = ctx
         self._size = 0  # bytes of a block
         self._free: list[Any] = []  # blocks (cupy.cuda.Memory) no batch uses
+        self._freed_at: dict[int, Any] = {}  # a free block's address -> the event recorded when it was freed
         self._held = 0  # bytes of the blocks made and not yet dropped, lent or free
         # reentrant: the garbage collector may free a batch (and call _give_back) on a thread that
         # is inside _take
         self._lock = threading.RLock()
         hold_unused(self)
 
-    def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "", source_info: Any = None) -> Any:
-        """An uninitialized packed batch in one of the arena's blocks, produced on the context's stream."""
+    def new_batch(self, shapes: np.ndarray, dtype: Any, layout: str = "",
+                  source_info: Any = None) -> tuple[Any, Any]:
+        """An uninitialized packed batch in one of the arena's blocks, produced on the context's
+        stream, and the event after which its memory may be written: the work queued on the block's
+        last batch has passed then (None: a new block)."""
         shapes = np.ascontiguousarray(shapes, np.int64)
         dtype = np.dtype(dtype)
         count = int(_engine.shape_volumes(shapes).sum())  # numpy's prod would give the GIL away
         block = self._take(max(count * dtype.itemsize, 1))
+        with self._lock:
+            freed = self._freed_at.pop(block.ptr, None)
         cp = self.ctx.cp
         owner = _Lent()
-        weakref.finalize(owner, self._give_back, block)
+        # (not at exit: the block goes with the process, and the stream may be gone)
+        weakref.finalize(owner, self._give_back, block).atexit = False
         memory = cp.cuda.UnownedMemory(block.ptr, block.size, owner, self.ctx.device_id)
         buf = cp.ndarray((count,), dtype, cp.cuda.MemoryPointer(memory, 0))
         tl = TensorListGPU._from_packed(buf, shapes, None, layout, source_info)
         tl.stream = self.ctx.stream
-        return tl
+        return tl, freed
 
     def _take(self, nbytes: int) -> Any:
         with self._lock:
@@ -74,6 +83,8 @@ class BatchArena:
                     outgrown.append(block)
                     block = None
             self._held -= sum(b.size for b in outgrown)
+            for b in outgrown:
+                self._freed_at.pop(b.ptr, None)
         del outgrown  # freed before the larger block is made, outside the lock (freeing synchronizes the device)
         if block is None:
             with self.ctx.device:
@@ -86,6 +97,7 @@ class BatchArena:
         with self._lock:
             if block.size >= self._size:
                 self._free.append(block)
+                self._freed_at[block.ptr] = self.ctx.record()  # after the work its batch's readers queued
             else:  # the blocks have grown since it was made: it goes back to the device with this call
                 self._held -= block.size
 
@@ -94,6 +106,7 @@ class BatchArena:
         with self._lock:
             unused, self._free = self._free, []
             self._held -= sum(b.size for b in unused)
+            self._freed_at.clear()
         del unused  # outside the lock, as in _take
 
     def held_bytes(self) -> int:

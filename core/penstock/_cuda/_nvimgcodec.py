@@ -161,9 +161,9 @@ class DeviceDecoder:
         """Decodes JPEG k (``encoded[starts[k]:starts[k] + lengths[k]]``, an image of ``shapes[k]``
         (H, W, 3)) and writes its window ``windows[k]`` (y, x, h, w; channels reversed if
         ``reverse``) to ``out`` (uint8 or float32 device array) at element ``out_offsets[k]``,
-        once the event ``ready`` has passed. Returns which samples were written (the pipeline's
-        stream waits for them before anything it queues afterwards), and the seconds the decoder
-        spent on them, not counting the wait for another batch's turn.
+        once the event ``ready`` has passed (None: at once). Returns which samples were written
+        (the pipeline's stream waits for them before anything it queues afterwards), and the
+        seconds the decoder spent on them, not counting the wait for another batch's turn.
 
         Everything is prepared before the native calls, which take the decoder's turn themselves
         and queue, with it held, the wait for ``ready``, the decoding, the gather of the windows
@@ -227,7 +227,7 @@ class DeviceDecoder:
             base = self._use_scratch(max(int(sizes[a:b].sum()) for a, b in runs))
             try:
                 for k, (a, b) in enumerate(runs):
-                    wait = ready.ptr if k == 0 else 0
+                    wait = ready.ptr if k == 0 and ready is not None else 0
                     if direct:
                         # what the pipeline's stream did before ``ready`` may still use the output's
                         # memory: the decoding waits for it

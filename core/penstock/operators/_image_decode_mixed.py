@@ -327,8 +327,7 @@ class MixedDecoder:
         dtype = self._out_dtype()
         if self._arena is None:
             self._arena = ws.gpu.batch_arena()
-        out = self._arena.new_batch(out_shapes, dtype, "HWC", src._source_info)
-        ready = ws.gpu.record() if len(gpu_idx) else None  # the GPU decoders write into out after this
+        out, ready = self._arena.new_batch(out_shapes, dtype, "HWC", src._source_info)  # written after `ready`
         job = self._jobs.submit(self._decode_batch, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready,
                                 lifting)
         out._deferred = lambda: self._fill(ws, out, job)
