@@ -387,48 +387,28 @@ def _windows_on_the_host(encoded, starts, lengths, windows) -> np.ndarray:
                                  fancy_upsampling=False)[0]
 
 
-def test_a_batch_of_rgb_windows_decodes_straight_into_the_output():
-    # a uint8 RGB window is its output sample as it stands: no scratch memory, no gather
+def _hardware_decoder(set_up_reverse: bool | None = None):
+    """A decoder of the hardware engines alone; unless ``set_up_reverse`` is None, its first call
+    made on the three windows, channels reversed as it says (nvImageCodec's set-up and, reversed,
+    the scratch memory: allocations that synchronize the device, which a held stream would hold)."""
     from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
-    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
-    out = cp.zeros(total, cp.uint8)
     decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
-    decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, False, out, out_offsets,
-                                cp.cuda.Stream(non_blocking=True).record(), True)
-    assert decoded.all() and decoder._scratch is None
-    decoder.own.stream.synchronize()
-    diff = np.abs(out.get().astype(int) - _windows_on_the_host(encoded, starts, lengths, windows))
-    assert diff.mean() < 1.0 and diff.max() <= 12
-    decoder.close()
+    if set_up_reverse is not None:
+        encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+        decoder.decode(encoded, starts, lengths, shapes, windows, set_up_reverse, cp.empty(total, cp.uint8),
+                       out_offsets, cp.cuda.Stream(non_blocking=True).record(), True)
+        decoder.own.stream.synchronize()
+    return decoder
 
 
-def test_a_batch_of_converted_windows_decodes_without_waiting_for_the_pipelines_stream():
-    # BGR windows go through scratch memory at once; only the gather into the output waits for the
-    # output's `ready` event, here held back by a kernel spinning until the host lets it go
-    import time
-
-    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
-    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
-    out = cp.zeros(total, cp.uint8)
-    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
-    # the first call sets nvImageCodec up (allocations that synchronize the device)
-    decoder.decode(encoded, starts, lengths, shapes, windows, True, cp.empty_like(out), out_offsets,
-                   cp.cuda.Stream(non_blocking=True).record(), True)
-    decoder.own.stream.synchronize()
-    held, let_go = _held_stream()
-    try:
-        began = time.perf_counter()
-        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, True, out, out_offsets,
-                                    held.record(), True)
-        assert decoded.all() and time.perf_counter() - began < 10  # returned with the stream still blocked
-        assert not out.get().any()  # not gathered yet (read on the null stream, which does not wait for it)
-    finally:
-        let_go()
-    decoder.own.stream.synchronize()
-    host = _windows_on_the_host(encoded, starts, lengths, windows).reshape(-1, 3)[:, ::-1].reshape(-1)
+def _assert_windows(out, windows, reverse: bool) -> None:
+    """``out`` holds the three JPEGs' ``windows`` as the host decodes them, channels reversed if ``reverse``."""
+    encoded, starts, lengths, *_ = _three_windows()
+    host = _windows_on_the_host(encoded, starts, lengths, windows)
+    if reverse:
+        host = host.reshape(-1, 3)[:, ::-1].reshape(-1)
     diff = np.abs(out.get().astype(int) - host)
     assert diff.mean() < 1.0 and diff.max() <= 12
-    decoder.close()
 
 
 def _held_stream():
@@ -467,19 +447,48 @@ def _decoding_in_a_thread(decoder, *args):
     return thread, result
 
 
+def test_a_batch_of_rgb_windows_decodes_straight_into_the_output():
+    # a uint8 RGB window is its output sample as it stands: no scratch memory, no gather
+    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+    out = cp.zeros(total, cp.uint8)
+    decoder = _hardware_decoder()
+    decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, False, out, out_offsets,
+                                cp.cuda.Stream(non_blocking=True).record(), True)
+    assert decoded.all() and decoder._scratch is None
+    decoder.own.stream.synchronize()
+    _assert_windows(out, windows, reverse=False)
+    decoder.close()
+
+
+def test_a_batch_of_converted_windows_decodes_without_waiting_for_the_pipelines_stream():
+    # BGR windows go through scratch memory at once; only the gather into the output waits for the
+    # output's `ready` event, here held back by a kernel spinning until the host lets it go
+    import time
+    encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
+    out = cp.zeros(total, cp.uint8)
+    decoder = _hardware_decoder(set_up_reverse=True)
+    held, let_go = _held_stream()
+    try:
+        began = time.perf_counter()
+        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, True, out, out_offsets,
+                                    held.record(), True)
+        assert decoded.all() and time.perf_counter() - began < 10  # returned with the stream still blocked
+        assert not out.get().any()  # not gathered yet (read on the null stream, which does not wait for it)
+    finally:
+        let_go()
+    decoder.own.stream.synchronize()
+    _assert_windows(out, windows, reverse=True)
+    decoder.close()
+
+
 def test_the_hardware_decoder_writes_the_output_only_after_the_work_queued_before_it():
     # The output's memory is reused in stream order (an arena block, freed while the pipeline's
     # kernels queued before may still read it), and nvJPEG's hardware engine has been seen to write
     # before the work queued ahead of it on its stream has run (an H100: torchcodec #1634). While
     # the `ready` event has not passed, the output must stay as it is.
     import time
-
-    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
     encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
-    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
-    decoder.decode(encoded, starts, lengths, shapes, windows, False, cp.empty(total, cp.uint8), out_offsets,
-                   cp.cuda.Stream(non_blocking=True).record(), True)  # sets nvImageCodec up
-    decoder.own.stream.synchronize()
+    decoder = _hardware_decoder(set_up_reverse=False)
     out = cp.zeros(total, cp.uint8)
     held, let_go = _held_stream()
     try:
@@ -493,8 +502,7 @@ def test_the_hardware_decoder_writes_the_output_only_after_the_work_queued_befor
     assert untouched, "the decoder wrote the output before the work queued ahead of it ran"
     assert not isinstance(result[0], BaseException) and result[0][0].all()
     decoder.own.stream.synchronize()
-    diff = np.abs(out.get().astype(int) - _windows_on_the_host(encoded, starts, lengths, windows))
-    assert diff.mean() < 1.0 and diff.max() <= 12
+    _assert_windows(out, windows, reverse=False)
     decoder.close()
 
 
@@ -503,15 +511,10 @@ def test_the_hardware_decoder_leaves_the_scratch_to_the_last_batchs_gather():
     # passes; the next batch decodes into the same scratch, which it must not overwrite before that
     # gather has read it, even if the engine writes ahead of its stream
     import time
-
-    from penstock._cuda._nvimgcodec import DeviceDecoder, decoder_options
     encoded, starts, lengths, shapes, windows, out_offsets, total = _three_windows()
     others = windows.copy()
     others[:, :2] = [[0, 0], [5, 3], [0, 0]]  # other pixels, the same sizes: the same scratch layout
-    decoder = DeviceDecoder(_cuda.DeviceContext(0), decoder_options(False, 3), 2, 1.0, adaptive=False)
-    decoder.decode(encoded, starts, lengths, shapes, windows, True, cp.empty(total, cp.uint8), out_offsets,
-                   cp.cuda.Stream(non_blocking=True).record(), True)  # sets nvImageCodec up
-    decoder.own.stream.synchronize()
+    decoder = _hardware_decoder(set_up_reverse=True)
     first, second = cp.zeros(total, cp.uint8), cp.zeros(total, cp.uint8)
     held, let_go = _held_stream()
     try:
@@ -525,10 +528,8 @@ def test_the_hardware_decoder_leaves_the_scratch_to_the_last_batchs_gather():
     thread.join(30)
     assert decoded.all() and not isinstance(result[0], BaseException) and result[0][0].all()
     decoder.own.stream.synchronize()
-    for out, wins in ((first, windows), (second, others)):
-        host = _windows_on_the_host(encoded, starts, lengths, wins).reshape(-1, 3)[:, ::-1].reshape(-1)
-        diff = np.abs(out.get().astype(int) - host)
-        assert diff.mean() < 1.0 and diff.max() <= 12
+    _assert_windows(first, windows, reverse=True)
+    _assert_windows(second, others, reverse=True)
     decoder.close()
 
 
