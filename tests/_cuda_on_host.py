@@ -135,6 +135,7 @@ class HostContext:
         self.lib = lib
         self.kernels = GpuKernels(self)
         self.kernels._fn = self._launcher
+        self.arenas: list = []  # the batch arenas made on it
 
     def _launcher(self, module: str, name: str):
         def call(grid, block, args, stream=None):
@@ -179,17 +180,21 @@ class HostContext:
         return empty_batch(shapes, dtype, layout, source_info)
 
     def batch_arena(self):
-        return _HostArena(self)
+        self.arenas.append(_HostArena(self))
+        return self.arenas[-1]
 
 
 class _HostArena:
-    """A batch arena on the host: a context's new batches, each written at once (new memory)."""
+    """A batch arena on the host: a context's new batches, each with the event after which it may be
+    written (a marker here, listed in ``written_after``)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
+        self.written_after: list = []
 
     def new_batch(self, shapes, dtype, layout="", source_info=None):
-        return self.ctx.new_batch(shapes, dtype, layout, source_info), None
+        self.written_after.append(object())
+        return self.ctx.new_batch(shapes, dtype, layout, source_info), self.written_after[-1]
 
 
 class _DeviceId:

@@ -222,9 +222,11 @@ class _HostCodec:
         self.fancy = "fancy_upsampling=1" in options
         self.decoded: list = []
         self.decoded_bytes = 0.0
+        self.waited_for: list = []  # each call's `ready`
         _HostCodec.made.append(self)
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
+        self.waited_for.append(ready)
         buf, got, offsets, _ = _engine.decode_images(self.pool, encoded, lengths.reshape(-1, 1), starts, 0, orient,
                                                     windows, fancy_upsampling=self.fancy, accept_corrupt_jpeg=True)
         for k, volume in enumerate(got.prod(axis=1)):
@@ -258,6 +260,21 @@ def _all_to_the_gpu(root, batch_size: int, num_threads: int = 2):
     p = pipe()
     p.build()
     return p
+
+
+def test_the_gpu_side_writes_a_batch_after_the_event_its_block_came_with(monkeypatch, kernels, photos):
+    """The mixed decoders' output blocks are reused in stream order, and nvJPEG's hardware engines
+    write without waiting for their stream: each GPU decoding gets the event the arena handed out
+    with its batch (recorded when the block's last batch was freed), which the native decoder holds
+    the engines for."""
+    device = _with_host_codec(monkeypatch, kernels, 5e-10)
+    pipe = _all_to_the_gpu(photos, 4)
+    for _ in range(4):
+        pipe.run()
+    waited_for = _HostCodec.made[0].waited_for
+    (arena,) = device.arenas
+    assert len(waited_for) >= 4 and len({id(e) for e in waited_for}) == len(waited_for)
+    assert {id(e) for e in waited_for} <= {id(e) for e in arena.written_after}
 
 
 @pytest.mark.parametrize("gpu_rate,gpu_keeps_most", [(2e9, True), (1e5, False)])
