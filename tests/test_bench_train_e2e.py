@@ -55,11 +55,12 @@ def test_a_summary_keeps_each_rounds_table_as_it_is():
 def test_the_decoders_split_is_per_batch_decoded_in_the_window():
     from _common import split_counts, split_per_batch
     before = {"batches": 10, "gpu_samples": 1000, "host_samples": 280, "gpu_seconds": 0.2, "host_seconds": 0.1,
-              "lifted_batches": 2}
+              "lifted_batches": 2, "gpu_idle_seconds": 0.05}
     after = {"batches": 14, "gpu_samples": 1600, "host_samples": 704, "gpu_seconds": 0.28, "host_seconds": 0.17,
-             "lifted_batches": 5}
+             "lifted_batches": 5, "gpu_idle_seconds": 0.062}
     assert split_per_batch(before, after) == {"batches": 4, "gpu_jpegs": 150.0, "host_jpegs": 106.0,
-                                              "gpu_side_ms": 20.0, "host_side_ms": 17.5, "lifted_share": 0.75}
+                                              "gpu_side_ms": 20.0, "host_side_ms": 17.5, "gpu_idle_ms": 3.0,
+                                              "lifted_share": 0.75}
     assert split_per_batch(after, after) == {} and split_per_batch({}, {}) == {}  # none decoded here
     assert split_counts("dali") == {} and set(split_counts("penstock:h12")) == set(before)
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from penstock import _engine, fn, pipeline_def, types
+from penstock._cuda import _nvimgcodec
 
 from _cuda_on_host import HostDevice, compile_for_host, use_host_device
 from _util import write_smooth_jpegs
@@ -223,16 +224,20 @@ class _HostCodec:
         self.decoded: list = []
         self.decoded_bytes = 0.0
         self.waited_for: list = []  # each call's `ready`
+        self.idle = _nvimgcodec.IdleClock()
         _HostCodec.made.append(self)
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
         self.waited_for.append(ready)
+        began = time.perf_counter()
         buf, got, offsets, _ = _engine.decode_images(self.pool, encoded, lengths.reshape(-1, 1), starts, 0, orient,
                                                     windows, fancy_upsampling=self.fancy, accept_corrupt_jpeg=True)
         for k, volume in enumerate(got.prod(axis=1)):
             out[out_offsets[k]:out_offsets[k] + volume] = buf[offsets[k]:offsets[k] + volume]
         self.decoded.append(len(starts))
         self.decoded_bytes += float(lengths.sum())
+        ended = time.perf_counter()
+        self.idle.turn(ended, ended - began)
         return np.ones(len(starts), bool), float(lengths.sum()) * self.seconds_per_byte
 
     def close(self):
@@ -240,7 +245,6 @@ class _HostCodec:
 
 
 def _with_host_codec(monkeypatch, kernels, seconds_per_byte) -> HostDevice:
-    from penstock._cuda import _nvimgcodec
     from penstock.operators import _image_decode_mixed
     device = HostDevice(kernels)
     use_host_device(monkeypatch, device)
@@ -310,21 +314,24 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     """``split_counts`` (what train_e2e reports of the split): every batch decoded is counted once,
     each of its samples on the side that decoded it, each side with its measured seconds: the GPU
     side's stand-in reports its bytes' time; the host's share (none beside a quick GPU side, whole
-    batches after the trial beside a slow one) its own."""
+    batches after the trial beside a slow one) its own; and the GPU decoder's time between its calls."""
     from penstock.operators import _image_decode_mixed as mixed
     from penstock.operators import _image_decode_split as split
     _with_host_codec(monkeypatch, kernels, seconds_per_byte)
     before = mixed.split_counts()
     pipe = _train_pipeline(photos, 0, batch_size=8)
     runs = split._FIRST_TRIAL + split._TRIAL_BATCHES + 2
+    began = time.perf_counter()
     for _ in range(runs):
         pipe.run()
     pipe._shutdown()  # the batches in flight finish first
+    took = time.perf_counter() - began
     counts = {k: v - before[k] for k, v in mixed.split_counts().items()}
     codec = _HostCodec.made[0]
     assert counts["batches"] >= runs and counts["gpu_samples"] + counts["host_samples"] == 8 * counts["batches"]
     assert counts["gpu_samples"] == sum(codec.decoded)
     assert counts["gpu_seconds"] == pytest.approx(seconds_per_byte * codec.decoded_bytes)
+    assert 0 < counts["gpu_idle_seconds"] < took  # between the stand-in's calls (none while the host had all)
     assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)
     if seconds_per_byte > 1e-6:  # the lifted way: the first trial's batches, then the way in force
         assert counts["lifted_batches"] > split._TRIAL_BATCHES

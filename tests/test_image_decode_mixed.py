@@ -7,6 +7,7 @@ import types
 import numpy as np
 import pytest
 
+from penstock._cuda._nvimgcodec import IdleClock
 from penstock.operators._image_decode_mixed import _split_by_bytes
 
 
@@ -57,11 +58,13 @@ class _FakeDecoder:
         self.waited = waited
         self.calls = []
         self.closed = False
+        self.idle = IdleClock()
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
         self.calls.append({"bytes": [bytes(encoded[s:s + n]) for s, n in zip(starts, lengths)],
                            "out_offsets": out_offsets.tolist(), "ready": ready})
         time.sleep(self.waited + self.seconds)
+        self.idle.turn(time.perf_counter(), self.seconds)
         decoded = np.ones(len(starts), bool)
         decoded[self.fails] = False
         return decoded, self.seconds

@@ -257,3 +257,13 @@ def test_scratch_grows_only_once_the_batches_using_it_are_done():
     assert grown == [d._scratch.ptr] and d._scratch_users == 1
     d._release_scratch()
     assert d._use_scratch(0) == d._scratch.ptr and len(events) == 3  # no windows: nothing to grow
+
+
+def test_the_idle_clock_counts_the_time_between_turns_once():
+    clock = _nvimgcodec.IdleClock()
+    clock.turn(10.0, 2.0)  # the first turn: nothing before it
+    clock.turn(13.0, 1.0)  # began at 12.0, 2 s after the first ended
+    clock.turn(13.5, 1.0)  # began before the last one ended (a turn taken straight after): no idle
+    assert clock.take() == pytest.approx(2.0) and clock.take() == 0.0
+    clock.turn(20.0, 0.5)
+    assert clock.take() == pytest.approx(6.0)

@@ -23,6 +23,7 @@ import importlib.metadata
 import importlib.util
 import os
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -137,6 +138,29 @@ def open_jpeg_decoder(device_id: int, cpu_threads: int, hw_load: float, adaptive
             raise without_engines from None
 
 
+class IdleClock:
+    """The time a decoder went without a call's turn: from the end of one call's turn to the start of
+    the next one's (the engines without work from this process, a wait for the stream included)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_end: float | None = None
+        self._idle = 0.0
+
+    def turn(self, ended: float, seconds: float) -> None:
+        """A call's turn ended at ``ended`` (``time.perf_counter()``) after ``seconds``."""
+        with self._lock:
+            if self._last_end is not None:
+                self._idle += max(0.0, ended - seconds - self._last_end)
+            self._last_end = ended
+
+    def take(self) -> float:
+        """The seconds idle since the last ``take``."""
+        with self._lock:
+            idle, self._idle = self._idle, 0.0
+        return idle
+
+
 class DeviceDecoder:
     """One nvImageCodec decoder on the pipeline's device, with a stream and scratch memory of its own."""
 
@@ -154,6 +178,7 @@ class DeviceDecoder:
         self._scratch: Any = None  # the windows being decoded (cupy.cuda.Memory); reused in stream order
         self._scratch_users = 0  # batches that may still queue work on the scratch
         self._scratch_change = threading.Condition()
+        self.idle = IdleClock()
 
     def decode(self, encoded: np.ndarray, starts: np.ndarray, lengths: np.ndarray, shapes: np.ndarray,
                windows: np.ndarray, reverse: bool, out: Any, out_offsets: np.ndarray, ready: Any,
@@ -251,6 +276,7 @@ class DeviceDecoder:
                         done_now, took = self.native.decode(
                             parsed, dst, pitches, own.stream.ptr, wait_event=0, then=gather.native(),
                             then_wait_event=wait, done_event=done.ptr if k == len(runs) - 1 else 0)
+                    self.idle.turn(time.perf_counter(), took)
                     decoded |= done_now
                     seconds += took
             except BaseException:

@@ -63,19 +63,21 @@ _warned = threading.Event()
 # every mixed decoder's batches in this process so far (split_counts)
 _split_lock = threading.Lock()
 _split = {"batches": 0, "gpu_samples": 0, "host_samples": 0, "gpu_seconds": 0.0, "host_seconds": 0.0,
-          "lifted_batches": 0}
+          "lifted_batches": 0, "gpu_idle_seconds": 0.0}
 
 
 def split_counts() -> dict[str, float]:
     """How every mixed decoder of this process split its batches so far: the batches, the samples each
     side decoded (the host's retries of samples the GPU failed on not counted), each side's seconds
-    (a batch's GPU side: its slowest decoder's part), and the batches split the lifted way (the host's
-    share past the cap: whole images too; a trial's included). Benchmarks read the change over a window."""
+    (a batch's GPU side: its slowest decoder's part), the in-process GPU decoder's seconds idle between
+    its calls (``IdleClock``), and the batches split the lifted way (the host's share past the cap:
+    whole images too; a trial's included). Benchmarks read the change over a window."""
     with _split_lock:
         return dict(_split)
 
 
-def _count_split(gpu_samples: int, host_samples: int, gpu_seconds: float, host_seconds: float, lifted: bool) -> None:
+def _count_split(gpu_samples: int, host_samples: int, gpu_seconds: float, host_seconds: float, lifted: bool,
+                 gpu_idle_seconds: float) -> None:
     with _split_lock:
         _split["batches"] += 1
         _split["gpu_samples"] += gpu_samples
@@ -83,6 +85,7 @@ def _count_split(gpu_samples: int, host_samples: int, gpu_seconds: float, host_s
         _split["gpu_seconds"] += gpu_seconds
         _split["host_seconds"] += host_seconds
         _split["lifted_batches"] += lifted
+        _split["gpu_idle_seconds"] += gpu_idle_seconds
 
 
 def _has_nvimgcodec() -> bool:
@@ -380,7 +383,8 @@ class MixedDecoder:
         if host_part is not None:
             part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
             host.append(part)
-        _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting))
+        idle = self.decoders[0].idle.take() if len(gpu_idx) else 0.0
+        _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), idle)
         if self._share is not None and lifting is not None:
             self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
