@@ -69,7 +69,8 @@ class StandInDecoder:
     usable = True
 
     def __init__(self, *args, **kwargs) -> None:
-        pass
+        from penstock._cuda._nvimgcodec import IdleClock
+        self.idle = IdleClock()
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
         import numpy as np
@@ -77,7 +78,9 @@ class StandInDecoder:
         with self.turn:
             began = time.perf_counter()
             time.sleep(self.seconds * len(starts) / BATCH)
-            StandInDecoder.log.append((asked, began, time.perf_counter()))
+            ended = time.perf_counter()
+            StandInDecoder.log.append((asked, began, ended))
+        self.idle.turn(ended, ended - began)
         return np.ones(len(starts), bool), self.seconds * len(starts) / BATCH
 
     def close(self) -> None:
