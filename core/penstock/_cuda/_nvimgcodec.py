@@ -188,7 +188,8 @@ class DeviceDecoder:
         ``reverse``) to ``out`` (uint8 or float32 device array) at element ``out_offsets[k]``,
         once the event ``ready`` has passed (None: at once). Returns which samples were written
         (the pipeline's stream waits for them before anything it queues afterwards), and the
-        seconds the decoder spent on them, not counting the wait for another batch's turn.
+        seconds the decoder spent on them, not counting the waits for another batch's turn and
+        for the work queued on its stream before (the hardware engines' host wait).
 
         Everything is prepared before the native calls, which take the decoder's turn themselves
         and queue, with it held, the wait for ``ready``, the decoding, the gather of the windows
