@@ -26,6 +26,7 @@ WINDOW = "train_e2e.profiled_steps"  # the record_function around the profiled s
 # CUDA runtime calls that hold their thread until the GPU reaches a point
 HOST_WAITS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
                         "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cudaFree", "cudaFreeHost"})
+KERNELS_SHOWN = 3  # per stream, the costliest kernels named
 _GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 _HOST_CALLS = ("cuda_runtime", "cuda_driver")
 
@@ -56,6 +57,30 @@ def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> floa
         else:
             j += 1
     return total
+
+
+def _kernel_name(name: str) -> str:
+    """A kernel's name without its return type, template arguments and parameters (what tells kernels
+    apart here)."""
+    short = name.replace("(anonymous namespace)", "{anonymous}").removeprefix("void ")
+    return re.split(r"[<(]", short, maxsplit=1)[0].strip() or name
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _kernels_of(by_name: dict[str, list[float]], delays: list[float], steps: int) -> dict:
+    """A stream's three costliest kernels (per step: how many, ms) and how long its kernels waited on
+    the GPU after their launch calls returned (ms; median and 90th percentile): a kernel queued behind
+    its own stream's work or held back by other streams' waits there."""
+    if not by_name:
+        return {}
+    top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:KERNELS_SHOWN]
+    return {"kernels": {name: [round(n / steps, 2), round(us * 1e-3 / steps, 3)] for name, (n, us) in top},
+            **({"start_delay_ms": [round(_percentile(delays, 0.5) * 1e-3, 3), round(_percentile(delays, 0.9) * 1e-3, 3)]}
+               if delays else {})}
 
 
 def _group(name: str) -> str:
@@ -104,6 +129,8 @@ def summarized(trace: dict, steps: int, names: dict[int, str], model_threads: It
     model = set(model_threads)
     streams: dict[int, list[tuple[float, float]]] = {}
     launchers: dict[int, dict[str, int]] = {}
+    kernels: dict[int, dict[str, list[float]]] = {}  # per stream, per kernel name: [count, microseconds]
+    delays: dict[int, list[float]] = {}  # per stream, each kernel's wait on the GPU after its launch call returned
     model_streams: set[int] = set()
     copies: dict[str, list[float]] = {}
     waits: dict[tuple[str, str], list[float]] = {}
@@ -116,6 +143,12 @@ def summarized(trace: dict, steps: int, names: dict[int, str], model_threads: It
             stream = int(args.get("stream", -1))
             streams.setdefault(stream, []).append((max(start, begin), min(stop, end)))
             call = calls.get(args.get("correlation"))
+            if e["cat"] == "kernel":
+                got = kernels.setdefault(stream, {}).setdefault(_kernel_name(e["name"]), [0, 0.0])
+                got[0] += 1
+                got[1] += min(stop, end) - max(start, begin)
+                if call is not None:
+                    delays.setdefault(stream, []).append(max(0.0, start - float(call["ts"]) - float(call["dur"])))
             if call is not None:
                 by = launchers.setdefault(stream, {})
                 by[thread(call["tid"])] = by.get(thread(call["tid"]), 0) + 1
@@ -157,7 +190,8 @@ def summarized(trace: dict, steps: int, names: dict[int, str], model_threads: It
         "other_streams_ms_per_step": ms(_length(other_busy)),
         "other_beside_model_ms_per_step": ms(_overlap(model_busy, other_busy)),
         "streams": {str(stream): {"ms_per_step": ms(_length(spans)), "model": stream in model_streams,
-                                  "queued_by": sorted(launchers.get(stream, {}), key=lambda t: -launchers[stream][t])}
+                                  "queued_by": sorted(launchers.get(stream, {}), key=lambda t: -launchers[stream][t]),
+                                  **_kernels_of(kernels.get(stream, {}), delays.get(stream, []), steps)}
                     for stream, spans in sorted(busy.items(), key=lambda kv: -_length(kv[1]))},
         "copies": {kind: {"per_step": round(n / steps, 2), "ms_per_step": ms(gpu),
                           "mb_per_step": round(b / 1e6 / steps, 3)} for kind, (n, gpu, b) in sorted(copies.items())},
