@@ -467,14 +467,21 @@ def split_per_batch(before: dict, after: dict) -> dict:
     ms (the GPU side's slowest decoder's part), the in-process GPU decoder's ms idle between its
     calls (gpu_idle_ms: beside a consumer that keeps up, the time it waits for the consumer; else
     what the pipeline left the engines without work), and the share of the batches split the lifted
-    way (whole images on the host too); empty when no batch was decoded here."""
+    way (whole images on the host too) and, per batch of those, the same of each side (lifted); empty
+    when no batch was decoded here."""
     batches = after.get("batches", 0) - before.get("batches", 0)
     if batches <= 0:
         return {}
-    per = {key: (after[key] - before[key]) / batches for key in after}
-    return {"batches": batches, "gpu_jpegs": round(per["gpu_samples"], 1), "host_jpegs": round(per["host_samples"], 1),
-            "gpu_side_ms": round(1e3 * per["gpu_seconds"], 2), "host_side_ms": round(1e3 * per["host_seconds"], 2),
-            "gpu_idle_ms": round(1e3 * per["gpu_idle_seconds"], 2), "lifted_share": round(per["lifted_batches"], 2)}
+    change = {key: after[key] - before[key] for key in after}
+
+    def sides(prefix: str, count: int) -> dict:
+        return {"gpu_jpegs": round(change[f"{prefix}gpu_samples"] / count, 1),
+                "host_jpegs": round(change[f"{prefix}host_samples"] / count, 1),
+                "gpu_side_ms": round(1e3 * change[f"{prefix}gpu_seconds"] / count, 2),
+                "host_side_ms": round(1e3 * change[f"{prefix}host_seconds"] / count, 2)}
+    lifted = change["lifted_batches"]
+    return {"batches": batches, **sides("", batches), "gpu_idle_ms": round(1e3 * change["gpu_idle_seconds"] / batches, 2),
+            "lifted_share": round(lifted / batches, 2), **({"lifted": sides("lifted_", lifted)} if lifted else {})}
 
 
 def spin(count: int) -> None:

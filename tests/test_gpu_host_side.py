@@ -330,6 +330,9 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     codec = _HostCodec.made[0]
     assert counts["batches"] >= runs and counts["gpu_samples"] + counts["host_samples"] == 8 * counts["batches"]
     assert counts["gpu_samples"] == sum(codec.decoded)
+    # the lifted batches again, on their own: a part of each side's counts
+    assert counts["lifted_gpu_samples"] + counts["lifted_host_samples"] == 8 * counts["lifted_batches"]
+    assert 0 <= counts["lifted_host_seconds"] <= counts["host_seconds"]
     assert counts["gpu_seconds"] == pytest.approx(seconds_per_byte * codec.decoded_bytes)
     assert 0 < counts["gpu_idle_seconds"] < took  # between the stand-in's calls (none while the host had all)
     assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)

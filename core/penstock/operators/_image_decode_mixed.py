@@ -62,8 +62,9 @@ _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 # every mixed decoder's batches in this process so far (split_counts)
 _split_lock = threading.Lock()
-_split = {"batches": 0, "gpu_samples": 0, "host_samples": 0, "gpu_seconds": 0.0, "host_seconds": 0.0,
-          "lifted_batches": 0, "gpu_idle_seconds": 0.0}
+_SIDES = ("gpu_samples", "host_samples", "gpu_seconds", "host_seconds")
+_split = {"batches": 0, **dict.fromkeys(_SIDES, 0), "lifted_batches": 0, "gpu_idle_seconds": 0.0,
+          **{f"lifted_{key}": 0 for key in _SIDES}}
 
 
 def split_counts() -> dict[str, float]:
@@ -71,21 +72,23 @@ def split_counts() -> dict[str, float]:
     side decoded (the host's retries of samples the GPU failed on not counted), each side's seconds
     (a batch's GPU side: its slowest decoder's part), the in-process GPU decoder's seconds idle between
     its calls (``IdleClock``), and the batches split the lifted way (the host's share past the cap:
-    whole images too; a trial's included). Benchmarks read the change over a window."""
+    whole images too; a trial's included) with their samples and seconds again (``lifted_...``): what
+    each way gave each side. Benchmarks read the change over a window."""
     with _split_lock:
         return dict(_split)
 
 
 def _count_split(gpu_samples: int, host_samples: int, gpu_seconds: float, host_seconds: float, lifted: bool,
                  gpu_idle_seconds: float) -> None:
+    sides = dict(zip(_SIDES, (gpu_samples, host_samples, gpu_seconds, host_seconds)))
     with _split_lock:
         _split["batches"] += 1
-        _split["gpu_samples"] += gpu_samples
-        _split["host_samples"] += host_samples
-        _split["gpu_seconds"] += gpu_seconds
-        _split["host_seconds"] += host_seconds
         _split["lifted_batches"] += lifted
         _split["gpu_idle_seconds"] += gpu_idle_seconds
+        for key, value in sides.items():
+            _split[key] += value
+            if lifted:
+                _split[f"lifted_{key}"] += value
 
 
 def _has_nvimgcodec() -> bool:
