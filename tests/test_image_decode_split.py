@@ -156,13 +156,15 @@ def test_a_split_goes_past_the_cap_when_lifting_and_expected_to_save_enough(gain
         assert abs(lengths[mask].sum() / lengths.sum() - gain) < 0.01
 
 
-def _decode(share, batches, rng, gpu_rate, host_rate, slowing, noise=0.05, in_flight=2, seconds=None):
+def _decode(share, batches, rng, gpu_rate, host_rate, slowing, noise=0.05, in_flight=2, seconds=None,
+            stalls=0.0, stall_seconds=0.0):
     """Splits ``batches`` batches of whole images and times them as a GPU side of ``gpu_rate``
     (bytes/s) and a host of ``host_rate`` (cost/s) would, the host's share of the bytes slowing the
     GPU side down by ``slowing`` times that share (what the rates leave out), each time off by
-    ``noise`` (log-normal); a batch's times come back ``in_flight`` batches later, as two batches
-    decode at once. Returns, per batch, whether its split went past the cap; ``seconds`` gets, per
-    batch, its time and the GPU side's time for all of it."""
+    ``noise`` (log-normal), and some of the GPU side's calls held ``stall_seconds`` longer, whatever
+    their part: a share ``stalls`` of them at a whole batch on the GPU, less as the host takes more; a
+    batch's times come back ``in_flight`` batches later, as two batches decode at once. Returns, per batch, whether its split went past the cap; ``seconds``
+    gets, per batch, its time and the GPU side's time for all of it."""
     flying = collections.deque()
     lifted = []
     for _ in range(batches):
@@ -173,6 +175,7 @@ def _decode(share, batches, rng, gpu_rate, host_rate, slowing, noise=0.05, in_fl
         host_share = lengths[mask].sum() / lengths.sum()
         host_seconds = costs[mask].sum() / host_rate * rng.lognormal(0, noise)
         gpu_seconds = lengths[~mask].sum() / gpu_rate * (1 + slowing * host_share) * rng.lognormal(0, noise)
+        gpu_seconds += stall_seconds * (rng.random() < stalls * (1 - host_share))
         if seconds is not None:
             seconds.append((max(host_seconds, gpu_seconds), lengths.sum() / gpu_rate))
         flying.append((lifting, mask, lengths, costs, host_seconds, gpu_seconds))
@@ -283,6 +286,26 @@ def test_the_cap_lifts_when_lifting_it_is_measured_quicker():
     assert lifted[500:].mean() > 0.94
 
 
+def test_calls_held_for_a_training_step_do_not_keep_the_cap_down():
+    """Beside a training ResNet-50 on an H100 (2026-12-06) the GPU side's calls took 10-15 ms for ~100
+    JPEGs, or a whole step of the model (65-75 ms, at times 150-190) whatever their part, 16 JPEGs
+    or 220: most calls under the cap (the GPU side ~210 JPEGs), a few past it. One held call among a
+    trial's first batches ended it (twice the way in force's time after one batch) and kept the cap
+    down for 64 batches more, as if far behind; in one process the cap stayed down in 98% of the
+    batches and the model trained at 0.944 of its speed alone, in the next it lifted (98%) at 0.974.
+    A trial now ends early only after three of its batches, and the way in force's pace is the mean
+    of its latest batches, as the trial's is: a held call is part of a way's cost, a rarer one in
+    the way that spares the GPU side. Over 16 runs of 1,000 batches the cap lifts in each (the
+    earlier rules kept it down in one: 8% of the batches lifted)."""
+    shares = []
+    for seed in range(16):
+        share = HostShare(host_rate=8 * 30e6, gpu_rate=2e9, probe=8)
+        lifted = _decode(share, 1000, np.random.default_rng(seed), gpu_rate=1.2e9, host_rate=400e6, slowing=1.0,
+                         noise=0.1, stalls=0.5, stall_seconds=0.065)
+        shares.append(lifted[300:].mean())
+    assert min(shares) > 0.8, shares
+
+
 def test_a_later_trial_finds_the_way_that_turned_quicker():
     """The pipeline alone for 300 batches, then a model training beside it (its first steps): within
     one interval of the trials (and a trial: one under way when the model came, measured against the
@@ -367,13 +390,13 @@ def test_a_trial_no_quicker_by_the_margin_changes_nothing_and_one_that_never_fin
     assert not any(asked[4 * split._TRIAL_BATCHES + 1:]) and not share.lifting
 
 
-@pytest.mark.parametrize("slower, counted, backoff", [(3.5, 1, 8), (2.0, 2, 8), (1.7, 2, 2), (1.3, 4, 2),
+@pytest.mark.parametrize("slower, counted, backoff", [(3.5, 3, 8), (2.0, 3, 8), (1.7, 3, 2), (1.3, 4, 2),
                                                      (1.1, 7, 2)])
 def test_a_trial_far_behind_ends_early(slower, counted, backoff):
     """A trial whose counted batches took longer for their bytes than the way in force by more than
-    1/k after k of them ends there, the way in force kept and tried again after twice the interval,
-    or eight times it if the trial took twice the time or more (high-res photographs whole on the
-    host: 3.5 times as long a batch, ended after one)."""
+    1/k after k of them (three at least) ends there, the way in force kept and tried again after
+    twice the interval, or eight times it if the trial took twice the time or more (high-res
+    photographs whole on the host: 3.5 times as long a batch, ended after three)."""
     from penstock.operators import _image_decode_split as split
     share = HostShare(host_rate=1.0, gpu_rate=1.0, probe=8)
     lengths = np.array([100.0, 100.0])

@@ -52,10 +52,12 @@ from .. import _engine
 # inverse transform and colour conversion (only the window's columns), about evenly.
 _ENTROPY_SHARE = 0.5
 _SMOOTHING = 0.3  # weight of the newest batch in a side's smoothed work and seconds
-# The way in force's pace: the median time per byte of its latest batches. A median, as a batch's time
-# is noisy beside a model; of the latest, as a process's first batches are slow while the decoders'
-# buffers grow (a smoothed average kept half the weight of the first counted batch at the first trial,
-# and a trial only quicker than that won).
+# The way in force's pace: the mean time per byte of its latest batches. Of the latest, as a process's
+# first batches are slow while the decoders' buffers grow (a smoothed average kept half the weight of
+# the first counted batch at the first trial, and a trial only quicker than that won). A mean, as a
+# trial's is: beside a training ResNet-50 on an H100 some of the GPU side's calls are held for a whole
+# step of the model, most of them under the cap, a few past it; a median left out the way in force's
+# held calls and counted a trial's.
 _PACE_BATCHES = 8
 _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take under the cap
 # a split past the cap expected to save less than this share of the capped split's time is not
@@ -63,6 +65,10 @@ _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take
 _LEAST_GAIN = 0.05
 # a trial of the other way: its batches, the first and probes not counted (the first overlaps the way before)
 _TRIAL_BATCHES = 8
+# A trial ends early, behind, after this many of its batches at least: one call of the GPU side held
+# for a model's whole step (beside a training ResNet-50 on an H100, 65-190 ms against 10-15) does
+# not make a way's pace
+_LEAST_BEHIND = 3
 _FIRST_TRIAL = 16  # batches before a process's first trial: its pace then is past the first, slow ones
 _FIRST_TRIAL_AFTER = 8  # batches of the way in force before the first trial after a change
 _LAST_TRIAL_EVERY = 256  # the trials' interval doubles, up to this, while the way in force wins
@@ -180,13 +186,14 @@ class HostShare:
 
     def _trial_behind(self) -> bool:
         """Whether the trial's counted batches took so much longer for their bytes than the way in
-        force that the rest of the trial is not worth its cost: by more than 1/k after k of them (twice
-        as long after one, half as long again after two, ...), noise in one batch beside a model not
-        ending a trial that wins. On an H100 the validation pipeline on high-res photographs took 450
+        force that the rest of the trial is not worth its cost: by more than 1/k after k of them, k at
+        least _LEAST_BEHIND (a third longer after three, a quarter after four, ...), noise in a batch
+        beside a model (a call held for its step) not ending a trial that wins. On an H100 the validation pipeline on high-res photographs took 450
         ms a batch with the cap lifted against 127 ms with it down: a whole trial was the timed window
         of a benchmark, and batches of whole images on the host held 7 GB more of device memory."""
         ratio = self._trial_against_pace()
-        return ratio is not None and ratio > 1.0 + 1.0 / self._trial[2]
+        counted = self._trial[2]
+        return counted >= _LEAST_BEHIND and ratio is not None and ratio > 1.0 + 1.0 / counted
 
     def _trial_against_pace(self) -> float | None:
         """The trial's counted batches' time per byte over the way in force's (None: nothing to
@@ -198,9 +205,9 @@ class HostShare:
         return (seconds / nbytes) / pace
 
     def pace(self) -> float | None:
-        """The way in force's seconds a byte: the median of its latest batches' (None: none finished
+        """The way in force's seconds a byte: the mean of its latest batches' (None: none finished
         yet but the first, the set-up's)."""
-        return statistics.median(self._latest) if self._latest else None  # numpy's costs 30 us for a few
+        return statistics.fmean(self._latest) if self._latest else None  # numpy's costs 30 us for a few
 
     def _end_trial(self, change: bool = True) -> None:
         """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
