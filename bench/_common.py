@@ -480,8 +480,12 @@ def split_per_batch(before: dict, after: dict) -> dict:
                 "gpu_side_ms": round(1e3 * change[f"{prefix}gpu_seconds"] / count, 2),
                 "host_side_ms": round(1e3 * change[f"{prefix}host_seconds"] / count, 2)}
     lifted = change["lifted_batches"]
-    return {"batches": batches, **sides("", batches), "gpu_idle_ms": round(1e3 * change["gpu_idle_seconds"] / batches, 2),
-            "lifted_share": round(lifted / batches, 2), **({"lifted": sides("lifted_", lifted)} if lifted else {})}
+    per_batch = {"batches": batches, **sides("", batches),
+                 "gpu_idle_ms": round(1e3 * change["gpu_idle_seconds"] / batches, 2),
+                 "lifted_share": round(lifted / batches, 2)}
+    if lifted:
+        per_batch["lifted"] = sides("lifted_", lifted)
+    return per_batch
 
 
 def spin(count: int) -> None:

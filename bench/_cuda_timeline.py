@@ -72,15 +72,16 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def _kernels_of(by_name: dict[str, list[float]], delays: list[float], steps: int) -> dict:
-    """A stream's three costliest kernels (per step: how many, ms) and how long its kernels waited on
-    the GPU after their launch calls returned (ms; median and 90th percentile): a kernel queued behind
-    its own stream's work or held back by other streams' waits there."""
+    """A stream's KERNELS_SHOWN costliest kernels (per step: how many, ms) and how long its kernels
+    waited on the GPU after their launch calls returned (ms; median and 90th percentile): a kernel
+    queued behind its own stream's work or held back by other streams' waits there."""
     if not by_name:
         return {}
     top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:KERNELS_SHOWN]
-    return {"kernels": {name: [round(n / steps, 2), round(us * 1e-3 / steps, 3)] for name, (n, us) in top},
-            **({"start_delay_ms": [round(_percentile(delays, 0.5) * 1e-3, 3), round(_percentile(delays, 0.9) * 1e-3, 3)]}
-               if delays else {})}
+    got = {"kernels": {name: [round(n / steps, 2), round(us * 1e-3 / steps, 3)] for name, (n, us) in top}}
+    if delays:
+        got["start_delay_ms"] = [round(_percentile(delays, share) * 1e-3, 3) for share in (0.5, 0.9)]
+    return got
 
 
 def _group(name: str) -> str:

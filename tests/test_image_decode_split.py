@@ -163,8 +163,9 @@ def _decode(share, batches, rng, gpu_rate, host_rate, slowing, noise=0.05, in_fl
     GPU side down by ``slowing`` times that share (what the rates leave out), each time off by
     ``noise`` (log-normal), and some of the GPU side's calls held ``stall_seconds`` longer, whatever
     their part: a share ``stalls`` of them at a whole batch on the GPU, less as the host takes more; a
-    batch's times come back ``in_flight`` batches later, as two batches decode at once. Returns, per batch, whether its split went past the cap; ``seconds``
-    gets, per batch, its time and the GPU side's time for all of it."""
+    batch's times come back ``in_flight`` batches later, as two batches decode at once. Returns, per
+    batch, whether its split went past the cap; ``seconds`` gets, per batch, its time and the GPU
+    side's time for all of it."""
     flying = collections.deque()
     lifted = []
     for _ in range(batches):

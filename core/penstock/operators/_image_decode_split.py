@@ -188,9 +188,10 @@ class HostShare:
         """Whether the trial's counted batches took so much longer for their bytes than the way in
         force that the rest of the trial is not worth its cost: by more than 1/k after k of them, k at
         least _LEAST_BEHIND (a third longer after three, a quarter after four, ...), noise in a batch
-        beside a model (a call held for its step) not ending a trial that wins. On an H100 the validation pipeline on high-res photographs took 450
-        ms a batch with the cap lifted against 127 ms with it down: a whole trial was the timed window
-        of a benchmark, and batches of whole images on the host held 7 GB more of device memory."""
+        beside a model (a call held for its step) not ending a trial that wins. On an H100 the
+        validation pipeline on high-res photographs took 450 ms a batch with the cap lifted against 127
+        ms with it down: a whole trial was the timed window of a benchmark, and batches of whole images
+        on the host held 7 GB more of device memory."""
         ratio = self._trial_against_pace()
         counted = self._trial[2]
         return counted >= _LEAST_BEHIND and ratio is not None and ratio > 1.0 + 1.0 / counted
