@@ -458,8 +458,10 @@ def split_counts(feed: str) -> dict:
     pipeline in a process of its own."""
     if not feed.startswith("penstock"):
         return {}
+    from penstock._cuda import _nvimgcodec
     from penstock.operators import _image_decode_mixed
-    return _image_decode_mixed.split_counts()
+    memory = {f"codec_{key}": value for key, value in _nvimgcodec.codec_memory().items()}
+    return {**_image_decode_mixed.split_counts(), **memory}
 
 
 def split_per_batch(before: dict, after: dict) -> dict:
@@ -467,8 +469,9 @@ def split_per_batch(before: dict, after: dict) -> dict:
     ms (the GPU side's slowest decoder's part), the in-process GPU decoder's ms idle between its
     calls (gpu_idle_ms: beside a consumer that keeps up, the time it waits for the consumer; else
     what the pipeline left the engines without work), and the share of the batches split the lifted
-    way (whole images on the host too) and, per batch of those, the same of each side (lifted); empty
-    when no batch was decoded here."""
+    way (whole images on the host too) and, per batch of those, the same of each side (lifted); and
+    the memory nvImageCodec's codecs hold at the end (codec_memory: MB, and the blocks taken from the
+    driver in between: none once the decoders reuse theirs); empty when no batch was decoded here."""
     batches = after.get("batches", 0) - before.get("batches", 0)
     if batches <= 0:
         return {}
@@ -485,6 +488,12 @@ def split_per_batch(before: dict, after: dict) -> dict:
                  "lifted_share": round(lifted / batches, 2)}
     if lifted:
         per_batch["lifted"] = sides("lifted_", lifted)
+    if "codec_device_blocks" in after:
+        per_batch["codec_memory"] = {
+            "device_mb": round(after["codec_device_bytes"] / 2 ** 20, 1),
+            "pinned_mb": round(after["codec_pinned_bytes"] / 2 ** 20, 1),
+            "new_blocks": change.get("codec_device_blocks", 0) + change.get("codec_pinned_blocks", 0),
+            "reused_per_batch": round(change.get("codec_reused", 0) / batches, 1)}
     return per_batch
 
 

@@ -632,7 +632,18 @@ PYBIND11_MODULE(_engine, m) {
           "then_wait_event"_a = 0, "done_event"_a = 0,
           "Decodes the parsed samples; on the stream, waits for `wait_event` first, then decodes, waits "
           "for `then_wait_event`, launches `then` = (CUfunction, grid, block, [integer parameters]) and "
-          "records `done_event`; returns (decoded mask, seconds the decoder's turn was held)");
+          "records `done_event`; returns (decoded mask, seconds the decoder's turn was held)")
+      .def(
+          "memory",
+          [](const ImageCodecDecoder& self) {
+            auto [device, pinned] = self.memory();
+            py::dict out;
+            for (auto [name, counts] : {std::pair{"device", device}, std::pair{"pinned", pinned}})
+              out[name] = py::dict("blocks"_a = counts.blocks, "bytes"_a = counts.bytes, "reused"_a = counts.reused);
+            return out;
+          },
+          "The codecs' memory the decoder holds for reuse: {'device' | 'pinned': {'blocks', 'bytes', "
+          "'reused' (allocations served by a block given back before)}}");
   m.def("write_ppm", &write_ppm, "Writes uint8 HWC samples as plain PPM files, one path per sample", without_gil,
         "pool"_a, "src"_a, "shapes"_a, "offsets"_a, "paths"_a);
   m.def("jpeg_compression_distortion", &jpeg_compression_distortion,

@@ -533,6 +533,59 @@ def test_the_hardware_decoder_leaves_the_scratch_to_the_last_batchs_gather():
     decoder.close()
 
 
+def _whole_images(count: int):
+    """``count`` JPEGs of twelve sizes packed, their starts, lengths and shapes, their windows (each
+    whole image), the output offsets of those windows (uint8 HWC) and their total size."""
+    from PIL import Image
+    data = _jpegs(12)[:12]
+    picked = [data[k % 12] for k in range(count)]
+    shapes = np.array([np.asarray(Image.open(io.BytesIO(d.tobytes()))).shape for d in picked], np.int64)
+    lengths = np.array([len(d) for d in picked], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    windows = np.concatenate([np.zeros((count, 2), np.int64), shapes[:, :2]], 1)
+    sizes = np.prod(shapes, axis=1)
+    out_offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return np.concatenate(picked), starts, lengths, shapes, windows, out_offsets, int(sizes.sum())
+
+
+def test_the_hardware_decoder_is_not_held_by_the_gpus_other_work_once_its_memory_is_kept():
+    # nvJPEG's allocations come from memory the decoder keeps (codec_memory.h): batch after batch, of
+    # whatever size, a call takes no memory from the driver and frees none, which would wait for all
+    # the GPU's queued work (a training step beside a model). Here that work is a kernel spinning on
+    # another stream until the host lets it go.
+    import time
+    decoder = _hardware_decoder()
+    counts = [3, 12, 1, 24, 7, 48, 2]
+
+    def decode(count: int) -> tuple:
+        encoded, starts, lengths, shapes, windows, out_offsets, total = _whole_images(count)
+        out = cp.zeros(total, cp.uint8)
+        began = time.perf_counter()
+        decoded, _ = decoder.decode(encoded, starts, lengths, shapes, windows, False, out, out_offsets, None, True)
+        return bool(decoded.all()), time.perf_counter() - began, out
+
+    for count in counts:  # the memory for these batches, taken once
+        decode(count)
+    decoder.own.stream.synchronize()
+    kept = decoder.native.memory()
+    held, let_go = _held_stream()
+    try:
+        calls = [decode(count) for count in counts]
+    finally:
+        let_go()
+    assert all(ok for ok, _, _ in calls) and max(seconds for _, seconds, _ in calls) < 5, calls
+    memory = decoder.native.memory()
+    assert memory["device"]["blocks"] == kept["device"]["blocks"] > 0
+    assert memory["pinned"]["blocks"] == kept["pinned"]["blocks"]
+    assert memory["device"]["reused"] > kept["device"]["reused"]
+    decoder.own.stream.synchronize()
+    encoded, starts, lengths, _, windows, _, _ = _whole_images(48)
+    on_host = _windows_on_the_host(encoded, starts, lengths, windows)
+    diff = np.abs(calls[counts.index(48)][2].get().astype(int) - on_host)
+    assert diff.mean() < 1.0 and diff.max() <= 12
+    decoder.close()
+
+
 def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monkeypatch):
     # windows the host decodes beside the GPU (default hw_decoder_load) repeat each chroma sample
     # too, so the batch comes out as if the GPU had decoded all of it

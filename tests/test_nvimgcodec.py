@@ -107,6 +107,14 @@ def test_a_batch_decodes_into_the_given_rows_as_pillow_does(decoder):
         assert (out[:, w * 3:] == 1).all()  # nothing written past a row
 
 
+def test_a_cpu_only_decoder_keeps_no_codec_memory(decoder):
+    # a GPU decoder's codecs allocate from memory it keeps (test_gpu_operators.py); the host's, malloc
+    none = {"blocks": 0, "bytes": 0, "reused": 0}
+    assert decoder.memory() == {"device": none, "pinned": none}
+    assert _nvimgcodec.codec_memory() == dict.fromkeys(
+        ("device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)  # no GPU decoder open
+
+
 def test_a_sample_with_address_0_waits_for_a_later_call(decoder):
     datas = [_jpeg(12, 20), _jpeg(14, 9), _jpeg(7, 7)]
     encoded, starts, lengths = _pack(datas)

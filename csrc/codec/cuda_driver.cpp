@@ -28,6 +28,10 @@ const Driver& driver() {
     bind(lib, "cuDeviceGet", d.cuDeviceGet);
     bind(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
     bind(lib, "cuCtxGetStreamPriorityRange", d.cuCtxGetStreamPriorityRange);
+    bind(lib, "cuMemAlloc_v2", d.cuMemAlloc);
+    bind(lib, "cuMemFree_v2", d.cuMemFree);
+    bind(lib, "cuMemHostAlloc", d.cuMemHostAlloc);
+    bind(lib, "cuMemFreeHost", d.cuMemFreeHost);
     return d;
   }();
   return loaded;

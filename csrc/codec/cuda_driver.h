@@ -5,9 +5,9 @@
 
 namespace penstock::codec {
 
-// The few CUDA driver entry points for the work queued around a decoding and for the pipeline's own
-// launches and copies (stream_queue.h). Handles are the runtime API's: cudaStream_t and cudaEvent_t
-// are CUstream and CUevent.
+// The few CUDA driver entry points for the work queued around a decoding, for the pipeline's own
+// launches and copies (stream_queue.h) and for the codecs' memory (codec_memory.h). Handles are the
+// runtime API's: cudaStream_t and cudaEvent_t are CUstream and CUevent.
 struct Driver {
   int (*cuCtxGetCurrent)(void**);
   int (*cuStreamWaitEvent)(void*, void*, unsigned);
@@ -23,6 +23,10 @@ struct Driver {
   int (*cuDeviceGet)(int*, int);
   int (*cuDevicePrimaryCtxRetain)(void**, int);
   int (*cuCtxGetStreamPriorityRange)(int*, int*);
+  int (*cuMemAlloc)(unsigned long long*, size_t);
+  int (*cuMemFree)(unsigned long long);
+  int (*cuMemHostAlloc)(void**, size_t, unsigned);
+  int (*cuMemFreeHost)(void*);
 };
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).

@@ -14,6 +14,9 @@
 // the moment this one ends, instead of after Python code that would first have to get the GIL back
 // from the pipeline's threads.
 //
+// The codecs allocate through the decoder (codec_memory.h): nvJPEG's own allocations would be freed
+// with cudaFree, a wait for all the GPU's queued work (a training step beside a model).
+//
 // nvJPEG's hardware engines do not wait for the work queued on their stream before they write
 // (seen on H100s: torchcodec #1634): memory reused in stream order (an output block freed while
 // kernels queued before still read it, the scratch the last batch's gather reads) would be written
@@ -62,6 +65,20 @@ ImageCodecDecoder::ImageCodecDecoder(const std::string& library, const std::stri
     list.push_back(b);
   }
   ExecutionParams exec = make<ExecutionParams>(kExecutionParams);
+  if (!host_buffers_) {
+    device_memory_ = std::make_unique<CodecMemory>(CodecMemory::Kind::kDevice, device_id);
+    pinned_memory_ = std::make_unique<CodecMemory>(CodecMemory::Kind::kPinned, device_id);
+    device_allocator_ = make<Allocator>(kDeviceAllocator);
+    pinned_allocator_ = make<Allocator>(kPinnedAllocator);
+    for (auto [allocator, memory] : {std::pair{&device_allocator_, device_memory_.get()},
+                                     std::pair{&pinned_allocator_, pinned_memory_.get()}}) {
+      allocator->allocate = &CodecMemory::allocate;
+      allocator->free = &CodecMemory::give_back;
+      allocator->ctx = memory;
+    }
+    exec.device_allocator = &device_allocator_;
+    exec.pinned_allocator = &pinned_allocator_;
+  }
   exec.max_num_cpu_threads = cpu_threads;
   exec.device_id = device_id;
   exec.num_backends = int(list.size());
@@ -75,8 +92,13 @@ ImageCodecDecoder::ImageCodecDecoder(const std::string& library, const std::stri
 
 ImageCodecDecoder::~ImageCodecDecoder() {
   if (queued_) driver().cuEventDestroy(queued_);
-  api_.DecoderDestroy(decoder_);
+  api_.DecoderDestroy(decoder_);  // gives the codecs' memory back, then the members free it
   api_.InstanceDestroy(instance_);
+}
+
+std::pair<CodecMemory::Counts, CodecMemory::Counts> ImageCodecDecoder::memory() const {
+  if (!device_memory_) return {};
+  return {device_memory_->counts(), pinned_memory_->counts()};
 }
 
 std::unique_ptr<ParsedBatch> ImageCodecDecoder::parse(ArrayOf<uint8_t> encoded, I64Array starts, I64Array lengths,

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "codec/codec_memory.h"
 #include "codec/nvimgcodec_api.h"
 #include "engine/kernel.h"
 
@@ -84,6 +85,9 @@ class ImageCodecDecoder {
   std::tuple<ArrayOf<bool>, double> decode(const ParsedBatch& batch, ArrayOf<uint64_t> dst, I64Array pitches,
                                            uintptr_t cuda_stream, const AroundDecoding& around);
 
+  // The codecs' memory held: (device, pinned) counts; zeros for a CPU-only decoder.
+  std::pair<codec::CodecMemory::Counts, codec::CodecMemory::Counts> memory() const;
+
  private:
   double run(const ParsedBatch& batch, const uint64_t* out, const int64_t* pitch, void* stream,
              const AroundDecoding& around, bool* ok);
@@ -91,6 +95,9 @@ class ImageCodecDecoder {
   const codec::Api& api_;
   bool host_buffers_;
   bool hardware_ = false;  // nvJPEG's hardware engines among the backends
+  // the codecs' device and pinned memory (a GPU decoder's), kept for reuse: freed, it would wait for the GPU
+  std::unique_ptr<codec::CodecMemory> device_memory_, pinned_memory_;
+  codec::Allocator device_allocator_{}, pinned_allocator_{};
   codec::Handle instance_ = nullptr;
   codec::Handle decoder_ = nullptr;
   std::mutex decoding_;

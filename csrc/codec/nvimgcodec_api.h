@@ -11,7 +11,8 @@
 namespace penstock::codec {
 
 // structure types, enums and limits of the public header
-constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDecodeParams = 5, kRegion = 8, kCodeStreamView = 9;
+constexpr int kProperties = 1, kInstanceCreateInfo = 2, kDeviceAllocator = 3, kPinnedAllocator = 4;
+constexpr int kDecodeParams = 5, kRegion = 8, kCodeStreamView = 9;
 constexpr int kImageInfo = 11, kImagePlaneInfo = 12;
 constexpr int kBackend = 17, kBackendParams = 29, kExecutionParams = 30;
 constexpr int kBackendHwGpuOnly = 4;  // a backend's kind: nvJPEG's hardware engines
@@ -107,10 +108,19 @@ struct Backend {
   BackendParams params;
 };
 
+// nvimgcodecDeviceAllocator_t and nvimgcodecPinnedAllocator_t: the same layout, other names
+struct Allocator {
+  Header hdr;
+  int (*allocate)(void* ctx, void** ptr, size_t size, void* stream);
+  int (*free)(void* ctx, void* ptr, size_t size, void* stream);
+  void* ctx;
+  size_t padding;
+};
+
 struct ExecutionParams {
   Header hdr;
-  void* device_allocator;
-  void* pinned_allocator;
+  Allocator* device_allocator;
+  Allocator* pinned_allocator;
   int max_num_cpu_threads;
   void* executor;
   int device_id, pre_init, skip_pre_sync, num_backends;

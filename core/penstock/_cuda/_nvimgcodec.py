@@ -24,6 +24,7 @@ import importlib.util
 import os
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -138,6 +139,24 @@ def open_jpeg_decoder(device_id: int, cpu_threads: int, hw_load: float, adaptive
             raise without_engines from None
 
 
+_open_decoders: weakref.WeakSet = weakref.WeakSet()  # for codec_memory()
+
+
+def codec_memory() -> dict[str, int]:
+    """The memory nvImageCodec's codecs hold for reuse in this process's open GPU decoders, summed:
+    device and pinned blocks and bytes, and the allocations a block given back before served."""
+    total = dict.fromkeys(("device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)
+    for decoder in list(_open_decoders):
+        native = decoder.native
+        if native is None:
+            continue
+        for kind, counts in native.memory().items():
+            total[f"{kind}_blocks"] += counts["blocks"]
+            total[f"{kind}_bytes"] += counts["bytes"]
+            total["reused"] += counts["reused"]
+    return total
+
+
 class IdleClock:
     """The time a decoder went without a call's turn: from the end of one call's turn to the start of
     the next one's (the engines without work from this process, a wait for the stream included)."""
@@ -179,6 +198,7 @@ class DeviceDecoder:
         self._scratch_users = 0  # batches that may still queue work on the scratch
         self._scratch_change = threading.Condition()
         self.idle = IdleClock()
+        _open_decoders.add(self)
 
     def decode(self, encoded: np.ndarray, starts: np.ndarray, lengths: np.ndarray, shapes: np.ndarray,
                windows: np.ndarray, reverse: bool, out: Any, out_offsets: np.ndarray, ready: Any,
