@@ -166,6 +166,12 @@ constexpr auto sized(void (*)(ThreadPool&, Args...)) {
   return &sized_call<Kernel, Output, Args...>;
 }
 
+// A CodecMemory's counts as a dict
+py::dict memory_counts(const codec::CodecMemory::Counts& counts) {
+  return py::dict(py::arg("blocks") = counts.blocks, py::arg("bytes") = counts.bytes,
+                  py::arg("reused") = counts.reused);
+}
+
 }  // namespace
 }  // namespace penstock
 
@@ -600,6 +606,37 @@ PYBIND11_MODULE(_engine, m) {
       },
       "verify_jpegs run by `background`: a Pending of no arrays", "background"_a, "pool"_a, "data"_a, "shapes"_a,
       "offsets"_a);
+  py::class_<codec::CodecMemory>(m, "CodecMemory",
+                                 "Device or pinned memory for nvImageCodec's codecs, kept and reused once the work "
+                                 "queued before a block was given back has run (the GPU decoders' allocator)")
+      .def(py::init([](const std::string& kind, int device_id) {
+             if (kind != "device" && kind != "pinned")
+               throw std::invalid_argument("CodecMemory: kind is 'device' or 'pinned', not '" + kind + "'");
+             return std::make_unique<codec::CodecMemory>(
+                 kind == "device" ? codec::CodecMemory::Kind::kDevice : codec::CodecMemory::Kind::kPinned, device_id);
+           }),
+           "kind"_a, "device_id"_a)
+      .def(
+          "allocate",
+          [](codec::CodecMemory& self, size_t size, uintptr_t stream) {
+            void* ptr = nullptr;
+            int status = codec::CodecMemory::allocate(&self, &ptr, size, reinterpret_cast<void*>(stream));
+            if (status != 0) throw std::runtime_error("CodecMemory: allocating failed with status " +
+                                                      std::to_string(status));
+            return reinterpret_cast<uintptr_t>(ptr);
+          },
+          "size"_a, "stream"_a = 0, "An address (0 for size 0)")
+      .def(
+          "give_back",
+          [](codec::CodecMemory& self, uintptr_t ptr, uintptr_t stream) {
+            int status = codec::CodecMemory::give_back(&self, reinterpret_cast<void*>(ptr), 0,
+                                                       reinterpret_cast<void*>(stream));
+            if (status != 0) throw std::runtime_error("CodecMemory: giving back failed with status " +
+                                                      std::to_string(status));
+          },
+          "ptr"_a, "stream"_a = 0, "Gives a block back; it is reused once the stream's work queued until now has run")
+      .def("counts", [](const codec::CodecMemory& self) { return memory_counts(self.counts()); },
+           "{'blocks', 'bytes' held, 'reused' (allocations a block given back before served)}");
   py::class_<ParsedBatch>(m, "ImageCodecParsedBatch", "A batch's code streams, read ahead of decoding")
       .def("parsed", &ParsedBatch::parsed);
   py::class_<ImageCodecDecoder>(m, "ImageCodecDecoder",
@@ -637,10 +674,7 @@ PYBIND11_MODULE(_engine, m) {
           "memory",
           [](const ImageCodecDecoder& self) {
             auto [device, pinned] = self.memory();
-            py::dict out;
-            for (auto [name, counts] : {std::pair{"device", device}, std::pair{"pinned", pinned}})
-              out[name] = py::dict("blocks"_a = counts.blocks, "bytes"_a = counts.bytes, "reused"_a = counts.reused);
-            return out;
+            return py::dict("device"_a = memory_counts(device), "pinned"_a = memory_counts(pinned));
           },
           "The codecs' memory the decoder holds for reuse: {'device' | 'pinned': {'blocks', 'bytes', "
           "'reused' (allocations served by a block given back before)}}");

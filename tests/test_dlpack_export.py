@@ -3,9 +3,6 @@ shape, strides and type it names, and its owner kept until the consumer is done.
 and the CUDA views' releases against a stand-in for the driver; the CUDA views' stream ordering is
 tested with the GPU hand-off (tests/test_tensors_gpu.py)."""
 import gc
-import os
-import shutil
-import subprocess
 import sys
 import weakref
 
@@ -14,6 +11,8 @@ import pytest
 
 from penstock import _engine
 from penstock.tensors._device import _contiguous_strides, _dlpack_type
+
+from _fake_cuda_driver import run_on_fake_driver
 
 KDLCPU = 1
 
@@ -114,42 +113,6 @@ def test_contiguous_strides():
     assert _contiguous_strides((0, 3)) == (3, 1) and _contiguous_strides(()) == ()
 
 
-# A CUDA driver that records what the engine asks of it (loaded as libcuda.so.1 through
-# LD_LIBRARY_PATH, in a process of its own): events pass when the test says so.
-FAKE_DRIVER = r"""
-#include <cstddef>
-#include <cstdint>
-#include <vector>
-struct Event { bool recorded = false, passed = false; uintptr_t stream = 0; };
-static std::vector<Event*> events;
-static std::vector<uintptr_t> waits;  // the streams made to wait for an event
-static thread_local void* current = nullptr;
-extern "C" {
-int cuCtxGetCurrent(void** ctx) { *ctx = current; return 0; }
-int cuCtxSetCurrent(void* ctx) { current = ctx; return 0; }
-int cuDeviceGet(int* device, int ordinal) { *device = ordinal; return 0; }
-int cuDevicePrimaryCtxRetain(void** ctx, int device) { *ctx = reinterpret_cast<void*>(0x1000 + device); return 0; }
-int cuEventCreate(void** event, unsigned) { events.push_back(new Event); *event = events.back(); return 0; }
-int cuEventRecord(void* event, void* stream) {
-  auto* e = static_cast<Event*>(event);
-  e->recorded = true; e->passed = false; e->stream = reinterpret_cast<uintptr_t>(stream);
-  return 0;
-}
-int cuEventQuery(void* event) { return static_cast<Event*>(event)->passed ? 0 : 600; }
-int cuEventSynchronize(void* event) { static_cast<Event*>(event)->passed = true; return 0; }
-int cuEventDestroy_v2(void*) { return 0; }
-int cuStreamWaitEvent(void* stream, void*, unsigned) { waits.push_back(reinterpret_cast<uintptr_t>(stream)); return 0; }
-int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
-                   void**) { return 1; }
-int cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*) { return 1; }
-int cuCtxGetStreamPriorityRange(int*, int*) { return 1; }
-// for the test
-void pass_every_event() { for (Event* e : events) if (e->recorded) e->passed = true; }
-int waits_on(uintptr_t stream) { int n = 0; for (uintptr_t s : waits) n += s == stream; return n; }
-uintptr_t last_recorded_on() { return events.empty() ? ~uintptr_t(0) : events.back()->stream; }
-}
-"""
-
 RELEASES = r"""
 import ctypes, gc, weakref
 import numpy as np
@@ -203,11 +166,4 @@ def test_a_default_streams_release_holds_the_memory_until_its_work_passed(tmp_pa
     the model's queued steps); its owner (the memory, for the producer's pool) is kept until an
     event recorded on the consumer's stream at the release has passed, and let go by a later
     release or release_passed_owners. Checked against a recording stand-in for the CUDA driver."""
-    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
-    assert cxx, "a C++ compiler is needed (the engine is built with one)"
-    (tmp_path / "driver.cpp").write_text(FAKE_DRIVER)
-    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"),
-                    str(tmp_path / "driver.cpp")], check=True)
-    env = {**os.environ, "LD_LIBRARY_PATH": f"{tmp_path}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-    done = subprocess.run([sys.executable, "-c", RELEASES], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert run_on_fake_driver(tmp_path, RELEASES) == "ok"

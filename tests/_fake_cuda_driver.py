@@ -1,0 +1,69 @@
+"""A CUDA driver that records what the engine asks of it, for host tests of the engine's CUDA
+bookkeeping: built from source here and loaded as libcuda.so.1 (LD_LIBRARY_PATH) by a Python process
+of its own. Events pass when the test says so (pass_every_event); memory is the host's, and the
+driver counts what it gave and took back."""
+import os
+import shutil
+import subprocess
+import sys
+
+SOURCE = r"""
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+struct Event { bool recorded = false, passed = false; uintptr_t stream = 0; };
+static std::vector<Event*> events;
+static std::vector<uintptr_t> waits;  // the streams made to wait for an event
+static thread_local void* current = nullptr;
+static int allocations = 0, frees = 0;  // device and pinned memory alike
+extern "C" {
+int cuCtxGetCurrent(void** ctx) { *ctx = current; return 0; }
+int cuCtxSetCurrent(void* ctx) { current = ctx; return 0; }
+int cuDeviceGet(int* device, int ordinal) { *device = ordinal; return 0; }
+int cuDevicePrimaryCtxRetain(void** ctx, int device) { *ctx = reinterpret_cast<void*>(0x1000 + device); return 0; }
+int cuEventCreate(void** event, unsigned) { events.push_back(new Event); *event = events.back(); return 0; }
+int cuEventRecord(void* event, void* stream) {
+  auto* e = static_cast<Event*>(event);
+  e->recorded = true; e->passed = false; e->stream = reinterpret_cast<uintptr_t>(stream);
+  return 0;
+}
+int cuEventQuery(void* event) { return static_cast<Event*>(event)->passed ? 0 : 600; }
+int cuEventSynchronize(void* event) { static_cast<Event*>(event)->passed = true; return 0; }
+int cuEventDestroy_v2(void*) { return 0; }
+int cuStreamWaitEvent(void* stream, void*, unsigned) { waits.push_back(reinterpret_cast<uintptr_t>(stream)); return 0; }
+int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                   void**) { return 1; }
+int cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*) { return 1; }
+int cuCtxGetStreamPriorityRange(int*, int*) { return 1; }
+int cuMemAlloc_v2(unsigned long long* ptr, size_t size) {
+  ++allocations; *ptr = reinterpret_cast<unsigned long long>(std::malloc(size)); return 0;
+}
+int cuMemFree_v2(unsigned long long ptr) { ++frees; std::free(reinterpret_cast<void*>(ptr)); return 0; }
+int cuMemHostAlloc(void** ptr, size_t size, unsigned) { ++allocations; *ptr = std::malloc(size); return 0; }
+int cuMemFreeHost(void* ptr) { ++frees; std::free(ptr); return 0; }
+// for the test
+void pass_every_event() { for (Event* e : events) if (e->recorded) e->passed = true; }
+int waits_on(uintptr_t stream) { int n = 0; for (uintptr_t s : waits) n += s == stream; return n; }
+uintptr_t last_recorded_on() { return events.empty() ? ~uintptr_t(0) : events.back()->stream; }
+int driver_allocations() { return allocations; }
+int driver_frees() { return frees; }
+}
+"""
+
+
+def run_on_fake_driver(folder, script: str) -> str:
+    """Runs ``script`` in a Python process whose CUDA driver is the fake, built in ``folder``;
+    returns what it printed (an error if it failed). The script reaches the fake's test functions
+    through ``ctypes.CDLL("libcuda.so.1")``."""
+    cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
+    assert cxx, "a C++ compiler is needed (the engine is built with one)"
+    source = os.path.join(folder, "driver.cpp")
+    with open(source, "w") as f:
+        f.write(SOURCE)
+    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-o", os.path.join(folder, "libcuda.so.1"), source],
+                   check=True)
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{folder}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
