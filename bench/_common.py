@@ -470,8 +470,9 @@ def split_per_batch(before: dict, after: dict) -> dict:
     calls (gpu_idle_ms: beside a consumer that keeps up, the time it waits for the consumer; else
     what the pipeline left the engines without work), and the share of the batches split the lifted
     way (whole images on the host too) and, per batch of those, the same of each side (lifted); and
-    the memory nvImageCodec's codecs hold at the end (codec_memory: MB, and the blocks taken from the
-    driver in between: none once the decoders reuse theirs); empty when no batch was decoded here."""
+    the memory nvImageCodec's codecs hold at the end (codec_memory: the GPU decoders open, MB, and the
+    blocks taken from the driver in between: none once the decoders reuse theirs); empty when no batch
+    was decoded here."""
     batches = after.get("batches", 0) - before.get("batches", 0)
     if batches <= 0:
         return {}
@@ -490,6 +491,7 @@ def split_per_batch(before: dict, after: dict) -> dict:
         per_batch["lifted"] = sides("lifted_", lifted)
     if "codec_device_blocks" in after:
         per_batch["codec_memory"] = {
+            "decoders": after.get("codec_decoders", 0),
             "device_mb": round(after["codec_device_bytes"] / 2 ** 20, 1),
             "pinned_mb": round(after["codec_pinned_bytes"] / 2 ** 20, 1),
             "new_blocks": change.get("codec_device_blocks", 0) + change.get("codec_pinned_blocks", 0),

@@ -68,11 +68,11 @@ def test_the_decoders_split_is_per_batch_decoded_in_the_window():
     unlifted = {**after, "batches": 15, "gpu_samples": 1856}  # one more batch, split under the cap
     assert "lifted" not in split_per_batch(after, unlifted)
     assert split_per_batch(after, after) == {} and split_per_batch({}, {}) == {}  # none decoded here
-    memory = {"codec_device_blocks": 6, "codec_device_bytes": 48 << 20, "codec_pinned_blocks": 3,
+    memory = {"codec_decoders": 1, "codec_device_blocks": 6, "codec_device_bytes": 48 << 20, "codec_pinned_blocks": 3,
               "codec_pinned_bytes": 3 << 20, "codec_reused": 100}
     grown = {**memory, "codec_device_blocks": 7, "codec_device_bytes": 50 << 20, "codec_reused": 140}
     assert split_per_batch({**before, **memory}, {**after, **grown})["codec_memory"] == {
-        "device_mb": 50.0, "pinned_mb": 3.0, "new_blocks": 1, "reused_per_batch": 10.0}
+        "decoders": 1, "device_mb": 50.0, "pinned_mb": 3.0, "new_blocks": 1, "reused_per_batch": 10.0}
     assert split_counts("dali") == {} and set(split_counts("penstock:h12")) == set(before) | set(memory)
 
 

@@ -112,7 +112,7 @@ def test_a_cpu_only_decoder_keeps_no_codec_memory(decoder):
     none = {"blocks": 0, "bytes": 0, "reused": 0}
     assert decoder.memory() == {"device": none, "pinned": none}
     assert _nvimgcodec.codec_memory() == dict.fromkeys(
-        ("device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)  # no GPU decoder open
+        ("decoders", "device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)  # none open
 
 
 def test_a_sample_with_address_0_waits_for_a_later_call(decoder):

@@ -144,12 +144,14 @@ _open_decoders: weakref.WeakSet = weakref.WeakSet()  # for codec_memory()
 
 def codec_memory() -> dict[str, int]:
     """The memory nvImageCodec's codecs hold for reuse in this process's open GPU decoders, summed:
-    device and pinned blocks and bytes, and the allocations a block given back before served."""
-    total = dict.fromkeys(("device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)
+    device and pinned blocks and bytes, and the allocations a block given back before served; and
+    how many decoders are open."""
+    total = dict.fromkeys(("decoders", "device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)
     for decoder in list(_open_decoders):
         native = decoder.native
         if native is None:
             continue
+        total["decoders"] += 1
         for kind, counts in native.memory().items():
             total[f"{kind}_blocks"] += counts["blocks"]
             total[f"{kind}_bytes"] += counts["bytes"]
