@@ -208,12 +208,17 @@ def _outside_libc(frames: list[str]) -> int:
 
 def _spent_in(frames: list[str]) -> str | None:
     """Where one sample of a thread was (py-spy --native, outermost first): its innermost frame outside
-    the C library (so a wait shows what waited), a library's unnamed code by its library."""
+    the C library (so a wait shows what waited), a library's unnamed code by its library and its
+    innermost named caller (``(libcuda.so.1) under cuStreamSynchronize (libcuda.so.1)``: time in the
+    CUDA driver, and in which of its calls)."""
     if not frames:
         return None
     inner = _outside_libc(frames)
     library = _ADDRESS.match(frames[inner])
-    return f"({os.path.basename(library.group(1))})" if library else _function(frames[inner])[:_SITE_CHARS]
+    if not library:
+        return _function(frames[inner])[:_SITE_CHARS]
+    caller = next((f for f in reversed(frames[:inner]) if not _ADDRESS.match(f)), None)
+    return f"({os.path.basename(library.group(1))})" + (f" under {_function(caller)[:_SITE_CHARS]}" if caller else "")
 
 
 def _blocked_in(frames: list[str]) -> str | None:
@@ -226,12 +231,7 @@ def _blocked_in(frames: list[str]) -> str | None:
     if inner == len(frames) - 1:
         return None
     named = next((f.split(" (", 1)[0] for f in reversed(frames[inner + 1:]) if not _ADDRESS.match(f)), None)
-    site = f"{named or '(libc)'} in {_spent_in(frames[:inner + 1])}"
-    if _ADDRESS.match(frames[inner]):  # a library's unnamed code: under its innermost named caller
-        caller = next((f for f in reversed(frames[:inner]) if not _ADDRESS.match(f)), None)
-        if caller is not None:
-            site += f" under {_function(caller)[:_SITE_CHARS]}"
-    return site
+    return f"{named or '(libc)'} in {_spent_in(frames[:inner + 1])}"
 
 
 def spent_in(raw: str, ms_per_step: float, sites: int = 5) -> dict:

@@ -43,8 +43,9 @@ that queued its work, the copies by kind, and which host threads wait on the GPU
 how long, all per step (cuda_profile; bench/_cuda_timeline.py); with --gil-waits SECONDS, per
 thread, its ms a step waiting to take the GIL back and the functions it waited in (gil_waits: the
 training thread's are what the loader's Python costs it), and where its time went, a library's
-unnamed code by the library (spent_in: a decoder's host work in nvJPEG shows there), and which waits in the
-C library it sat in, under whose call (blocked_in: a lock of the CUDA driver's shows there); then per model
+unnamed code by the library and its innermost named caller (spent_in: a decoder's host work in nvJPEG
+shows there, time in the CUDA driver under the driver's call), and which waits in the C library it
+sat in, under whose call (blocked_in: a lock of the CUDA driver's shows there); then per model
 the issue's target (penstock at 80% of the ceiling on resnet18, 97% on resnet50). On the CPU
 (--device cpu) the numbers mean nothing: the run checks that every feed works.
 
