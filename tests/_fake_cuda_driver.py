@@ -1,7 +1,7 @@
 """A CUDA driver that records what the engine asks of it, for host tests of the engine's CUDA
 bookkeeping: built from source here and loaded as libcuda.so.1 (LD_LIBRARY_PATH) by a Python process
-of its own. Events pass when the test says so (pass_every_event); memory is the host's, and the
-driver counts what it gave and took back."""
+of its own. Events pass when the test says so (pass_every_event); memory is the host's, the driver
+counts what it gave and took back, and runs out past the limit the test sets (set_memory_limit)."""
 import os
 import shutil
 import subprocess
@@ -11,12 +11,21 @@ SOURCE = r"""
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <unordered_map>
 #include <vector>
 struct Event { bool recorded = false, passed = false; uintptr_t stream = 0; };
 static std::vector<Event*> events;
 static std::vector<uintptr_t> waits;  // the streams made to wait for an event
 static thread_local void* current = nullptr;
 static int allocations = 0, frees = 0;  // device and pinned memory alike
+static size_t live = 0, limit = ~size_t(0);  // bytes allocated and not freed; past the limit: out of memory
+static std::unordered_map<void*, size_t> sizes;
+static int take(void** ptr, size_t size) {
+  if (live + size > limit) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  ++allocations; live += size; *ptr = std::malloc(size); sizes[*ptr] = size;
+  return 0;
+}
+static void give(void* ptr) { ++frees; live -= sizes[ptr]; sizes.erase(ptr); std::free(ptr); }
 extern "C" {
 int cuCtxGetCurrent(void** ctx) { *ctx = current; return 0; }
 int cuCtxSetCurrent(void* ctx) { current = ctx; return 0; }
@@ -37,17 +46,18 @@ int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsi
 int cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*) { return 1; }
 int cuCtxGetStreamPriorityRange(int*, int*) { return 1; }
 int cuMemAlloc_v2(unsigned long long* ptr, size_t size) {
-  ++allocations; *ptr = reinterpret_cast<unsigned long long>(std::malloc(size)); return 0;
+  void* p = nullptr; int status = take(&p, size); *ptr = reinterpret_cast<unsigned long long>(p); return status;
 }
-int cuMemFree_v2(unsigned long long ptr) { ++frees; std::free(reinterpret_cast<void*>(ptr)); return 0; }
-int cuMemHostAlloc(void** ptr, size_t size, unsigned) { ++allocations; *ptr = std::malloc(size); return 0; }
-int cuMemFreeHost(void* ptr) { ++frees; std::free(ptr); return 0; }
+int cuMemFree_v2(unsigned long long ptr) { give(reinterpret_cast<void*>(ptr)); return 0; }
+int cuMemHostAlloc(void** ptr, size_t size, unsigned) { return take(ptr, size); }
+int cuMemFreeHost(void* ptr) { give(ptr); return 0; }
 // for the test
 void pass_every_event() { for (Event* e : events) if (e->recorded) e->passed = true; }
 int waits_on(uintptr_t stream) { int n = 0; for (uintptr_t s : waits) n += s == stream; return n; }
 uintptr_t last_recorded_on() { return events.empty() ? ~uintptr_t(0) : events.back()->stream; }
 int driver_allocations() { return allocations; }
 int driver_frees() { return frees; }
+void set_memory_limit(size_t bytes) { limit = bytes; }
 }
 """
 

@@ -2,20 +2,11 @@
 #include "codec/codec_memory.h"
 
 #include "codec/cuda_driver.h"
+#include "engine/buffer_pool.h"
 
 namespace penstock::codec {
 
 namespace {
-
-// A block's size: powers of two up to 1 MiB, then multiples of 2 MiB; a block serves requests
-// from half its size, so the sizes nvJPEG asks for batch after batch find one.
-size_t rounded(size_t size) {
-  constexpr size_t kLeast = 512, kPowersUpTo = size_t(1) << 20, kGranule = size_t(2) << 20;
-  if (size > kPowersUpTo) return (size + kGranule - 1) / kGranule * kGranule;
-  size_t capacity = kLeast;
-  while (capacity < size) capacity <<= 1;
-  return capacity;
-}
 
 constexpr int kFailed = 1;  // what the allocator entry points return for an error of their own
 
@@ -41,10 +32,11 @@ void CodecMemory::driver_free(void* ptr) const {
 int CodecMemory::take(void** ptr, size_t size) {
   *ptr = nullptr;
   if (size == 0) return 0;
-  const size_t need = rounded(size);
+  const size_t need = BufferPool::size_class(size);
   const Driver& cuda = driver();
   CurrentDevice current(device_id_);  // the codecs' threads and the pipeline's: the device's primary context
   std::lock_guard<std::mutex> lock(mutex_);
+  // a block serves requests from half its size: the sizes nvJPEG asks for batch after batch find one
   for (auto it = free_.lower_bound(need); it != free_.end() && it->first <= 2 * need; ++it) {
     Block& block = blocks_.at(it->second);
     if (block.event && cuda.cuEventQuery(block.event) != 0) continue;  // queued work still uses it
