@@ -115,6 +115,30 @@ def test_a_cpu_only_decoder_keeps_no_codec_memory(decoder):
         ("decoders", "device_blocks", "device_bytes", "pinned_blocks", "pinned_bytes", "reused"), 0)  # none open
 
 
+def test_codec_memory_sums_the_open_gpu_decoders(monkeypatch):
+    # on stand-ins for the device context and the native decoder: what the benchmarks read
+    import contextlib
+    import types
+
+    class Native:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def memory(self):
+            return {"device": {"blocks": 2 * self.scale, "bytes": 2048 * self.scale, "reused": 8 * self.scale},
+                    "pinned": {"blocks": self.scale, "bytes": 512 * self.scale, "reused": self.scale}}
+    natives = iter([Native(1), Native(10), Native(100)])
+    monkeypatch.setattr(_nvimgcodec, "DeviceContext", lambda device_id: types.SimpleNamespace())
+    monkeypatch.setattr(_nvimgcodec, "open_jpeg_decoder", lambda *args: next(natives))
+    ctx = types.SimpleNamespace(device_id=0, device=contextlib.nullcontext())
+    decoders = [_nvimgcodec.DeviceDecoder(ctx, "", 2, 1.0, True) for _ in range(3)]
+    decoders[2].native = None  # closed
+    assert _nvimgcodec.codec_memory() == {"decoders": 2, "device_blocks": 22, "device_bytes": 22528,
+                                          "pinned_blocks": 11, "pinned_bytes": 5632, "reused": 99}
+    del decoders
+    assert _nvimgcodec.codec_memory()["decoders"] == 0  # gone with them
+
+
 def test_a_sample_with_address_0_waits_for_a_later_call(decoder):
     datas = [_jpeg(12, 20), _jpeg(14, 9), _jpeg(7, 7)]
     encoded, starts, lengths = _pack(datas)
