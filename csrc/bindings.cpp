@@ -229,9 +229,10 @@ PYBIND11_MODULE(_engine, m) {
 
   // shared: a task in the background (Background) keeps the pool it decodes with
   py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool")
-      .def(py::init<int, const std::string&>(), "num_threads"_a, "name"_a = "",
+      .def(py::init<int, const std::string&, int>(), "num_threads"_a, "name"_a = "", "niceness"_a = 0,
            "`num_threads`-way parallelism: the calling thread and num_threads - 1 workers, named `name` as the "
-           "OS shows them (at most 15 characters kept) when given")
+           "OS shows them (at most 15 characters kept) when given, their CPU priority `niceness` steps lower "
+           "(Linux's nice scale) when above 0")
       .def_property_readonly("num_threads", &ThreadPool::num_threads);
   static py::exception<SampleError> sample_error(m, "SampleError", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -563,7 +564,9 @@ PYBIND11_MODULE(_engine, m) {
       .def_property_readonly("seconds", &Pending::seconds, "How long the call ran (0 until it finished)");
   py::class_<Background, std::shared_ptr<Background>>(
       m, "Background", "A native thread running engine calls in submission order, without the GIL")
-      .def(py::init<const std::string&>(), "name"_a)
+      .def(py::init<const std::string&, int>(), "name"_a, "niceness"_a = 0,
+           "The thread named `name` as the OS shows it, its CPU priority `niceness` steps lower (Linux's nice "
+           "scale) when above 0")
       .def("close", &Background::close, without_gil, "Runs the calls already submitted, then ends the thread");
   m.def(
       "decode_images_later",

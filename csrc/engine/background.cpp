@@ -1,5 +1,7 @@
 #include "engine/background.h"
 
+#include "engine/thread_priority.h"
+
 #include <pthread.h>
 
 #include <chrono>
@@ -61,6 +63,7 @@ struct Background::Queue {
   std::condition_variable work;
   std::deque<std::pair<std::function<ArrayTuple()>, std::shared_ptr<Pending>>> tasks;
   bool stop = false;
+  bool started = false;  // the thread runs, at its priority
   std::thread thread;
   std::mutex joining;  // close() from two threads at once joins once
 
@@ -89,9 +92,20 @@ struct Background::Queue {
   }
 };
 
-Background::Background(const std::string& name) : queue_(std::make_unique<Queue>()) {
-  queue_->thread = std::thread([q = queue_.get()] { q->run(); });
+Background::Background(const std::string& name, int niceness) : queue_(std::make_unique<Queue>()) {
+  queue_->thread = std::thread([q = queue_.get(), niceness] {
+    lower_calling_thread_priority(niceness);
+    {
+      std::lock_guard<std::mutex> lock(q->mutex);
+      q->started = true;
+    }
+    q->work.notify_all();
+    q->run();
+  });
   pthread_setname_np(queue_->thread.native_handle(), name.substr(0, 15).c_str());  // the OS's limit
+  // the thread at its priority before the first task
+  std::unique_lock<std::mutex> lock(queue_->mutex);
+  queue_->work.wait(lock, [q = queue_.get()] { return q->started; });
 }
 
 Background::~Background() { close(); }

@@ -34,12 +34,13 @@ class Pending {
   std::unique_ptr<State> state_;
 };
 
-// One native thread (named `name`, as the OS shows it) running tasks in submission order. Closing
-// (or destroying) it runs the tasks already submitted, then joins the thread; closing again, from
-// any thread, does nothing more.
+// One native thread (named `name`, as the OS shows it; of a priority `niceness` steps lower when
+// above 0, engine/thread_priority.h) running tasks in submission order. Closing (or destroying) it
+// runs the tasks already submitted, then joins the thread; closing again, from any thread, does
+// nothing more.
 class Background {
  public:
-  explicit Background(const std::string& name);
+  explicit Background(const std::string& name, int niceness = 0);
   ~Background();
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;

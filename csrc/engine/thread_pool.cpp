@@ -1,5 +1,7 @@
 #include "engine/thread_pool.h"
 
+#include "engine/thread_priority.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -21,6 +23,7 @@ struct ThreadPool::Workers {
   int64_t job_size = 0;
   std::atomic<int64_t> next{0};
   int active = 0;
+  int started = 0;  // workers running, at their priority
   uint64_t generation = 0;
   bool stop = false;
   std::exception_ptr error;
@@ -62,12 +65,23 @@ struct ThreadPool::Workers {
   }
 };
 
-ThreadPool::ThreadPool(int num_threads, const std::string& name)
+ThreadPool::ThreadPool(int num_threads, const std::string& name, int niceness)
     : num_threads_(std::max(1, num_threads)), workers_(new Workers) {
   for (int i = 1; i < num_threads_; ++i) {
-    workers_->threads.emplace_back([w = workers_.get()] { w->worker_loop(); });
+    workers_->threads.emplace_back([w = workers_.get(), niceness] {
+      lower_calling_thread_priority(niceness);
+      {
+        std::lock_guard<std::mutex> lock(w->mutex);
+        ++w->started;
+      }
+      w->done_cv.notify_all();
+      w->worker_loop();
+    });
     if (!name.empty()) pthread_setname_np(workers_->threads.back().native_handle(), name.substr(0, 15).c_str());
   }
+  // every worker at its priority before the pool is used
+  std::unique_lock<std::mutex> lock(workers_->mutex);
+  workers_->done_cv.wait(lock, [&] { return workers_->started == num_threads_ - 1; });
 }
 
 ThreadPool::~ThreadPool() {

@@ -12,8 +12,9 @@ namespace penstock {
 class ThreadPool {
  public:
   // Workers named `name` as the OS shows them (top, py-spy, /proc), when given: a pool's CPU time
-  // then shows apart from its process's other threads.
-  explicit ThreadPool(int num_threads, const std::string& name = {});
+  // then shows apart from its process's other threads. Workers of a `niceness` above 0 run at a
+  // priority that much lower (engine/thread_priority.h); the calling thread keeps its own.
+  explicit ThreadPool(int num_threads, const std::string& name = {}, int niceness = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

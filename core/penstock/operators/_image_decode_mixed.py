@@ -45,6 +45,7 @@ import numpy as np
 
 from .. import _engine
 from .._batch import sample_positions, zero_rows
+from .._environment import non_negative
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
@@ -58,6 +59,8 @@ PROCESSES_AFTER_BATCHES = 16  # decoder processes start after this many batches 
 # ~20k of them per second.
 _HOST_RATE_PER_THREAD = 30e6
 _GPU_RATE_PER_DECODER = 2e9
+NICENESS_ENV = "PENSTOCK_HOST_DECODE_NICENESS"
+NICENESS_DEFAULT = 10
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 # every mixed decoder's batches in this process so far (split_counts)
@@ -176,9 +179,11 @@ class MixedDecoder:
         self._share: HostShare | None = None  # the host's share of the JPEGs (default hw_decoder_load)
         self._host_pool: Any = None  # the host side's threads beside the GPU decoders
         # the host's side of a batch on native threads (no Python thread wakes up for them): its share
-        # of the decoding, and beside it the read-through of the GPU's JPEGs (_check_jpegs)
-        self._host = _engine.Background("penstock-host")
-        self._checks = _engine.Background("penstock-check")
+        # of the decoding, and beside it the read-through of the GPU's JPEGs (_check_jpegs); below the
+        # training loop's priority (host_niceness)
+        self._niceness = host_niceness()
+        self._host = _engine.Background("penstock-host", self._niceness)
+        self._checks = _engine.Background("penstock-check", self._niceness)
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode")
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
@@ -244,7 +249,7 @@ class MixedDecoder:
                 ws.kernels.load_gather(self._out_dtype())
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(threads)
-                self._host_pool = _engine.ThreadPool(host_threads, "penstock-hdec")
+                self._host_pool = _engine.ThreadPool(host_threads, "penstock-hdec", self._niceness)
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
                                             _GPU_RATE_PER_DECODER * len(self.decoders), probe=host_threads)
@@ -525,6 +530,16 @@ def _decoder_thread_budget(num_threads: int) -> int:
     per rank (and, beside nvJPEG's CUDA decoder, 64 of nvImageCodec's), 448 over 64 cores beside the
     pipelines' own; the single-GPU measurements below were made with 16 cores."""
     return min(num_threads, host_cores())
+
+
+def host_niceness() -> int:
+    """How many steps of the OS's nice scale (Linux's, 0-19) the host side's decoding threads run below
+    the process's others: ``PENSTOCK_HOST_DECODE_NICENESS``, default NICENESS_DEFAULT. Beside a model
+    training on the GPU, the training loop's thread launches the model's kernels, and every
+    millisecond it waits for a core the GPU may idle; the host side decodes in bursts on most of the
+    host's cores. Lowered, those threads take the cores the loop leaves and still every core while it
+    waits (the pipeline alone runs as fast)."""
+    return non_negative(NICENESS_ENV, NICENESS_DEFAULT, "a niceness of 0-19 (0: the process's priority)")
 
 
 def _codec_threads(num_threads: int, engines_alone: bool) -> int:

@@ -1,0 +1,67 @@
+"""Native threads of a lowered CPU priority (engine/thread_priority.h): the mixed decoder's host side
+takes the cores a training loop leaves. Linux gives each thread a niceness of its own, read here from
+/proc."""
+import os
+import sys
+import time
+
+import pytest
+
+from penstock import _engine
+from penstock.operators import _image_decode_mixed
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads have priorities of their own on Linux")
+
+
+def _niceness_by_name(name: str, count: int) -> list[int]:
+    """The niceness of each of this process's threads named ``name``, once ``count`` of them run
+    (a new thread lowers its own priority as it starts)."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = []
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    stat = f.read()
+            except FileNotFoundError:  # a thread that ended meanwhile
+                continue
+            comm, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            if comm == name:
+                found.append(int(fields[16]))  # the stat's 19th field
+        if len(found) >= count or time.monotonic() > deadline:
+            return sorted(found)
+        time.sleep(0.01)
+
+
+def test_a_pools_workers_run_that_much_lower_and_the_caller_keeps_its_priority():
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    pool = _engine.ThreadPool(4, "pst-nice-pool", niceness=5)
+    assert _niceness_by_name("pst-nice-pool", 3) == [min(19, own + 5)] * 3
+    assert os.getpriority(os.PRIO_PROCESS, 0) == own
+    del pool
+
+
+def test_a_pool_of_no_niceness_runs_at_the_process_priority_and_the_scale_ends_at_19():
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    plain, lowest = _engine.ThreadPool(3, "pst-plain-pool"), _engine.ThreadPool(3, "pst-low-pool", niceness=40)
+    assert _niceness_by_name("pst-plain-pool", 2) == [own] * 2
+    assert _niceness_by_name("pst-low-pool", 2) == [19] * 2
+    del plain, lowest
+
+
+def test_a_background_thread_runs_that_much_lower():
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    background = _engine.Background("pst-nice-bg", niceness=3)
+    assert _niceness_by_name("pst-nice-bg", 1) == [min(19, own + 3)]
+    background.close()
+
+
+def test_the_mixed_decoders_host_side_niceness_comes_from_its_variable(monkeypatch):
+    monkeypatch.delenv(_image_decode_mixed.NICENESS_ENV, raising=False)
+    assert _image_decode_mixed.host_niceness() == _image_decode_mixed.NICENESS_DEFAULT == 10
+    monkeypatch.setenv(_image_decode_mixed.NICENESS_ENV, "0")
+    assert _image_decode_mixed.host_niceness() == 0
+    for bad in ("-1", "low"):
+        monkeypatch.setenv(_image_decode_mixed.NICENESS_ENV, bad)
+        with pytest.raises(ValueError, match=f"{_image_decode_mixed.NICENESS_ENV}='{bad}': expected a niceness"):
+            _image_decode_mixed.host_niceness()
