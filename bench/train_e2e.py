@@ -67,6 +67,7 @@ of every round like the other feeds.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -404,6 +405,9 @@ def main() -> None:
                                 own_path(feed, env))
         finally:
             peak = memory.stop_mb() if memory else None
+        # each run's line as it ends, on stderr: a run cut short by its time limit still tells
+        print(json.dumps({"run": f"{model} {feed}", "img_per_s": result.get("img_per_s"), "peak_gpu_mb": peak}),
+              file=sys.stderr, flush=True)
         return {**result, "peak_gpu_mb": peak}
     runs = alternating_rounds(args.rounds, [(m, f) for m in models for f in feeds], run)
     cores = os.cpu_count()
