@@ -58,9 +58,9 @@ def test_a_background_thread_runs_that_much_lower():
 
 def test_the_mixed_decoders_host_side_niceness_comes_from_its_variable(monkeypatch):
     monkeypatch.delenv(_image_decode_mixed.NICENESS_ENV, raising=False)
-    assert _image_decode_mixed.host_niceness() == _image_decode_mixed.NICENESS_DEFAULT == 10
-    monkeypatch.setenv(_image_decode_mixed.NICENESS_ENV, "0")
     assert _image_decode_mixed.host_niceness() == 0
+    monkeypatch.setenv(_image_decode_mixed.NICENESS_ENV, "10")
+    assert _image_decode_mixed.host_niceness() == 10
     for bad in ("-1", "low"):
         monkeypatch.setenv(_image_decode_mixed.NICENESS_ENV, bad)
         with pytest.raises(ValueError, match=f"{_image_decode_mixed.NICENESS_ENV}='{bad}': expected a niceness"):
