@@ -13,35 +13,36 @@ shared with training).
 
 Only windows that spare the host at least half of a whole image's work qualify (the capped split),
 unless the split over all samples (the cap lifted) was measured to give the pipeline its batches
-sooner. The rates cannot tell: the host's decoding slows the GPU side down, which they leave out. On an H100 (16 host
-cores, 2026-12-05, gates on the rates' predicted gain: a fifth of the batch's time to lift the cap, a
-tenth to keep it lifted), the validation pipeline alone ran at 23.4k img/s with the cap down and at
-16.9k with it lifted: whole images on the host took the GPU side from 12.4 to 13.6-14.6 ms a batch
-for a smaller part of it. Beside a training ResNet-18 the same gates left the cap down in 20-62% of
-the batches in the slowest rounds (9.7-10.0k img/s, the GPU side 19.1-20.4 ms a batch) and in 5-16%
-in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at first) is measured as it
-runs, the other is tried for a few batches now and then (fewer when it falls far behind: whole
-high-res photographs on the host took 3.5 times as long a batch), and the one whose batches cost the
-pipeline less time stays: tried again soon after a change, and ever less often, up to
-every _LAST_TRIAL_EVERY batches, while the way in force keeps winning (much less often after a trial
-that took twice the time). A batch's cost is the interval until the pipeline asks for the next,
-not the decoder's own time for it: that interval is the pipeline's period, its slowest stage's or,
-beside a training model, the training step's, which the host's decoding lengthens. (On an H100,
-2026-12-06, beside ResNet-18 the way measured by the decoder's time lifted the cap in 96-98% of the
-batches; the batches came on time, while the model's own phases took 17.8 ms a step against 14.1
-alone, and it trained at 0.742 of its speed alone against 0.800 when the cap lifted in 68%.) Under the cap the host decodes no whole image, so at a trial its rate may
-be a guess: a split past the cap then gives it only a probe, one image a thread, and its measured
-rate sizes the trial's later batches. (On an H100, 2026-12-06, high-res validation alone ran at
-942-1,136 img/s with trials split by the guess, which gave the host ~64 whole photographs a batch and
-took both sides 4-6 times a batch's time, against 1,924 with no trials and 1,760-1,867 with the probe,
-which measured the host at 63-76 MB/s against the guess of 360.) Earlier, on an H200 (ResNet-50
-pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
-19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
-side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
-while 13 host cores idled, and whole images on the host fed it at 0.983-0.987 of its ceiling against
-0.946. The training pipeline's random crops ran at 22.0k with the default split, against 21.2k with
-hw_decoder_load=1.0 (the hardware engines alone, no host share) in the same run, and 19.4k against
-22.5k in another with DALI's best setting, hw_decoder_load=0.9.
+sooner. The rates cannot tell: the host's decoding slows the GPU side down, which they leave out. On
+an H100 (16 host cores, 2026-12-05, gates on the rates' predicted gain: a fifth of the batch's time
+to lift the cap, a tenth to keep it lifted), the validation pipeline alone ran at 23.4k img/s with
+the cap down and at 16.9k with it lifted: whole images on the host took the GPU side from 12.4 to
+13.6-14.6 ms a batch for a smaller part of it. Beside a training ResNet-18 the same gates left the
+cap down in 20-62% of the batches in the slowest rounds (9.7-10.0k img/s, the GPU side 19.1-20.4 ms
+a batch) and in 5-16% in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at
+first) is measured as it runs, the other is tried for a few batches now and then (fewer when it
+falls far behind: whole high-res photographs on the host took 3.5 times as long a batch), and the
+one whose batches cost the pipeline less time stays: tried again soon after a change, and ever less
+often, up to every _LAST_TRIAL_EVERY batches, while the way in force keeps winning (much less often
+after a trial that took twice the time). A batch's cost is the interval until the pipeline asks for
+the next, not the decoder's own time for it: that interval is the pipeline's period, its slowest
+stage's or, beside a training model, the training step's, which the host's decoding lengthens. (On
+an H100, 2026-12-06, beside ResNet-18 the way measured by the decoder's time lifted the cap in
+96-98% of the batches; the batches came on time, while the model's own phases took 17.8 ms a step
+against 14.1 alone, and it trained at 0.742 of its speed alone against 0.800 when the cap lifted in
+68%.) Under the cap the host decodes no whole image, so at a trial its rate may be a guess: a split
+past the cap then gives it only a probe, one image a thread, and its measured rate sizes the trial's
+later batches. (On an H100, 2026-12-06, high-res validation alone ran at 942-1,136 img/s with trials
+split by the guess, which gave the host ~64 whole photographs a batch and took both sides 4-6 times
+a batch's time, against 1,924 with no trials and 1,760-1,867 with the probe, which measured the host
+at 63-76 MB/s against the guess of 360.) Earlier, on an H200 (ResNet-50 pipelines, 16 host cores):
+with whole images always allowed, the validation pipeline alone fell from 19.9k to 17.5k img/s with
+4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU side slowed to 350 MB/s (51
+ms a batch for 84% of the JPEGs, the model's kernels on the same SMs) while 13 host cores idled, and
+whole images on the host fed it at 0.983-0.987 of its ceiling against 0.946. The training pipeline's
+random crops ran at 22.0k with the default split, against 21.2k with hw_decoder_load=1.0 (the
+hardware engines alone, no host share) in the same run, and 19.4k against 22.5k in another with
+DALI's best setting, hw_decoder_load=0.9.
 """
 from __future__ import annotations
 
@@ -175,7 +176,7 @@ class HostShare:
             if self._trying:
                 self._trial_split += 1
                 counts = "trial" if not probing and self._trial_split > _TRIAL_LAG else None
-                if self._trial_split > 4 * _TRIAL_BATCHES:  # its batches were never counted (probes): no change
+                if self._trial_split > 4 * _TRIAL_BATCHES:  # never counted (all probes): no change
                     self._end_trial(change=False)
                     counts = None
             else:
