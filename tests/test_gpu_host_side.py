@@ -211,8 +211,7 @@ def test_the_engines_threads_end_with_the_pipeline(monkeypatch, kernels, photos)
 class _HostCodec:
     """nvImageCodec stood in for by the host's decoder: each sample's window decoded (tolerating
     corrupt data, as nvImageCodec does) and written into the output batch, host memory here; each
-    batch taking ``seconds_per_byte`` of its bytes (the rest of it slept out), and reported so.
-    ``decoded`` lists each call's count."""
+    batch reported as taking ``seconds_per_byte`` of its bytes. ``decoded`` lists each call's count."""
 
     usable = True
     seconds_per_byte = 0.0
@@ -237,11 +236,9 @@ class _HostCodec:
             out[out_offsets[k]:out_offsets[k] + volume] = buf[offsets[k]:offsets[k] + volume]
         self.decoded.append(len(starts))
         self.decoded_bytes += float(lengths.sum())
-        seconds = float(lengths.sum()) * self.seconds_per_byte
-        time.sleep(max(0.0, began + seconds - time.perf_counter()))
         ended = time.perf_counter()
         self.idle.turn(ended, ended - began)
-        return np.ones(len(starts), bool), seconds
+        return np.ones(len(starts), bool), float(lengths.sum()) * self.seconds_per_byte
 
     def close(self):
         pass
@@ -284,7 +281,7 @@ def test_the_gpu_side_writes_a_batch_after_the_event_its_block_came_with(monkeyp
     assert {id(e) for e in waited_for} <= {id(e) for e in arena.written_after}
 
 
-@pytest.mark.parametrize("gpu_rate,gpu_keeps_most", [(2e9, True), (1e6, False)])
+@pytest.mark.parametrize("gpu_rate,gpu_keeps_most", [(2e9, True), (1e5, False)])
 def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypatch, kernels, photos, gpu_rate,
                                                                         gpu_keeps_most):
     """The mixed decoder's two sides in a whole pipeline, its GPU side a stand-in: as fast as an
@@ -312,7 +309,7 @@ def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypa
         assert len(decoded) <= split._FIRST_TRIAL + 3 and len(decoded) == before_the_last
 
 
-@pytest.mark.parametrize("seconds_per_byte", [5e-10, 1e-6])
+@pytest.mark.parametrize("seconds_per_byte", [5e-10, 1e-5])
 def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels, photos, seconds_per_byte):
     """``split_counts`` (what train_e2e reports of the split): every batch decoded is counted once,
     each of its samples on the side that decoded it, each side with its measured seconds: the GPU
@@ -338,12 +335,12 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     assert 0 <= counts["lifted_host_seconds"] <= counts["host_seconds"]
     assert counts["gpu_seconds"] == pytest.approx(seconds_per_byte * codec.decoded_bytes)
     assert 0 < counts["gpu_idle_seconds"] < took  # between the stand-in's calls (none while the host had all)
-    assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-7)
-    if seconds_per_byte > 1e-7:  # the lifted way: the first trial's batches, then the way in force
+    assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)
+    if seconds_per_byte > 1e-6:  # the lifted way: the first trial's batches, then the way in force
         assert counts["lifted_batches"] > split._TRIAL_BATCHES
-    else:  # the trial's batches: either way the host takes none, so whether the trial ends early
-        # (behind), runs through or wins is the pipeline's noise
-        assert counts["lifted_batches"] >= split._TRIAL_LAG + split._LEAST_BEHIND
+    else:  # the trial's batches only, one more for each of its batches after the first split as a probe (the
+        # host's rate not yet measured: up to two, as threads run)
+        assert split._TRIAL_BATCHES <= counts["lifted_batches"] <= split._TRIAL_BATCHES + 2
 
 
 def test_the_host_parts_gather_is_ready_before_the_host_takes_a_share(monkeypatch, kernels, photos):

@@ -182,9 +182,9 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     assert after[0] == before
     assert share.rates["gpu"] == lengths[gpu_idx].sum() / 0.25
     assert share.rates["host"] != before["host"]
-    # the choice of way takes none of the sides' times: it times the intervals between the batches
-    # asked for (its ``choose``), what they cost the pipeline
-    assert share.pace() is None
+    # the slower side's time (the GPU side's 0.25 s over the host's few small JPEGs) to the choice of
+    # way, for the batch's bytes; the first batch is the set-up's
+    assert share.pace() == 0.25 / lengths.sum()
 
 
 def _device_that_stages(short=False):

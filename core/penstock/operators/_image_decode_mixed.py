@@ -8,7 +8,7 @@ gets the CUDA decoder). Other formats, and anything nvImageCodec cannot decode, 
 decoder (region-of-interest decoding too) on threads of its own, at the same time. With the default
 ``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
 of a whole image's work (random crops), sized from both sides' measured rates so that they finish
-together, and of whole images too while that was measured to give the pipeline its batches sooner
+together, and of whole images too while that was measured to decode batches sooner
 (``_image_decode_split``): beside a training model the GPU side is slowed down, and the host has
 cores to spare.
 
@@ -366,8 +366,8 @@ class MixedDecoder:
         decoders write their samples (``gpu_idx``, split between them by bytes) into ``out``.
         Returns the samples the GPU failed on, and ``host``: per host part, its samples and their
         pixels (``upload(buf, shapes, staged)`` of them when given), shapes and offsets. Each side's time
-        goes to the host share's rates; ``lifting`` (the way the batch was split) to the split's
-        counts."""
+        goes to the host share's rates, and the slower side's, for a batch split the way
+        ``lifting``, to its choice of way."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
         # about half a host decode, a later one a hash), beside its own share; a corrupt one is the
@@ -392,6 +392,8 @@ class MixedDecoder:
             host.append(part)
         idle = self.decoders[0].idle.take() if len(gpu_idx) else 0.0
         _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), idle)
+        if self._share is not None and lifting is not None:
+            self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
             reading()
         if len(failed):

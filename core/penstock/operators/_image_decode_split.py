@@ -12,45 +12,37 @@ earlier batches; the measurements keep adjusting the split (host cores busy with
 shared with training).
 
 Only windows that spare the host at least half of a whole image's work qualify (the capped split),
-unless the split over all samples (the cap lifted) was measured to give the pipeline its batches
-sooner. The rates cannot tell: the host's decoding slows the GPU side down, which they leave out. On
-an H100 (16 host cores, 2026-12-05, gates on the rates' predicted gain: a fifth of the batch's time
-to lift the cap, a tenth to keep it lifted), the validation pipeline alone ran at 23.4k img/s with
-the cap down and at 16.9k with it lifted: whole images on the host took the GPU side from 12.4 to
-13.6-14.6 ms a batch for a smaller part of it. Beside a training ResNet-18 the same gates left the
-cap down in 20-62% of the batches in the slowest rounds (9.7-10.0k img/s, the GPU side 19.1-20.4 ms
-a batch) and in 5-16% in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at
-first) is measured as it runs, the other is tried for a few batches now and then (fewer when it
-falls far behind: whole high-res photographs on the host took 3.5 times as long a batch), and the
-one whose batches cost the pipeline less time stays: tried again soon after a change, and ever less
-often, up to every _LAST_TRIAL_EVERY batches, while the way in force keeps winning (much less often
-after a trial that took twice the time). A batch's cost is the interval until the pipeline asks for
-the next, not the decoder's own time for it: that interval is the pipeline's period, its slowest
-stage's or, beside a training model, the training step's, which the host's decoding lengthens. (On
-an H100, 2026-12-06, beside ResNet-18 the way measured by the decoder's time lifted the cap in
-96-98% of the batches; the batches came on time, while the model's own phases took 17.8 ms a step
-against 14.1 alone, and it trained at 0.742 of its speed alone against 0.800 when the cap lifted in
-68%.) Under the cap the host decodes no whole image, so at a trial its rate may be a guess: a split
-past the cap then gives it only a probe, one image a thread, and its measured rate sizes the trial's
-later batches. (On an H100, 2026-12-06, high-res validation alone ran at 942-1,136 img/s with trials
-split by the guess, which gave the host ~64 whole photographs a batch and took both sides 4-6 times
-a batch's time, against 1,924 with no trials and 1,760-1,867 with the probe, which measured the host
-at 63-76 MB/s against the guess of 360.) Earlier, on an H200 (ResNet-50 pipelines, 16 host cores):
-with whole images always allowed, the validation pipeline alone fell from 19.9k to 17.5k img/s with
-4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU side slowed to 350 MB/s (51
-ms a batch for 84% of the JPEGs, the model's kernels on the same SMs) while 13 host cores idled, and
-whole images on the host fed it at 0.983-0.987 of its ceiling against 0.946. The training pipeline's
-random crops ran at 22.0k with the default split, against 21.2k with hw_decoder_load=1.0 (the
-hardware engines alone, no host share) in the same run, and 19.4k against 22.5k in another with
-DALI's best setting, hw_decoder_load=0.9.
+unless the split over all samples (the cap lifted) was measured to decode batches sooner. The rates
+cannot tell: the host's decoding slows the GPU side down, which they leave out. On an H100 (16 host
+cores, 2026-12-05, gates on the rates' predicted gain: a fifth of the batch's time to lift the cap, a
+tenth to keep it lifted), the validation pipeline alone ran at 23.4k img/s with the cap down and at
+16.9k with it lifted: whole images on the host took the GPU side from 12.4 to 13.6-14.6 ms a batch
+for a smaller part of it. Beside a training ResNet-18 the same gates left the cap down in 20-62% of
+the batches in the slowest rounds (9.7-10.0k img/s, the GPU side 19.1-20.4 ms a batch) and in 5-16%
+in the quickest (13.6-14.3k, 17.0-18.0 ms). So the way in force (capped at first) is measured as it
+runs, the other is tried for a few batches now and then (fewer when it falls far behind: whole
+high-res photographs on the host took 3.5 times as long a batch), and the one that decoded its bytes
+sooner (the slower side's time) stays: tried again soon after a change, and ever less often, up to
+every _LAST_TRIAL_EVERY batches, while the way in force keeps winning (much less often after a trial
+that took twice the time). Under the cap the host decodes no whole image, so at a trial its rate may
+be a guess: a split past the cap then gives it only a probe, one image a thread, and its measured
+rate sizes the trial's later batches. (On an H100, 2026-12-06, high-res validation alone ran at
+942-1,136 img/s with trials split by the guess, which gave the host ~64 whole photographs a batch and
+took both sides 4-6 times a batch's time, against 1,924 with no trials and 1,760-1,867 with the probe,
+which measured the host at 63-76 MB/s against the guess of 360.) Earlier, on an H200 (ResNet-50
+pipelines, 16 host cores): with whole images always allowed, the validation pipeline alone fell from
+19.9k to 17.5k img/s with 4 host threads and to 12.7k with 12; beside a training ResNet-50 the GPU
+side slowed to 350 MB/s (51 ms a batch for 84% of the JPEGs, the model's kernels on the same SMs)
+while 13 host cores idled, and whole images on the host fed it at 0.983-0.987 of its ceiling against
+0.946. The training pipeline's random crops ran at 22.0k with the default split, against 21.2k with
+hw_decoder_load=1.0 (the hardware engines alone, no host share) in the same run, and 19.4k against
+22.5k in another with DALI's best setting, hw_decoder_load=0.9.
 """
 from __future__ import annotations
 
 import collections
 import statistics
 import threading
-import time
-from typing import Callable
 
 import numpy as np
 
@@ -71,12 +63,8 @@ _MAX_HOST_RATIO = 0.5  # host cost per GPU byte of the samples the host may take
 # a split past the cap expected to save less than this share of the capped split's time is not
 # made: whole images on the host for a sliver of the batch
 _LEAST_GAIN = 0.05
-# a trial of the other way: its batches, the first _TRIAL_LAG and probes not counted
+# a trial of the other way: its batches, the first and probes not counted (the first overlaps the way before)
 _TRIAL_BATCHES = 8
-# A batch's cost to the pipeline is timed as the interval until the next is asked for. Where the
-# decoder is the slower, that interval ends when the batch before is decoded (two decode at once): the
-# first batch after a change of way is timed by the way before, and is not counted
-_TRIAL_LAG = 1
 # A trial ends early, behind, after this many of its batches at least: one call of the GPU side held
 # for a model's whole step (beside a training ResNet-50 on an H100, 65-190 ms against 10-15) does
 # not make a way's pace
@@ -117,22 +105,16 @@ class HostShare:
     use, new buffers) and does not count; until a side's rate is measured, the guess given stands,
     and it stands again after the side was given none of _FORGET_AFTER batches in a row.
 
-    Whether the split may go past the cap (``lifting``) is the way measured to give the pipeline its
-    batches sooner (the module's docstring says why): each ``choose`` is a batch asked of the decoder,
-    and the time until the next one is asked is what that batch cost the pipeline, counted for the way
-    it was split. Not counted: a trial's first _TRIAL_LAG batches and the way in force's first as many
-    after a trial or at the start (the pipeline's batches in flight then were split the other way, or
-    filled its queue at once), and a trial's batches split past the cap with the host's rate a guess
-    (probes), which time the host on a few images, not the way on trial."""
+    Whether the split may go past the cap (``lifting``) is the way measured to decode batches sooner
+    (the module's docstring says why): ``choose`` says which way a batch was split, and ``finished``
+    takes the batch's time back. A trial's batches split past the cap with the host's rate a guess
+    (probes) are not counted, as they time the host on a few images, not the way on trial."""
 
-    def __init__(self, host_rate: float, gpu_rate: float, probe: int,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, host_rate: float, gpu_rate: float, probe: int):
         """``host_rate``, ``gpu_rate``: the first guesses; ``probe``: the most samples the host takes
-        past the cap while its rate is a guess (one a host thread: a batch's worth of its time);
-        ``clock``: seconds, when batches are asked for."""
+        past the cap while its rate is a guess (one a host thread: a batch's worth of its time)."""
         self.rates = {"host": float(host_rate), "gpu": float(gpu_rate)}
         self._probe = max(1, int(probe))
-        self._clock = clock
         self._guesses = dict(self.rates)
         self._batches = {"host": 0, "gpu": 0}
         self._idle = {"host": 0, "gpu": 0}  # batches in a row the side was given none of
@@ -141,10 +123,10 @@ class HostShare:
         self.lifting = False  # the way in force: whether splits may go past the cap
         self._trying = False  # whether batches are split the other way, on trial
         self._latest: collections.deque[float] = collections.deque(maxlen=_PACE_BATCHES)  # seconds a byte
-        self._settling = _TRIAL_LAG  # batches of the way in force still to come before one is counted
-        # the last batch: what it counts for ("pace", "trial" or None), its bytes, when it was asked for
-        self._last: tuple[str | None, float, float] | None = None
+        self._paced = 0  # batches of the way in force finished (the first pays for the set-up)
         self._trial = [0.0, 0.0, 0]  # the trial's counted bytes, seconds and batches
+        self._trial_finished = 0  # the trial's batches finished, counted or not
+        self._trial_uncounted = 1  # of its first batches: the first, and those split with a guessed host rate
         self._trial_split = 0  # batches split the trial's way
         self._trial_every, self._until_trial = _FIRST_TRIAL_AFTER, _FIRST_TRIAL
         self._lock = threading.Lock()  # two batches decode at once
@@ -153,11 +135,8 @@ class HostShare:
                host_already: float = 0.0) -> tuple[np.ndarray, bool]:
         """A mask of the samples for the host, out of those the GPU could decode (``gpu_bytes``
         and ``host_costs`` per sample; ``host_already``: the cost of what the host decodes anyway),
-        and the way the batch was split (``lifting``). The time since the last call is what the last
-        batch cost the pipeline."""
+        and the way the batch was split (``lifting``), for ``finished``."""
         with self._lock:
-            now = self._clock()
-            self._count_the_last_batch(now)
             host_rate, gpu_rate = self.rates["host"], self.rates["gpu"]
             lifting = self.lifting != self._trying
             # a least gain of 1: no split past the cap finishes in no time
@@ -175,36 +154,35 @@ class HostShare:
                 self._given("gpu", host_took < len(mask))
             if self._trying:
                 self._trial_split += 1
-                counts = "trial" if not probing and self._trial_split > _TRIAL_LAG else None
-                if self._trial_split > 4 * _TRIAL_BATCHES:  # never counted (all probes): no change
+                self._trial_uncounted += probing and self._trial_split > 1
+                if self._trial_split > 4 * _TRIAL_BATCHES:  # its batches did not finish (failed): no change
                     self._end_trial(change=False)
-                    counts = None
             else:
-                counts = None if self._settling else "pace"
-                self._settling = max(0, self._settling - 1)
                 self._until_trial -= 1
                 if self._until_trial <= 0:
                     self._trying, self._trial, self._trial_split = True, [0.0, 0.0, 0], 0
-            self._last = (counts, float(gpu_bytes.sum()), now)
+                    self._trial_finished, self._trial_uncounted = 0, 1
         return mask, lifting
 
-    def _count_the_last_batch(self, now: float) -> None:
-        """The last batch's cost to the pipeline, the time since it was asked for, counted for the way
-        in force's pace or for the trial (as ``choose`` decided when splitting it)."""
-        if self._last is None:
+    def finished(self, lifting: bool, nbytes: float, seconds: float) -> None:
+        """A batch split the way ``lifting`` (``choose``'s) decoded its ``nbytes`` in ``seconds``
+        (its slower side's time)."""
+        if nbytes <= 0 or seconds <= 0:
             return
-        counts, nbytes, asked = self._last
-        seconds = now - asked
-        if counts is None or nbytes <= 0 or seconds <= 0:
-            return
-        if counts == "pace":
-            self._latest.append(seconds / nbytes)
-            return
-        self._trial[0] += nbytes
-        self._trial[1] += seconds
-        self._trial[2] += 1
-        if self._trial[2] >= _TRIAL_BATCHES - _TRIAL_LAG or self._trial_behind():
-            self._end_trial()
+        with self._lock:
+            if lifting == self.lifting:
+                if not self._trying:  # (batches in force finishing during a trial overlap it)
+                    self._paced += 1
+                    if self._paced > 1:
+                        self._latest.append(seconds / nbytes)
+            elif self._trying:
+                self._trial_finished += 1
+                if self._trial_finished > self._trial_uncounted:
+                    self._trial[0] += nbytes
+                    self._trial[1] += seconds
+                    self._trial[2] += 1
+                if self._trial[2] >= _TRIAL_BATCHES - 1 or self._trial_behind():
+                    self._end_trial()
 
     def _trial_behind(self) -> bool:
         """Whether the trial's counted batches took so much longer for their bytes than the way in
@@ -228,13 +206,12 @@ class HostShare:
         return (seconds / nbytes) / pace
 
     def pace(self) -> float | None:
-        """The way in force's seconds a byte: the mean of its latest batches' (None: none counted
-        yet)."""
+        """The way in force's seconds a byte: the mean of its latest batches' (None: none finished
+        yet but the first, the set-up's)."""
         return statistics.fmean(self._latest) if self._latest else None  # numpy's costs 30 us for a few
 
     def _end_trial(self, change: bool = True) -> None:
-        """The trial's end: the way whose batches cost the pipeline less time a byte stays in force, by
-        a margin."""
+        """The trial's end: the way that decoded its bytes sooner stays in force, by a margin."""
         nbytes, seconds, _ = self._trial
         ratio = self._trial_against_pace()
         if change and ratio is not None and ratio < 1.0 - _CHANGE_MARGIN:
@@ -247,7 +224,6 @@ class HostShare:
             self._trial_every = min(backoff * self._trial_every, _LAST_TRIAL_EVERY)
         self._trying = False
         self._until_trial = self._trial_every
-        self._settling = _TRIAL_LAG
 
     def _given(self, side: str, work: bool) -> None:
         """Counts the batches in a row ``side`` had no work; after _FORGET_AFTER, forgets its rate."""
