@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from penstock._cuda._nvimgcodec import IdleClock
-from penstock.operators._image_decode_mixed import _split_by_bytes, _split_with_large
+from penstock.operators._image_decode_mixed import _split_by_bytes
 
 
 def test_a_batch_splits_into_consecutive_runs_of_about_equal_bytes():
@@ -36,30 +36,13 @@ def test_faster_decoders_get_more_of_the_bytes():
     np.testing.assert_array_equal(np.concatenate(runs), np.arange(300))
 
 
-def test_the_cuda_decoder_for_large_jpegs_takes_only_large_ones_at_its_speeds_share():
-    lengths = np.full(8, 100)
-    large_ok = np.array([0, 1, 1, 0, 1, 1, 1, 1], bool)
-    runs = _split_with_large(lengths, large_ok, np.array([1.0, 1.0]))  # the engines, the CUDA decoder
-    assert [r.tolist() for r in runs] == [[0, 3, 6, 7], [1, 2, 4, 5]]  # half the bytes: 400 of 800
-    runs = _split_with_large(lengths, large_ok, np.array([1.0, 3.0]))  # its share is more than the large ones hold
-    assert [r.tolist() for r in runs] == [[0, 3], [1, 2, 4, 5, 6, 7]]
-    # with decoder processes beside the engines: they split what the CUDA decoder left
-    runs = _split_with_large(lengths, large_ok, np.array([1.0, 1.0, 2.0]))
-    assert [r.tolist() for r in runs] == [[0, 3], [6, 7], [1, 2, 4, 5]]
-    runs = _split_with_large(lengths, np.ones(8, bool), np.array([1.0, 1.0, 2.0]))  # all large: its half, first
-    assert [r.tolist() for r in runs] == [[4, 5], [6, 7], [0, 1, 2, 3]]
-    runs = _split_with_large(np.array([100, 100]), np.ones(2, bool), np.array([1.0, 100.0]))
-    assert [r.tolist() for r in runs] == [[], [0, 1]]
-
-
 class _FakeOperator:
     label = "decoders.image"
     max_pixels = None
 
     def __init__(self, fancy_upsampling=False):
         self.args = {"cache_size": 0, "adjust_orientation": True, "output_type": 0, "use_fast_idct": False,
-                     "jpeg_fancy_upsampling": fancy_upsampling, "accept_corrupt_jpeg": False,
-                     "hybrid_huffman_threshold": 1000000}
+                     "jpeg_fancy_upsampling": fancy_upsampling, "accept_corrupt_jpeg": False}
 
 
 class _FakeDecoder:
@@ -156,49 +139,6 @@ def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
                                            0, True, fancy_upsampling=f)[0].reshape(shapes[i]) for f in (False, True)]
             np.testing.assert_array_equal(decoded, alone[int(fancy)])
             assert (alone[0] != alone[1]).any()
-
-
-@pytest.mark.parametrize("threshold", [400, -1])
-def test_with_the_default_load_the_large_jpegs_go_to_the_cuda_decoder_beside_the_engines(threshold):
-    """JPEGs of more pixels than hybrid_huffman_threshold (here 400) may go to nvJPEG's CUDA decoder,
-    in a part of their own beside the engines' and at the same time; smaller ones never do; -1 (the
-    largest threshold) keeps them all on the engines."""
-    from penstock import _engine
-    from penstock.operators import _image_decode_mixed as _mixed_decode
-    rng = np.random.default_rng(8)
-    sizes = [(16, 16), (24, 24), (20, 20), (32, 32), (8, 8), (24, 24), (30, 30), (16, 20)]
-    src, shapes, encoded = _jpeg_batch(sizes, rng)
-    windows = np.zeros((8, 4), np.int64)
-    windows[:, 2:] = shapes[:, :2]
-    op = _FakeOperator()
-    op.args["hybrid_huffman_threshold"] = threshold
-    decoder = _mixed_decode.MixedDecoder(op)
-    engines, cuda = _FakeDecoder(seconds=0.05), _FakeDecoder(seconds=0.05, fails=[0])
-    decoder.decoders = [engines]
-    decoder._large_args, decoder._large = ("", 2), cuda  # as opened at a batch's first large JPEG
-    decoder._large_parts = _mixed_decode.Workers(2, "test-large")
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0)
-    gpu_idx = np.arange(8)
-    out = _output(8)
-    try:
-        start = time.perf_counter()
-        failed, host = decoder._decode_sides(ws, src, shapes, None, windows, gpu_idx, np.zeros(0, np.int64), out,
-                                             object())
-        took = time.perf_counter() - start
-    finally:
-        decoder._release()
-    assert engines.closed and cuda.closed and decoder._large is None
-    large = [i for i, (h, w) in enumerate(sizes) if h * w > threshold % 2 ** 32]
-    to_cuda = [out._offsets.tolist().index(o) for call in cuda.calls for o in call["out_offsets"]]
-    to_engines = [out._offsets.tolist().index(o) for call in engines.calls for o in call["out_offsets"]]
-    assert sorted(to_cuda + to_engines) == list(range(8))
-    if not large:
-        assert not cuda.calls and not len(failed)
-        return
-    assert to_cuda and set(to_cuda) <= set(large)
-    # the two parts ran at once (0.05 s each), and what the CUDA decoder failed on is the host's
-    assert took < 0.09
-    assert failed.tolist() == [to_cuda[0]] and [idx.tolist() for idx, *_ in host] == [[to_cuda[0]]]
 
 
 def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates():

@@ -2,16 +2,15 @@
 
 JPEGs go to nvImageCodec, each decoding only a sample's window (region-of-interest decoding). With
 a ``hw_decoder_load`` given, nvImageCodec splits them as DALI does: that share for the GPU's hardware
-JPEG engines, the rest for its CUDA decoder. With the default, the hardware engines take them and
-the SMs are left to the model (a GPU without the engines gets the CUDA decoder), but for large
-JPEGs, which the CUDA decoder decodes wholly on the GPU: it takes a share of those beside the
-engines (``_large_decoder``). Other formats, and anything nvImageCodec cannot decode, go to
-penstock's host decoder (region-of-interest decoding too) on threads of its own, at the same time.
-With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it
-decodes at a fraction of a whole image's work (random crops), sized from both sides' measured rates
-so that they finish together, and of whole images too while that was measured to decode batches
-sooner (``_image_decode_split``): beside a training model the GPU side is slowed down, and the host
-has cores to spare.
+JPEG engines, the rest for its CUDA decoder. With the default, the hardware engines take them alone,
+nvImageCodec adapting their share, and the SMs are left to the model (a GPU without the engines
+gets the CUDA decoder). Other formats, and anything nvImageCodec cannot decode, go to penstock's host
+decoder (region-of-interest decoding too) on threads of its own, at the same time. With the default
+``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
+of a whole image's work (random crops), sized from both sides' measured rates so that they finish
+together, and of whole images too while that was measured to decode batches sooner
+(``_image_decode_split``): beside a training model the GPU side is slowed down, and the host has
+cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
 stream of its own, and writes each sample's window into the output batch. With
@@ -187,12 +186,6 @@ class MixedDecoder:
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode")
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
-        # nvJPEG's CUDA decoder beside the hardware engines for the large JPEGs (_large_decoder): its
-        # settings once the GPU decodes with the default hw_decoder_load, the decoder once a batch had
-        # such JPEGs (False: it could not open), and the threads its parts run on
-        self._large_args: tuple | None = None
-        self._large: Any = None
-        self._large_parts: Workers | None = None
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
         self._process_args: tuple | None = None  # the decoder processes' settings, once the GPU decodes
         self._batches = 0
@@ -212,7 +205,7 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        workers = [w for w in (self._jobs, self._parts, self._large_parts) if w is not None]
+        workers = [w for w in (self._jobs, self._parts) if w is not None]
         for w in workers:
             w.close()
         for w in workers:
@@ -220,10 +213,9 @@ class MixedDecoder:
         self._host.close()
         self._checks.close()
         self._opened = False
-        for decoder in self.decoders + ([self._large] if self._large else []):
+        for decoder in self.decoders:
             decoder.close()
         self.decoders = []
-        self._large = self._large_parts = None
         self._host_pool = None
         self._arena = None  # its free blocks go with it
 
@@ -260,29 +252,7 @@ class MixedDecoder:
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
                                             _GPU_RATE_PER_DECODER * len(self.decoders), probe=host_threads)
-                    self._large_args = (options, max(2, threads - host_threads))
         return self.decoders
-
-    def _large_decoder(self, ws) -> Any:
-        """nvJPEG's CUDA decoder for the GPU side's JPEGs of more pixels than ``hybrid_huffman_threshold``,
-        beside the hardware engines (the default ``hw_decoder_load`` only); None where there is none.
-        It decodes their Huffman codes on the GPU too, so it takes no host cores, and on large
-        photographs the engines alone bound the pipeline (DALI's mixed decoder gives the CUDA
-        decoder 35% of every batch). Opened the first time a batch has such JPEGs, on the host
-        threads the host side leaves of the pipeline's (at least 2): nvImageCodec decodes a JPEG a
-        thread there."""
-        if self._large is None and self._large_args is not None:
-            from .._cuda._nvimgcodec import CUDA_DECODER, DeviceDecoder
-            options, threads = self._large_args
-            try:
-                self._large = DeviceDecoder(ws.gpu, options, threads, 0.0, False, backends=[CUDA_DECODER])
-            except RuntimeError as exc:
-                warnings.warn(f"{self.op.label}: nvJPEG's CUDA decoder could not start ({exc}); the hardware "
-                              "decoder takes the large JPEGs alone", RuntimeWarning, 3)
-                self._large = False
-            else:
-                self._large_parts = Workers(2, "penstock-decode-large")  # both batches in flight: a part at each
-        return self._large or None
 
     def _start_processes(self, ws) -> None:
         """Decoders in processes of their own beside the in-process one: nvImageCodec feeds the
@@ -450,30 +420,18 @@ class MixedDecoder:
 
         decoders = [d for d in self.decoders if d.usable] if len(gpu_idx) else []
         part_bytes = lengths[gpu_idx]
-        large_ok = (shapes[gpu_idx, 0] * shapes[gpu_idx, 1] > self._large_pixels()
-                    if decoders and self._large_args is not None else np.zeros(len(gpu_idx), bool))
-        large = self._large_decoder(ws) if large_ok.any() else None
-        if large is None:
-            split = _split_by_bytes(part_bytes, self._speeds(decoders))
-        else:
-            split = _split_with_large(part_bytes, large_ok, self._speeds(decoders + [large]))
-            decoders = decoders + [large]
+        split = _split_by_bytes(part_bytes, self._speeds(decoders))
         # the in-process decoder's part on this thread (its parse overlaps the other batch's
-        # decoding), the other decoders' parts on threads that wait for them
+        # decoding), the processes' parts on threads that wait for them
         nothing = (np.zeros(0, np.int64), 0.0)
-        elsewhere = [(self._large_parts if decoder is large else self._parts).submit(part_elsewhere, decoder, positions)
-                     if len(positions) else None for decoder, positions in zip(decoders[1:], split[1:])]
+        elsewhere = [self._parts.submit(part_elsewhere, decoder, positions) if len(positions) else None
+                     for decoder, positions in zip(decoders[1:], split[1:])]
         parts = [part(decoders[0], split[0]) if len(split[0]) else nothing] if split else []
         parts += [nothing if f is None else f.result() for f in elsewhere]
         for decoder, positions, (_, seconds) in zip(decoders, split, parts):
             self._measured(decoder, float(part_bytes[positions].sum()), seconds)
         failed = np.concatenate([np.zeros(0, np.int64)] + [f for f, _ in parts])
         return failed, max((s for _, s in parts), default=0.0)
-
-    def _large_pixels(self) -> int:
-        """The pixels past which a JPEG may go to the CUDA decoder beside the engines
-        (``hybrid_huffman_threshold``, an unsigned 32-bit number)."""
-        return int(self.op.args["hybrid_huffman_threshold"]) % 2 ** 32
 
     def _speeds(self, decoders: list) -> np.ndarray:
         """Each decoder's share of a batch's bytes: equal until its rate was measured."""
@@ -550,20 +508,6 @@ def upload_host_part(gpu: Any, buf: np.ndarray, shapes: np.ndarray, staged: Any)
             return staged.upload(host)
         staged.give_back()  # decoded elsewhere (Pillow's formats)
     return gpu.upload(host)
-
-
-def _split_with_large(lengths: np.ndarray, large_ok: np.ndarray, speeds: np.ndarray) -> list[np.ndarray]:
-    """``_split_by_bytes`` with a last part, the CUDA decoder's for large JPEGs, that takes only
-    positions ``large_ok``: in order, its speed's share of all the bytes (less where those
-    positions hold less); the other parts split the rest by their speeds. Runs may be empty."""
-    speeds = np.asarray(speeds, float)
-    candidates = np.flatnonzero(large_ok)
-    ends = np.cumsum(lengths[candidates])
-    target = lengths.sum() * speeds[-1] / speeds.sum()
-    taken = candidates[ends - lengths[candidates] / 2 < target]  # a sample goes where its middle byte falls
-    rest = np.setdiff1d(sample_positions(len(lengths)), taken, assume_unique=True)
-    runs = [rest[run] for run in _split_by_bytes(lengths[rest], speeds[:-1])]
-    return (runs or [rest[:0]] * (len(speeds) - 1)) + [taken]
 
 
 def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
