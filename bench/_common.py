@@ -466,8 +466,7 @@ def split_counts(feed: str) -> dict:
 
 def split_per_batch(before: dict, after: dict) -> dict:
     """``split_counts`` between two points, per batch decoded: the JPEGs each side decoded and its
-    ms (the GPU side's slowest decoder's part), of the GPU side's JPEGs those nvJPEG's CUDA decoder
-    took beside the engines (cuda_decoder_jpegs: large ones only), the in-process GPU decoder's ms idle between its
+    ms (the GPU side's slowest decoder's part), the in-process GPU decoder's ms idle between its
     calls (gpu_idle_ms: beside a consumer that keeps up, the time it waits for the consumer; else
     what the pipeline left the engines without work), and the share of the batches split the lifted
     way (whole images on the host too) and, per batch of those, the same of each side (lifted); and
@@ -486,7 +485,6 @@ def split_per_batch(before: dict, after: dict) -> dict:
                 "host_side_ms": round(1e3 * change[f"{prefix}host_seconds"] / count, 2)}
     lifted = change["lifted_batches"]
     per_batch = {"batches": batches, **sides("", batches),
-                 "cuda_decoder_jpegs": round(change.get("cuda_decoder_samples", 0) / batches, 1),
                  "gpu_idle_ms": round(1e3 * change["gpu_idle_seconds"] / batches, 2),
                  "lifted_share": round(lifted / batches, 2)}
     if lifted:

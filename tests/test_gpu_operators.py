@@ -708,31 +708,6 @@ def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
         iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
 
 
-def test_mixed_decoders_give_large_jpegs_to_the_cuda_decoder_beside_the_engines(monkeypatch):
-    # with the default hw_decoder_load, JPEGs of more pixels than hybrid_huffman_threshold (all of
-    # these at 10,000) are shared between the hardware engines and nvJPEG's CUDA decoder, at once
-    from penstock.operators import _image_decode_mixed
-    opened, calls = [], []
-    large_decoder = _image_decode_mixed.MixedDecoder._large_decoder
-
-    def recording(self, ws):
-        decoder = large_decoder(self, ws)
-        if decoder is not None and decoder not in opened:
-            opened.append(decoder)
-            decode = decoder.decode
-            decoder.decode = lambda *args: (calls.append(len(args[1])), decode(*args))[1]
-        return decoder
-    monkeypatch.setattr(_image_decode_mixed.MixedDecoder, "_large_decoder", recording)
-    data = _jpegs(6)[:6]
-    batches = [[data[(i + k) % 6] for k in range(5)] for i in range(6)]
-    _assert_decoded_alike(_decoded_on_both(
-        lambda info: batches[info.iteration % 6],
-        lambda x, on: (fn.decoders.image(x, **on, hybrid_huffman_threshold=10_000),
-                       fn.decoders.image_random_crop(x, **on, seed=3, hybrid_huffman_threshold=10_000)),
-        iterations=6, batch_size=5, seed=7))
-    assert len(opened) == 2 and sum(calls) > 0  # one per decoder operator
-
-
 @pytest.mark.parametrize("scratch", [1, 60_000])  # bytes: one image per run / a few
 def test_mixed_crops_decoded_through_scratch_in_runs_match_the_cpu_decoder(monkeypatch, scratch):
     from penstock._cuda import _nvimgcodec

@@ -9,7 +9,6 @@ import pytest
 
 from penstock._cuda._nvimgcodec import IdleClock
 from penstock.operators._image_decode_mixed import _split_by_bytes
-from penstock.operators._image_decode_sharing import FIRST_RUN, SharedBatch, front_run_bytes
 
 
 def test_a_batch_splits_into_consecutive_runs_of_about_equal_bytes():
@@ -37,41 +36,13 @@ def test_faster_decoders_get_more_of_the_bytes():
     np.testing.assert_array_equal(np.concatenate(runs), np.arange(300))
 
 
-def test_a_shared_batch_gives_the_front_runs_by_bytes_and_the_back_only_large_samples():
-    lengths = np.full(8, 100)
-    large_ok = np.array([0, 1, 1, 0, 1, 1, 1, 1], bool)
-    queue = SharedBatch(lengths, large_ok)  # the small ones (0, 3) first, then the large in order
-    assert queue.remaining_bytes() == 800
-    assert queue.take_back(2).tolist() == [6, 7]
-    assert queue.take_front(240).tolist() == [0, 3]  # the third sample's middle byte falls at 250
-    assert queue.take_front(1).tolist() == [1]  # at least one sample
-    assert queue.remaining_bytes() == 300
-    assert queue.take_back(5).tolist() == [2, 4, 5]
-    assert queue.take_front(1000).tolist() == [] and queue.take_back(1).tolist() == []
-
-
-def test_the_back_never_takes_a_small_sample_and_the_front_takes_what_is_left():
-    queue = SharedBatch(np.array([10, 20, 30, 40]), np.array([1, 0, 1, 0], bool))
-    assert queue.take_back(4).tolist() == [0, 2]
-    assert queue.take_back(4).tolist() == []
-    assert queue.take_front(1e9).tolist() == [1, 3]
-
-
-def test_a_front_run_is_its_rates_share_of_what_is_left_a_first_one_less():
-    assert front_run_bytes(1000, 3.0, 4.0, first=False) == 750
-    assert front_run_bytes(1000, 3.0, 4.0, first=True) == pytest.approx(FIRST_RUN * 750)
-    assert front_run_bytes(1000, 19.0, 20.0, first=False) == 1000  # nearly all: all
-    assert front_run_bytes(1000, 1.0, 0.0, first=False) == 1000
-
-
 class _FakeOperator:
     label = "decoders.image"
     max_pixels = None
 
     def __init__(self, fancy_upsampling=False):
         self.args = {"cache_size": 0, "adjust_orientation": True, "output_type": 0, "use_fast_idct": False,
-                     "jpeg_fancy_upsampling": fancy_upsampling, "accept_corrupt_jpeg": False,
-                     "hybrid_huffman_threshold": 1000000}
+                     "jpeg_fancy_upsampling": fancy_upsampling, "accept_corrupt_jpeg": False}
 
 
 class _FakeDecoder:
@@ -168,91 +139,6 @@ def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
                                            0, True, fancy_upsampling=f)[0].reshape(shapes[i]) for f in (False, True)]
             np.testing.assert_array_equal(decoded, alone[int(fancy)])
             assert (alone[0] != alone[1]).any()
-
-
-class _PacedDecoder(_FakeDecoder):
-    """A stand-in for nvJPEG's CUDA decoder: ``seconds`` a sample, and a stream whose events the
-    caller waits for (its work is done when the call returns)."""
-
-    def __init__(self, per_sample, fails=()):
-        super().__init__(fails=fails)
-        self.per_sample = per_sample
-        self.own = types.SimpleNamespace(record=lambda blocking: types.SimpleNamespace(synchronize=lambda: None))
-
-    def decode(self, encoded, starts, *args):
-        self.seconds = self.per_sample * len(starts)
-        return super().decode(encoded, starts, *args)
-
-
-def _shared_decoding(sizes, threshold, engines_per_sample, cuda_per_sample, cuda_fails=(), take=2, batches=1):
-    """Decodes ``batches`` batches of JPEGs of ``sizes`` with stand-in engines and CUDA decoder (seconds
-    a sample each), the default load's sharing on; returns, of the last batch, the samples each
-    decoder got (per call), the samples that failed, the host's parts and the seconds it took."""
-    from penstock import _engine
-    from penstock.operators import _image_decode_mixed as _mixed_decode
-    src, shapes, _ = _jpeg_batch(sizes, np.random.default_rng(8))
-    n = len(sizes)
-    windows = np.zeros((n, 4), np.int64)
-    windows[:, 2:] = shapes[:, :2]
-    op = _FakeOperator()
-    op.args["hybrid_huffman_threshold"] = threshold
-    decoder = _mixed_decode.MixedDecoder(op)
-    engines, cuda = _PacedDecoder(engines_per_sample), _PacedDecoder(cuda_per_sample, fails=cuda_fails)
-    decoder.decoders = [engines]
-    decoder._large_args, decoder._large, decoder._large_take = ("", take), cuda, take  # as opened
-    decoder._large_parts = _mixed_decode.Workers(2, "test-large")
-    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0)
-    out = _output(n)
-    try:
-        for _ in range(batches):
-            engines.calls.clear()
-            cuda.calls.clear()
-            start = time.perf_counter()
-            failed, host = decoder._decode_sides(ws, src, shapes, None, windows, np.arange(n),
-                                                 np.zeros(0, np.int64), out, object())
-            took = time.perf_counter() - start
-    finally:
-        decoder._release()
-    assert engines.closed and cuda.closed and decoder._large is None
-
-    def samples(d):
-        return [[out._offsets.tolist().index(o) for o in call["out_offsets"]] for call in d.calls]
-    return samples(engines), samples(cuda), failed, host, took
-
-
-@pytest.mark.parametrize("threshold", [400, -1])
-def test_with_the_default_load_only_large_jpegs_go_to_the_cuda_decoder_beside_the_engines(threshold):
-    """JPEGs of more pixels than hybrid_huffman_threshold (here 400) may go to nvJPEG's CUDA decoder,
-    a few at a time from the back of the batch while the engines take runs from the front; smaller
-    ones never do; -1 (the largest threshold) keeps them all on the engines."""
-    sizes = [(16, 16), (24, 24), (20, 20), (32, 32), (8, 8), (24, 24), (30, 30), (16, 20)]
-    to_engines, to_cuda, failed, host, took = _shared_decoding(sizes, threshold, 0.02, 0.02, cuda_fails=[0])
-    large = [i for i, (h, w) in enumerate(sizes) if h * w > threshold % 2 ** 32]
-    everyone = sum(to_engines, []) + sum(to_cuda, [])
-    assert sorted(everyone) == list(range(8))  # each sample once
-    if not large:
-        assert not to_cuda and not len(failed) and to_engines == [list(range(8))]
-        return
-    assert to_cuda and set(sum(to_cuda, [])) <= set(large) and all(len(c) <= 2 for c in to_cuda)
-    assert took < 0.13  # both at once: 160 ms of decoding in all
-    # the first sample of each of the CUDA decoder's takes failed: the host decodes them
-    firsts = sorted(c[0] for c in to_cuda)
-    assert sorted(failed.tolist()) == firsts and sorted(sum((idx.tolist() for idx, *_ in host), [])) == firsts
-
-
-@pytest.mark.parametrize("engines, cuda", [(0.002, 0.02), (0.02, 0.002), (0.01, 0.01)])
-def test_the_shared_decoders_finish_together_whatever_their_rates(engines, cuda):
-    """Whoever is quicker takes more of the batch: once the first batch measured their rates, a batch
-    takes about as long as its samples at both decoders' rates together, one take of the CUDA
-    decoder's more at most."""
-    sizes = [(24, 24)] * 40
-    to_engines, to_cuda, failed, _, took = _shared_decoding(sizes, 400, engines, cuda, batches=3)
-    assert not len(failed) and sorted(sum(to_engines, []) + sum(to_cuda, [])) == list(range(40))
-    together = 40 / (1 / engines + 1 / cuda)
-    assert took < together + 2 * cuda + 0.05
-    quicker = to_engines if engines < cuda else to_cuda
-    if engines != cuda:
-        assert len(sum(quicker, [])) > 30
 
 
 def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates():

@@ -174,12 +174,11 @@ class DeviceContext:
         operators' kernels); called as ``kernel(grid, block, args, stream=...)``."""
         return Kernel(compiled(code, self.device_id).get_function(name))
 
-    def record(self, blocking: bool = False) -> Any:
+    def record(self) -> Any:
         """An event after everything queued on the stream so far (recorded with the stream's device
-        current, whichever thread asks: events belong to a device); ``blocking``: a host thread that
-        waits for it sleeps instead of spinning."""
+        current, whichever thread asks: events belong to a device)."""
         with self.device:
-            event = self.cp.cuda.Event(block=blocking, disable_timing=True)
+            event = self.cp.cuda.Event(block=False, disable_timing=True)
             record_event(event, self.stream)
         return event
 

@@ -187,16 +187,13 @@ class DeviceDecoder:
 
     usable = True  # as a decoder process once it started (_decode_process.DecoderProcess)
 
-    def __init__(self, ctx: Any, options: str, cpu_threads: int, hw_load: float, adaptive: bool,
-                 backends: list | None = None):
+    def __init__(self, ctx: Any, options: str, cpu_threads: int, hw_load: float, adaptive: bool):
         """``hw_load``: the share of JPEGs for the hardware engines, the rest for the CUDA decoder;
-        ``adaptive``: the hardware engines alone, nvImageCodec adapting their share (``jpeg_backends``);
-        ``backends``: those instead (``open_decoder``'s), ``hw_load`` and ``adaptive`` then unused."""
+        ``adaptive``: the hardware engines alone, nvImageCodec adapting their share (``jpeg_backends``)."""
         self.ctx = ctx
         self.own = DeviceContext(ctx.device_id)  # the decoder's stream, kernels and staging
         with ctx.device:
-            self.native = (open_decoder(ctx.device_id, cpu_threads, backends, options) if backends else
-                           open_jpeg_decoder(ctx.device_id, cpu_threads, hw_load, adaptive, options))
+            self.native = open_jpeg_decoder(ctx.device_id, cpu_threads, hw_load, adaptive, options)
         # copies the code streams into pinned memory
         self._staging = _engine.ThreadPool(max(1, cpu_threads), "penstock-staged")
         self._scratch: Any = None  # the windows being decoded (cupy.cuda.Memory); reused in stream order

@@ -2,16 +2,15 @@
 
 JPEGs go to nvImageCodec, each decoding only a sample's window (region-of-interest decoding). With
 a ``hw_decoder_load`` given, nvImageCodec splits them as DALI does: that share for the GPU's hardware
-JPEG engines, the rest for its CUDA decoder. With the default, the hardware engines take them and
-the SMs are left to the model (a GPU without the engines gets the CUDA decoder), but for large
-JPEGs, which the CUDA decoder decodes wholly on the GPU: it takes a share of those beside the
-engines (``_large_decoder``). Other formats, and anything nvImageCodec cannot decode, go to
-penstock's host decoder (region-of-interest decoding too) on threads of its own, at the same time.
-With the default ``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it
-decodes at a fraction of a whole image's work (random crops), sized from both sides' measured rates
-so that they finish together, and of whole images too while that was measured to decode batches
-sooner (``_image_decode_split``): beside a training model the GPU side is slowed down, and the host
-has cores to spare.
+JPEG engines, the rest for its CUDA decoder. With the default, the hardware engines take them alone,
+nvImageCodec adapting their share, and the SMs are left to the model (a GPU without the engines
+gets the CUDA decoder). Other formats, and anything nvImageCodec cannot decode, go to penstock's host
+decoder (region-of-interest decoding too) on threads of its own, at the same time. With the default
+``hw_decoder_load`` the host also takes a share of the JPEGs whose windows it decodes at a fraction
+of a whole image's work (random crops), sized from both sides' measured rates so that they finish
+together, and of whole images too while that was measured to decode batches sooner
+(``_image_decode_split``): beside a training model the GPU side is slowed down, and the host has
+cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
 stream of its own, and writes each sample's window into the output batch. With
@@ -49,7 +48,6 @@ from .._batch import sample_positions, zero_rows
 from .._environment import non_negative
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
-from ._image_decode_sharing import SharedBatch, front_run_bytes
 from ._image_decode_split import HostShare, host_cost
 from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
@@ -68,7 +66,7 @@ _warned = threading.Event()
 _split_lock = threading.Lock()
 _SIDES = ("gpu_samples", "host_samples", "gpu_seconds", "host_seconds")
 _split = {"batches": 0, **dict.fromkeys(_SIDES, 0), "lifted_batches": 0, "gpu_idle_seconds": 0.0,
-          "cuda_decoder_samples": 0, **{f"lifted_{key}": 0 for key in _SIDES}}
+          **{f"lifted_{key}": 0 for key in _SIDES}}
 
 
 def split_counts() -> dict[str, float]:
@@ -77,8 +75,7 @@ def split_counts() -> dict[str, float]:
     (a batch's GPU side: its slowest decoder's part), the in-process GPU decoder's seconds idle between
     its calls (``IdleClock``), and the batches split the lifted way (the host's share past the cap:
     whole images too; a trial's included) with their samples and seconds again (``lifted_...``): what
-    each way gave each side; and of the GPU side's samples, those nvJPEG's CUDA decoder took beside the
-    engines (``_decode_shared``). Benchmarks read the change over a window."""
+    each way gave each side. Benchmarks read the change over a window."""
     with _split_lock:
         return dict(_split)
 
@@ -189,14 +186,6 @@ class MixedDecoder:
         self._reserved = False
         self._jobs = Workers(2, "penstock-mixed-decode")
         self._parts: Workers | None = None  # the parts of a batch for the decoder processes
-        # nvJPEG's CUDA decoder beside the hardware engines for the large JPEGs (_large_decoder): its
-        # settings once the GPU decodes with the default hw_decoder_load, the decoder once a batch had
-        # such JPEGs (False: it could not open), and the threads its parts run on
-        self._large_args: tuple | None = None
-        self._large: Any = None
-        self._large_parts: Workers | None = None
-        self._large_take = 2  # the samples it takes from a batch at a time: one per host thread
-        self._large_opening = threading.Lock()  # two batches in flight may both find it unopened
         self._seconds_per_byte: dict[int, float] = {}  # per decoder, measured: how a batch is split
         self._process_args: tuple | None = None  # the decoder processes' settings, once the GPU decodes
         self._batches = 0
@@ -216,7 +205,7 @@ class MixedDecoder:
             ws.gpu.reserve_staging(host)
 
     def _release(self) -> None:
-        workers = [w for w in (self._jobs, self._parts, self._large_parts) if w is not None]
+        workers = [w for w in (self._jobs, self._parts) if w is not None]
         for w in workers:
             w.close()
         for w in workers:
@@ -224,10 +213,9 @@ class MixedDecoder:
         self._host.close()
         self._checks.close()
         self._opened = False
-        for decoder in self.decoders + ([self._large] if self._large else []):
+        for decoder in self.decoders:
             decoder.close()
         self.decoders = []
-        self._large = self._large_parts = None
         self._host_pool = None
         self._arena = None  # its free blocks go with it
 
@@ -264,31 +252,7 @@ class MixedDecoder:
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
                                             _GPU_RATE_PER_DECODER * len(self.decoders), probe=host_threads)
-                    self._large_args = (options, max(2, threads))
         return self.decoders
-
-    def _large_decoder(self, ws) -> Any:
-        """nvJPEG's CUDA decoder for the GPU side's JPEGs of more pixels than ``hybrid_huffman_threshold``,
-        beside the hardware engines (the default ``hw_decoder_load`` only); None where there is none.
-        It decodes their Huffman codes on the GPU too, and on large photographs the engines alone
-        bound the pipeline (DALI's mixed decoder gives the CUDA decoder 35% of every batch). Opened
-        the first time a batch has such JPEGs, with the pipeline's threads (at least 2): nvImageCodec
-        decodes a JPEG a thread there, and on an H100 (high-resolution photographs) 4 threads made it
-        the slower decoder by far, the engines waiting for it."""
-        with self._large_opening:
-            if self._large is None and self._large_args is not None:
-                from .._cuda._nvimgcodec import CUDA_DECODER, DeviceDecoder
-                options, threads = self._large_args
-                try:
-                    self._large = DeviceDecoder(ws.gpu, options, threads, 0.0, False, backends=[CUDA_DECODER])
-                except RuntimeError as exc:
-                    warnings.warn(f"{self.op.label}: nvJPEG's CUDA decoder could not start ({exc}); the hardware "
-                                  "decoder takes the large JPEGs alone", RuntimeWarning, 3)
-                    self._large = False
-                else:
-                    self._large_take = threads
-                    self._large_parts = Workers(2, "penstock-decode-large")  # both batches in flight: a part at each
-            return self._large or None
 
     def _start_processes(self, ws) -> None:
         """Decoders in processes of their own beside the in-process one: nvImageCodec feeds the
@@ -456,11 +420,6 @@ class MixedDecoder:
 
         decoders = [d for d in self.decoders if d.usable] if len(gpu_idx) else []
         part_bytes = lengths[gpu_idx]
-        large_ok = (shapes[gpu_idx, 0] * shapes[gpu_idx, 1] > self._large_pixels()
-                    if decoders and self._large_args is not None else np.zeros(len(gpu_idx), bool))
-        large = self._large_decoder(ws) if large_ok.any() else None
-        if large is not None:
-            return self._decode_shared(ws, decoders, large, part, SharedBatch(part_bytes, large_ok), part_bytes)
         split = _split_by_bytes(part_bytes, self._speeds(decoders))
         # the in-process decoder's part on this thread (its parse overlaps the other batch's
         # decoding), the processes' parts on threads that wait for them
@@ -473,55 +432,6 @@ class MixedDecoder:
             self._measured(decoder, float(part_bytes[positions].sum()), seconds)
         failed = np.concatenate([np.zeros(0, np.int64)] + [f for f, _ in parts])
         return failed, max((s for _, s in parts), default=0.0)
-
-    def _decode_shared(self, ws, decoders: list, large: Any, part: Callable, queue: SharedBatch,
-                       part_bytes: np.ndarray) -> tuple[np.ndarray, float]:
-        """``_decode_gpu_parts`` with nvJPEG's CUDA decoder beside the engines: the batch shared as
-        they go (``_image_decode_sharing``). The CUDA decoder takes a sample per host thread at a
-        time, on a thread of its own, and its next take waits for the GPU work of its last (its call
-        returns once that work is queued): its rate is then what the GPU gives it, and the other
-        batch in flight takes its turn meanwhile. The engines' decoders
-        take runs from the front, the in-process one on this thread, each process's on one of its
-        own. Returns the samples that failed and the slowest decoder's seconds."""
-        def from_front(k: int) -> tuple[np.ndarray, float]:
-            if k:
-                ws.defer()  # on a thread of its own: the consumer's Python first, as on the job's
-            failed, seconds, first = [], 0.0, True
-            while True:
-                speeds = self._speeds(decoders + [large])  # as measured so far, this batch's takes too
-                positions = queue.take_front(front_run_bytes(queue.remaining_bytes(), speeds[k], float(speeds.sum()),
-                                                             first))
-                if not len(positions):
-                    break
-                first = False
-                lost, took = part(decoders[k], positions)
-                self._measured(decoders[k], float(part_bytes[positions].sum()), took)
-                failed.append(lost)
-                seconds += took
-            return np.concatenate([np.zeros(0, np.int64)] + failed), seconds
-
-        def from_back() -> tuple[np.ndarray, float]:
-            ws.defer()
-            failed, start = [], time.perf_counter()
-            while len(positions := queue.take_back(self._large_take)):
-                taken = time.perf_counter()
-                failed.append(part(large, positions)[0])
-                large.own.record(blocking=True).synchronize()  # asleep, till the work the call queued is done
-                self._measured(large, float(part_bytes[positions].sum()), time.perf_counter() - taken)
-            return np.concatenate([np.zeros(0, np.int64)] + failed), time.perf_counter() - start
-
-        back = self._large_parts.submit(from_back)
-        elsewhere = [self._parts.submit(from_front, k) for k in range(1, len(decoders))]
-        parts = [from_front(0)] + [f.result() for f in elsewhere] + [back.result()]
-        with _split_lock:
-            _split["cuda_decoder_samples"] += queue.taken_from_back
-        failed = np.concatenate([f for f, _ in parts])
-        return failed, max(s for _, s in parts)
-
-    def _large_pixels(self) -> int:
-        """The pixels past which a JPEG may go to the CUDA decoder beside the engines
-        (``hybrid_huffman_threshold``, an unsigned 32-bit number)."""
-        return int(self.op.args["hybrid_huffman_threshold"]) % 2 ** 32
 
     def _speeds(self, decoders: list) -> np.ndarray:
         """Each decoder's share of a batch's bytes: equal until its rate was measured."""

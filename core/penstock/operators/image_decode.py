@@ -63,11 +63,10 @@ _DECODER_ARGS = [
     Arg("hw_decoder_load", ArgType.FLOAT, 0.65,
         "mixed backend: share of each batch's JPEGs for the GPU's hardware JPEG decoder; nvImageCodec's "
         "CUDA decoder takes the rest. The default leaves the SMs to the model: the hardware decoder takes "
-        "the JPEGs (the CUDA decoder on a GPU without one), but that the CUDA decoder takes those of more "
-        "pixels than hybrid_huffman_threshold beside it, a few at a time while the engines decode the rest, "
-        "and the host decodes a share of the JPEGs whose windows are small (random crops), sized from both "
-        "sides' measured rates, and of whole images too when the GPU side falls far behind; any other value "
-        "is fixed, with no host share"),
+        "the JPEGs alone, nvImageCodec adapting its share (the CUDA decoder on a GPU without one), and the "
+        "host decodes a share of the JPEGs whose windows are small (random crops), sized from both sides' "
+        "measured rates, and of whole images too when the GPU side falls far behind; any other value is "
+        "fixed, with no host share"),
     Arg("hybrid_huffman_threshold", ArgType.INT, 1000000,
         "mixed backend: JPEGs of more pixels than this have their Huffman codes decoded by nvJPEG's hybrid "
         "decoder, smaller ones on the host (an unsigned 32-bit number: -1 is the largest); no effect on the CPU"),
