@@ -1,6 +1,9 @@
 """penstock.backend's memory and device controls acting on penstock's pools (_cuda/_pools): the pinned
 staging pool's lending, growth, shrink threshold, preallocation and release with stand-in pinned
 memory on any machine; device preallocation and release on a GPU (marked gpu)."""
+import concurrent.futures
+import threading
+
 import numpy as np
 import pytest
 
@@ -92,6 +95,26 @@ def test_small_copies_do_not_hold_large_blocks(pool):
     pool.give_back(big, None)
     backend.SetHostBufferShrinkThreshold(0)  # never shrink: any free block that fits
     assert pool.take(100 << 10) is small
+
+
+def test_a_copy_with_a_free_block_does_not_wait_for_another_copy_pinning_memory():
+    pinning, release = threading.Event(), threading.Event()
+
+    def slow_alloc(size):
+        if size > 1 << 20:  # the large copy's new block: held until the small copy was served
+            pinning.set()
+            assert release.wait(10)
+        return _Pinned(size)
+    pool = _pools.PinnedPool(slow_alloc)
+    small = pool.take(4096)
+    pool.give_back(small, None)
+    with concurrent.futures.ThreadPoolExecutor(1) as worker:
+        large = worker.submit(pool.take, 8 << 20)
+        assert pinning.wait(10)
+        assert pool.take(4096) is small  # served while the other copy pins
+        release.set()
+        assert large.result().size == 8 << 20 and large.result().taken
+    assert pool.held_bytes() == (8 << 20) + small.size
 
 
 def test_preallocated_memory_is_carved_before_more_is_pinned(pool):
