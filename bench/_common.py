@@ -458,10 +458,11 @@ def split_counts(feed: str) -> dict:
     pipeline in a process of its own."""
     if not feed.startswith("penstock"):
         return {}
-    from penstock._cuda import _nvimgcodec
+    from penstock._cuda import _nvimgcodec, _pools
     from penstock.operators import _image_decode_mixed
     memory = {f"codec_{key}": value for key, value in _nvimgcodec.codec_memory().items()}
-    return {**_image_decode_mixed.split_counts(), **memory}
+    staging = {f"staging_{key}": value for key, value in _pools.pinned.pinning().items()}
+    return {**_image_decode_mixed.split_counts(), **memory, **staging}
 
 
 def split_per_batch(before: dict, after: dict) -> dict:
@@ -471,8 +472,9 @@ def split_per_batch(before: dict, after: dict) -> dict:
     what the pipeline left the engines without work), and the share of the batches split the lifted
     way (whole images on the host too) and, per batch of those, the same of each side (lifted); and
     the memory nvImageCodec's codecs hold at the end (codec_memory: the GPU decoders open, MB, and the
-    blocks taken from the driver in between: none once the decoders reuse theirs); empty when no batch
-    was decoded here."""
+    blocks taken from the driver in between: none once the decoders reuse theirs); the process's pinned
+    staging (staging: the blocks pinned in between, their MB and the ms pinning took a batch, each
+    stalling its copy, and the MB held at the end); empty when no batch was decoded here."""
     batches = after.get("batches", 0) - before.get("batches", 0)
     if batches <= 0:
         return {}
@@ -496,6 +498,11 @@ def split_per_batch(before: dict, after: dict) -> dict:
             "pinned_mb": round(after["codec_pinned_bytes"] / 2 ** 20, 1),
             "new_blocks": change.get("codec_device_blocks", 0) + change.get("codec_pinned_blocks", 0),
             "reused_per_batch": round(change.get("codec_reused", 0) / batches, 1)}
+    if "staging_blocks" in after:
+        per_batch["staging"] = {
+            "new_blocks": change["staging_blocks"], "new_mb": round(change["staging_bytes"] / 2 ** 20, 1),
+            "pinning_ms_per_batch": round(1e3 * change["staging_seconds"] / batches, 2),
+            "held_mb": round(after["staging_held_bytes"] / 2 ** 20, 1)}
     return per_batch
 
 

@@ -85,6 +85,18 @@ def test_large_copies_grow_blocks_by_the_host_growth_factor(pool):
     assert pool.allocations[-1] == 2 * int(1.1 * (1 << 20))
 
 
+def test_the_pool_counts_what_it_pinned_and_holds(pool):
+    assert pool.pinning() == {"blocks": 0, "bytes": 0, "seconds": 0.0, "held_bytes": 0}
+    pool.reserve(8 << 20)
+    block = pool.take(16 << 20)  # larger than the region: pinned anew
+    counts = pool.pinning()
+    assert (counts["blocks"], counts["bytes"], counts["held_bytes"]) == (2, 24 << 20, 24 << 20)
+    assert counts["seconds"] >= 0.0
+    pool.give_back(block, None)
+    pool.give_back(pool.take(12 << 20), None)  # the free block: nothing pinned
+    assert pool.pinning()["blocks"] == 2
+
+
 def test_small_copies_do_not_hold_large_blocks(pool):
     big = pool.take(4 << 20)
     pool.give_back(big, None)

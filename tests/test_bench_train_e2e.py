@@ -73,7 +73,13 @@ def test_the_decoders_split_is_per_batch_decoded_in_the_window():
     grown = {**memory, "codec_device_blocks": 7, "codec_device_bytes": 50 << 20, "codec_reused": 140}
     assert split_per_batch({**before, **memory}, {**after, **grown})["codec_memory"] == {
         "decoders": 1, "device_mb": 50.0, "pinned_mb": 3.0, "new_blocks": 1, "reused_per_batch": 10.0}
-    assert split_counts("dali") == {} and set(split_counts("penstock:h12")) == set(before) | set(memory)
+    staging = {"staging_blocks": 4, "staging_bytes": 300 << 20, "staging_seconds": 0.2, "staging_held_bytes": 300 << 20}
+    pinned = {**staging, "staging_blocks": 6, "staging_bytes": 700 << 20, "staging_seconds": 0.52,
+              "staging_held_bytes": 650 << 20}
+    assert split_per_batch({**before, **staging}, {**after, **pinned})["staging"] == {
+        "new_blocks": 2, "new_mb": 400.0, "pinning_ms_per_batch": 80.0, "held_mb": 650.0}
+    assert set(split_counts("penstock:h12")) == set(before) | set(memory) | set(staging)
+    assert split_counts("dali") == {}
 
 
 def test_the_run_queue_wait_is_linux_schedstat_or_nothing():

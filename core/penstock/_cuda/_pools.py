@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 import weakref
 from typing import Any, Callable
 
@@ -123,9 +124,25 @@ class PinnedPool:
         self._blocks: list[PinnedBlock] = []  # by size, smallest first
         self._regions: list[_Region] = []
         self._lock = threading.Lock()
+        self._pinned = {"blocks": 0, "bytes": 0, "seconds": 0.0}  # pinning(); under _pinned_lock
+        self._pinned_lock = threading.Lock()
 
     def _pin(self, size: int) -> Any:
-        return (self._alloc or require("pinned memory").cuda.alloc_pinned_memory)(size)
+        start = time.perf_counter()
+        mem = (self._alloc or require("pinned memory").cuda.alloc_pinned_memory)(size)
+        seconds = time.perf_counter() - start
+        with self._pinned_lock:
+            self._pinned["blocks"] += 1
+            self._pinned["bytes"] += size
+            self._pinned["seconds"] += seconds
+        return mem
+
+    def pinning(self) -> dict[str, float]:
+        """The memory this pool pinned so far (preallocations included): allocations, bytes and
+        seconds; and the bytes it holds now. Benchmarks read the change over a window."""
+        with self._pinned_lock:
+            counts = dict(self._pinned)
+        return {**counts, "held_bytes": self.held_bytes()}
 
     def take(self, nbytes: int) -> PinnedBlock:
         """A block of at least ``nbytes``, marked taken: hand it back with ``give_back``."""
