@@ -157,9 +157,9 @@ class PinnedPool:
             if block is not None:
                 block.taken = True
                 return block
-        # pinning runs outside the lock: it takes 0.6-1 ms a MB (an H100's host, 2026-12-07: 270 MB in
-        # 0.20-0.28 s, 3 GB in 1.7-2.2 s), and under the lock every copy waited for it, the hardware
-        # decoder's code streams too, with a free block there for them
+        # pinning runs outside the lock: it takes 0.4-1.2 ms a MB (an H100's host, 2026-12-07: 270 MB in
+        # 0.20-0.28 s, 3 GB in 1.7-2.2 s), and under the lock every other copy waited for it, the
+        # hardware decoder's code streams included
         mem = self._pin(size)
         block = PinnedBlock(mem, mem.ptr, size)
         block.taken = True
