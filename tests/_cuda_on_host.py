@@ -260,10 +260,10 @@ class HostStaged:
     """A DeviceContext's pinned staging (``Staged``) in host memory: ``view`` to make data in, then
     ``upload`` (counted in ``calls`` as the device's uploads) or ``give_back``."""
 
-    def __init__(self, calls: collections.Counter, nbytes: int):
+    def __init__(self, calls: collections.Counter, nbytes: int, block_bytes: int = 0):
         self.calls = calls
-        self.memory = np.empty(int(nbytes), np.uint8)
-        self.view = self.memory
+        self.memory = np.empty(max(int(nbytes), int(block_bytes)), np.uint8)
+        self.view = self.memory[:int(nbytes)]
         self.uploaded = self.given_back = False
 
     def holds(self, host) -> bool:
@@ -320,8 +320,8 @@ class HostDevice(HostContext):
         _copy_bytes(out.reshape(-1).view(np.uint8), host)
         return out
 
-    def staging(self, nbytes):
-        return HostStaged(self.calls, nbytes)
+    def staging(self, nbytes, block_bytes=0):
+        return HostStaged(self.calls, nbytes, block_bytes)
 
     def upload_params(self, *arrays):
         """As the device's: the arrays packed by the engine, one copy, views of it."""

@@ -254,6 +254,10 @@ def test_data_made_in_staging_uploads_without_a_host_copy_and_the_block_goes_bac
     unused.give_back()
     assert not unused.holds(unused.view)
     unused.give_back()  # once only
+    sized = ctx.staging(64, block_bytes=1 << 20)  # a block of one size for copies of any (the mixed decoders')
+    assert sized.view.nbytes == 64 and sized.holds(sized.view)
+    assert sized._block.size >= 1 << 20
+    sized.give_back()
 
 
 def test_transfers_round_trip_and_keep_metadata():

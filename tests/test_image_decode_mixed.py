@@ -197,8 +197,8 @@ def _device_that_stages(short=False):
             super().__init__({})
             self.made = []
 
-        def staging(self, nbytes):
-            staged = super().staging(nbytes)
+        def staging(self, nbytes, block_bytes=0):
+            staged = super().staging(nbytes, block_bytes)
             staged.view = staged.view[:nbytes - short]
             self.made.append(staged)
             return staged
@@ -255,9 +255,9 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
     gpu = _device_that_stages()
     staging = type(gpu).staging
 
-    def slow_staging(nbytes):
+    def slow_staging(nbytes, block_bytes=0):
         time.sleep(0.2)
-        return staging(gpu, nbytes)
+        return staging(gpu, nbytes, block_bytes)
     gpu.staging = slow_staging
 
     def slow_upload(buf, hshapes, staged):
@@ -276,6 +276,48 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
     after = _mixed_decode.split_counts()
     assert after["host_samples"] - before["host_samples"] == 2 and gpu.calls["upload"] == 1
     assert after["host_seconds"] - before["host_seconds"] >= 0.5
+
+
+def test_host_parts_of_any_size_stop_pinning_staging_once_the_largest_part_has_come():
+    """A host part holds from one whole high-resolution image to a few dozen, or dozens of random
+    crops of varying size. Each part's staging block is as large as the largest part so far, so the
+    block a part gave back serves the next whatever its size, and pinning (0.4-1.2 ms a MB on an
+    H100, slowing both sides of the decoder) stops once the largest part and the one in flight beside
+    it have their blocks. Lent by the pool's own rule (a block to a copy of at least half its size), a
+    part smaller than half of every free block pinned a block of its own, for as long as the run went."""
+    from penstock._cuda import _pools
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+
+    class Pinned:
+        def __init__(self, size):
+            self.ptr, self.size = 1 << 20, size
+    allocations = []
+    pool = _pools.PinnedPool(lambda size: allocations.append(size) or Pinned(size))
+    ws = types.SimpleNamespace(gpu=types.SimpleNamespace(
+        staging=lambda nbytes, block_bytes=0: pool.take(max(nbytes, block_bytes))))
+    decoder = _mixed_decode.MixedDecoder(_FakeOperator())
+    rng = np.random.default_rng(7)
+    widths = np.exp(rng.uniform(np.log(100), np.log(8000), 400)).astype(np.int64)
+    widths[:40] = np.minimum(widths[:40], 2000)  # the largest parts come later, as a trial's do
+    shapes = np.stack([np.full(400, 1000), widths, np.full(400, 3)], 1)  # one sample a part: its bytes vary
+    windows = np.zeros((400, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2]
+    pinned_at, in_flight = [], None
+    try:
+        for i in range(400):
+            before = len(allocations)
+            block = decoder._staging(ws, object(), windows, shapes, np.array([i]))
+            assert block.size >= shapes[i].prod()
+            if len(allocations) > before:
+                pinned_at.append(i)
+            if in_flight is not None:  # two batches in flight: the one before gives its block back now
+                pool.give_back(in_flight, None)
+            in_flight = block
+    finally:
+        decoder._release()
+    last_record = int(np.argmax(widths))  # the largest part of all
+    assert pinned_at and max(pinned_at) <= last_record + 1
+    assert len(pinned_at) <= 2 * len(np.unique(np.maximum.accumulate(widths)))
 
 
 def test_a_batch_whose_gpu_part_fails_gives_the_hosts_staging_back():

@@ -109,9 +109,11 @@ class DeviceContext:
             self._copy_through(pinned.take(host.nbytes), host, out)
         return out
 
-    def staging(self, nbytes: int) -> Staged:
-        """Pinned memory of ``nbytes`` to make host data in, then upload without a copy on the host."""
-        return Staged(self, pinned.take(nbytes), nbytes)
+    def staging(self, nbytes: int, block_bytes: int = 0) -> Staged:
+        """Pinned memory of ``nbytes`` to make host data in, then upload without a copy on the host, in
+        a block of at least ``block_bytes``: a caller whose copies vary in size asks for blocks of one
+        size, so that a block one copy gave back serves the next (``_pools.PinnedPool.take``)."""
+        return Staged(self, pinned.take(max(nbytes, block_bytes)), nbytes)
 
     def _device_like(self, host: np.ndarray) -> Any:
         with self:  # allocations belong to the stream that uses them (CuPy's pool is per stream)
