@@ -434,6 +434,23 @@ PYBIND11_MODULE(_engine, m) {
       "Copy host data through the pinned block `staging` to device memory `dst`, queued on `stream`; the GIL "
       "is released only for copies of `release_gil_from` bytes or more",
       "dst"_a, "src"_a, "staging"_a, "stream"_a, "release_gil_from"_a);
+  m.def(
+      "copy_ranges_to_device",
+      [](const py::array_t<uint64_t, py::array::c_style>& dsts, uintptr_t staging, size_t staging_bytes,
+         const py::array_t<int64_t, py::array::c_style>& offsets, const py::array_t<int64_t, py::array::c_style>& sizes,
+         uintptr_t stream) {
+        size_t count = size_t(dsts.size());
+        if (size_t(offsets.size()) != count || size_t(sizes.size()) != count)
+          throw std::invalid_argument("copy_ranges_to_device: dsts, offsets and sizes differ in length");
+        const uint64_t* d = dsts.data();
+        const int64_t* o = offsets.data();
+        const int64_t* n = sizes.data();
+        py::gil_scoped_release released;
+        codec::copy_ranges_to_device(d, staging, staging_bytes, o, n, count, stream);
+      },
+      "Queue on `stream` the copies of ranges of the pinned block `staging` (`staging_bytes` long): range i, "
+      "`sizes[i]` bytes at `offsets[i]`, to device address `dsts[i]`; one call for a batch's samples",
+      "dsts"_a, "staging"_a, "staging_bytes"_a, "offsets"_a, "sizes"_a, "stream"_a);
 
   // ---- custom operators (include/penstock_plugin.h) ----
   m.def("plugin_parallel_for_address", &plugin_parallel_for_address,

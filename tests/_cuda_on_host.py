@@ -277,6 +277,18 @@ class HostStaged:
         self.calls["upload"] += 1
         return host_array(host)
 
+    def copy_into(self, dsts, offsets, sizes, after=None) -> None:
+        """As the device's: the ranges copied to their (host) addresses at once, counted as one upload."""
+        if self.uploaded or self.given_back:
+            raise ValueError("Staged.copy_into: the staging was uploaded or given back already")
+        for dst, offset, size in zip(np.asarray(dsts, np.uint64).tolist(), np.asarray(offsets).tolist(),
+                                     np.asarray(sizes).tolist()):
+            if offset < 0 or offset + size > self.memory.nbytes:
+                raise ValueError("copy_ranges_to_device: a range lies outside the staging")
+            ctypes.memmove(dst, self.memory.ctypes.data + offset, size)
+        self.uploaded = True
+        self.calls["upload"] += 1
+
     def give_back(self) -> None:
         self.given_back = True
 

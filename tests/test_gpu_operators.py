@@ -260,6 +260,24 @@ def test_data_made_in_staging_uploads_without_a_host_copy_and_the_block_goes_bac
     sized.give_back()
 
 
+def test_ranges_of_staging_are_copied_to_their_device_places_in_one_call():
+    ctx = _cuda.DeviceContext(0)
+    staged = ctx.staging(100)
+    staged.view[:] = np.arange(100) + 1
+    dev = ctx.cp.zeros(64, ctx.cp.uint8)
+    after = ctx.record()
+    dsts = np.uint64(dev.data.ptr) + np.array([40, 0, 10], np.uint64)
+    staged.copy_into(dsts, np.array([0, 30, 90]), np.array([20, 10, 0]), after=after)
+    ctx.stream.synchronize()
+    want = np.zeros(64, np.uint8)
+    want[40:60], want[0:10] = np.arange(20) + 1, np.arange(30, 40) + 1
+    np.testing.assert_array_equal(dev.get(), want)
+    assert not staged.holds(staged.view)  # the block went back with the copies' event
+    outside = ctx.staging(16)
+    with pytest.raises(ValueError, match="outside the staging"):
+        outside.copy_into(dsts[:1], np.array([outside._block.size - 4]), np.array([8]))
+
+
 def test_transfers_round_trip_and_keep_metadata():
     data = [np.arange(12, dtype=np.int16).reshape(3, 4) * (k + 1) for k in range(3)]
 

@@ -221,11 +221,11 @@ def test_the_hosts_pixels_are_decoded_into_pinned_staging_and_uploaded_from_ther
     gpu = _device_that_stages(short)
     ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, gpu=gpu)
     host_idx = np.array([1, 3])
+    def upload(idx, buf, hshapes, offsets, staged):
+        return _mixed_decode.upload_host_part(gpu, buf, hshapes, staged)
     try:
         failed, host = decoder._decode_sides(ws, src, shapes, windows, windows, np.array([0, 2]), host_idx,
-                                             _output(4), object(),
-                                             lambda buf, hshapes, staged: _mixed_decode.upload_host_part(
-                                                 gpu, buf, hshapes, staged))
+                                             _output(4), object(), upload)
     finally:
         decoder._release()
     assert not len(failed) and len(gpu.made) == 1 and gpu.calls["upload"] == 1
@@ -239,6 +239,49 @@ def test_the_hosts_pixels_are_decoded_into_pinned_staging_and_uploaded_from_ther
         whole = _engine.decode_images(ws.pool, encoded[i], np.array([[len(encoded[i])]]), np.zeros(1, np.int64),
                                       0, True, fancy_upsampling=False)[0].reshape(shapes[i])
         np.testing.assert_array_equal(pixels[offsets[k]:offsets[k] + h * w * 3].reshape(h, w, 3), whole[:h])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_a_host_part_in_staging_is_copied_into_its_places_in_a_uint8_batch(dtype):
+    """A host part decoded into pinned staging goes from there straight into its samples' places in the
+    batch, in one call: no device memory beside the batch, no gather. A float batch takes the upload
+    and the gather, which converts. A sample decoded to another shape than its place is its error,
+    before anything is written, and the staging goes back."""
+    from penstock._operator import SampleError
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from _cuda_on_host import host_array
+    gpu = _device_that_stages()
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    out_shapes = np.array([[2, 3, 3], [4, 2, 3], [1, 5, 3], [3, 3, 3]], np.int64)
+    sizes = out_shapes.prod(1)
+    out_offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    out = types.SimpleNamespace(_shapes=out_shapes, _offsets=out_offsets,
+                                _buf=host_array(np.zeros(int(sizes.sum()), dtype)))
+    idx = np.array([3, 1])  # the host's samples, in the order it decoded them
+    part_shapes = out_shapes[idx]
+    part_offsets = np.array([0, sizes[3]])
+    staged = gpu.staging(int(sizes[idx].sum()))
+    staged.view[:] = np.arange(staged.view.size) % 251 + 1  # as the host decoded them
+    pixels = staged.view.copy()
+    try:
+        result = decoder._deliver(gpu, out, None, idx, staged.view, part_shapes, part_offsets, staged)
+    finally:
+        decoder._release()
+    if dtype == np.uint8:
+        assert result is None and staged.uploaded and gpu.calls["upload"] == 1
+        for k, i in enumerate(idx):
+            np.testing.assert_array_equal(out._buf[out_offsets[i]:out_offsets[i] + sizes[i]],
+                                          pixels[part_offsets[k]:part_offsets[k] + sizes[i]])
+        assert not out._buf[out_offsets[0]:out_offsets[0] + sizes[0]].any()  # the GPU side's place, untouched
+    else:
+        np.testing.assert_array_equal(np.asarray(result), pixels)
+        assert staged.uploaded
+        assert not out._buf.any()  # for _fill's gather
+    wrong = gpu.staging(int(sizes[idx].sum()))
+    with pytest.raises(SampleError, match="decoded to shape") as raised:
+        decoder._deliver(gpu, out, None, idx, wrong.view, part_shapes[::-1], part_offsets, wrong)
+    assert raised.value.sample == 3 and wrong.given_back and not wrong.uploaded
 
 
 def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
@@ -260,7 +303,7 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
         return staging(gpu, nbytes, block_bytes)
     gpu.staging = slow_staging
 
-    def slow_upload(buf, hshapes, staged):
+    def slow_upload(idx, buf, hshapes, offsets, staged):
         time.sleep(0.3)
         return _mixed_decode.upload_host_part(gpu, buf, hshapes, staged)
     op = _FakeOperator()  # the decoder holds its operator weakly
@@ -338,7 +381,7 @@ def test_a_batch_whose_gpu_part_fails_gives_the_hosts_staging_back():
     try:
         with pytest.raises(RuntimeError, match="the GPU decoder broke"):
             decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1]), np.array([2]), _output(3),
-                                  object(), lambda buf, hshapes, staged: None)
+                                  object(), lambda idx, buf, hshapes, offsets, staged: None)
     finally:
         decoder._release()
     assert len(gpu.made) == 1 and gpu.made[0].given_back and not gpu.made[0].uploaded

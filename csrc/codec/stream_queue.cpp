@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "codec/cuda_driver.h"
 
@@ -39,6 +40,19 @@ void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t sta
     std::memcpy(reinterpret_cast<void*>(staging), src, nbytes);
   check_cuda(driver().cuMemcpyHtoDAsync(dst, reinterpret_cast<void*>(staging), nbytes, reinterpret_cast<void*>(stream)),
              "queueing a host -> device copy");
+}
+
+void copy_ranges_to_device(const uint64_t* dsts, uintptr_t staging, size_t staging_bytes, const int64_t* offsets,
+                           const int64_t* sizes, size_t count, uintptr_t stream) {
+  for (size_t i = 0; i < count; ++i)
+    if (offsets[i] < 0 || sizes[i] < 0 || uint64_t(offsets[i]) + uint64_t(sizes[i]) > staging_bytes)
+      throw std::invalid_argument("copy_ranges_to_device: range " + std::to_string(i) + " lies outside the staging");
+  for (size_t i = 0; i < count; ++i) {
+    if (!sizes[i]) continue;
+    check_cuda(driver().cuMemcpyHtoDAsync(dsts[i], reinterpret_cast<void*>(staging + uintptr_t(offsets[i])),
+                                          size_t(sizes[i]), reinterpret_cast<void*>(stream)),
+               "queueing a host -> device copy");
+  }
 }
 
 void record_event(uintptr_t event, uintptr_t stream) {

@@ -27,6 +27,12 @@ void launch_kernels(const uintptr_t* functions, const int64_t* grids, size_t lau
 // data made in the staging), then queues the copy from there to device memory `dst` on `stream`.
 void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t staging, uintptr_t stream);
 
+// Queues on `stream` the copies of `count` ranges of the pinned block `staging` (`staging_bytes`
+// long): range i, `sizes[i]` bytes at `offsets[i]`, to device memory `dsts[i]`. Ranges outside the
+// block are refused before any copy is queued.
+void copy_ranges_to_device(const uint64_t* dsts, uintptr_t staging, size_t staging_bytes, const int64_t* offsets,
+                           const int64_t* sizes, size_t count, uintptr_t stream);
+
 // Records `event` (a CUevent) after the work queued on `stream` so far.
 void record_event(uintptr_t event, uintptr_t stream);
 

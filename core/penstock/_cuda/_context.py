@@ -12,7 +12,8 @@ from ..tensors import TensorListGPU
 from ._batch_arena import BatchArena
 from ._compile import compiled
 from ._pools import claim_device_reserve, pinned
-from ._stream_queue import Kernel, copy_to_device, launch_kernels, pinned_view, record_event
+from ._stream_queue import (Kernel, copy_ranges_to_device, copy_to_device, launch_kernels, pinned_view,
+                            record_event, wait_event)
 from ._runtime import require
 from .kernels import GpuKernels
 
@@ -122,10 +123,16 @@ class DeviceContext:
     def _copy_through(self, blk: Any, host: np.ndarray, out: Any) -> None:
         """Queues the copy of contiguous ``host`` to ``out`` through pinned block ``blk`` (host's bytes
         copied in first unless they are the block's own), then hands the block back."""
+        self._copies_from(blk, lambda: copy_to_device(out.data.ptr, host.reshape(-1).view(np.uint8), blk.ptr,
+                                                      self.stream))
+
+    def _copies_from(self, blk: Any, queue: Callable[[], None]) -> None:
+        """Runs ``queue`` (copies from pinned block ``blk`` queued on the stream) with the stream's device
+        current, then hands the block back with an event after them: lent again once they are done."""
         copied = None
         try:
             with self.device:
-                copy_to_device(out.data.ptr, host.reshape(-1).view(np.uint8), blk.ptr, self.stream)
+                queue()
                 copied = blk.copy_events.get(self.device_id)
                 if copied is None:
                     copied = blk.copy_events[self.device_id] = self.cp.cuda.Event(block=False, disable_timing=True)
@@ -209,6 +216,21 @@ class Staged:
         else:
             pinned.give_back(block, None)
         return out
+
+    def copy_into(self, dsts: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, after: Any = None) -> None:
+        """Queues the copies of the block's ranges (``sizes[i]`` bytes at ``offsets[i]``) to device
+        addresses ``dsts[i]``, after the event ``after`` (None: after the stream's work so far), in one
+        engine call; the block goes back."""
+        block, self._block = self._block, None
+        if block is None:
+            raise ValueError("Staged.copy_into: the staging was uploaded or given back already")
+        ctx = self._ctx
+
+        def queue() -> None:
+            if after is not None:
+                wait_event(ctx.stream, after)
+            copy_ranges_to_device(dsts, block, offsets, sizes, ctx.stream)
+        ctx._copies_from(block, queue)
 
     def give_back(self) -> None:
         """Returns the block unused (nothing was queued from it)."""

@@ -99,3 +99,11 @@ def copy_to_device(dst: int, host: np.ndarray, staging: int, stream: Any) -> Non
     """Copies the contiguous ``host`` into pinned ``staging`` and queues the copy from there to
     device address ``dst`` on ``stream``."""
     _engine.copy_to_device(int(dst), host, int(staging), int(stream.ptr), RELEASE_GIL_FROM)
+
+
+def copy_ranges_to_device(dsts: np.ndarray, staging: Any, offsets: np.ndarray, sizes: np.ndarray, stream: Any) -> None:
+    """Queues on ``stream`` the copies of ranges of the pinned block ``staging`` (``ptr``, ``size``):
+    range i, ``sizes[i]`` bytes at ``offsets[i]``, to device address ``dsts[i]``, in one engine call."""
+    _engine.copy_ranges_to_device(np.ascontiguousarray(dsts, np.uint64), int(staging.ptr), int(staging.size),
+                                  np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(sizes, np.int64),
+                                  int(stream.ptr))

@@ -21,8 +21,8 @@ ResNet-50 pipelines alone, medians of 3 rounds) one decoder process took train f
 img/s at 16 host threads, for about 830 MB more device memory (the child's CUDA context and decoder
 state); beside a training loop it slows the pipeline down (``process_count`` says why), so it is
 off by default. The host
-decodes its part straight into pinned staging, uploaded from there, and one kernel copies it into
-the output batch. Two batches
+decodes its part straight into pinned staging, and each sample is copied from there into its place
+in the output batch (a float batch: uploaded, and one kernel converts it into the batch). Two batches
 decode at once on background workers. Without nvImageCodec the host decodes everything.
 
 nvImageCodec decodes a JPEG whose scan corruption put out of step without a word; libjpeg-turbo
@@ -368,18 +368,45 @@ class MixedDecoder:
         return lifting
 
     def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, lifting) -> tuple:
-        """``_decode_sides`` after the consumer's Python (``ws.defer``), each host part uploaded by this
-        job's thread as it collects it (off the GPU stage's path)."""
+        """``_decode_sides`` after the consumer's Python (``ws.defer``), each host part put on the device
+        by this job's thread as it collects it (off the GPU stage's path, ``_deliver``)."""
         ws.defer()
         return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready,
-                                  functools.partial(upload_host_part, ws.gpu), lifting)
+                                  functools.partial(self._deliver, ws.gpu, out, ready), lifting)
+
+    def _deliver(self, gpu: Any, out: Any, ready: Any, idx: np.ndarray, buf: np.ndarray, shapes: np.ndarray,
+                 offsets: np.ndarray, staged: Any) -> Any:
+        """A host part's pixels (samples ``idx`` of the batch ``out``: ``shapes`` at ``offsets`` of
+        ``buf``) on the device. Decoded into pinned staging (``staged``) for a uint8 batch, each sample is
+        copied from there into its place in ``out`` after ``ready``, in one engine call, and None is
+        returned: no device memory beside the batch, and no gather. (On an H200, 2026-12-07, with parts
+        uploaded whole, CuPy's pool held 1.4-1.9 GB in the high-resolution train pipeline, whose host
+        parts are dozens of random crops, against 0.2 GB in validation windows without host parts; peak
+        GPU memory 7.2 GB against DALI's 6.4.)
+        Else the pixels are uploaded (``upload_host_part``) for ``_fill``'s gather into the batch, and
+        their device array is returned. A sample decoded to another shape than its place in ``out`` is
+        its error, before anything is written there."""
+        expected = _engine.take_rows(out._shapes, idx)
+        bad = _engine.first_differing_row(shapes, expected)
+        if bad >= 0:
+            if staged is not None:
+                staged.give_back()
+            raise SampleError(int(idx[bad]), f"{self.op.label}: decoded to shape {tuple(shapes[bad])}, "
+                                             f"expected {tuple(expected[bad])}")
+        sizes = _engine.shape_volumes(shapes)  # numpy's prod gives the GIL away
+        if staged is not None and out._buf.dtype == np.uint8 and staged.holds(buf[:int(sizes.sum())]):
+            staged.copy_into(np.uint64(out._buf.data.ptr) + out._offsets[idx].astype(np.uint64), offsets, sizes,
+                             after=ready)
+            return None
+        return upload_host_part(gpu, buf, shapes, staged)
 
     def _decode_sides(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, upload=None,
                       lifting=None) -> tuple:
         """Both sides at once; what the GPU could not decode goes to the host afterwards. The GPU
         decoders write their samples (``gpu_idx``, split between them by bytes) into ``out``.
         Returns the samples the GPU failed on, and ``host``: per host part, its samples and their
-        pixels (``upload(buf, shapes, staged)`` of them when given), shapes and offsets. Each side's time
+        pixels, shapes and offsets; with ``upload``, the pixels are ``upload(idx, buf, shapes, offsets,
+        staged)``'s: on the device, or None when it put them into ``out`` itself. Each side's time
         goes to the host share's rates, and the slower side's, for a batch split the way
         ``lifting``, to its choice of way."""
         lengths = src._volumes()
@@ -461,14 +488,14 @@ class MixedDecoder:
 
     def _host_part(self, src, idx, decoding: _HostDecoding, windows, shapes, upload,
                    timed: bool = True) -> tuple[tuple, float]:
-        """The host's decoding of samples ``idx`` (``_decode_host``'s), its pixels uploaded when
-        ``upload`` is given, and its seconds, the upload's included (its device memory comes from the
-        pool, which may grow, and freeing a block to grow waits for the device); ``timed``: its time
-        feeds the host's rate."""
+        """The host's decoding of samples ``idx`` (``_decode_host``'s), its pixels put on the device when
+        ``upload`` is given (``_decode_sides``), and its seconds, the upload's included (the device memory
+        of an upload comes from the pool, which may grow, and freeing a block to grow waits for the
+        device); ``timed``: its time feeds the host's rate."""
         (buf, hshapes, offsets), seconds, staged = decoding.collect()
         if upload is not None:
             start = time.perf_counter()
-            buf = upload(buf, hshapes, staged)
+            buf = upload(idx, buf, hshapes, offsets, staged)
             seconds += time.perf_counter() - start
         if timed and self._share is not None:
             cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
@@ -496,15 +523,13 @@ class MixedDecoder:
         return result
 
     def _fill(self, ws, out: Any, job: Any) -> None:
-        """On the GPU stage: waits for the decoders, then queues the copy of the host's samples
-        into ``out`` (the GPU decoders' samples are there already, ordered on the pipeline's stream)."""
+        """On the GPU stage: waits for the decoders, then queues the gather of the host's uploaded
+        parts into ``out`` (the GPU decoders' samples, and the host's copied from its staging, are there
+        already, ordered on the pipeline's stream; ``_deliver`` checked every part's shapes)."""
         _, host = job.result()
         for idx, buf, hshapes, hoffsets in host:  # each uploaded part holds its windows packed
-            expected = _engine.take_rows(out._shapes, idx)
-            bad = _engine.first_differing_row(hshapes, expected)
-            if bad >= 0:
-                raise SampleError(int(idx[bad]), f"{self.op.label}: decoded to shape {tuple(hshapes[bad])}, "
-                                                 f"expected {tuple(expected[bad])}")
+            if buf is None:  # copied into the batch already
+                continue
             n = len(idx)
             windows = _engine.with_columns(zero_rows(n, 4), 2, hshapes, count=2)  # each whole part: (0, 0, h, w)
             ws.kernels.gather_images(np.uint64(buf.data.ptr) + hoffsets.astype(np.uint64),
