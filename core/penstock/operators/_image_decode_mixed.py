@@ -322,7 +322,8 @@ class MixedDecoder:
         """The output batch, allocated now and filled once its decoding finished: decoding runs on
         background workers (two batches in flight, so the GPU decoder always has the next one
         queued); the GPU decoders write into the batch on their own streams, and what the host
-        decoded is copied in when the GPU stage first uses the batch (``_deferred``)."""
+        decoded is copied in from its staging as the job collects it (``_deliver``; into a float
+        batch, gathered in when the GPU stage first uses the batch, ``_deferred``)."""
         if crop is not None:
             check_windows(crop, shapes)  # before the GPU's gather reads around a window outside the image
         args = self.op.args
