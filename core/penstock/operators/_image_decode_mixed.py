@@ -380,13 +380,13 @@ class MixedDecoder:
         """A host part's pixels (samples ``idx`` of the batch ``out``: ``shapes`` at ``offsets`` of
         ``buf``) on the device. Decoded into pinned staging (``staged``) for a uint8 batch, each sample is
         copied from there into its place in ``out`` after ``ready``, in one engine call, and None is
-        returned: no device memory beside the batch, and no gather. (On an H200, 2026-12-07, with parts
-        uploaded whole, CuPy's pool held 1.4-1.9 GB in the high-resolution train pipeline, whose host
-        parts are dozens of random crops, against 0.2 GB in validation windows without host parts; peak
-        GPU memory 7.2 GB against DALI's 6.4.)
-        Else the pixels are uploaded (``upload_host_part``) for ``_fill``'s gather into the batch, and
-        their device array is returned. A sample decoded to another shape than its place in ``out`` is
-        its error, before anything is written there."""
+        returned: no device memory beside the batch, and no gather. Else the pixels are uploaded
+        (``upload_host_part``) for ``_fill``'s gather into the batch, and their device array is
+        returned. A sample decoded to another shape than its place in ``out`` is its error, before
+        anything is written there. (On an H200, 2026-12-07, with every part uploaded whole, CuPy's pool
+        held 1.4-1.9 GB in the high-resolution train pipeline, whose host parts are dozens of random
+        crops, against 0.2 GB in validation windows without host parts; peak GPU memory 7.2 GB against
+        DALI's 6.4.)"""
         expected = _engine.take_rows(out._shapes, idx)
         bad = _engine.first_differing_row(shapes, expected)
         if bad >= 0:
