@@ -81,8 +81,9 @@ def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monke
     """The thread that takes the batches is the consumer. Taken as the framework iterators take them
     (the next one scheduled as one is handed out: two on the way), the stages' threads and the mixed
     decoder's jobs defer to it, each run's waits bounded by its budget, the consumer never to
-    itself; taken by run() (the one on the way is the one it takes next) they do not, nor a pipeline
-    on the host alone, nor one with the waits turned off."""
+    itself; not while run() schedules the batch it then waits for (as it does where it cannot
+    schedule ahead: the one on the way is the one it takes next), nor a pipeline on the host alone,
+    nor one with the waits turned off."""
     from penstock import _consumer
     calls = []
 
@@ -115,6 +116,7 @@ def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monke
         time.sleep(0.05)
     monkeypatch.setattr(Executor, "submit", submit_then_pause)
     by_run = _train_pipeline(photos, 0)
+    monkeypatch.setattr(by_run, "_runs_ahead", lambda: False)  # as with an input operator
     for _ in range(4):
         by_run.run()
     monkeypatch.setattr(Executor, "submit", submit)
@@ -131,6 +133,42 @@ def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monke
     assert threading.current_thread().name not in names
     stage_calls = [max_us for name, max_us in calls if name.startswith("penstock-stage")]
     assert stage_calls and all(0 < max_us <= 4000 for max_us in stage_calls)
+
+
+def test_between_runs_the_prefetch_depth_is_on_the_way_with_the_same_batches(monkeypatch, kernels, photos):
+    """run() of a GPU pipeline that reads its own data schedules the next run's iteration before it
+    returns: while the caller works between runs, the prefetch depth's iterations are on the way (a
+    training step's Python beside them, not one batch's latency after it). The batches are those of
+    run() scheduling at the call, as it does for a pipeline fed by an input operator."""
+    use_host_device(monkeypatch, HostDevice(kernels))
+
+    def batches(pipe, on_the_way):  # one pipeline at a time: the host-compiled kernels share their indices
+        got = []
+        for _ in range(4):  # across an epoch's end (18 files, batches of 5)
+            images, labels = pipe.run()
+            assert len(pipe._pending) == on_the_way and pipe._executor._on_the_way == on_the_way
+            got.append(([s.copy() for s in _samples(images)], [s.tolist() for s in _samples(labels)]))
+        for it in pipe._pending:
+            it.done.wait()
+        return got
+    ahead = batches(_train_pipeline(photos, 0), 2)
+    at_the_call = _train_pipeline(photos, 0)
+    monkeypatch.setattr(at_the_call, "_runs_ahead", lambda: False)
+    for (images, labels), (want_images, want_labels) in zip(ahead, batches(at_the_call, 1)):
+        assert labels == want_labels
+        for got, want in zip(images, want_images):
+            np.testing.assert_allclose(got, want, atol=1.01 / min(STD))
+    monkeypatch.undo()
+    use_host_device(monkeypatch, HostDevice(kernels))
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def fed():
+        return fn.external_source(source=lambda: [np.full(3, 7, np.uint8)] * 2, batch=True).gpu()
+    pipe = fed()
+    pipe.build()
+    for _ in range(3):  # the source is called as the caller's run() asks, as DALI calls it
+        assert _samples(pipe.run()[0])[1].tolist() == [7, 7, 7]
+        assert len(pipe._pending) == 1
 
 
 @pytest.mark.parametrize("consumer_first", ["0", "4000"])

@@ -149,6 +149,7 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._calling_sources = False      # while iter_setup and the sources run
         self._pending: collections.deque[Iteration] = collections.deque()
         self._first_iter = True
+        self._scheduled_ahead = False      # run() scheduled the next run's iteration (_runs_ahead)
         self._last_iter = False
         self._epoch = 0
         self._iter_in_epoch = 0

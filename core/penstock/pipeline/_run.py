@@ -198,8 +198,24 @@ class PipelineRun:
             self._check_stream_arg(cuda_stream)
             executor = self._executor  # none in debug mode: each operator runs as it is called
             with executor.consumer_waiting() if executor is not None else contextlib.nullcontext():
-                self.schedule_run()
-                return self._pop_outputs()
+                if self._scheduled_ahead:  # the last run() scheduled this one's iteration
+                    self._scheduled_ahead = False
+                else:
+                    self.schedule_run()
+                results = self._pop_outputs()
+            if not pipeline_inputs and self._runs_ahead():
+                self._scheduled_ahead = self._schedule_one() is True
+            return results
+
+    def _runs_ahead(self) -> bool:
+        """Whether ``run()`` schedules the next run's iteration before it returns, so that the
+        prefetch depth's iterations are on the way while the caller works between runs (scheduled
+        at the next call, only depth - 1 are: a training step's Python then waits for a batch that
+        made little progress beside it). Only where scheduling takes nothing from the caller, no
+        input operator's data nor ``iter_setup``, and a GPU stage's host side needs the time."""
+        return (self._gpu is not None and self._exec_async and self._exec_pipelined
+                and max(self._cpu_queue_size, self._gpu_queue_size) > 1
+                and not self._source_ops and not self._iter_setup_defined())
 
     def empty(self) -> bool:
         return not self._pending
