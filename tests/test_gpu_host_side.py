@@ -81,9 +81,10 @@ def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monke
     """The thread that takes the batches is the consumer. Taken as the framework iterators take them
     (the next one scheduled as one is handed out: two on the way), the stages' threads and the mixed
     decoder's jobs defer to it, each run's waits bounded by its budget, the consumer never to
-    itself; not while run() schedules the batch it then waits for (as it does where it cannot
-    schedule ahead: the one on the way is the one it takes next), nor a pipeline on the host alone,
-    nor one with the waits turned off."""
+    itself; not to run()'s caller, whether run() schedules the batch it then waits for (where it
+    cannot schedule ahead: the one on the way is the one it takes next) or ahead of it (two on the way
+    while the caller works: the caller gets no turn), nor a pipeline on the host alone, nor one with
+    the waits turned off."""
     from penstock import _consumer
     calls = []
 
@@ -115,10 +116,12 @@ def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monke
         submit(self, it)
         time.sleep(0.05)
     monkeypatch.setattr(Executor, "submit", submit_then_pause)
-    by_run = _train_pipeline(photos, 0)
-    monkeypatch.setattr(by_run, "_runs_ahead", lambda: False)  # as with an input operator
-    for _ in range(4):
-        by_run.run()
+    by_run, at_the_call = _train_pipeline(photos, 0), _train_pipeline(photos, 0)
+    monkeypatch.setattr(at_the_call, "_runs_ahead", lambda: False)  # as with an input operator
+    for pipe in (by_run, at_the_call):
+        for _ in range(4):
+            pipe.run()
+            time.sleep(0.05)  # the caller's step: the pipeline's threads work ahead meanwhile
     monkeypatch.setattr(Executor, "submit", submit)
     assert calls == []
     monkeypatch.setenv(_consumer.ENV, "4000")  # a run's waits: at most 4 ms (half the period is more)

@@ -238,6 +238,9 @@ class ProcessExecutor:
     def consumer_waiting(self) -> Any:
         return contextlib.nullcontext()  # no thread of this process runs the pipeline's Python
 
+    def without_turn(self) -> None:
+        """(No thread of this process runs the pipeline's Python: none gives the caller a turn.)"""
+
     @property
     def stats(self) -> dict[str, OpStats]:
         """The child's operator statistics, as of now."""
