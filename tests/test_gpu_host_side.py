@@ -173,6 +173,15 @@ def test_between_runs_the_prefetch_depth_is_on_the_way_with_the_same_batches(mon
         assert _samples(pipe.run()[0])[1].tolist() == [7, 7, 7]
         assert len(pipe._pending) == 1
 
+    @pipeline_def(batch_size=2, num_threads=1, device_id=0, debug=True)
+    def debugged():
+        _, labels = fn.readers.file(file_root=photos)
+        return labels.gpu()
+    pipe = debugged()
+    pipe.build()
+    pipe._gpu = HostDevice(kernels)  # (a debug pipeline runs each operator as it is called: no executor)
+    assert pipe._executor is None and not pipe._runs_ahead()
+
 
 @pytest.mark.parametrize("consumer_first", ["0", "4000"])
 def test_a_thread_busy_in_python_does_not_stall_the_pipeline(monkeypatch, kernels, photos, consumer_first):

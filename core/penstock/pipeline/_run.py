@@ -214,11 +214,12 @@ class PipelineRun:
         at the next call, only depth - 1 are: a training step's Python then waits for a batch that
         made little progress beside it), and the pipeline's threads give the caller no turn
         (``Executor.without_turn``). Only where scheduling takes nothing from the caller, no input
-        operator's data nor ``iter_setup``, and a GPU stage's host side needs the time. On an H100
-        (2026-12-07, gil_probe, 16 threads, batch 256, medians of 3) run() waited 1.31 ms a 13 ms
-        Python step (3.95 before), 0.62 at 20 ms (0.90) and 0.36 at 30 ms (0.36)."""
-        return (self._gpu is not None and self._exec_async and self._exec_pipelined
-                and max(self._cpu_queue_size, self._gpu_queue_size) > 1
+        operator's data nor ``iter_setup`` (nor in debug mode, which has no executor), and a GPU
+        stage's host side needs the time. On an H100 (2026-12-07, gil_probe, 16 threads, batch 256,
+        medians of 3) run() waited 1.31 ms a 13 ms Python step (3.95 before), 0.62 at 20 ms (0.90)
+        and 0.36 at 30 ms (0.36)."""
+        return (self._executor is not None and self._gpu is not None
+                and self._exec_async and self._exec_pipelined and max(self._cpu_queue_size, self._gpu_queue_size) > 1
                 and not self._source_ops and not self._iter_setup_defined())
 
     def empty(self) -> bool:
