@@ -11,6 +11,7 @@ SOURCE = r"""
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 struct Event { bool recorded = false, passed = false; uintptr_t stream = 0; };
@@ -43,7 +44,24 @@ int cuEventDestroy_v2(void*) { return 0; }
 int cuStreamWaitEvent(void* stream, void*, unsigned) { waits.push_back(reinterpret_cast<uintptr_t>(stream)); return 0; }
 int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
                    void**) { return 1; }
-int cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*) { return 1; }
+// device memory is the host's: a copy is a memcpy, counted by the call that made it
+static int copy_calls = 0, batch_calls = 0, batch_status = 0;
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t size, void*) {
+  ++copy_calls; std::memcpy(reinterpret_cast<void*>(dst), src, size); return 0;
+}
+#ifndef NO_BATCH_COPY
+struct CopyAttributes { int order; int src_location[2]; int dst_location[2]; unsigned flags; };
+int cuMemcpyBatchAsync_v2(unsigned long long* dsts, unsigned long long* srcs, size_t* sizes, size_t count,
+                          CopyAttributes* attrs, size_t* attrs_at, size_t num_attrs, void* stream) {
+  ++batch_calls;
+  if (batch_status) return batch_status;
+  // what the engine must ask: every copy read in stream order, on a stream of its own
+  if (!stream || num_attrs != 1 || attrs_at[0] != 0 || attrs[0].order != 1 || attrs[0].flags) return 1;
+  for (size_t i = 0; i < count; ++i)
+    std::memcpy(reinterpret_cast<void*>(dsts[i]), reinterpret_cast<void*>(srcs[i]), sizes[i]);
+  return 0;
+}
+#endif
 int cuCtxGetStreamPriorityRange(int*, int*) { return 1; }
 int cuMemAlloc_v2(unsigned long long* ptr, size_t size) {
   void* p = nullptr; int status = take(&p, size); *ptr = reinterpret_cast<unsigned long long>(p); return status;
@@ -58,12 +76,16 @@ uintptr_t last_recorded_on() { return events.empty() ? ~uintptr_t(0) : events.ba
 int driver_allocations() { return allocations; }
 int driver_frees() { return frees; }
 void set_memory_limit(size_t bytes) { limit = bytes; }
+int copies_made() { return copy_calls; }
+int batches_made() { return batch_calls; }
+void fail_batches_with(int status) { batch_status = status; }
 }
 """
 
 
-def run_on_fake_driver(folder, script: str) -> str:
-    """Runs ``script`` in a Python process whose CUDA driver is the fake, built in ``folder``;
+def run_on_fake_driver(folder, script: str, defines: tuple[str, ...] = ()) -> str:
+    """Runs ``script`` in a Python process whose CUDA driver is the fake, built in ``folder`` with the
+    preprocessor ``defines`` (``NO_BATCH_COPY``: a driver before CUDA 12.8, without batched copies);
     returns what it printed (an error if it failed). The script reaches the fake's test functions
     through ``ctypes.CDLL("libcuda.so.1")``."""
     cxx = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
@@ -71,8 +93,8 @@ def run_on_fake_driver(folder, script: str) -> str:
     source = os.path.join(folder, "driver.cpp")
     with open(source, "w") as f:
         f.write(SOURCE)
-    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-o", os.path.join(folder, "libcuda.so.1"), source],
-                   check=True)
+    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", *(f"-D{d}" for d in defines), "-o",
+                    os.path.join(folder, "libcuda.so.1"), source], check=True)
     env = {**os.environ, "LD_LIBRARY_PATH": f"{folder}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -1,11 +1,16 @@
 """Kernel parameters as the engine's launcher lays them out (the launch itself runs on a GPU:
-tests/test_gpu_operators.py compares every GPU operator launched this way with the CPU's)."""
+tests/test_gpu_operators.py compares every GPU operator launched this way with the CPU's), and the
+copies of a staging block's ranges as the driver is asked for them (a stand-in driver here; on a GPU,
+tests/test_gpu_operators.py::test_ranges_of_staging_are_copied_to_their_device_places_in_one_call)."""
 import struct
 
 import numpy as np
 import pytest
 
+from penstock import _engine
 from penstock._cuda._stream_queue import pack_parameters
+
+from _fake_cuda_driver import run_on_fake_driver
 
 
 class _DeviceArray:
@@ -42,3 +47,49 @@ def test_python_scalars_are_passed_as_cupy_passes_them():
 def test_anything_else_is_refused_by_name():
     with pytest.raises(TypeError, match="not list"):
         pack_parameters([[1, 2]])
+
+
+RANGES = r"""
+import ctypes
+import numpy as np
+from penstock import _engine
+driver = ctypes.CDLL("libcuda.so.1")  # the fake, as the engine loaded it: device memory is the host's
+staging = (np.arange(100) + 1).astype(np.uint8)
+device = np.zeros(64, np.uint8)
+offsets, sizes = np.array([0, 30, 90, 5]), np.array([20, 10, 0, 4])  # an empty range among them
+
+
+def copy(stream=0x77):
+    device[:] = 0
+    dsts = np.uint64(device.ctypes.data) + np.array([40, 0, 10, 30], np.uint64)
+    _engine.copy_ranges_to_device(dsts, staging.ctypes.data, staging.nbytes, offsets, sizes, stream)
+    want = np.zeros(64, np.uint8)
+    want[40:60], want[0:10], want[30:34] = staging[0:20], staging[30:40], staging[5:9]
+    assert (device == want).all(), device
+    return driver.batches_made(), driver.copies_made()
+
+
+print(*copy(), end=" ")
+print(*copy(stream=0), end=" ")  # the legacy default stream, which batched copies refuse
+driver.fail_batches_with(801)  # CUDA_ERROR_NOT_SUPPORTED
+print(*copy(), end=" ")
+print(*copy())
+"""
+
+
+def test_a_blocks_ranges_are_one_batched_driver_call_and_each_a_call_without_it(tmp_path):
+    (tmp_path / "batched").mkdir()
+    (tmp_path / "older").mkdir()
+    # batches made, copies made, after each copy: batched; on the legacy stream a call a range; a failed
+    # batch's ranges a call each, and no batch asked for again
+    assert run_on_fake_driver(tmp_path / "batched", RANGES) == "1 0 1 3 2 6 2 9"
+    # a driver before CUDA 12.8: a call a non-empty range
+    assert run_on_fake_driver(tmp_path / "older", RANGES, ("NO_BATCH_COPY",)) == "0 3 0 6 0 9 0 12"
+
+
+def test_a_range_outside_the_block_is_refused_before_any_copy():
+    device = np.zeros(8, np.uint8)
+    with pytest.raises(ValueError, match="range 1 lies outside the staging"):
+        _engine.copy_ranges_to_device(np.full(2, device.ctypes.data, np.uint64), 0x1000, 16, np.array([0, 12]),
+                                      np.array([4, 8]), 0x77)
+    assert not device.any()

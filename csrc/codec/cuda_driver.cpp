@@ -32,6 +32,8 @@ const Driver& driver() {
     bind(lib, "cuMemFree_v2", d.cuMemFree);
     bind(lib, "cuMemHostAlloc", d.cuMemHostAlloc);
     bind(lib, "cuMemFreeHost", d.cuMemFreeHost);
+    bind_if_present(lib, "cuMemcpyBatchAsync_v2", d.cuMemcpyBatchAsync_v2);
+    bind_if_present(lib, "cuMemcpyBatchAsync", d.cuMemcpyBatchAsync);
     return d;
   }();
   return loaded;

@@ -27,6 +27,12 @@ struct Driver {
   int (*cuMemFree)(unsigned long long);
   int (*cuMemHostAlloc)(void**, size_t, unsigned);
   int (*cuMemFreeHost)(void*);
+  // Batched copies (drivers of CUDA 12.8 and later; null before): CUDA 13's signature, and 12.8's
+  // with a failure index after the attributes. Either is one driver call for many copies.
+  int (*cuMemcpyBatchAsync_v2)(unsigned long long*, unsigned long long*, size_t*, size_t, void*, size_t*, size_t,
+                               void*);
+  int (*cuMemcpyBatchAsync)(unsigned long long*, unsigned long long*, size_t*, size_t, void*, size_t*, size_t,
+                            size_t*, void*);
 };
 
 // The CUDA driver's entry points (libcuda.so.1, loaded on first use).

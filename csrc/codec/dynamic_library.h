@@ -14,4 +14,10 @@ inline void bind(void* lib, const char* name, F& fn) {
   fn = reinterpret_cast<F>(sym);
 }
 
+// An entry point that older versions of the library lack: null then.
+template <typename F>
+inline void bind_if_present(void* lib, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+}
+
 }  // namespace penstock::codec

@@ -29,7 +29,8 @@ void copy_to_device(uintptr_t dst, const void* src, size_t nbytes, uintptr_t sta
 
 // Queues on `stream` the copies of `count` ranges of the pinned block `staging` (`staging_bytes`
 // long): range i, `sizes[i]` bytes at `offsets[i]`, to device memory `dsts[i]`. Ranges outside the
-// block are refused before any copy is queued.
+// block are refused before any copy is queued. One batched driver call where the driver has it
+// (CUDA 12.8 and later), else a call a range.
 void copy_ranges_to_device(const uint64_t* dsts, uintptr_t staging, size_t staging_bytes, const int64_t* offsets,
                            const int64_t* sizes, size_t count, uintptr_t stream);
 
