@@ -331,6 +331,38 @@ def test_the_gpu_side_writes_a_batch_after_the_event_its_block_came_with(monkeyp
     assert {id(e) for e in waited_for} <= {id(e) for e in arena.written_after}
 
 
+def test_a_decoding_job_feeds_the_gpu_decoders_before_it_defers_to_the_consumer(monkeypatch, kernels, photos):
+    """A job's first work is handing its JPEGs to the GPU decoders: its turn for the consumer comes after
+    (the hardware engines would idle through the consumer's forward pass), once per batch."""
+    from penstock._executor import Executor
+    _with_host_codec(monkeypatch, kernels, 5e-10)
+    events: list = []
+    defer, decode = Executor.defer_to_consumer, _HostCodec.decode
+
+    def deferring(self, max_us=None):
+        events.append((threading.current_thread().name, "defer"))
+        return defer(self, max_us)
+
+    def decoding(self, *args):
+        events.append((threading.current_thread().name, "decode"))
+        return decode(self, *args)
+    monkeypatch.setattr(Executor, "defer_to_consumer", deferring)
+    monkeypatch.setattr(_HostCodec, "decode", decoding)
+    pipe = _all_to_the_gpu(photos, 4)
+    pipe.schedule_run()
+    for _ in range(6):  # as the framework iterators take batches: two on the way
+        pipe.share_outputs()
+        pipe.release_outputs()
+        pipe.schedule_run()
+    jobs = {}
+    for thread, event in events:
+        if thread.startswith("penstock-mixed-decode"):
+            jobs.setdefault(thread, []).append(event)
+    assert sum(len(seq) for seq in jobs.values()) >= 12
+    for seq in jobs.values():  # (the last job may still be decoding)
+        assert seq == (["decode", "defer"] * len(seq))[:len(seq)], seq
+
+
 @pytest.mark.parametrize("gpu_rate,gpu_keeps_most", [(2e9, True), (1e5, False)])
 def test_the_host_takes_whole_images_when_the_gpu_side_falls_far_behind(monkeypatch, kernels, photos, gpu_rate,
                                                                         gpu_keeps_most):

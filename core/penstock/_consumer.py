@@ -14,10 +14,10 @@ GIL while the consumer's thread runs Python (``defer``), and go on once it waits
 then runs in the consumer's waits. Only while the pipeline is ahead (the executor asks: at least two
 of its batches are on the way and the consumer is not itself waiting for one): the batch a consumer
 waits for is never held back. A stage's run of a batch's operators waits at most half the consumer's
-period between batches in all (``budget``), and so does each wait of a decoding job (at its start,
-once its decoders are done), and none more than ``PENSTOCK_CONSUMER_FIRST_US`` microseconds (20 ms
-by default; 0 turns the waits off). A consumer that never waits (Python without
-pause) has no turn to give: once most waits last to their bound, none are made for a while, and for
+period between batches in all (``budget``), and so does the wait of a decoding job (once its
+decoders are done: it hands them its JPEGs at once), and none more than
+``PENSTOCK_CONSUMER_FIRST_US`` microseconds (20 ms by default; 0 turns the waits off). A consumer
+that never waits (Python without pause) has no turn to give: once most waits last to their bound, none are made for a while, and for
 twice as long each time that comes again before any wait ended early.
 
 The consumer is the last thread that waited for a GPU pipeline's outputs. It counts as running its

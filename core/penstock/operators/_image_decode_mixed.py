@@ -369,9 +369,14 @@ class MixedDecoder:
         return lifting
 
     def _decode_batch(self, ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready, lifting) -> tuple:
-        """``_decode_sides`` after the consumer's Python (``ws.defer``), each host part put on the device
-        by this job's thread as it collects it (off the GPU stage's path, ``_deliver``)."""
-        ws.defer()
+        """``_decode_sides``, each host part put on the device by this job's thread as it collects it
+        (off the GPU stage's path, ``_deliver``). The job hands its JPEGs to the decoders at once and
+        defers to the consumer's Python (``ws.defer``) only after: what comes before is a few engine
+        calls, and the hardware engines idle while a job waits. Beside a training ResNet-18 on an H100
+        (2026-12-07, 16 threads) the engines idled 7.9 ms a batch with the turn first and 5.8-7.0 with
+        the decoders fed at once, the model training at 12,401 and 12,528 img/s against 13,669 and
+        12,963; on another H100 the two were even (14,797 img/s fed at once, 14,740 with the turn first,
+        3 rounds each)."""
         return self._decode_sides(ws, src, shapes, crop, windows, gpu_idx, host_idx, out, ready,
                                   functools.partial(self._deliver, ws.gpu, out, ready), lifting)
 
@@ -456,17 +461,13 @@ class MixedDecoder:
                                               orient)
             return i[~decoded], seconds
 
-        def part_elsewhere(decoder: Any, positions: np.ndarray) -> tuple[np.ndarray, float]:
-            ws.defer()  # on a thread of its own: the consumer's Python first, as on the job's
-            return part(decoder, positions)
-
         decoders = [d for d in self.decoders if d.usable] if len(gpu_idx) else []
         part_bytes = lengths[gpu_idx]
         split = _split_by_bytes(part_bytes, self._speeds(decoders))
         # the in-process decoder's part on this thread (its parse overlaps the other batch's
         # decoding), the processes' parts on threads that wait for them
         nothing = (np.zeros(0, np.int64), 0.0)
-        elsewhere = [self._parts.submit(part_elsewhere, decoder, positions) if len(positions) else None
+        elsewhere = [self._parts.submit(part, decoder, positions) if len(positions) else None
                      for decoder, positions in zip(decoders[1:], split[1:])]
         parts = [part(decoders[0], split[0]) if len(split[0]) else nothing] if split else []
         parts += [nothing if f is None else f.result() for f in elsewhere]
