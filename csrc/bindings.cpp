@@ -292,6 +292,11 @@ PYBIND11_MODULE(_engine, m) {
         "A copy of table [N, M] with columns [first, first + K) set from columns [values_first, values_first + K) "
         "of values [V] (every row alike) or [N, V]; K: count, or the rest of V when negative",
         "table"_a, "first"_a, "values"_a, "values_first"_a = 0, "count"_a = -1);
+  m.def("places_in_blocks", &places_in_blocks,
+        "Samples of shapes [N, D] (one-byte elements) back to back in blocks of block_bytes, a sample that does "
+        "not fit a block's rest starting the next: per sample (block, byte offset, bytes) [N, 3], and each "
+        "block's bytes used [B]",
+        "shapes"_a, "block_bytes"_a);
   m.def("pack_parts", &pack_parts,
         "The bytes of several contiguous arrays in one uint8 array, each from a multiple of `alignment` (gaps "
         "zeroed), and each one's byte offset (the GIL stays held)",
@@ -559,12 +564,13 @@ PYBIND11_MODULE(_engine, m) {
         "Decode a batch of encoded images (JPEG, PNG, BMP, PNM) to packed uint8 HWC; with return_geometry also "
         "[N, 3] (y0, x0, step): where each output starts in display coordinates of the full-size image and how "
         "many full-size pixels one output pixel spans. An image of more than max_pixels pixels is an error of its sample, and so is a JPEG "
-        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg. The pixels are written to the start "
-        "of `into` (a contiguous writeable array) when they fit there, to a new array otherwise",
+        "libjpeg-turbo reports corrupt data in unless accept_corrupt_jpeg. With `into` (contiguous writeable "
+        "arrays) and `places` ([N, 3]: per sample an array of `into`, a byte offset and the bytes it may take), "
+        "where every sample fits its place, the pixels are written there and `out` is empty; else to a new array",
         without_gil, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a = true,
         "crop"_a = py::none(), "target_hw"_a = py::none(), "use_fast_idct"_a = false, "return_geometry"_a = false,
         "fancy_upsampling"_a = true, "max_pixels"_a = py::none(), "accept_corrupt_jpeg"_a = false,
-        "into"_a = py::none());
+        "into"_a = py::none(), "places"_a = py::none());
   // ---- batch calls in the background: submitted with the GIL held, run on a native thread, collected later ----
   py::class_<Pending, std::shared_ptr<Pending>>(m, "Pending", "The result of an engine call run in the background")
       .def("done", &Pending::done, "Whether the call finished")
@@ -590,17 +596,17 @@ PYBIND11_MODULE(_engine, m) {
       [](Background& background, std::shared_ptr<ThreadPool> pool, Array data, I64Array shapes, I64Array offsets,
          int output_type, bool adjust_orientation, std::optional<I64Array> crop, bool use_fast_idct,
          bool fancy_upsampling, std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg,
-         std::optional<Array> into) {
+         std::optional<std::vector<Array>> into, std::optional<I64Array> places) {
         return background.submit([=] {
           return image::decode_images(*pool, data, shapes, offsets, output_type, adjust_orientation, crop,
                                       std::nullopt, use_fast_idct, false, fancy_upsampling, max_pixels,
-                                      accept_corrupt_jpeg, into);
+                                      accept_corrupt_jpeg, into, places);
         });
       },
       "decode_images (without target_hw and geometry) run by `background`: a Pending of its arrays",
       "background"_a, "pool"_a, "data"_a, "shapes"_a, "offsets"_a, "output_type"_a, "adjust_orientation"_a,
       "crop"_a, "use_fast_idct"_a, "fancy_upsampling"_a, "max_pixels"_a, "accept_corrupt_jpeg"_a,
-      "into"_a = py::none());
+      "into"_a = py::none(), "places"_a = py::none());
   py::class_<FileList, std::shared_ptr<FileList>>(
       m, "FileList", "A reader's file paths, held by the engine: batches name them by index")
       .def(py::init([](std::vector<std::string> paths) { return FileList{std::move(paths)}; }), "paths"_a)

@@ -59,7 +59,22 @@ def _samples(batch):
     return [buf[o:o + int(np.prod(s))].reshape(s) for o, s in zip(batch._offsets, batch._shapes)]
 
 
-def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, photos):
+@pytest.mark.parametrize("staging_block", [None, 16 << 10])
+def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, photos, staging_block):
+    """The host emulation's batches are the CPU pipeline's, without host synchronizations between
+    them; the host's pixels staged in blocks of the default size (one a part here) or of 16 KB (a part
+    in several, a large window in a block of its own)."""
+    from penstock.operators import _image_decode_staging
+    if staging_block is not None:
+        monkeypatch.setattr(_image_decode_staging, "BLOCK_BYTES", staging_block)
+    blocks_a_part = []
+    places_in_blocks = _engine.places_in_blocks
+
+    def placing(shapes, block_bytes):
+        places, used = places_in_blocks(shapes, block_bytes)
+        blocks_a_part.append(len(used))
+        return places, used
+    monkeypatch.setattr(_engine, "places_in_blocks", placing)
     device = HostDevice(kernels)
     use_host_device(monkeypatch, device)
     gpu, cpu = _train_pipeline(photos, 0), _train_pipeline(photos, None)
@@ -75,6 +90,8 @@ def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, p
         assert len({float(np.abs(s).sum()) for s in _samples(images)}) == 5  # five different windows
     calls = {k: v - settled.get(k, 0) for k, v in device.calls.items()}
     assert calls.get("stream.synchronize", 0) == 0 and calls.get("event.synchronize", 0) == 0
+    assert len(blocks_a_part) >= 5  # a host part a batch (no GPU decoders here), some ahead
+    assert max(blocks_a_part) == 1 if staging_block is None else min(blocks_a_part) >= 2
 
 
 def test_the_stages_let_the_consumer_run_first_while_the_pipeline_is_ahead(monkeypatch, kernels, photos):

@@ -638,6 +638,32 @@ def test_the_host_share_of_mixed_decoding_upsamples_chroma_as_the_gpu_does(monke
     _assert_decoded_alike({"cpu": [[outs[1.0]]], "mixed": [[outs[0.65]]]})
 
 
+@pytest.mark.parametrize("dtype", [types.UINT8, types.FLOAT])
+def test_the_host_share_staged_in_several_blocks_matches_the_cpu_decoder(monkeypatch, dtype):
+    # the host's pixels reach the batch from pinned staging blocks of one size (uint8: copied into
+    # their places; float: uploaded, then gathered): a part over several blocks (4 KB: two 20x30
+    # windows each), larger samples (the PNG, whole) in blocks of their own
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode, _image_decode_staging
+    monkeypatch.setattr(_mixed_decode, "_HOST_RATE_PER_THREAD", 1e12)  # the host takes every window it may
+    monkeypatch.setattr(_image_decode_staging, "BLOCK_BYTES", 4096)
+    blocks_a_part = []
+    places_in_blocks = _engine.places_in_blocks
+
+    def placing(shapes, block_bytes):
+        places, used = places_in_blocks(shapes, block_bytes)
+        blocks_a_part.append(len(used))
+        return places, used
+    monkeypatch.setattr(_engine, "places_in_blocks", placing)
+    data = _jpegs()
+    _assert_decoded_alike(_decoded_on_both(
+        lambda info: data,
+        lambda x, on: (fn.decoders.image_crop(x, **on, crop=(20, 30), dtype=dtype),
+                       fn.decoders.image(x, **on, dtype=dtype)),
+        batch_size=len(data), seed=99))
+    assert max(blocks_a_part) >= 2, blocks_a_part
+
+
 @pytest.mark.parametrize("hw_load", [0.0, 1.0])  # nvImageCodec's CUDA decoder, its hardware decoder
 def test_mixed_decoders_upsample_chroma_as_asked(hw_load):
     # a 4:2:0 JPEG of mid-range colour cells with edges inside the 2x2 blocks: without

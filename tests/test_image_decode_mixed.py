@@ -207,9 +207,9 @@ def _device_that_stages(short=False):
 
 @pytest.mark.parametrize("short", [False, True])
 def test_the_hosts_pixels_are_decoded_into_pinned_staging_and_uploaded_from_there(short):
-    """With an upload (the GPU path), the host's part decodes straight into pinned staging sized by its
-    windows, and uploads from there (no copy on the host); were the staging too small, the engine
-    decodes elsewhere and the staging goes back unused."""
+    """With an upload (the GPU path), the host's part decodes straight into pinned staging, its samples
+    at places sized by their windows, and uploads from there (no copy on the host); were the staging
+    too small, the engine decodes elsewhere and the staging goes back unused."""
     from penstock import _engine
     from penstock.operators import _image_decode_mixed as _mixed_decode
     src, shapes, encoded = _jpeg_batch([(24 + 4 * i, 32) for i in range(4)], np.random.default_rng(12))
@@ -230,7 +230,7 @@ def test_the_hosts_pixels_are_decoded_into_pinned_staging_and_uploaded_from_ther
         decoder._release()
     assert not len(failed) and len(gpu.made) == 1 and gpu.calls["upload"] == 1
     staged = gpu.made[0]
-    assert staged.memory.nbytes == int((windows[host_idx, 2] * windows[host_idx, 3] * 3).sum())
+    assert staged.view.nbytes == int((windows[host_idx, 2] * windows[host_idx, 3] * 3).sum()) - short
     (idx, pixels, hshapes, offsets), = host
     assert idx.tolist() == [1, 3]
     assert staged.uploaded != short and staged.given_back == short  # short: decoded elsewhere, then uploaded
@@ -247,8 +247,10 @@ def test_a_host_part_in_staging_is_copied_into_its_places_in_a_uint8_batch(dtype
     batch, in one call: no device memory beside the batch, no gather. A float batch takes the upload
     and the gather, which converts. A sample decoded to another shape than its place is its error,
     before anything is written, and the staging goes back."""
+    from penstock import _engine
     from penstock._operator import SampleError
     from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.operators._image_decode_staging import HostStaging
     from _cuda_on_host import host_array
     gpu = _device_that_stages()
     op = _FakeOperator()  # the decoder holds its operator weakly
@@ -260,14 +262,17 @@ def test_a_host_part_in_staging_is_copied_into_its_places_in_a_uint8_batch(dtype
                                 _buf=host_array(np.zeros(int(sizes.sum()), dtype)))
     idx = np.array([3, 1])  # the host's samples, in the order it decoded them
     part_shapes = out_shapes[idx]
-    part_offsets = np.array([0, sizes[3]])
-    staged = gpu.staging(int(sizes[idx].sum()))
-    staged.view[:] = np.arange(staged.view.size) % 251 + 1  # as the host decoded them
+    staging = HostStaging(gpu, part_shapes)
+    (staged,) = gpu.made
+    staged.view[:] = np.arange(staged.view.size) % 251 + 1  # as the host decoded them, back to back
     pixels = staged.view.copy()
+    empty = np.zeros(0, np.uint8)  # the pixels are in the staging
     try:
-        result = decoder._deliver(gpu, out, None, idx, staged.view, part_shapes, part_offsets, staged)
+        result = decoder._deliver(gpu, out, None, idx, empty, part_shapes, _engine.packed_offsets(part_shapes),
+                                  staging)
     finally:
         decoder._release()
+    part_offsets = staging.places[:, 1]
     if dtype == np.uint8:
         assert result is None and staged.uploaded and gpu.calls["upload"] == 1
         for k, i in enumerate(idx):
@@ -275,13 +280,13 @@ def test_a_host_part_in_staging_is_copied_into_its_places_in_a_uint8_batch(dtype
                                           pixels[part_offsets[k]:part_offsets[k] + sizes[i]])
         assert not out._buf[out_offsets[0]:out_offsets[0] + sizes[0]].any()  # the GPU side's place, untouched
     else:
-        np.testing.assert_array_equal(np.asarray(result), pixels)
+        np.testing.assert_array_equal(np.asarray(result), pixels)  # packed, as _fill gathers it
         assert staged.uploaded
         assert not out._buf.any()  # for _fill's gather
-    wrong = gpu.staging(int(sizes[idx].sum()))
+    wrong = HostStaging(gpu, part_shapes)
     with pytest.raises(SampleError, match="decoded to shape") as raised:
-        decoder._deliver(gpu, out, None, idx, wrong.view, part_shapes[::-1], part_offsets, wrong)
-    assert raised.value.sample == 3 and wrong.given_back and not wrong.uploaded
+        decoder._deliver(gpu, out, None, idx, empty, part_shapes[::-1], part_offsets, wrong)
+    assert raised.value.sample == 3 and gpu.made[-1].given_back and not gpu.made[-1].uploaded
 
 
 def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
@@ -321,46 +326,51 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
     assert after["host_seconds"] - before["host_seconds"] >= 0.5
 
 
-def test_host_parts_of_any_size_stop_pinning_staging_once_the_largest_part_has_come():
+def test_host_parts_of_any_size_stop_pinning_staging_once_the_most_blocks_in_flight_are_pinned():
     """A host part holds from one whole high-resolution image to a few dozen, or dozens of random
-    crops of varying size. Each part's staging block is as large as the largest part so far, so the
-    block a part gave back serves the next whatever its size, and pinning (0.4-1.2 ms a MB on an
-    H100, slowing both sides of the decoder) stops once the largest part and the one in flight beside
-    it have their blocks. Lent by the pool's own rule (a block to a copy of at least half its size), a
-    part smaller than half of every free block pinned a block of its own, for as long as the run went."""
+    crops of varying size. Its staging comes in blocks of one size, so any block a part gave back
+    serves the next whatever its size, and pinning (0.4-1.2 ms a MB on an H100, slowing both sides of
+    the decoder) stops once the most blocks two parts in flight held at once are pinned; a part that
+    grows pins only the blocks it adds. With a block as large as the largest part so far, each
+    larger part pinned a block for each part in flight, and the smaller blocks went unused."""
     from penstock._cuda import _pools
-    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.operators import _image_decode_staging
+    from penstock.operators._image_decode_staging import HostStaging
 
     class Pinned:
         def __init__(self, size):
             self.ptr, self.size = 1 << 20, size
+
+    class Staged:  # a DeviceContext's staging as HostStaging uses it, lent by the pool
+        def __init__(self, nbytes, block_bytes):
+            self.block = pool.take(max(nbytes, block_bytes))
+            self.view = np.zeros(0, np.uint8)
+
+        def give_back(self):
+            pool.give_back(self.block, None)
     allocations = []
     pool = _pools.PinnedPool(lambda size: allocations.append(size) or Pinned(size))
-    ws = types.SimpleNamespace(gpu=types.SimpleNamespace(
-        staging=lambda nbytes, block_bytes=0: pool.take(max(nbytes, block_bytes))))
-    decoder = _mixed_decode.MixedDecoder(_FakeOperator())
+    gpu = types.SimpleNamespace(staging=Staged)
+    block = _image_decode_staging.BLOCK_BYTES
     rng = np.random.default_rng(7)
-    widths = np.exp(rng.uniform(np.log(100), np.log(8000), 400)).astype(np.int64)
-    widths[:40] = np.minimum(widths[:40], 2000)  # the largest parts come later, as a trial's do
-    shapes = np.stack([np.full(400, 1000), widths, np.full(400, 3)], 1)  # one sample a part: its bytes vary
-    windows = np.zeros((400, 4), np.int64)
-    windows[:, 2:] = shapes[:, :2]
-    pinned_at, in_flight = [], None
-    try:
-        for i in range(400):
-            before = len(allocations)
-            block = decoder._staging(ws, object(), windows, shapes, np.array([i]))
-            assert block.size >= shapes[i].prod()
-            if len(allocations) > before:
-                pinned_at.append(i)
-            if in_flight is not None:  # two batches in flight: the one before gives its block back now
-                pool.give_back(in_flight, None)
-            in_flight = block
-    finally:
-        decoder._release()
-    last_record = int(np.argmax(widths))  # the largest part of all
-    assert pinned_at and max(pinned_at) <= last_record + 1
-    assert len(pinned_at) <= 2 * len(np.unique(np.maximum.accumulate(widths)))
+    counts = rng.integers(1, 30, 400)
+    counts[:40] = np.minimum(counts[:40], 6)  # the largest parts come later, as a trial's do
+    pinned_at, in_flight, held = [], None, []
+    for i, count in enumerate(counts):
+        widths = np.exp(rng.uniform(np.log(100), np.log(8000), count)).astype(np.int64)  # 0.3-24 MB a sample
+        shapes = np.stack([np.full(count, 1000), widths, np.full(count, 3)], 1)
+        before = len(allocations)
+        staging = HostStaging(gpu, shapes)
+        assert all(staged.block.size == block for staged in staging._blocks)
+        assert staging.places[:, 2].tolist() == shapes.prod(1).tolist()
+        if len(allocations) > before:
+            pinned_at.append(i)
+        held.append(len(staging._blocks) + (0 if in_flight is None else len(in_flight._blocks)))
+        if in_flight is not None:  # two batches in flight: the one before gives its blocks back now
+            in_flight.give_back()
+        in_flight = staging
+    assert set(allocations) == {block} and len(allocations) == max(held)
+    assert max(pinned_at) == held.index(max(held))  # the last pinned, at the most blocks in flight
 
 
 def test_a_batch_whose_gpu_part_fails_gives_the_hosts_staging_back():

@@ -57,6 +57,23 @@ I64Array packed_offsets(const I64Array& shapes) {
   return out;
 }
 
+ArrayTuple places_in_blocks(const I64Array& shapes, int64_t block_bytes) {
+  if (block_bytes <= 0) throw std::invalid_argument("places_in_blocks: block_bytes must be positive");
+  auto places = I64Array::empty({shapes.ndim() == 2 ? shapes.shape(0) : 0, 3});
+  int64_t* rows = places.mutable_data();
+  std::vector<int64_t> used;
+  for_each_volume(shapes, "places_in_blocks", [&](int64_t k, int64_t volume) {
+    if (used.empty() || (used.back() > 0 && used.back() + volume > block_bytes)) used.push_back(0);
+    rows[3 * k] = int64_t(used.size()) - 1;
+    rows[3 * k + 1] = used.back();
+    rows[3 * k + 2] = volume;
+    used.back() += volume;
+  });
+  auto blocks = I64Array::empty({int64_t(used.size())});
+  std::copy(used.begin(), used.end(), blocks.mutable_data());
+  return {places, blocks};
+}
+
 ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, const I64Array& out_offsets, int64_t frame,
                         int64_t channel, int64_t height, int64_t width) {
   if (shapes.ndim() != 2 || offsets.ndim() != 1 || offsets.shape(0) != shapes.shape(0) ||

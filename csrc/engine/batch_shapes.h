@@ -16,6 +16,12 @@ I64Array zero_table(int64_t rows, int64_t width);
 // Exclusive prefix sums of shape_volumes(shapes): sample k's first element in a packed buffer.
 I64Array packed_offsets(const I64Array& shapes);
 
+// Samples of `shapes` [N, D] (of one-byte elements) placed back to back in blocks of `block_bytes`,
+// in order, a sample that does not fit a block's rest starting the next (one larger than a block
+// takes a block of its own): per sample (block, byte offset, bytes) [N, 3], and each block's bytes
+// used [B].
+ArrayTuple places_in_blocks(const I64Array& shapes, int64_t block_bytes);
+
 // A copy of `table` [N, M] with its columns [first, first + K) set from columns [values_first,
 // values_first + K) of `values`: [V] (every row alike) or [N, V]; K is `count`, or all of V from
 // values_first when negative.

@@ -124,13 +124,16 @@ std::tuple<I64Array, ArrayOf<bool>> peek_image_shapes(ThreadPool& pool, Array da
 void verify_jpegs(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets);
 
 // (out uint8, out_shapes int64 [N, 3], out_offsets int64 [N], fallback bool [N]), and with
-// return_geometry the geometry float64 [N, 3]. `out` is the start of `into` (a C-contiguous writeable
-// array, pinned staging for an upload) when the pixels fit in it, a new array otherwise.
+// return_geometry the geometry float64 [N, 3]. With `into` (C-contiguous writeable arrays: blocks of
+// pinned staging for an upload) and `places` (int64 [N, 3]: per sample a block of `into`, a byte
+// offset and the bytes it may take there), where every sample fits its place, the pixels are written
+// there: `out` is empty and out_offsets are the places' offsets. Otherwise `out` is a new array.
 ArrayTuple decode_images(ThreadPool& pool, Array data, I64Array shapes, I64Array offsets, int output_type,
                          bool adjust_orientation, std::optional<I64Array> crop, std::optional<I64Array> target_hw,
                          bool use_fast_idct, bool return_geometry, bool fancy_upsampling,
                          std::optional<int64_t> max_pixels, bool accept_corrupt_jpeg,
-                         std::optional<Array> into = std::nullopt);
+                         std::optional<std::vector<Array>> into = std::nullopt,
+                         std::optional<I64Array> places = std::nullopt);
 
 }  // namespace image
 }  // namespace penstock

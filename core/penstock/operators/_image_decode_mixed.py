@@ -21,8 +21,8 @@ ResNet-50 pipelines alone, medians of 3 rounds) one decoder process took train f
 img/s at 16 host threads, for about 830 MB more device memory (the child's CUDA context and decoder
 state); beside a training loop it slows the pipeline down (``process_count`` says why), so it is
 off by default. The host
-decodes its part straight into pinned staging, and each sample is copied from there into its place
-in the output batch (a float batch: uploaded, and one kernel converts it into the batch). Two batches
+decodes its part straight into pinned staging (blocks of one size, ``_image_decode_staging``), and
+each sample is copied from there into its place in the output batch (a float batch: uploaded, and one kernel converts it into the batch). Two batches
 decode at once on background workers. Without nvImageCodec the host decodes everything.
 
 nvImageCodec decodes a JPEG whose scan corruption put out of step without a word; libjpeg-turbo
@@ -45,11 +45,11 @@ import numpy as np
 
 from .. import _engine
 from .._batch import sample_positions, zero_rows
-from .._cuda._pools import grown, settings
 from .._environment import non_negative
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
+from ._image_decode_staging import HostStaging
 from ..types import DALIDataType, DALIImageType
 from ..tensors import TensorListCPU
 
@@ -133,9 +133,11 @@ def _samples_of_the_batch(idx: np.ndarray) -> Iterator[None]:
 
 class _HostDecoding:
     """A host part's decoding, running on the host's thread: ``collect()`` gives its (pixels, shapes,
-    offsets), seconds (the decoding's, and ``set_up``: getting its staging) and the staging it may
-    have decoded into (``Staged``, or None); ``discard()`` waits it out and returns the staging unused,
-    for a batch that failed before collecting it."""
+    offsets), seconds (the decoding's, and ``set_up``: getting its staging) and the staging it decoded
+    into (``HostStaging``; the pixels are then an empty array, the offsets those of the samples
+    packed, as ``HostStaging.upload`` packs them), or None (the pixels are then in the array);
+    ``discard()`` waits it out and returns the staging unused, for a batch that failed before
+    collecting it."""
 
     def __init__(self, op: Any, pending: Any, sub: TensorListCPU, idx: np.ndarray, rows: np.ndarray | None,
                  staging: Any, set_up: float):
@@ -146,12 +148,19 @@ class _HostDecoding:
         try:
             with _samples_of_the_batch(self._idx):
                 buf, shapes, offsets, fallback = self._pending.result()
+                placed = self._staging is not None and not buf.size  # written into the staging
+                if placed:
+                    offsets = _engine.packed_offsets(shapes)
                 if fallback.any():  # formats the engine does not decode (Pillow's, in Python)
+                    if placed:
+                        buf, placed = self._staging.packed(), False
                     buf, shapes, offsets = self._op._with_fallbacks(self._sub, buf, shapes, offsets, fallback,
                                                                     self._rows)
         except BaseException:
             self._give_back()
             raise
+        if not placed:
+            self._give_back()
         return (buf, shapes, offsets), self._pending.seconds + self._set_up, self._staging
 
     def discard(self) -> None:
@@ -164,6 +173,7 @@ class _HostDecoding:
     def _give_back(self) -> None:
         if self._staging is not None:
             self._staging.give_back()
+            self._staging = None
 
 
 class MixedDecoder:
@@ -192,8 +202,6 @@ class MixedDecoder:
         self._batches = 0
         # the output batches' memory: batches of windows vary in size, by GBs on large photographs
         self._arena: Any = None
-        self._staging_bytes = 0  # a host part's pinned staging block (_staging)
-        self._staging_lock = threading.Lock()
 
     def _reserve(self, ws) -> None:
         """Takes the memory the padding and preallocation arguments ask for into the pools once."""
@@ -292,30 +300,20 @@ class MixedDecoder:
         pending = _engine.decode_images_later(
             self._host, self._host_pool_for(ws), sub._buf, sub._shapes, sub._offsets, int(args["output_type"]),
             args["adjust_orientation"], rows, args["use_fast_idct"], args["jpeg_fancy_upsampling"],
-            self.op.max_pixels, args["accept_corrupt_jpeg"], None if staging is None else staging.view)
+            self.op.max_pixels, args["accept_corrupt_jpeg"], None if staging is None else staging.views,
+            None if staging is None else staging.places)
         return _HostDecoding(self.op, pending, sub, idx, rows, staging, set_up)
 
     def _staging(self, ws, upload: Any, windows: np.ndarray, shapes: np.ndarray, idx: np.ndarray) -> Any:
         """Pinned memory for the host's pixels of samples ``idx`` (their windows) when they are
         uploaded: decoded there, they reach the device without a copy on the host (on an H100 beside
-        ResNet-18 that copy took the mixed decoder's thread 4.9 ms a batch). Every part's block is as
-        large as the largest part so far (grown by the host growth factor), as the output batches'
-        blocks are (``_cuda._batch_arena``): the pool lends a block only to a copy of at least half
-        its size, so parts of whole high-resolution images, from one to a few dozen a batch, each
-        pinned a block of their own size. Pinning took 0.4-1.2 ms a MB, and a window that pinned
-        anew ran at half to nine tenths of one that did not (an H200, 2026-12-07: validation
-        968-1,634 img/s against 1,830-1,856, train 1,638-1,725 against 2,197-2,224)."""
+        ResNet-18 that copy took the mixed decoder's thread 4.9 ms a batch). In blocks of one size
+        (``HostStaging``), so the pool stops pinning whatever the parts' sizes."""
         if upload is None or not len(idx):
             return None
-        rows = _engine.take_rows(windows, idx)
-        nbytes = int((rows[:, 2] * rows[:, 3] * _engine.take_rows(shapes, idx)[:, 2]).sum())
-        if not nbytes:
-            return None
-        with self._staging_lock:  # two batches' jobs at once
-            if nbytes > self._staging_bytes:
-                self._staging_bytes = grown(self._staging_bytes, nbytes, settings.host_growth)
-            block_bytes = self._staging_bytes
-        return ws.gpu.staging(nbytes, block_bytes)
+        window_shapes = _engine.with_columns(_engine.take_rows(shapes, idx), 0, _engine.take_rows(windows, idx),
+                                             values_first=2)  # (h, w) of the window, C
+        return HostStaging(ws.gpu, window_shapes)
 
     # -- one batch --------------------------------------------------------------------------------
     def decode(self, ws, src: TensorListCPU, shapes: np.ndarray, crop: np.ndarray | None) -> Any:
@@ -399,10 +397,8 @@ class MixedDecoder:
                 staged.give_back()
             raise SampleError(int(idx[bad]), f"{self.op.label}: decoded to shape {tuple(shapes[bad])}, "
                                              f"expected {tuple(expected[bad])}")
-        sizes = _engine.shape_volumes(shapes)  # numpy's prod gives the GIL away
-        if staged is not None and out._buf.dtype == np.uint8 and staged.holds(buf[:int(sizes.sum())]):
-            staged.copy_into(np.uint64(out._buf.data.ptr) + out._offsets[idx].astype(np.uint64), offsets, sizes,
-                             after=ready)
+        if staged is not None and out._buf.dtype == np.uint8:
+            staged.copy_into(np.uint64(out._buf.data.ptr) + out._offsets[idx].astype(np.uint64), after=ready)
             return None
         return upload_host_part(gpu, buf, shapes, staged)
 
@@ -540,15 +536,12 @@ class MixedDecoder:
 
 
 def upload_host_part(gpu: Any, buf: np.ndarray, shapes: np.ndarray, staged: Any) -> Any:
-    """A host part's pixels (``buf``, of samples ``shapes``) on the device: from the pinned staging
-    they were decoded into (``staged``), else through ``gpu.upload``'s. Pool memory of the pipeline's
-    stream, reused only after the copy that reads it."""
-    host = buf[:int(_engine.shape_volumes(shapes).sum())]  # numpy's prod gives the GIL away
+    """A host part's pixels (of samples ``shapes``) on the device, packed: from the pinned staging they
+    were decoded into (``staged``), else from ``buf`` through ``gpu.upload``'s. Pool memory of the
+    pipeline's stream, reused only after the copy that reads it."""
     if staged is not None:
-        if staged.holds(host):
-            return staged.upload(host)
-        staged.give_back()  # decoded elsewhere (Pillow's formats)
-    return gpu.upload(host)
+        return staged.upload()
+    return gpu.upload(buf[:int(_engine.shape_volumes(shapes).sum())])  # numpy's prod gives the GIL away
 
 
 def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
