@@ -133,3 +133,18 @@ def write_smooth_jpegs(root, per_class: int, shape_of, quality: int = 92) -> str
             px = 128 + 90 * np.sin(x / w * (2 + i) + y / h * 3 + ch) + 30 * np.cos(x * y / (h * w) * 9 + c)
             Image.fromarray(px.clip(0, 255).astype(np.uint8)).save(root / str(c) / f"{i}.jpg", quality=quality)
     return str(root)
+
+
+def staging_blocks_a_part(monkeypatch) -> list:
+    """The number of pinned staging blocks each host part of a mixed decoder takes from now on
+    (``_engine.places_in_blocks`` watched for the test's length)."""
+    from penstock import _engine
+    counts: list = []
+    places_in_blocks = _engine.places_in_blocks
+
+    def placing(shapes, block_bytes):
+        places, used = places_in_blocks(shapes, block_bytes)
+        counts.append(len(used))
+        return places, used
+    monkeypatch.setattr(_engine, "places_in_blocks", placing)
+    return counts

@@ -16,7 +16,7 @@ from penstock import _engine, fn, pipeline_def, types
 from penstock._cuda import _nvimgcodec
 
 from _cuda_on_host import HostDevice, compile_for_host, use_host_device
-from _util import write_smooth_jpegs
+from _util import staging_blocks_a_part, write_smooth_jpegs
 from test_crop_mirror_normalize_emulated import CMN_HARNESS, GATHER_HARNESS
 from test_resize_emulated import HARNESS as RESIZE_HARNESS
 
@@ -67,14 +67,7 @@ def test_the_gpu_pipelines_batches_are_the_cpu_pipelines(monkeypatch, kernels, p
     from penstock.operators import _image_decode_staging
     if staging_block is not None:
         monkeypatch.setattr(_image_decode_staging, "BLOCK_BYTES", staging_block)
-    blocks_a_part = []
-    places_in_blocks = _engine.places_in_blocks
-
-    def placing(shapes, block_bytes):
-        places, used = places_in_blocks(shapes, block_bytes)
-        blocks_a_part.append(len(used))
-        return places, used
-    monkeypatch.setattr(_engine, "places_in_blocks", placing)
+    blocks_a_part = staging_blocks_a_part(monkeypatch)
     device = HostDevice(kernels)
     use_host_device(monkeypatch, device)
     gpu, cpu = _train_pipeline(photos, 0), _train_pipeline(photos, None)

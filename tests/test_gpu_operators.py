@@ -643,18 +643,11 @@ def test_the_host_share_staged_in_several_blocks_matches_the_cpu_decoder(monkeyp
     # the host's pixels reach the batch from pinned staging blocks of one size (uint8: copied into
     # their places; float: uploaded, then gathered): a part over several blocks (4 KB: two 20x30
     # windows each), larger samples (the PNG, whole) in blocks of their own
-    from penstock import _engine
     from penstock.operators import _image_decode_mixed as _mixed_decode, _image_decode_staging
+    from _util import staging_blocks_a_part
     monkeypatch.setattr(_mixed_decode, "_HOST_RATE_PER_THREAD", 1e12)  # the host takes every window it may
     monkeypatch.setattr(_image_decode_staging, "BLOCK_BYTES", 4096)
-    blocks_a_part = []
-    places_in_blocks = _engine.places_in_blocks
-
-    def placing(shapes, block_bytes):
-        places, used = places_in_blocks(shapes, block_bytes)
-        blocks_a_part.append(len(used))
-        return places, used
-    monkeypatch.setattr(_engine, "places_in_blocks", placing)
+    blocks_a_part = staging_blocks_a_part(monkeypatch)
     data = _jpegs()
     _assert_decoded_alike(_decoded_on_both(
         lambda info: data,
