@@ -469,7 +469,9 @@ def split_per_batch(before: dict, after: dict) -> dict:
     """``split_counts`` between two points, per batch decoded: the JPEGs each side decoded and its
     ms (the GPU side's slowest decoder's part), the in-process GPU decoder's ms idle between its
     calls (gpu_idle_ms: beside a consumer that keeps up, the time it waits for the consumer; else
-    what the pipeline left the engines without work), and the share of the batches split the lifted
+    what the pipeline left the engines without work) and of them the ms before the next batch had
+    come to it at all (gpu_unfed_ms; the rest is that batch's preparation: its code streams staged,
+    parsed, the wait for its turn), and the share of the batches split the lifted
     way (whole images on the host too) and, per batch of those, the same of each side (lifted); and
     the memory nvImageCodec's codecs hold at the end (codec_memory: the GPU decoders open, MB, and the
     blocks taken from the driver in between: none once the decoders reuse theirs); the process's pinned
@@ -488,6 +490,7 @@ def split_per_batch(before: dict, after: dict) -> dict:
     lifted = change["lifted_batches"]
     per_batch = {"batches": batches, **sides("", batches),
                  "gpu_idle_ms": round(1e3 * change["gpu_idle_seconds"] / batches, 2),
+                 "gpu_unfed_ms": round(1e3 * change["gpu_unfed_seconds"] / batches, 2),
                  "lifted_share": round(lifted / batches, 2)}
     if lifted:
         per_batch["lifted"] = sides("lifted_", lifted)

@@ -33,8 +33,10 @@ among others); for penstock,
 what its pipeline's threads waited for the training loop's Python a batch (consumer_turn) and, a
 batch decoded, the JPEGs its mixed decoder's host and GPU sides took, each side's ms, the GPU
 decoder's ms idle between its calls (the engines without work: where the step waits for its batch,
-what the pipeline left them) and the share of batches split the lifted way, whole images on the host
-too (decoder_split: beside a model the split follows the GPU side's slowed rate); with
+what the pipeline left them), of them the ms before the next batch had come to the decoder at all
+(gpu_unfed_ms; the rest is its preparation: code streams staged, parsed, its wait for the turn), and
+the share of batches split the lifted way, whole images on the host too (decoder_split: beside a
+model the split follows the GPU side's slowed rate); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
 holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); with
 --cuda-profile STEPS, one timeline of that many more steps (torch.profiler, CUPTI): the GPU's idle

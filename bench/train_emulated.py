@@ -80,7 +80,7 @@ class StandInDecoder:
             time.sleep(self.seconds * len(starts) / BATCH)
             ended = time.perf_counter()
             StandInDecoder.log.append((asked, began, ended))
-        self.idle.turn(ended, ended - began)
+            self.idle.turn(ended, ended - began, asked)
         return np.ones(len(starts), bool), self.seconds * len(starts) / BATCH
 
     def close(self) -> None:

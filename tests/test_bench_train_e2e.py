@@ -55,14 +55,16 @@ def test_a_summary_keeps_each_rounds_table_as_it_is():
 def test_the_decoders_split_is_per_batch_decoded_in_the_window():
     from _common import split_counts, split_per_batch
     before = {"batches": 10, "gpu_samples": 1000, "host_samples": 280, "gpu_seconds": 0.2, "host_seconds": 0.1,
-              "lifted_batches": 2, "gpu_idle_seconds": 0.05, "lifted_gpu_samples": 100, "lifted_host_samples": 412,
+              "lifted_batches": 2, "gpu_idle_seconds": 0.05, "gpu_unfed_seconds": 0.01, "lifted_gpu_samples": 100,
+              "lifted_host_samples": 412,
               "lifted_gpu_seconds": 0.03, "lifted_host_seconds": 0.04}
     after = {"batches": 14, "gpu_samples": 1600, "host_samples": 704, "gpu_seconds": 0.28, "host_seconds": 0.17,
-             "lifted_batches": 5, "gpu_idle_seconds": 0.062, "lifted_gpu_samples": 250, "lifted_host_samples": 1030,
+             "lifted_batches": 5, "gpu_idle_seconds": 0.062, "gpu_unfed_seconds": 0.018, "lifted_gpu_samples": 250,
+             "lifted_host_samples": 1030,
              "lifted_gpu_seconds": 0.06, "lifted_host_seconds": 0.1}
     assert split_per_batch(before, after) == {"batches": 4, "gpu_jpegs": 150.0, "host_jpegs": 106.0,
                                               "gpu_side_ms": 20.0, "host_side_ms": 17.5, "gpu_idle_ms": 3.0,
-                                              "lifted_share": 0.75,  # 3 of the 4, each side's per batch of those:
+                                              "gpu_unfed_ms": 2.0, "lifted_share": 0.75,  # 3 of the 4, each side's per batch of those:
                                               "lifted": {"gpu_jpegs": 50.0, "host_jpegs": 206.0, "gpu_side_ms": 10.0,
                                                          "host_side_ms": 20.0}}
     unlifted = {**after, "batches": 15, "gpu_samples": 1856}  # one more batch, split under the cap

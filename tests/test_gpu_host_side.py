@@ -289,7 +289,7 @@ class _HostCodec:
 
     def decode(self, encoded, starts, lengths, shapes, windows, reverse, out, out_offsets, ready, orient):
         self.waited_for.append(ready)
-        began = time.perf_counter()
+        began = time.perf_counter()  # (the call came now: no preparation before its turn)
         buf, got, offsets, _ = _engine.decode_images(self.pool, encoded, lengths.reshape(-1, 1), starts, 0, orient,
                                                     windows, fancy_upsampling=self.fancy, accept_corrupt_jpeg=True)
         for k, volume in enumerate(got.prod(axis=1)):
@@ -297,7 +297,7 @@ class _HostCodec:
         self.decoded.append(len(starts))
         self.decoded_bytes += float(lengths.sum())
         ended = time.perf_counter()
-        self.idle.turn(ended, ended - began)
+        self.idle.turn(ended, ended - began, began)
         return np.ones(len(starts), bool), float(lengths.sum()) * self.seconds_per_byte
 
     def close(self):
@@ -406,7 +406,8 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     """``split_counts`` (what train_e2e reports of the split): every batch decoded is counted once,
     each of its samples on the side that decoded it, each side with its measured seconds: the GPU
     side's stand-in reports its bytes' time; the host's share (none beside a quick GPU side, whole
-    batches after the trial beside a slow one) its own; and the GPU decoder's time between its calls."""
+    batches after the trial beside a slow one) its own; and the GPU decoder's time between its calls,
+    and of it the time before the next call came."""
     from penstock.operators import _image_decode_mixed as mixed
     from penstock.operators import _image_decode_split as split
     _with_host_codec(monkeypatch, kernels, seconds_per_byte)
@@ -427,6 +428,8 @@ def test_split_counts_say_how_the_sides_shared_the_batches(monkeypatch, kernels,
     assert 0 <= counts["lifted_host_seconds"] <= counts["host_seconds"]
     assert counts["gpu_seconds"] == pytest.approx(seconds_per_byte * codec.decoded_bytes)
     assert 0 < counts["gpu_idle_seconds"] < took  # between the stand-in's calls (none while the host had all)
+    # run() waits for each batch: the decoder idles until the next batch comes (no preparation here)
+    assert counts["gpu_unfed_seconds"] == pytest.approx(counts["gpu_idle_seconds"])
     assert (counts["host_samples"] > 0) == (counts["host_seconds"] > 0) == (seconds_per_byte > 1e-6)
     if seconds_per_byte > 1e-6:  # the lifted way: the first trial's batches, then the way in force
         assert counts["lifted_batches"] > split._TRIAL_BATCHES

@@ -296,6 +296,17 @@ def test_the_idle_clock_counts_the_time_between_turns_once():
     clock.turn(10.0, 2.0)  # the first turn: nothing before it
     clock.turn(13.0, 1.0)  # began at 12.0, 2 s after the first ended
     clock.turn(13.5, 1.0)  # began before the last one ended (a turn taken straight after): no idle
-    assert clock.take() == pytest.approx(2.0) and clock.take() == 0.0
+    assert clock.take() == pytest.approx((2.0, 0.0)) and clock.take() == (0.0, 0.0)
     clock.turn(20.0, 0.5)
-    assert clock.take() == pytest.approx(6.0)
+    assert clock.take() == pytest.approx((6.0, 0.0))
+
+
+def test_the_idle_clock_tells_the_time_before_a_call_came_from_its_preparation():
+    clock = _nvimgcodec.IdleClock()
+    clock.turn(10.0, 1.0, arrived=8.0)
+    clock.turn(15.0, 2.0, arrived=11.5)  # idle 10-13: unfed until 11.5, then the call's preparation
+    clock.turn(16.0, 1.0, arrived=12.0)  # came while the last one decoded, its turn straight after
+    clock.turn(18.0, 1.0)  # a later turn of the same call: 1 s idle, none unfed
+    assert clock.take() == pytest.approx((4.0, 1.5))
+    clock.turn(25.0, 1.0, arrived=30.0)  # (a clock read late: never more unfed than idle)
+    assert clock.take() == pytest.approx((6.0, 6.0))

@@ -161,25 +161,32 @@ def codec_memory() -> dict[str, int]:
 
 class IdleClock:
     """The time a decoder went without a call's turn: from the end of one call's turn to the start of
-    the next one's (the engines without work from this process, a wait for the stream included)."""
+    the next one's (the engines without work from this process, a wait for the stream included); and
+    of that, the time before the next call had come at all (unfed: its batch was not there yet, not
+    in its preparation: the code streams' staging, the parse, the wait for the turn)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last_end: float | None = None
-        self._idle = 0.0
+        self._idle = self._unfed = 0.0
 
-    def turn(self, ended: float, seconds: float) -> None:
-        """A call's turn ended at ``ended`` (``time.perf_counter()``) after ``seconds``."""
+    def turn(self, ended: float, seconds: float, arrived: float | None = None) -> None:
+        """A call's turn ended at ``ended`` (``time.perf_counter()``) after ``seconds``; the call came
+        to the decoder at ``arrived`` (None: a later turn of a call already there)."""
         with self._lock:
             if self._last_end is not None:
-                self._idle += max(0.0, ended - seconds - self._last_end)
+                began = ended - seconds
+                self._idle += max(0.0, began - self._last_end)
+                if arrived is not None:
+                    self._unfed += max(0.0, min(arrived, began) - self._last_end)
             self._last_end = ended
 
-    def take(self) -> float:
-        """The seconds idle since the last ``take``."""
+    def take(self) -> tuple[float, float]:
+        """The seconds idle since the last ``take``, and of them the seconds unfed."""
         with self._lock:
-            idle, self._idle = self._idle, 0.0
-        return idle
+            taken = (self._idle, self._unfed)
+            self._idle = self._unfed = 0.0
+        return taken
 
 
 class DeviceDecoder:
@@ -216,11 +223,12 @@ class DeviceDecoder:
         Everything is prepared before the native calls, which take the decoder's turn themselves
         and queue, with it held, the wait for ``ready``, the decoding, the gather of the windows
         and the event that ends the batch: two batches take turns there without the GIL."""
+        arrived = time.perf_counter()
         staged, encoded, starts = self._staged(encoded, starts, lengths)
         done = None
         try:
             decoded, seconds, done = self._decode(encoded, starts, lengths, shapes, windows, reverse, out,
-                                                  out_offsets, ready, orient)
+                                                  out_offsets, ready, orient, arrived)
         except BaseException:
             done = self.own.record()  # after what was queued, which may read the code streams
             raise
@@ -248,9 +256,9 @@ class DeviceDecoder:
 
     def _decode(self, encoded: np.ndarray, starts: np.ndarray, lengths: np.ndarray, shapes: np.ndarray,
                 windows: np.ndarray, reverse: bool, out: Any, out_offsets: np.ndarray, ready: Any,
-                orient: bool) -> tuple[np.ndarray, float, Any]:
-        """``decode`` of code streams in pinned memory; also returns the event after the last work
-        that reads them."""
+                orient: bool, arrived: float) -> tuple[np.ndarray, float, Any]:
+        """``decode`` of code streams in pinned memory (the call came at ``arrived``); also returns the
+        event after the last work that reads them."""
         # each sample decodes to its window only (a region of its code stream), an h x w image
         parsed = self.native.parse(encoded, starts, lengths, shapes, orient, windows)
         n = len(starts)
@@ -299,7 +307,7 @@ class DeviceDecoder:
                         done_now, took = self.native.decode(
                             parsed, dst, pitches, own.stream.ptr, wait_event=0, then=gather.native(),
                             then_wait_event=wait, done_event=done.ptr if k == len(runs) - 1 else 0)
-                    self.idle.turn(time.perf_counter(), took)
+                    self.idle.turn(time.perf_counter(), took, arrived if k == 0 else None)
                     decoded |= done_now
                     seconds += took
             except BaseException:

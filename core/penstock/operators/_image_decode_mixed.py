@@ -67,14 +67,14 @@ _warned = threading.Event()
 _split_lock = threading.Lock()
 _SIDES = ("gpu_samples", "host_samples", "gpu_seconds", "host_seconds")
 _split = {"batches": 0, **dict.fromkeys(_SIDES, 0), "lifted_batches": 0, "gpu_idle_seconds": 0.0,
-          **{f"lifted_{key}": 0 for key in _SIDES}}
+          "gpu_unfed_seconds": 0.0, **{f"lifted_{key}": 0 for key in _SIDES}}
 
 
 def split_counts() -> dict[str, float]:
     """How every mixed decoder of this process split its batches so far: the batches, the samples each
     side decoded (the host's retries of samples the GPU failed on not counted), each side's seconds
     (a batch's GPU side: its slowest decoder's part), the in-process GPU decoder's seconds idle between
-    its calls (``IdleClock``), and the batches split the lifted way (the host's share past the cap:
+    its calls and of them those before the next call had come (``IdleClock``: unfed), and the batches split the lifted way (the host's share past the cap:
     whole images too; a trial's included) with their samples and seconds again (``lifted_...``): what
     each way gave each side. Benchmarks read the change over a window."""
     with _split_lock:
@@ -82,12 +82,13 @@ def split_counts() -> dict[str, float]:
 
 
 def _count_split(gpu_samples: int, host_samples: int, gpu_seconds: float, host_seconds: float, lifted: bool,
-                 gpu_idle_seconds: float) -> None:
+                 gpu_idle_seconds: float, gpu_unfed_seconds: float) -> None:
     sides = dict(zip(_SIDES, (gpu_samples, host_samples, gpu_seconds, host_seconds)))
     with _split_lock:
         _split["batches"] += 1
         _split["lifted_batches"] += lifted
         _split["gpu_idle_seconds"] += gpu_idle_seconds
+        _split["gpu_unfed_seconds"] += gpu_unfed_seconds
         for key, value in sides.items():
             _split[key] += value
             if lifted:
@@ -433,8 +434,8 @@ class MixedDecoder:
         if host_part is not None:
             part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
             host.append(part)
-        idle = self.decoders[0].idle.take() if len(gpu_idx) else 0.0
-        _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), idle)
+        idle = self.decoders[0].idle.take() if len(gpu_idx) else (0.0, 0.0)
+        _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), *idle)
         if self._share is not None and lifting is not None:
             self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
