@@ -328,11 +328,12 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
 
 def test_host_parts_of_any_size_stop_pinning_staging_once_the_most_blocks_in_flight_are_pinned():
     """A host part holds from one whole high-resolution image to a few dozen, or dozens of random
-    crops of varying size. Its staging comes in blocks of one size, so any block a part gave back
-    serves the next whatever its size, and pinning (0.4-1.2 ms a MB on an H100, slowing both sides of
-    the decoder) stops once the most blocks two parts in flight held at once are pinned; a part that
-    grows pins only the blocks it adds. With a block as large as the largest part so far, each
-    larger part pinned a block for each part in flight, and the smaller blocks went unused."""
+    crops of varying size. Its staging comes in blocks of one size (a part smaller than a block: one
+    block of the next power of two), so a block a part gave back serves the next of its size, and
+    pinning (0.4-1.2 ms a MB on an H100, slowing both sides of the decoder) stops once the most
+    blocks two parts in flight held are pinned; a part that grows pins only the blocks it adds. With
+    a block as large as the largest part so far, each larger part pinned a block for each part in
+    flight, and the smaller blocks went unused."""
     from penstock._cuda import _pools
     from penstock.operators import _image_decode_staging
     from penstock.operators._image_decode_staging import HostStaging
@@ -361,16 +362,18 @@ def test_host_parts_of_any_size_stop_pinning_staging_once_the_most_blocks_in_fli
         shapes = np.stack([np.full(count, 1000), widths, np.full(count, 3)], 1)
         before = len(allocations)
         staging = HostStaging(gpu, shapes)
-        assert all(staged.block.size == block for staged in staging._blocks)
         assert staging.places[:, 2].tolist() == shapes.prod(1).tolist()
+        if shapes.prod(1).sum() < block:
+            assert len(staging._blocks) == 1
         if len(allocations) > before:
             pinned_at.append(i)
         held.append(len(staging._blocks) + (0 if in_flight is None else len(in_flight._blocks)))
         if in_flight is not None:  # two batches in flight: the one before gives its blocks back now
             in_flight.give_back()
         in_flight = staging
-    assert set(allocations) == {block} and len(allocations) == max(held)
-    assert max(pinned_at) == held.index(max(held))  # the last pinned, at the most blocks in flight
+    assert all(size <= block and size & (size - 1) == 0 for size in allocations)  # one size, or a power of two
+    assert allocations.count(block) == max(held)  # the most blocks in flight at once
+    assert len(allocations) <= max(held) + 2 * len(set(allocations)) and max(pinned_at) < 200
 
 
 def test_a_batch_whose_gpu_part_fails_gives_the_hosts_staging_back():

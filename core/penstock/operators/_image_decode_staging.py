@@ -18,22 +18,29 @@ from typing import Any
 import numpy as np
 
 from .. import _engine
+from .._cuda._pools import MIN_STAGING
 
 # A block holds a few high-resolution photographs (2700 x 2300 x 3 is 18.6 MB) or a few hundred of
 # an ImageNet-sized train pipeline's crops; pinning one takes 26-77 ms. A sample larger than a block
-# takes a block of its own size.
+# takes a block of its own size. A part smaller than a block takes one block of the next power of
+# two (64 KB at least): a small pipeline does not hold 64 MB blocks, and parts of any size between
+# share a dozen sizes, each pinned once for each part in flight.
 BLOCK_BYTES = 64 << 20
 
 
 class HostStaging:
     """Pinned staging for samples of ``shapes`` [N, 3] (uint8 pixels), in blocks of ``block_bytes``
-    (default ``BLOCK_BYTES``) of the device context ``gpu``'s staging pool. The host's decoder writes sample i at ``places[i]``
-    (block, byte offset, bytes) of the blocks ``views``; then ``copy_into`` queues the copies to the
-    device, or ``upload`` to one new device array, or ``give_back`` returns the blocks unused."""
+    (default ``BLOCK_BYTES``; a part smaller than that: one block of the next power of two) of the
+    device context ``gpu``'s staging pool. The host's decoder writes sample i at ``places[i]`` (block,
+    byte offset, bytes) of the blocks ``views``; then ``copy_into`` queues the copies to the device,
+    or ``upload`` to one new device array, or ``give_back`` returns the blocks unused."""
 
     def __init__(self, gpu: Any, shapes: np.ndarray, block_bytes: int | None = None):
         self._gpu = gpu
         block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
+        total = int(_engine.shape_volumes(shapes).sum())
+        if total < block_bytes:
+            block_bytes = max(MIN_STAGING, 1 << max(0, total - 1).bit_length())
         self.places, used = _engine.places_in_blocks(shapes, block_bytes)
         # samples are placed in order: block k holds rows [first[k], first[k + 1])
         self._first = np.searchsorted(self.places[:, 0], np.arange(len(used) + 1))
