@@ -64,7 +64,8 @@ def test_the_decoders_split_is_per_batch_decoded_in_the_window():
              "lifted_gpu_seconds": 0.06, "lifted_host_seconds": 0.1}
     assert split_per_batch(before, after) == {"batches": 4, "gpu_jpegs": 150.0, "host_jpegs": 106.0,
                                               "gpu_side_ms": 20.0, "host_side_ms": 17.5, "gpu_idle_ms": 3.0,
-                                              "gpu_unfed_ms": 2.0, "lifted_share": 0.75,  # 3 of the 4, each side's per batch of those:
+                                              "gpu_unfed_ms": 2.0,
+                                              "lifted_share": 0.75,  # 3 of the 4, each side's per batch of those:
                                               "lifted": {"gpu_jpegs": 50.0, "host_jpegs": 206.0, "gpu_side_ms": 10.0,
                                                          "host_side_ms": 20.0}}
     unlifted = {**after, "batches": 15, "gpu_samples": 1856}  # one more batch, split under the cap

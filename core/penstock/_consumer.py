@@ -17,8 +17,9 @@ waits for is never held back. A stage's run of a batch's operators waits at most
 period between batches in all (``budget``), and so does the wait of a decoding job (once its
 decoders are done: it hands them its JPEGs at once), and none more than
 ``PENSTOCK_CONSUMER_FIRST_US`` microseconds (20 ms by default; 0 turns the waits off). A consumer
-that never waits (Python without pause) has no turn to give: once most waits last to their bound, none are made for a while, and for
-twice as long each time that comes again before any wait ended early.
+that never waits (Python without pause) has no turn to give: once most waits last to their bound,
+none are made for a while, and for twice as long each time that comes again before any wait ended
+early.
 
 The consumer is the last thread that waited for a GPU pipeline's outputs. It counts as running its
 Python while it takes the GIL within ``LOOK_US`` whenever a waiting thread looks (a forward pass

@@ -22,8 +22,9 @@ img/s at 16 host threads, for about 830 MB more device memory (the child's CUDA 
 state); beside a training loop it slows the pipeline down (``process_count`` says why), so it is
 off by default. The host
 decodes its part straight into pinned staging (blocks of one size, ``_image_decode_staging``), and
-each sample is copied from there into its place in the output batch (a float batch: uploaded, and one kernel converts it into the batch). Two batches
-decode at once on background workers. Without nvImageCodec the host decodes everything.
+each sample is copied from there into its place in the output batch (a float batch: uploaded, and
+one kernel converts it into the batch). Two batches decode at once on background workers. Without
+nvImageCodec the host decodes everything.
 
 nvImageCodec decodes a JPEG whose scan corruption put out of step without a word; libjpeg-turbo
 notices at the end marker. Unless ``accept_corrupt_jpeg``, the host reads the files the GPU decoded
@@ -75,9 +76,10 @@ def split_counts() -> dict[str, float]:
     """How every mixed decoder of this process split its batches so far: the batches, the samples each
     side decoded (the host's retries of samples the GPU failed on not counted), each side's seconds
     (a batch's GPU side: its slowest decoder's part), the in-process GPU decoder's seconds idle between
-    its calls and of them those before the next call had come (``IdleClock``: unfed), and the batches split the lifted way (the host's share past the cap:
-    whole images too; a trial's included) with their samples and seconds again (``lifted_...``): what
-    each way gave each side. Benchmarks read the change over a window."""
+    its calls and of them those before the next call had come (``IdleClock``: unfed), and the
+    batches split the lifted way (the host's share past the cap: whole images too; a trial's
+    included) with their samples and seconds again (``lifted_...``): what each way gave each side.
+    Benchmarks read the change over a window."""
     with _split_lock:
         return dict(_split)
 
@@ -384,9 +386,9 @@ class MixedDecoder:
     def _deliver(self, gpu: Any, out: Any, ready: Any, idx: np.ndarray, buf: np.ndarray, shapes: np.ndarray,
                  offsets: np.ndarray, staged: Any) -> Any:
         """A host part's pixels (samples ``idx`` of the batch ``out``: ``shapes`` at ``offsets`` of
-        ``buf``) on the device. Decoded into pinned staging (``staged``) for a uint8 batch, each sample is
-        copied from there into its place in ``out`` after ``ready``, in one engine call, and None is
-        returned: no device memory beside the batch, and no gather. Else the pixels are uploaded
+        ``buf``) on the device. Decoded into pinned staging (``staged``) for a uint8 batch, each sample
+        is copied from there into its place in ``out`` after ``ready``, one engine call a staging
+        block, and None is returned: no device memory beside the batch, and no gather. Else the pixels are uploaded
         (``upload_host_part``) for ``_fill``'s gather into the batch, and their device array is
         returned. A sample decoded to another shape than its place in ``out`` is its error, before
         anything is written there. (On an H200, 2026-12-07, with every part uploaded whole, CuPy's pool

@@ -70,10 +70,9 @@ class HostStaging:
     def upload(self) -> Any:
         """The samples packed back to back in a new uint8 device array (at ``_engine.packed_offsets`` of
         their shapes); the blocks go back."""
-        sizes = self.places[:, 2]
+        sizes = np.ascontiguousarray(self.places[:, 2:])
         out = self._gpu.empty(int(sizes.sum()), np.uint8)
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.uint64)
-        self.copy_into(np.uint64(self._gpu.address(out)) + starts)
+        self.copy_into(np.uint64(self._gpu.address(out)) + _engine.packed_offsets(sizes).astype(np.uint64))
         return out
 
     def packed(self) -> np.ndarray:
