@@ -141,11 +141,7 @@ def test_a_batch_goes_to_every_decoder_and_their_failures_to_the_host(fancy):
             assert (alone[0] != alone[1]).any()
 
 
-@pytest.mark.parametrize("count_idle", ["off", "on"])
-def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates(monkeypatch, count_idle):
-    """The host's share comes off the GPU's JPEGs, and each side's measured time feeds its rate; with
-    PENSTOCK_SPLIT_GPU_IDLE=on the GPU side's time counts the decoder's idle time before the batch's
-    turn too (here its wait for the turn, 0.25 s, and the time between the calls)."""
+def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_rates():
     from penstock import _engine
     from penstock.operators import _image_decode_mixed as _mixed_decode
     from penstock.operators._image_decode_split import HostShare, host_cost
@@ -153,7 +149,6 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     src, shapes, _ = _jpeg_batch([(16 + 2 * i, 24) for i in range(12)], rng)
     windows = np.zeros((12, 4), np.int64)
     windows[:, 2:] = shapes[:, :2] // 2  # top-left quarters: the host decodes those cheaply
-    monkeypatch.setenv(_mixed_decode.SPLIT_IDLE_ENV, count_idle)
     op = _FakeOperator()  # the decoder holds its operator weakly
     decoder = _mixed_decode.MixedDecoder(op)
     decoder.decoders = [_FakeDecoder(seconds=0.25, waited=0.25)]
@@ -185,26 +180,11 @@ def test_the_host_share_takes_jpegs_off_the_gpu_and_both_sides_time_feeds_its_ra
     # a side's first batch (its set-up) leaves the guesses; the second measures the GPU side at its
     # bytes over the time it decoded (0.25 s), not counting its wait for the turn (another 0.25 s)
     assert after[0] == before
+    assert share.rates["gpu"] == lengths[gpu_idx].sum() / 0.25
     assert share.rates["host"] != before["host"]
-    if count_idle == "off":
-        assert share.rates["gpu"] == lengths[gpu_idx].sum() / 0.25
-        # the slower side's time (the GPU side's 0.25 s over the host's few small JPEGs) to the choice of
-        # way, for the batch's bytes; the first batch is the set-up's
-        assert share.pace() == 0.25 / lengths.sum()
-    else:  # and the idle time before the second batch's turn: 0.25 s and a little
-        gpu_time = lengths[gpu_idx].sum() / share.rates["gpu"]
-        assert 0.5 <= gpu_time < 0.6 and share.pace() == pytest.approx(gpu_time / lengths.sum())
-
-
-def test_the_split_counts_the_gpus_idle_time_only_when_asked(monkeypatch):
-    from penstock.operators import _image_decode_mixed as _mixed_decode
-    monkeypatch.delenv(_mixed_decode.SPLIT_IDLE_ENV, raising=False)
-    assert _mixed_decode.split_counts_idle() is False
-    monkeypatch.setenv(_mixed_decode.SPLIT_IDLE_ENV, "on")
-    assert _mixed_decode.split_counts_idle() is True
-    monkeypatch.setenv(_mixed_decode.SPLIT_IDLE_ENV, "1")
-    with pytest.raises(ValueError, match="PENSTOCK_SPLIT_GPU_IDLE='1': expected one of 'off', 'on'"):
-        _mixed_decode.split_counts_idle()
+    # the slower side's time (the GPU side's 0.25 s over the host's few small JPEGs) to the choice of
+    # way, for the batch's bytes; the first batch is the set-up's
+    assert share.pace() == 0.25 / lengths.sum()
 
 
 def _device_that_stages(short=False):

@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import _engine
 from .._batch import sample_positions, zero_rows
-from .._environment import non_negative, one_of
+from .._environment import non_negative
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
@@ -62,7 +62,6 @@ PROCESSES_AFTER_BATCHES = 16  # decoder processes start after this many batches 
 _HOST_RATE_PER_THREAD = 30e6
 _GPU_RATE_PER_DECODER = 2e9
 NICENESS_ENV = "PENSTOCK_HOST_DECODE_NICENESS"
-SPLIT_IDLE_ENV = "PENSTOCK_SPLIT_GPU_IDLE"
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 # every mixed decoder's batches in this process so far (split_counts)
@@ -196,7 +195,6 @@ class MixedDecoder:
         # of the decoding, and beside it the read-through of the GPU's JPEGs (_check_jpegs), at the
         # priority host_niceness says
         self._niceness = host_niceness()
-        self._split_idle = split_counts_idle()
         self._host = _engine.Background("penstock-host", self._niceness)
         self._checks = _engine.Background("penstock-check", self._niceness)
         self._reserved = False
@@ -431,18 +429,17 @@ class MixedDecoder:
             if host_part is not None:
                 host_part.discard()
             raise
-        idle = self.decoders[0].idle.take() if len(gpu_idx) else (0.0, 0.0)  # (before this batch's turn)
-        gpu_time = gpu_seconds + (idle[0] if self._split_idle else 0.0)  # what the split counts
         if self._share is not None and len(gpu_idx):
-            self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_time)
+            self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
         ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
         host, host_seconds = [], 0.0
         if host_part is not None:
             part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
             host.append(part)
+        idle = self.decoders[0].idle.take() if len(gpu_idx) else (0.0, 0.0)
         _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), *idle)
         if self._share is not None and lifting is not None:
-            self._share.finished(lifting, float(lengths.sum()), max(gpu_time, host_seconds))
+            self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
             reading()
         if len(failed):
@@ -581,17 +578,6 @@ def host_niceness() -> int:
     ResNet-18 beside the pipeline waited 0.14-0.43 ms a step for a core, and lowered pipeline threads
     changed nothing under a busy Python consumer."""
     return non_negative(NICENESS_ENV, 0, "a niceness of 0-19 (0: the process's priority)")
-
-
-def split_counts_idle() -> bool:
-    """Whether the split counts the hardware engines' idle time before a batch as the GPU side's
-    (``PENSTOCK_SPLIT_GPU_IDLE=on``; off unless set). Beside a training ResNet-18 on H100s the host
-    side finished its part 1.2-2.4 ms a batch before the GPU side's decoding, which the split balances
-    it with, while the engines idled 2-5.6 ms between batches and the loop waited for them (the batch's
-    period is the engines' time and their idle); counting the idle gives the host more of the batch.
-    Beside a consumer slower than the pipeline the idle is the wait for it, and the host would take
-    work it need not. Off until measured on a GPU."""
-    return one_of(SPLIT_IDLE_ENV, "off", ("off", "on")) == "on"
 
 
 def _codec_threads(num_threads: int, engines_alone: bool) -> int:
