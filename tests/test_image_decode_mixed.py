@@ -326,6 +326,47 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload():
     assert after["host_seconds"] - before["host_seconds"] >= 0.5
 
 
+def test_the_hosts_rate_leaves_out_getting_its_staging_which_its_batches_still_wait_for():
+    """Pinning a part's staging is its batch's time but not the host's pace: the blocks stay in the pool
+    for later parts. Counted in the rate, a probe that pinned its blocks priced the host past any
+    split, and the host got nothing more to be measured on."""
+    import time
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.operators._image_decode_split import HostShare, host_cost
+    src, shapes, _ = _jpeg_batch([(16, 16)] * 4, np.random.default_rng(15))
+    windows = np.zeros((4, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2]
+    gpu = _device_that_stages()
+    staging = type(gpu).staging
+
+    def pinning(nbytes, block_bytes=0):
+        time.sleep(0.25)
+        return staging(gpu, nbytes, block_bytes)
+    gpu.staging = pinning
+
+    def upload(idx, buf, hshapes, offsets, staged):
+        return _mixed_decode.upload_host_part(gpu, buf, hshapes, staged)
+    op = _FakeOperator()  # the decoder holds its operator weakly
+    decoder = _mixed_decode.MixedDecoder(op)
+    decoder.decoders = [_FakeDecoder()]
+    decoder._share = share = HostShare(host_rate=1.0, gpu_rate=1.0, probe=8)
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, gpu=gpu)
+    host_idx = np.array([2, 3])
+    before = _mixed_decode.split_counts()
+    try:
+        for _ in range(2):  # the host's first batch is its set-up's, not measured
+            decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1]), host_idx, _output(4), object(),
+                                  upload)
+    finally:
+        decoder._release()
+    after = _mixed_decode.split_counts()
+    assert after["host_samples"] - before["host_samples"] == 4
+    assert after["host_seconds"] - before["host_seconds"] >= 0.5  # both batches waited for their staging
+    cost = float(host_cost(src._volumes()[host_idx], windows[host_idx], shapes[host_idx]).sum())
+    assert share.rates["host"] > cost / 0.1  # two 16 x 16 JPEGs decode in milliseconds
+
+
 def test_host_parts_of_any_size_stop_pinning_staging_once_the_most_blocks_in_flight_are_pinned():
     """A host part holds from one whole high-resolution image to a few dozen, or dozens of random
     crops of varying size. Its staging comes in blocks of one size (a part smaller than a block: one
