@@ -147,7 +147,7 @@ class _HostDecoding:
         self._op, self._pending, self._sub, self._idx, self._rows = op, pending, sub, idx, rows
         self._staging, self._set_up = staging, set_up
 
-    def collect(self) -> tuple[tuple, float, Any]:
+    def collect(self) -> tuple[tuple, float, float, Any]:
         try:
             with _samples_of_the_batch(self._idx):
                 buf, shapes, offsets, fallback = self._pending.result()
@@ -494,13 +494,13 @@ class MixedDecoder:
         ``upload`` is given (``_decode_sides``), and its seconds: getting its staging and the upload
         included (the device memory of an upload comes from the pool, which may grow, and freeing a
         block to grow waits for the device). ``timed``: its time feeds the host's rate, without the
-        staging's: that is pinning (0.4-1.2 ms a MB) only until the blocks a part needs were pinned,
-        which stay in the pool for later parts. Counted, it set the host's rate for good where the first
-        part to need the blocks was the last the host got: a probe of whole high-resolution photographs
-        (one a host thread, 18.6 MB of pixels each: 4 blocks of 64 MB, 100-300 ms of pinning beside
-        20-50 ms of decoding) priced them past a split's least gain, and on an H100 (2026-12-07,
-        validation, 16 threads) the split then gave the host 0-1.3 of a batch's 256 JPEGs with the cap
-        lifted, the hardware engines taking 133 ms a batch while the host side's 12 threads idled."""
+        staging's: that is pinning (0.4-1.2 ms a MB) only until the blocks the parts need are in the
+        pool, where they stay. Counted, it could price the host out for good: a probe of whole
+        high-resolution photographs (one a host thread, 18.6 MB of pixels each: 4 blocks of 64 MB,
+        100-300 ms of pinning beside 20-50 ms of decoding) made the host too slow for any split to gain
+        from, so no later part measured it again. On an H100 (2026-12-07, validation, 16 threads) the
+        split gave the host 0-1.3 of a batch's 256 JPEGs with the cap lifted, the hardware engines
+        taking 133 ms a batch while the host side's 12 threads idled."""
         (buf, hshapes, offsets), seconds, set_up, staged = decoding.collect()
         if upload is not None:
             start = time.perf_counter()
