@@ -289,13 +289,14 @@ def test_a_host_part_in_staging_is_copied_into_its_places_in_a_uint8_batch(dtype
     assert raised.value.sample == 3 and gpu.made[-1].given_back and not gpu.made[-1].uploaded
 
 
-def test_the_host_parts_time_counts_getting_its_staging_and_its_upload_and_its_rate_not_the_staging():
-    """What the host's share costs a batch beyond its decoding counts as its time: pinned staging that
-    has to grow (hundreds of MB for whole high-resolution images) and an upload whose device memory
-    has to grow. Both were left out, and the share's trials of whole images on the host looked
-    quicker than the batches they made. The host's rate counts the upload but not the staging: its
-    blocks stay in the pool for later parts, and a probe that pinned its blocks priced the host past
-    any split, which then gave it nothing more to be measured on."""
+def test_the_host_parts_time_and_rate_count_getting_its_staging_and_its_upload():
+    """What the host's share costs a batch beyond its decoding counts as its time and in the host's rate:
+    pinned staging that has to grow (hundreds of MB for whole high-resolution images) and an upload
+    whose device memory has to grow. Both were left out, and the share's trials of whole images on
+    the host looked quicker than the batches they made. With the staging left out of the rate alone
+    (tried on an H100, 2026-12-07), high-resolution validation gave the host whole images whose
+    staging then grew by 2-3 GB in a few batches, 300 ms of pinning a batch, and ran at 607-1,619
+    img/s against 1,880-1,916 with it counted."""
     import time
     from penstock import _engine
     from penstock.operators import _image_decode_mixed as _mixed_decode
@@ -331,7 +332,7 @@ def test_the_host_parts_time_counts_getting_its_staging_and_its_upload_and_its_r
     assert after["host_samples"] - before["host_samples"] == 4 and gpu.calls["upload"] == 2
     assert after["host_seconds"] - before["host_seconds"] >= 1.0
     cost = float(host_cost(src._volumes()[host_idx], windows[host_idx], shapes[host_idx]).sum())
-    assert 0.3 <= cost / share.rates["host"] < 0.45  # the upload and two 16 x 16 JPEGs' decoding
+    assert 0.5 <= cost / share.rates["host"] < 0.65  # the staging, the upload and two 16 x 16 JPEGs' decoding
 
 
 def test_host_parts_of_any_size_stop_pinning_staging_once_the_most_blocks_in_flight_are_pinned():

@@ -136,7 +136,7 @@ def _samples_of_the_batch(idx: np.ndarray) -> Iterator[None]:
 
 class _HostDecoding:
     """A host part's decoding, running on the host's thread: ``collect()`` gives its (pixels, shapes,
-    offsets), the decoding's seconds, ``set_up``'s (getting its staging) and the staging it decoded
+    offsets), seconds (the decoding's, and ``set_up``: getting its staging) and the staging it decoded
     into (``HostStaging``; the pixels are then an empty array, the offsets those of the samples
     packed, as ``HostStaging.upload`` packs them), or None (the pixels are then in the array);
     ``discard()`` waits it out and returns the staging unused, for a batch that failed before
@@ -147,7 +147,7 @@ class _HostDecoding:
         self._op, self._pending, self._sub, self._idx, self._rows = op, pending, sub, idx, rows
         self._staging, self._set_up = staging, set_up
 
-    def collect(self) -> tuple[tuple, float, float, Any]:
+    def collect(self) -> tuple[tuple, float, Any]:
         try:
             with _samples_of_the_batch(self._idx):
                 buf, shapes, offsets, fallback = self._pending.result()
@@ -164,7 +164,7 @@ class _HostDecoding:
             raise
         if not placed:
             self._give_back()
-        return (buf, shapes, offsets), self._pending.seconds, self._set_up, self._staging
+        return (buf, shapes, offsets), self._pending.seconds + self._set_up, self._staging
 
     def discard(self) -> None:
         try:
@@ -292,9 +292,8 @@ class MixedDecoder:
     def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None, windows: np.ndarray,
                      shapes: np.ndarray, upload: Any) -> _HostDecoding:
         """Starts decoding samples ``idx`` on the host's thread, into pinned staging when they are
-        uploaded (``_staging``). Getting the staging counts as the part's time, not the host's rate
-        (``_host_part``): a part of whole high-resolution images needs hundreds of MB of it, pinned as
-        the parts first grow."""
+        uploaded (``_staging``). Getting the staging counts as the part's time: a part of whole
+        high-resolution images needs hundreds of MB of it, pinned as the part first grows."""
         start = time.perf_counter()
         staging = self._staging(ws, upload, windows, shapes, idx)
         set_up = time.perf_counter() - start
@@ -491,17 +490,13 @@ class MixedDecoder:
     def _host_part(self, src, idx, decoding: _HostDecoding, windows, shapes, upload,
                    timed: bool = True) -> tuple[tuple, float]:
         """The host's decoding of samples ``idx`` (``_decode_host``'s), its pixels put on the device when
-        ``upload`` is given (``_decode_sides``), and its seconds: getting its staging and the upload
-        included (the device memory of an upload comes from the pool, which may grow, and freeing a
-        block to grow waits for the device). ``timed``: its time feeds the host's rate, without the
-        staging's: that is pinning (0.4-1.2 ms a MB) only until the blocks the parts need are in the
-        pool, where they stay. Counted, it could price the host out for good: a probe of whole
-        high-resolution photographs (one a host thread, 18.6 MB of pixels each: 4 blocks of 64 MB,
-        100-300 ms of pinning beside 20-50 ms of decoding) made the host too slow for any split to gain
-        from, so no later part measured it again. On an H100 (2026-12-07, validation, 16 threads) the
-        split gave the host 0-1.3 of a batch's 256 JPEGs with the cap lifted, the hardware engines
-        taking 133 ms a batch while the host side's 12 threads idled."""
-        (buf, hshapes, offsets), seconds, set_up, staged = decoding.collect()
+        ``upload`` is given (``_decode_sides``), and its seconds, the upload's included (the device memory
+        of an upload comes from the pool, which may grow, and freeing a block to grow waits for the
+        device); ``timed``: its time feeds the host's rate, getting its staging included: a share of
+        whole high-resolution images pins hundreds of MB a batch while the pool grows, and with that
+        left out of the rate (tried on an H100, 2026-12-07) validation's staging grew by 2-3 GB, 300 ms
+        of pinning a batch, and its rate fell from 1,880-1,916 img/s to 607-1,619."""
+        (buf, hshapes, offsets), seconds, staged = decoding.collect()
         if upload is not None:
             start = time.perf_counter()
             buf = upload(idx, buf, hshapes, offsets, staged)
@@ -510,7 +505,7 @@ class MixedDecoder:
             cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
                                    _engine.take_rows(shapes, idx)).sum())
             self._share.measured("host", cost, seconds)
-        return (idx, buf, hshapes, offsets), seconds + set_up
+        return (idx, buf, hshapes, offsets), seconds
 
     def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:
         """Starts reading the JPEGs ``idx`` (those the GPU decoded) through as the CPU decoders do,
