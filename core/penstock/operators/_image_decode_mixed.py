@@ -292,8 +292,9 @@ class MixedDecoder:
     def _decode_host(self, ws, src: TensorListCPU, idx: np.ndarray, crop: np.ndarray | None, windows: np.ndarray,
                      shapes: np.ndarray, upload: Any) -> _HostDecoding:
         """Starts decoding samples ``idx`` on the host's thread, into pinned staging when they are
-        uploaded (``_staging``). Getting the staging counts as the part's time: a part of whole
-        high-resolution images needs hundreds of MB of it, pinned as the part first grows."""
+        uploaded (``_staging``). Getting the staging counts as the part's time and in the host's rate
+        (``_host_part``): a part of whole high-resolution images needs hundreds of MB of it, pinned as
+        the part first grows."""
         start = time.perf_counter()
         staging = self._staging(ws, upload, windows, shapes, idx)
         set_up = time.perf_counter() - start
