@@ -220,9 +220,11 @@ class HostArray(np.ndarray):
 
 
 def _copy_bytes(dst: np.ndarray, src: np.ndarray) -> None:
-    """Copies ``src`` into the uint8 ``dst`` giving the GIL away as the device's upload does
-    (copy_to_device: from RELEASE_GIL_FROM bytes on), not as numpy does (from ~500 elements): a count
-    of hand-backs then depends on the pipeline's work, not on how the batch was split."""
+    """Copies ``src`` into the uint8 ``dst`` giving the GIL away as the device's upload does on the
+    consumer's thread (copy_to_device: from RELEASE_GIL_FROM bytes on), not as numpy does (from ~500
+    elements): a count of hand-backs then depends on the pipeline's work, not on how the batch was
+    split. (A pipeline thread's driver calls give it away at every call on a device: hand-backs of
+    the driver's, which the emulation has none of.)"""
     src = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
     if src.nbytes >= RELEASE_GIL_FROM:
         np.copyto(dst[:src.nbytes], src)

@@ -27,7 +27,9 @@ static int take(void** ptr, size_t size) {
   return 0;
 }
 static void give(void* ptr) { ++frees; live -= sizes[ptr]; sizes.erase(ptr); std::free(ptr); }
+static int gil_held = -1;  // whether the caller held the GIL at the last event recorded, wait or copy queued
 extern "C" {
+int PyGILState_Check(void);  // the test's Python, in whose process the fake is loaded
 int cuCtxGetCurrent(void** ctx) { *ctx = current; return 0; }
 int cuCtxSetCurrent(void* ctx) { current = ctx; return 0; }
 int cuDeviceGet(int* device, int ordinal) { *device = ordinal; return 0; }
@@ -35,19 +37,24 @@ int cuDevicePrimaryCtxRetain(void** ctx, int device) { *ctx = reinterpret_cast<v
 int cuEventCreate(void** event, unsigned) { events.push_back(new Event); *event = events.back(); return 0; }
 int cuEventRecord(void* event, void* stream) {
   auto* e = static_cast<Event*>(event);
+  gil_held = PyGILState_Check();
   e->recorded = true; e->passed = false; e->stream = reinterpret_cast<uintptr_t>(stream);
   return 0;
 }
 int cuEventQuery(void* event) { return static_cast<Event*>(event)->passed ? 0 : 600; }
 int cuEventSynchronize(void* event) { static_cast<Event*>(event)->passed = true; return 0; }
 int cuEventDestroy_v2(void*) { return 0; }
-int cuStreamWaitEvent(void* stream, void*, unsigned) { waits.push_back(reinterpret_cast<uintptr_t>(stream)); return 0; }
+int cuStreamWaitEvent(void* stream, void*, unsigned) {
+  gil_held = PyGILState_Check();
+  waits.push_back(reinterpret_cast<uintptr_t>(stream));
+  return 0;
+}
 int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
                    void**) { return 1; }
 // device memory is the host's: a copy is a memcpy, counted by the call that made it
 static int copy_calls = 0, batch_calls = 0, batch_status = 0;
 int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t size, void*) {
-  ++copy_calls; std::memcpy(reinterpret_cast<void*>(dst), src, size); return 0;
+  ++copy_calls; gil_held = PyGILState_Check(); std::memcpy(reinterpret_cast<void*>(dst), src, size); return 0;
 }
 #ifndef NO_BATCH_COPY
 struct CopyAttributes { int order; int src_location[2]; int dst_location[2]; unsigned flags; };
@@ -79,6 +86,7 @@ void set_memory_limit(size_t bytes) { limit = bytes; }
 int copies_made() { return copy_calls; }
 int batches_made() { return batch_calls; }
 void fail_batches_with(int status) { batch_status = status; }
+int gil_held_at_last_call() { return gil_held; }
 }
 """
 

@@ -138,8 +138,11 @@ def test_a_gpu_training_pipeline_gives_numpy_the_gil_rarely(shim, photos):
     # thread; 23 after the crop_mirror_normalize changes above; 18 once the host's share of the mixed
     # decoding, the JPEG check and the file reader's reads ran on native threads (engine/background.h),
     # no Python thread waking for them; 16-17 with the two numpy ones above gone (a thread that finds its
-    # queue empty gives it away once more: timing); 7-9 with HostDevice's copies as the device's
-    assert all_handbacks <= 12, all_handbacks
+    # queue empty gives it away once more: timing); 7-9 with HostDevice's copies as the device's; 12-13
+    # (2026-12-07) once the random crop's windows, the split's choice and the fused resize's two planning
+    # calls ran without the GIL: each held it 40-120 us a batch on an H100's host beside a training model,
+    # where a hand-back costs the pipeline's thread a wait and the model's threads nothing
+    assert all_handbacks <= 16, all_handbacks
 
 
 # (pipeline, numpy's bound, all hand-backs' bound), measured 2026-12-04:
@@ -159,9 +162,11 @@ def test_a_gpu_training_pipeline_gives_numpy_the_gil_rarely(shim, photos):
 # engine drew its floats and its picks from `values`; trivial 35 (all: 42-44) while the point
 # operations' planes and parameter tables, the transforms' homogeneous matrices and the merge's source
 # names were numpy's, 4 (all: 11-13) after: histogram_luts' zeroed histograms (cupy's memset on a GPU)
-# and the decoded batch's upload
+# and the decoded batch's upload; and on 2026-12-07, with the planning calls of tens of microseconds
+# made without the GIL (the training pipeline's bound says why), all: val 11-12, augment 12-13, trivial
+# 13-16
 @pytest.mark.parametrize("pipeline, numpy_bound, all_bound",
-                         [("val", 2, 12), ("augment", 2, 12), ("trivial", 5, 16)])
+                         [("val", 2, 16), ("augment", 2, 16), ("trivial", 5, 20)])
 def test_gpu_augmentation_pipelines_give_numpy_the_gil_rarely(shim, photos, pipeline, numpy_bound, all_bound):
     numpy_handbacks, all_handbacks = _handbacks(shim, photos, pipeline)
     assert numpy_handbacks <= numpy_bound, numpy_handbacks

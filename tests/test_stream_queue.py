@@ -1,14 +1,17 @@
 """Kernel parameters as the engine's launcher lays them out (the launch itself runs on a GPU:
 tests/test_gpu_operators.py compares every GPU operator launched this way with the CPU's), and the
 copies of a staging block's ranges as the driver is asked for them (a stand-in driver here; on a GPU,
-tests/test_gpu_operators.py::test_ranges_of_staging_are_copied_to_their_device_places_in_one_call)."""
+tests/test_gpu_operators.py::test_ranges_of_staging_are_copied_to_their_device_places_in_one_call),
+and which threads let go of the GIL for the driver's calls."""
 import struct
+import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from penstock import _engine
-from penstock._cuda._stream_queue import pack_parameters
+from penstock import _consumer, _engine
+from penstock._cuda._stream_queue import pack_parameters, record_event
 
 from _fake_cuda_driver import run_on_fake_driver
 
@@ -93,3 +96,40 @@ def test_a_range_outside_the_block_is_refused_before_any_copy():
         _engine.copy_ranges_to_device(np.full(2, device.ctypes.data, np.uint64), 0x1000, 16, np.array([0, 12]),
                                       np.array([4, 8]), 0x77)
     assert not device.any()
+
+
+GIL = r"""
+import ctypes
+from penstock import _engine
+driver = ctypes.CDLL("libcuda.so.1")
+event = ctypes.c_void_p()
+driver.cuEventCreate(ctypes.byref(event), 0)
+staging, device = ctypes.create_string_buffer(16), ctypes.create_string_buffer(16)
+calls = (lambda release: _engine.record_event(event.value, 0x77, release),
+         lambda release: _engine.wait_event(0x77, event.value, release),
+         lambda release: _engine.copy_to_device(ctypes.addressof(device), b"0123", ctypes.addressof(staging), 0x77,
+                                                0 if release else 1 << 20))
+for call in calls:
+    for release in (False, True):
+        call(release)
+        print(driver.gil_held_at_last_call(), end=" ")
+print(device.raw[:4].decode())
+"""
+
+
+def test_the_driver_calls_hold_the_gil_unless_asked_to_let_go(tmp_path):
+    assert run_on_fake_driver(tmp_path, GIL) == "1 0 1 0 1 0 0123"
+
+
+def test_a_pipeline_thread_lets_go_of_the_gil_for_its_driver_calls_and_the_consumers_keeps_it(monkeypatch):
+    """The consumer's thread would wait for the pipeline's Python to get the GIL back; a pipeline thread
+    that held it while waiting for the driver's lock made the model's threads wait for both."""
+    asked = []
+    monkeypatch.setattr(_engine, "record_event", lambda event, stream, release: asked.append((event, stream, release)))
+    monkeypatch.setattr(_consumer, "_consumer", threading.get_native_id())
+    event, stream = SimpleNamespace(ptr=0x10), SimpleNamespace(ptr=0x20)
+    record_event(event, stream)
+    pipeline_thread = threading.Thread(target=record_event, args=(event, stream))
+    pipeline_thread.start()
+    pipeline_thread.join()
+    assert asked == [(0x10, 0x20, False), (0x10, 0x20, True)]

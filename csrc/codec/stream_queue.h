@@ -1,7 +1,8 @@
 // Work that the pipeline's Python side queues on a CUDA stream: kernel launches and host -> device
-// copies through pinned staging. Each is one driver call of microseconds, made by the caller with
-// the GIL held: a thread that released the GIL for it would wait up to Python's switch interval
-// (5 ms) to get it back while the training loop's thread runs Python, and a batch queues dozens.
+// copies through pinned staging, each one driver call of microseconds (a batch's launches of a
+// kernel family in one call). The bindings hold the GIL through it unless the caller asks them not
+// to: the pipeline's threads ask (core/penstock/_cuda/_stream_queue.py says why), the thread that
+// consumes the batches does not.
 #pragma once
 
 #include <array>

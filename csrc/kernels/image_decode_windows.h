@@ -1,8 +1,8 @@
 // random_crop_windows (image_decode_windows.cpp): the random-window algorithm of
 // decoders.image_random_crop and random_resized_crop for a batch, drawing from the caller's numpy
-// bit generator exactly as numpy's Generator.uniform and .integers would. Small per-batch planning:
-// it runs with the GIL held, one call per batch, instead of the draws and array operations of the
-// same algorithm in numpy, each of which gives the GIL away.
+// bit generator exactly as numpy's Generator.uniform and .integers would: one call per batch, without
+// the GIL, instead of the draws and array operations of the same algorithm in numpy, each of which
+// gives the GIL away.
 #pragma once
 #include "engine/kernel.h"
 #include "engine/numpy_bits.h"

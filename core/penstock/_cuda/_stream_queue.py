@@ -1,24 +1,33 @@
-"""Kernel launches, host -> device copies and events queued on a pipeline's stream through the engine, with
-the GIL held.
+"""Kernel launches, host -> device copies and events queued on a pipeline's stream through the engine.
 
-CuPy releases the GIL around every driver call. Each such call is microseconds, but getting the GIL
-back takes up to Python's switch interval (5 ms) while another thread runs Python, which a training
-loop's thread does most of the time: a batch's few dozen launches and copies then took the GPU stages
-longer than the batch's decoding, and the model waited for them. Holding the GIL for a call of
-microseconds costs the other threads only those microseconds."""
+Each is a driver call of microseconds, and the driver's context lock serializes them with the
+training model's launches. A pipeline thread lets go of the GIL for its calls: holding it while it
+waits for that lock, behind a torch thread launching the model's kernels, made the model's threads
+wait for both. On an H100 beside a training ResNet-18 (2026-12-07, py-spy's GIL samples) the
+pipeline's threads held the GIL 89 us a batch in the 1 KB copy of the labels and 109 us in the fused
+resize's one call of launches. The call then costs the thread one wait to take the GIL back, bounded
+by the switch interval a GPU pipeline sets (_switch_interval.py), where CuPy let go of it around
+each of a batch's dozens of calls, at Python's 5 ms interval then. The thread that consumes the
+batches keeps the GIL (it would wait for the pipeline's Python to get it back)."""
 from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _engine
+from .. import _consumer, _engine
 
-# Host copies of at least this many bytes release the GIL: at about 10 GB/s, 1 MiB is ~100 us, long
-# enough for other threads' Python to run meanwhile, and such copies are a few per batch.
+# The consumer's thread releases the GIL only for host copies of at least this many bytes: at about
+# 10 GB/s, 1 MiB is ~100 us, long enough for other threads' Python to run meanwhile.
 RELEASE_GIL_FROM = 1 << 20
+
+
+def _releases_gil() -> bool:
+    """Whether this thread lets go of the GIL for a driver call (the module's docstring)."""
+    return threading.get_native_id() != _consumer.consumer()
 
 
 def _dim3(dims: Any) -> tuple[int, int, int]:
@@ -68,7 +77,7 @@ class Kernel:
     def __call__(self, grid: Any, block: Any, args: Sequence[Any], stream: Any = None, shared_mem: int = 0) -> None:
         params, offsets = pack_parameters(args)
         _engine.launch_kernel(self.raw.kernel.ptr, _dim3(grid), _dim3(block), int(shared_mem),
-                              0 if stream is None else int(stream.ptr), params, offsets)
+                              0 if stream is None else int(stream.ptr), params, offsets, _releases_gil())
 
 
 def launch_kernels(kernels: Sequence[Kernel], grids: np.ndarray, block: int, stream: Any, slots: np.ndarray) -> None:
@@ -77,17 +86,17 @@ def launch_kernels(kernels: Sequence[Kernel], grids: np.ndarray, block: int, str
     per parameter (pointers and integers; a narrower integer in its slot's low bytes)."""
     functions = np.array([k.kernel.ptr for k in kernels], np.uint64)
     _engine.launch_kernels(functions, np.ascontiguousarray(grids, np.int64), int(block), int(stream.ptr),
-                           np.ascontiguousarray(slots, np.int64))
+                           np.ascontiguousarray(slots, np.int64), _releases_gil())
 
 
 def record_event(event: Any, stream: Any) -> None:
     """Records ``event`` (CuPy's, or anything with the CUevent as ``ptr``) after the work queued on ``stream``."""
-    _engine.record_event(int(event.ptr), int(stream.ptr))
+    _engine.record_event(int(event.ptr), int(stream.ptr), _releases_gil())
 
 
 def wait_event(stream: Any, event: Any) -> None:
     """Makes ``stream`` wait for ``event`` before the work queued on it afterwards."""
-    _engine.wait_event(int(stream.ptr), int(event.ptr))
+    _engine.wait_event(int(stream.ptr), int(event.ptr), _releases_gil())
 
 
 def pinned_view(block: Any) -> np.ndarray:
@@ -98,7 +107,7 @@ def pinned_view(block: Any) -> np.ndarray:
 def copy_to_device(dst: int, host: np.ndarray, staging: int, stream: Any) -> None:
     """Copies the contiguous ``host`` into pinned ``staging`` and queues the copy from there to
     device address ``dst`` on ``stream``."""
-    _engine.copy_to_device(int(dst), host, int(staging), int(stream.ptr), RELEASE_GIL_FROM)
+    _engine.copy_to_device(int(dst), host, int(staging), int(stream.ptr), 0 if _releases_gil() else RELEASE_GIL_FROM)
 
 
 def copy_ranges_to_device(dsts: np.ndarray, staging: Any, offsets: np.ndarray, sizes: np.ndarray, stream: Any) -> None:

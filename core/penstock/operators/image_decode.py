@@ -412,7 +412,7 @@ def random_crop_windows(rng: np.random.Generator, hw: np.ndarray, area: tuple, r
     """The shared random-window algorithm (operators.md §2) for a batch: [N, 4] (y, x, h, w).
     ``hw``: [N, 2] image heights and widths, or [N, 3] (H, W, C) shapes. The engine draws from
     ``rng``'s bit generator as ``rng.uniform`` (every attempt's area, then every attempt's log
-    aspect ratio) and ``rng.integers`` (the windows' y, then x) would, with the GIL held throughout."""
+    aspect ratio) and ``rng.integers`` (the windows' y, then x) would, in one call without the GIL."""
     hw = np.asarray(hw, np.int64)
     hw = np.ascontiguousarray(hw if hw.ndim == 2 and hw.shape[1] >= 2 else hw.reshape(-1, 2))
     min_ratio, max_ratio = ratio
