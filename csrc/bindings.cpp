@@ -334,6 +334,10 @@ PYBIND11_MODULE(_engine, m) {
   m.def("first_window_outside", &first_window_outside,
         "The first sample whose window (anchors, windows [N, D]) reaches outside its shape, or -1", "shapes"_a,
         "anchors"_a, "windows"_a);
+  m.def("first_window_outside_image", &first_window_outside_image,
+        "The first image whose window (y, x, h, w: windows [N, 4]) is empty or reaches outside it (H, W, ...: "
+        "shapes [N, 2 or more]), or -1",
+        "windows"_a, "shapes"_a);
 
   // ---- the consumer's turn (core/penstock/_consumer.py) ----
   m.def("watch_consumer", &watch_consumer,

@@ -11,7 +11,18 @@ from ._batch import contiguous, empty_batch
 from ._registry import OpSchema
 from .tensors import TensorListCPU
 
-_UNUSED_SEED = np.random.SeedSequence(0)  # Operator.rng_for
+_KEY_HIGH_WORD = 0x9E3779B97F4A7C15  # Operator.rng_for's key: (seed, this)
+
+
+class _Key(np.random.bit_generator.ISeedSequence):
+    """A seed sequence that gives Philox its key as it stands (``Operator.rng_for``)."""
+    __slots__ = ("key",)
+
+    def __init__(self, key: np.ndarray):
+        self.key = key
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        return self.key
 
 
 class SampleError(RuntimeError):
@@ -175,15 +186,13 @@ class Operator:
 
     # -- randomness
     def rng_for(self, iteration: int) -> np.random.Generator:
-        """Philox keyed on the seed, its counter at the iteration. Made from a fixed seed sequence and
-        then set: made from a key alone, numpy first draws the OS's entropy for a seed it does not
-        use, a system call that gives the GIL away (a pipeline thread then waits to take it back)."""
-        bits = np.random.Philox(_UNUSED_SEED)
-        bits.state = {"bit_generator": "Philox",
-                      "state": {"counter": np.array([0, 0, 0, iteration], np.uint64),
-                                "key": np.array([self.seed & 0xFFFFFFFFFFFFFFFF, 0x9E3779B97F4A7C15], np.uint64)},
-                      "buffer": np.zeros(4, np.uint64), "buffer_pos": 4, "has_uint32": 0, "uinteger": 0}
-        return np.random.Generator(bits)
+        """Philox keyed on the seed, its counter at the iteration. The key comes as a seed sequence
+        that gives it as it stands: made from a key alone, numpy first draws the OS's entropy for a
+        seed it does not use, a system call that gives the GIL away (a pipeline thread then waits to
+        take it back), and a real seed sequence hashes (on an H100's host, 60-70 us a call with the
+        GIL held, two calls a batch in a train pipeline)."""
+        key = np.array([self.seed & 0xFFFFFFFFFFFFFFFF, _KEY_HIGH_WORD], np.uint64)
+        return np.random.Generator(np.random.Philox(_Key(key), counter=[0, 0, 0, iteration]))
 
     # -- metadata for readers
     def reader_meta(self) -> dict | None:

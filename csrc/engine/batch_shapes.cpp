@@ -122,6 +122,19 @@ int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, co
   return -1;
 }
 
+int64_t first_window_outside_image(const I64Array& windows, const I64Array& shapes) {
+  if (windows.ndim() != 2 || windows.shape(1) != 4 || shapes.ndim() != 2 || shapes.shape(1) < 2 ||
+      shapes.shape(0) != windows.shape(0))
+    throw std::invalid_argument("first_window_outside_image: windows [N, 4] and shapes [N, 2 or more]");
+  const int64_t n = windows.shape(0), row = shapes.shape(1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* w = windows.data() + 4 * i;
+    const int64_t* s = shapes.data() + row * i;
+    if (w[0] < 0 || w[1] < 0 || w[2] < 1 || w[3] < 1 || w[0] + w[2] > s[0] || w[1] + w[3] > s[1]) return i;
+  }
+  return -1;
+}
+
 }  // namespace penstock
 
 namespace penstock {

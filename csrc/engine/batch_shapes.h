@@ -60,4 +60,8 @@ ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, const I
 // The first sample whose window (anchors, windows: [N, D] like shapes) reaches outside its shape, or -1.
 int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows);
 
+// The first image whose window (rows (y, x, h, w) of `windows` [N, 4]) is empty or reaches outside
+// it (rows (H, W, ...) of `shapes` [N, 2 or more]), or -1.
+int64_t first_window_outside_image(const I64Array& windows, const I64Array& shapes);
+
 }  // namespace penstock

@@ -25,10 +25,12 @@ I64Array random_crop_windows(NumpyBitGenerator& bits, const I64Array& hw, int64_
   const int64_t row = hw.shape(1);
   if (attempts < 0) throw std::invalid_argument("random_crop_windows: attempts must not be negative");
   const int64_t n = hw.shape(0);
-  // numpy's uniform(low, high): low + (high - low) * next_double, in C order
-  std::vector<double> area_draws(n * attempts), ratio_draws(n * attempts);
+  // numpy's uniform(low, high): low + (high - low) * next_double, in C order; every draw is made (the
+  // window's position draws come after them all), the ratio's exp only for the attempts tried (most
+  // samples take the first or second of 10)
+  std::vector<double> area_draws(n * attempts), log_ratio_draws(n * attempts);
   for (double& d : area_draws) d = min_area + (max_area - min_area) * next_double(bits);
-  for (double& d : ratio_draws) d = std::exp(log_min_ratio + (log_max_ratio - log_min_ratio) * next_double(bits));
+  for (double& d : log_ratio_draws) d = log_min_ratio + (log_max_ratio - log_min_ratio) * next_double(bits);
   I64Array out = I64Array::empty({n, 4});
   int64_t* windows = out.mutable_data();
   for (int64_t i = 0; i < n; ++i) {
@@ -37,7 +39,7 @@ I64Array random_crop_windows(NumpyBitGenerator& bits, const I64Array& hw, int64_
     int64_t out_h = 1, out_w = 1;
     bool found = false;
     for (int64_t a = 0; a < attempts && !found; ++a) {
-      const double area = area_draws[i * attempts + a] * full, ratio = ratio_draws[i * attempts + a];
+      const double area = area_draws[i * attempts + a] * full, ratio = std::exp(log_ratio_draws[i * attempts + a]);
       const int64_t cw = std::max<int64_t>(1, truncated(std::floor(std::sqrt(area * ratio) + 0.5)));
       const int64_t ch = std::max<int64_t>(1, truncated(std::floor(std::sqrt(area / ratio) + 0.5)));
       const double aspect = double(cw) / double(ch);

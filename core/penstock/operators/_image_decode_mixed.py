@@ -117,8 +117,9 @@ def _is_jpeg(src: TensorListCPU) -> np.ndarray:
 
 def _subset(src: TensorListCPU, idx: np.ndarray) -> TensorListCPU:
     """The samples ``idx`` of an encoded batch, viewing the same buffer."""
+    infos = src._source_info  # (indexed by Python ints: numpy's cost a list index several times more)
     return TensorListCPU._from_packed(src._buf, _engine.take_rows(src._shapes, idx), src._offsets[idx], "",
-                                      [src._source_info[i] for i in idx])
+                                      [infos[i] for i in idx.tolist()])
 
 
 @contextlib.contextmanager
@@ -555,11 +556,10 @@ def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
     """Each sample's (y, x, h, w) window lies in its (H, W, C) image, else that sample's error in the
     host decoder's words, raised before any decoding starts: a window past an edge
     (decoders.image_crop with a crop larger than the image) is an error on both backends."""
-    y, x, h, w = windows.T
-    bad = np.flatnonzero((y < 0) | (x < 0) | (h < 1) | (w < 1) | (y + h > shapes[:, 0]) | (x + w > shapes[:, 1]))
-    if len(bad):
-        i = int(bad[0])
-        raise SampleError(i, f"crop window (y={y[i]}, x={x[i]}, h={h[i]}, w={w[i]}) lies outside the "
+    i = _engine.first_window_outside_image(np.ascontiguousarray(windows, np.int64), shapes)
+    if i >= 0:
+        y, x, h, w = windows[i]
+        raise SampleError(i, f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside the "
                              f"{shapes[i, 0]}x{shapes[i, 1]} image")
 
 

@@ -88,11 +88,10 @@ _FORGET_AFTER = 32
 
 def host_cost(lengths: np.ndarray, windows: np.ndarray, shapes: np.ndarray) -> np.ndarray:
     """Per sample, the host's work in encoded-byte units: ``windows`` rows (y, x, h, w) of images
-    ``shapes`` (H, W, ...)."""
-    height = np.maximum(shapes[:, 0], 1)
-    width = np.maximum(shapes[:, 1], 1)
-    rows = np.clip((windows[:, 0] + windows[:, 2]) / height, 0.0, 1.0)
-    columns = np.clip(windows[:, 3] / width, 0.0, 1.0)
+    ``shapes`` (H, W, ...), inside them (``check_windows``). Plain ufuncs: numpy's clip costs several
+    times as much, and this runs twice a batch on a pipeline thread."""
+    rows = np.minimum((windows[:, 0] + windows[:, 2]) / np.maximum(shapes[:, 0], 1), 1.0)
+    columns = np.minimum(windows[:, 3] / np.maximum(shapes[:, 1], 1), 1.0)
     return lengths * rows * (_ENTROPY_SHARE + (1.0 - _ENTROPY_SHARE) * columns)
 
 

@@ -203,6 +203,12 @@ class _NativeLoad:
         return self._batch
 
 
+def python_ints(indices: Sequence[int]) -> Sequence[int]:
+    """Sample indices to index Python lists with: a numpy array's as Python ints (a list indexed by
+    numpy's integers costs several times as much, a batch's names every batch)."""
+    return indices.tolist() if isinstance(indices, np.ndarray) else indices
+
+
 class Reader(Operator):
     """Base of readers: subclasses list their samples in ``scan()`` and load them in ``load()``.
 
@@ -293,7 +299,8 @@ class Reader(Operator):
     def sources(self, indices: Sequence[int]) -> list[str]:
         """The source_info of samples ``indices`` (what their outputs carry): here the files of
         ``self.paths``; readers whose samples are something else override it."""
-        return [self.paths[i] for i in indices]
+        paths = self.paths
+        return [paths[i] for i in python_ints(indices)]
 
     def dataset_digest(self) -> str:
         """A digest of the names (without directories) of every sample, in the list's order: a
@@ -482,7 +489,8 @@ class FilesReader(Reader):
         self.object_reads = ObjectReads(self.label) if all_urls(self.label, "the files listed", self.paths) else None
 
     def sources(self, indices: Sequence[int]) -> list[str]:
-        return [self.names[i] for i in indices]
+        names = self.names
+        return [names[i] for i in python_ints(indices)]
 
     def prefetch(self, indices: np.ndarray) -> None:
         if self.object_reads is not None:

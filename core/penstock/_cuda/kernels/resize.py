@@ -91,22 +91,21 @@ class ResizeKernels(KernelFamily):
         d_desc, d_v_blocks, d_h_blocks, *params = self.ctx.upload_params(desc, v_blocks, h_blocks, *extra_params,
                                                                          *taps_params)
         d_extra, d_taps = params[:len(extra_params)], params[len(extra_params):]
-        if most_taps > 128:
-            d_starts, d_counts, d_weights = d_taps
-        else:  # the taps kernel's output in one block: starts and counts (int32), then weights (float32)
-            taps_out = self.ctx.empty(2 * total_out + total_w, np.int32)
-            d_starts, d_counts = taps_out[:total_out], taps_out[total_out:2 * total_out]
-            d_weights = taps_out[2 * total_out:].view(np.float32)
-            if taps_grid:
-                d_axes, d_taps_blocks, d_rois = d_taps
-                self._fn("resize", "resize_taps")(
-                    (taps_grid,), (BLOCK,), (d_axes, d_taps_blocks, np.int32(len(axes)), d_rois,
-                                            np.int32(antialias), d_starts, d_counts, d_weights),
-                    stream=self.ctx.stream)
-        tmp = self.ctx.empty(max(int(tmp_elements[0]), 1), np.float32)
-        # per run, the vertical pass into tmp, then the horizontal pass out of it (tmp is reused by the
-        # next run in stream order): one engine call queues them all
         address = self.ctx.address
+        # One block of device memory for the taps kernel's output (starts and counts, int32, then
+        # weights, float32) and the float intermediate behind it, and one engine call for every launch:
+        # each array and launch of its own held a pipeline thread's GIL for its Python, ~35 us an
+        # allocation on an H100's host
+        taps_elements = 0 if most_taps > 128 else -(-(2 * total_out + total_w) // 64) * 64
+        scratch = self.ctx.empty(taps_elements + max(int(tmp_elements[0]), 1), np.float32)
+        base = address(scratch)
+        tmp = base + 4 * taps_elements
+        if most_taps > 128:
+            taps_at = tuple(address(d) for d in d_taps)  # starts, counts, weights
+        else:
+            taps_at = (base, base + 4 * total_out, base + 8 * total_out)
+        # per run, the vertical pass into tmp, then the horizontal pass out of it (tmp is reused by the
+        # next run in stream order)
         run_start, run_end, grids, blocks_at = runs[:, 0], runs[:, 1], runs[:, 2:4], runs[:, 4]
         slots = 8 + len(extra_params)
         launches = np.zeros((len(runs), 2, slots), np.int64)
@@ -114,11 +113,20 @@ class ResizeKernels(KernelFamily):
         launches[:, 0, 3] = address(d_v_blocks) + blocks_at * 8
         launches[:, 1, 3] = address(d_h_blocks) + blocks_at * 8
         launches[:, :, 4] = (run_end - run_start)[:, None]
-        launches[:, :, 5:8] = (address(d_starts), address(d_counts), address(d_weights))
-        launches[:, 0, :2] = (address(src), address(tmp))
-        launches[:, 1, :2] = (address(tmp), address(dst))
+        launches[:, :, 5:8] = taps_at
+        launches[:, 0, :2] = (address(src), tmp)
+        launches[:, 1, :2] = (tmp, address(dst))
         for k, (host, device) in enumerate(zip(extra_params, d_extra)):  # per-frame tables, from the run's frame
             launches[:, 1, 8 + k] = address(device) + run_start * host.strides[0]
-        passes = (self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"), horizontal)
-        self.ctx.launch_kernels(passes * len(runs), grids.reshape(-1), BLOCK, launches.reshape(-1, slots),
-                                ("ppppippp", "ppppippp" + "p" * len(extra_params)) * len(runs))
+        kernels = [self._fn("resize", f"resize_v_{TYPE_NAMES[src_type]}"), horizontal] * len(runs)
+        signatures = ["ppppippp", "ppppippp" + "p" * len(extra_params)] * len(runs)
+        launches, grids = launches.reshape(-1, slots), grids.reshape(-1)
+        if most_taps <= 128 and taps_grid:  # the taps first, in stream order before the passes read them
+            d_axes, d_taps_blocks, d_rois = d_taps
+            taps = np.zeros((1, slots), np.int64)
+            taps[0, :8] = (address(d_axes), address(d_taps_blocks), len(axes), address(d_rois), int(antialias),
+                           *taps_at)
+            kernels.insert(0, self._fn("resize", "resize_taps"))
+            signatures.insert(0, "ppipippp")
+            launches, grids = np.concatenate([taps, launches]), np.concatenate([[taps_grid], grids])
+        self.ctx.launch_kernels(kernels, grids, BLOCK, launches, signatures)
