@@ -702,7 +702,10 @@ PYBIND11_MODULE(_engine, m) {
       .def("counts", [](const codec::CodecMemory& self) { return memory_counts(self.counts()); },
            "{'blocks', 'bytes' held, 'reused' (allocations a block given back before served)}");
   py::class_<ParsedBatch>(m, "ImageCodecParsedBatch", "A batch's code streams, read ahead of decoding")
-      .def("parsed", &ParsedBatch::parsed);
+      .def("parsed", &ParsedBatch::parsed)
+      .def("close", &ParsedBatch::close, without_gil,
+           "Destroys the code streams (decoded: hundreds of calls to nvImageCodec, without the GIL here, where the "
+           "object's end holds it); decode refuses the batch afterwards");
   py::class_<ImageCodecDecoder>(m, "ImageCodecDecoder",
                                 "nvImageCodec's decoder through its C API (opened at run time): a whole "
                                 "batch per call, without the GIL")

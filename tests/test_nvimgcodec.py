@@ -154,6 +154,23 @@ def test_a_sample_with_address_0_waits_for_a_later_call(decoder):
         np.testing.assert_array_equal(out, _reference(data))
 
 
+def test_a_closed_batch_has_let_go_of_its_code_streams_and_is_refused(decoder):
+    """The mixed decoders close a batch once decoded: its code streams are destroyed without the GIL."""
+    datas = [_jpeg(12, 20), _jpeg(14, 9)]
+    encoded, starts, lengths = _pack(datas)
+    shapes = np.array([_reference(d).shape[:2] for d in datas], np.int64)
+    outs = [np.zeros((h, w, 3), np.uint8) for h, w in shapes]
+    addresses = np.array([o.ctypes.data for o in outs], np.uint64)
+    parsed = decoder.parse(encoded, starts, lengths, shapes, True, np.array([[0, 0, 12, 20], [2, 1, 5, 6]]))
+    assert decoder.decode(parsed, addresses, np.array([60, 18]), 0)[0].all()
+    parsed.close()
+    parsed.close()  # once is enough
+    assert parsed.parsed().all()  # what parsed is still known
+    with pytest.raises(ValueError, match="the parsed batch was closed"):
+        decoder.decode(parsed, addresses, np.array([60, 18]), 0)
+    np.testing.assert_array_equal(outs[0], _reference(datas[0]))
+
+
 def test_windows_decode_to_their_region_as_a_crop_of_the_whole_image(decoder):
     datas = [_jpeg(h, w) for h, w in [(64, 80), (48, 48), (33, 57), (40, 24)]]
     encoded, starts, lengths = _pack(datas)

@@ -32,9 +32,14 @@ namespace penstock {
 
 using namespace codec;  // nvImageCodec's structures and entry points, the CUDA driver's
 
-ParsedBatch::~ParsedBatch() {
+ParsedBatch::~ParsedBatch() { close(); }
+
+void ParsedBatch::close() {
   for (Handle h : streams_) api_.CodeStreamDestroy(h);
   for (Handle h : regions_of_) api_.CodeStreamDestroy(h);
+  streams_.clear();
+  regions_of_.clear();
+  closed_ = true;
 }
 
 ArrayOf<bool> ParsedBatch::parsed() const {
@@ -168,6 +173,7 @@ std::tuple<ArrayOf<bool>, double> ImageCodecDecoder::decode(const ParsedBatch& b
                                                             I64Array pitches, uintptr_t cuda_stream,
                                                             const AroundDecoding& around) {
   int64_t n = batch.num_samples_;
+  if (batch.closed_) throw std::invalid_argument("ImageCodecDecoder.decode: the parsed batch was closed");
   if (dst.size() != n || pitches.size() != n)
     throw std::invalid_argument("ImageCodecDecoder.decode: one address and pitch per sample");
   if (around.any() && host_buffers_)

@@ -44,6 +44,10 @@ class ParsedBatch {
   // the samples whose headers parsed and matched the expected size: only these are decoded
   ArrayOf<bool> parsed() const;
 
+  // Destroys the code streams once the batch is decoded (the destructor does otherwise, where the
+  // binding holds the GIL); decode() refuses the batch afterwards.
+  void close();
+
  private:
   friend class ImageCodecDecoder;
   const codec::Api& api_;
@@ -54,6 +58,7 @@ class ParsedBatch {
   std::vector<codec::Handle> regions_of_;  // the code streams the regions are views of, kept while they are
   std::vector<int64_t> which_;  // sample index of each stream
   std::vector<int64_t> sizes_;  // (H, W) each stream decodes to
+  bool closed_ = false;
 };
 
 // One nvImageCodec instance and decoder. parse() and decode() may be called from several threads:
