@@ -54,6 +54,27 @@ def _function(frame: str) -> str:
     return f"{name} ({path[package:] if package >= 0 else os.path.basename(path)})"
 
 
+def _line(frame: str) -> str:
+    """``name (path/to/file.py:LINE)`` as ``name (file.py:LINE)``, a penstock module by its package path."""
+    name, _, where = frame.partition(" (")
+    path, _, line = where.rstrip(")").rpartition(":")
+    package = path.rfind("penstock/")
+    return f"{name} ({path[package:] if package >= 0 else os.path.basename(path)}:{line})"
+
+
+def held_at_line(raw: str) -> dict[str, dict[str, int]]:
+    """Per thread group, the samples in which each line was the GIL holder's innermost Python frame:
+    the line of Python or of a native call that held it (an engine call holding the GIL while it waits
+    for the CUDA driver's lock shows there, where the functions' table shows only its callers)."""
+    held: dict[str, dict[str, int]] = {}
+    for name, frames, count, _ in _samples(raw):
+        if frames:
+            lines = held.setdefault(name, {})
+            line = _line(frames[-1])
+            lines[line] = lines.get(line, 0) + count
+    return held
+
+
 def held_by_function(raw: str) -> dict[str, dict[str, int]]:
     """Per thread group, the samples in which each function was on the GIL holder's stack (a
     function counted once per sample however deep it recurs): where a thread's GIL time goes."""
@@ -105,7 +126,10 @@ class GilProfile:
     """``start()`` samples the GIL's holder for ``seconds`` (whole seconds, py-spy's unit);
     ``shares()`` waits for the samples and gives each thread group's share of the window's wall
     time (samples at ``RATE``; py-spy may fall short of it under load, so read shares as at most);
-    ``per_batch(batches_per_second)`` then gives where each thread's time went, by function."""
+    ``per_batch(batches_per_second)`` then gives where each thread's time went, by function, and
+    ``lines_per_batch`` by line. Short calls read long: on an H100's host, a call timed alone at 7 us
+    showed 30-54 us a batch at its line beside a training model (py-spy's samples land on a holder
+    the OS has taken off its core too), so compare the tables' figures with each other."""
 
     def __init__(self, seconds: float):
         self._recording = _Recording(seconds, ["--gil", "--nonblocking", "-r", str(RATE)])
@@ -125,16 +149,26 @@ class GilProfile:
         batch (``"all"``), then its ``functions`` longest holders, [function, ms a batch], the longest
         first, leaving out those on nearly every sample (the thread's own loop: py-spy loses a stack's
         outer frames now and then). A sample is 1/RATE s."""
+        return self._table(held_by_function(self.raw), batches_per_second, functions, least_share, leave_loop=True)
+
+    def lines_per_batch(self, batches_per_second: float, lines: int = 8, least_share: float = 0.01) -> dict:
+        """As ``per_batch``, the ``lines`` lines that held the GIL longest, each as the holder's
+        innermost frame (``held_at_line``)."""
+        return self._table(held_at_line(self.raw), batches_per_second, lines, least_share, leave_loop=False)
+
+    def _table(self, held_by: dict[str, dict[str, int]], batches_per_second: float, rows: int, least_share: float,
+               leave_loop: bool) -> dict:
         window = RATE * self.seconds
         ms_per_sample = 1e3 / RATE / (batches_per_second * self.seconds)
         counts = holders(self.raw)
         table = {}
-        for name, held in held_by_function(self.raw).items():
+        for name, held in held_by.items():
             if counts[name] < least_share * window:
                 continue
-            inner = sorted(((f, c) for f, c in held.items() if c < _LOOP_SHARE * counts[name]), key=lambda fc: -fc[1])
+            kept = [(f, c) for f, c in held.items() if not leave_loop or c < _LOOP_SHARE * counts[name]]
+            longest = sorted(kept, key=lambda fc: -fc[1])
             table[name] = [["all", round(counts[name] * ms_per_sample, 3)],
-                           *([f, round(c * ms_per_sample, 3)] for f, c in inner[:functions])]
+                           *([f, round(c * ms_per_sample, 3)] for f, c in longest[:rows])]
         return table
 
 

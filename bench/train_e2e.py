@@ -38,7 +38,9 @@ what the pipeline left them), of them the ms before the next batch had come to t
 the share of batches split the lifted way, whole images on the host too (decoder_split: beside a
 model the split follows the GPU side's slowed rate); with
 --gil-profile, each thread's share of the wall time it held the GIL (gil_share:NAME) and, per thread
-holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch); with
+holding it 1% of the time or more, the functions it held it in, ms a batch (gil_ms_per_batch), and the
+lines it held it at, its innermost frame's (gil_lines_ms_per_batch: a native call that holds the GIL
+shows at its line); with
 --cuda-profile STEPS, one timeline of that many more steps (torch.profiler, CUPTI): the GPU's idle
 time, the model's streams' and the loader's busy time and their overlap, each stream with the threads
 that queued its work, the copies by kind, and which host threads wait on the GPU in which call, for
@@ -323,6 +325,7 @@ def worker(feed: str, model_name: str, root: str, args: argparse.Namespace) -> d
     held = {f"gil_share:{name}": share for name, share in gil.shares().items()} if gil else {}
     if gil:  # where each thread's GIL time went, by function (a step takes one batch)
         held["gil_ms_per_batch"] = gil.per_batch(t.steps / t.seconds)
+        held["gil_lines_ms_per_batch"] = gil.lines_per_batch(t.steps / t.seconds)
     out = {"img_per_s": round(t.items_per_s, 1), "host_cores_busy": round(t.cores_busy, 2), "steps": t.steps,
            **threads, **phases.per_step(steps[0]), **held}
     if turn:  # what penstock's threads waited for the training loop's Python over the timed window

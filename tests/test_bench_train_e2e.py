@@ -229,14 +229,20 @@ def _fake_py_spy(tmp_path, body: str) -> str:
     return str(script)
 
 
-def test_a_gil_profile_gives_each_threads_share_of_the_window(tmp_path, monkeypatch):
+def _profile_of(raw: str, seconds: float, tmp_path, monkeypatch):
+    """A GilProfile over ``seconds`` whose py-spy writes the samples ``raw`` where it is told to (-o),
+    as the real one does; started."""
     import _gil_profile
-    (tmp_path / "raw").write_text(RAW)
-    # a py-spy that writes the samples above where it is told to (-o), as the real one does
+    (tmp_path / "raw").write_text(raw)
     monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(
         tmp_path, f'while [ "$1" != "-o" ]; do shift; done; cp {tmp_path / "raw"} "$2"\n'))
-    profile = _gil_profile.GilProfile(2.7)  # whole seconds: 2
+    profile = _gil_profile.GilProfile(seconds)
     profile.start()
+    return profile
+
+
+def test_a_gil_profile_gives_each_threads_share_of_the_window(tmp_path, monkeypatch):
+    profile = _profile_of(RAW, 2.7, tmp_path, monkeypatch)  # whole seconds: 2
     assert profile.shares() == {"(unnamed)": 0.0005, "MainThread": 0.02, "penstock-reader": 0.0025}
 
 
@@ -250,12 +256,7 @@ def test_gil_samples_are_counted_per_function_once_per_sample():
 
 
 def test_a_gil_profile_gives_each_functions_ms_a_batch(tmp_path, monkeypatch):
-    import _gil_profile
-    (tmp_path / "raw").write_text(RAW)
-    monkeypatch.setattr(_gil_profile, "PY_SPY", _fake_py_spy(
-        tmp_path, f'while [ "$1" != "-o" ]; do shift; done; cp {tmp_path / "raw"} "$2"\n'))
-    profile = _gil_profile.GilProfile(2)
-    profile.start()
+    profile = _profile_of(RAW, 2, tmp_path, monkeypatch)
     profile.shares()
     # 2 s at 1,000 samples a second, 10 batches a second: a sample is 0.05 ms of a batch; the reader
     # held the GIL in 5 of 2,000 samples, the unnamed thread in 1, under 0.1% of the window
@@ -263,6 +264,24 @@ def test_a_gil_profile_gives_each_functions_ms_a_batch(tmp_path, monkeypatch):
     assert profile.per_batch(10.0) == {"MainThread": [["all", 2.0]]}
     assert profile.per_batch(10.0, least_share=0.001) == {
         "penstock-reader": [["all", 0.25], ["_run (penstock/_workers.py)", 0.15]], "MainThread": [["all", 2.0]]}
+
+
+def test_gil_samples_are_counted_at_the_holders_innermost_line(tmp_path, monkeypatch):
+    import _gil_profile
+    raw = ("thread (1): penstock-stage2_0;run_ops (/x/site-packages/penstock/_executor.py:9);"
+           "launch_kernels (/x/site-packages/penstock/_cuda/_stream_queue.py:79) 30\n"
+           "thread (2): penstock-stage2_1;run_ops (/x/site-packages/penstock/_executor.py:9) 10\n"
+           "thread (3): MainThread;<module> (train_e2e.py:397);worker (train_e2e.py:327) 40\n")
+    assert _gil_profile.held_at_line(raw) == {
+        "penstock-stage2": {"launch_kernels (penstock/_cuda/_stream_queue.py:79)": 30,
+                            "run_ops (penstock/_executor.py:9)": 10},
+        "MainThread": {"worker (train_e2e.py:327)": 40}}
+    profile = _profile_of(raw, 2, tmp_path, monkeypatch)
+    profile.shares()
+    # a sample is 0.05 ms of a batch at 10 batches a second; a line on every sample stays (no loop left out)
+    assert profile.lines_per_batch(10.0, lines=1) == {
+        "penstock-stage2": [["all", 2.0], ["launch_kernels (penstock/_cuda/_stream_queue.py:79)", 1.5]],
+        "MainThread": [["all", 2.0], ["worker (train_e2e.py:327)", 2.0]]}
 
 
 def test_a_gil_profile_that_py_spy_could_not_take_says_why(tmp_path, monkeypatch):
