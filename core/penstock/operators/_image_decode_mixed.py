@@ -556,7 +556,8 @@ def check_windows(windows: np.ndarray, shapes: np.ndarray) -> None:
     """Each sample's (y, x, h, w) window lies in its (H, W, C) image, else that sample's error in the
     host decoder's words, raised before any decoding starts: a window past an edge
     (decoders.image_crop with a crop larger than the image) is an error on both backends."""
-    i = _engine.first_window_outside_image(np.ascontiguousarray(windows, np.int64), shapes)
+    i = _engine.first_window_outside_image(np.ascontiguousarray(windows, np.int64),
+                                           np.ascontiguousarray(shapes, np.int64))
     if i >= 0:
         y, x, h, w = windows[i]
         raise SampleError(i, f"crop window (y={y}, x={x}, h={h}, w={w}) lies outside the "
