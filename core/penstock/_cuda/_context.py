@@ -147,7 +147,8 @@ class DeviceContext:
         packed, offsets = _engine.pack_parts(parts, 16)  # numpy's zeroing and copies would give the GIL away
         memory = self.upload(packed).data
         # one array each straight over its bytes: a slice, a view and a reshape (three of CuPy's arrays
-        # each) held a pipeline thread's GIL ~100 us a batch of the fused resize's on an H100's host
+        # each) held a pipeline thread's GIL ~100 us a batch of the fused resize's (py-spy's samples on
+        # an H100's host)
         ndarray = self.cp.ndarray
         return [ndarray(a.shape, a.dtype, memory + off) for a, off in zip(parts, offsets.tolist())]
 

@@ -94,8 +94,8 @@ class ResizeKernels(KernelFamily):
         address = self.ctx.address
         # One block of device memory for the taps kernel's output (starts and counts, int32, then
         # weights, float32) and the float intermediate behind it, and one engine call for every launch:
-        # each array and launch of its own held a pipeline thread's GIL for its Python, ~35 us an
-        # allocation on an H100's host
+        # each array and launch of its own held a pipeline thread's GIL for its Python (~35 us an
+        # allocation in py-spy's samples on an H100's host)
         taps_elements = 0 if most_taps > 128 else -(-(2 * total_out + total_w) // 64) * 64
         scratch = self.ctx.empty(taps_elements + max(int(tmp_elements[0]), 1), np.float32)
         base = address(scratch)
