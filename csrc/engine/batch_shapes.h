@@ -61,7 +61,9 @@ ArrayTuple image_planes(const I64Array& shapes, const I64Array& offsets, const I
 int64_t first_window_outside(const I64Array& shapes, const I64Array& anchors, const I64Array& windows);
 
 // The first image whose window (rows (y, x, h, w) of `windows` [N, 4]) is empty or reaches outside
-// it (rows (H, W, ...) of `shapes` [N, 2 or more]), or -1.
+// it (rows (H, W, ...) of `shapes` [N, 2 or more]), or -1. first_window_outside's form over the rows
+// as they are: its [N, 2] columns cut from them were three numpy copies a batch, each giving the GIL
+// away (tests/test_gil_handbacks.py counted them).
 int64_t first_window_outside_image(const I64Array& windows, const I64Array& shapes);
 
 }  // namespace penstock
