@@ -1,6 +1,7 @@
 """bench/train_e2e.py: its phase times, the loaders' share beyond the model alone's, the feeds and
 the GIL profile (its --variant: test_bench_variants.py)."""
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -407,3 +408,37 @@ def test_blocked_in_names_the_c_library_wait_and_its_caller():
         ["pthread_rwlock_wrlock in (libcuda.so.1) under cudaLaunchKernel (libcudart.so.13)", 3.0],
         ["(libc) in run_backward (libtorch_python.so)", 2.0]]}
     assert "MainThread" not in _gil_profile.blocked_in("thread (7): MainThread;forward (model.py:31) 60\n", 10.0)
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # our own child: reaped, or it lingers as a zombie
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def test_the_copying_processes_copy_beside_the_model_and_end_with_it():
+    procs = train_e2e.copying_processes(2)
+    time.sleep(0.5)
+    assert [p.poll() for p in procs] == [None, None]  # copying
+    for p in procs:
+        p.kill()
+        p.wait(timeout=10)
+    # a worker killed outright (no atexit) leaves no process copying behind it
+    child = subprocess.run([sys.executable, "-c", "import os, sys, time\n"
+                            f"sys.path.insert(0, {os.path.dirname(train_e2e.__file__)!r})\n"
+                            "import train_e2e\n"
+                            "p = train_e2e.copying_processes(1)[0]\n"
+                            "time.sleep(0.3)\n"
+                            "print(p.pid, flush=True)\n"
+                            "os._exit(0)"], capture_output=True, text=True, timeout=60)
+    assert _gone_within(int(child.stdout.split()[0]), 10)
