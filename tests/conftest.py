@@ -1,7 +1,10 @@
 import faulthandler
 import importlib
 import os
+import shutil
+import subprocess
 import sys
+import sysconfig
 
 # `make gpu-test` runs the suite in processes that imported first what users import first
 # (torchvision, JAX, TensorFlow): their wheels bring libraries of their own into the process.
@@ -58,3 +61,17 @@ def run1():
         vals, outs = run_graph(graph, inputs, **kw)
         return vals[0], outs[0]
     return _run
+
+
+@pytest.fixture(scope="session")
+def shim(tmp_path_factory):
+    """tests/gil_handbacks.c built: preloaded into a child Python (LD_PRELOAD), it counts the times the
+    child gives the GIL away (PyEval_SaveThread), all of them and numpy's."""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        pytest.skip("this Python links libpython statically: its PyEval_SaveThread cannot be interposed")
+    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    assert cc, "a C compiler is needed (the engine is built with one)"
+    out = tmp_path_factory.mktemp("shim") / "gil_handbacks.so"
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(out),
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "gil_handbacks.c"), "-ldl"], check=True)
+    return str(out)

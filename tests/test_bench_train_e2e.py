@@ -94,6 +94,25 @@ def test_the_run_queue_wait_is_linux_schedstat_or_nothing():
         assert seconds is None
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"), reason="Linux's schedstat")
+def test_the_run_queue_wait_is_read_without_giving_the_gil_away(shim):
+    """The training thread reads it twice a phase: each time it gave the GIL away, a loader's thread
+    could take it (counted in a child Python by tests/gil_handbacks.c: 3 a read from Python's file
+    calls)."""
+    child = (f"import ctypes, sys\nsys.path.insert(0, {os.path.dirname(train_e2e.__file__)!r})\n"
+             "import train_e2e\n"
+             f"counter = ctypes.PyDLL({shim!r})\n"
+             "counter.gil_all_handbacks.restype = ctypes.c_long\n"
+             "train_e2e.run_queue_seconds()\n"  # (the first read opens the file)
+             "before = counter.gil_all_handbacks()\n"
+             "readings = [train_e2e.run_queue_seconds() for _ in range(20)]\n"
+             "print(counter.gil_all_handbacks() - before, readings[0] <= readings[-1])\n")
+    done = subprocess.run([sys.executable, "-c", child], env={**os.environ, "LD_PRELOAD": shim},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["0", "True"], done.stdout
+
+
 def test_the_python_loop_holds_the_gil_then_waits_without_it():
     phases = train_e2e.Phases()
     train = train_e2e.loop_trainer(3.0, 4.0, phases)

@@ -7,10 +7,8 @@ count is the work's, not the machine's: HostDevice gives the GIL away as the dev
 code path gives the same number, give or take a batch that a background thread starts early. Measured on the GPU training pipeline's host side (tests/_cuda_on_host.py's HostDevice,
 no-op kernels), batch 256, by preloading tests/gil_handbacks.c in front of libpython."""
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 
 import pytest
 
@@ -84,18 +82,6 @@ for _ in range(BATCHES):
 after = counter.gil_numpy_handbacks(), counter.gil_all_handbacks()
 print((after[0] - before[0]) / BATCHES, (after[1] - before[1]) / BATCHES, shim_counted)
 """
-
-
-@pytest.fixture(scope="module")
-def shim(tmp_path_factory):
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        pytest.skip("this Python links libpython statically: its PyEval_SaveThread cannot be interposed")
-    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
-    assert cc, "a C compiler is needed (the engine is built with one)"
-    out = tmp_path_factory.mktemp("shim") / "gil_handbacks.so"
-    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(out), os.path.join(HERE, "gil_handbacks.c"), "-ldl"],
-                   check=True)
-    return str(out)
 
 
 @pytest.fixture(scope="module")
