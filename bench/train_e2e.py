@@ -156,8 +156,8 @@ _schedstat = threading.local()  # per thread: its schedstat file, kept open, and
 def run_queue_seconds() -> float | None:
     """Seconds the calling thread has waited for a core so far (Linux's schedstat; None elsewhere).
     Read with the GIL kept: the training thread reads it twice a phase, and opening, reading and
-    closing the file from Python gave the GIL away three times a read, 24 times a step that a user's
-    loop does not, each an opening for a loader's thread to take it (in session 7's profile the loop
+    closing the file from Python gave the GIL away 8 times a read, 64 times a step that a user's loop
+    does not, each an opening for a loader's thread to take it (in session 7's profile the loop
     waited 1.2-1.35 ms a step for the GIL in this function)."""
     try:
         if not hasattr(_schedstat, "fd"):
