@@ -19,6 +19,13 @@ that waits for the GPU each step (``loss.item()``) does in CUDA's spin-wait.
 --backward autograd waits asleep while a thread of its own, as torch's autograd engine's, takes the
 GIL back --autograd-takes times over the backward pass's ms (torch's does, to free the Python
 objects of the tensors the forward pass saved).
+--gpu-ms G gives the loop a GPU: the step's kernels, G ms of them (a third launched by the forward
+pass's operators, two thirds over the backward pass), run one after the other on a virtual GPU, and a
+launch that finds more than --gpu-ahead-ms queued waits without the GIL until that much is left, as
+CUDA's launch queue holds a thread that runs ahead of its GPU. A model whose kernels take longer than
+its host side (ResNet-18 at 176 px on an H100: ~14 ms of GPU a step, ~12 of CPU) leaves its threads
+such waits, in which a loader's Python costs it nothing; without --gpu-ms every ms of the step is the
+host's.
 
 Feeds: synthetic (the loop alone: its ceiling) and penstock, its batches taken as the framework
 iterators take them (share_outputs, release_outputs, schedule_run: the next batch is on the way as
@@ -30,11 +37,13 @@ step, the fraction of the loop alone's rate, and per step the wait for the batch
 pass's wall and CPU ms, each thread's CPU ms and waits (off the CPU: for the GIL among others); for
 penstock the decoder's idle ms a batch and what the pipeline's threads
 waited for the loop's Python a batch (consumer_turn); with --gil-waits, each thread's ms a step
-waiting to take the GIL back, and where (the loop's thread is MainThread).
+waiting to take the GIL back, and where (the loop's thread is MainThread); with --gpu-ms, the share
+of the timed steps the virtual GPU was busy (gpu_busy_share).
 
     python bench/train_emulated.py --pin                            # torch-like loop, iterator hand-off
     python bench/train_emulated.py --pin --loop python --python-ms 13 --backward-ms 0
     python bench/train_emulated.py --pin --variant off PENSTOCK_CONSUMER_FIRST_US=0
+    python bench/train_emulated.py --pin --backward autograd --gpu-ms 16  # a model whose GPU is the slower side
 """
 from __future__ import annotations
 
@@ -132,10 +141,34 @@ def emulated_pipeline(root: str, threads: int, hw_decoder_load: float | None):
     return p
 
 
+class VirtualGpu:
+    """The loop's GPU (--gpu-ms): kernels run in the order launched, each ``ms`` long; a launch waits
+    without the GIL while more than ``ahead_ms`` of kernels are queued before it, else it returns at
+    once, having given the GIL away for the call as torch's bindings do."""
+
+    def __init__(self, ahead_ms: float, libc) -> None:
+        self.ahead = ahead_ms / 1e3
+        self.libc = libc
+        self.free_at = 0.0  # when the kernels queued so far will have run (perf_counter's clock)
+
+    def launch(self, ms: float) -> None:
+        now = time.perf_counter()
+        self.free_at = max(self.free_at, now) + ms / 1e3
+        wait = self.free_at - now - self.ahead
+        if wait > 0:
+            self.libc.usleep(int(wait * 1e6))
+        else:
+            self.libc.labs(1)
+
+
 def loop_step(args):
     """The loop's forward pass and its backward pass's wait (module docstring)."""
     libc = ctypes.CDLL(None)
     count = args.op_count  # measured once by the parent: every feed's loop does the same work
+    gpu = VirtualGpu(args.gpu_ahead_ms, libc) if args.gpu_ms else None
+    # the forward pass's third of the step's kernels, an operator's at a time (the python loop's at its end)
+    op_ms = args.gpu_ms / 3 / (args.ops if args.loop == "torch" else 1)
+    launch = (lambda: gpu.launch(op_ms)) if gpu else (lambda: libc.labs(1))
 
     if args.loop == "torch" and args.op_native_us:
         native = bytes(max(args.native_bytes, 4096))  # hashlib keeps the GIL below 2 KB
@@ -144,41 +177,51 @@ def loop_step(args):
             for _ in range(args.ops):
                 spin(count)
                 hashlib.sha256(native)  # the operator's native part, on a CPU without the GIL
+                if gpu:
+                    gpu.launch(op_ms)
     elif args.loop == "torch":
         def forward() -> None:
             for _ in range(args.ops):
                 spin(count)
-                libc.labs(1)  # ctypes releases the GIL around the call, as torch's bindings do
+                launch()  # ctypes releases the GIL around the call, as torch's bindings do
     else:
         def forward() -> None:
             end = time.perf_counter() + args.python_ms / 1e3
             while time.perf_counter() < end:
                 spin(count)
+            if gpu:
+                gpu.launch(op_ms)
 
+    backward_ms = 2 * args.gpu_ms / 3  # the backward pass's kernels
     if args.backward == "autograd":
-        return forward, _autograd_backward(args, count, libc)
+        return forward, _autograd_backward(args, count, libc, gpu, backward_ms)
     if args.backward == "spin":
         block = bytes(args.hash_bytes)
 
         def backward() -> None:
             if args.backward_ms:
                 hashlib.sha256(block)  # one call without the GIL, a CPU busy throughout
+            if gpu:
+                gpu.launch(backward_ms)
     else:
         def backward() -> None:
             if args.backward_ms:
                 libc.usleep(int(args.backward_ms * 1000))  # without the GIL
+            if gpu:
+                gpu.launch(backward_ms)
     return forward, backward
 
 
 AUTOGRAD_THREAD = "autograd"
 
 
-def _autograd_backward(args, count: int, libc):
+def _autograd_backward(args, count: int, libc, gpu: VirtualGpu | None = None, gpu_ms: float = 0.0):
     """The backward pass as torch runs it: the loop's thread waits without the GIL while a thread of
     the autograd engine's queues the kernels, taking the GIL back --autograd-takes times over
     --backward-ms for a few microseconds of Python each (torch frees the Python objects of tensors
     the forward pass saved; on an H200 beside the pipeline, ResNet-18's autograd thread waited ~4 ms
-    a step in pybind11's gil_scoped_acquire)."""
+    a step in pybind11's gil_scoped_acquire). With ``gpu``, each take launches its share of the
+    backward pass's ``gpu_ms`` of kernels first."""
     takes = max(1, args.autograd_takes)
     gap_us = int(args.backward_ms * 1000 / takes)
     todo, done = threading.Semaphore(0), threading.Semaphore(0)
@@ -188,6 +231,8 @@ def _autograd_backward(args, count: int, libc):
             todo.acquire()
             for _ in range(takes):
                 libc.usleep(gap_us)  # queuing kernels, without the GIL
+                if gpu:
+                    gpu.launch(gpu_ms / takes)
                 spin(max(1, count // 3))  # a few microseconds with the GIL
             done.release()
     threading.Thread(target=engine, name=AUTOGRAD_THREAD, daemon=True).start()
@@ -260,7 +305,9 @@ def worker(feed: str, root: str, args) -> dict:
     for _ in range(args.steps):
         step()
     seconds = time.perf_counter() - start
+    gpu_busy = {"gpu_busy_share": round(min(1.0, args.gpu_ms * args.steps / (1e3 * seconds)), 3)} if args.gpu_ms else {}
     out = {"step_ms": round(1e3 * seconds / args.steps, 3), "next_batch_ms": round(1e3 * waited / args.steps, 3),
+           **gpu_busy,
            "forward_wall_ms": round(1e3 * forward_wall / args.steps, 3),
            "forward_cpu_ms": round(1e3 * forward_cpu / args.steps, 3), **thread_stats_per_batch(before, args.steps)}
     if turn:
@@ -287,6 +334,10 @@ def main() -> None:
                          "while an autograd-like thread takes the GIL back now and then")
     ap.add_argument("--autograd-takes", type=int, default=40,
                     help="autograd: the times the autograd-like thread takes the GIL in a backward pass")
+    ap.add_argument("--gpu-ms", type=float, default=0.0,
+                    help="the step's kernels on a virtual GPU, ms (0: no GPU, the step is the host's alone)")
+    ap.add_argument("--gpu-ahead-ms", type=float, default=8.0,
+                    help="--gpu-ms: how far the loop's launches may run ahead of the virtual GPU, ms")
     ap.add_argument("--take", choices=("iterator", "run"), default="iterator")
     ap.add_argument("--decoder-ms", type=float, default=10.0, help="the stand-in decoder's ms for 256 JPEGs")
     ap.add_argument("--threads", type=int, default=2, help="the pipeline's num_threads")
@@ -314,6 +365,7 @@ def main() -> None:
               "--loop", args.loop, "--ops", str(args.ops), "--python-ms", str(args.python_ms), "--backward-ms",
               str(args.backward_ms), "--take", args.take, "--decoder-ms", str(args.decoder_ms), "--threads",
               str(args.threads), "--steps", str(args.steps), "--gil-waits", str(args.gil_waits),
+              "--gpu-ms", str(args.gpu_ms), "--gpu-ahead-ms", str(args.gpu_ahead_ms),
               *(["--pin"] if args.pin else [])]
     with tempfile.TemporaryDirectory(prefix="train-emulated-") as root:
         small_jpegs(root)
@@ -331,6 +383,7 @@ def main() -> None:
               "backward": args.backward,
               **({"autograd_takes": args.autograd_takes} if args.backward == "autograd" else {}),
               "take": args.take, "pinned": args.pin,
+              **({"gpu_ms": args.gpu_ms, "gpu_ahead_ms": args.gpu_ahead_ms} if args.gpu_ms else {}),
               **line, "fraction_of_ceiling": round(ceiling / line["step_ms"], 3)})
 
 

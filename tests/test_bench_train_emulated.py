@@ -63,3 +63,29 @@ def test_the_turns_counts_per_batch_and_none_for_other_systems():
     after = {"waits": 30, "waited_us": 25_000, "to_the_bound": 6, "turned_off": 1}
     assert turn_per_batch(before, after, 4) == {"waits_per_batch": 5.0, "waited_ms_per_batch": 5.0,
                                                 "to_the_bound": 0.25, "turned_off": 1}
+
+
+def test_a_virtual_gpu_holds_a_launch_that_runs_too_far_ahead_of_it():
+    import ctypes
+    from train_emulated import VirtualGpu
+    gpu = VirtualGpu(5.0, ctypes.CDLL(None))
+    start = time.perf_counter()
+    gpu.launch(1.0)  # 1 ms queued: the launch returns at once
+    queued = time.perf_counter() - start
+    gpu.launch(30.0)  # 31 ms queued: it returns once no more than 5 are left
+    held = time.perf_counter() - start
+    assert held >= 0.024 and held > queued, (queued, held)
+
+
+def test_a_loop_with_a_gpu_runs_at_the_gpus_pace_where_its_kernels_take_longer():
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "train_emulated.py"), "--rounds", "1", "--steps", "6",
+                          "--decoder-ms", "2", "--ops", "20", "--backward-ms", "2", "--gpu-ms", "30"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    lines = {line["feed"]: line for line in map(json.loads, out.splitlines())}
+    assert set(lines) == {"synthetic", "penstock"}
+    for line in lines.values():
+        assert line["gpu_ms"] == 30.0 and line["gpu_ahead_ms"] == 8.0
+        # 6 steps of 30 ms of kernels, the loop at most 8 ms ahead when the clock stops
+        assert line["step_ms"] >= (6 * 30 - 8) / 6, line
+        assert 0 < line["gpu_busy_share"] <= 1.0
+    assert lines["synthetic"]["gpu_busy_share"] >= 0.8
