@@ -77,8 +77,11 @@ of every round like the other feeds.
 from __future__ import annotations
 
 import argparse
+import atexit
+import ctypes
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -161,7 +164,6 @@ def run_queue_seconds() -> float | None:
     waited 1.2-1.35 ms a step for the GIL in this function)."""
     try:
         if not hasattr(_schedstat, "fd"):
-            import ctypes
             libc = ctypes.PyDLL(None)  # PyDLL's calls keep the GIL
             libc.pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
             libc.pread.restype = ctypes.c_ssize_t
@@ -275,8 +277,6 @@ while os.getppid() == parent:
 
 def copying_processes(count: int) -> list:
     """``count`` processes that copy memory beside this one until it exits (``_COPY_LOOP``)."""
-    import atexit
-    import subprocess
     procs = [subprocess.Popen([sys.executable, "-c", _COPY_LOOP]) for _ in range(count)]
     for p in procs:
         atexit.register(p.kill)

@@ -166,9 +166,9 @@ def loop_step(args):
     libc = ctypes.CDLL(None)
     count = args.op_count  # measured once by the parent: every feed's loop does the same work
     gpu = VirtualGpu(args.gpu_ahead_ms, libc) if args.gpu_ms else None
+    queue = gpu.launch if gpu else (lambda ms: None)  # kernels queued where the loop makes a native call anyway
     # the forward pass's third of the step's kernels, an operator's at a time (the python loop's at its end)
     op_ms = args.gpu_ms / 3 / (args.ops if args.loop == "torch" else 1)
-    launch = (lambda: gpu.launch(op_ms)) if gpu else (lambda: libc.labs(1))
 
     if args.loop == "torch" and args.op_native_us:
         native = bytes(max(args.native_bytes, 4096))  # hashlib keeps the GIL below 2 KB
@@ -177,51 +177,50 @@ def loop_step(args):
             for _ in range(args.ops):
                 spin(count)
                 hashlib.sha256(native)  # the operator's native part, on a CPU without the GIL
-                if gpu:
-                    gpu.launch(op_ms)
+                queue(op_ms)
     elif args.loop == "torch":
         def forward() -> None:
             for _ in range(args.ops):
                 spin(count)
-                launch()  # ctypes releases the GIL around the call, as torch's bindings do
+                if gpu:  # ctypes releases the GIL around the call, as torch's bindings do
+                    gpu.launch(op_ms)
+                else:
+                    libc.labs(1)
     else:
         def forward() -> None:
             end = time.perf_counter() + args.python_ms / 1e3
             while time.perf_counter() < end:
                 spin(count)
-            if gpu:
-                gpu.launch(op_ms)
+            queue(op_ms)
 
     backward_ms = 2 * args.gpu_ms / 3  # the backward pass's kernels
     if args.backward == "autograd":
-        return forward, _autograd_backward(args, count, libc, gpu, backward_ms)
+        return forward, _autograd_backward(args, count, libc, queue, backward_ms)
     if args.backward == "spin":
         block = bytes(args.hash_bytes)
 
         def backward() -> None:
             if args.backward_ms:
                 hashlib.sha256(block)  # one call without the GIL, a CPU busy throughout
-            if gpu:
-                gpu.launch(backward_ms)
+            queue(backward_ms)
     else:
         def backward() -> None:
             if args.backward_ms:
                 libc.usleep(int(args.backward_ms * 1000))  # without the GIL
-            if gpu:
-                gpu.launch(backward_ms)
+            queue(backward_ms)
     return forward, backward
 
 
 AUTOGRAD_THREAD = "autograd"
 
 
-def _autograd_backward(args, count: int, libc, gpu: VirtualGpu | None = None, gpu_ms: float = 0.0):
+def _autograd_backward(args, count: int, libc, queue=lambda ms: None, gpu_ms: float = 0.0):
     """The backward pass as torch runs it: the loop's thread waits without the GIL while a thread of
     the autograd engine's queues the kernels, taking the GIL back --autograd-takes times over
     --backward-ms for a few microseconds of Python each (torch frees the Python objects of tensors
     the forward pass saved; on an H200 beside the pipeline, ResNet-18's autograd thread waited ~4 ms
-    a step in pybind11's gil_scoped_acquire). With ``gpu``, each take launches its share of the
-    backward pass's ``gpu_ms`` of kernels first."""
+    a step in pybind11's gil_scoped_acquire). Each take first ``queue``s its share of the backward
+    pass's ``gpu_ms`` of kernels (--gpu-ms)."""
     takes = max(1, args.autograd_takes)
     gap_us = int(args.backward_ms * 1000 / takes)
     todo, done = threading.Semaphore(0), threading.Semaphore(0)
@@ -231,8 +230,7 @@ def _autograd_backward(args, count: int, libc, gpu: VirtualGpu | None = None, gp
             todo.acquire()
             for _ in range(takes):
                 libc.usleep(gap_us)  # queuing kernels, without the GIL
-                if gpu:
-                    gpu.launch(gpu_ms / takes)
+                queue(gpu_ms / takes)
                 spin(max(1, count // 3))  # a few microseconds with the GIL
             done.release()
     threading.Thread(target=engine, name=AUTOGRAD_THREAD, daemon=True).start()
