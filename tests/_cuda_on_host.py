@@ -261,13 +261,15 @@ class _Synchronizing:
 
 class HostStaged:
     """A DeviceContext's pinned staging (``Staged``) in host memory: ``view`` to make data in, then
-    ``upload`` (counted in ``calls`` as the device's uploads) or ``give_back``."""
+    ``upload`` (counted in ``calls`` as the device's uploads) or ``give_back``; none of it pinned
+    (``pinning_seconds`` 0) unless a test says otherwise."""
 
-    def __init__(self, calls: collections.Counter, nbytes: int, block_bytes: int = 0):
+    def __init__(self, calls: collections.Counter, nbytes: int, block_bytes: int = 0, pinning_seconds: float = 0.0):
         self.calls = calls
         self.memory = np.empty(max(int(nbytes), int(block_bytes)), np.uint8)
         self.view = self.memory[:int(nbytes)]
         self.uploaded = self.given_back = False
+        self.pinning_seconds = pinning_seconds
 
     def holds(self, host) -> bool:
         return (not (self.uploaded or self.given_back) and host.ctypes.data == self.memory.ctypes.data

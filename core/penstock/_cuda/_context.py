@@ -199,11 +199,13 @@ class DeviceContext:
 class Staged:
     """A pinned staging block lent to be filled (``view``, its first ``nbytes``), then ``upload``-ed:
     host data made there (decoded pixels) reach the device without a copy on the host. ``give_back``
-    returns it unused."""
+    returns it unused. ``pinning_seconds``: what getting it cost in pinning new memory (0 when the
+    pool lent a block it had)."""
 
     def __init__(self, ctx: DeviceContext, block: Any, nbytes: int):
         self._ctx, self._block = ctx, block
         self.view = pinned_view(block)[:nbytes]
+        self.pinning_seconds = block.pinning_seconds
 
     def holds(self, host: np.ndarray) -> bool:
         """Whether ``host`` is data at the start of the block (what ``upload`` takes)."""

@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import _engine
 from .._batch import sample_positions, zero_rows
-from .._environment import non_negative
+from .._environment import non_negative, one_of
 from .._operator import SampleError, sample_error_from_engine
 from .._workers import Workers, host_cores
 from ._image_decode_split import HostShare, host_cost
@@ -62,6 +62,9 @@ PROCESSES_AFTER_BATCHES = 16  # decoder processes start after this many batches 
 _HOST_RATE_PER_THREAD = 30e6
 _GPU_RATE_PER_DECODER = 2e9
 NICENESS_ENV = "PENSTOCK_HOST_DECODE_NICENESS"
+# "on": a batch whose host part pinned new staging memory (the pool grew) is left out of the split's
+# measurements (MixedDecoder._decode_sides says why)
+SKIP_PINNING_ENV = "PENSTOCK_SPLIT_SKIP_PINNING"
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 # every mixed decoder's batches in this process so far (split_counts)
@@ -141,12 +144,13 @@ class _HostDecoding:
     into (``HostStaging``; the pixels are then an empty array, the offsets those of the samples
     packed, as ``HostStaging.upload`` packs them), or None (the pixels are then in the array);
     ``discard()`` waits it out and returns the staging unused, for a batch that failed before
-    collecting it."""
+    collecting it. ``pinned``: whether getting its staging pinned new memory (the pool grew)."""
 
     def __init__(self, op: Any, pending: Any, sub: TensorListCPU, idx: np.ndarray, rows: np.ndarray | None,
                  staging: Any, set_up: float):
         self._op, self._pending, self._sub, self._idx, self._rows = op, pending, sub, idx, rows
         self._staging, self._set_up = staging, set_up
+        self.pinned = staging is not None and staging.pinning_seconds > 0
 
     def collect(self) -> tuple[tuple, float, Any]:
         try:
@@ -196,6 +200,7 @@ class MixedDecoder:
         # of the decoding, and beside it the read-through of the GPU's JPEGs (_check_jpegs), at the
         # priority host_niceness says
         self._niceness = host_niceness()
+        self._skip_pinning = one_of(SKIP_PINNING_ENV, "off", ("off", "on")) == "on"
         self._host = _engine.Background("penstock-host", self._niceness)
         self._checks = _engine.Background("penstock-check", self._niceness)
         self._reserved = False
@@ -415,7 +420,15 @@ class MixedDecoder:
         pixels, shapes and offsets; with ``upload``, the pixels are ``upload(idx, buf, shapes, offsets,
         staged)``'s: on the device, or None when it put them into ``out`` itself. Each side's time
         goes to the host share's rates, and the slower side's, for a batch split the way
-        ``lifting``, to its choice of way."""
+        ``lifting``, to its choice of way; with PENSTOCK_SPLIT_SKIP_PINNING=on, not for a batch whose
+        host part pinned new staging memory. The pool grows once, to the blocks of the parts in
+        flight (hundreds of MB for whole high-resolution images, 0.4-1.2 ms a MB, the CUDA driver
+        held meanwhile): counted, that growth makes the split's first trial of whole images on the
+        host several times slower than its later batches, and the split keeps them on the hardware
+        engines (high-resolution validation on an H100: 1-2 of 256 JPEGs a batch on the host). Left
+        out of the host's time alone, the GPU side's time still holds the driver's wait, and in a
+        simulation of the split the host's share ran away, the pool growing by GBs in seconds. Off
+        by default until measured on a GPU."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
         # about half a host decode, a later one a hash), beside its own share; a corrupt one is the
@@ -431,16 +444,17 @@ class MixedDecoder:
             if host_part is not None:
                 host_part.discard()
             raise
-        if self._share is not None and len(gpu_idx):
+        measured = self._share is not None and not (self._skip_pinning and host_part is not None and host_part.pinned)
+        if measured and len(gpu_idx):
             self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
         ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
         host, host_seconds = [], 0.0
         if host_part is not None:
-            part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload)
+            part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload, timed=measured)
             host.append(part)
         idle = self.decoders[0].idle.take() if len(gpu_idx) else (0.0, 0.0)
         _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), *idle)
-        if self._share is not None and lifting is not None:
+        if measured and lifting is not None:
             self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
             reading()
