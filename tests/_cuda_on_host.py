@@ -261,15 +261,13 @@ class _Synchronizing:
 
 class HostStaged:
     """A DeviceContext's pinned staging (``Staged``) in host memory: ``view`` to make data in, then
-    ``upload`` (counted in ``calls`` as the device's uploads) or ``give_back``; none of it pinned
-    (``pinning_seconds`` 0) unless a test says otherwise."""
+    ``upload`` (counted in ``calls`` as the device's uploads) or ``give_back``."""
 
-    def __init__(self, calls: collections.Counter, nbytes: int, block_bytes: int = 0, pinning_seconds: float = 0.0):
+    def __init__(self, calls: collections.Counter, nbytes: int, block_bytes: int = 0):
         self.calls = calls
         self.memory = np.empty(max(int(nbytes), int(block_bytes)), np.uint8)
         self.view = self.memory[:int(nbytes)]
         self.uploaded = self.given_back = False
-        self.pinning_seconds = pinning_seconds
 
     def holds(self, host) -> bool:
         return (not (self.uploaded or self.given_back) and host.ctypes.data == self.memory.ctypes.data
@@ -343,6 +341,11 @@ class HostDevice(HostContext):
 
     def staging(self, nbytes, block_bytes=0):
         return HostStaged(self.calls, nbytes, block_bytes)
+
+    def pinned_blocks(self) -> int:
+        """As the device's: the pins of its staging pool so far (``calls["pinned"]``, none unless a test
+        counts some)."""
+        return self.calls["pinned"]
 
     def upload_params(self, *arrays):
         """As the device's: the arrays packed by the engine, one copy, views of it."""

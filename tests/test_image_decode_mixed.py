@@ -336,36 +336,37 @@ def test_the_host_parts_time_and_rate_count_getting_its_staging_and_its_upload()
 
 
 @pytest.mark.parametrize("skip", [False, True])
-def test_a_batch_whose_staging_pinned_new_memory_is_measured_unless_the_split_skips_it(monkeypatch, skip):
+def test_a_batch_during_which_the_staging_pool_grew_is_measured_unless_the_split_skips_it(monkeypatch, skip):
     """By default what getting a host part's staging took counts, pinning new memory included. With
-    PENSTOCK_SPLIT_SKIP_PINNING=on a batch whose host part pinned new memory (the pool's growth,
-    once) feeds neither side's rate nor the way's pace: its time is the growth's, not the split's.
-    A batch that pinned nothing is measured either way."""
+    PENSTOCK_SPLIT_SKIP_PINNING=on a batch during which the pinned staging pool grew (its own part's
+    staging, or the other batch's in flight, whose pinning holds the driver) feeds neither side's rate
+    nor the way's pace: its time is the growth's, not the split's. A batch during which nothing was
+    pinned is measured either way."""
     from penstock import _engine
     from penstock.operators import _image_decode_mixed as _mixed_decode
     from penstock.operators._image_decode_split import HostShare
-    from _cuda_on_host import HostStaged
     monkeypatch.setenv(_mixed_decode.SKIP_PINNING_ENV, "on" if skip else "off")
     src, shapes, _ = _jpeg_batch([(16, 16)] * 4, np.random.default_rng(15))
     windows = np.zeros((4, 4), np.int64)
     windows[:, 2:] = shapes[:, :2]
     gpu = _device_that_stages()
-    pinning = []  # per staging call, the seconds its blocks report as pinned
+    pins = []  # per batch, the blocks the pool pins while its GPU part decodes (another batch's staging)
 
-    def staging(nbytes, block_bytes=0):
-        return HostStaged(gpu.calls, nbytes, block_bytes, pinning_seconds=pinning.pop(0))
-    gpu.staging = staging
+    class Pinning(_FakeDecoder):
+        def decode(self, *args):
+            gpu.calls["pinned"] += pins.pop(0)
+            return super().decode(*args)
     op = _FakeOperator()  # the decoder holds its operator weakly
     decoder = _mixed_decode.MixedDecoder(op)
-    decoder.decoders = [_FakeDecoder()]
+    decoder.decoders = [Pinning()]
     decoder._share = share = HostShare(host_rate=1.0, gpu_rate=1.0, probe=8)
     measured, finished = [], []
     monkeypatch.setattr(share, "measured", lambda side, cost, seconds: measured.append(side))
     monkeypatch.setattr(share, "finished", lambda lifting, nbytes, seconds: finished.append(lifting))
     ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, gpu=gpu)
     try:
-        for pinned in (0.3, 0.0):
-            pinning.append(pinned)
+        for pinned in (2, 0):
+            pins.append(pinned)
             decoder._decode_sides(ws, src, shapes, None, windows, np.array([0, 1]), np.array([2, 3]), _output(4),
                                   object(), lambda idx, buf, hshapes, offsets, staged:
                                   _mixed_decode.upload_host_part(gpu, buf, hshapes, staged), lifting=True)
@@ -396,7 +397,6 @@ def test_host_parts_of_any_size_stop_pinning_staging_once_the_most_blocks_in_fli
         def __init__(self, nbytes, block_bytes):
             self.block = pool.take(max(nbytes, block_bytes))
             self.view = np.zeros(0, np.uint8)
-            self.pinning_seconds = self.block.pinning_seconds
 
         def give_back(self):
             pool.give_back(self.block, None)

@@ -116,6 +116,11 @@ class DeviceContext:
         size, so that a block one copy gave back serves the next (``_pools.PinnedPool.take``)."""
         return Staged(self, pinned.take(max(nbytes, block_bytes)), nbytes)
 
+    @staticmethod
+    def pinned_blocks() -> int:
+        """How many times the staging pool has pinned memory so far (``PinnedPool.pinned_blocks``)."""
+        return pinned.pinned_blocks()
+
     def _device_like(self, host: np.ndarray) -> Any:
         with self:  # allocations belong to the stream that uses them (CuPy's pool is per stream)
             return self.cp.empty(host.shape, host.dtype)
@@ -199,13 +204,11 @@ class DeviceContext:
 class Staged:
     """A pinned staging block lent to be filled (``view``, its first ``nbytes``), then ``upload``-ed:
     host data made there (decoded pixels) reach the device without a copy on the host. ``give_back``
-    returns it unused. ``pinning_seconds``: what getting it cost in pinning new memory (0 when the
-    pool lent a block it had)."""
+    returns it unused."""
 
     def __init__(self, ctx: DeviceContext, block: Any, nbytes: int):
         self._ctx, self._block = ctx, block
         self.view = pinned_view(block)[:nbytes]
-        self.pinning_seconds = block.pinning_seconds
 
     def holds(self, host: np.ndarray) -> bool:
         """Whether ``host`` is data at the start of the block (what ``upload`` takes)."""

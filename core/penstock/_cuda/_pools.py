@@ -79,15 +79,13 @@ def own_device_memory(cp: Any, nbytes: int) -> Any:
 class PinnedBlock:
     """A staging block: ``size`` bytes at ``ptr`` inside ``owner`` (pinned memory, possibly shared by
     the blocks carved from one preallocated region). ``event`` is recorded after the copy that read
-    the block; ``taken`` while a thread fills it; ``pinning_seconds``: what pinning it cost the take
-    that lent it last (0 for a block lent again)."""
-    __slots__ = ("ptr", "size", "owner", "event", "taken", "copy_events", "pinning_seconds")
+    the block; ``taken`` while a thread fills it."""
+    __slots__ = ("ptr", "size", "owner", "event", "taken", "copy_events")
 
     def __init__(self, owner: Any, ptr: int, size: int):
         self.owner, self.ptr, self.size = owner, ptr, size
         self.event = None
         self.taken = False
-        self.pinning_seconds = 0.0
         # per device, an event of the block's own, recorded again after each copy from the block: a
         # block is lent again only once its last copy is done, so nothing else waits on the event
         # by then, and no event is created per copy (creating one gives the GIL away)
@@ -129,8 +127,7 @@ class PinnedPool:
         self._pinned = {"blocks": 0, "bytes": 0, "seconds": 0.0}  # pinning(); under _pinned_lock
         self._pinned_lock = threading.Lock()
 
-    def _pin(self, size: int) -> tuple[Any, float]:
-        """Pinned memory of ``size`` bytes, and the seconds pinning it took."""
+    def _pin(self, size: int) -> Any:
         start = time.perf_counter()
         mem = (self._alloc or require("pinned memory").cuda.alloc_pinned_memory)(size)
         seconds = time.perf_counter() - start
@@ -138,7 +135,12 @@ class PinnedPool:
             self._pinned["blocks"] += 1
             self._pinned["bytes"] += size
             self._pinned["seconds"] += seconds
-        return mem, seconds
+        return mem
+
+    def pinned_blocks(self) -> int:
+        """How many times this pool has pinned memory so far: a cheap read, which a caller compares
+        before and after some work to tell whether the pool grew meanwhile."""
+        return self._pinned["blocks"]
 
     def pinning(self) -> dict[str, float]:
         """The memory this pool pinned so far (preallocations included): allocations, bytes and
@@ -158,14 +160,14 @@ class PinnedPool:
                     size = grown(largest, size, settings.host_growth)
                 block = self._carve(nbytes, size)
             if block is not None:
-                block.taken, block.pinning_seconds = True, 0.0
+                block.taken = True
                 return block
         # pinning runs outside the lock: it takes 0.4-1.2 ms a MB (an H100's host, 2026-12-07: 270 MB in
         # 0.20-0.28 s, 3 GB in 1.7-2.2 s), and under the lock every other copy waited for it, the
         # hardware decoder's code streams included
-        mem, seconds = self._pin(size)
+        mem = self._pin(size)
         block = PinnedBlock(mem, mem.ptr, size)
-        block.taken, block.pinning_seconds = True, seconds
+        block.taken = True
         with self._lock:
             bisect.insort(self._blocks, block, key=_size)
         return block
@@ -207,7 +209,7 @@ class PinnedPool:
             free = sum(r.left for r in self._regions)
             if nbytes > free:
                 size = int(nbytes - free)
-                self._regions.append(_Region(self._pin(size)[0], size))
+                self._regions.append(_Region(self._pin(size), size))
 
     def release_unused(self) -> int:
         """Frees the blocks (and preallocated regions) no copy uses; returns the bytes freed. Copies

@@ -62,8 +62,8 @@ PROCESSES_AFTER_BATCHES = 16  # decoder processes start after this many batches 
 _HOST_RATE_PER_THREAD = 30e6
 _GPU_RATE_PER_DECODER = 2e9
 NICENESS_ENV = "PENSTOCK_HOST_DECODE_NICENESS"
-# "on": a batch whose host part pinned new staging memory (the pool grew) is left out of the split's
-# measurements (MixedDecoder._decode_sides says why)
+# "on": a batch during which the pinned staging pool grew is left out of the split's measurements
+# (MixedDecoder._decode_sides says why)
 SKIP_PINNING_ENV = "PENSTOCK_SPLIT_SKIP_PINNING"
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
@@ -144,13 +144,12 @@ class _HostDecoding:
     into (``HostStaging``; the pixels are then an empty array, the offsets those of the samples
     packed, as ``HostStaging.upload`` packs them), or None (the pixels are then in the array);
     ``discard()`` waits it out and returns the staging unused, for a batch that failed before
-    collecting it. ``pinned``: whether getting its staging pinned new memory (the pool grew)."""
+    collecting it."""
 
     def __init__(self, op: Any, pending: Any, sub: TensorListCPU, idx: np.ndarray, rows: np.ndarray | None,
                  staging: Any, set_up: float):
         self._op, self._pending, self._sub, self._idx, self._rows = op, pending, sub, idx, rows
         self._staging, self._set_up = staging, set_up
-        self.pinned = staging is not None and staging.pinning_seconds > 0
 
     def collect(self) -> tuple[tuple, float, Any]:
         try:
@@ -420,19 +419,21 @@ class MixedDecoder:
         pixels, shapes and offsets; with ``upload``, the pixels are ``upload(idx, buf, shapes, offsets,
         staged)``'s: on the device, or None when it put them into ``out`` itself. Each side's time
         goes to the host share's rates, and the slower side's, for a batch split the way
-        ``lifting``, to its choice of way; with PENSTOCK_SPLIT_SKIP_PINNING=on, not for a batch whose
-        host part pinned new staging memory. The pool grows once, to the blocks of the parts in
-        flight (hundreds of MB for whole high-resolution images, 0.4-1.2 ms a MB, the CUDA driver
-        held meanwhile): counted, that growth makes the split's first trial of whole images on the
-        host several times slower than its later batches, and the split keeps them on the hardware
-        engines (high-resolution validation on an H100: 1-2 of 256 JPEGs a batch on the host). Left
-        out of the host's time alone, the GPU side's time still holds the driver's wait, and in a
-        simulation of the split the host's share ran away, the pool growing by GBs in seconds. Off
-        by default until measured on a GPU."""
+        ``lifting``, to its choice of way; with PENSTOCK_SPLIT_SKIP_PINNING=on, not for a batch during
+        which the pinned staging pool grew. It grows once, to the blocks of the parts in flight
+        (hundreds of MB for whole high-resolution images, 0.4-1.2 ms a MB, the CUDA driver held
+        meanwhile): counted, that growth makes the split's first trial of whole images on the host
+        several times slower than its later batches, and the split keeps them on the hardware engines
+        (high-resolution validation on an H100: 1-2 of 256 JPEGs a batch on the host). In a
+        simulation of the split, leaving it out of the host's time alone ran away (the GPU side's
+        time still held the driver's wait, so the host got ever more, the pool growing by GBs in
+        seconds), as did leaving out only the batch whose own part pinned (its pinning holds the
+        other batch in flight). Off by default until measured on a GPU."""
         lengths = src._volumes()
         # the host reads the GPU's JPEGs through while the GPU decodes them (a file's first epoch costs
         # about half a host decode, a later one a hash), beside its own share; a corrupt one is the
         # batch's error
+        pins = ws.gpu.pinned_blocks() if self._skip_pinning else 0
         host_part = None
         if len(host_idx):
             host_part = self._decode_host(ws, src, host_idx, crop, windows, shapes, upload)
@@ -444,23 +445,26 @@ class MixedDecoder:
             if host_part is not None:
                 host_part.discard()
             raise
-        measured = self._share is not None and not (self._skip_pinning and host_part is not None and host_part.pinned)
-        if measured and len(gpu_idx):
-            self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
         ws.defer()  # the decoders are done: what follows (the host's part, its upload, the check) is Python again
         host, host_seconds = [], 0.0
         if host_part is not None:
-            part, host_seconds = self._host_part(src, host_idx, host_part, windows, shapes, upload, timed=measured)
+            part, host_seconds = self._host_part(host_idx, host_part, upload)
             host.append(part)
         idle = self.decoders[0].idle.take() if len(gpu_idx) else (0.0, 0.0)
         _count_split(len(gpu_idx), len(host_idx), gpu_seconds, host_seconds, bool(lifting), *idle)
-        if measured and lifting is not None:
-            self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
+        if self._share is not None and not (self._skip_pinning and ws.gpu.pinned_blocks() != pins):
+            if len(gpu_idx):
+                self._share.measured("gpu", float(lengths[gpu_idx].sum()), gpu_seconds)
+            if host_part is not None:
+                self._share.measured("host", float(host_cost(lengths[host_idx], _engine.take_rows(windows, host_idx),
+                                                             _engine.take_rows(shapes, host_idx)).sum()), host_seconds)
+            if lifting is not None:
+                self._share.finished(lifting, float(lengths.sum()), max(gpu_seconds, host_seconds))
         if reading is not None:
             reading()
         if len(failed):
             retry = self._decode_host(ws, src, failed, crop, windows, shapes, upload)
-            host.append(self._host_part(src, failed, retry, windows, shapes, upload, timed=False)[0])
+            host.append(self._host_part(failed, retry, upload)[0])
         return failed, host
 
     def _decode_gpu_parts(self, ws, src, shapes, windows, gpu_idx, out, ready, lengths) -> tuple[np.ndarray, float]:
@@ -503,24 +507,19 @@ class MixedDecoder:
             before = self._seconds_per_byte.get(id(decoder), now)
             self._seconds_per_byte[id(decoder)] = 0.8 * before + 0.2 * now  # smoothed over batches
 
-    def _host_part(self, src, idx, decoding: _HostDecoding, windows, shapes, upload,
-                   timed: bool = True) -> tuple[tuple, float]:
+    def _host_part(self, idx: np.ndarray, decoding: _HostDecoding, upload: Any) -> tuple[tuple, float]:
         """The host's decoding of samples ``idx`` (``_decode_host``'s), its pixels put on the device when
         ``upload`` is given (``_decode_sides``), and its seconds, the upload's included (the device memory
         of an upload comes from the pool, which may grow, and freeing a block to grow waits for the
-        device); ``timed``: its time feeds the host's rate, getting its staging included: a share of
-        whole high-resolution images pins hundreds of MB a batch while the pool grows, and with that
-        left out of the rate (tried on an H100, 2026-12-07) validation's staging grew by 2-3 GB, 300 ms
-        of pinning a batch, and its rate fell from 1,880-1,916 img/s to 607-1,619."""
+        device) and getting its staging's: a share of whole high-resolution images pins hundreds of MB a
+        batch while the pool grows, and with that left out of the host's rate (tried on an H100,
+        2026-12-07) validation's staging grew by 2-3 GB, 300 ms of pinning a batch, and its rate fell
+        from 1,880-1,916 img/s to 607-1,619."""
         (buf, hshapes, offsets), seconds, staged = decoding.collect()
         if upload is not None:
             start = time.perf_counter()
             buf = upload(idx, buf, hshapes, offsets, staged)
             seconds += time.perf_counter() - start
-        if timed and self._share is not None:
-            cost = float(host_cost(src._volumes()[idx], _engine.take_rows(windows, idx),
-                                   _engine.take_rows(shapes, idx)).sum())
-            self._share.measured("host", cost, seconds)
         return (idx, buf, hshapes, offsets), seconds
 
     def _check_jpegs(self, ws, src: TensorListCPU, idx: np.ndarray) -> Callable[[], None]:

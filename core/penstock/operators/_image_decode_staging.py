@@ -33,8 +33,7 @@ class HostStaging:
     (default ``BLOCK_BYTES``; a part smaller than that: one block of the next power of two) of the
     device context ``gpu``'s staging pool. The host's decoder writes sample i at ``places[i]`` (block,
     byte offset, bytes) of the blocks ``views``; then ``copy_into`` queues the copies to the device,
-    or ``upload`` to one new device array, or ``give_back`` returns the blocks unused.
-    ``pinning_seconds``: what getting the blocks took in pinning new memory."""
+    or ``upload`` to one new device array, or ``give_back`` returns the blocks unused."""
 
     def __init__(self, gpu: Any, shapes: np.ndarray, block_bytes: int | None = None):
         self._gpu = gpu
@@ -53,8 +52,6 @@ class HostStaging:
             self.give_back()
             raise
         self.views = [block.view for block in self._blocks]
-        # what getting the blocks cost in pinning new memory: the pool's growth, once, not the part's
-        self.pinning_seconds = sum(block.pinning_seconds for block in self._blocks)
 
     def copy_into(self, dsts: np.ndarray, after: Any = None) -> None:
         """Queues the copy of each sample to device address ``dsts[i]`` after the event ``after`` (None:
