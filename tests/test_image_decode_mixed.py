@@ -509,6 +509,14 @@ def test_a_bad_number_of_decoder_processes_is_refused_naming_the_variable(monkey
         _decode_process.process_count()
 
 
+@pytest.mark.parametrize("value", ["yes", "1", "ON"])
+def test_a_bad_pinning_switch_is_refused_naming_the_variable(monkeypatch, value):
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    monkeypatch.setenv(_mixed_decode.SKIP_PINNING_ENV, value)
+    with pytest.raises(ValueError, match="PENSTOCK_SPLIT_SKIP_PINNING=.*expected one of 'off', 'on'"):
+        _mixed_decode.MixedDecoder(_FakeOperator())
+
+
 def test_the_host_share_refuses_a_corrupt_jpeg_whatever_its_window():
     """The mixed backend's host share decodes with the CPU decoder's check: a JPEG whose scan a few
     flipped bytes put out of step is its sample's error, also for a window above the damage."""
