@@ -472,7 +472,9 @@ def split_per_batch(before: dict, after: dict) -> dict:
     what the pipeline left the engines without work) and of them the ms before the next batch had
     come to it at all (gpu_unfed_ms; the rest is that batch's preparation: its code streams staged,
     parsed, the wait for its turn), and the share of the batches split the lifted
-    way (whole images on the host too) and, per batch of those, the same of each side (lifted); and
+    way (whole images on the host too) and, per batch of those, the same of each side (lifted); with
+    nvJPEG's CUDA decoder beside the hardware engines, the JPEGs it took a batch (cuda_jpegs, of
+    gpu_jpegs) and the share of the batches it took part in (cuda_share); and
     the memory nvImageCodec's codecs hold at the end (codec_memory: the GPU decoders open, MB, and the
     blocks taken from the driver in between: none once the decoders reuse theirs); the process's pinned
     staging (staging: the blocks pinned in between, their MB and the ms pinning took a batch, each
@@ -492,6 +494,9 @@ def split_per_batch(before: dict, after: dict) -> dict:
                  "gpu_idle_ms": round(1e3 * change["gpu_idle_seconds"] / batches, 2),
                  "gpu_unfed_ms": round(1e3 * change["gpu_unfed_seconds"] / batches, 2),
                  "lifted_share": round(lifted / batches, 2)}
+    if change.get("cuda_batches"):  # nvJPEG's CUDA decoder beside the hardware engines: its JPEGs a batch
+        per_batch["cuda_jpegs"] = round(change["cuda_samples"] / batches, 1)
+        per_batch["cuda_share"] = round(change["cuda_batches"] / batches, 2)
     if lifted:
         per_batch["lifted"] = sides("lifted_", lifted)
     if "codec_device_blocks" in after:

@@ -82,7 +82,11 @@ def test_the_decoders_split_is_per_batch_decoded_in_the_window():
               "staging_held_bytes": 650 << 20}
     assert split_per_batch({**before, **staging}, {**after, **pinned})["staging"] == {
         "new_blocks": 2, "new_mb": 400.0, "pinning_ms_per_batch": 80.0, "held_mb": 650.0}
-    assert set(split_counts("penstock:h12")) == set(before) | set(memory) | set(staging)
+    cuda = {"cuda_samples": 0, "cuda_batches": 0}  # the CUDA decoder beside the engines (PENSTOCK_CUDA_DECODER)
+    assert "cuda_jpegs" not in split_per_batch({**before, **cuda}, {**after, **cuda})
+    took = split_per_batch({**before, **cuda}, {**after, "cuda_samples": 240, "cuda_batches": 2})
+    assert (took["cuda_jpegs"], took["cuda_share"]) == (60.0, 0.5)  # of the 150 GPU JPEGs a batch; 2 of the 4 batches
+    assert set(split_counts("penstock:h12")) == set(before) | set(memory) | set(staging) | set(cuda)
     assert split_counts("dali") == {}
 
 

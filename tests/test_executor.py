@@ -164,3 +164,24 @@ def test_a_bad_value_at_run_time_is_both_a_runtime_error_and_a_value_error():
     with pytest.raises(ValueError, match=r"transpose.*perm \[0, 0\]") as info:
         pipe.run()
     assert isinstance(info.value, RuntimeError)
+
+
+def test_the_executor_measures_the_share_of_its_time_the_consumer_waits_for_batches():
+    import time
+
+    @pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3, prefetch_queue_depth=2)
+    def slow():  # 20 ms a batch
+        return fn.python_function(fn.random.uniform(shape=[4]), function=lambda x: (time.sleep(0.01), x)[1])
+
+    def share_after(pause_s: float) -> float:
+        pipe = slow()
+        pipe.build()
+        for _ in range(30):
+            pipe.run()
+            time.sleep(pause_s)
+        share = pipe._executor.starved_share()
+        del pipe
+        return share
+
+    assert share_after(0.0) > 0.6  # a consumer that takes batches back to back waits for each
+    assert share_after(0.06) < 0.2  # one slower than the pipeline finds them ready

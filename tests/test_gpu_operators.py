@@ -749,6 +749,21 @@ def test_mixed_decoding_with_batches_in_flight_matches_the_cpu_decoder():
         iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
 
 
+def test_the_cuda_decoder_beside_the_hardware_engines_decodes_its_part_alike(monkeypatch):
+    from penstock.operators import _image_decode_mixed
+    monkeypatch.setenv(_image_decode_mixed.CUDA_WAY_ENV, "on")
+    before = _image_decode_mixed.split_counts()
+    data = _jpegs(6)[:6]
+    batches = [[data[(i + k) % 6] for k in range(5)] for i in range(6)]
+    _assert_decoded_alike(_decoded_on_both(
+        lambda info: batches[info.iteration % 6],
+        lambda x, on: (fn.decoders.image(x, **on), fn.decoders.image_random_crop(x, **on, seed=3),
+                       fn.decoders.image(x, **on, output_type=types.BGR, dtype=types.FLOAT)),
+        iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
+    after = _image_decode_mixed.split_counts()
+    assert after["cuda_samples"] > before["cuda_samples"]  # it took JPEGs of the batches
+
+
 @pytest.mark.parametrize("scratch", [1, 60_000])  # bytes: one image per run / a few
 def test_mixed_crops_decoded_through_scratch_in_runs_match_the_cpu_decoder(monkeypatch, scratch):
     from penstock._cuda import _nvimgcodec

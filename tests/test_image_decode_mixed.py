@@ -629,3 +629,84 @@ def test_the_read_through_does_not_wait_for_the_hosts_share_of_the_decoding():
         assert len(share.result()[0]) > 0
     finally:
         decoder._release()
+
+
+class _OpeningDecoder:
+    """Stands in for _nvimgcodec.DeviceDecoder where the mixed decoder opens its GPU decoders."""
+    usable = True
+
+    def __init__(self, ctx, options, cpu_threads, hw_load, adaptive):
+        self.threads, self.hw_load, self.adaptive = cpu_threads, hw_load, adaptive
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("mode", ["off", "on", "starved"])
+def test_the_cuda_decoder_opens_beside_the_hardware_engines_only_when_asked(monkeypatch, mode):
+    from penstock import _engine
+    from penstock._cuda import _nvimgcodec
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    from penstock.types import DALIDataType
+    monkeypatch.setenv(_mixed_decode.CUDA_WAY_ENV, mode)
+    monkeypatch.setattr(_mixed_decode, "_has_nvimgcodec", lambda: True)
+    monkeypatch.setattr(_nvimgcodec, "DeviceDecoder", _OpeningDecoder)
+    op = _FakeOperator()
+    op.args.update(preallocate_width_hint=0, preallocate_height_hint=0, hybrid_huffman_threshold=1000000,
+                   hw_decoder_load=_mixed_decode.DEFAULT_HW_LOAD, dtype=DALIDataType.UINT8)
+    decoder = _mixed_decode.MixedDecoder(op)
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(4), batch_size=8, gpu=None,
+                               kernels=types.SimpleNamespace(load_gather=lambda dtype: None))
+    try:
+        opened = list(decoder._device_decoders(ws))
+    finally:
+        decoder._release()
+    engines = opened[0]
+    assert (engines.adaptive, engines.hw_load, engines.threads) == (True, _mixed_decode.DEFAULT_HW_LOAD, 2)
+    if mode == "off":
+        assert len(opened) == 1
+    else:  # the CUDA decoder alone, with the Huffman decoding's threads (the pipeline's, up to the cores)
+        threads = max(2, _mixed_decode._decoder_thread_budget(4))
+        assert len(opened) == 2 and (opened[1].adaptive, opened[1].hw_load, opened[1].threads) == (False, 0.0, threads)
+    assert all(d.closed for d in opened) and decoder._cuda_way is None
+
+
+@pytest.mark.parametrize("mode, starved, takes_part", [("on", 0.0, True), ("starved", 0.1, False),
+                                                        ("starved", 0.5, True)])
+def test_the_cuda_decoder_takes_a_part_of_the_gpus_jpegs_always_or_while_the_consumer_waits(monkeypatch, mode, starved,
+                                                                                             takes_part):
+    from penstock import _engine
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    monkeypatch.setenv(_mixed_decode.CUDA_WAY_ENV, mode)
+    src, shapes, encoded = _jpeg_batch([(8 + i, 12) for i in range(6)], np.random.default_rng(9))
+    windows = np.zeros((6, 4), np.int64)
+    windows[:, 2:] = shapes[:, :2]
+    op = _FakeOperator()  # (the decoder holds a weak reference)
+    decoder = _mixed_decode.MixedDecoder(op)
+    engines, cuda = _FakeDecoder(), _FakeDecoder()
+    decoder.decoders, decoder._cuda_way = [engines, cuda], cuda
+    decoder._parts = _mixed_decode.Workers(2, "test-parts")
+    ws = types.SimpleNamespace(pool=_engine.ThreadPool(2), defer=lambda: 0, starved=lambda: starved)
+    before = _mixed_decode.split_counts()
+    try:
+        failed, host = decoder._decode_sides(ws, src, shapes, None, windows, np.arange(6), np.zeros(0, np.int64),
+                                             _output(6), object())
+    finally:
+        decoder._release()
+    after = _mixed_decode.split_counts()
+    assert len(failed) == 0 and host == []
+    # every JPEG once, in order: the engines' run, then the CUDA decoder's
+    assert [b for d in (engines, cuda) for call in d.calls for b in call["bytes"]] == [e.tobytes() for e in encoded]
+    taken = len(cuda.calls[0]["bytes"]) if cuda.calls else 0
+    assert (len(cuda.calls), taken > 0) == (int(takes_part), takes_part)
+    assert after["cuda_samples"] - before["cuda_samples"] == taken
+    assert after["cuda_batches"] - before["cuda_batches"] == int(takes_part)
+
+
+@pytest.mark.parametrize("value", ["yes", "auto", "ON"])
+def test_a_bad_cuda_decoder_switch_is_refused_naming_the_variable(monkeypatch, value):
+    from penstock.operators import _image_decode_mixed as _mixed_decode
+    monkeypatch.setenv(_mixed_decode.CUDA_WAY_ENV, value)
+    with pytest.raises(ValueError, match="PENSTOCK_CUDA_DECODER=.*expected one of 'off', 'on', 'starved'"):
+        _mixed_decode.MixedDecoder(_FakeOperator())

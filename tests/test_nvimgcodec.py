@@ -64,6 +64,7 @@ def test_decoder_options_name_the_upsampling_and_the_hardware_decoders_batch(fan
 def test_the_default_gives_the_jpegs_to_the_hardware_engines_alone_and_a_given_load_splits_them_as_dali():
     assert _nvimgcodec.jpeg_backends(0.65, True) == [("hw", 0.65, _nvimgcodec.ADAPTIVE)]
     assert _nvimgcodec.jpeg_backends(0.3, False) == [("hw", 0.3, _nvimgcodec.FIXED), ("hybrid", 1.0, _nvimgcodec.FIXED)]
+    assert _nvimgcodec.jpeg_backends(0.0, False) == [("hybrid", 1.0, _nvimgcodec.FIXED)]  # the CUDA decoder alone
 
 
 def test_a_gpu_without_hardware_jpeg_engines_gets_the_cuda_decoder(monkeypatch):

@@ -29,6 +29,8 @@ from ._image_layout import input_layout  # the one check of the layouts a schema
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
 
+STARVED_SMOOTHING = 0.1  # of the consumer's share of time waiting for batches (Executor.starved_share)
+
 
 class PipelineError(RuntimeError):
     """An operator failed while running an iteration."""
@@ -162,6 +164,10 @@ class Executor:
         self._defers = exec_async and device is not None and _consumer.enabled()
         self._on_the_way = 0
         self._consumer_waits = False
+        # the share of its time the consumer spends waiting for its batches, smoothed over the last
+        # ~STARVED_SMOOTHING**-1 (starved_share), and when it last took one
+        self._starved = 0.0
+        self._last_taken: float | None = None
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
@@ -212,6 +218,12 @@ class Executor:
             return 0
         return _consumer.defer(max_us)
 
+    def starved_share(self) -> float:
+        """The share of its time the consumer recently spent waiting for the pipeline's batches: near
+        1 when the pipeline holds it up (a benchmark of the pipeline alone, a light model), near 0 when
+        it keeps ahead (its batches wait for the consumer)."""
+        return self._starved
+
     def without_turn(self) -> None:
         """The consumer takes its batches by ``run()``, which keeps the prefetch depth on the way while
         its caller works: the pipeline's threads then give that caller no turn (``defer_to_consumer``).
@@ -234,7 +246,8 @@ class Executor:
             if on_gpu:
                 self._complete(list(inputs) + list(arg_inputs.values()))
             ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
-                           it.fed.get(op.node.id), op, self.device if on_gpu else None, self.defer_to_consumer)
+                           it.fed.get(op.node.id), op, self.device if on_gpu else None, self.defer_to_consumer,
+                           self.starved_share)
             if check_layout is not None and len(inputs[0]):
                 check_layout(op, inputs[0])  # DALI's argument error, raised as is
             start = time.perf_counter()
@@ -329,12 +342,14 @@ class Executor:
         if self._defers:
             _consumer.consuming()
         self._consumer_waits = True
+        started = time.perf_counter()
         try:
             while not it.done.wait(0.1):
                 if self._closed:
                     raise RuntimeError("the pipeline was shut down while an iteration was running")
                 if not all(t.is_alive() for t in self._threads):
                     raise RuntimeError("a pipeline worker thread died unexpectedly")
+            self._took_batch(started)
         finally:  # in this order: a pipeline thread never sees the consumer back with two still on the way
             self._on_the_way -= it.queued
             self._consumer_waits = False
@@ -345,6 +360,15 @@ class Executor:
             self._complete(it.results)
             self._stamp(it.results)
         return it.results
+
+    def _took_batch(self, waited_since: float) -> None:
+        """The consumer got a batch it waited for since ``waited_since``: its share of time waiting,
+        over the time since it took the one before."""
+        now = time.perf_counter()
+        if self._last_taken is not None and now > self._last_taken:
+            share = (now - waited_since) / (now - self._last_taken)
+            self._starved += STARVED_SMOOTHING * (min(share, 1.0) - self._starved)
+        self._last_taken = now
 
     def _take(self, gate: threading.Semaphore) -> bool:
         """Waits for a queue slot; False when the executor shut down meanwhile."""

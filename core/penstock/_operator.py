@@ -48,6 +48,8 @@ class Workspace:
     # before a batch's Python on a thread of the operator's own (background decoding): lets the
     # pipeline's consumer run first while the pipeline is ahead of it (penstock._consumer)
     defer: Callable[[], int] = lambda: 0
+    # the share of its time the pipeline's consumer recently waited for batches (0: never)
+    starved: Callable[[], float] = lambda: 0.0
 
     @property
     def stream(self) -> Any:

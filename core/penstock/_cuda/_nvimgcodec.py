@@ -119,9 +119,12 @@ def jpeg_backends(hw_load: float, adaptive: bool) -> list:
     share for the hardware engines, the rest for the CUDA decoder. The default keeps the SMs for the
     model: the hardware engines alone, adapting, beside the host's share of the JPEGs (the CUDA
     decoder taking the engines' overflow cost a ResNet-18 training beside the pipeline 17% of its
-    rate on an H200: 11,231 img/s against 13,604, one round each)."""
+    rate on an H200: 11,231 img/s against 13,604, one round each). A load of 0 is the CUDA decoder
+    alone."""
     if adaptive:
         return [("hw", hw_load, ADAPTIVE)]
+    if hw_load <= 0:
+        return [CUDA_DECODER]
     return [("hw", hw_load, FIXED), CUDA_DECODER]
 
 

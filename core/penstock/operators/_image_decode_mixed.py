@@ -65,13 +65,18 @@ NICENESS_ENV = "PENSTOCK_HOST_DECODE_NICENESS"
 # "on": a batch during which the pinned staging pool grew is left out of the split's measurements
 # (MixedDecoder._decode_sides says why)
 SKIP_PINNING_ENV = "PENSTOCK_SPLIT_SKIP_PINNING"
+# beside the hardware engines (the default hw_decoder_load), nvJPEG's CUDA decoder takes a share of the
+# GPU's JPEGs, sized by its measured rate: "on" always, "starved" while the pipeline's consumer spends
+# more than STARVED_ABOVE of its time waiting for batches (MixedDecoder._cuda_way_engaged says why)
+CUDA_WAY_ENV = "PENSTOCK_CUDA_DECODER"
+STARVED_ABOVE = 0.25
 _GPU_OUTPUT_TYPES = (DALIImageType.RGB, DALIImageType.BGR)
 _warned = threading.Event()
 # every mixed decoder's batches in this process so far (split_counts)
 _split_lock = threading.Lock()
 _SIDES = ("gpu_samples", "host_samples", "gpu_seconds", "host_seconds")
 _split = {"batches": 0, **dict.fromkeys(_SIDES, 0), "lifted_batches": 0, "gpu_idle_seconds": 0.0,
-          "gpu_unfed_seconds": 0.0, **{f"lifted_{key}": 0 for key in _SIDES}}
+          "gpu_unfed_seconds": 0.0, **{f"lifted_{key}": 0 for key in _SIDES}, "cuda_samples": 0, "cuda_batches": 0}
 
 
 def split_counts() -> dict[str, float]:
@@ -80,8 +85,10 @@ def split_counts() -> dict[str, float]:
     (a batch's GPU side: its slowest decoder's part), the in-process GPU decoder's seconds idle between
     its calls and of them those before the next call had come (``IdleClock``: unfed), and the
     batches split the lifted way (the host's share past the cap: whole images too; a trial's
-    included) with their samples and seconds again (``lifted_...``): what each way gave each side.
-    Benchmarks read the change over a window."""
+    included) with their samples and seconds again (``lifted_...``): what each way gave each side;
+    and of the GPU's samples those nvJPEG's CUDA decoder took beside the hardware engines
+    (``cuda_samples``, in ``cuda_batches``; PENSTOCK_CUDA_DECODER). Benchmarks read the change over a
+    window."""
     with _split_lock:
         return dict(_split)
 
@@ -98,6 +105,12 @@ def _count_split(gpu_samples: int, host_samples: int, gpu_seconds: float, host_s
             _split[key] += value
             if lifted:
                 _split[f"lifted_{key}"] += value
+
+
+def _count_cuda_part(samples: int) -> None:
+    with _split_lock:
+        _split["cuda_samples"] += samples
+        _split["cuda_batches"] += 1
 
 
 def _has_nvimgcodec() -> bool:
@@ -200,6 +213,8 @@ class MixedDecoder:
         # priority host_niceness says
         self._niceness = host_niceness()
         self._skip_pinning = one_of(SKIP_PINNING_ENV, "off", ("off", "on")) == "on"
+        self._cuda_mode = one_of(CUDA_WAY_ENV, "off", ("off", "on", "starved"))
+        self._cuda_way: Any = None  # the CUDA decoder beside the hardware engines, when opened
         self._host = _engine.Background("penstock-host", self._niceness)
         self._checks = _engine.Background("penstock-check", self._niceness)
         self._reserved = False
@@ -236,6 +251,7 @@ class MixedDecoder:
             decoder.close()
         self.decoders = []
         self._host_pool = None
+        self._cuda_way = None
         self._arena = None  # its free blocks go with it
 
     def _out_dtype(self) -> type:
@@ -268,10 +284,34 @@ class MixedDecoder:
                 # the host side's own threads: it decodes beside the CPU stage, not queued behind it
                 host_threads = _host_threads(threads)
                 self._host_pool = _engine.ThreadPool(host_threads, "penstock-hdec", self._niceness)
+                if adaptive and self._cuda_mode != "off":
+                    self._open_cuda_way(ws, options, threads)
                 if hw_load == DEFAULT_HW_LOAD:
                     self._share = HostShare(_HOST_RATE_PER_THREAD * host_threads,
                                             _GPU_RATE_PER_DECODER * len(self.decoders), probe=host_threads)
         return self.decoders
+
+    def _open_cuda_way(self, ws, options: str, threads: int) -> None:
+        """nvJPEG's CUDA decoder beside the hardware engines (PENSTOCK_CUDA_DECODER), a decoder of its
+        own whose part of a batch runs on a thread that waits for it (``_parts``)."""
+        from .._cuda._decode_process import process_count
+        from .._cuda._nvimgcodec import DeviceDecoder
+        try:
+            self._cuda_way = DeviceDecoder(ws.gpu, options, _codec_threads(threads, False), 0.0, False)
+        except RuntimeError as exc:
+            warnings.warn(f"{self.op.label}: nvJPEG's CUDA decoder could not start beside the hardware engines "
+                          f"({exc}); {CUDA_WAY_ENV} has no effect", RuntimeWarning, 4)
+            return
+        self.decoders.append(self._cuda_way)
+        self._parts = Workers(2 * (1 + process_count()), "penstock-decode-part")  # both batches in flight
+
+    def _cuda_way_engaged(self, ws) -> bool:
+        """Whether the CUDA decoder takes a part of this batch. Its decoding runs on the SMs, which a
+        training model beside the pipeline needs (taking the hardware engines' overflow it cost a
+        ResNet-18 on an H200 17% of its rate); while the consumer waits for its batches, though, the
+        GPU idles between them, and on high-resolution photographs the hardware engines alone are
+        slower than DALI's engines and CUDA decoder together."""
+        return self._cuda_mode == "on" or ws.starved() > STARVED_ABOVE
 
     def _start_processes(self, ws) -> None:
         """Decoders in processes of their own beside the in-process one: nvImageCodec feeds the
@@ -286,7 +326,8 @@ class MixedDecoder:
             # each child's hardware decoder state is sized for its part of a batch, not all of it
             options = decoder_options(a["jpeg_fancy_upsampling"], -(-ws.batch_size // (count + 1)),
                                       a["preallocate_width_hint"], a["preallocate_height_hint"])
-            self._parts = Workers(2 * count, "penstock-decode-part")  # both batches in flight: a part at each
+            if self._parts is None:  # (else sized for them with the CUDA decoder's)
+                self._parts = Workers(2 * count, "penstock-decode-part")  # both batches in flight: a part at each
             self.decoders += [DecoderProcess(ws.gpu, options, *self._process_args, label=self.op.label)
                               for _ in range(count)]
 
@@ -480,9 +521,12 @@ class MixedDecoder:
                                               orient)
             return i[~decoded], seconds
 
-        decoders = [d for d in self.decoders if d.usable] if len(gpu_idx) else []
+        decoders = [d for d in self.decoders if d.usable and (d is not self._cuda_way or self._cuda_way_engaged(ws))
+                    ] if len(gpu_idx) else []
         part_bytes = lengths[gpu_idx]
         split = _split_by_bytes(part_bytes, self._speeds(decoders))
+        if self._cuda_way in decoders:
+            _count_cuda_part(len(split[decoders.index(self._cuda_way)]))
         # the in-process decoder's part on this thread (its parse overlaps the other batch's
         # decoding), the processes' parts on threads that wait for them
         nothing = (np.zeros(0, np.int64), 0.0)
