@@ -755,11 +755,13 @@ def test_the_cuda_decoder_beside_the_hardware_engines_decodes_its_part_alike(mon
     before = _image_decode_mixed.split_counts()
     data = _jpegs(6)[:6]
     batches = [[data[(i + k) % 6] for k in range(5)] for i in range(6)]
-    _assert_decoded_alike(_decoded_on_both(
-        lambda info: batches[info.iteration % 6],
-        lambda x, on: (fn.decoders.image(x, **on), fn.decoders.image_random_crop(x, **on, seed=3),
-                       fn.decoders.image(x, **on, output_type=types.BGR, dtype=types.FLOAT)),
-        iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
+
+    def decoders(x, on):
+        large = {} if on["device"] == "cpu" else {"hybrid_huffman_threshold": 0}  # every image large enough for it
+        return (fn.decoders.image(x, **on, **large), fn.decoders.image_random_crop(x, **on, **large, seed=3),
+                fn.decoders.image(x, **on, **large, output_type=types.BGR, dtype=types.FLOAT))
+    _assert_decoded_alike(_decoded_on_both(lambda info: batches[info.iteration % 6], decoders,
+                                           iterations=6, batch_size=5, seed=7, prefetch_queue_depth=3))
     after = _image_decode_mixed.split_counts()
     assert after["cuda_samples"] > before["cuda_samples"]  # it took JPEGs of the batches
 

@@ -674,8 +674,8 @@ def test_the_cuda_decoder_opens_beside_the_hardware_engines_only_when_asked(monk
 
 @pytest.mark.parametrize("mode, starved, takes_part", [("on", 0.0, True), ("starved", 0.1, False),
                                                         ("starved", 0.5, True)])
-def test_the_cuda_decoder_takes_a_part_of_the_gpus_jpegs_always_or_while_the_consumer_waits(monkeypatch, mode, starved,
-                                                                                             takes_part):
+def test_the_cuda_decoder_takes_a_part_of_the_gpus_large_jpegs_always_or_while_the_consumer_waits(monkeypatch, mode,
+                                                                                                   starved, takes_part):
     from penstock import _engine
     from penstock.operators import _image_decode_mixed as _mixed_decode
     monkeypatch.setenv(_mixed_decode.CUDA_WAY_ENV, mode)
@@ -683,6 +683,7 @@ def test_the_cuda_decoder_takes_a_part_of_the_gpus_jpegs_always_or_while_the_con
     windows = np.zeros((6, 4), np.int64)
     windows[:, 2:] = shapes[:, :2]
     op = _FakeOperator()  # (the decoder holds a weak reference)
+    op.args["hybrid_huffman_threshold"] = 8 * 12  # all but the first are larger: its Huffman decoding on the GPU
     decoder = _mixed_decode.MixedDecoder(op)
     engines, cuda = _FakeDecoder(), _FakeDecoder()
     decoder.decoders, decoder._cuda_way = [engines, cuda], cuda
@@ -698,10 +699,24 @@ def test_the_cuda_decoder_takes_a_part_of_the_gpus_jpegs_always_or_while_the_con
     assert len(failed) == 0 and host == []
     # every JPEG once, in order: the engines' run, then the CUDA decoder's
     assert [b for d in (engines, cuda) for call in d.calls for b in call["bytes"]] == [e.tobytes() for e in encoded]
+
     taken = len(cuda.calls[0]["bytes"]) if cuda.calls else 0
     assert (len(cuda.calls), taken > 0) == (int(takes_part), takes_part)
+    assert encoded[0].tobytes() in engines.calls[0]["bytes"]  # too small for the CUDA decoder
     assert after["cuda_samples"] - before["cuda_samples"] == taken
     assert after["cuda_batches"] - before["cuda_batches"] == int(takes_part)
+
+    # images no larger than the threshold all go to the engines, the CUDA decoder engaged or not
+    op.args["hybrid_huffman_threshold"] = 10 ** 6
+    decoder = _mixed_decode.MixedDecoder(op)
+    engines, cuda = _FakeDecoder(), _FakeDecoder()
+    decoder.decoders, decoder._cuda_way = [engines, cuda], cuda
+    decoder._parts = _mixed_decode.Workers(2, "test-parts")
+    try:
+        decoder._decode_sides(ws, src, shapes, None, windows, np.arange(6), np.zeros(0, np.int64), _output(6), object())
+    finally:
+        decoder._release()
+    assert engines.calls[0]["bytes"] == [e.tobytes() for e in encoded] and not cuda.calls
 
 
 @pytest.mark.parametrize("value", ["yes", "auto", "ON"])
