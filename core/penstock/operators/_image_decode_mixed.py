@@ -14,6 +14,8 @@ cores to spare.
 
 nvImageCodec runs in this process through its C API, without the GIL (``_cuda._nvimgcodec``), on a
 stream of its own, and writes each sample's window into the output batch. With
+``PENSTOCK_CUDA_DECODER`` set, nvJPEG's CUDA decoder, a second decoder beside the hardware engines,
+takes a part of the large JPEGs, sized by the two decoders' measured rates (``_cuda_way_engaged``). With
 ``PENSTOCK_DECODER_PROCESSES`` set, once a pipeline has run a few batches, decoder processes
 (``_cuda._decode_process``) take parts of each batch too, sized by each decoder's measured rate:
 one process leaves the hardware engines partly idle. On an H100 (ImageNet-like photographs,
@@ -543,9 +545,10 @@ class MixedDecoder:
     def _cuda_takes_large_images(self, split: list, cuda: int, shapes: np.ndarray) -> None:
         """Leaves the CUDA decoder's run (``split[cuda]``) only the images of more pixels than
         ``hybrid_huffman_threshold``, whose Huffman decoding nvJPEG runs on the GPU; the others go to the
-        hardware engines' run (``split[0]``). Smaller ones it decodes on the host's threads first: on an
-        H100 (ImageNet-like photographs, 16 threads, the pipelines alone) taking a third of them it cost
-        train 33% and validation 22% of their rate, and 0.25 ms of host CPU an image more."""
+        hardware engines' run (``split[0]``). A smaller image's Huffman decoding runs on nvImageCodec's
+        host threads: on an H100 (ImageNet-like photographs, 16 threads, the pipelines alone) the CUDA
+        decoder taking a quarter to a third of those cost train 33% and validation 22% of their rate,
+        and 0.25 ms more of host CPU an image."""
         run = split[cuda]
         large = shapes[run, 0] * shapes[run, 1] > int(self.op.args["hybrid_huffman_threshold"])
         if not large.all():
