@@ -463,6 +463,55 @@ def test_nvimgcodec_gets_two_threads_for_the_hardware_engines_alone(monkeypatch,
     assert [codec.cpu_threads for codec in _HostCodec.made] == [2, 8]
 
 
+def test_the_cuda_decoder_decodes_while_the_consumer_waits_and_stops_once_it_keeps_ahead(monkeypatch, kernels,
+                                                                                          photos):
+    """PENSTOCK_CUDA_DECODER=starved in a pipeline: a consumer that takes its batches back to back
+    waits for each, and the CUDA decoder (the second stand-in, opened with the CUDA decoder alone)
+    takes a part of the GPU's JPEGs, each sample landing in its place; a consumer slower than the
+    pipeline finds its batches ready, and after a while the CUDA decoder gets none."""
+    from penstock.operators import _image_decode_mixed
+    monkeypatch.setenv(_image_decode_mixed.CUDA_WAY_ENV, "starved")
+    _with_host_codec(monkeypatch, kernels, 1 / 2e9)
+    decode = _HostCodec.decode
+
+    def slow(self, *args):  # the pipeline, not the consumer, sets the pace
+        time.sleep(0.02)
+        return decode(self, *args)
+    monkeypatch.setattr(_HostCodec, "decode", slow)
+
+    def build(device_id):
+        # (a threshold of 0: every photograph is large enough for the CUDA decoder)
+        on = {"device": "cpu"} if device_id is None else {"device": "mixed", "jpeg_fancy_upsampling": True,
+                                                          "hybrid_huffman_threshold": 0}
+
+        @pipeline_def(batch_size=6, num_threads=2, device_id=device_id, seed=3)
+        def pipe():
+            jpegs, _ = fn.readers.file(file_root=photos, name="Reader")
+            return fn.decoders.image(jpegs, **on)
+        p = pipe()
+        p.build()
+        return p
+
+    gpu = build(0)
+    got = [[s.copy() for s in _samples(gpu.run()[0])] for _ in range(30)]  # back to back
+    cpu = build(None)
+    for batch in got:
+        for a, b in zip(_samples(cpu.run()[0]), batch):
+            np.testing.assert_array_equal(a, b)
+    assert gpu._executor.starved_share() > 0.25
+    engines, cuda = _HostCodec.made
+    assert (engines.cpu_threads, cuda.cpu_threads) == (2, 2)  # the CUDA decoder's: the pipeline's threads
+    assert sum(cuda.decoded) > 0
+    for _ in range(25):  # a consumer slower than the pipeline
+        gpu.run()
+        time.sleep(0.05)
+    taken = sum(cuda.decoded)
+    for _ in range(5):
+        gpu.run()
+        time.sleep(0.05)
+    assert sum(cuda.decoded) == taken and gpu._executor.starved_share() < 0.25
+
+
 def test_a_corrupt_jpeg_the_gpu_decodes_is_its_files_error_in_the_pipeline(monkeypatch, kernels, tmp_path):
     """The read-through beside the decoding: the stand-in decodes a damaged scan without a word, as
     nvImageCodec does; the host's check makes it the pipeline's error, naming the file."""

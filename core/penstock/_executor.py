@@ -349,7 +349,6 @@ class Executor:
                     raise RuntimeError("the pipeline was shut down while an iteration was running")
                 if not all(t.is_alive() for t in self._threads):
                     raise RuntimeError("a pipeline worker thread died unexpectedly")
-            self._took_batch(started)
         finally:  # in this order: a pipeline thread never sees the consumer back with two still on the way
             self._on_the_way -= it.queued
             self._consumer_waits = False
@@ -357,13 +356,15 @@ class Executor:
             raise it.error
         assert it.results is not None
         if self.device is not None and _deferred(it.results):
-            self._complete(it.results)
+            self._complete(it.results)  # (waits for the decoding of a mixed decoder's batch, say)
             self._stamp(it.results)
+        self._took_batch(started)
         return it.results
 
     def _took_batch(self, waited_since: float) -> None:
-        """The consumer got a batch it waited for since ``waited_since``: its share of time waiting,
-        over the time since it took the one before."""
+        """The consumer got a batch it waited for since ``waited_since`` (for the iteration, then for
+        its outputs' deferred work): its share of time waiting, over the time since it took the one
+        before."""
         now = time.perf_counter()
         if self._last_taken is not None and now > self._last_taken:
             share = (now - waited_since) / (now - self._last_taken)
