@@ -524,12 +524,16 @@ class MixedDecoder:
                                               orient)
             return i[~decoded], seconds
 
-        decoders = [d for d in self.decoders if d.usable and (d is not self._cuda_way or self._cuda_way_engaged(ws))
-                    ] if len(gpu_idx) else []
+        decoders = [d for d in self.decoders if d.usable and d is not self._cuda_way] if len(gpu_idx) else []
+        large = self._for_the_cuda_decoder(ws, shapes, gpu_idx)
+        if large is not None:
+            decoders.append(self._cuda_way)
         part_bytes = lengths[gpu_idx]
         split = _split_by_bytes(part_bytes, self._speeds(decoders))
-        if self._cuda_way in decoders:
-            self._cuda_takes_large_images(split, decoders.index(self._cuda_way), _engine.take_rows(shapes, gpu_idx))
+        if large is not None:  # its run keeps the large images; the others go to the engines'
+            run = split[-1]
+            split[0], split[-1] = np.sort(np.concatenate([split[0], run[~large[run]]])), run[large[run]]
+            _count_cuda_part(len(split[-1]))
         # the in-process decoder's part on this thread (its parse overlaps the other batch's
         # decoding), the processes' parts on threads that wait for them
         nothing = (np.zeros(0, np.int64), 0.0)
@@ -542,19 +546,18 @@ class MixedDecoder:
         failed = np.concatenate([np.zeros(0, np.int64)] + [f for f, _ in parts])
         return failed, max((s for _, s in parts), default=0.0)
 
-    def _cuda_takes_large_images(self, split: list, cuda: int, shapes: np.ndarray) -> None:
-        """Leaves the CUDA decoder's run (``split[cuda]``) only the images of more pixels than
-        ``hybrid_huffman_threshold``, whose Huffman decoding nvJPEG runs on the GPU; the others go to the
-        hardware engines' run (``split[0]``). A smaller image's Huffman decoding runs on nvImageCodec's
-        host threads: on an H100 (ImageNet-like photographs, 16 threads, the pipelines alone) the CUDA
-        decoder taking a quarter to a third of those cost train 33% and validation 22% of their rate,
-        and 0.25 ms more of host CPU an image."""
-        run = split[cuda]
-        large = shapes[run, 0] * shapes[run, 1] > int(self.op.args["hybrid_huffman_threshold"])
-        if not large.all():
-            split[0] = np.sort(np.concatenate([split[0], run[~large]]))
-            split[cuda] = run[large]
-        _count_cuda_part(len(split[cuda]))
+    def _for_the_cuda_decoder(self, ws, shapes: np.ndarray, gpu_idx: np.ndarray) -> np.ndarray | None:
+        """Which of the GPU's samples ``gpu_idx`` the CUDA decoder may take this batch: the images of
+        more pixels than ``hybrid_huffman_threshold``, whose Huffman decoding nvJPEG runs on the GPU;
+        None when it takes none (not opened, not engaged, or no image that large). A smaller image's
+        Huffman decoding runs on nvImageCodec's host threads: on an H100 (ImageNet-like photographs, 16
+        threads, the pipelines alone) the CUDA decoder taking a quarter to a third of those cost train
+        33% and validation 22% of their rate, and 0.25 ms more of host CPU an image."""
+        if self._cuda_way is None or not len(gpu_idx) or not self._cuda_way_engaged(ws):
+            return None
+        sizes = _engine.take_rows(shapes, gpu_idx)
+        large = sizes[:, 0] * sizes[:, 1] > int(self.op.args["hybrid_huffman_threshold"])
+        return large if large.any() else None
 
     def _speeds(self, decoders: list) -> np.ndarray:
         """Each decoder's share of a batch's bytes: equal until its rate was measured."""
