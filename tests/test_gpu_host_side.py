@@ -368,7 +368,7 @@ def test_a_decoding_job_feeds_the_gpu_decoders_before_it_defers_to_the_consumer(
     for thread, event in events:
         if thread.startswith("penstock-mixed-decode"):
             jobs.setdefault(thread, []).append(event)
-    assert sum(len(seq) for seq in jobs.values()) >= 12
+    assert sum(len(seq) for seq in jobs.values()) >= 8  # a job a batch, or a pair of batches (penstock._pairs)
     for seq in jobs.values():  # (the last job may still be decoding)
         assert seq == (["decode", "defer"] * len(seq))[:len(seq)], seq
 

@@ -981,3 +981,42 @@ def test_pipeline_streams_take_the_priority_asked_for(monkeypatch):
     assert _cuda.DeviceContext(0).stream.priority == greatest
     monkeypatch.setenv(_context.STREAM_PRIORITY_ENV, "normal")
     assert _cuda.DeviceContext(0).stream.priority == 0
+
+
+def test_iterations_paired_through_the_gpu_stages_are_the_cpu_pipelines_batches(monkeypatch, tmp_path):
+    """A training pipeline taken as the framework iterators take it runs its GPU stages on pairs of
+    iterations (penstock._pairs); each batch is the CPU pipeline's: its reader's samples, its own
+    random windows and mirrors."""
+    from penstock._executor import Executor
+
+    from _util import write_smooth_jpegs
+    root = write_smooth_jpegs(tmp_path, 9, lambda i, c: (90 + 11 * i, 120 + 7 * i + 5 * c))
+    made = []
+    paired = Executor._paired
+    monkeypatch.setattr(Executor, "_paired", lambda self, a, b: made.append(paired(self, a, b)) or made[-1])
+
+    def batches(device_id):
+        decoder = {"device": "cpu"} if device_id is None else {"device": "mixed", "jpeg_fancy_upsampling": True}
+
+        @pipeline_def(batch_size=5, num_threads=2, device_id=device_id, seed=17)
+        def pipe():
+            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, initial_fill=8, name="Reader")
+            images = fn.decoders.image_random_crop(jpegs, random_area=[0.3, 1.0], **decoder)
+            images = fn.resize(images, resize_x=40, resize_y=32)
+            images = fn.crop_mirror_normalize(images, dtype=types.UINT8, output_layout="HWC",
+                                              mirror=fn.random.coin_flip())
+            return images, labels
+        p = pipe()
+        p.schedule_run()
+        got = []
+        for _ in range(9):  # across two epoch ends (18 files)
+            images, labels = p.share_outputs()
+            got.append([[o.as_cpu().at(i) for i in range(len(o))] for o in (images, labels)])
+            p.release_outputs()
+            p.schedule_run()
+        return got
+    outs = {"mixed": batches(0), "cpu": batches(None)}
+    assert sum(pair is not None for pair in made) >= 3
+    for c_it, g_it in zip(outs["cpu"], outs["mixed"]):
+        assert [s.tolist() for s in c_it[1]] == [s.tolist() for s in g_it[1]]
+    _assert_decoded_alike({device: [[it[0]] for it in got] for device, got in outs.items()})

@@ -15,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "core" / "penstock"
 LAYERS = {
     "core": {"types", "tensors", "_registry", "_graph", "data_node", "_operator", "_executor", "_switch_interval", "_consumer", "_environment", "_checkpoint",
              "_engine", "_hooks", "_current", "_generate", "_batch", "_image_layout", "_std_random", "_sources",
-             "_on_error", "_per_frame", "_workers", "pickling", "tfrecord", "tfrecord2idx"},
+             "_on_error", "_pairs", "_per_frame", "_workers", "pickling", "tfrecord", "tfrecord2idx"},
     "runtimes": {"_cuda", "_parallel", "_conditionals"},
     "operators": {"operators"},
     "front ends": {"pipeline", "fn", "ops", "experimental", "math", "backend", "backend_impl", "auto_aug",

@@ -298,7 +298,7 @@ def rewind(pipe: Any, checkpoint: Any) -> None:
         finally:
             pipe._executor.release(it)
     pipe._owed = 0
-    pipe._first_iter, pipe._last_iter = True, False
+    pipe._first_iter, pipe._last_iter, pipe._paired_depth = True, False, False
     pipe._shared_unreleased = False
     if pipe._enable_checkpointing:
         pipe._ckpt_counters.clear()

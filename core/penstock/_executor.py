@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import _consumer, _on_error, _per_frame, _switch_interval
+from . import _consumer, _on_error, _pairs, _per_frame, _switch_interval
 from ._image_layout import input_layout  # the one check of the layouts a schema declares
 from ._operator import Operator, SampleError, Workspace, sample_error_from_engine
 from .tensors import TensorListCPU
@@ -54,7 +54,8 @@ def pipeline_error(op: Operator, exc: BaseException, inputs: Sequence[Any]) -> P
 
 
 class Iteration:
-    __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done", "gates", "queued")
+    __slots__ = ("index", "epoch", "batch_size", "fed", "values", "results", "error", "done", "gates", "queued",
+                 "partner", "members", "parts")
 
     def __init__(self, index: int, epoch: int, batch_size: int, fed: dict):
         self.index = index
@@ -67,6 +68,11 @@ class Iteration:
         self.done = threading.Event()
         self.gates: list[threading.Semaphore] = []  # queue slots this iteration holds
         self.queued = False  # submitted to the executor (one that failed while scheduled is not)
+        self.partner: Iteration | None = None  # submitted right after it, to run the GPU stages with it
+        # two iterations run as one through the GPU stages (_pairs): the two, and per iteration its
+        # (index, epoch, samples), in the batch's order
+        self.members: tuple[Iteration, ...] = ()
+        self.parts: tuple[tuple[int, int, int], ...] = ()
 
 
 class OpStats:
@@ -151,6 +157,7 @@ class Executor:
         self._queues: list[queue.SimpleQueue] = []
         self._closed = False
         self._cpu_gate_released_at = -1
+        self._first_gpu = -1  # the first group of GPU operators, where two iterations may become one
         self._refills = _on_error.plan(flat)  # decoders with on_error="skip"; may refuse the graph
         self.exec_async = exec_async
         self._shortened_switch = exec_async and device is not None
@@ -168,6 +175,14 @@ class Executor:
         # ~STARVED_SMOOTHING**-1 (starved_share), and when it last took one
         self._starved = 0.0
         self._last_taken: float | None = None
+        # iterations paired through the GPU stages (_pairs): whether they may be, whether the last one
+        # to reach them was small enough; while a pair that failed runs again one iteration at a
+        # time, no other GPU operator runs (_recover)
+        self._pairs = False
+        self._pairs_small = False
+        self._world = threading.Condition()
+        self._gpu_busy = 0
+        self._recovering = False
         if exec_async:
             groups = _pipelined_groups(self.stages) if exec_pipelined else [[op for s in self.stages for op in s]]
             self._groups = groups
@@ -175,9 +190,13 @@ class Executor:
             self._gates: list[threading.Semaphore | None] = [None] * len(groups)
             on_gpu = [any(op.device != "cpu" for op in g) for g in groups]
             if exec_pipelined and any(on_gpu) and not all(on_gpu):
-                first_gpu = on_gpu.index(True)
-                self._gates[0] = threading.Semaphore(queue_sizes[0])
-                self._gates[first_gpu] = threading.Semaphore(queue_sizes[1])
+                first_gpu = self._first_gpu = on_gpu.index(True)
+                self._pairs = _pairs.enabled() and self._pairable(groups[first_gpu:])
+                # a pair takes two slots of each queue: with twice the slots, a pair is made while the
+                # consumer takes the last one's two batches
+                slots = 2 if self._pairs else 1
+                self._gates[0] = threading.Semaphore(slots * queue_sizes[0])
+                self._gates[first_gpu] = threading.Semaphore(slots * queue_sizes[1])
                 self._cpu_gate_released_at = first_gpu
             # C queues: a stage blocked on its inbox gives the GIL away once, where queue.Queue's
             # Python condition took locks (and the GIL) several times around each hand-over
@@ -247,7 +266,7 @@ class Executor:
                 self._complete(list(inputs) + list(arg_inputs.values()))
             ws = Workspace(inputs, arg_inputs, batch_size, it.index, it.epoch, self.pool,
                            it.fed.get(op.node.id), op, self.device if on_gpu else None, self.defer_to_consumer,
-                           self.starved_share)
+                           self.starved_share, it.parts)
             if check_layout is not None and len(inputs[0]):
                 check_layout(op, inputs[0])  # DALI's argument error, raised as is
             start = time.perf_counter()
@@ -300,11 +319,29 @@ class Executor:
     def finish(self, it: Iteration) -> None:
         it.results = tuple(it.values[ref] for ref in self.output_refs)
         it.values = {}
+        if it.members:
+            self._finish_pair(it)
+            return
         # Outputs still decoding in the background (a mixed decoder's output is a pipeline output)
         # are completed by whoever waits for the iteration: waiting for them here would keep this
         # stage's worker from starting the next iteration's decoding meanwhile.
         if self.device is not None and not _deferred(it.results):
             self._stamp(it.results)
+
+    def _finish_pair(self, pair: Iteration) -> None:
+        """The outputs of two iterations run as one, cut into each one's batches (views of the same
+        buffers)."""
+        results = pair.results
+        counts = [member.batch_size for member in pair.members]
+        if any(len(out) != sum(counts) for out in results):
+            raise RuntimeError(f"a pair of iterations gave outputs of {[len(out) for out in results]} samples "
+                               f"for {sum(counts)}")
+        parts = [_pairs.split(out, counts) for out in results]
+        for k, member in enumerate(pair.members):
+            member.results = tuple(each[k] for each in parts)
+            member.values = {}
+            if self.device is not None:
+                self._stamp(member.results)
 
     def _stamp(self, results: Sequence[Any]) -> None:
         """The iteration is done on the GPU when this event is."""
@@ -327,6 +364,28 @@ class Executor:
             run_iteration_inline(self, it)
         else:
             self._queues[0].put(it)
+
+    def submit_pair(self, first: Iteration, second: Iteration) -> None:
+        """Two iterations in a row (``wants_pairs``): through the GPU stages as one, where they can."""
+        first.partner = second
+        self.submit(first)
+        self.submit(second)
+
+    def wants_pairs(self) -> bool:
+        """Whether the pipeline should submit its iterations in pairs (``submit_pair``): its GPU
+        stages can run two as one, the last iteration to reach them was small enough, and the
+        consumer is not waiting for the iteration it schedules (``run()``: the first of a pair waits
+        for the second's host stages)."""
+        return self._pairs and self._pairs_small and not self._consumer_waits
+
+    def _pairable(self, groups: Sequence[Sequence[Operator]]) -> bool:
+        """Whether every operator of the GPU stages computes each sample of its own (``_pairs``), and
+        none of them gives the pipeline an output it fills later (cut in two, it would be completed
+        by the consumer, where a failure could not be told apart by iteration)."""
+        outputs = {source for source, _ in self.output_refs}
+        return not self._refills and all(getattr(op, "pairs_iterations", False) and op.node.batch_ref is None
+                                         and not (op.fills_later and op.node.id in outputs)
+                                         for ops in groups for op in ops)
 
     @contextlib.contextmanager
     def consumer_waiting(self) -> Iterator[None]:
@@ -370,6 +429,93 @@ class Executor:
             share = (now - waited_since) / (now - self._last_taken)
             self._starved += STARVED_SMOOTHING * (min(share, 1.0) - self._starved)
         self._last_taken = now
+
+    def _enter(self, group: int, it: Iteration) -> bool:
+        """An iteration arrives at a group's worker: the queue slot it needs there, if any (False
+        when the executor shut down while it waited)."""
+        gate = self._gates[group]
+        if gate is not None:
+            if not self._take(gate):
+                return False
+            if group == self._cpu_gate_released_at and it.gates:
+                it.gates.pop().release()  # the iteration leaves the CPU queue
+            it.gates.append(gate)
+        if group == self._first_gpu and self._pairs and it.error is None:
+            self._pairs_small = 2 * _pairs.host_bytes(it.values) <= _pairs.PAIR_HOST_BYTES
+        return True
+
+    def _paired(self, first: Iteration, second: Iteration) -> Iteration | None:
+        """Two iterations as one, for the GPU stages; None where they run one after the other."""
+        if first.error is not None or second.error is not None or first.fed or second.fed:
+            return None
+        if not _pairs.mergeable(first.values, second.values):
+            return None
+        pair = Iteration(first.index, first.epoch, first.batch_size + second.batch_size, {})
+        pair.values = _pairs.merged(first.values, second.values, self.pool)
+        pair.members = (first, second)  # (their values stay, for _recover)
+        pair.parts = tuple((m.index, m.epoch, m.batch_size) for m in pair.members)
+        return pair
+
+    def _work(self, group: int, it: Iteration, outbox: queue.SimpleQueue | None) -> None:
+        """Runs a group's operators on an iteration (the last group's finishes it) and hands it on."""
+        if it.error is None:
+            try:
+                self._run_group(group, it, outbox is None)
+            except BaseException as exc:  # noqa: BLE001 - reported at outputs()
+                if it.members:
+                    self._recover(it)
+                    return
+                it.error = exc
+                it.values = {}
+        if outbox is not None:
+            outbox.put(it)
+        else:
+            for done in it.members or (it,):
+                done.done.set()
+
+    def _run_group(self, group: int, it: Iteration, last: bool) -> None:
+        if not self._pairs or group < self._first_gpu:
+            self.run_ops(self._groups[group], it)
+            if last:
+                self.finish(it)
+            return
+        with self._world:
+            while self._recovering:
+                self._world.wait()
+            self._gpu_busy += 1
+        try:
+            self.run_ops(self._groups[group], it)
+            if last:
+                self.finish(it)
+        finally:
+            with self._world:
+                self._gpu_busy -= 1
+                self._world.notify_all()
+
+    def _recover(self, pair: Iteration) -> None:
+        """A pair that failed runs again through the GPU stages, one iteration at a time on this
+        thread, each failing or not on its own samples, as it would have alone; meanwhile no other
+        GPU operator runs (an operator runs on one thread at a time)."""
+        with self._world:
+            while self._recovering:
+                self._world.wait()
+            self._recovering = True
+            while self._gpu_busy:
+                self._world.wait()
+        try:
+            for member in pair.members:
+                try:
+                    for group in range(self._first_gpu, len(self._groups)):
+                        self.run_ops(self._groups[group], member)
+                    self.finish(member)
+                except BaseException as exc:  # noqa: BLE001 - reported at outputs()
+                    member.error = exc
+                    member.values = {}
+                member.done.set()
+        finally:
+            with self._world:
+                self._recovering = False
+                self._world.notify_all()
 
     def _take(self, gate: threading.Semaphore) -> bool:
         """Waits for a queue slot; False when the executor shut down meanwhile."""
@@ -440,28 +586,24 @@ def _stage_worker(ex_ref: "weakref.ref[Executor]", group: int, inbox: queue.Simp
                 outbox.put(None)
             return
         ex = ex_ref()
-        if ex is None:
+        if ex is None or not ex._enter(group, it):
             return
-        gate = ex._gates[group]
-        if gate is not None:
-            if not ex._take(gate):
+        partner = it.partner if group == ex._first_gpu else None
+        if partner is not None:
+            if inbox.get() is not partner:  # (submitted right after it: the stages keep the order) shut down
+                if outbox is not None:
+                    outbox.put(None)
                 return
-            if group == getattr(ex, "_cpu_gate_released_at", -1) and it.gates:
-                it.gates.pop().release()  # the iteration leaves the CPU queue
-            it.gates.append(gate)
-        if it.error is None:
-            try:
-                ex.run_ops(ex._groups[group], it)
-                if outbox is None:
-                    ex.finish(it)
-            except BaseException as exc:  # noqa: BLE001
-                it.error = exc
-                it.values = {}
+            if not ex._enter(group, partner):
+                return
+            pair = ex._paired(it, partner)
+            if pair is None:  # one after the other
+                ex._work(group, it, outbox)
+                it = partner
+            else:
+                it = pair
+        ex._work(group, it, outbox)
         del ex
-        if outbox is not None:
-            outbox.put(it)
-        else:
-            it.done.set()
 
 
 @atexit.register

@@ -50,6 +50,8 @@ class Workspace:
     defer: Callable[[], int] = lambda: 0
     # the share of its time the pipeline's consumer recently waited for batches (0: never)
     starved: Callable[[], float] = lambda: 0.0
+    # a batch of two iterations run as one (penstock._pairs): per iteration (index, epoch, samples)
+    parts: tuple = ()
 
     @property
     def stream(self) -> Any:
@@ -124,12 +126,33 @@ class Workspace:
     @property
     def rng(self) -> np.random.Generator:
         """This operator's random stream for this iteration (independent of threads and timing)."""
+        if self.parts:
+            raise RuntimeError(f"{self.op.label}: a batch of two iterations has a random stream for each "
+                               "(Workspace.rngs)")
         return self.op.rng_for(self.iteration)
+
+    def rngs(self) -> list[tuple[np.random.Generator, int, int]]:
+        """The random stream of each iteration the batch holds, with its samples' range: (stream,
+        first, end). One unless two iterations run as one (``parts``): each draws for its own
+        samples as it would alone."""
+        if not self.parts:
+            return [(self.rng, 0, self.batch_size)]
+        ranges, start = [], 0
+        for iteration, _epoch, count in self.parts:
+            ranges.append((self.op.rng_for(iteration), start, start + count))
+            start += count
+        return ranges
 
 
 class Operator:
     """Base class of operator kernels: one instance per graph node, built with the pipeline."""
     schema: OpSchema
+    # each output sample is computed from its own samples of the inputs and argument inputs (its random
+    # draws from ``Workspace.rngs``), so two iterations can run as one batch (penstock._pairs)
+    pairs_iterations = False
+    # its GPU outputs may still be filled in the background when it returns (the mixed decoders): the
+    # first reader, or the thread that waits for the iteration, completes them
+    fills_later = False
 
     def __init__(self, node: Any, pipeline: Any):
         self.node = node

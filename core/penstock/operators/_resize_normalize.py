@@ -46,6 +46,7 @@ class ResizeNormalize(Operator):
     """``resize`` and ``normalize`` (its only reader) as one GPU operator. It answers to the
     normalization's name (its outputs are that operator's), checks its input as the resize, and
     profiles as both (``fn_name`` "resize + crop_mirror_normalize")."""
+    pairs_iterations = True
 
     def __init__(self, resize: Resize, normalize: CropMirrorNormalize):  # noqa: super().__init__ takes a node
         self.resize, self.normalize = resize, normalize

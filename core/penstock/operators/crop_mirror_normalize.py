@@ -72,6 +72,7 @@ class NormalizePlan(NamedTuple):
 
 @register(CMN, device=("cpu", "gpu"))
 class CropMirrorNormalize(Operator):
+    pairs_iterations = True
     _constant_normalization: tuple | None = None  # (batch size, channels, pad) and what _normalization gave for it
     def run(self, ws):
         src = contiguous(ws.inputs[0])

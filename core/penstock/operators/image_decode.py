@@ -253,6 +253,8 @@ def _scaled(buf: np.ndarray, dtype: DALIDataType) -> np.ndarray:
 class _DecoderBase(Operator):
     """Decodes a batch; the crop variants choose a window per sample from the display shapes."""
     crops = False  # subclasses that implement windows()
+    pairs_iterations = True
+    fills_later = True  # (device="mixed": _image_decode_mixed)
 
     def __init__(self, node, pipeline) -> None:
         super().__init__(node, pipeline)
@@ -445,7 +447,9 @@ class ImageDecoderRandomCrop(_DecoderBase):
 
     def windows(self, ws, shapes):
         attempts = max(self.args["num_attempts"], 0)  # none: the clamped whole image at once
-        return random_crop_windows(ws.rng, shapes, self._area, self._ratio, attempts)
+        parts = [random_crop_windows(rng, shapes[first:end], self._area, self._ratio, attempts)
+                 for rng, first, end in ws.rngs()]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 @register(IMAGE_CROP, device=("cpu", "mixed"))

@@ -153,6 +153,8 @@ def round_half_up(x):
 
 @register(RESIZE, device=("cpu", "gpu"))
 class Resize(Operator):
+    pairs_iterations = True
+
     def setup(self):
         if self.args["mode"] not in ("default", "stretch", "not_larger", "not_smaller"):
             raise ValueError(f"{self.label}: mode must be 'default', 'stretch', 'not_larger' or 'not_smaller', "

@@ -31,6 +31,8 @@ _hooks.install(to_device=to_device)  # DataNode.gpu() and .cpu()
 
 @register(TO_DEVICE, device=("mixed", "gpu"))
 class ToDevice(Operator):
+    pairs_iterations = True
+
     def run(self, ws):
         src = ws.inputs[0]
         if self.device == "mixed":  # host -> device, through pinned staging, on the pipeline's stream

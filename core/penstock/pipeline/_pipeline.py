@@ -150,6 +150,7 @@ class Pipeline(PipelineBuild, PipelineRun):
         self._pending: collections.deque[Iteration] = collections.deque()
         self._first_iter = True
         self._scheduled_ahead = False      # run() scheduled the next run's iteration (_runs_ahead)
+        self._paired_depth = False         # the prefetch depth doubled for iterations in pairs (_pairs_now)
         self._last_iter = False
         self._epoch = 0
         self._iter_in_epoch = 0

@@ -108,11 +108,7 @@ class PipelineRun:
             error = exc
         finally:
             self._calling_sources = False
-        it = Iteration(self._iteration, self._epoch, batch, fed)
-        if self._enable_checkpointing:
-            _checkpoint.scheduled(self, it.index)
-        self._iteration += 1
-        self._iter_in_epoch += 1
+        it = self._numbered(batch, fed)
         if error is None:
             self._executor.submit(it)
         else:
@@ -120,6 +116,28 @@ class PipelineRun:
             it.done.set()
         self._pending.append(it)
         return True
+
+    def _numbered(self, batch: int, fed: dict) -> Iteration:
+        """The next iteration, counted."""
+        it = Iteration(self._iteration, self._epoch, batch, fed)
+        if self._enable_checkpointing:
+            _checkpoint.scheduled(self, it.index)
+        self._iteration += 1
+        self._iter_in_epoch += 1
+        return it
+
+    def _schedule_pair(self) -> None:
+        """Schedules two iterations to run the GPU stages as one (``_pairs_now``)."""
+        pair = [self._numbered(self._max_batch_size, {}) for _ in range(2)]
+        self._executor.submit_pair(*pair)
+        self._pending.extend(pair)
+
+    def _pairs_now(self) -> bool:
+        """Whether to schedule iterations in pairs, for the executor to run each pair through the GPU
+        stages as one (penstock._pairs): it can, and the pipeline's iterations need nothing from the
+        caller's process when they are scheduled (no input operator's data, no ``iter_setup``)."""
+        wants = getattr(self._executor, "wants_pairs", None)  # (a pipeline process's executor has none)
+        return wants is not None and wants() and not self._source_ops and not self._iter_setup_defined()
 
     def _batch_size_of(self, sizes: dict[str, int]) -> int:
         """The iteration's batch size: the one all sources gave (max_batch_size without sources)."""
@@ -135,14 +153,29 @@ class PipelineRun:
     def schedule_run(self) -> None:
         with self._check_api(PipelineAPIType.SCHEDULED):
             self.build()
-            first = self._first_iter and self._exec_pipelined
-            self._owed += max(self._cpu_queue_size, self._gpu_queue_size) if first else 1
-            while self._owed:
-                scheduled = self._schedule_one()
-                if scheduled is None:
-                    break
-                self._owed = self._owed - 1 if scheduled else 0
-            self._first_iter = False
+            self._schedule(self._pairs_now())
+
+    def _schedule(self, pairs: bool) -> None:
+        """Schedules the iterations owed: the prefetch depth at first, then one a call; with
+        ``pairs``, twice the depth at first, in pairs (one owed waits for the next)."""
+        first = self._first_iter and self._exec_pipelined
+        depth = max(self._cpu_queue_size, self._gpu_queue_size)
+        self._owed += depth if first else 1
+        if pairs and not self._paired_depth:  # a pair on the way while the consumer takes the last one's
+            self._owed += depth
+            self._paired_depth = True
+        while self._owed:
+            if pairs and self._owed >= 2:
+                self._schedule_pair()
+                self._owed -= 2
+                continue
+            if pairs and self._pending:
+                break
+            scheduled = self._schedule_one()
+            if scheduled is None:
+                break
+            self._owed = self._owed - 1 if scheduled else 0
+        self._first_iter = False
 
     def _pop_outputs(self) -> tuple:
         if not self._pending:
@@ -230,6 +263,7 @@ class PipelineRun:
         if self._last_iter:
             self._last_iter = False
             self._first_iter = True
+            self._paired_depth = False
             self._epoch += 1
             self._iter_in_epoch = 0
             for op in self._source_ops if self._built else ():
