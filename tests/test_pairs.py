@@ -166,3 +166,30 @@ def test_a_pairs_random_draws_are_each_iterations_own():
     alone = Workspace([], {}, 5, 7, 0, None, op=op)
     ((rng, start, end),) = alone.rngs()
     assert (start, end) == (0, 5) and rng.random(2).tolist() == op.rng_for(7).random(2).tolist()
+
+
+def test_a_checkpoint_taken_between_pairs_resumes_with_the_same_batches(monkeypatch, kernels, photos, pairs_made):
+    """Twice the prefetch depth on the way: the checkpoint is still the state after the batches the
+    consumer took, and a pipeline resumed from it gives the batches that came next."""
+    use_host_device(monkeypatch, HostDevice(kernels))
+
+    def train(checkpoint=None):
+        @pipeline_def(batch_size=5, num_threads=2, device_id=0, seed=17, enable_checkpointing=True,
+                      checkpoint=checkpoint)
+        def pipe():
+            jpegs, labels = fn.readers.file(file_root=photos, random_shuffle=True, initial_fill=8, name="Reader")
+            images = fn.decoders.image_random_crop(jpegs, device="mixed", random_area=[0.3, 1.0])
+            return fn.resize(images, resize_x=16, resize_y=12), labels.gpu()
+        p = pipe()
+        p.build()
+        return p
+
+    first = train()
+    _as_iterators_take(first, 5)
+    checkpoint = first.checkpoint()
+    went_on = _as_iterators_take(first, 4)
+    assert pairs_made
+    for (images, labels), (want_images, want_labels) in zip(_as_iterators_take(train(checkpoint), 4), went_on):
+        assert labels == want_labels
+        for image, want in zip(images, want_images):
+            np.testing.assert_array_equal(image, want)
