@@ -474,19 +474,24 @@ class Executor:
                 done.done.set()
 
     def _run_group(self, group: int, it: Iteration, last: bool) -> None:
-        if not self._pairs or group < self._first_gpu:
+        with self._gpu_turn(self._pairs and group >= self._first_gpu):
             self.run_ops(self._groups[group], it)
             if last:
                 self.finish(it)
+
+    @contextlib.contextmanager
+    def _gpu_turn(self, counted: bool) -> Iterator[None]:
+        """A GPU group's run, ``counted`` among those a pair's recovery waits out (``_recover``);
+        while one recovers, none starts."""
+        if not counted:
+            yield
             return
         with self._world:
             while self._recovering:
                 self._world.wait()
             self._gpu_busy += 1
         try:
-            self.run_ops(self._groups[group], it)
-            if last:
-                self.finish(it)
+            yield
         finally:
             with self._world:
                 self._gpu_busy -= 1

@@ -73,7 +73,7 @@ def _concatenated(a: TensorListCPU, b: TensorListCPU, pool: Any) -> TensorListCP
 
 def split(batch: Any, counts: Sequence[int]) -> list:
     """``batch`` cut into consecutive batches of ``counts`` samples: views of its buffer, each packed
-    from its own start when the batch is packed."""
+    from its own start when the batch is packed (device batches get their event from the caller)."""
     parts, start = [], 0
     infos, shapes, offsets = batch._source_info, batch._shapes, batch._offsets
     packed = batch._is_packed_cached()
@@ -87,8 +87,6 @@ def split(batch: Any, counts: Sequence[int]) -> list:
         else:
             part = type(batch)._from_packed(batch._buf, shapes[start:end], offsets[start:end], batch._layout,
                                             infos[start:end])
-        if hasattr(batch, "stream"):
-            part.stream, part._event = batch.stream, batch._event
         parts.append(part)
         start = end
     return parts

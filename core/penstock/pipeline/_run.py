@@ -151,31 +151,29 @@ class PipelineRun:
 
     @one_caller
     def schedule_run(self) -> None:
+        """Schedules the iterations owed: the prefetch depth at first, then one a call; in pairs
+        (``_pairs_now``), twice the depth at first, two at a time (one owed waits for the next)."""
         with self._check_api(PipelineAPIType.SCHEDULED):
             self.build()
-            self._schedule(self._pairs_now())
-
-    def _schedule(self, pairs: bool) -> None:
-        """Schedules the iterations owed: the prefetch depth at first, then one a call; with
-        ``pairs``, twice the depth at first, in pairs (one owed waits for the next)."""
-        first = self._first_iter and self._exec_pipelined
-        depth = max(self._cpu_queue_size, self._gpu_queue_size)
-        self._owed += depth if first else 1
-        if pairs and not self._paired_depth:  # a pair on the way while the consumer takes the last one's
-            self._owed += depth
-            self._paired_depth = True
-        while self._owed:
-            if pairs and self._owed >= 2:
-                self._schedule_pair()
-                self._owed -= 2
-                continue
-            if pairs and self._pending:
-                break
-            scheduled = self._schedule_one()
-            if scheduled is None:
-                break
-            self._owed = self._owed - 1 if scheduled else 0
-        self._first_iter = False
+            first = self._first_iter and self._exec_pipelined
+            depth = max(self._cpu_queue_size, self._gpu_queue_size)
+            self._owed += depth if first else 1
+            pairs = self._pairs_now()
+            if pairs and not self._paired_depth:  # a pair on the way while the consumer takes the last one's
+                self._owed += depth
+                self._paired_depth = True
+            while self._owed:
+                if pairs and self._owed >= 2:
+                    self._schedule_pair()
+                    self._owed -= 2
+                    continue
+                if pairs and self._pending:
+                    break
+                scheduled = self._schedule_one()
+                if scheduled is None:
+                    break
+                self._owed = self._owed - 1 if scheduled else 0
+            self._first_iter = False
 
     def _pop_outputs(self) -> tuple:
         if not self._pending:
