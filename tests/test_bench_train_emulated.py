@@ -25,7 +25,7 @@ def test_the_bench_runs_each_loop_and_hand_off_beside_the_loop_alone():
                   ["--loop", "python", "--python-ms", "3", "--backward-ms", "0", "--take", "run",
                    "--hw-decoder-load", "-1"]):
         out = subprocess.run([sys.executable, os.path.join(BENCH, "train_emulated.py"), "--rounds", "1", "--steps",
-                              "10", "--decoder-ms", "2", *extra], capture_output=True, text=True, timeout=300,
+                              "16", "--decoder-ms", "2", *extra], capture_output=True, text=True, timeout=300,
                              check=True).stdout
         lines = {line["feed"]: line for line in map(json.loads, out.splitlines())}
         assert set(lines) == {"synthetic", "penstock"} | ({"penstock:off"} if "--variant" in extra else set())
